@@ -1,0 +1,223 @@
+//! The boundary guard: turns any [`Engine`] into an [`EngineBox`] whose every method catches
+//! panics and speaks JSON.
+//!
+//! A panic that unwinds into an `extern "C"` frame aborts the whole process (abi_stable prints
+//! "Attempted to panic across the ffi boundary"), so every method body runs under `catch_unwind`
+//! here, once, and engine authors cannot forget it.
+
+use std::{
+    any::Any,
+    cell::RefCell,
+    panic::{self, AssertUnwindSafe},
+};
+
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{ROption, RResult, RStr, RString},
+};
+use serde_json::Value;
+
+use crate::{
+    ffi::{Counters, EngineBox, EngineError, EngineObject, EngineObject_TO, ErrorKind, HostBox, Usage},
+    message::{messages_from_json, messages_to_json},
+    sdk::{CompressRequest, Engine, Host, ModelInfo, SessionInfo},
+};
+
+thread_local! {
+    /// Where the last caught panic happened, recorded by the hook that `install_panic_hook` sets.
+    static LAST_PANIC_LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Creates engine `E` from its config block (JSON) and wraps it for the host.
+///
+/// The host calls this for engines it links statically; the export macro calls it for plugins.
+/// A panic in `E::new` is an error, never an abort.
+pub fn instantiate<E: Engine>(config: &str, host: HostBox) -> Result<EngineBox, EngineError> {
+    let config: Value = if config.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(config)
+            .map_err(|error| EngineError::config(format!("config is not valid JSON: {error}")))?
+    };
+    let host = Host::new(host);
+    let engine = guard("new", || E::new(&config, host)).into_result()?;
+    Ok(EngineObject_TO::from_value(Guarded { engine }, TD_Opaque))
+}
+
+/// Makes panics inside this library record their location quietly instead of printing to the
+/// host's stderr; the guard puts the location into the error it returns.
+pub(crate) fn install_panic_hook() {
+    panic::set_hook(Box::new(|info| {
+        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+        LAST_PANIC_LOCATION.with(|last| *last.borrow_mut() = location);
+    }));
+}
+
+/// Runs `body`, turning a panic into an [`ErrorKind::PANIC`] error that names `method`.
+fn guard<T>(method: &str, body: impl FnOnce() -> Result<T, EngineError>) -> RResult<T, EngineError> {
+    match panic::catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result.into(),
+        Err(payload) => {
+            let location = LAST_PANIC_LOCATION.with(|last| last.borrow_mut().take());
+            let at = location.map(|l| format!(" at {l}")).unwrap_or_default();
+            let message = format!("`{method}` panicked{at}: {}", panic_message(payload.as_ref()));
+            RResult::RErr(EngineError::new(ErrorKind::PANIC, message))
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        text
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text
+    } else {
+        "non-string panic payload"
+    }
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> Result<T, EngineError> {
+    serde_json::from_str(json).map_err(|error| EngineError::invalid_input(format!("{what}: {error}")))
+}
+
+fn parse_messages(json: RStr<'_>) -> Result<Vec<crate::Message>, EngineError> {
+    messages_from_json(json.as_str())
+        .map_err(|error| EngineError::invalid_input(format!("messages: {error}")))
+}
+
+fn to_json(value: &Value) -> RString {
+    RString::from(value.to_string())
+}
+
+/// An engine behind the boundary.
+struct Guarded<E> {
+    engine: E,
+}
+
+impl<E: Engine> EngineObject for Guarded<E> {
+    fn counters(&self) -> RResult<Counters, EngineError> {
+        guard("counters", || Ok(*self.engine.counters()))
+    }
+
+    fn update_from_response(&mut self, usage: Usage) -> RResult<(), EngineError> {
+        guard("update_from_response", || {
+            self.engine.update_from_response(&usage);
+            Ok(())
+        })
+    }
+
+    fn should_compress(&mut self, prompt_tokens: ROption<u64>) -> RResult<bool, EngineError> {
+        guard("should_compress", || {
+            Ok(self.engine.should_compress(prompt_tokens.into_option()))
+        })
+    }
+
+    fn should_compress_preflight(&mut self, messages: RStr<'_>) -> RResult<bool, EngineError> {
+        guard("should_compress_preflight", || {
+            let messages = parse_messages(messages)?;
+            Ok(self.engine.should_compress_preflight(&messages))
+        })
+    }
+
+    fn has_content_to_compress(&mut self, messages: RStr<'_>) -> RResult<bool, EngineError> {
+        guard("has_content_to_compress", || {
+            let messages = parse_messages(messages)?;
+            Ok(self.engine.has_content_to_compress(&messages))
+        })
+    }
+
+    fn compress(
+        &mut self,
+        messages: RStr<'_>,
+        current_tokens: ROption<u64>,
+        focus_topic: ROption<RStr<'_>>,
+    ) -> RResult<RString, EngineError> {
+        guard("compress", || {
+            let messages = parse_messages(messages)?;
+            let request = CompressRequest {
+                current_tokens: current_tokens.into_option(),
+                focus_topic: focus_topic.into_option().map(|focus| focus.as_str().to_owned()),
+            };
+            let compacted = self.engine.compress(messages, &request)?;
+            Ok(RString::from(messages_to_json(&compacted)))
+        })
+    }
+
+    fn on_session_start(&mut self, session_id: RStr<'_>, info: RStr<'_>) -> RResult<(), EngineError> {
+        guard("on_session_start", || {
+            let info: SessionInfo = parse_json("session info", info.as_str())?;
+            self.engine.on_session_start(session_id.as_str(), &info)
+        })
+    }
+
+    fn on_session_end(&mut self, session_id: RStr<'_>, messages: RStr<'_>) -> RResult<(), EngineError> {
+        guard("on_session_end", || {
+            let messages = parse_messages(messages)?;
+            self.engine.on_session_end(session_id.as_str(), &messages)
+        })
+    }
+
+    fn on_session_reset(&mut self) -> RResult<(), EngineError> {
+        guard("on_session_reset", || {
+            self.engine.on_session_reset();
+            Ok(())
+        })
+    }
+
+    fn update_model(&mut self, model: RStr<'_>) -> RResult<(), EngineError> {
+        guard("update_model", || {
+            let model: ModelInfo = parse_json("model info", model.as_str())?;
+            self.engine.update_model(&model);
+            Ok(())
+        })
+    }
+
+    fn get_tool_schemas(&self) -> RResult<RString, EngineError> {
+        guard("get_tool_schemas", || {
+            Ok(to_json(&Value::Array(self.engine.get_tool_schemas())))
+        })
+    }
+
+    fn handle_tool_call(
+        &mut self,
+        name: RStr<'_>,
+        arguments: RStr<'_>,
+        messages: ROption<RStr<'_>>,
+    ) -> RResult<RString, EngineError> {
+        guard("handle_tool_call", || {
+            let arguments: Value = match serde_json::from_str(arguments.as_str()) {
+                Ok(arguments) => arguments,
+                Err(error) => {
+                    let answer =
+                        serde_json::json!({ "error": format!("arguments are not valid JSON: {error}") });
+                    return Ok(to_json(&answer));
+                }
+            };
+            let messages = messages.into_option().map(parse_messages).transpose()?;
+            let answer = self
+                .engine
+                .handle_tool_call(name.as_str(), &arguments, messages.as_deref());
+            Ok(to_json(&answer))
+        })
+    }
+
+    fn get_status(&self) -> RResult<RString, EngineError> {
+        guard("get_status", || Ok(to_json(&self.engine.get_status())))
+    }
+
+    fn call_ext(&mut self, method: RStr<'_>, request: RStr<'_>) -> RResult<RString, EngineError> {
+        guard("call_ext", || {
+            if method.as_str() == "methods" {
+                let mut names = self.engine.ext_methods();
+                names.insert(0, "methods");
+                return Ok(to_json(&serde_json::json!(names)));
+            }
+            let request: Value = if request.trim().is_empty() {
+                Value::Null
+            } else {
+                parse_json("request", request.as_str())?
+            };
+            Ok(to_json(&self.engine.call_ext(method.as_str(), &request)?))
+        })
+    }
+}

@@ -1,0 +1,237 @@
+//! The safe side: the trait an engine author implements, and the host handle an engine is given.
+
+use abi_stable::std_types::RStr;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::{
+    ffi::{Counters, EngineError, HostBox, LogLevel, Usage},
+    Message,
+};
+
+/// What the host knows about the model, handed to [`Engine::update_model`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelInfo {
+    /// The model's name, e.g. `anthropic/claude-sonnet-4.6`.
+    pub model: String,
+    /// The usable window in tokens (the output reservation already taken off).
+    pub context_length: u64,
+    /// The endpoint, when known.
+    pub base_url: String,
+    /// The provider, when known.
+    pub provider: String,
+}
+
+/// What the host tells an engine at the start of a session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionInfo {
+    /// The model's name.
+    pub model: String,
+    /// The window in tokens.
+    pub context_length: u64,
+    /// Where the session runs (`ctxhost` for a replay).
+    pub platform: String,
+    /// Set on a compaction boundary: why the session was split.
+    pub boundary_reason: Option<String>,
+    /// Set on a compaction boundary: the session this one continues.
+    pub old_session_id: Option<String>,
+}
+
+/// The optional arguments of a `compress` call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompressRequest {
+    /// The current prompt size, when the host knows it.
+    pub current_tokens: Option<u64>,
+    /// From a manual `/compress <focus>`: what the summary should spend its budget on.
+    pub focus_topic: Option<String>,
+}
+
+/// The host, as an engine sees it: logging and named services.
+///
+/// Cheap to clone. Engines rarely log through it directly: the SDK forwards the engine's `tracing`
+/// events here, so `tracing::info!` in a plugin lands in the host's log stream.
+#[derive(Clone)]
+pub struct Host {
+    services: Option<HostBox>,
+}
+
+impl Host {
+    /// A host reached through its services, as a factory receives them.
+    pub fn new(services: HostBox) -> Self {
+        Self {
+            services: Some(services),
+        }
+    }
+
+    /// No host at all: logs go to this library's own `tracing` subscriber and every service call
+    /// answers "unknown". For tests of an engine in isolation.
+    pub fn detached() -> Self {
+        Self { services: None }
+    }
+
+    /// Calls the host service `service` with a JSON request.
+    ///
+    /// Errors with [`crate::ErrorKind::UNKNOWN_METHOD`] when the host does not offer it.
+    pub fn call(&self, service: &str, request: &Value) -> Result<Value, EngineError> {
+        let Some(services) = &self.services else {
+            return Err(EngineError::unknown_method(service));
+        };
+        let request = request.to_string();
+        let answer = services
+            .call(RStr::from(service), RStr::from(request.as_str()))
+            .into_result()?;
+        serde_json::from_str(&answer).map_err(|error| {
+            EngineError::invalid_input(format!("host service `{service}` answered invalid JSON: {error}"))
+        })
+    }
+
+    /// Whether the host offers the service `service`.
+    pub fn supports(&self, service: &str) -> bool {
+        match self.call("services", &Value::Null) {
+            Ok(Value::Array(names)) => names.iter().any(|name| name.as_str() == Some(service)),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn log(&self, level: LogLevel, target: &str, message: &str) {
+        if let Some(services) = &self.services {
+            services.log(level, RStr::from(target), RStr::from(message));
+        }
+    }
+}
+
+/// A context engine: what an engine author implements.
+///
+/// Only [`NAME`](Engine::NAME), [`new`](Engine::new), the two counter accessors and
+/// [`compress`](Engine::compress) are required; every other method has the contract's default.
+/// Export the type from a `cdylib` with [`crate::export_engine!`]. Panics in any method are caught
+/// at the boundary and reported to the host as errors; the host keeps the context as it was.
+pub trait Engine: Send + 'static {
+    /// The name users write in `context.engine`; must equal `name` in `plugin.yaml`.
+    const NAME: &'static str;
+
+    /// Creates the engine from its config block (the value under its name in `config.yaml`,
+    /// `null` when there is none) and the host.
+    fn new(config: &Value, host: Host) -> Result<Self, EngineError>
+    where
+        Self: Sized;
+
+    /// The contract's counters.
+    fn counters(&self) -> &Counters;
+
+    /// The counters, for the default methods to update.
+    fn counters_mut(&mut self) -> &mut Counters;
+
+    /// Returns a new, usually shorter, valid sequence of messages.
+    ///
+    /// An error leaves the host's context as it was. Return [`EngineError::unavailable`] when a
+    /// service you need (a model) cannot be reached.
+    fn compress(
+        &mut self,
+        messages: Vec<Message>,
+        request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError>;
+
+    /// The share of the window at which compaction fires, used by the default
+    /// [`update_model`](Engine::update_model).
+    fn threshold_percent(&self) -> f64 {
+        0.75
+    }
+
+    /// After every model response. Default: record the usage in the counters.
+    fn update_from_response(&mut self, usage: &Usage) {
+        let counters = self.counters_mut();
+        counters.last_prompt_tokens = usage.prompt_tokens;
+        counters.last_completion_tokens = usage.completion_tokens;
+        counters.last_total_tokens = usage.total_tokens;
+    }
+
+    /// Whether to compact now. Default: the prompt (or the last one) is at or over the threshold.
+    fn should_compress(&mut self, prompt_tokens: Option<u64>) -> bool {
+        let counters = self.counters();
+        let tokens = prompt_tokens.unwrap_or(counters.last_prompt_tokens);
+        counters.threshold_tokens > 0 && tokens >= counters.threshold_tokens
+    }
+
+    /// A cheap estimate before a model call. Default: false.
+    fn should_compress_preflight(&mut self, _messages: &[Message]) -> bool {
+        false
+    }
+
+    /// Whether anything could be compacted. Default: true.
+    fn has_content_to_compress(&mut self, _messages: &[Message]) -> bool {
+        true
+    }
+
+    /// At the start of a session. Default: nothing.
+    fn on_session_start(&mut self, _session_id: &str, _info: &SessionInfo) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    /// At a real session boundary (exit, `/reset`, expiry). Default: nothing.
+    fn on_session_end(&mut self, _session_id: &str, _messages: &[Message]) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    /// On `/new` or `/reset`. Default: zero the token counters and `compression_count`.
+    fn on_session_reset(&mut self) {
+        let counters = self.counters_mut();
+        *counters = Counters {
+            threshold_tokens: counters.threshold_tokens,
+            context_length: counters.context_length,
+            ..Counters::default()
+        };
+    }
+
+    /// When the model or its window changes. Default: set `context_length` and
+    /// `threshold_tokens = floor(context_length × threshold_percent)`.
+    fn update_model(&mut self, model: &ModelInfo) {
+        let percent = self.threshold_percent();
+        let counters = self.counters_mut();
+        counters.context_length = model.context_length;
+        counters.threshold_tokens = (model.context_length as f64 * percent).floor() as u64;
+    }
+
+    /// Tools the engine offers the agent: `{name, description, parameters}` each. Default: none.
+    fn get_tool_schemas(&self) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// Runs one of the engine's tools. Always answer JSON, errors as `{"error": …}`.
+    fn handle_tool_call(&mut self, name: &str, _arguments: &Value, _messages: Option<&[Message]>) -> Value {
+        json!({ "error": format!("Unknown context engine tool: {name}") })
+    }
+
+    /// The engine's state for display. Default: the contract's status object.
+    fn get_status(&self) -> Value {
+        default_status(self.counters())
+    }
+
+    /// Capabilities beyond the contract, by name. Default: every name is unknown.
+    fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
+        Err(EngineError::unknown_method(method))
+    }
+
+    /// The names [`call_ext`](Engine::call_ext) answers. Default: none.
+    fn ext_methods(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+}
+
+/// The contract's default status object for `counters`.
+pub fn default_status(counters: &Counters) -> Value {
+    let usage_percent = if counters.context_length == 0 {
+        0.0
+    } else {
+        (counters.last_prompt_tokens as f64 / counters.context_length as f64 * 100.0).min(100.0)
+    };
+    json!({
+        "last_prompt_tokens": counters.last_prompt_tokens,
+        "threshold_tokens": counters.threshold_tokens,
+        "context_length": counters.context_length,
+        "usage_percent": usage_percent,
+        "compression_count": counters.compression_count,
+    })
+}

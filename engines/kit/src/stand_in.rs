@@ -1,0 +1,269 @@
+//! One-line stand-ins for tool output an engine drops.
+//!
+//! A stand-in says what the call did and what came of it, built from the call's name and
+//! arguments, so the model still knows the step happened: ``[terminal] ran `pytest -q` -> exit 1,
+//! 214 lines output`` rather than a bare "output cleared".
+
+use ctxhost_engine_abi::ToolCall;
+use serde_json::{Map, Value};
+
+/// The longest command, path or pattern quoted in a stand-in, in characters.
+const MAX_QUOTED_CHARS: usize = 120;
+
+/// A one-line description of `output`, produced by `call` (when it is known).
+pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
+    let Some(call) = call else {
+        return format!(
+            "[tool] ({} chars of output cleared)",
+            group_thousands(output.chars().count())
+        );
+    };
+    let name = call.function.name.as_str();
+    let arguments = parse_arguments(&call.function.arguments);
+    let chars = output.chars().count();
+    match ToolKind::of(name) {
+        ToolKind::Shell => match first_string(&arguments, &["command", "cmd", "script", "input"]) {
+            Some(command) => format!("[{name}] ran `{}` -> {}", quote(command), shell_outcome(output)),
+            None => format!("[{name}] -> {}", shell_outcome(output)),
+        },
+        ToolKind::Read => {
+            let path = first_string(
+                &arguments,
+                &["path", "file_path", "filename", "file", "target_file"],
+            );
+            let from = first_number(
+                &arguments,
+                &["offset", "start_line", "line", "line_number", "start"],
+            );
+            let from = from.map(|line| format!(" from line {line}")).unwrap_or_default();
+            match path {
+                Some(path) => format!(
+                    "[{name}] read {}{from} ({} chars)",
+                    quote(path),
+                    group_thousands(chars)
+                ),
+                None => format!("[{name}] read a file{from} ({} chars)", group_thousands(chars)),
+            }
+        }
+        ToolKind::Search => {
+            let pattern = first_string(
+                &arguments,
+                &["pattern", "query", "regex", "search_term", "file_name", "name"],
+            );
+            let scope = first_string(&arguments, &["path", "dir", "directory", "glob", "include"]);
+            let scope = scope
+                .map(|scope| format!(" in {}", quote(scope)))
+                .unwrap_or_default();
+            let matches = count_nonblank_lines(output);
+            match pattern {
+                Some(pattern) => format!(
+                    "[{name}] search for '{}'{scope} -> {matches} matching lines",
+                    quote(pattern)
+                ),
+                None => format!("[{name}] search{scope} -> {matches} matching lines"),
+            }
+        }
+        ToolKind::Write => {
+            let path = first_string(
+                &arguments,
+                &["path", "file_path", "filename", "file", "target_file"],
+            );
+            let target = path.map(|path| format!(" {}", quote(path))).unwrap_or_default();
+            format!(
+                "[{name}] changed{target} ({} chars of output cleared)",
+                group_thousands(chars)
+            )
+        }
+        ToolKind::Other => format!("[{name}] ({} chars of output cleared)", group_thousands(chars)),
+    }
+}
+
+/// The stand-in for an older copy of a long output that appears again later.
+pub fn describe_duplicate_output(call: Option<&ToolCall>, output_chars: usize) -> String {
+    let name = call.map(|call| call.function.name.as_str()).unwrap_or("tool");
+    format!(
+        "[{name}] duplicate of a more recent result ({} chars; see the later copy)",
+        group_thousands(output_chars)
+    )
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ToolKind {
+    Shell,
+    Read,
+    Search,
+    Write,
+    Other,
+}
+
+impl ToolKind {
+    fn of(name: &str) -> Self {
+        let name = name.to_ascii_lowercase();
+        let has = |words: &[&str]| words.iter().any(|word| name.contains(word));
+        if has(&["terminal", "bash", "shell", "exec", "command", "run"]) {
+            Self::Shell
+        } else if has(&["search", "grep", "find", "glob", "lookup"]) {
+            Self::Search
+        } else if has(&["read", "open", "view", "cat", "scroll", "goto"]) {
+            Self::Read
+        } else if has(&[
+            "write",
+            "edit",
+            "patch",
+            "create",
+            "replace",
+            "insert",
+            "str_replace",
+        ]) {
+            Self::Write
+        } else {
+            Self::Other
+        }
+    }
+}
+
+fn parse_arguments(arguments: &str) -> Map<String, Value> {
+    match serde_json::from_str(arguments) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
+fn first_string<'a>(arguments: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+    keys.iter()
+        .filter_map(|key| arguments.get(*key)?.as_str())
+        .find(|value| !value.trim().is_empty())
+}
+
+fn first_number(arguments: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
+    keys.iter().find_map(|key| {
+        let value = arguments.get(*key)?;
+        value.as_i64().or_else(|| value.as_str()?.trim().parse().ok())
+    })
+}
+
+/// `exit N, L lines output` when the exit code can be read, else `L lines output`.
+fn shell_outcome(output: &str) -> String {
+    let lines = output.lines().count();
+    let lines = format!("{} lines output", group_thousands(lines));
+    match exit_code(output) {
+        Some(code) => format!("exit {code}, {lines}"),
+        None => lines,
+    }
+}
+
+/// The exit code of a shell tool's output: a JSON field (`exit_code`, `returncode`…) or a line
+/// such as `Exit code: 1`.
+fn exit_code(output: &str) -> Option<i64> {
+    if output.trim_start().starts_with('{') {
+        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(output) {
+            return ["exit_code", "returncode", "exitCode", "status"]
+                .iter()
+                .find_map(|key| map.get(*key)?.as_i64());
+        }
+    }
+    output.lines().rev().take(5).find_map(|line| {
+        let lower = line.to_ascii_lowercase();
+        let rest = lower.split_once("exit code")?.1;
+        rest.trim_start_matches([':', ' ', '='])
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+fn count_nonblank_lines(output: &str) -> usize {
+    output.lines().filter(|line| !line.trim().is_empty()).count()
+}
+
+/// `text` on one line, cut to [`MAX_QUOTED_CHARS`] with a marker.
+fn quote(text: &str) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= MAX_QUOTED_CHARS {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(MAX_QUOTED_CHARS).collect();
+    format!("{cut}…")
+}
+
+/// `12345` → `12,345`.
+pub fn group_thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall::new("c1", name, arguments)
+    }
+
+    #[test]
+    fn a_shell_call_says_what_ran_and_how_it_ended() {
+        let output = "collected 3 items\nFAILED test_x\nExit code: 1";
+        assert_eq!(
+            describe_tool_output(Some(&call("terminal", r#"{"command":"pytest -q"}"#)), output),
+            "[terminal] ran `pytest -q` -> exit 1, 3 lines output"
+        );
+        let json_output = r#"{"output":"a\nb","exit_code":2}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("bash", r#"{"command":"make"}"#)), json_output),
+            "[bash] ran `make` -> exit 2, 1 lines output"
+        );
+    }
+
+    #[test]
+    fn a_read_names_the_file_the_line_and_the_size() {
+        let output = "x".repeat(12_345);
+        assert_eq!(
+            describe_tool_output(
+                Some(&call("read_file", r#"{"path":"src/app.py","offset":1}"#)),
+                &output
+            ),
+            "[read_file] read src/app.py from line 1 (12,345 chars)"
+        );
+    }
+
+    #[test]
+    fn a_search_counts_its_matches() {
+        let output = "a.rs:1: TODO\nb.rs:9: TODO\n";
+        assert_eq!(
+            describe_tool_output(
+                Some(&call("search_files", r#"{"pattern":"TODO","path":"src"}"#)),
+                output
+            ),
+            "[search_files] search for 'TODO' in src -> 2 matching lines"
+        );
+    }
+
+    #[test]
+    fn an_unknown_tool_still_says_how_much_was_cleared() {
+        assert_eq!(
+            describe_tool_output(Some(&call("weather", "{}")), &"y".repeat(2_000)),
+            "[weather] (2,000 chars of output cleared)"
+        );
+        assert_eq!(
+            describe_tool_output(None, "abc"),
+            "[tool] (3 chars of output cleared)"
+        );
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(group_thousands(0), "0");
+        assert_eq!(group_thousands(999), "999");
+        assert_eq!(group_thousands(1_000), "1,000");
+        assert_eq!(group_thousands(1_234_567), "1,234,567");
+    }
+}
