@@ -15,12 +15,22 @@ use crate::{
 pub struct ModelInfo {
     /// The model's name, e.g. `anthropic/claude-sonnet-4.6`.
     pub model: String,
-    /// The usable window in tokens (the output reservation already taken off).
+    /// The model's context window in tokens.
     pub context_length: u64,
+    /// Tokens reserved for the model's answer (`model.max_tokens`), when configured; the usable
+    /// window is `context_length − max_tokens`.
+    pub max_tokens: Option<u64>,
     /// The endpoint, when known.
     pub base_url: String,
     /// The provider, when known.
     pub provider: String,
+}
+
+impl ModelInfo {
+    /// The usable window: `context_length − max_tokens` when an output reservation is set.
+    pub fn window(&self) -> u64 {
+        self.context_length.saturating_sub(self.max_tokens.unwrap_or(0))
+    }
 }
 
 /// What the host tells an engine at the start of a session.
@@ -186,12 +196,13 @@ pub trait Engine: Send + 'static {
     }
 
     /// When the model or its window changes. Default: set `context_length` and
-    /// `threshold_tokens = floor(context_length × threshold_percent)`.
+    /// `threshold_tokens = floor(window × threshold_percent)`, the window being
+    /// [`ModelInfo::window`].
     fn update_model(&mut self, model: &ModelInfo) {
         let percent = self.threshold_percent();
         let counters = self.counters_mut();
         counters.context_length = model.context_length;
-        counters.threshold_tokens = (model.context_length as f64 * percent).floor() as u64;
+        counters.threshold_tokens = (model.window() as f64 * percent).floor() as u64;
     }
 
     /// Tools the engine offers the agent: `{name, description, parameters}` each. Default: none.
