@@ -1,0 +1,160 @@
+//! The same engine called statically and through its loaded library, `compress` scaling, and
+//! plugin discovery. Run with `cargo xtask bench` (it builds the compressor's plugin library
+//! first) and read the ratios with `python3 benches/ratios.py`.
+
+#[path = "support.rs"]
+mod support;
+
+use std::{fs, hint::black_box, path::PathBuf};
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use ctxhost::{
+    config::Settings,
+    discovery::discover_plugins,
+    engine::{EngineHandle, EngineOrigin},
+    loading::open_engine_library,
+    resolution::builtin_compressor,
+    services::host_services_for,
+};
+use ctxhost_compressor::Compressor;
+use ctxhost_engine_abi::{messages_to_json, CompressRequest, Engine, Host, Message, ModelInfo};
+
+/// A window small enough that every benchmark transcript is far over the threshold.
+const CONTEXT_LENGTH: u64 = 100_000;
+
+fn model() -> ModelInfo {
+    ModelInfo {
+        model: "bench".into(),
+        context_length: CONTEXT_LENGTH,
+        ..ModelInfo::default()
+    }
+}
+
+fn compressor_library() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let file = format!(
+        "{}ctxhost_engine_compressor{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let path = profile.join(&file);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo xtask bench`, which builds it first",
+        path.display()
+    );
+    path
+}
+
+fn static_engine() -> EngineHandle {
+    let mut engine = builtin_compressor(&Settings::defaults(std::path::Path::new(".")));
+    engine.update_model(&model()).unwrap();
+    engine
+}
+
+fn library_engine() -> EngineHandle {
+    let library = open_engine_library(&compressor_library()).unwrap();
+    let object = (library.module.new_engine())("".into(), host_services_for("compressor"))
+        .into_result()
+        .unwrap();
+    let origin = EngineOrigin::Plugin {
+        dir: PathBuf::new(),
+        library: compressor_library(),
+    };
+    let mut engine = EngineHandle::new(object, "compressor", origin);
+    engine.update_model(&model()).unwrap();
+    engine
+}
+
+fn direct_engine() -> Compressor {
+    let mut engine = Compressor::new(&serde_json::Value::Null, Host::detached()).unwrap();
+    engine.update_model(&model());
+    engine
+}
+
+fn trivial_call(c: &mut Criterion) {
+    let mut group = c.benchmark_group("trivial_call");
+    let direct = direct_engine();
+    group.bench_function("direct", |b| b.iter(|| black_box(*black_box(&direct).counters())));
+    let static_engine = static_engine();
+    group.bench_function("static", |b| {
+        b.iter(|| black_box(static_engine.counters().unwrap()))
+    });
+    let library_engine = library_engine();
+    group.bench_function("library", |b| {
+        b.iter(|| black_box(library_engine.counters().unwrap()))
+    });
+    group.finish();
+}
+
+fn compress_static_vs_library(c: &mut Criterion) {
+    let mut group = c.benchmark_group("compress");
+    group.sample_size(20);
+    for n in [500, 5_000] {
+        let messages = support::tool_heavy_conversation(n);
+        let json = messages_to_json(&messages);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::new("direct", n), &messages, |b, messages| {
+            b.iter_batched(
+                || (direct_engine(), messages.clone()),
+                |(mut engine, messages)| engine.compress(messages, &CompressRequest::default()).unwrap(),
+                BatchSize::LargeInput,
+            )
+        });
+        for (name, make) in [
+            ("static", static_engine as fn() -> EngineHandle),
+            ("library", library_engine),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, n), &messages, |b, messages| {
+                b.iter_batched(
+                    make,
+                    |mut engine| engine.compress(messages, &json, None, None).unwrap(),
+                    BatchSize::LargeInput,
+                )
+            });
+        }
+    }
+    group.finish();
+}
+
+fn compress_scaling(c: &mut Criterion) {
+    let mut group = c.benchmark_group("compress_scaling");
+    group.sample_size(10);
+    for n in [1_000, 10_000, 100_000] {
+        let messages: Vec<Message> = support::tool_heavy_conversation(n);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &messages, |b, messages| {
+            b.iter_batched(
+                || (direct_engine(), messages.clone()),
+                |(mut engine, messages)| engine.compress(messages, &CompressRequest::default()).unwrap(),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+fn discovery(c: &mut Criterion) {
+    let root = tempfile::tempdir().unwrap();
+    for i in 0..100 {
+        let dir = root.path().join("context_engine").join(format!("engine{i:03}"));
+        fs::create_dir_all(&dir).unwrap();
+        let manifest =
+            format!("name: engine{i:03}\nversion: 1.0.{i}\ndescription: engine {i}\nabi_version: 1\n");
+        fs::write(dir.join("plugin.yaml"), manifest).unwrap();
+        fs::write(dir.join(format!("libengine{i:03}.so")), b"not opened").unwrap();
+    }
+    c.bench_function("discovery/100_folders", |b| {
+        b.iter(|| black_box(discover_plugins(root.path()).unwrap()))
+    });
+}
+
+criterion_group!(
+    benches,
+    trivial_call,
+    compress_static_vs_library,
+    compress_scaling,
+    discovery
+);
+criterion_main!(benches);

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Prints the ratios the targets are stated in, from criterion's last run (target/criterion)."""
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "target" / "criterion"
+
+
+def mean_ns(*parts):
+    path = ROOT.joinpath(*parts, "new", "estimates.json")
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())["mean"]["point_estimate"]
+
+
+def show(label, value, target=None, fmt="{:.2f}"):
+    text = "n/a (not measured)" if value is None else fmt.format(value)
+    print(f"{label:<58} {text:>12}   {target or ''}")
+
+
+def ratio(a, b):
+    return None if a is None or b is None else a / b
+
+
+def main():
+    if not ROOT.is_dir():
+        sys.exit(f"{ROOT}: no criterion results; run `cargo xtask bench` first")
+    print("figures from one run of `cargo xtask bench` (this machine is shared and noisy)\n")
+    show("trivial call through the library (ns)", mean_ns("trivial_call", "library"), "target < 10 ns")
+    show("trivial call, static (ns)", mean_ns("trivial_call", "static"))
+    show("trivial call, direct Rust call (ns)", mean_ns("trivial_call", "direct"))
+    for n in ("500", "5000"):
+        lib, sta = mean_ns("compress", "library", n), mean_ns("compress", "static", n)
+        show(f"compress {n} messages: library / static", ratio(lib, sta), "target <= 1.3x", "{:.3f}x")
+    direct = mean_ns("compress", "direct", "5000")
+    show("compress 5,000 tool-heavy messages, direct (ms)", None if direct is None else direct / 1e6, "target < 10 ms")
+    static = mean_ns("compress", "static", "5000")
+    show("compress 5,000 messages through the host, static (ms)", None if static is None else static / 1e6)
+    per = {n: mean_ns("compress_scaling", str(n)) for n in (1000, 10000, 100000)}
+    for n in (1000, 10000, 100000):
+        value = None if per[n] is None else per[n] / n
+        show(f"compress_scaling {n:>6}: ns per message", value, "flat = linear", "{:.0f}")
+    show("  100,000 vs 1,000 per-message cost", ratio(per[100000] and per[100000] / 100000, per[1000] and per[1000] / 1000), "~1.0 = linear", "{:.2f}x")
+    disc = mean_ns("discovery", "100_folders")
+    show("discovery of 100 plugin folders (ms)", None if disc is None else disc / 1e6, "target < 20 ms", "{:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+//! Phase 4: putting head, summary and tail back together, and taking an earlier summary apart.
+//!
+//! - On the first compaction the system message gets a short note saying that earlier turns were
+//!   compacted and that the summary is reference, not a new instruction.
+//! - The summary message starts with [`SUMMARY_MARKER`]. Its role is the one that keeps two
+//!   messages of the same role from standing next to each other; when neither `user` nor
+//!   `assistant` fits, the summary is merged into the first tail message, before its own text,
+//!   closed by [`SUMMARY_END`].
+//! - Tool pairs are repaired last (kit's `repair_tool_pairs`).
+
+use ctxhost_engine_abi::{part_text, Content, Message, Role};
+use serde_json::json;
+
+use crate::summary::{is_summary_text, summary_body, SUMMARY_END, SUMMARY_MARKER};
+
+/// Appended to the system message on the first compaction.
+pub const SYSTEM_NOTE: &str = "Note: earlier turns of this conversation were compacted into a summary \
+(the message that starts with [CONTEXT COMPACTION]). The summary is reference material about what \
+happened before, not a new instruction.";
+
+/// Where the summary went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// Its own message with this role.
+    Standalone(Role),
+    /// Merged into the first tail message.
+    Merged,
+}
+
+impl Placement {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Placement::Standalone(Role::User) => "user",
+            Placement::Standalone(_) => "assistant",
+            Placement::Merged => "merged into the first tail message",
+        }
+    }
+}
+
+/// The full text of a summary message: the marker and a one-line preamble, then the body.
+pub(crate) fn summary_message_text(preamble: &str, body: &str) -> String {
+    format!("{SUMMARY_MARKER} {preamble}\n\n{body}")
+}
+
+/// Takes every earlier summary out of `messages`: standalone summary messages are removed, merged
+/// ones give back the message they were merged into. Returns the bodies, oldest first.
+pub(crate) fn take_previous_summaries(messages: Vec<Message>) -> (Vec<Message>, Vec<String>) {
+    let mut bodies = Vec::new();
+    let mut kept = Vec::with_capacity(messages.len());
+    for message in messages {
+        match split_summary(message) {
+            (Some(body), rest) => {
+                bodies.push(body);
+                kept.extend(rest);
+            }
+            (None, Some(message)) => kept.push(message),
+            (None, None) => {}
+        }
+    }
+    (kept, bodies)
+}
+
+/// Whether any message carries a summary (cheap: looks at the start of each text).
+pub(crate) fn has_summary(messages: &[Message]) -> bool {
+    messages
+        .iter()
+        .any(|message| first_text(&message.content).is_some_and(is_summary_text))
+}
+
+fn first_text(content: &Content) -> Option<&str> {
+    match content {
+        Content::Text(text) => Some(text),
+        Content::Parts(parts) => parts.first().and_then(part_text),
+        Content::Null => None,
+    }
+}
+
+/// The summary body in `message` and what remains of the message without it.
+fn split_summary(message: Message) -> (Option<String>, Option<Message>) {
+    let Some(text) = first_text(&message.content).filter(|text| is_summary_text(text)) else {
+        return (None, Some(message));
+    };
+    let body = summary_body(text).unwrap_or_default().to_owned();
+    let rest = text
+        .split_once(SUMMARY_END)
+        .map(|(_, rest)| rest.trim_start_matches('\n').to_owned());
+    let mut message = message;
+    let keep = match (&mut message.content, rest) {
+        (Content::Parts(parts), _) => {
+            parts.remove(0);
+            !parts.is_empty() || message.has_tool_calls()
+        }
+        (content, Some(rest)) if !rest.is_empty() => {
+            *content = Content::Text(rest);
+            true
+        }
+        (content, _) => {
+            *content = Content::Null;
+            message.has_tool_calls()
+        }
+    };
+    (Some(body), keep.then_some(message))
+}
+
+/// Appends [`SYSTEM_NOTE`] to a leading system message that does not have it yet.
+pub(crate) fn append_system_note(head: &mut [Message]) -> bool {
+    let Some(system) = head.first_mut().filter(|message| message.role == Role::System) else {
+        return false;
+    };
+    if system.text().contains(SYSTEM_NOTE) {
+        return false;
+    }
+    match &mut system.content {
+        Content::Text(text) => {
+            text.push_str("\n\n");
+            text.push_str(SYSTEM_NOTE);
+        }
+        Content::Parts(parts) => parts.push(json!({"type": "text", "text": SYSTEM_NOTE})),
+        content @ Content::Null => *content = Content::Text(SYSTEM_NOTE.to_owned()),
+    }
+    true
+}
+
+/// Where a summary goes between a head ending with `before` and a tail starting with `after`.
+pub(crate) fn choose_placement(before: Option<Role>, after: Option<Role>) -> Placement {
+    // After the model's turn a summary reads best as the user's; after the user's, as the model's.
+    let preferred = match before {
+        Some(Role::Assistant) | Some(Role::Tool) | None => Role::User,
+        _ => Role::Assistant,
+    };
+    let other = if preferred == Role::User {
+        Role::Assistant
+    } else {
+        Role::User
+    };
+    [preferred, other]
+        .into_iter()
+        .find(|role| Some(*role) != before && Some(*role) != after)
+        .map_or(Placement::Merged, Placement::Standalone)
+}
+
+/// Head, summary, tail: the summary as its own message or merged into the first tail message.
+pub(crate) fn assemble(
+    mut head: Vec<Message>,
+    summary_text: String,
+    mut tail: Vec<Message>,
+) -> (Vec<Message>, Placement) {
+    let placement = choose_placement(head.last().map(|m| m.role), tail.first().map(|m| m.role));
+    match placement {
+        Placement::Standalone(role) => head.push(Message::new(role, summary_text)),
+        Placement::Merged => merge_into(&mut tail[0], summary_text),
+    }
+    head.extend(tail);
+    (head, placement)
+}
+
+fn merge_into(message: &mut Message, summary_text: String) {
+    let block = format!("{summary_text}\n{SUMMARY_END}");
+    match &mut message.content {
+        Content::Text(text) => *text = format!("{block}\n\n{text}"),
+        Content::Parts(parts) => parts.insert(0, json!({"type": "text", "text": block})),
+        content @ Content::Null => *content = Content::Text(block),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_summary_role_never_repeats_a_neighbour() {
+        use Role::*;
+        assert_eq!(
+            choose_placement(Some(System), Some(User)),
+            Placement::Standalone(Assistant)
+        );
+        assert_eq!(
+            choose_placement(Some(Tool), Some(Assistant)),
+            Placement::Standalone(User)
+        );
+        assert_eq!(
+            choose_placement(Some(Tool), Some(User)),
+            Placement::Standalone(Assistant)
+        );
+        assert_eq!(choose_placement(Some(User), Some(Assistant)), Placement::Merged);
+        assert_eq!(choose_placement(Some(Assistant), Some(User)), Placement::Merged);
+        assert_eq!(
+            choose_placement(None, Some(User)),
+            Placement::Standalone(Assistant)
+        );
+    }
+
+    #[test]
+    fn a_merged_summary_comes_apart_again() {
+        let (merged, placement) = assemble(
+            vec![Message::user("q")],
+            summary_message_text("pre", "## Goal\n- x"),
+            vec![Message::assistant("a")],
+        );
+        assert_eq!(placement, Placement::Merged);
+        assert!(merged[1].text().starts_with(SUMMARY_MARKER));
+        let (restored, bodies) = take_previous_summaries(merged);
+        assert_eq!(restored, vec![Message::user("q"), Message::assistant("a")]);
+        assert_eq!(bodies, vec!["## Goal\n- x".to_owned()]);
+    }
+
+    #[test]
+    fn the_system_note_is_added_once() {
+        let mut head = vec![Message::system("be brief")];
+        assert!(append_system_note(&mut head));
+        assert!(!append_system_note(&mut head));
+        assert_eq!(head[0].text(), format!("be brief\n\n{SYSTEM_NOTE}"));
+    }
+}

@@ -1,0 +1,231 @@
+//! Phase 2: where the protected head ends and the protected tail starts.
+//!
+//! Rules, in the order they apply (compressor.md, phase 2):
+//!
+//! - The head is the system message (when the list starts with one) plus the next
+//!   `protect_first_n` messages, moved forward past the results of a head assistant's calls.
+//! - The tail is walked backward from the end, one tool group at a time, while the tail budget
+//!   lasts; it then grows to at least `protect_last_n` messages.
+//! - If head plus tail (plus the summary to come) would still reach the threshold, the tail shrinks
+//!   back toward the budget, group by group: compaction must make progress.
+//! - The tail always starts at or before the last user message.
+//! - A boundary never falls between an assistant's tool calls and their results.
+
+use ctxhost_engine_abi::{Message, Role};
+use ctxhost_engine_kit::sequence::{align_end_to_group, align_start_to_group};
+
+/// What the boundaries are computed against, in rough tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// What the tail may hold.
+    pub tail_budget: u64,
+    /// Where compaction fires; 0 when the window is not known (no progress rule then).
+    pub threshold: u64,
+    /// Room kept for the summary and the system note when judging progress.
+    pub summary_allowance: u64,
+    pub protect_first_n: usize,
+    pub protect_last_n: usize,
+}
+
+/// `messages[..head_end]` is the head, `messages[tail_start..]` the tail, the rest the middle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Boundaries {
+    pub head_end: usize,
+    pub tail_start: usize,
+}
+
+impl Boundaries {
+    /// Whether anything lies between head and tail.
+    pub fn has_middle(&self) -> bool {
+        self.tail_start > self.head_end
+    }
+}
+
+/// The head and tail of `messages`; `estimates` holds each message's rough tokens.
+pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &Limits) -> Boundaries {
+    let len = messages.len();
+    let starts_with_system = messages
+        .first()
+        .is_some_and(|message| message.role == Role::System);
+    let head_end = (usize::from(starts_with_system) + limits.protect_first_n).min(len);
+    let head_end = align_end_to_group(messages, head_end);
+    if head_end >= len {
+        return Boundaries {
+            head_end: len,
+            tail_start: len,
+        };
+    }
+    let mut prefix = Vec::with_capacity(len + 1);
+    prefix.push(0u64);
+    for estimate in estimates {
+        prefix.push(prefix.last().copied().unwrap_or(0) + estimate);
+    }
+    let tail_tokens = |start: usize| prefix[len] - prefix[start];
+
+    // Whole groups from the end while the budget lasts.
+    let mut budget_start = len;
+    while budget_start > head_end {
+        let group_start = align_start_to_group(messages, budget_start - 1).max(head_end);
+        if tail_tokens(group_start) > limits.tail_budget {
+            break;
+        }
+        budget_start = group_start;
+    }
+
+    let counted_start =
+        align_start_to_group(messages, len.saturating_sub(limits.protect_last_n)).max(head_end);
+    let mut tail_start = budget_start.min(counted_start);
+
+    let too_big = |start: usize| {
+        limits.threshold > 0
+            && prefix[head_end] + tail_tokens(start) + limits.summary_allowance >= limits.threshold
+    };
+    while tail_start < budget_start && too_big(tail_start) {
+        tail_start = next_group_start(messages, tail_start);
+    }
+
+    if let Some(last_user) = last_user_index(messages) {
+        if last_user >= head_end && last_user < tail_start {
+            tail_start = last_user;
+        }
+    }
+    let tail_start = tail_start.max(head_end);
+
+    Boundaries {
+        head_end,
+        tail_start: avoid_merging_into_last_user(messages, head_end, tail_start, &too_big),
+    }
+}
+
+/// The index of the last user message.
+pub(crate) fn last_user_index(messages: &[Message]) -> Option<usize> {
+    messages.iter().rposition(|message| message.role == Role::User)
+}
+
+/// The start of the group after the one starting at `start`.
+fn next_group_start(messages: &[Message], start: usize) -> usize {
+    align_end_to_group(messages, start + 1)
+}
+
+/// When the head ends with an assistant and the tail starts with the last user message, no role
+/// fits a summary between them and it would have to be merged into that message. Taking one more
+/// group into the tail avoids altering the user's words, when progress allows it.
+fn avoid_merging_into_last_user(
+    messages: &[Message],
+    head_end: usize,
+    tail_start: usize,
+    too_big: &dyn Fn(usize) -> bool,
+) -> usize {
+    if head_end == 0 || tail_start <= head_end || tail_start >= messages.len() {
+        return tail_start;
+    }
+    let head_role = messages[head_end - 1].role;
+    let tail_role = messages[tail_start].role;
+    if !(head_role == Role::Assistant && tail_role == Role::User)
+        || Some(tail_start) != last_user_index(messages)
+    {
+        return tail_start;
+    }
+    let earlier = align_start_to_group(messages, tail_start - 1);
+    if earlier > head_end && !too_big(earlier) {
+        earlier
+    } else {
+        tail_start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_engine_abi::ToolCall;
+    use pretty_assertions::assert_eq;
+
+    fn estimates(messages: &[Message]) -> Vec<u64> {
+        messages.iter().map(|_| 10).collect()
+    }
+
+    fn call(id: &str) -> Message {
+        Message::assistant_calls(vec![ToolCall::new(id, "ls", "{}")])
+    }
+
+    fn limits(tail_budget: u64, protect_last_n: usize) -> Limits {
+        Limits {
+            tail_budget,
+            threshold: 0,
+            summary_allowance: 0,
+            protect_first_n: 1,
+            protect_last_n,
+        }
+    }
+
+    #[test]
+    fn the_head_moves_past_the_results_of_its_calls() {
+        let messages = vec![
+            Message::system("s"),
+            call("a"),
+            Message::tool("a", "x"),
+            Message::tool("a", "y"),
+            Message::user("u"),
+            Message::assistant("ok"),
+            Message::user("again"),
+        ];
+        let found = find_boundaries(&messages, &estimates(&messages), &limits(10, 1));
+        assert_eq!(found.head_end, 4);
+        assert_eq!(found.tail_start, 6);
+    }
+
+    #[test]
+    fn the_tail_takes_whole_groups_only() {
+        let messages = vec![
+            Message::system("s"),
+            Message::user("ask"),
+            call("a"),
+            Message::tool("a", "x"),
+            Message::tool("a", "y"),
+            call("b"),
+            Message::tool("b", "x"),
+            Message::tool("b", "y"),
+            Message::assistant("done"),
+        ];
+        // Protecting the last 2 messages would cut between b's results: the whole group comes.
+        let found = find_boundaries(&messages, &estimates(&messages), &limits(30, 2));
+        assert_eq!(found.tail_start, 5);
+        let found = find_boundaries(&messages, &estimates(&messages), &limits(30, 0));
+        assert_eq!(found.tail_start, 8);
+    }
+
+    #[test]
+    fn the_tail_reaches_back_to_the_last_user_message() {
+        let messages = vec![
+            Message::system("s"),
+            Message::user("first"),
+            Message::assistant("ok"),
+            Message::user("ask"),
+            call("a"),
+            Message::tool("a", "x"),
+            Message::assistant("done"),
+        ];
+        let found = find_boundaries(&messages, &estimates(&messages), &limits(10, 1));
+        assert_eq!(found.tail_start, 3);
+    }
+
+    #[test]
+    fn progress_shrinks_a_tail_that_protect_last_n_made_too_big() {
+        let mut messages = vec![Message::system("s"), Message::user("first")];
+        for n in 0..10 {
+            messages.push(Message::assistant(format!("a{n}")));
+            messages.push(Message::user(format!("u{n}")));
+        }
+        let limits = Limits {
+            tail_budget: 30,
+            threshold: 100,
+            summary_allowance: 20,
+            protect_first_n: 1,
+            protect_last_n: 20,
+        };
+        let found = find_boundaries(&messages, &estimates(&messages), &limits);
+        // Head 20 + tail + allowance 20 must stay under 100: 5 tail messages of 10.
+        assert_eq!(found.head_end, 2);
+        assert_eq!(messages.len() - found.tail_start, 5);
+    }
+}

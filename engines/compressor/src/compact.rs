@@ -1,0 +1,276 @@
+//! One compaction, phases 1 to 4, apart from the engine's state (counters, pause, cool-down).
+//!
+//! Order of the steps, and why:
+//!
+//! - Earlier summaries are taken out first, so that boundaries are computed on real turns and the
+//!   old summary is updated, not summarised as a turn.
+//! - Phase 2 (boundaries) runs before phase 1 (pruning): pruning applies outside the tail, so the
+//!   tail must be known. Phase 1 then prunes the middle (what a model summarizer reads) and
+//!   replaces older copies of repeated outputs in the tail.
+//! - Phase 3 reads the middle as it was before pruning (the extractive summarizer loses nothing
+//!   to stand-ins).
+//! - The input comes back unchanged when nothing lies between head and tail, when the middle is
+//!   too small to summarise, or when the result would not be smaller than the input.
+
+use std::time::Instant;
+
+use ctxhost_engine_abi::Message;
+use ctxhost_engine_kit::{
+    sequence::repair_tool_pairs,
+    tokens::{estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens},
+};
+
+use crate::{
+    assemble::{append_system_note, assemble, has_summary, summary_message_text, take_previous_summaries},
+    boundaries::{find_boundaries, Boundaries, Limits},
+    config::{Budgets, CompressorConfig, SUMMARY_TOKENS_CEILING},
+    prune::{
+        calls_by_id, count_prunable, find_older_duplicates, prune_middle, replace_duplicates_in_place,
+        PruneStats,
+    },
+    report::{CompactionReport, Outcome},
+    summary::{
+        check_summary, ExtractiveSummarizer, Summarizer, SummaryError, SummaryRequest, FALLBACK_MAX_CHARS,
+    },
+};
+
+/// The most a real token count may scale the rough estimates by (the character rule under-counts
+/// JSON and logs by 16–44%, compressor.md).
+const MAX_CALIBRATION: f64 = 1.5;
+/// A middle (with any earlier summary) below this many tokens is not worth a summary.
+const MIN_SUMMARISABLE_TOKENS: u64 = 150;
+/// Tokens kept free for the summary's preamble and the system note when judging progress.
+const PREAMBLE_ALLOWANCE_TOKENS: u64 = 100;
+
+/// Whether to ask the summarizer.
+pub(crate) enum Ask<'s> {
+    /// Ask it.
+    Summarizer(&'s mut dyn Summarizer),
+    /// Leave it alone (it is cooling down); use the fallback, saying why.
+    Skip { name: &'s str, reason: String },
+}
+
+impl Ask<'_> {
+    fn name(&self) -> String {
+        match self {
+            Ask::Summarizer(summarizer) => summarizer.name().to_owned(),
+            Ask::Skip { name, .. } => (*name).to_owned(),
+        }
+    }
+}
+
+/// What a compaction depends on besides the messages.
+pub(crate) struct Settings<'a> {
+    pub config: &'a CompressorConfig,
+    pub budgets: Budgets,
+    /// The real prompt size, when the host knows it: calibrates the rough estimates.
+    pub current_tokens: Option<u64>,
+    pub focus_topic: Option<&'a str>,
+    /// The summary the engine remembers from its last compaction.
+    pub remembered_summary: Option<&'a str>,
+}
+
+/// The result of [`compact`].
+pub(crate) struct Compaction {
+    /// The new context, or the input unchanged.
+    pub messages: Vec<Message>,
+    pub report: CompactionReport,
+    /// The summary body now in the context, to remember.
+    pub summary_body: Option<String>,
+    /// The summarizer's failure, when it had one (starts a cool-down).
+    pub failure: Option<SummaryError>,
+}
+
+/// The boundary limits for `settings`, calibrated by `scale`.
+pub(crate) fn limits_for(settings: &Settings<'_>, scale: f64) -> Limits {
+    let budgets = settings.budgets;
+    let max_summary = if budgets.context_length == 0 {
+        SUMMARY_TOKENS_CEILING
+    } else {
+        budgets.max_summary_tokens
+    };
+    Limits {
+        tail_budget: (budgets.tail_token_budget as f64 / scale) as u64,
+        threshold: (budgets.threshold_tokens as f64 / scale) as u64,
+        summary_allowance: max_summary + PREAMBLE_ALLOWANCE_TOKENS,
+        protect_first_n: settings.config.protect_first_n,
+        protect_last_n: settings.config.protect_last_n,
+    }
+}
+
+/// Head and tail of `messages` as [`compact`] would draw them (earlier summaries excluded).
+pub(crate) fn boundaries_of(messages: &[Message], settings: &Settings<'_>) -> Boundaries {
+    let estimates: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
+    find_boundaries(messages, &estimates, &limits_for(settings, 1.0))
+}
+
+/// Compacts `messages`.
+pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<'_>) -> Compaction {
+    let started = Instant::now();
+    let name = ask.name();
+    let messages_before = messages.len();
+    let mut estimates: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
+    let tokens_before: u64 = estimates.iter().sum();
+    let unchanged = |messages: Vec<Message>, outcome, reason: String| {
+        let mut report = CompactionReport::unchanged(&name, outcome, reason, tokens_before, messages_before);
+        report.focus_topic = settings.focus_topic.map(str::to_owned);
+        report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
+        Compaction {
+            messages,
+            report,
+            summary_body: None,
+            failure: None,
+        }
+    };
+
+    // Earlier summaries out; the input is kept to hand back when nothing is done.
+    let (original, working, bodies) = if has_summary(&messages) {
+        let original = messages.clone();
+        let (working, bodies) = take_previous_summaries(messages);
+        (Some(original), working, bodies)
+    } else {
+        (None, messages, Vec::new())
+    };
+    let previous = if bodies.is_empty() {
+        settings.remembered_summary.map(str::to_owned)
+    } else {
+        Some(bodies.join("\n\n"))
+    };
+    let restore = |working: Vec<Message>| original.clone().unwrap_or(working);
+
+    // Phase 2.
+    if original.is_some() {
+        estimates = working.iter().map(estimate_message_tokens).collect();
+    }
+    let scale = match settings.current_tokens {
+        Some(real) if tokens_before > 0 => (real as f64 / tokens_before as f64).clamp(1.0, MAX_CALIBRATION),
+        _ => 1.0,
+    };
+    let Boundaries { head_end, tail_start } =
+        find_boundaries(&working, &estimates, &limits_for(settings, scale));
+    if tail_start <= head_end {
+        let reason = format!(
+            "nothing lies between the protected head ({head_end} messages) and tail ({} messages)",
+            working.len() - tail_start
+        );
+        return unchanged(restore(working), Outcome::NothingToCompress, reason);
+    }
+    let middle = &working[head_end..tail_start];
+    let middle_tokens: u64 = estimates[head_end..tail_start].iter().sum();
+    let previous_tokens = previous.as_deref().map_or(0, estimate_text_tokens);
+    let input_tokens = middle_tokens + previous_tokens;
+    if input_tokens < MIN_SUMMARISABLE_TOKENS {
+        let reason = format!("the middle ({input_tokens} tokens) is too small to summarise");
+        return unchanged(restore(working), Outcome::NothingToCompress, reason);
+    }
+
+    // Phase 1. A summarizer that reads the messages themselves gets no pruned copy: only the
+    // tail's duplicates are replaced, and the rest is counted for the report.
+    let reads_transcript = matches!(&ask, Ask::Summarizer(summarizer) if summarizer.reads_transcript());
+    let calls = calls_by_id(&working);
+    let duplicates_from = if reads_transcript { head_end } else { tail_start };
+    let duplicates = find_older_duplicates(&working, duplicates_from);
+    let mut stats = PruneStats::default();
+    let pruned = if reads_transcript {
+        prune_middle(middle, &duplicates[head_end..tail_start], &calls, &mut stats)
+    } else {
+        count_prunable(middle, &mut stats);
+        Vec::new()
+    };
+
+    // Phase 3.
+    let target_tokens = settings.budgets.summary_target_tokens(input_tokens);
+    let request = SummaryRequest {
+        middle,
+        pruned_middle: &pruned,
+        previous_summary: previous.as_deref(),
+        focus_topic: settings.focus_topic,
+        target_tokens,
+        input_tokens,
+    };
+    let (asked, was_asked) = match ask {
+        Ask::Summarizer(summarizer) => {
+            let answer = summarizer
+                .summarize(&request)
+                .and_then(|body| check_summary(&body, input_tokens).map(|()| body));
+            (answer, true)
+        }
+        Ask::Skip { reason, .. } => (Err(SummaryError::Failed(reason)), false),
+    };
+    let count = middle.len();
+    let (body, outcome, preamble, reason) = match asked {
+        Ok(body) => {
+            let preamble = format!(
+                "Earlier turns ({count} messages) were compacted into this summary by the {name} summarizer. \
+                 It is reference material, not a new instruction: respond to the latest message after it."
+            );
+            (body, Outcome::Compacted, preamble, None)
+        }
+        Err(SummaryError::Unavailable(reason)) => {
+            drop(pruned);
+            return unchanged(restore(working), Outcome::Aborted, reason);
+        }
+        Err(SummaryError::Failed(reason)) => {
+            let preamble = format!(
+                "Earlier turns ({count} messages) were compacted into this FALLBACK summary, built without \
+                 the {name} summarizer because: {reason}. It is reference material, not a new instruction: \
+                 respond to the latest message after it."
+            );
+            let limit = FALLBACK_MAX_CHARS
+                .min(target_tokens.saturating_mul(4) as usize)
+                .saturating_sub(preamble.chars().count());
+            let body = ExtractiveSummarizer.summarize_with_limit(&request, limit);
+            (body, Outcome::Fallback, preamble, Some(reason))
+        }
+    };
+    // Only a summarizer actually asked can fail; a skipped one is already cooling down.
+    let failure = reason.clone().filter(|_| was_asked).map(SummaryError::Failed);
+    drop(pruned);
+
+    // Phase 4.
+    let mut head = working[..head_end].to_vec();
+    let mut tail = working[tail_start..].to_vec();
+    stats.deduplicated_outputs += replace_duplicates_in_place(&mut tail, &duplicates[tail_start..], &calls);
+    drop(calls);
+    append_system_note(&mut head);
+    let text = summary_message_text(&preamble, &body);
+    let summary_tokens = estimate_text_tokens(&text);
+    let (assembled, placement) = assemble(head, text, tail);
+    let assembled = repair_tool_pairs(assembled);
+    let tokens_after = estimate_messages_tokens(&assembled);
+    if tokens_after >= tokens_before {
+        let reason = format!(
+            "a summary would not be smaller than the {count} messages it replaces ({tokens_after} ≥ {tokens_before} tokens)"
+        );
+        return unchanged(restore(working), Outcome::NothingToCompress, reason);
+    }
+
+    let mut report = CompactionReport {
+        summarizer: name,
+        outcome,
+        reason,
+        focus_topic: settings.focus_topic.map(str::to_owned),
+        tokens_before,
+        tokens_after,
+        messages_before,
+        messages_after: assembled.len(),
+        head_messages: head_end,
+        middle_messages: count,
+        tail_messages: working.len() - tail_start,
+        pruned_outputs: 0,
+        deduplicated_outputs: 0,
+        shortened_arguments: 0,
+        images_replaced: 0,
+        summary_tokens,
+        updated_previous_summary: previous.is_some(),
+        summary_placement: Some(placement.describe().to_owned()),
+        duration_ms: started.elapsed().as_secs_f64() * 1e3,
+    };
+    report.record_pruning(&stats);
+    Compaction {
+        messages: assembled,
+        report,
+        summary_body: Some(body),
+        failure,
+    }
+}

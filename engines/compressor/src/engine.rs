@@ -1,0 +1,293 @@
+//! [`Compressor`]: the `Engine` implementation, its counters, the pause and the cool-down.
+
+use std::time::Instant;
+
+use ctxhost_engine_abi::{
+    default_status, CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, Usage,
+};
+use ctxhost_engine_kit::tokens::estimate_messages_tokens;
+use serde_json::{json, Value};
+
+use crate::{
+    assemble::{has_summary, take_previous_summaries},
+    compact::{boundaries_of, compact, Ask, Settings},
+    config::{Budgets, CompressorConfig},
+    pacing::{AntiThrash, Cooldown},
+    report::{CompactionReport, Outcome},
+    summary::{ExtractiveSummarizer, Summarizer},
+};
+
+/// `call_ext` name: lift the anti-thrash pause (the host calls it before a manual `/compress`).
+pub const EXT_RESUME_AUTO_COMPACTION: &str = "resume_auto_compaction";
+/// `call_ext` name: the [`CompactionReport`] of the last `compress`, or `null`.
+pub const EXT_LAST_COMPACTION: &str = "last_compaction";
+/// `call_ext` name: the current [`Budgets`].
+pub const EXT_BUDGETS: &str = "budgets";
+
+/// The built-in context engine (`compressor`): prunes old tool output, keeps a head and a tail,
+/// and replaces the middle with a structured summary (compressor.md).
+pub struct Compressor {
+    config: CompressorConfig,
+    counters: Counters,
+    budgets: Budgets,
+    summarizer: Box<dyn Summarizer>,
+    remembered_summary: Option<String>,
+    thrash: AntiThrash,
+    cooldown: Cooldown,
+    last_report: Option<CompactionReport>,
+}
+
+impl Compressor {
+    /// An engine with `config` and the extractive summarizer, without a host (tests, benchmarks).
+    /// The config is used as given; call [`CompressorConfig::validate`] first to refuse
+    /// impossible values.
+    pub fn with_config(config: CompressorConfig) -> Self {
+        Self::with_summarizer(config, Box::new(ExtractiveSummarizer))
+    }
+
+    /// An engine with `config` that asks `summarizer` for its summaries (the extractive one stays
+    /// the fallback).
+    pub fn with_summarizer(config: CompressorConfig, summarizer: Box<dyn Summarizer>) -> Self {
+        Self {
+            config,
+            counters: Counters::default(),
+            budgets: Budgets::default(),
+            summarizer,
+            remembered_summary: None,
+            thrash: AntiThrash::default(),
+            cooldown: Cooldown::default(),
+            last_report: None,
+        }
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &CompressorConfig {
+        &self.config
+    }
+
+    /// The token budgets for the current model (all 0 until `update_model`).
+    pub fn budgets(&self) -> Budgets {
+        self.budgets
+    }
+
+    /// The report of the last `compress`.
+    pub fn last_compaction(&self) -> Option<&CompactionReport> {
+        self.last_report.as_ref()
+    }
+
+    /// Whether automatic compaction is paused by the anti-thrash rule.
+    pub fn is_paused(&self) -> bool {
+        self.thrash.is_paused()
+    }
+
+    /// Lifts the anti-thrash pause; returns whether it was paused.
+    pub fn resume_auto_compaction(&mut self) -> bool {
+        self.thrash.resume()
+    }
+
+    fn settings<'a>(&'a self, request: &'a CompressRequest) -> Settings<'a> {
+        Settings {
+            config: &self.config,
+            budgets: self.budgets,
+            current_tokens: request.current_tokens,
+            focus_topic: request
+                .focus_topic
+                .as_deref()
+                .filter(|focus| !focus.trim().is_empty()),
+            remembered_summary: self.remembered_summary.as_deref(),
+        }
+    }
+
+    fn automatic_allowed(&self) -> bool {
+        self.config.enabled && !self.thrash.is_paused() && self.counters.threshold_tokens > 0
+    }
+}
+
+impl Engine for Compressor {
+    const NAME: &'static str = "compressor";
+
+    fn new(config: &Value, _host: Host) -> Result<Self, EngineError> {
+        let config = CompressorConfig::from_json(config)
+            .map_err(|problem| EngineError::config(problem.to_string()))?;
+        config
+            .validate()
+            .map_err(|problem| EngineError::config(problem.to_string()))?;
+        Ok(Self::with_config(config))
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
+    fn compress(
+        &mut self,
+        messages: Vec<Message>,
+        request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError> {
+        let now = Instant::now();
+        let settings = Settings {
+            config: &self.config,
+            budgets: self.budgets,
+            current_tokens: request.current_tokens,
+            focus_topic: request
+                .focus_topic
+                .as_deref()
+                .filter(|focus| !focus.trim().is_empty()),
+            remembered_summary: self.remembered_summary.as_deref(),
+        };
+        let ask = if self.cooldown.is_active(now) {
+            Ask::Skip {
+                name: self.summarizer.name(),
+                reason: format!(
+                    "the summarizer is cooling down for {} s after: {}",
+                    self.cooldown.remaining_secs(now),
+                    self.cooldown.reason().unwrap_or("a failure")
+                ),
+            }
+        } else {
+            Ask::Summarizer(self.summarizer.as_mut())
+        };
+        let compaction = compact(messages, &settings, ask);
+        let report = compaction.report;
+        match report.outcome {
+            Outcome::Compacted | Outcome::Fallback => {
+                match &compaction.failure {
+                    Some(failure) => {
+                        let pause = self.cooldown.on_failure(now, &failure.to_string());
+                        tracing::warn!(
+                            "compressor: {failure}; used the fallback summary, next try in {} s",
+                            pause.as_secs()
+                        );
+                    }
+                    None if report.outcome == Outcome::Compacted => self.cooldown.on_success(),
+                    None => {}
+                }
+                self.counters.compression_count += 1;
+                self.thrash.on_compacted();
+                self.remembered_summary = compaction.summary_body;
+                tracing::info!(
+                    "compressor: compacted {} messages into a summary ({} → {} tokens, {:.2} ms)",
+                    report.middle_messages,
+                    report.tokens_before,
+                    report.tokens_after,
+                    report.duration_ms
+                );
+            }
+            Outcome::NothingToCompress => {
+                self.thrash.on_ineffective();
+                tracing::info!(
+                    "compressor: nothing to compress: {}",
+                    report.reason.as_deref().unwrap_or("")
+                );
+            }
+            Outcome::Aborted => {
+                self.thrash.on_ineffective();
+                let reason = report.reason.clone().unwrap_or_default();
+                tracing::warn!("compressor: compaction aborted, context kept: {reason}");
+                self.last_report = Some(report);
+                return Err(EngineError::unavailable(format!(
+                    "the {} summarizer cannot be reached ({reason}); the context was kept as it was",
+                    self.summarizer.name()
+                )));
+            }
+        }
+        self.last_report = Some(report);
+        Ok(compaction.messages)
+    }
+
+    fn threshold_percent(&self) -> f64 {
+        self.config.threshold
+    }
+
+    fn update_from_response(&mut self, usage: &Usage) {
+        self.counters.last_prompt_tokens = usage.prompt_tokens;
+        self.counters.last_completion_tokens = usage.completion_tokens;
+        self.counters.last_total_tokens = usage.total_tokens;
+        self.thrash
+            .on_prompt(usage.prompt_tokens, self.counters.threshold_tokens);
+    }
+
+    fn should_compress(&mut self, prompt_tokens: Option<u64>) -> bool {
+        let tokens = prompt_tokens.unwrap_or(self.counters.last_prompt_tokens);
+        self.automatic_allowed() && tokens >= self.counters.threshold_tokens
+    }
+
+    fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
+        self.automatic_allowed() && estimate_messages_tokens(messages) >= self.counters.threshold_tokens
+    }
+
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
+        let request = CompressRequest::default();
+        let settings = self.settings(&request);
+        let boundaries = if has_summary(messages) {
+            boundaries_of(&take_previous_summaries(messages.to_vec()).0, &settings)
+        } else {
+            boundaries_of(messages, &settings)
+        };
+        boundaries.has_middle()
+    }
+
+    fn on_session_reset(&mut self) {
+        self.counters = Counters {
+            threshold_tokens: self.counters.threshold_tokens,
+            context_length: self.counters.context_length,
+            ..Counters::default()
+        };
+        self.remembered_summary = None;
+        self.thrash.resume();
+        self.cooldown = Cooldown::default();
+    }
+
+    fn update_model(&mut self, model: &ModelInfo) {
+        self.budgets = Budgets::compute(&self.config, model);
+        self.counters.context_length = self.budgets.context_length;
+        self.counters.threshold_tokens = self.budgets.threshold_tokens;
+        if self.thrash.resume() {
+            tracing::info!("automatic compaction resumed: the model changed");
+        }
+    }
+
+    fn get_status(&self) -> Value {
+        let now = Instant::now();
+        let mut status = default_status(&self.counters);
+        let extra = json!({
+            "engine": Self::NAME,
+            "enabled": self.config.enabled,
+            "paused": self.thrash.is_paused(),
+            "ineffective_streak": self.thrash.streak(),
+            "summarizer": self.summarizer.name(),
+            "cooldown_until": self.cooldown.until_unix_secs(now),
+            "cooldown_remaining_s": self.cooldown.remaining_secs(now),
+            "last_summarizer_failure": self.cooldown.reason(),
+            "window": self.budgets.window,
+            "tail_token_budget": self.budgets.tail_token_budget,
+            "max_summary_tokens": self.budgets.max_summary_tokens,
+            "has_summary": self.remembered_summary.is_some(),
+            "last_outcome": self.last_report.as_ref().map(|report| report.outcome),
+        });
+        if let (Value::Object(status), Value::Object(extra)) = (&mut status, extra) {
+            status.extend(extra);
+        }
+        status
+    }
+
+    fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
+        match method {
+            EXT_RESUME_AUTO_COMPACTION => {
+                let was_paused = self.resume_auto_compaction();
+                Ok(json!({ "paused": false, "was_paused": was_paused }))
+            }
+            EXT_LAST_COMPACTION => Ok(serde_json::to_value(&self.last_report).unwrap_or(Value::Null)),
+            EXT_BUDGETS => Ok(serde_json::to_value(self.budgets).unwrap_or(Value::Null)),
+            _ => Err(EngineError::unknown_method(method)),
+        }
+    }
+
+    fn ext_methods(&self) -> Vec<&'static str> {
+        vec![EXT_RESUME_AUTO_COMPACTION, EXT_LAST_COMPACTION, EXT_BUDGETS]
+    }
+}

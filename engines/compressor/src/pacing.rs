@@ -1,0 +1,189 @@
+//! When to stop trying: the anti-thrash pause of automatic compaction, and the summarizer's
+//! cool-down after a failure.
+//!
+//! Hermes's version of the pause never re-opened and its users had to restart; here it lifts by
+//! itself (see [`AntiThrash`]).
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Consecutive ineffective compactions that pause automatic compaction.
+pub const INEFFECTIVE_LIMIT: u32 = 2;
+
+/// Pauses automatic compaction after [`INEFFECTIVE_LIMIT`] ineffective compactions in a row.
+///
+/// - A compaction that replaced the context is judged by the next reported prompt: still at or
+///   over the threshold means ineffective; under it means effective.
+/// - An attempt that changed nothing (nothing to compress, aborted) is ineffective at once.
+/// - The pause lifts when a reported prompt fits under the threshold, on a session reset, a model
+///   switch, or an explicit resume (the host's manual `/compress`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AntiThrash {
+    streak: u32,
+    awaiting_verdict: bool,
+    paused: bool,
+}
+
+impl AntiThrash {
+    /// Whether automatic compaction is paused.
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Ineffective compactions in a row so far.
+    pub fn streak(&self) -> u32 {
+        self.streak
+    }
+
+    /// After a compaction that replaced the context: the next prompt decides.
+    pub fn on_compacted(&mut self) {
+        self.awaiting_verdict = true;
+    }
+
+    /// After an attempt that changed nothing.
+    pub fn on_ineffective(&mut self) {
+        self.awaiting_verdict = false;
+        self.count_ineffective();
+    }
+
+    /// A prompt size reported by the model, against the threshold (0: unknown, ignored).
+    pub fn on_prompt(&mut self, prompt_tokens: u64, threshold_tokens: u64) {
+        if threshold_tokens == 0 {
+            return;
+        }
+        if prompt_tokens < threshold_tokens {
+            if self.paused {
+                tracing::info!("automatic compaction resumed: the prompt ({prompt_tokens} tokens) fits under the threshold");
+            }
+            *self = Self::default();
+        } else if std::mem::take(&mut self.awaiting_verdict) {
+            self.count_ineffective();
+        }
+    }
+
+    /// Lifts the pause and forgets the streak.
+    pub fn resume(&mut self) -> bool {
+        let was_paused = self.paused;
+        *self = Self::default();
+        was_paused
+    }
+
+    fn count_ineffective(&mut self) {
+        self.streak += 1;
+        if self.streak >= INEFFECTIVE_LIMIT && !self.paused {
+            self.paused = true;
+            tracing::warn!(
+                "automatic compaction paused after {} ineffective compactions in a row; it resumes when a prompt fits under the threshold, on /new or /reset, a model switch, or a manual /compress",
+                self.streak
+            );
+        }
+    }
+}
+
+/// Cool-down steps after consecutive summarizer failures.
+pub const COOLDOWN_STEPS: [Duration; 3] = [
+    Duration::from_secs(60),
+    Duration::from_secs(300),
+    Duration::from_secs(900),
+];
+
+/// How long to leave the summarizer alone after a failure: 60 s, then 300 s, then 900 s.
+#[derive(Clone, Debug, Default)]
+pub struct Cooldown {
+    until: Option<Instant>,
+    failures: usize,
+    reason: Option<String>,
+}
+
+impl Cooldown {
+    /// Whether the summarizer should be left alone at `now`.
+    pub fn is_active(&self, now: Instant) -> bool {
+        self.until.is_some_and(|until| now < until)
+    }
+
+    /// Why the summarizer last failed.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// Records a failure at `now` and starts the next, longer step.
+    pub fn on_failure(&mut self, now: Instant, reason: &str) -> Duration {
+        let step = COOLDOWN_STEPS[self.failures.min(COOLDOWN_STEPS.len() - 1)];
+        self.failures += 1;
+        self.until = Some(now + step);
+        self.reason = Some(reason.to_owned());
+        step
+    }
+
+    /// Records a success: the next failure starts at the first step again.
+    pub fn on_success(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Seconds left at `now`, 0 when not cooling down.
+    pub fn remaining_secs(&self, now: Instant) -> u64 {
+        self.until.map_or(0, |until| {
+            until.saturating_duration_since(now).as_secs_f64().ceil() as u64
+        })
+    }
+
+    /// The end of the cool-down as Unix seconds, for display.
+    pub fn until_unix_secs(&self, now: Instant) -> Option<u64> {
+        self.is_active(now).then(|| {
+            let wall = SystemTime::now() + Duration::from_secs(self.remaining_secs(now));
+            wall.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs())
+        })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn expire(&mut self) {
+        self.until = Some(Instant::now() - Duration::from_millis(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_ineffective_compactions_pause_and_a_fitting_prompt_resumes() {
+        let mut thrash = AntiThrash::default();
+        thrash.on_compacted();
+        thrash.on_prompt(/*prompt_tokens*/ 120, /*threshold_tokens*/ 100);
+        assert!(!thrash.is_paused());
+        thrash.on_ineffective();
+        assert!(thrash.is_paused());
+        thrash.on_prompt(150, 100);
+        assert!(
+            thrash.is_paused(),
+            "a prompt still over the threshold keeps the pause"
+        );
+        thrash.on_prompt(80, 100);
+        assert!(!thrash.is_paused());
+        assert_eq!(thrash.streak(), 0);
+    }
+
+    #[test]
+    fn an_effective_compaction_breaks_the_streak() {
+        let mut thrash = AntiThrash::default();
+        thrash.on_ineffective();
+        thrash.on_compacted();
+        thrash.on_prompt(50, 100);
+        thrash.on_ineffective();
+        assert!(!thrash.is_paused());
+    }
+
+    #[test]
+    fn the_cooldown_grows_60_300_900() {
+        let now = Instant::now();
+        let mut cooldown = Cooldown::default();
+        let steps: Vec<u64> = (0..4)
+            .map(|_| cooldown.on_failure(now, "boom").as_secs())
+            .collect();
+        assert_eq!(steps, vec![60, 300, 900, 900]);
+        assert!(cooldown.is_active(now));
+        assert_eq!(cooldown.remaining_secs(now), 900);
+        cooldown.on_success();
+        assert!(!cooldown.is_active(now));
+        assert_eq!(cooldown.on_failure(now, "again").as_secs(), 60);
+    }
+}

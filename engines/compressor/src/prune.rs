@@ -1,0 +1,342 @@
+//! Phase 1: pruning old tool output, without a model.
+//!
+//! - A tool result over 200 characters outside the tail becomes a one-line stand-in built from
+//!   the call that produced it (kit's `describe_tool_output`).
+//! - Identical long tool outputs anywhere (the tail included, the verbatim head excepted): the
+//!   newest stays, older copies become a "duplicate of a more recent result" line.
+//! - Tool-call arguments over 500 characters: each long string inside the JSON is cut to its first
+//!   200 characters with a marked cut; the arguments stay valid JSON (invalid JSON is left alone).
+//! - Image parts in old tool results become a short text placeholder.
+
+use std::borrow::Cow;
+
+use ctxhost_engine_abi::{is_image_part, Content, Message, Role, ToolCall};
+use ctxhost_engine_kit::stand_in::{describe_duplicate_output, describe_tool_output, group_thousands};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::scan::FastMap;
+
+/// Tool output at or above this many characters is "long".
+pub const LONG_OUTPUT_CHARS: usize = 200;
+/// Arguments above this many characters are shortened.
+pub const LONG_ARGUMENTS_CHARS: usize = 500;
+/// What a long string inside arguments keeps.
+pub const KEPT_ARGUMENT_CHARS: usize = 200;
+/// Strings are only cut when that saves at least this much (the cut marker costs ~25).
+const MIN_ARGUMENT_SAVING: usize = 60;
+/// What an image part of an old tool result becomes.
+pub const IMAGE_PLACEHOLDER: &str = "[image removed during context compaction]";
+
+/// What phase 1 changed, for the compaction report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PruneStats {
+    /// Long tool results replaced by a stand-in.
+    pub pruned_outputs: usize,
+    /// Older copies of a repeated long output replaced.
+    pub deduplicated_outputs: usize,
+    /// Tool calls whose arguments were shortened.
+    pub shortened_arguments: usize,
+    /// Image parts replaced by a placeholder.
+    pub images_replaced: usize,
+}
+
+/// Every tool call in `messages`, by id.
+pub(crate) fn calls_by_id(messages: &[Message]) -> FastMap<&str, &ToolCall> {
+    messages
+        .iter()
+        .flat_map(|message| message.calls())
+        .map(|call| (call.id.as_str(), call))
+        .collect()
+}
+
+/// For each message from `from` on: whether it is a tool result repeated verbatim, at least
+/// [`LONG_OUTPUT_CHARS`] long, by a later tool result.
+pub(crate) fn find_older_duplicates(messages: &[Message], from: usize) -> Vec<bool> {
+    let mut older = vec![false; messages.len()];
+    // Cheap key first (length and both ends); full comparison only when keys collide.
+    let mut newer: FastMap<(usize, &[u8], &[u8]), Vec<usize>> = FastMap::default();
+    for index in (from..messages.len()).rev() {
+        let message = &messages[index];
+        let Content::Text(text) = &message.content else {
+            continue;
+        };
+        if message.role != Role::Tool || text.len() < LONG_OUTPUT_CHARS {
+            continue;
+        }
+        if text.chars().count() < LONG_OUTPUT_CHARS {
+            continue;
+        }
+        let bytes = text.as_bytes();
+        let key = (
+            bytes.len(),
+            &bytes[..64.min(bytes.len())],
+            &bytes[bytes.len().saturating_sub(64)..],
+        );
+        let seen = newer.entry(key).or_default();
+        if seen
+            .iter()
+            .any(|&later| messages[later].content == message.content)
+        {
+            older[index] = true;
+        } else {
+            seen.push(index);
+        }
+    }
+    older
+}
+
+/// The middle after phase 1, borrowing every message it leaves alone.
+pub(crate) fn prune_middle<'m>(
+    middle: &'m [Message],
+    older_duplicate: &[bool],
+    calls: &FastMap<&str, &ToolCall>,
+    stats: &mut PruneStats,
+) -> Vec<Cow<'m, Message>> {
+    middle
+        .iter()
+        .zip(older_duplicate)
+        .map(|(message, &duplicate)| match message.role {
+            Role::Tool => prune_result(message, duplicate, calls, stats),
+            Role::Assistant if message.has_tool_calls() => match shorten_calls(message) {
+                Some((shortened, count)) => {
+                    stats.shortened_arguments += count;
+                    Cow::Owned(shortened)
+                }
+                None => Cow::Borrowed(message),
+            },
+            _ => Cow::Borrowed(message),
+        })
+        .collect()
+}
+
+fn prune_result<'m>(
+    message: &'m Message,
+    duplicate: bool,
+    calls: &FastMap<&str, &ToolCall>,
+    stats: &mut PruneStats,
+) -> Cow<'m, Message> {
+    let call = message
+        .tool_call_id
+        .as_deref()
+        .and_then(|id| calls.get(id).copied());
+    if duplicate {
+        stats.deduplicated_outputs += 1;
+        let chars = message.text().chars().count();
+        return Cow::Owned(with_text(message, describe_duplicate_output(call, chars)));
+    }
+    let text = message.text();
+    if text.len() >= LONG_OUTPUT_CHARS && text.chars().count() > LONG_OUTPUT_CHARS {
+        stats.pruned_outputs += 1;
+        let images = count_images(&message.content);
+        stats.images_replaced += images;
+        let mut stand_in = describe_tool_output(call, &text);
+        if images > 0 {
+            stand_in.push_str(&format!(" [{images} image(s) removed]"));
+        }
+        return Cow::Owned(with_text(message, stand_in));
+    }
+    match replace_images(&message.content) {
+        Some((content, images)) => {
+            stats.images_replaced += images;
+            Cow::Owned(Message {
+                content,
+                ..with_text(message, String::new())
+            })
+        }
+        None => Cow::Borrowed(message),
+    }
+}
+
+/// What [`prune_middle`] would change, counted without building anything (for summarizers that
+/// read the messages themselves).
+pub(crate) fn count_prunable(middle: &[Message], stats: &mut PruneStats) {
+    for message in middle {
+        match message.role {
+            Role::Tool => {
+                let long = content_len(&message.content) > LONG_OUTPUT_CHARS;
+                stats.pruned_outputs += usize::from(long);
+                stats.images_replaced += count_images(&message.content);
+            }
+            Role::Assistant => {
+                stats.shortened_arguments += message
+                    .calls()
+                    .iter()
+                    .filter(|call| call.function.arguments.len() > LONG_ARGUMENTS_CHARS)
+                    .count();
+            }
+            _ => {}
+        }
+    }
+}
+
+fn content_len(content: &Content) -> usize {
+    match content {
+        Content::Null => 0,
+        Content::Text(text) => text.len(),
+        Content::Parts(parts) => parts
+            .iter()
+            .filter_map(ctxhost_engine_abi::part_text)
+            .map(str::len)
+            .sum(),
+    }
+}
+
+/// Replaces the older copies of repeated long outputs in `messages` (the tail), in place.
+pub(crate) fn replace_duplicates_in_place(
+    messages: &mut [Message],
+    older_duplicate: &[bool],
+    calls: &FastMap<&str, &ToolCall>,
+) -> usize {
+    let mut replaced = 0;
+    for (message, &duplicate) in messages.iter_mut().zip(older_duplicate) {
+        if duplicate {
+            let call = message
+                .tool_call_id
+                .as_deref()
+                .and_then(|id| calls.get(id).copied());
+            let chars = message.text().chars().count();
+            message.content = Content::Text(describe_duplicate_output(call, chars));
+            replaced += 1;
+        }
+    }
+    replaced
+}
+
+/// A copy of `message` (role, ids, calls, unknown keys) with `text` as its content.
+fn with_text(message: &Message, text: String) -> Message {
+    Message {
+        role: message.role,
+        content: Content::Text(text),
+        tool_calls: message.tool_calls.clone(),
+        tool_call_id: message.tool_call_id.clone(),
+        name: message.name.clone(),
+        extra: message.extra.clone(),
+    }
+}
+
+fn count_images(content: &Content) -> usize {
+    match content {
+        Content::Parts(parts) => parts.iter().filter(|part| is_image_part(part)).count(),
+        _ => 0,
+    }
+}
+
+fn replace_images(content: &Content) -> Option<(Content, usize)> {
+    let images = count_images(content);
+    let Content::Parts(parts) = content else {
+        return None;
+    };
+    if images == 0 {
+        return None;
+    }
+    let parts = parts
+        .iter()
+        .map(|part| {
+            if is_image_part(part) {
+                json!({"type": "text", "text": IMAGE_PLACEHOLDER})
+            } else {
+                part.clone()
+            }
+        })
+        .collect();
+    Some((Content::Parts(parts), images))
+}
+
+/// `message` with every long argument list shortened, and how many calls changed.
+fn shorten_calls(message: &Message) -> Option<(Message, usize)> {
+    let mut count = 0;
+    let calls: Vec<ToolCall> = message
+        .calls()
+        .iter()
+        .map(|call| match shorten_arguments(&call.function.arguments) {
+            Some(arguments) => {
+                count += 1;
+                let mut call = call.clone();
+                call.function.arguments = arguments;
+                call
+            }
+            None => call.clone(),
+        })
+        .collect();
+    (count > 0).then(|| {
+        let mut shortened = message.clone();
+        shortened.tool_calls = Some(calls);
+        (shortened, count)
+    })
+}
+
+/// The arguments with each long string cut, still valid JSON; `None` when they are short, not
+/// JSON, or nothing inside is long enough to cut.
+pub fn shorten_arguments(arguments: &str) -> Option<String> {
+    if arguments.len() <= LONG_ARGUMENTS_CHARS || arguments.chars().count() <= LONG_ARGUMENTS_CHARS {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(arguments).ok()?;
+    shorten_strings(&mut value).then(|| value.to_string())
+}
+
+fn shorten_strings(value: &mut Value) -> bool {
+    match value {
+        Value::String(text) => {
+            let chars = text.chars().count();
+            if chars < KEPT_ARGUMENT_CHARS + MIN_ARGUMENT_SAVING {
+                return false;
+            }
+            let kept: String = text.chars().take(KEPT_ARGUMENT_CHARS).collect();
+            let cut = chars - KEPT_ARGUMENT_CHARS;
+            *text = format!("{kept}…[{} more characters cut]", group_thousands(cut));
+            true
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, item| shorten_strings(item) | changed),
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |changed, item| shorten_strings(item) | changed),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn long_arguments_stay_valid_json_with_the_cut_marked() {
+        let arguments = json!({"path": "a.txt", "content": "x".repeat(2_000), "n": 3}).to_string();
+        let shortened = shorten_arguments(&arguments).unwrap();
+        let value: Value = serde_json::from_str(&shortened).unwrap();
+        assert_eq!(value["path"], "a.txt");
+        assert_eq!(value["n"], 3);
+        let content = value["content"].as_str().unwrap();
+        assert!(content.starts_with(&"x".repeat(200)));
+        assert!(content.ends_with("…[1,800 more characters cut]"), "{content}");
+        assert_eq!(
+            shorten_arguments(&format!("{{\"broken\": \"{}", "y".repeat(600))),
+            None
+        );
+        assert_eq!(shorten_arguments("{\"short\": 1}"), None);
+    }
+
+    #[test]
+    fn only_older_copies_of_long_outputs_are_duplicates() {
+        let long = "same output line\n".repeat(20);
+        let messages = vec![
+            Message::tool("a", long.clone()),
+            Message::tool("b", "short"),
+            Message::tool("c", "short"),
+            Message::tool("d", long.clone()),
+            Message::tool("e", long),
+        ];
+        assert_eq!(
+            find_older_duplicates(&messages, 0),
+            vec![true, false, false, true, false]
+        );
+        assert_eq!(
+            find_older_duplicates(&messages, 1),
+            vec![false, false, false, true, false]
+        );
+    }
+}

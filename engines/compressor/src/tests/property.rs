@@ -1,0 +1,408 @@
+//! Properties over many generated conversations, and the speed of a large compaction.
+
+use std::time::Instant;
+
+use ctxhost_engine_abi::{CompressRequest, Content, Engine, Message, Role, ToolCall};
+use ctxhost_engine_kit::tokens::estimate_messages_tokens;
+use serde_json::json;
+
+use super::{assert_valid, engine};
+use crate::{report::Outcome, Compressor, CompressorConfig, SUMMARY_MARKER};
+
+/// A tiny deterministic PRNG (xorshift64*), so that every run sees the same conversations.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    pub(crate) fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "build",
+    "fails",
+    "in",
+    "src/lib.rs",
+    "because",
+    "error[E0308]:",
+    "mismatched",
+    "types",
+    "see",
+    "https://docs.rs/serde",
+    "commit",
+    "a1b2c3d4",
+    "issue",
+    "#1234",
+    "version",
+    "v2.1.0",
+    "please",
+    "don't",
+    "touch",
+    "Cargo.toml",
+    "and",
+    "always",
+    "run",
+    "tests",
+    "ok",
+    "line",
+    "value",
+    "config.yaml",
+    "parser",
+];
+
+fn text(rng: &mut Rng, words: usize) -> String {
+    (0..words)
+        .map(|_| WORDS[rng.below(WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn tool_output(rng: &mut Rng, size: usize) -> String {
+    let mut out = String::with_capacity(size + 80);
+    let mut line = 0;
+    while out.len() < size {
+        line += 1;
+        match rng.below(12) {
+            0 => out.push_str(&format!(
+                "src/module_{}.rs:{line}: error: cannot find value `x{line}`\n",
+                rng.below(50)
+            )),
+            1 => out.push_str(&format!("test tests::case_{line} ... FAILED\n")),
+            _ => out.push_str(&format!("{:>5} | {}\n", line, text(rng, 8))),
+        }
+    }
+    out.push_str(&format!("Exit code: {}\n", rng.below(2)));
+    out
+}
+
+/// A tool-heavy agent conversation of about `count` messages: a system message, user requests
+/// every few turns, tool calls (sometimes two at once) with outputs of 100–6,000 characters.
+pub(crate) fn agent_conversation(seed: u64, count: usize) -> Vec<Message> {
+    let mut rng = Rng::new(seed);
+    let mut messages = vec![Message::system("You are a coding agent.")];
+    let mut call_id = 0;
+    while messages.len() < count {
+        let words = 5 + rng.below(40);
+        messages.push(Message::user(text(&mut rng, words)));
+        for _ in 0..1 + rng.below(5) {
+            let calls: Vec<ToolCall> = (0..1 + usize::from(rng.chance(20)))
+                .map(|_| {
+                    call_id += 1;
+                    let id = format!("call_{call_id}");
+                    match rng.below(4) {
+                        0 => ToolCall::new(
+                            id,
+                            "terminal",
+                            json!({"command": format!("cargo test -p crate{}", rng.below(30))}).to_string(),
+                        ),
+                        1 => ToolCall::new(
+                            id,
+                            "read_file",
+                            json!({"path": format!("src/file_{}.rs", rng.below(200))}).to_string(),
+                        ),
+                        2 => ToolCall::new(
+                            id,
+                            "search_files",
+                            json!({"pattern": WORDS[rng.below(WORDS.len())], "path": "src"}).to_string(),
+                        ),
+                        _ => {
+                            let path = format!("src/out_{}.rs", rng.below(100));
+                            let words = 20 + rng.below(300);
+                            let arguments = json!({"path": path, "content": text(&mut rng, words)});
+                            ToolCall::new(id, "write_file", arguments.to_string())
+                        }
+                    }
+                })
+                .collect();
+            let ids: Vec<String> = calls.iter().map(|call| call.id.clone()).collect();
+            messages.push(Message::assistant_calls(calls));
+            for id in ids {
+                let size = [100, 400, 1_500, 3_000, 6_000][rng.below(5)];
+                messages.push(Message::tool(id, tool_output(&mut rng, size)));
+            }
+        }
+        let words = 10 + rng.below(30);
+        messages.push(Message::assistant(text(&mut rng, words)));
+    }
+    messages
+}
+
+/// Random damage a host or a transcript may carry: orphaned results, unanswered calls.
+fn damage(rng: &mut Rng, messages: &mut Vec<Message>) {
+    for _ in 0..rng.below(3) {
+        let at = 1 + rng.below(messages.len() - 1);
+        match rng.below(2) {
+            0 => {
+                messages.insert(at, Message::tool(format!("orphan_{at}"), "lost result"));
+            }
+            _ => {
+                if messages[at].role == Role::Tool {
+                    messages.remove(at);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn random_conversations_stay_valid_keep_system_and_last_user_and_never_grow() {
+    for seed in 0..300u64 {
+        let mut rng = Rng::new(seed);
+        let mut messages = agent_conversation(seed, 10 + rng.below(120));
+        if rng.chance(30) {
+            damage(&mut rng, &mut messages);
+            messages = ctxhost_engine_kit::sequence::repair_tool_pairs(messages);
+        }
+        let context_length = [2_000, 8_000, 30_000, 200_000][rng.below(4)];
+        let mut engine = engine(context_length, rng.below(5), rng.below(25));
+        let last_user = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .cloned()
+            .unwrap();
+        let before = estimate_messages_tokens(&messages);
+        let focus = rng.chance(20).then(|| "cargo test".to_owned());
+        let mut output = messages.clone();
+        // Compact twice: the second run updates the first summary.
+        for _ in 0..2 {
+            let request = CompressRequest {
+                current_tokens: None,
+                focus_topic: focus.clone(),
+            };
+            output = engine.compress(output, &request).unwrap();
+        }
+        assert_valid(&output);
+        assert_eq!(output[0].role, Role::System, "seed {seed}");
+        assert!(
+            output[0].text().starts_with("You are a coding agent."),
+            "seed {seed}"
+        );
+        assert!(
+            output
+                .iter()
+                .any(|m| m.role == Role::User && m.text().contains(last_user.text().as_ref())),
+            "seed {seed}: the last user message is lost"
+        );
+        let after = estimate_messages_tokens(&output);
+        assert!(after <= before, "seed {seed}: grew from {before} to {after}");
+        let summaries = output
+            .iter()
+            .filter(|m| m.text().trim_start().starts_with(SUMMARY_MARKER))
+            .count();
+        assert!(summaries <= 1, "seed {seed}: {summaries} summaries");
+    }
+}
+
+#[test]
+fn a_damaged_transcript_comes_back_repaired() {
+    let mut rng = Rng::new(7);
+    let mut messages = agent_conversation(7, 200);
+    messages.insert(20, Message::tool("ghost", "orphaned output"));
+    let at = messages.iter().position(|m| m.role == Role::Tool).unwrap();
+    messages.remove(at);
+    damage(&mut rng, &mut messages);
+    let mut engine = engine(8_000, 3, 10);
+    let output = engine.compress(messages, &CompressRequest::default()).unwrap();
+    assert_eq!(engine.last_compaction().unwrap().outcome, Outcome::Compacted);
+    assert_valid(&output);
+}
+
+/// Run with `cargo test --release -p ctxhost-compressor -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing; meaningful in release builds only"]
+fn compacting_5000_tool_heavy_messages_takes_milliseconds() {
+    let messages = agent_conversation(42, 5_000);
+    let chars: usize = messages.iter().map(|m| m.text().len()).sum();
+    let mut timings = Vec::new();
+    for _ in 0..7 {
+        let mut engine = Compressor::with_config(CompressorConfig::default());
+        engine.update_model(&ctxhost_engine_abi::ModelInfo {
+            context_length: 200_000,
+            ..Default::default()
+        });
+        let input = messages.clone();
+        let started = Instant::now();
+        let output = engine.compress(input, &CompressRequest::default()).unwrap();
+        timings.push(started.elapsed().as_secs_f64() * 1e3);
+        assert!(output.len() < messages.len());
+    }
+    timings.sort_by(f64::total_cmp);
+    eprintln!(
+        "{} messages, {} MB of text: median {:.2} ms, min {:.2} ms",
+        messages.len(),
+        chars / 1_000_000,
+        timings[3],
+        timings[0]
+    );
+    if !cfg!(debug_assertions) {
+        assert!(timings[3] < 10.0, "median {:.2} ms", timings[3]);
+    }
+}
+
+#[test]
+fn content_parts_survive_compaction() {
+    let mut messages = agent_conversation(3, 80);
+    messages.push(Message {
+        content: Content::Parts(vec![
+            json!({"type": "text", "text": "look at this"}),
+            json!({"type": "image_url", "image_url": {"url": "data:x"}}),
+        ]),
+        ..Message::user("")
+    });
+    let mut engine = engine(8_000, 3, 4);
+    let output = engine
+        .compress(messages.clone(), &CompressRequest::default())
+        .unwrap();
+    assert_eq!(output.last(), messages.last());
+}
+
+#[test]
+#[ignore]
+fn tmp_phase_timings() {
+    use std::borrow::Cow;
+    let messages = agent_conversation(42, 5_000);
+    let t = Instant::now();
+    let est: Vec<u64> = messages
+        .iter()
+        .map(ctxhost_engine_kit::tokens::estimate_message_tokens)
+        .collect();
+    eprintln!(
+        "estimates {:.2} ms ({})",
+        t.elapsed().as_secs_f64() * 1e3,
+        est.len()
+    );
+    let t = Instant::now();
+    let d = crate::prune::find_older_duplicates(&messages, 4);
+    eprintln!("duplicates {:.2} ms {}", t.elapsed().as_secs_f64() * 1e3, d.len());
+    let t = Instant::now();
+    let calls = crate::prune::calls_by_id(&messages);
+    let mut stats = crate::prune::PruneStats::default();
+    let pruned = crate::prune::prune_middle(&messages, &d, &calls, &mut stats);
+    eprintln!("prune {:.2} ms {}", t.elapsed().as_secs_f64() * 1e3, pruned.len());
+    let t = Instant::now();
+    let facts = crate::summary::facts::extract_facts(&messages, &[], 512 * 1024);
+    eprintln!(
+        "facts {:.2} ms {} facts {} actions",
+        t.elapsed().as_secs_f64() * 1e3,
+        facts.facts.len(),
+        facts.actions.len()
+    );
+    let t = Instant::now();
+    let p: Vec<Cow<'_, Message>> = messages.iter().map(Cow::Borrowed).collect();
+    let request = crate::SummaryRequest {
+        middle: &messages,
+        pruned_middle: &p,
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 10_000,
+        input_tokens: 1_000_000,
+    };
+    let s = crate::ExtractiveSummarizer.summarize_with_limit(&request, 40_000);
+    eprintln!(
+        "summary total {:.2} ms {}",
+        t.elapsed().as_secs_f64() * 1e3,
+        s.len()
+    );
+}
+
+#[test]
+#[ignore]
+fn tmp_scan_timings() {
+    let messages = agent_conversation(42, 5_000);
+    let texts: Vec<String> = messages.iter().map(|m| m.text().into_owned()).collect();
+    let t = Instant::now();
+    let mut n = 0;
+    for text in &texts {
+        crate::scan::for_each_token(text, |_| n += 1);
+    }
+    eprintln!("tokens {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let mut n = 0;
+    for text in &texts {
+        crate::scan::for_each_token(text, |tok| {
+            if crate::scan::classify_token(tok).is_some() {
+                n += 1
+            }
+        });
+    }
+    eprintln!("classify {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let re = regex::Regex::new("error|Error|ERROR|Exception|exception|Traceback|FAILED|FAIL:|failed|Failed|failure|panicked|fatal|Fatal|FATAL|No such file|not found|Not found|denied|refused|Segmentation fault|Cannot |cannot |undefined|Undefined|timed out|Timeout|non-zero").unwrap();
+    let mut n = 0;
+    for text in &texts {
+        n += re.find_iter(text).count();
+    }
+    eprintln!("error regex {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let mut n = 0;
+    for text in &texts {
+        let mut from = 0;
+        while let Some(f) = re.find_at(text, from) {
+            let (_, e) = crate::scan::line_around(text, f.start(), f.end());
+            from = e.max(f.end());
+            n += 1;
+        }
+    }
+    eprintln!("error lines {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let re2 = regex::Regex::new(r"`([^`\n]{2,160})`").unwrap();
+    let mut n = 0;
+    for text in &texts {
+        n += re2.find_iter(text).count();
+    }
+    eprintln!("code span {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let mut n = 0;
+    for text in &texts {
+        n += text.lines().filter(|l| l.trim_start().starts_with("$ ")).count();
+    }
+    eprintln!("dollar lines {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let mut n = 0;
+    for m in &messages {
+        if m.role == Role::Tool {
+            n += ctxhost_engine_kit::stand_in::describe_tool_output(None, &m.text()).len();
+        }
+    }
+    eprintln!("stand-ins {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
+}
+
+#[test]
+#[ignore]
+fn tmp_budget_timings() {
+    let messages = agent_conversation(42, 5_000);
+    std::hint::black_box(crate::summary::facts::extract_facts(&messages, &[], 1 << 20));
+    for budget in [0usize, 128 << 10, 256 << 10, 512 << 10] {
+        let t = Instant::now();
+        for _ in 0..5 {
+            std::hint::black_box(crate::summary::facts::extract_facts(&messages, &[], budget));
+        }
+        eprintln!("budget {budget}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3 / 5.0);
+    }
+    let t = Instant::now();
+    for _ in 0..5 {
+        for m in &messages {
+            for c in m.calls() {
+                std::hint::black_box(serde_json::from_str::<serde_json::Value>(&c.function.arguments).ok());
+            }
+        }
+    }
+    eprintln!("args parse: {:.2} ms", t.elapsed().as_secs_f64() * 1e3 / 5.0);
+}

@@ -1,0 +1,159 @@
+//! Fact retention: how much of the middle's paths, commands, errors, URLs, identifiers and user
+//! requests survive verbatim in the summary.
+
+use std::borrow::Cow;
+
+use ctxhost_engine_abi::{Message, ModelInfo, Role};
+use ctxhost_engine_kit::tokens::estimate_messages_tokens;
+use pretty_assertions::assert_eq;
+
+use super::{compress, middle_facts, report, retention, story::debugging_session, summary_of};
+use crate::{
+    report::Outcome, Budgets, Compressor, CompressorConfig, ExtractiveSummarizer, Summarizer, SummaryRequest,
+};
+use ctxhost_engine_abi::Engine;
+
+/// The story's middle with the default head (system + 3, moved past the first tool result) and the
+/// tail starting at the last user message.
+fn story_middle(messages: &[Message]) -> &[Message] {
+    let tail_start = messages
+        .iter()
+        .rposition(|message| message.role == Role::User)
+        .unwrap();
+    &messages[5..tail_start]
+}
+
+fn summarise_at_default_budgets(middle: &[Message], focus_topic: Option<&str>) -> String {
+    let budgets = Budgets::compute(
+        &CompressorConfig::default(),
+        &ModelInfo {
+            context_length: 200_000,
+            ..ModelInfo::default()
+        },
+    );
+    let input_tokens = estimate_messages_tokens(middle);
+    let pruned: Vec<Cow<'_, Message>> = middle.iter().map(Cow::Borrowed).collect();
+    let request = SummaryRequest {
+        middle,
+        pruned_middle: &pruned,
+        previous_summary: None,
+        focus_topic,
+        target_tokens: budgets.summary_target_tokens(input_tokens),
+        input_tokens,
+    };
+    ExtractiveSummarizer.summarize(&request).unwrap()
+}
+
+#[test]
+fn the_extractive_summary_keeps_at_least_80_percent_of_the_middles_facts() {
+    let messages = debugging_session();
+    let middle = story_middle(&messages);
+    let summary = summarise_at_default_budgets(middle, None);
+    let facts = middle_facts(middle);
+    let (share, missing) = retention(&facts, &summary);
+    assert!(facts.len() >= 40, "the story has {} facts", facts.len());
+    assert!(
+        share >= 0.8,
+        "kept {share:.2} of {} facts; missing: {missing:#?}\n{summary}",
+        facts.len()
+    );
+}
+
+#[test]
+fn the_summary_keeps_the_users_requests_constraints_errors_and_next_step() {
+    let messages = debugging_session();
+    let summary = summarise_at_default_budgets(story_middle(&messages), None);
+    for expected in [
+        "Don't change the public API of /api/login, clients depend on it.",
+        "always run pytest before you tell me it's done",
+        "AttributeError: 'SecureCookieSession' object has no attribute 'modified_at'",
+        "KeyError: 'login_at'",
+        "https://github.com/acme/shop/issues/482",
+        "python -m pytest -q tests/test_auth.py",
+        "3fa85c0",
+        "shop/middleware/audit.py",
+        "werkzeug==2.3.7",
+    ] {
+        assert!(summary.contains(expected), "missing {expected:?} in\n{summary}");
+    }
+    let headings: Vec<&str> = summary.lines().filter(|line| line.starts_with('#')).collect();
+    assert_eq!(headings, crate::summary::TEMPLATE_HEADINGS.to_vec());
+}
+
+#[test]
+fn a_compacted_story_keeps_its_facts_in_summary_and_tail() {
+    // Threshold 8,000 tokens and a tail of 800: most of the story is summarised.
+    let mut engine = Compressor::with_config(CompressorConfig {
+        threshold: 0.20,
+        target_ratio: 0.10,
+        protect_last_n: 4,
+        ..CompressorConfig::default()
+    });
+    engine.update_model(&ModelInfo {
+        context_length: 40_000,
+        ..ModelInfo::default()
+    });
+    let messages = debugging_session();
+    let facts = middle_facts(story_middle(&messages));
+    let compacted = compress(&mut engine, messages);
+    let report = report(&mut engine);
+    assert_eq!(report.outcome, Outcome::Compacted);
+    assert!(report.middle_messages >= 20, "{report:?}");
+    let everything: String = compacted
+        .iter()
+        .flat_map(|message| {
+            let calls = message.calls().iter().map(|call| call.function.arguments.clone());
+            std::iter::once(message.text().into_owned()).chain(calls)
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(summary_of(&compacted).starts_with(crate::SUMMARY_MARKER));
+    let (share, missing) = retention(&facts, &everything);
+    assert!(share >= 0.8, "kept {share:.2}; missing: {missing:#?}");
+}
+
+#[test]
+fn a_focus_topic_gets_most_of_a_tight_budget() {
+    let messages = debugging_session();
+    let middle = story_middle(&messages);
+    let pruned: Vec<Cow<'_, Message>> = middle.iter().map(Cow::Borrowed).collect();
+    let request = |focus_topic| SummaryRequest {
+        middle,
+        pruned_middle: &pruned,
+        previous_summary: None,
+        focus_topic,
+        target_tokens: 350,
+        input_tokens: estimate_messages_tokens(middle),
+    };
+    let count = |summary: &str, word: &str| summary.lines().filter(|line| line.contains(word)).count();
+    let plain = ExtractiveSummarizer.summarize(&request(None)).unwrap();
+    let focused = ExtractiveSummarizer.summarize(&request(Some("mypy"))).unwrap();
+    assert!(focused.contains("Focus: mypy"));
+    assert!(
+        count(&focused, "mypy") > count(&plain, "mypy"),
+        "plain:\n{plain}\n\nfocused:\n{focused}"
+    );
+    assert!(
+        focused.contains("Value of type \"SessionMixin\" is not indexable"),
+        "{focused}"
+    );
+}
+
+#[test]
+fn debug_print_story_summary() {
+    let messages = debugging_session();
+    let middle = story_middle(&messages);
+    eprintln!(
+        "story tokens {} middle tokens {} tail tokens {}",
+        estimate_messages_tokens(&messages),
+        estimate_messages_tokens(middle),
+        estimate_messages_tokens(&messages[58..])
+    );
+    let summary = summarise_at_default_budgets(middle, None);
+    let facts = middle_facts(middle);
+    let (share, missing) = retention(&facts, &summary);
+    eprintln!(
+        "{summary}\n\nshare {share} of {} missing {missing:#?}",
+        facts.len()
+    );
+}

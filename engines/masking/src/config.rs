@@ -1,0 +1,99 @@
+//! The `masking:` block of `config.yaml`, validated.
+
+use ctxhost_engine_abi::EngineError;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The masking engine's settings, from the `masking:` block of `config.yaml` (its JSON form).
+///
+/// Every key is optional; a missing block (`null`) means all defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MaskingConfig {
+    /// The share of the usable window at which compaction fires, in (0, 1]. Default 0.75.
+    pub threshold: f64,
+    /// How many of the most recent tool results are always kept verbatim (at least 1). Default 10.
+    pub keep_last: usize,
+    /// Tool outputs shorter than this many characters are never masked. Default 200.
+    pub min_chars: usize,
+}
+
+impl Default for MaskingConfig {
+    fn default() -> Self {
+        Self {
+            threshold: 0.75,
+            keep_last: 10,
+            min_chars: 200,
+        }
+    }
+}
+
+/// The keys this block knows; any other is ignored with a debug log.
+const KNOWN_KEYS: [&str; 3] = ["threshold", "keep_last", "min_chars"];
+
+impl MaskingConfig {
+    /// Reads and validates the config block: `null` gives the defaults, unknown keys are ignored
+    /// (with a debug log), a wrong type or an impossible value is an [`EngineError::config`] that
+    /// names the key.
+    pub fn from_json(block: &Value) -> Result<Self, EngineError> {
+        let map = match block {
+            Value::Null => return Ok(Self::default()),
+            Value::Object(map) => map,
+            other => {
+                return Err(EngineError::config(format!(
+                    "masking: expected a mapping of settings, found {}",
+                    kind_of(other)
+                )))
+            }
+        };
+        for key in map.keys().filter(|key| !KNOWN_KEYS.contains(&key.as_str())) {
+            tracing::debug!("masking.{key}: unknown setting, ignored");
+        }
+        let defaults = Self::default();
+        let config = Self {
+            threshold: read_key(map, "threshold")?.unwrap_or(defaults.threshold),
+            keep_last: read_key(map, "keep_last")?.unwrap_or(defaults.keep_last),
+            min_chars: read_key(map, "min_chars")?.unwrap_or(defaults.min_chars),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the values that types alone cannot: `threshold` in (0, 1], `keep_last` ≥ 1.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        // Written so that NaN fails too.
+        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
+            return Err(EngineError::config(format!(
+                "masking.threshold: must be a share of the window in (0, 1], got {}",
+                self.threshold
+            )));
+        }
+        if self.keep_last == 0 {
+            return Err(EngineError::config(
+                "masking.keep_last: must be at least 1 (the newest tool result is always kept)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The value of `key`, `None` when absent or `null`.
+fn read_key<T: DeserializeOwned>(map: &Map<String, Value>, key: &str) -> Result<Option<T>, EngineError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => serde_json::from_value(value.clone())
+            .map(Some)
+            .map_err(|error| EngineError::config(format!("masking.{key}: {error}"))),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}

@@ -1,0 +1,208 @@
+//! `masking`: a context engine that compacts by *observation masking*.
+//!
+//! Tool outputs older than a window of the most recent tool results are replaced by one-line
+//! stand-ins that say what the call did (``[terminal] ran `pytest -q` -> exit 1, 214 lines
+//! output``); nothing is summarised and no model is called. System, user and assistant messages
+//! and every tool call stay exactly as they were, so the sequence stays valid by construction.
+//! Published agent experiments found this as effective as LLM summarisation at about half the
+//! cost (Lindenbauer et al. 2025, "The Complexity Trap: Simple Observation Masking Is as Efficient
+//! as LLM Summarization for Agent Context Management").
+//!
+//! The main type is [`Masking`], an [`Engine`]; [`MaskingConfig`] is its `masking:` block in
+//! `config.yaml`. The plugin library is the separate `ctxhost-masking-plugin` crate. This crate is
+//! not for conversations whose bulk is prose: it only ever shrinks tool output.
+//!
+//! # How `compress` works
+//!
+//! - Tool results are counted from the end; the last `keep_last` are kept verbatim.
+//! - Every older result of at least `min_chars` characters (or holding an image) becomes the
+//!   stand-in `kit::stand_in` builds from the call that produced it. Outputs that already are
+//!   stand-ins are recognised and left alone, so compressing twice changes nothing.
+//! - If the rough estimate (scaled up to `current_tokens` when the host gives a larger real
+//!   count) is still at or over the threshold, the window is halved, down to 1, until it fits:
+//!   compaction must make progress. The newest tool result is always kept.
+//!
+//! # Example
+//!
+//! ```
+//! use ctxhost_engine_abi::{CompressRequest, Engine, Host, Message, ModelInfo, ToolCall};
+//! use ctxhost_masking::Masking;
+//! use serde_json::json;
+//!
+//! let mut engine = Masking::new(&json!({ "keep_last": 1 }), Host::detached()).unwrap();
+//! engine.update_model(&ModelInfo { context_length: 100_000, ..ModelInfo::default() });
+//! let messages = vec![
+//!     Message::user("fix the tests"),
+//!     Message::assistant_calls(vec![ToolCall::new("c1", "terminal", r#"{"command":"pytest -q"}"#)]),
+//!     Message::tool("c1", "E   assert 1 == 2\n".repeat(40) + "Exit code: 1"),
+//!     Message::assistant_calls(vec![ToolCall::new("c2", "read_file", r#"{"path":"src/app.py"}"#)]),
+//!     Message::tool("c2", "x".repeat(500)),
+//! ];
+//! let compacted = engine.compress(messages, &CompressRequest::default()).unwrap();
+//! assert_eq!(compacted[2].text(), "[terminal] ran `pytest -q` -> exit 1, 41 lines output");
+//! assert_eq!(compacted[4].text(), "x".repeat(500));
+//! ```
+#![forbid(unsafe_code)]
+
+mod config;
+mod mask;
+#[cfg(test)]
+mod tests;
+
+use ctxhost_engine_abi::{default_status, CompressRequest, Counters, Engine, EngineError, Host, Message};
+use ctxhost_engine_kit::tokens;
+use serde_json::Value;
+
+pub use config::MaskingConfig;
+pub use mask::is_stand_in;
+
+/// The observation-masking engine (`context.engine: masking`).
+pub struct Masking {
+    config: MaskingConfig,
+    counters: Counters,
+    /// Tool outputs masked since the session started (or was reset).
+    masked_outputs: u64,
+}
+
+impl Masking {
+    /// An engine with already validated settings.
+    pub fn with_config(config: MaskingConfig) -> Result<Self, EngineError> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            counters: Counters::default(),
+            masked_outputs: 0,
+        })
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &MaskingConfig {
+        &self.config
+    }
+
+    /// The window to keep for `messages`: `keep_last`, halved until the masked sequence's
+    /// estimate falls under the threshold, never below 1.
+    fn choose_window(&self, candidates: &[mask::Mask], result_count: usize, estimate: Estimate) -> usize {
+        let threshold = self.counters.threshold_tokens;
+        let mut keep = self.config.keep_last;
+        loop {
+            let saved: u64 = mask::outside_window(candidates, result_count, keep)
+                .iter()
+                .map(|mask| mask.saved_tokens)
+                .sum();
+            // No threshold yet (update_model not called): keep the configured window.
+            if threshold == 0 || keep == 1 || estimate.after_saving(saved) < threshold {
+                return keep;
+            }
+            keep /= 2;
+        }
+    }
+}
+
+/// The rough estimate of a context, optionally scaled to a real count the host reported.
+#[derive(Clone, Copy, Debug)]
+struct Estimate {
+    rough: u64,
+    /// Real tokens per rough token, ≥ 1. The rough rule under-counts JSON and logs by 16–44%
+    /// (compressor.md), so when the host gives a larger real count we trust it; we never scale
+    /// down, which would stop the window from shrinking when it must.
+    scale: f64,
+}
+
+impl Estimate {
+    fn of(messages: &[Message], current_tokens: Option<u64>) -> Self {
+        let rough = tokens::estimate_messages_tokens(messages);
+        let scale = match current_tokens {
+            Some(real) if rough > 0 && real > rough => real as f64 / rough as f64,
+            _ => 1.0,
+        };
+        Self { rough, scale }
+    }
+
+    fn after_saving(self, saved: u64) -> u64 {
+        (self.rough.saturating_sub(saved) as f64 * self.scale).ceil() as u64
+    }
+}
+
+impl Engine for Masking {
+    const NAME: &'static str = "masking";
+
+    fn new(config: &Value, _host: Host) -> Result<Self, EngineError> {
+        Self::with_config(MaskingConfig::from_json(config)?)
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
+    fn threshold_percent(&self) -> f64 {
+        self.config.threshold
+    }
+
+    fn compress(
+        &mut self,
+        mut messages: Vec<Message>,
+        request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError> {
+        let estimate = Estimate::of(&messages, request.current_tokens);
+        let (candidates, result_count) = mask::find_mask_candidates(&messages, self.config.min_chars);
+        let keep = self.choose_window(&candidates, result_count, estimate);
+        let masks = mask::outside_window(&candidates, result_count, keep);
+        let saved: u64 = masks.iter().map(|mask| mask.saved_tokens).sum();
+        mask::apply_masks(&mut messages, masks);
+
+        self.masked_outputs += masks.len() as u64;
+        self.counters.compression_count += 1;
+        tracing::debug!(
+            "masked {} of {result_count} tool outputs, keeping the last {keep} (configured {}); \
+             ~{} -> ~{} rough tokens",
+            masks.len(),
+            self.config.keep_last,
+            estimate.rough,
+            estimate.rough - saved,
+        );
+        let after = estimate.after_saving(saved);
+        if self.counters.threshold_tokens > 0 && after >= self.counters.threshold_tokens {
+            tracing::debug!(
+                "still ~{after} tokens after masking, at or over the threshold of {}: the rest is not \
+                 tool output",
+                self.counters.threshold_tokens
+            );
+        }
+        Ok(messages)
+    }
+
+    fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
+        let threshold = self.counters.threshold_tokens;
+        threshold > 0 && tokens::estimate_messages_tokens(messages) >= threshold
+    }
+
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
+        let (candidates, result_count) = mask::find_mask_candidates(messages, self.config.min_chars);
+        let estimate = Estimate::of(messages, None);
+        let keep = self.choose_window(&candidates, result_count, estimate);
+        !mask::outside_window(&candidates, result_count, keep).is_empty()
+    }
+
+    fn on_session_reset(&mut self) {
+        self.counters = Counters {
+            threshold_tokens: self.counters.threshold_tokens,
+            context_length: self.counters.context_length,
+            ..Counters::default()
+        };
+        self.masked_outputs = 0;
+    }
+
+    fn get_status(&self) -> Value {
+        let mut status = default_status(&self.counters);
+        if let Value::Object(fields) = &mut status {
+            fields.insert("masked_outputs".into(), self.masked_outputs.into());
+            fields.insert("keep_last".into(), self.config.keep_last.into());
+        }
+        status
+    }
+}

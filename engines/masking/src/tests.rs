@@ -1,0 +1,279 @@
+use ctxhost_engine_abi::{CompressRequest, Engine, ErrorKind, Host, Message, ModelInfo, ToolCall};
+use ctxhost_engine_kit::sequence::{find_sequence_problems, REMOVED_RESULT_TEXT};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+use crate::{is_stand_in, Masking, MaskingConfig};
+
+fn engine(config: Value) -> Masking {
+    Masking::new(&config, Host::detached()).expect("valid config")
+}
+
+fn engine_with_window(config: Value, context_length: u64) -> Masking {
+    let mut engine = engine(config);
+    engine.update_model(&ModelInfo {
+        context_length,
+        ..ModelInfo::default()
+    });
+    engine
+}
+
+/// A user request, then `n` turns each running `cat file<i>.txt` with an output of `chars`
+/// characters over several lines, then a closing assistant message.
+fn transcript(n: usize, chars: usize) -> Vec<Message> {
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("look at the files"),
+    ];
+    for i in 0..n {
+        let id = format!("call_{i}");
+        let arguments = json!({ "command": format!("cat file{i}.txt") }).to_string();
+        messages.push(Message::assistant_calls(vec![ToolCall::new(
+            &id, "terminal", arguments,
+        )]));
+        let line = format!("line of file{i}\n");
+        let output: String = line.repeat(chars / line.len() + 1).chars().take(chars).collect();
+        messages.push(Message::tool(&id, output));
+    }
+    messages.push(Message::assistant("I have read them all."));
+    messages
+}
+
+fn compress(engine: &mut Masking, messages: Vec<Message>) -> Vec<Message> {
+    engine
+        .compress(messages, &CompressRequest::default())
+        .expect("masking never fails")
+}
+
+fn tool_texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m.tool_call_id.is_some())
+        .map(|m| m.text().into_owned())
+        .collect()
+}
+
+#[test]
+fn outputs_outside_the_window_become_informative_stand_ins() {
+    let mut engine = engine(json!({ "keep_last": 2 }));
+    let messages = transcript(4, 1_000);
+    let compacted = compress(&mut engine, messages.clone());
+    let texts = tool_texts(&compacted);
+    assert_eq!(texts[0], "[terminal] ran `cat file0.txt` -> 72 lines output");
+    assert_eq!(texts[1], "[terminal] ran `cat file1.txt` -> 72 lines output");
+    assert_eq!(texts[2..], tool_texts(&messages)[2..]);
+}
+
+#[test]
+fn the_window_and_everything_but_old_tool_output_is_kept_verbatim() {
+    let mut engine = engine(json!({ "keep_last": 2 }));
+    let messages = transcript(4, 1_000);
+    let compacted = compress(&mut engine, messages.clone());
+    assert_eq!(compacted.len(), messages.len());
+    for (before, after) in messages.iter().zip(&compacted) {
+        if after.text() != before.text() {
+            assert!(
+                before.tool_call_id.is_some(),
+                "only tool output changes: {before:?}"
+            );
+            assert_eq!(
+                (&after.tool_call_id, &after.name, &after.extra),
+                (&before.tool_call_id, &before.name, &before.extra)
+            );
+        } else {
+            assert_eq!(after, before);
+        }
+    }
+}
+
+#[test]
+fn unknown_tools_and_lost_calls_still_get_a_stand_in() {
+    let mut engine = engine(json!({ "keep_last": 1 }));
+    let messages = vec![
+        Message::user("weather?"),
+        Message::assistant_calls(vec![ToolCall::new("w", "weather", "{}")]),
+        Message::tool("w", "y".repeat(2_000)),
+        Message::assistant_calls(vec![ToolCall::new("n", "now", "{}")]),
+        Message::tool("n", "z".repeat(300)),
+    ];
+    let compacted = compress(&mut engine, messages);
+    assert_eq!(compacted[2].text(), "[weather] (2,000 chars of output cleared)");
+}
+
+#[test]
+fn short_outputs_are_left_alone() {
+    let mut engine = engine(json!({ "keep_last": 1, "min_chars": 200 }));
+    let mut messages = transcript(3, 1_000);
+    // The first output is short: it stays, the second (long) one is masked.
+    messages[3] = Message::tool("call_0", "ok: 3 files");
+    let compacted = compress(&mut engine, messages);
+    let texts = tool_texts(&compacted);
+    assert_eq!(texts[0], "ok: 3 files");
+    assert_eq!(texts[1], "[terminal] ran `cat file1.txt` -> 72 lines output");
+}
+
+#[test]
+fn compressing_twice_changes_nothing_more() {
+    // min_chars 0: the stand-ins themselves would qualify by length, so only recognition stops
+    // them being masked again.
+    let mut engine = engine(json!({ "keep_last": 1, "min_chars": 0 }));
+    let once = compress(&mut engine, transcript(5, 800));
+    let twice = compress(&mut engine, once.clone());
+    assert_eq!(twice, once);
+    assert_eq!(engine.get_status()["masked_outputs"], 4);
+    assert_eq!(engine.counters().compression_count, 2);
+}
+
+#[test]
+fn the_result_is_a_valid_sequence() {
+    let mut engine = engine_with_window(json!({ "keep_last": 3 }), 2_000);
+    let mut messages = transcript(6, 1_500);
+    // A parallel call: two results for one assistant message.
+    messages.insert(
+        4,
+        Message::assistant_calls(vec![
+            ToolCall::new("p1", "read_file", r#"{"path":"a.rs"}"#),
+            ToolCall::new("p2", "grep", r#"{"pattern":"fn main","path":"src"}"#),
+        ]),
+    );
+    messages.insert(5, Message::tool("p1", "a".repeat(900)));
+    messages.insert(6, Message::tool("p2", "src/main.rs:1:fn main() {}\n".repeat(30)));
+    assert_eq!(find_sequence_problems(&messages), vec![]);
+    let compacted = compress(&mut engine, messages);
+    assert_eq!(find_sequence_problems(&compacted), vec![]);
+    assert_eq!(compacted[5].text(), "[read_file] read a.rs (900 chars)");
+    assert_eq!(
+        compacted[6].text(),
+        "[grep] search for 'fn main' in src -> 30 matching lines"
+    );
+}
+
+#[test]
+fn the_window_shrinks_until_the_context_fits() {
+    // 8 outputs of ~1,000 chars (~250 tokens each): ~2,100 rough tokens in all. A window of
+    // 4,000 tokens at 0.5 fires at 2,000; keeping 4 outputs (~1,050 tokens) fits.
+    let mut engine = engine_with_window(json!({ "keep_last": 8, "threshold": 0.5 }), 4_000);
+    let messages = transcript(8, 1_000);
+    assert!(engine.should_compress_preflight(&messages));
+    let compacted = compress(&mut engine, messages);
+    let kept = tool_texts(&compacted)
+        .iter()
+        .filter(|text| !text.starts_with("[terminal]"))
+        .count();
+    assert_eq!(kept, 4);
+    assert!(!engine.should_compress_preflight(&compacted));
+}
+
+#[test]
+fn the_newest_output_is_kept_even_when_the_context_cannot_fit() {
+    let mut engine = engine_with_window(json!({ "keep_last": 10 }), 400);
+    let compacted = compress(&mut engine, transcript(4, 2_000));
+    let texts = tool_texts(&compacted);
+    assert!(texts[..3].iter().all(|text| text.starts_with("[terminal] ran")));
+    assert_eq!(texts[3].chars().count(), 2_000);
+}
+
+#[test]
+fn a_larger_real_count_shrinks_the_window_further() {
+    let messages = transcript(8, 1_000);
+    let request = CompressRequest {
+        current_tokens: Some(/*real tokens, ~1.8x the rough estimate*/ 4_000),
+        ..CompressRequest::default()
+    };
+    let mut rough_only = engine_with_window(json!({ "keep_last": 8, "threshold": 0.5 }), 4_000);
+    let mut calibrated = engine_with_window(json!({ "keep_last": 8, "threshold": 0.5 }), 4_000);
+    let by_rough = compress(&mut rough_only, messages.clone());
+    let by_real = calibrated.compress(messages, &request).unwrap();
+    let masked = |messages: &[Message]| {
+        tool_texts(messages)
+            .iter()
+            .filter(|text| text.starts_with("[terminal]"))
+            .count()
+    };
+    assert_eq!((masked(&by_rough), masked(&by_real)), (4, 6));
+}
+
+#[test]
+fn nothing_to_compress_when_everything_is_in_the_window_or_short() {
+    let mut engine = engine(json!({ "keep_last": 4 }));
+    assert!(!engine.has_content_to_compress(&transcript(4, 1_000)));
+    assert!(engine.has_content_to_compress(&transcript(5, 1_000)));
+    assert!(!engine.has_content_to_compress(&transcript(8, 100)));
+    let masked = compress(&mut engine, transcript(5, 1_000));
+    assert!(!engine.has_content_to_compress(&masked));
+}
+
+#[test]
+fn stand_ins_are_recognised_and_real_outputs_are_not() {
+    let call = ToolCall::new("c", "terminal", r#"{"command":"ls"}"#);
+    assert!(is_stand_in("[terminal] ran `ls` -> 3 lines output", Some(&call)));
+    assert!(is_stand_in("[tool] (3 chars of output cleared)", Some(&call)));
+    assert!(is_stand_in(REMOVED_RESULT_TEXT, None));
+    assert!(!is_stand_in(
+        "[terminal] ran `ls` -> 3 lines output\nmore",
+        Some(&call)
+    ));
+    assert!(!is_stand_in("[other] ran `ls` -> 3 lines output", Some(&call)));
+    assert!(!is_stand_in("total 3 lines output", Some(&call)));
+}
+
+#[test]
+fn status_shows_masked_outputs_and_the_window() {
+    let mut engine = engine_with_window(json!({ "keep_last": 2 }), 100_000);
+    compress(&mut engine, transcript(5, 1_000));
+    assert_eq!(
+        engine.get_status(),
+        json!({
+            "last_prompt_tokens": 0,
+            "threshold_tokens": 75_000,
+            "context_length": 100_000,
+            "usage_percent": 0.0,
+            "compression_count": 1,
+            "masked_outputs": 3,
+            "keep_last": 2,
+        })
+    );
+    engine.on_session_reset();
+    assert_eq!(engine.get_status()["masked_outputs"], 0);
+    assert_eq!(engine.get_status()["threshold_tokens"], 75_000);
+}
+
+#[test]
+fn defaults_apply_to_a_missing_block() {
+    assert_eq!(
+        MaskingConfig::from_json(&Value::Null).unwrap(),
+        MaskingConfig {
+            threshold: 0.75,
+            keep_last: 10,
+            min_chars: 200
+        }
+    );
+    let partial = MaskingConfig::from_json(&json!({ "min_chars": 50, "unknown": true })).unwrap();
+    assert_eq!((partial.keep_last, partial.min_chars), (10, 50));
+}
+
+#[test]
+fn the_threshold_sets_the_firing_point() {
+    let engine = engine_with_window(json!({ "threshold": 0.5 }), 10_000);
+    assert_eq!(engine.counters().threshold_tokens, 5_000);
+}
+
+#[test]
+fn config_errors_name_the_key() {
+    let cases = [
+        (json!({ "threshold": 0 }), "masking.threshold"),
+        (json!({ "threshold": 3 }), "masking.threshold"),
+        (json!({ "threshold": "high" }), "masking.threshold"),
+        (json!({ "keep_last": 0 }), "masking.keep_last"),
+        (json!({ "keep_last": -1 }), "masking.keep_last"),
+        (json!({ "min_chars": 1.5 }), "masking.min_chars"),
+        (json!([1, 2]), "masking: expected a mapping"),
+    ];
+    for (config, key) in cases {
+        let Err(error) = Masking::new(&config, Host::detached()) else {
+            panic!("{config} was accepted");
+        };
+        assert_eq!(error.kind, ErrorKind::CONFIG, "{config}");
+        assert!(error.message.contains(key), "{config}: {error}");
+    }
+}

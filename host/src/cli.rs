@@ -1,0 +1,329 @@
+//! The command line: argument definitions and what each command does.
+
+use std::{
+    io::IsTerminal,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Args, Parser, Subcommand};
+use ctxhost_engine_abi::ModelInfo;
+
+use crate::{
+    config::Settings,
+    discovery::discover_plugins,
+    engine::EngineHandle,
+    formats::{read_transcript, Format, Transcript},
+    output::write_json_atomically,
+    report::{warn_user, RunReport, Sourced},
+    resolution::{check_plugin, resolve_engine, Registry},
+    runner::{compress_once, replay, ReplayOptions, ReplayOutcome},
+};
+
+/// The window assumed when neither flag, config nor transcript gives one.
+pub const DEFAULT_CONTEXT_LENGTH: u64 = 128_000;
+
+/// Loads context engines from plugin folders and replays agent transcripts through them.
+#[derive(Debug, Parser)]
+#[command(name = "ctxhost", version, about)]
+pub struct Cli {
+    /// The config file [default: ./config.yaml when it exists].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// The plugins directory (holding context_engine/<name>/) [default: plugins/ next to the config file].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub plugins_dir: Option<PathBuf>,
+
+    /// More detail on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay a transcript through the engine, as an agent loop would.
+    Run(RunArgs),
+    /// Run one manual compaction over a whole transcript, like `/compress [focus]`.
+    Compress {
+        /// What the summary should spend its budget on.
+        #[arg(long)]
+        focus: Option<String>,
+        /// The transcript and the options `run` takes.
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Inspect plugin engines.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+}
+
+/// Arguments shared by `run` and `compress`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The transcript file.
+    pub transcript: PathBuf,
+    /// The engine to run, overriding `context.engine`.
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// The model's window in tokens, overriding config and transcript.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_length: Option<u64>,
+    /// Read the transcript as this format instead of detecting it.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Write the final context (OpenAI JSON) here, atomically.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the report as JSON instead of words.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `plugins` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PluginsCommand {
+    /// List every plugin folder with its status; opens no library.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Open one plugin's library and report what loading found.
+    Check {
+        /// The plugin's name.
+        name: String,
+    },
+}
+
+/// Runs the parsed command line.
+pub fn run_cli(cli: Cli) -> Result<()> {
+    let settings = load_settings(cli.config.as_deref(), cli.plugins_dir.as_deref())?;
+    match cli.command {
+        Command::Run(args) => run_transcript(&settings, &args, None),
+        Command::Compress { focus, run } => run_transcript(&settings, &run, Some(focus)),
+        Command::Plugins(PluginsCommand::List { json }) => list_plugins(&settings, json),
+        Command::Plugins(PluginsCommand::Check { name }) => check_one_plugin(&settings, &name),
+    }
+}
+
+fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>) -> Result<Settings> {
+    let mut settings = match config {
+        Some(path) => Settings::load(path)?,
+        None if Path::new("config.yaml").is_file() => Settings::load(Path::new("config.yaml"))?,
+        None => Settings::defaults(Path::new(".")),
+    };
+    if let Some(dir) = plugins_dir {
+        settings.plugins_dir = dir.to_owned();
+    }
+    Ok(settings)
+}
+
+/// `run`, and `compress` when `manual` is set (with its focus).
+fn run_transcript(settings: &Settings, args: &RunArgs, manual: Option<Option<String>>) -> Result<()> {
+    let transcript = read_transcript(&args.transcript, args.format)?;
+    let name = args.engine.clone().unwrap_or_else(|| settings.engine.clone());
+    let resolution = resolve_engine(&name, settings, &Registry::default());
+    if let Some(fallback) = &resolution.fallback {
+        warn_user(&fallback.warning());
+    }
+    let mut engine = resolution.engine;
+    let context_length = resolve_context_length(args, settings, &transcript);
+    let options = replay_options(settings, &transcript, context_length.value);
+    let outcome = match &manual {
+        Some(focus) => compress_once(
+            &mut engine,
+            transcript.messages.clone(),
+            focus.as_deref(),
+            &options,
+        ),
+        None => replay(&mut engine, transcript.messages.clone(), &options),
+    };
+    if let Some(out) = &args.out {
+        write_json_atomically(out, &outcome.context)?;
+    }
+    let fallback = resolution
+        .fallback
+        .map(|f| format!("`{}` could not be used: {}", f.requested, f.reason));
+    let report = build_report(
+        &engine,
+        &transcript,
+        fallback,
+        context_length,
+        &options,
+        outcome,
+        args,
+    );
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.render_text());
+    }
+    Ok(())
+}
+
+fn resolve_context_length(args: &RunArgs, settings: &Settings, transcript: &Transcript) -> Sourced<u64> {
+    let sourced = |value, source: &str| Sourced {
+        value,
+        source: source.to_owned(),
+    };
+    if let Some(length) = args.context_length {
+        return sourced(length, "--context-length");
+    }
+    if let Some(length) = settings.model.context_length {
+        let file = settings
+            .source
+            .as_ref()
+            .map_or("config".to_owned(), |p| p.display().to_string());
+        return sourced(length, &format!("model.context_length in {file}"));
+    }
+    if let Some(length) = transcript.meta.context_length {
+        return sourced(length, "the transcript");
+    }
+    sourced(DEFAULT_CONTEXT_LENGTH, "default; set model.context_length")
+}
+
+fn replay_options(settings: &Settings, transcript: &Transcript, context_length: u64) -> ReplayOptions {
+    let model = settings
+        .model
+        .default
+        .clone()
+        .or_else(|| transcript.meta.model.clone())
+        .unwrap_or_default();
+    let max_tokens = settings
+        .model
+        .max_tokens
+        .filter(|reserved| *reserved < context_length);
+    let session_id = transcript.meta.session_id.clone().unwrap_or_else(|| {
+        transcript
+            .path
+            .file_stem()
+            .map_or("session".to_owned(), |stem| stem.to_string_lossy().into_owned())
+    });
+    ReplayOptions {
+        session_id,
+        model: ModelInfo {
+            model,
+            context_length,
+            max_tokens,
+            ..ModelInfo::default()
+        },
+    }
+}
+
+fn build_report(
+    engine: &EngineHandle,
+    transcript: &Transcript,
+    fallback: Option<String>,
+    context_length: Sourced<u64>,
+    options: &ReplayOptions,
+    outcome: ReplayOutcome,
+    args: &RunArgs,
+) -> RunReport {
+    let threshold_tokens = outcome.counters.map_or(0, |counters| counters.threshold_tokens);
+    RunReport {
+        transcript: transcript.path.display().to_string(),
+        format: transcript.format.to_string(),
+        engine: engine.name().to_owned(),
+        engine_source: engine.origin().into(),
+        fallback,
+        context_length,
+        window: options.model.window(),
+        threshold_tokens,
+        outcome,
+        output: args.out.as_ref().map(|p| p.display().to_string()),
+    }
+}
+
+fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
+    let folders = discover_plugins(&settings.plugins_dir)?;
+    if json {
+        let rows: Vec<_> = folders
+            .iter()
+            .map(|folder| {
+                let manifest = folder.manifest.as_ref();
+                serde_json::json!({
+                    "name": folder.name(),
+                    "folder": folder.dir.display().to_string(),
+                    "version": manifest.map(|m| m.version.clone()),
+                    "description": manifest.map(|m| m.description.clone()),
+                    "abi_version": manifest.map(|m| m.abi_version),
+                    "library": folder.library.as_ref().map(|l| l.display().to_string()),
+                    "usable": folder.is_usable(),
+                    "problem": folder.status.as_ref().err().map(ToString::to_string),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    let root = settings.plugins_dir.join(crate::discovery::CONTEXT_ENGINE_DIR);
+    if folders.is_empty() {
+        println!("no plugin folders in {}", root.display());
+        return Ok(());
+    }
+    println!("plugins in {}", root.display());
+    let color = std::io::stdout().is_terminal();
+    for folder in &folders {
+        let manifest = folder.manifest.as_ref();
+        let library = folder
+            .library
+            .as_ref()
+            .and_then(|l| l.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        let status = match &folder.status {
+            Ok(()) if color => "\x1b[32musable\x1b[0m".to_owned(),
+            Ok(()) => "usable".to_owned(),
+            Err(problem) if color => format!("\x1b[31munusable\x1b[0m: {problem}"),
+            Err(problem) => format!("unusable: {problem}"),
+        };
+        println!(
+            "  {:<16} {:<9} abi {:<3} {:<40} {status}",
+            folder.name(),
+            manifest.map_or("-", |m| m.version.as_str()),
+            manifest.map_or("-".to_owned(), |m| m.abi_version.to_string()),
+            library.unwrap_or_else(|| "-".to_owned()),
+        );
+        if let Some(manifest) = manifest {
+            println!("  {:<16} {}", "", manifest.description);
+        }
+    }
+    Ok(())
+}
+
+fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
+    let engine =
+        check_plugin(name, &settings.plugins_dir, settings).with_context(|| format!("plugin `{name}`"))?;
+    let counters = engine.counters().context("reading the engine's counters")?;
+    let tools = engine
+        .get_tool_schemas()
+        .context("reading the engine's tool schemas")?;
+    println!("plugin `{name}` loads: {}", engine.origin());
+    println!(
+        "  engine ABI version {} (host supports {:?})",
+        ctxhost_engine_abi::ABI_VERSION,
+        crate::loading::SUPPORTED_ABI_VERSIONS
+    );
+    println!("  counters {counters:?}");
+    let names: Vec<&str> = tools
+        .iter()
+        .filter_map(|tool| tool.get("name")?.as_str())
+        .collect();
+    println!(
+        "  tools: {}",
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    );
+    if counters.context_length != 0 {
+        bail!("plugin `{name}`: a fresh engine reports a context length before update_model");
+    }
+    Ok(())
+}

@@ -1,0 +1,353 @@
+//! `config.yaml` → validated [`Settings`].
+//!
+//! The file uses Hermes Agent's keys where Hermes has them, so a Hermes user's file reads as is.
+//! Unknown keys are ignored with a debug log; a wrong type or an impossible value is an error that
+//! names the file, the line and the key.
+
+use std::{
+    fmt, fs, io,
+    path::{Path, PathBuf},
+};
+
+use ctxhost_compressor::CompressorConfig;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The engine used when `context.engine` is not set.
+pub const DEFAULT_ENGINE: &str = "compressor";
+
+/// Where the plugins directory is when neither config nor flag says: `plugins/` next to the
+/// config file.
+pub const DEFAULT_PLUGINS_DIR: &str = "plugins";
+
+/// Validated settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The file they were read from, when there was one.
+    pub source: Option<PathBuf>,
+    /// `context.engine`: the engine to run.
+    pub engine: String,
+    /// The plugins directory (holding `context_engine/<name>/` folders).
+    pub plugins_dir: PathBuf,
+    /// The `model:` block.
+    pub model: ModelSettings,
+    /// The built-in compressor's `compression:` block.
+    pub compression: CompressorConfig,
+    /// The whole file as JSON, for the blocks of plugin engines.
+    document: Value,
+}
+
+/// The `model:` block.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ModelSettings {
+    /// `model.default`: the model's name.
+    pub default: Option<String>,
+    /// `model.context_length`: the window, when the host cannot know it otherwise.
+    pub context_length: Option<u64>,
+    /// `model.max_tokens`: the output reservation, taken off the window.
+    pub max_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawConfig {
+    context: RawContext,
+    model: ModelSettings,
+    compression: CompressorConfig,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawContext {
+    engine: Option<String>,
+    plugins_dir: Option<PathBuf>,
+}
+
+/// A config file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{}: cannot read the config file: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Not YAML, or a value of the wrong type.
+    #[error("{}{}: {message}", path.display(), Location(*line, *column))]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column, when known.
+        column: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value of the right type that cannot be right.
+    #[error("{}{}: `{key}` {message}", path.display(), Location(*line, None))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the key, when found.
+        line: Option<usize>,
+        /// The dotted key, e.g. `compression.threshold`.
+        key: String,
+        /// Why it cannot be right.
+        message: String,
+    },
+}
+
+struct Location(Option<usize>, Option<usize>);
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.0, self.1) {
+            (Some(line), Some(column)) => write!(f, ":{line}:{column}"),
+            (Some(line), None) => write!(f, ":{line}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Settings {
+    /// Settings when there is no config file: every default, plugins under `base_dir/plugins`.
+    pub fn defaults(base_dir: &Path) -> Self {
+        Self {
+            source: None,
+            engine: DEFAULT_ENGINE.to_owned(),
+            plugins_dir: base_dir.join(DEFAULT_PLUGINS_DIR),
+            model: ModelSettings::default(),
+            compression: CompressorConfig::default(),
+            document: Value::Null,
+        }
+    }
+
+    /// Reads and validates `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Validates the text of a config file; `path` names it in errors and anchors relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let parse_error = |error: serde_norway::Error| {
+            let location = error.location();
+            ConfigError::Parse {
+                path: path.to_owned(),
+                line: location.as_ref().map(|l| l.line()),
+                column: location.as_ref().map(|l| l.column()),
+                message: strip_location(&error.to_string()),
+            }
+        };
+        let yaml: serde_norway::Value = if text.trim().is_empty() {
+            serde_norway::Value::Null
+        } else {
+            serde_norway::from_str(text).map_err(parse_error)?
+        };
+        let raw: RawConfig = if yaml.is_null() {
+            RawConfig::default()
+        } else {
+            let deserializer = serde_norway::Deserializer::from_str(text);
+            serde_ignored::deserialize(deserializer, |ignored| {
+                tracing::debug!("{}: ignoring `{ignored}`: not a host setting", path.display());
+            })
+            .map_err(parse_error)?
+        };
+        let document = serde_json::to_value(&yaml).map_err(|error| ConfigError::Parse {
+            path: path.to_owned(),
+            line: None,
+            column: None,
+            message: format!("cannot be read as JSON for engines: {error}"),
+        })?;
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            line: find_key_line(text, key),
+            key: key.to_owned(),
+            message,
+        };
+        validate(&raw, invalid)?;
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        let plugins_dir = raw
+            .context
+            .plugins_dir
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR));
+        Ok(Self {
+            source: Some(path.to_owned()),
+            engine: raw.context.engine.unwrap_or_else(|| DEFAULT_ENGINE.to_owned()),
+            plugins_dir: tidy(&base_dir.join(plugins_dir)),
+            model: raw.model,
+            compression: raw.compression,
+            document,
+        })
+    }
+
+    /// The config block handed to engine `name` when it is created: `compression:` for the
+    /// built-in compressor, the top-level block named after the engine otherwise (`null` when
+    /// there is none).
+    pub fn engine_block(&self, name: &str) -> Value {
+        if name == DEFAULT_ENGINE {
+            return serde_json::to_value(&self.compression).unwrap_or(Value::Null);
+        }
+        self.document.get(name).cloned().unwrap_or(Value::Null)
+    }
+}
+
+fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> Result<(), ConfigError> {
+    if let Some(engine) = &raw.context.engine {
+        if engine.trim().is_empty() {
+            return Err(invalid(
+                "context.engine",
+                "must name an engine, got an empty string".into(),
+            ));
+        }
+    }
+    if raw.model.context_length == Some(0) {
+        return Err(invalid(
+            "model.context_length",
+            "must be a positive number of tokens, got 0".into(),
+        ));
+    }
+    if let (Some(length), Some(reserved)) = (raw.model.context_length, raw.model.max_tokens) {
+        if reserved >= length {
+            return Err(invalid(
+                "model.max_tokens",
+                format!("({reserved}) must be smaller than model.context_length ({length})"),
+            ));
+        }
+    }
+    raw.compression
+        .validate()
+        .map_err(|problem| invalid(&format!("compression.{}", problem.key), problem.reason.clone()))
+}
+
+/// `dir/sub/../plugins` → `dir/plugins`, so reports show the path a person would write. Paths
+/// that do not exist are left as given.
+fn tidy(path: &Path) -> PathBuf {
+    let Ok(canonical) = path.canonicalize() else {
+        return path.to_owned();
+    };
+    match std::env::current_dir()
+        .ok()
+        .and_then(|cwd| canonical.strip_prefix(cwd).ok().map(Path::to_owned))
+    {
+        Some(relative) if !relative.as_os_str().is_empty() => relative,
+        _ => canonical,
+    }
+}
+
+/// serde_norway appends " at line L column C" to its messages; the location is printed apart.
+fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// The 1-based line where the dotted `key` is defined in block-style YAML, when it can be found.
+fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    let wanted: Vec<&str> = key.split('.').collect();
+    let mut stack: Vec<(usize, &str)> = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let content = line.trim_start();
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - content.len();
+        let Some((name, _)) = content.split_once(':') else {
+            continue;
+        };
+        let name = name.trim().trim_matches(|c| c == '"' || c == '\'');
+        while stack.last().is_some_and(|(depth, _)| *depth >= indent) {
+            stack.pop();
+        }
+        stack.push((indent, name));
+        if stack.len() == wanted.len() && stack.iter().map(|(_, name)| *name).eq(wanted.iter().copied()) {
+            return Some(number + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn parse(text: &str) -> Result<Settings, ConfigError> {
+        Settings::parse(text, Path::new("/work/config.yaml"))
+    }
+
+    #[test]
+    fn an_empty_file_gives_every_default() {
+        let settings = parse("").unwrap();
+        assert_eq!(settings.engine, "compressor");
+        assert_eq!(settings.plugins_dir, Path::new("/work/plugins"));
+        assert_eq!(settings.compression, CompressorConfig::default());
+    }
+
+    #[test]
+    fn hermes_keys_are_read_and_unknown_keys_ignored() {
+        let settings = parse(
+            "context:\n  engine: masking\n  plugins_dir: ../engines\nmodel:\n  default: some/model\n  context_length: 200000\n  max_tokens: 8000\ncompression:\n  threshold: 0.6\nauxiliary:\n  compression:\n    model: ''\nmasking:\n  keep_last: 4\nsomething_else: true\n",
+        )
+        .unwrap();
+        assert_eq!(settings.engine, "masking");
+        assert_eq!(settings.plugins_dir, Path::new("/work/../engines"));
+        assert_eq!(settings.model.context_length, Some(200_000));
+        assert_eq!(settings.model.max_tokens, Some(8_000));
+        assert_eq!(settings.compression.threshold, 0.6);
+        assert_eq!(
+            settings.engine_block("masking"),
+            serde_json::json!({"keep_last": 4})
+        );
+        assert_eq!(settings.engine_block("lcm"), Value::Null);
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_file_line_and_key() {
+        let error = parse("model:\n  context_length: -5\n").unwrap_err().to_string();
+        assert!(error.starts_with("/work/config.yaml:2:"), "{error}");
+        assert!(error.contains("model.context_length"), "{error}");
+    }
+
+    #[test]
+    fn an_impossible_value_names_the_file_line_and_key() {
+        let error = parse("# comment\ncompression:\n  enabled: true\n  threshold: 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("/work/config.yaml:4: `compression.threshold`"),
+            "{error}"
+        );
+        let error = parse("model:\n  context_length: 1000\n  max_tokens: 1000\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("/work/config.yaml:3: `model.max_tokens`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn malformed_yaml_names_line_and_column() {
+        let error = parse("context:\n  engine: [unclosed\n").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::Parse {
+                    line: Some(_),
+                    column: Some(_),
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,362 @@
+//! Finding plugin engines: `<plugins>/context_engine/<name>/` folders with a `plugin.yaml` and a
+//! compiled library.
+//!
+//! Discovery reads `plugin.yaml` files and lists folders; it never opens a library (opening one
+//! runs its static constructors, so only the selected plugin is ever opened, by `loading`).
+
+use std::{
+    collections::HashMap,
+    ffi::OsStr,
+    fmt, fs,
+    path::{Path, PathBuf},
+};
+
+use serde::Deserialize;
+use walkdir::WalkDir;
+
+use crate::loading::{is_supported_abi, SUPPORTED_ABI_VERSIONS};
+
+/// The folder under the plugins directory that holds context-engine plugins.
+pub const CONTEXT_ENGINE_DIR: &str = "context_engine";
+
+/// The manifest file of a plugin folder.
+pub const MANIFEST_FILE: &str = "plugin.yaml";
+
+/// The file extension of a shared library on this platform.
+pub const LIBRARY_EXTENSION: &str = std::env::consts::DLL_EXTENSION;
+
+/// A plugin's `plugin.yaml`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Manifest {
+    /// The engine's name; must equal the folder's name and what users write in `context.engine`.
+    pub name: String,
+    /// The plugin's version.
+    pub version: String,
+    /// One line on what the engine does.
+    pub description: String,
+    /// The engine interface version the library was built for.
+    pub abi_version: u32,
+    /// The library's file name; optional when the folder holds exactly one library.
+    #[serde(default)]
+    pub library: Option<String>,
+    /// Who wrote it.
+    #[serde(default)]
+    pub author: Option<String>,
+    /// `sha256:<hex>` of the library, checked before it is opened.
+    #[serde(default)]
+    pub checksum: Option<String>,
+}
+
+/// One folder under `context_engine/`, usable or not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginFolder {
+    /// The folder.
+    pub dir: PathBuf,
+    /// The folder's name.
+    pub folder_name: String,
+    /// The manifest, when it could be read.
+    pub manifest: Option<Manifest>,
+    /// The library file, when one was found.
+    pub library: Option<PathBuf>,
+    /// Whether the host could load it, and if not, why.
+    pub status: Result<(), PluginProblem>,
+}
+
+impl PluginFolder {
+    /// The name users would select it by: the manifest's, else the folder's.
+    pub fn name(&self) -> &str {
+        self.manifest
+            .as_ref()
+            .map_or(&self.folder_name, |manifest| &manifest.name)
+    }
+
+    /// Whether nothing stands in the way of loading it.
+    pub fn is_usable(&self) -> bool {
+        self.status.is_ok()
+    }
+}
+
+/// Why a plugin folder cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PluginProblem {
+    /// No `plugin.yaml`.
+    NoManifest,
+    /// `plugin.yaml` is not valid YAML or misses a field.
+    MalformedManifest {
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column, when known.
+        column: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// No library file for this platform.
+    NoLibrary,
+    /// Several libraries and `library:` names none.
+    AmbiguousLibrary(Vec<String>),
+    /// `library:` names a file that is not there.
+    NamedLibraryMissing(String),
+    /// The manifest's `abi_version` is not one this host supports.
+    UnsupportedAbi(u32),
+    /// `name` in the manifest differs from the folder's name.
+    NameMismatch(String),
+    /// Another folder already declares this name.
+    DuplicateName(PathBuf),
+}
+
+impl fmt::Display for PluginProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoManifest => write!(f, "no {MANIFEST_FILE}"),
+            Self::MalformedManifest {
+                line: Some(line),
+                column: Some(column),
+                message,
+            } => {
+                write!(
+                    f,
+                    "malformed {MANIFEST_FILE} at line {line}, column {column}: {message}"
+                )
+            }
+            Self::MalformedManifest { message, .. } => write!(f, "malformed {MANIFEST_FILE}: {message}"),
+            Self::NoLibrary => write!(f, "no library (*.{LIBRARY_EXTENSION}) in the folder"),
+            Self::AmbiguousLibrary(names) => write!(
+                f,
+                "several libraries ({}) and {MANIFEST_FILE} names none with `library:`",
+                names.join(", ")
+            ),
+            Self::NamedLibraryMissing(name) => {
+                write!(f, "library `{name}` named in {MANIFEST_FILE} is missing")
+            }
+            Self::UnsupportedAbi(version) => write!(
+                f,
+                "built for engine ABI version {version}; this host supports {}",
+                supported_versions()
+            ),
+            Self::NameMismatch(name) => write!(
+                f,
+                "{MANIFEST_FILE} says name `{name}`, which is not the folder's name"
+            ),
+            Self::DuplicateName(other) => write!(f, "the name is already declared by {}", other.display()),
+        }
+    }
+}
+
+fn supported_versions() -> String {
+    SUPPORTED_ABI_VERSIONS
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A plugins directory that cannot be listed at all.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: cannot list plugin folders: {source}", dir.display())]
+pub struct DiscoveryError {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Why.
+    pub source: walkdir::Error,
+}
+
+/// Every folder under `<plugins_dir>/context_engine/`, sorted by name, each with its status.
+///
+/// Folders whose names start with `.` or `_` are skipped. A missing directory has no plugins.
+pub fn discover_plugins(plugins_dir: &Path) -> Result<Vec<PluginFolder>, DiscoveryError> {
+    let root = plugins_dir.join(CONTEXT_ENGINE_DIR);
+    if !root.is_dir() {
+        tracing::debug!("{}: no plugin folders (directory missing)", root.display());
+        return Ok(Vec::new());
+    }
+    let mut folders = Vec::new();
+    let entries = WalkDir::new(&root).min_depth(1).max_depth(1).sort_by_file_name();
+    for entry in entries {
+        let entry = entry.map_err(|source| DiscoveryError {
+            dir: root.clone(),
+            source,
+        })?;
+        let folder_name = entry.file_name().to_string_lossy().into_owned();
+        if !entry.file_type().is_dir() || folder_name.starts_with(['.', '_']) {
+            continue;
+        }
+        folders.push(inspect_folder(entry.path(), folder_name));
+    }
+    mark_duplicates(&mut folders);
+    Ok(folders)
+}
+
+/// Reads one plugin folder's manifest and finds its library, without opening it.
+pub fn inspect_folder(dir: &Path, folder_name: String) -> PluginFolder {
+    let mut folder = PluginFolder {
+        dir: dir.to_owned(),
+        folder_name,
+        manifest: None,
+        library: None,
+        status: Ok(()),
+    };
+    folder.status = read_manifest(dir).and_then(|manifest| {
+        let library = find_library(dir, manifest.library.as_deref());
+        folder.manifest = Some(manifest.clone());
+        folder.library = library.clone().ok();
+        check_manifest(&manifest, &folder.folder_name)?;
+        library.map(drop)
+    });
+    folder
+}
+
+fn read_manifest(dir: &Path) -> Result<Manifest, PluginProblem> {
+    let path = dir.join(MANIFEST_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err(PluginProblem::NoManifest),
+        Err(error) => {
+            return Err(PluginProblem::MalformedManifest {
+                line: None,
+                column: None,
+                message: error.to_string(),
+            })
+        }
+    };
+    serde_norway::from_str(&text).map_err(|error| {
+        let location = error.location();
+        let message = error.to_string();
+        let message = message
+            .rfind(" at line ")
+            .map_or(message.clone(), |at| message[..at].to_owned());
+        PluginProblem::MalformedManifest {
+            line: location.as_ref().map(|l| l.line()),
+            column: location.as_ref().map(|l| l.column()),
+            message,
+        }
+    })
+}
+
+fn check_manifest(manifest: &Manifest, folder_name: &str) -> Result<(), PluginProblem> {
+    if manifest.name != folder_name {
+        return Err(PluginProblem::NameMismatch(manifest.name.clone()));
+    }
+    if !is_supported_abi(manifest.abi_version) {
+        return Err(PluginProblem::UnsupportedAbi(manifest.abi_version));
+    }
+    Ok(())
+}
+
+fn find_library(dir: &Path, named: Option<&str>) -> Result<PathBuf, PluginProblem> {
+    if let Some(name) = named {
+        let path = dir.join(name);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(PluginProblem::NamedLibraryMissing(name.to_owned()))
+        };
+    }
+    let mut libraries: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.is_file() && path.extension() == Some(OsStr::new(LIBRARY_EXTENSION)))
+                .collect()
+        })
+        .unwrap_or_default();
+    libraries.sort();
+    match libraries.len() {
+        0 => Err(PluginProblem::NoLibrary),
+        1 => Ok(libraries.remove(0)),
+        _ => Err(PluginProblem::AmbiguousLibrary(
+            libraries
+                .iter()
+                .filter_map(|path| path.file_name())
+                .map(|name| name.to_string_lossy().into_owned())
+                .collect(),
+        )),
+    }
+}
+
+/// A name declared by two folders belongs to the folder of that name; any other folder claiming it
+/// is reported as a duplicate (more telling than "name does not match the folder").
+fn mark_duplicates(folders: &mut [PluginFolder]) {
+    let owners: HashMap<String, PathBuf> = folders
+        .iter()
+        .filter(|folder| {
+            folder
+                .manifest
+                .as_ref()
+                .is_some_and(|manifest| manifest.name == folder.folder_name)
+        })
+        .map(|folder| (folder.folder_name.clone(), folder.dir.clone()))
+        .collect();
+    for folder in folders.iter_mut() {
+        let Some(manifest) = &folder.manifest else {
+            continue;
+        };
+        if manifest.name == folder.folder_name {
+            continue;
+        }
+        if let Some(owner) = owners.get(&manifest.name) {
+            folder.status = Err(PluginProblem::DuplicateName(owner.clone()));
+        }
+    }
+}
+
+/// Why no usable plugin folder answers a name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// No folder of that name.
+    #[error("no plugin folder `{name}` in {}{}", root.display(), usable_list(usable))]
+    Missing {
+        /// The name asked for.
+        name: String,
+        /// The folder searched.
+        root: PathBuf,
+        /// The usable plugins there.
+        usable: Vec<String>,
+    },
+    /// The folder exists but cannot be used.
+    #[error("{}: {problem}", dir.display())]
+    Unusable {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        problem: PluginProblem,
+    },
+}
+
+fn usable_list(usable: &[String]) -> String {
+    if usable.is_empty() {
+        String::new()
+    } else {
+        format!(" (usable plugins: {})", usable.join(", "))
+    }
+}
+
+/// The usable folder for engine `name` among `folders` (found under `plugins_dir`), or why there
+/// is none.
+pub fn find_plugin<'a>(
+    folders: &'a [PluginFolder],
+    name: &str,
+    plugins_dir: &Path,
+) -> Result<&'a PluginFolder, LookupError> {
+    let Some(folder) = folders.iter().find(|folder| folder.folder_name == name) else {
+        return Err(LookupError::Missing {
+            name: name.to_owned(),
+            root: plugins_dir.join(CONTEXT_ENGINE_DIR),
+            usable: folders
+                .iter()
+                .filter(|f| f.is_usable())
+                .map(|f| f.folder_name.clone())
+                .collect(),
+        });
+    };
+    match &folder.status {
+        Ok(()) => Ok(folder),
+        Err(problem) => Err(LookupError::Unusable {
+            dir: folder.dir.clone(),
+            problem: problem.clone(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,379 @@
+//! The host's handle on the active engine, built-in or plugin alike.
+//!
+//! Every call crosses the same stable-ABI object, so a built-in engine is held exactly as a plugin
+//! is. Each method turns an engine failure (an error, or a panic the SDK caught) into an
+//! [`EngineCallError`] naming the engine and the method; `compress` also refuses output that is
+//! not a valid sequence or that lost the system message or the last user message.
+
+use std::{fmt, path::PathBuf};
+
+use abi_stable::std_types::{ROption, RStr};
+use ctxhost_engine_abi::{
+    ffi::EngineBox, messages_from_json, messages_to_json, Counters, EngineError, ErrorKind, Message,
+    ModelInfo, Role, SessionInfo, Usage,
+};
+use ctxhost_engine_kit::sequence::find_sequence_problems;
+use serde_json::Value;
+
+/// Where the active engine came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EngineOrigin {
+    /// Linked into the host.
+    BuiltIn,
+    /// A plugin folder's library.
+    Plugin {
+        /// The plugin folder.
+        dir: PathBuf,
+        /// The library file inside it.
+        library: PathBuf,
+    },
+    /// Registered by code embedding the host as a library.
+    Registered,
+}
+
+impl fmt::Display for EngineOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BuiltIn => f.write_str("built-in"),
+            Self::Plugin { library, .. } => write!(f, "plugin {}", library.display()),
+            Self::Registered => f.write_str("registered by the embedding program"),
+        }
+    }
+}
+
+/// An engine call that failed; the caller keeps its context as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineCallError {
+    /// The engine returned an error, or panicked and the SDK caught it.
+    #[error("engine `{engine}` failed in `{method}`: {error}")]
+    Failed {
+        /// The engine's name.
+        engine: String,
+        /// The contract method.
+        method: &'static str,
+        /// What it reported.
+        error: EngineError,
+    },
+    /// The engine answered, but the answer breaks the contract.
+    #[error("engine `{engine}` returned an invalid result from `{method}`: {problem}")]
+    InvalidOutput {
+        /// The engine's name.
+        engine: String,
+        /// The contract method.
+        method: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+impl EngineCallError {
+    /// Whether the engine said a service it needs is unreachable (an abort, not a bug).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Failed { error, .. } if error.kind == ErrorKind::UNAVAILABLE)
+    }
+
+    /// Whether the engine panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self, Self::Failed { error, .. } if error.kind == ErrorKind::PANIC)
+    }
+}
+
+/// The active engine.
+pub struct EngineHandle {
+    object: EngineBox,
+    name: String,
+    origin: EngineOrigin,
+}
+
+type CallResult<T> = Result<T, EngineCallError>;
+
+impl EngineHandle {
+    /// Wraps an engine object created by a factory.
+    pub fn new(object: EngineBox, name: impl Into<String>, origin: EngineOrigin) -> Self {
+        Self {
+            object,
+            name: name.into(),
+            origin,
+        }
+    }
+
+    /// The engine's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where it came from.
+    pub fn origin(&self) -> &EngineOrigin {
+        &self.origin
+    }
+
+    fn failed(&self, method: &'static str) -> impl FnOnce(EngineError) -> EngineCallError + '_ {
+        move |error| EngineCallError::Failed {
+            engine: self.name.clone(),
+            method,
+            error,
+        }
+    }
+
+    fn invalid(&self, method: &'static str, problem: impl Into<String>) -> EngineCallError {
+        EngineCallError::InvalidOutput {
+            engine: self.name.clone(),
+            method,
+            problem: problem.into(),
+        }
+    }
+
+    fn parse_json(&self, method: &'static str, text: &str) -> CallResult<Value> {
+        serde_json::from_str(text).map_err(|error| self.invalid(method, format!("not JSON: {error}")))
+    }
+
+    /// The contract's counters.
+    pub fn counters(&self) -> CallResult<Counters> {
+        self.object
+            .counters()
+            .into_result()
+            .map_err(self.failed("counters"))
+    }
+
+    /// Tells the engine the model and its window.
+    pub fn update_model(&mut self, model: &ModelInfo) -> CallResult<()> {
+        let json = serde_json::to_string(model).expect("model info serialises");
+        self.object
+            .update_model(RStr::from(json.as_str()))
+            .into_result()
+            .map_err(self.failed("update_model"))
+    }
+
+    /// Starts a session.
+    pub fn on_session_start(&mut self, session_id: &str, info: &SessionInfo) -> CallResult<()> {
+        let json = serde_json::to_string(info).expect("session info serialises");
+        self.object
+            .on_session_start(RStr::from(session_id), RStr::from(json.as_str()))
+            .into_result()
+            .map_err(self.failed("on_session_start"))
+    }
+
+    /// Ends a session with its final context.
+    pub fn on_session_end(&mut self, session_id: &str, messages: &[Message]) -> CallResult<()> {
+        let json = messages_to_json(messages);
+        self.object
+            .on_session_end(RStr::from(session_id), RStr::from(json.as_str()))
+            .into_result()
+            .map_err(self.failed("on_session_end"))
+    }
+
+    /// `/new` or `/reset`.
+    pub fn on_session_reset(&mut self) -> CallResult<()> {
+        self.object
+            .on_session_reset()
+            .into_result()
+            .map_err(self.failed("on_session_reset"))
+    }
+
+    /// Reports a model response's usage.
+    pub fn update_from_response(&mut self, usage: Usage) -> CallResult<()> {
+        self.object
+            .update_from_response(usage)
+            .into_result()
+            .map_err(self.failed("update_from_response"))
+    }
+
+    /// Whether to compact now.
+    pub fn should_compress(&mut self, prompt_tokens: Option<u64>) -> CallResult<bool> {
+        self.object
+            .should_compress(prompt_tokens.into())
+            .into_result()
+            .map_err(self.failed("should_compress"))
+    }
+
+    /// The engine's check before a model call, on the context as JSON.
+    pub fn should_compress_preflight(&mut self, context_json: &str) -> CallResult<bool> {
+        self.object
+            .should_compress_preflight(RStr::from(context_json))
+            .into_result()
+            .map_err(self.failed("should_compress_preflight"))
+    }
+
+    /// Whether anything could be compacted.
+    pub fn has_content_to_compress(&mut self, messages: &[Message]) -> CallResult<bool> {
+        let json = messages_to_json(messages);
+        self.object
+            .has_content_to_compress(RStr::from(json.as_str()))
+            .into_result()
+            .map_err(self.failed("has_content_to_compress"))
+    }
+
+    /// Compacts `messages` (given also as their JSON, which the caller usually has already) and
+    /// returns the engine's result after checking it keeps the contract.
+    pub fn compress(
+        &mut self,
+        messages: &[Message],
+        messages_json: &str,
+        current_tokens: Option<u64>,
+        focus_topic: Option<&str>,
+    ) -> CallResult<Vec<Message>> {
+        let focus = focus_topic.map(RStr::from);
+        let answer = self
+            .object
+            .compress(
+                RStr::from(messages_json),
+                current_tokens.into(),
+                ROption::from(focus),
+            )
+            .into_result()
+            .map_err(self.failed("compress"))?;
+        let compacted = messages_from_json(&answer)
+            .map_err(|error| self.invalid("compress", format!("not a JSON array of messages: {error}")))?;
+        check_compacted(messages, &compacted).map_err(|problem| self.invalid("compress", problem))?;
+        Ok(compacted)
+    }
+
+    /// The tools the engine offers.
+    pub fn get_tool_schemas(&self) -> CallResult<Vec<Value>> {
+        let text = self
+            .object
+            .get_tool_schemas()
+            .into_result()
+            .map_err(self.failed("get_tool_schemas"))?;
+        match self.parse_json("get_tool_schemas", &text)? {
+            Value::Array(schemas) => Ok(schemas),
+            _ => Err(self.invalid("get_tool_schemas", "not a JSON array")),
+        }
+    }
+
+    /// Runs one of the engine's tools; the answer is JSON.
+    pub fn handle_tool_call(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+        messages: Option<&[Message]>,
+    ) -> CallResult<Value> {
+        let arguments = arguments.to_string();
+        let messages = messages.map(messages_to_json);
+        let text = self
+            .object
+            .handle_tool_call(
+                RStr::from(name),
+                RStr::from(arguments.as_str()),
+                ROption::from(messages.as_deref().map(RStr::from)),
+            )
+            .into_result()
+            .map_err(self.failed("handle_tool_call"))?;
+        self.parse_json("handle_tool_call", &text)
+    }
+
+    /// The engine's status object.
+    pub fn get_status(&self) -> CallResult<Value> {
+        let text = self
+            .object
+            .get_status()
+            .into_result()
+            .map_err(self.failed("get_status"))?;
+        self.parse_json("get_status", &text)
+    }
+
+    /// Calls an extension method; `None` when the engine does not know it.
+    pub fn call_ext(&mut self, method: &str, request: &Value) -> CallResult<Option<Value>> {
+        let request = request.to_string();
+        match self
+            .object
+            .call_ext(RStr::from(method), RStr::from(request.as_str()))
+            .into_result()
+        {
+            Ok(text) => self.parse_json("call_ext", &text).map(Some),
+            Err(error) if error.kind == ErrorKind::UNKNOWN_METHOD => Ok(None),
+            Err(error) => Err(self.failed("call_ext")(error)),
+        }
+    }
+}
+
+/// Checks that a compaction result keeps the contract relative to its input: a valid sequence (no
+/// problem the input did not already have), the system message first and unchanged at its start,
+/// and the last user message still there.
+pub fn check_compacted(input: &[Message], output: &[Message]) -> Result<(), String> {
+    if output.is_empty() && !input.is_empty() {
+        return Err("it is empty".to_owned());
+    }
+    let known: std::collections::HashSet<String> = find_sequence_problems(input)
+        .iter()
+        .map(|problem| problem.subject())
+        .collect();
+    if let Some(problem) = find_sequence_problems(output)
+        .into_iter()
+        .find(|p| !known.contains(&p.subject()))
+    {
+        return Err(format!("not a valid sequence: {problem}"));
+    }
+    if let Some(system) = input.first().filter(|message| message.role == Role::System) {
+        let kept = output.first().is_some_and(|first| {
+            first.role == Role::System && first.text().starts_with(system.text().as_ref())
+        });
+        if !kept {
+            return Err("the system message was lost or altered".to_owned());
+        }
+    }
+    if let Some(last_user) = input.iter().rev().find(|message| message.role == Role::User) {
+        let text = last_user.text();
+        let kept = output
+            .iter()
+            .any(|message| message.role == Role::User && message.text().contains(text.as_ref()));
+        if !kept {
+            return Err("the last user message was lost".to_owned());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_engine_abi::ToolCall;
+
+    fn conversation() -> Vec<Message> {
+        vec![
+            Message::system("be brief"),
+            Message::user("first"),
+            Message::assistant_calls(vec![ToolCall::new("c1", "ls", "{}")]),
+            Message::tool("c1", "files"),
+            Message::user("latest request"),
+        ]
+    }
+
+    #[test]
+    fn a_shorter_valid_result_is_accepted() {
+        let input = conversation();
+        let output = vec![
+            input[0].clone(),
+            Message::assistant("[summary]"),
+            input[4].clone(),
+        ];
+        assert_eq!(check_compacted(&input, &output), Ok(()));
+    }
+
+    #[test]
+    fn results_that_break_the_contract_are_refused() {
+        let input = conversation();
+        let orphan = vec![input[0].clone(), input[3].clone(), input[4].clone()];
+        assert!(check_compacted(&input, &orphan)
+            .unwrap_err()
+            .starts_with("not a valid sequence"));
+        let no_system = input[1..].to_vec();
+        assert_eq!(
+            check_compacted(&input, &no_system).unwrap_err(),
+            "the system message was lost or altered"
+        );
+        let no_user = input[..4].to_vec();
+        assert_eq!(
+            check_compacted(&input, &no_user).unwrap_err(),
+            "the last user message was lost"
+        );
+        assert_eq!(check_compacted(&input, &[]).unwrap_err(), "it is empty");
+    }
+
+    #[test]
+    fn problems_the_input_already_had_are_not_blamed_on_the_engine() {
+        let mut input = conversation();
+        input.push(Message::assistant_calls(vec![ToolCall::new("open", "ls", "{}")]));
+        assert_eq!(check_compacted(&input, &input), Ok(()));
+    }
+}

@@ -1,0 +1,225 @@
+//! Choosing the engine: the configured one, or the built-in compressor and the reason.
+//!
+//! Resolution order for any name other than `compressor` (the contract's):
+//! - a plugin folder of that name under the plugins directory;
+//! - an engine registered by code embedding the host as a library;
+//! - otherwise the built-in compressor, with one warning naming the engine asked for and why it
+//!   could not be used.
+//!
+//! A plugin engine is never activated by being present: only the selected name is looked up, and
+//! only its library is opened.
+
+use std::{collections::BTreeMap, path::Path};
+
+use ctxhost_compressor::Compressor;
+use ctxhost_engine_abi::{ffi::EngineBox, instantiate, Engine, EngineError, ErrorKind};
+use serde_json::Value;
+
+use crate::{
+    config::{Settings, DEFAULT_ENGINE},
+    discovery::{discover_plugins, find_plugin, LookupError, PluginFolder},
+    engine::{EngineHandle, EngineOrigin},
+    loading::{open_engine_library, verify_checksum, LoadError},
+    services::host_services_for,
+};
+
+type Factory = Box<dyn Fn(&str) -> Result<EngineBox, EngineError>>;
+
+/// Engines registered by a program that embeds the host, by name.
+#[derive(Default)]
+pub struct Registry {
+    factories: BTreeMap<String, Factory>,
+}
+
+/// A second registration under a name that is taken.
+#[derive(Debug, thiserror::Error)]
+#[error("an engine named `{0}` is already registered; the second registration is refused")]
+pub struct NameTaken(pub String);
+
+impl Registry {
+    /// Registers engine `E` under its name.
+    pub fn register<E: Engine>(&mut self) -> Result<(), NameTaken> {
+        if E::NAME == DEFAULT_ENGINE || self.factories.contains_key(E::NAME) {
+            return Err(NameTaken(E::NAME.to_owned()));
+        }
+        let factory: Factory = Box::new(|config| instantiate::<E>(config, host_services_for(E::NAME)));
+        self.factories.insert(E::NAME.to_owned(), factory);
+        Ok(())
+    }
+}
+
+/// The engine that will run.
+pub struct Resolution {
+    /// The engine.
+    pub engine: EngineHandle,
+    /// Set when the requested engine could not be used and the compressor runs instead.
+    pub fallback: Option<Fallback>,
+}
+
+/// Why the requested engine is not the one running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fallback {
+    /// The engine asked for.
+    pub requested: String,
+    /// Why it could not be used.
+    pub reason: String,
+}
+
+impl Fallback {
+    /// The one warning line users see.
+    pub fn warning(&self) -> String {
+        format!(
+            "engine `{}` cannot be used: {}; running the built-in compressor instead",
+            self.requested, self.reason
+        )
+    }
+}
+
+/// Why a plugin could not be made into an engine.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The plugins directory could not be listed, or a folder is not usable.
+    #[error("{0}")]
+    NotFound(String),
+    /// No usable folder of that name.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// The library could not be opened or checked.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The library's engine has another name than its folder.
+    #[error("{library}: the library's engine is named `{found}`, not `{expected}`")]
+    WrongEngine {
+        /// The library.
+        library: String,
+        /// The folder's name.
+        expected: String,
+        /// What the library reports.
+        found: String,
+    },
+    /// The factory returned an error.
+    #[error("{library}: the engine's factory failed: {error}")]
+    FactoryFailed {
+        /// The library, or `registered`.
+        library: String,
+        /// What it reported.
+        error: EngineError,
+    },
+    /// The factory panicked (the SDK caught it).
+    #[error("{library}: the engine's factory panicked: {message}")]
+    FactoryPanicked {
+        /// The library, or `registered`.
+        library: String,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// Resolves the engine named `name` with `settings`, falling back to the built-in compressor.
+pub fn resolve_engine(name: &str, settings: &Settings, registry: &Registry) -> Resolution {
+    if name == DEFAULT_ENGINE {
+        return Resolution {
+            engine: builtin_compressor(settings),
+            fallback: None,
+        };
+    }
+    match resolve_named(name, settings, registry) {
+        Ok(engine) => Resolution {
+            engine,
+            fallback: None,
+        },
+        Err(error) => Resolution {
+            engine: builtin_compressor(settings),
+            fallback: Some(Fallback {
+                requested: name.to_owned(),
+                reason: error.to_string(),
+            }),
+        },
+    }
+}
+
+fn resolve_named(name: &str, settings: &Settings, registry: &Registry) -> Result<EngineHandle, ResolveError> {
+    let folders =
+        discover_plugins(&settings.plugins_dir).map_err(|error| ResolveError::NotFound(error.to_string()))?;
+    let in_folder = folders.iter().any(|folder| folder.folder_name == name);
+    if !in_folder {
+        if let Some(factory) = registry.factories.get(name) {
+            let config = config_json(settings, name);
+            let object = factory(&config).map_err(|error| factory_error("registered".into(), error))?;
+            return Ok(EngineHandle::new(object, name, EngineOrigin::Registered));
+        }
+    }
+    let folder = find_plugin(&folders, name, &settings.plugins_dir)?;
+    load_plugin(folder, settings)
+}
+
+/// Opens a usable plugin folder's library and creates its engine with its config block.
+pub fn load_plugin(folder: &PluginFolder, settings: &Settings) -> Result<EngineHandle, ResolveError> {
+    let (Some(manifest), Some(library)) = (&folder.manifest, &folder.library) else {
+        return Err(ResolveError::NotFound(format!(
+            "{}: not a usable plugin folder",
+            folder.dir.display()
+        )));
+    };
+    if let Some(checksum) = &manifest.checksum {
+        verify_checksum(library, checksum)?;
+    }
+    let opened = open_engine_library(library)?;
+    let shown = library.display().to_string();
+    if opened.engine_name != manifest.name {
+        return Err(ResolveError::WrongEngine {
+            library: shown,
+            expected: manifest.name.clone(),
+            found: opened.engine_name.to_owned(),
+        });
+    }
+    tracing::debug!("{shown}: opened in {:?}", opened.load_time);
+    let config = config_json(settings, &manifest.name);
+    let services = host_services_for(&manifest.name);
+    let object = (opened.module.new_engine())(config.as_str().into(), services)
+        .into_result()
+        .map_err(|error| factory_error(shown, error))?;
+    let origin = EngineOrigin::Plugin {
+        dir: folder.dir.clone(),
+        library: library.clone(),
+    };
+    Ok(EngineHandle::new(object, manifest.name.clone(), origin))
+}
+
+fn factory_error(library: String, error: EngineError) -> ResolveError {
+    if error.kind == ErrorKind::PANIC {
+        ResolveError::FactoryPanicked {
+            library,
+            message: error.message.into_string(),
+        }
+    } else {
+        ResolveError::FactoryFailed { library, error }
+    }
+}
+
+fn config_json(settings: &Settings, name: &str) -> String {
+    match settings.engine_block(name) {
+        Value::Null => String::new(),
+        block => block.to_string(),
+    }
+}
+
+/// The built-in compressor with the `compression:` block of `settings`.
+pub fn builtin_compressor(settings: &Settings) -> EngineHandle {
+    let config = config_json(settings, DEFAULT_ENGINE);
+    // The settings were validated when read, so the compressor accepts them.
+    let object = instantiate::<Compressor>(&config, host_services_for(DEFAULT_ENGINE))
+        .unwrap_or_else(|error| panic!("the built-in compressor refused validated settings: {error}"));
+    EngineHandle::new(object, DEFAULT_ENGINE, EngineOrigin::BuiltIn)
+}
+
+/// Resolves the engine for `plugins check`: opens the plugin `name` without falling back.
+pub fn check_plugin(
+    name: &str,
+    plugins_dir: &Path,
+    settings: &Settings,
+) -> Result<EngineHandle, ResolveError> {
+    let folders = discover_plugins(plugins_dir).map_err(|error| ResolveError::NotFound(error.to_string()))?;
+    let folder = find_plugin(&folders, name, plugins_dir)?;
+    load_plugin(folder, settings)
+}

@@ -1,0 +1,9 @@
+//! Integration tests of the `ctxhost` host: real plugin libraries in real plugin folders, the
+//! real binary, and every way a plugin can fail.
+
+mod containment;
+mod fallback;
+mod loading;
+mod plugins;
+mod replay;
+mod support;

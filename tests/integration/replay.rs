@@ -1,0 +1,134 @@
+//! `ctxhost run` and `ctxhost compress` end to end.
+
+use std::fs;
+
+use ctxhost_engine_abi::{messages_from_json, Role};
+use ctxhost_engine_kit::sequence::find_sequence_problems;
+
+use crate::support::{example, example_transcript, texts, PluginDir};
+
+#[test]
+fn the_masking_plugin_replays_the_example_and_the_report_names_its_library() {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    tree.config("context:\n  engine: masking\nmodel:\n  context_length: 16000\nmasking:\n  keep_last: 4\n");
+    let out = tree.root().join("final.json");
+    let output = tree.run(&["run", &example_transcript(), "--out", out.to_str().unwrap()]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(
+        stdout.contains("plugins/context_engine/masking/libctxhost_engine_masking.so"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("compactions "), "{stdout}");
+    assert!(
+        !stdout.contains("compactions none"),
+        "the example outgrows a 16,000-token window:\n{stdout}"
+    );
+    let context = messages_from_json(&fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(find_sequence_problems(&context).is_empty());
+    assert!(
+        context
+            .iter()
+            .any(|m| m.role == Role::Tool && m.text().starts_with('[')),
+        "outputs are masked"
+    );
+}
+
+#[test]
+fn the_built_in_compressor_keeps_the_context_under_the_window() {
+    let tree = PluginDir::new();
+    tree.config("model:\n  context_length: 16000\n");
+    let out = tree.root().join("final.json");
+    let output = tree.run(&[
+        "run",
+        &example_transcript(),
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["engine"], "compressor");
+    assert_eq!(report["engine_source"]["kind"], "built_in");
+    assert!(
+        report["compactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["outcome"]["status"] == "applied"),
+        "{stdout}"
+    );
+    assert!(report["final_tokens"].as_u64().unwrap() < 16_000, "{stdout}");
+    let context = messages_from_json(&fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(context[0].role, Role::System);
+    assert!(
+        context
+            .iter()
+            .any(|m| m.text().contains("bump the package version to 2.4.1")),
+        "last user message kept"
+    );
+}
+
+#[test]
+fn compress_runs_one_manual_compaction_with_a_focus() {
+    let tree = PluginDir::new();
+    tree.config("model:\n  context_length: 16000\n");
+    let output = tree.run(&["compress", &example_transcript(), "--focus", "coupon lookup"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("(manual /compress)"), "{stdout}");
+    assert!(stdout.contains("compactions 1"), "{stdout}");
+}
+
+#[test]
+fn a_bad_config_value_is_one_line_naming_file_line_and_key() {
+    let tree = PluginDir::new();
+    tree.config("context:\n  engine: compressor\ncompression:\n  threshold: 3\n");
+    let output = tree.run(&["run", &example_transcript()]);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("config.yaml:4: `compression.threshold` must be between 0 and 1"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_malformed_transcript_is_one_line_naming_file_and_line() {
+    let tree = PluginDir::new();
+    let transcript = tree.root().join("bad.jsonl");
+    fs::write(
+        &transcript,
+        "{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\"user\",\"content\":\n",
+    )
+    .unwrap();
+    let output = tree.run(&["run", transcript.to_str().unwrap()]);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("bad.jsonl:2:"), "{stderr}");
+}
+
+#[test]
+fn an_output_that_cannot_be_written_leaves_nothing_behind() {
+    let tree = PluginDir::new();
+    let out = tree.root().join("no-such-dir").join("final.json");
+    let output = tree.run(&["run", &example_transcript(), "--out", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(
+        texts(&output).1.contains("final.json: cannot write"),
+        "{:?}",
+        texts(&output)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn the_bundled_example_config_selects_the_masking_plugin() {
+    let config = fs::read_to_string(example("config.yaml")).unwrap();
+    assert!(config.contains("engine: masking"), "{config}");
+}

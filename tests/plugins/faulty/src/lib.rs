@@ -1,0 +1,341 @@
+//! Test plugin `faulty`: an engine that misbehaves on request, so the host's integration tests
+//! can check that it survives every failure a plugin can cause.
+//!
+//! Its behaviour is chosen by its config block (JSON):
+//!
+//! - `{"panic_in": "<method>"}`: panics in that method (`new`, `compress`, `update_from_response`,
+//!   `should_compress`, `should_compress_preflight`, `has_content_to_compress`, `on_session_start`,
+//!   `on_session_end`, `on_session_reset`, `update_model`, `get_tool_schemas`,
+//!   `handle_tool_call`, `get_status`, `counters`, `call_ext`). The SDK turns the panic into an
+//!   error; the process must live on.
+//! - `{"fail_factory": "<message>"}`: `new` returns a configuration error with that message.
+//! - `{"invalid_output": "orphan_result" | "unanswered_call" | "drop_system" | "drop_last_user" |
+//!   "empty"}`: `compress` returns such an invalid result, which the host must refuse.
+//! - otherwise `compress` is correct and simple: it keeps the system message and the last four
+//!   messages, moving the cut back so that no tool group is split.
+//!
+//! It logs `faulty engine created` (info) in `new` and a warning in `compress`, to test log
+//! forwarding, and offers one tool, `faulty_echo`, which answers its arguments.
+//!
+//! Not for anything but tests; it is not staged as a plugin (the tests write plugin folders in
+//! temporary directories).
+
+use ctxhost_engine_abi::{
+    CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, Role, SessionInfo, ToolCall,
+    Usage,
+};
+use ctxhost_engine_kit::sequence::align_start_to_group;
+use serde_json::{json, Value};
+
+ctxhost_engine_abi::export_engine!(Faulty);
+
+/// Every method `panic_in` can name.
+pub const METHODS: [&str; 15] = [
+    "new",
+    "compress",
+    "update_from_response",
+    "should_compress",
+    "should_compress_preflight",
+    "has_content_to_compress",
+    "on_session_start",
+    "on_session_end",
+    "on_session_reset",
+    "update_model",
+    "get_tool_schemas",
+    "handle_tool_call",
+    "get_status",
+    "counters",
+    "call_ext",
+];
+
+/// The kinds of invalid output `invalid_output` can ask for.
+pub const INVALID_OUTPUTS: [&str; 5] = [
+    "orphan_result",
+    "unanswered_call",
+    "drop_system",
+    "drop_last_user",
+    "empty",
+];
+
+/// How many messages after the system message a correct `compress` keeps (at least).
+const KEEP_LAST: usize = 4;
+
+/// The misbehaving engine.
+pub struct Faulty {
+    counters: Counters,
+    panic_in: Option<String>,
+    invalid_output: Option<String>,
+}
+
+impl Faulty {
+    fn panic_if_told(&self, method: &str) {
+        if self.panic_in.as_deref() == Some(method) {
+            panic!("faulty engine: told to panic in `{method}`");
+        }
+    }
+
+    /// The correct result: the system message, then the last messages without splitting a group.
+    fn keep_system_and_tail(messages: Vec<Message>) -> Vec<Message> {
+        let has_system = messages.first().is_some_and(|m| m.role == Role::System);
+        let first_rest = usize::from(has_system);
+        // The tail reaches back to the last user message at least, as the contract requires.
+        let last_user = messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(messages.len());
+        let tail_start = messages.len().saturating_sub(KEEP_LAST).min(last_user);
+        let cut = align_start_to_group(&messages, tail_start).max(first_rest);
+        let mut kept = Vec::with_capacity(messages.len() - cut + first_rest);
+        let mut messages = messages.into_iter();
+        if has_system {
+            kept.extend(messages.next());
+        }
+        kept.extend(messages.skip(cut - first_rest));
+        kept
+    }
+
+    fn spoil(kind: &str, mut messages: Vec<Message>) -> Vec<Message> {
+        let after_system = usize::from(messages.first().is_some_and(|m| m.role == Role::System));
+        match kind {
+            "orphan_result" => messages.insert(
+                after_system,
+                Message::tool("faulty_orphan", "the result of a call nobody made"),
+            ),
+            "unanswered_call" => messages.push(Message::assistant_calls(vec![ToolCall::new(
+                "faulty_unanswered",
+                "faulty_echo",
+                "{}",
+            )])),
+            "drop_system" => messages.retain(|m| m.role != Role::System),
+            "drop_last_user" => {
+                if let Some(last_user) = messages.iter().rposition(|m| m.role == Role::User) {
+                    messages.remove(last_user);
+                }
+            }
+            _ => messages.clear(),
+        }
+        messages
+    }
+}
+
+/// The string under `key`, which must be one of `allowed` when given.
+fn read_choice(config: &Value, key: &str, allowed: &[&str]) -> Result<Option<String>, EngineError> {
+    match config.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(choice)) if allowed.contains(&choice.as_str()) => Ok(Some(choice.clone())),
+        Some(other) => Err(EngineError::config(format!(
+            "faulty.{key}: expected one of {}, got {other}",
+            allowed.join(", ")
+        ))),
+    }
+}
+
+impl Engine for Faulty {
+    const NAME: &'static str = "faulty";
+
+    fn new(config: &Value, _host: Host) -> Result<Self, EngineError> {
+        if !(config.is_null() || config.is_object()) {
+            return Err(EngineError::config(format!(
+                "faulty: expected a mapping, got {config}"
+            )));
+        }
+        if let Some(message) = config.get("fail_factory") {
+            let message = message
+                .as_str()
+                .map_or_else(|| message.to_string(), str::to_owned);
+            return Err(EngineError::config(message));
+        }
+        let engine = Self {
+            counters: Counters::default(),
+            panic_in: read_choice(config, "panic_in", &METHODS)?,
+            invalid_output: read_choice(config, "invalid_output", &INVALID_OUTPUTS)?,
+        };
+        engine.panic_if_told("new");
+        tracing::info!("faulty engine created");
+        Ok(engine)
+    }
+
+    fn counters(&self) -> &Counters {
+        self.panic_if_told("counters");
+        &self.counters
+    }
+
+    fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
+    fn compress(
+        &mut self,
+        messages: Vec<Message>,
+        _request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError> {
+        tracing::warn!("faulty engine compressing {} messages", messages.len());
+        self.panic_if_told("compress");
+        let kept = Self::keep_system_and_tail(messages);
+        self.counters.compression_count += 1;
+        Ok(match &self.invalid_output {
+            Some(kind) => Self::spoil(kind, kept),
+            None => kept,
+        })
+    }
+
+    fn update_from_response(&mut self, usage: &Usage) {
+        self.panic_if_told("update_from_response");
+        self.counters.last_prompt_tokens = usage.prompt_tokens;
+        self.counters.last_completion_tokens = usage.completion_tokens;
+        self.counters.last_total_tokens = usage.total_tokens;
+    }
+
+    fn should_compress(&mut self, prompt_tokens: Option<u64>) -> bool {
+        self.panic_if_told("should_compress");
+        let tokens = prompt_tokens.unwrap_or(self.counters.last_prompt_tokens);
+        self.counters.threshold_tokens > 0 && tokens >= self.counters.threshold_tokens
+    }
+
+    fn should_compress_preflight(&mut self, _messages: &[Message]) -> bool {
+        self.panic_if_told("should_compress_preflight");
+        false
+    }
+
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
+        self.panic_if_told("has_content_to_compress");
+        messages.len() > KEEP_LAST + 1
+    }
+
+    fn on_session_start(&mut self, _session_id: &str, _info: &SessionInfo) -> Result<(), EngineError> {
+        self.panic_if_told("on_session_start");
+        Ok(())
+    }
+
+    fn on_session_end(&mut self, _session_id: &str, _messages: &[Message]) -> Result<(), EngineError> {
+        self.panic_if_told("on_session_end");
+        Ok(())
+    }
+
+    fn on_session_reset(&mut self) {
+        self.panic_if_told("on_session_reset");
+        self.counters = Counters {
+            threshold_tokens: self.counters.threshold_tokens,
+            context_length: self.counters.context_length,
+            ..Counters::default()
+        };
+    }
+
+    fn update_model(&mut self, model: &ModelInfo) {
+        self.panic_if_told("update_model");
+        self.counters.context_length = model.context_length;
+        self.counters.threshold_tokens = (model.window() as f64 * self.threshold_percent()).floor() as u64;
+    }
+
+    fn get_tool_schemas(&self) -> Vec<Value> {
+        self.panic_if_told("get_tool_schemas");
+        vec![json!({
+            "name": "faulty_echo",
+            "description": "Answers its arguments unchanged.",
+            "parameters": { "type": "object", "additionalProperties": true },
+        })]
+    }
+
+    fn handle_tool_call(&mut self, name: &str, arguments: &Value, _messages: Option<&[Message]>) -> Value {
+        self.panic_if_told("handle_tool_call");
+        match name {
+            "faulty_echo" => arguments.clone(),
+            _ => json!({ "error": format!("Unknown context engine tool: {name}") }),
+        }
+    }
+
+    fn get_status(&self) -> Value {
+        self.panic_if_told("get_status");
+        ctxhost_engine_abi::default_status(&self.counters)
+    }
+
+    fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
+        self.panic_if_told("call_ext");
+        Err(EngineError::unknown_method(method))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_engine_abi::ErrorKind;
+    use ctxhost_engine_kit::sequence::{find_sequence_problems, is_valid_sequence};
+
+    fn faulty(config: Value) -> Faulty {
+        Faulty::new(&config, Host::detached()).expect("valid config")
+    }
+
+    /// A conversation whose last four messages start inside a group of two parallel results.
+    fn conversation() -> Vec<Message> {
+        vec![
+            Message::system("sys"),
+            Message::user("one"),
+            Message::assistant("two"),
+            Message::user("three"),
+            Message::assistant_calls(vec![
+                ToolCall::new("a", "ls", "{}"),
+                ToolCall::new("b", "ls", "{}"),
+            ]),
+            Message::tool("a", "x"),
+            Message::tool("b", "y"),
+            Message::assistant("done"),
+            Message::user("thanks"),
+        ]
+    }
+
+    #[test]
+    fn a_plain_faulty_engine_compresses_correctly_without_splitting_groups() {
+        let messages = conversation();
+        assert!(is_valid_sequence(&messages));
+        let kept = faulty(Value::Null)
+            .compress(messages.clone(), &CompressRequest::default())
+            .unwrap();
+        assert_eq!(kept[0].role, Role::System);
+        // The last four messages start with the first tool result: the cut moves back to the call.
+        assert_eq!(kept[1..], messages[4..]);
+        assert!(is_valid_sequence(&kept));
+    }
+
+    #[test]
+    fn each_invalid_output_is_invalid() {
+        for kind in INVALID_OUTPUTS {
+            let mut engine = faulty(json!({ "invalid_output": kind }));
+            let out = engine
+                .compress(conversation(), &CompressRequest::default())
+                .unwrap();
+            let broken = match kind {
+                "orphan_result" | "unanswered_call" => !find_sequence_problems(&out).is_empty(),
+                "drop_system" => out.iter().all(|m| m.role != Role::System),
+                "drop_last_user" => out.iter().all(|m| m.text() != "thanks"),
+                _ => out.is_empty(),
+            };
+            assert!(broken, "{kind}: {out:?}");
+        }
+    }
+
+    #[test]
+    fn the_factory_fails_or_refuses_bad_choices_on_request() {
+        let error = Faulty::new(&json!({ "fail_factory": "no key" }), Host::detached())
+            .err()
+            .unwrap();
+        assert_eq!(
+            (error.kind, error.message.as_str()),
+            (ErrorKind::CONFIG, "no key")
+        );
+        let error = Faulty::new(&json!({ "panic_in": "nowhere" }), Host::detached())
+            .err()
+            .unwrap();
+        assert!(error.message.contains("faulty.panic_in"), "{error}");
+    }
+
+    #[test]
+    fn the_echo_tool_answers_its_arguments() {
+        let mut engine = faulty(Value::Null);
+        assert_eq!(engine.get_tool_schemas()[0]["name"], "faulty_echo");
+        let arguments = json!({ "a": [1, 2] });
+        assert_eq!(
+            engine.handle_tool_call("faulty_echo", &arguments, None),
+            arguments
+        );
+    }
+}

@@ -1,0 +1,59 @@
+//! Project chores, run as `cargo xtask <command>` (the alias is in `.cargo/config.toml`).
+//!
+//! - `cargo xtask plugins [--debug]`: builds every workspace package that declares
+//!   `[package.metadata.ctxhost] plugin = "<name>"` and stages its library in
+//!   `plugins/context_engine/<name>/`, next to the committed `plugin.yaml`.
+
+mod plugins;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::plugins::Profile;
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "ctxhost's project chores"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build every plugin library and stage it in plugins/context_engine/<name>/.
+    Plugins(PluginsArgs),
+}
+
+#[derive(Args)]
+struct PluginsArgs {
+    /// Build with the dev profile (unoptimised, quicker to build) instead of release.
+    #[arg(long)]
+    debug: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plugins(args) => {
+            let profile = if args.debug {
+                Profile::Dev
+            } else {
+                Profile::Release
+            };
+            plugins::build_and_stage(profile)
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // `{:#}` prints the whole context chain on one line.
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
