@@ -1,6 +1,6 @@
 //! The same engine called statically and through its loaded library, `compress` scaling, and
-//! plugin discovery. Run with `cargo xtask bench` (it builds the compressor's plugin library
-//! first) and read the ratios with `python3 benches/ratios.py`.
+//! plugin discovery. Run with `cargo xtask bench`, which also prints the ratios
+//! (`benches/ratios.py`).
 
 #[path = "support.rs"]
 mod support;

@@ -10,7 +10,7 @@ pub fn tool_heavy_conversation(n: usize) -> Vec<Message> {
     )];
     let mut step = 0usize;
     while messages.len() < n {
-        if step % 25 == 0 {
+        if step.is_multiple_of(25) {
             messages.push(Message::user(format!(
                 "Step {step}: please fix issue #{} in src/mod_{step}.rs",
                 100 + step

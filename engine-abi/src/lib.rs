@@ -75,6 +75,11 @@ pub mod __private {
     };
 }
 
+/// The README's plugin-author example, compiled as a doctest so that it cannot drift from the SDK.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -3,7 +3,9 @@
 //! - `cargo xtask plugins [--debug]`: builds every workspace package that declares
 //!   `[package.metadata.ctxhost] plugin = "<name>"` and stages its library in
 //!   `plugins/context_engine/<name>/`, next to the committed `plugin.yaml`.
+//! - `cargo xtask bench [FILTER]`: runs the benchmarks and prints the ratios of their targets.
 
+mod bench;
 mod plugins;
 
 use std::process::ExitCode;
@@ -27,6 +29,11 @@ struct Cli {
 enum Command {
     /// Build every plugin library and stage it in plugins/context_engine/<name>/.
     Plugins(PluginsArgs),
+    /// Run the benchmarks (criterion and peak memory) and print the ratios the targets use.
+    Bench {
+        /// Only the criterion benchmarks whose name contains this.
+        filter: Option<String>,
+    },
 }
 
 #[derive(Args)]
@@ -47,6 +54,7 @@ fn main() -> ExitCode {
             };
             plugins::build_and_stage(profile)
         }
+        Command::Bench { filter } => bench::run_benchmarks(filter.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

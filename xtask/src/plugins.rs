@@ -112,7 +112,7 @@ pub fn build_and_stage(profile: Profile) -> Result<()> {
 }
 
 /// `cargo` as this process was started by (the `CARGO` variable), else the one on the path.
-fn cargo_program() -> OsString {
+pub(crate) fn cargo_program() -> OsString {
     env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"))
 }
 

@@ -62,9 +62,12 @@ pub(crate) fn take_previous_summaries(messages: Vec<Message>) -> (Vec<Message>, 
 
 /// Whether any message carries a summary (cheap: looks at the start of each text).
 pub(crate) fn has_summary(messages: &[Message]) -> bool {
-    messages
-        .iter()
-        .any(|message| first_text(&message.content).is_some_and(is_summary_text))
+    messages.iter().any(carries_summary)
+}
+
+/// Whether `message` is a summary or has one merged into it.
+pub(crate) fn carries_summary(message: &Message) -> bool {
+    first_text(&message.content).is_some_and(is_summary_text)
 }
 
 fn first_text(content: &Content) -> Option<&str> {

@@ -10,9 +10,13 @@
 //!   back toward the budget, group by group: compaction must make progress.
 //! - The tail always starts at or before the last user message.
 //! - A boundary never falls between an assistant's tool calls and their results.
+//! - When no role would fit a summary between head and tail, the tail takes up to three more
+//!   groups so that its first message need not carry a merged summary.
 
 use ctxhost_engine_abi::{Message, Role};
 use ctxhost_engine_kit::sequence::{align_end_to_group, align_start_to_group};
+
+use crate::assemble::{choose_placement, Placement};
 
 /// What the boundaries are computed against, in rough tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,13 +36,6 @@ pub(crate) struct Limits {
 pub(crate) struct Boundaries {
     pub head_end: usize,
     pub tail_start: usize,
-}
-
-impl Boundaries {
-    /// Whether anything lies between head and tail.
-    pub fn has_middle(&self) -> bool {
-        self.tail_start > self.head_end
-    }
 }
 
 /// The head and tail of `messages`; `estimates` holds each message's rough tokens.
@@ -93,7 +90,7 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
 
     Boundaries {
         head_end,
-        tail_start: avoid_merging_into_last_user(messages, head_end, tail_start, &too_big),
+        tail_start: avoid_merging(messages, head_end, tail_start, &too_big),
     }
 }
 
@@ -107,31 +104,37 @@ fn next_group_start(messages: &[Message], start: usize) -> usize {
     align_end_to_group(messages, start + 1)
 }
 
-/// When the head ends with an assistant and the tail starts with the last user message, no role
-/// fits a summary between them and it would have to be merged into that message. Taking one more
-/// group into the tail avoids altering the user's words, when progress allows it.
-fn avoid_merging_into_last_user(
+/// When no role fits a summary between the head's last message and the tail's first (user then
+/// assistant, or assistant then user), the summary would have to be merged into the tail's first
+/// message. Taking up to three more groups into the tail usually finds a start where a role fits,
+/// which keeps every tail message verbatim; progress and a non-empty middle come first.
+fn avoid_merging(
     messages: &[Message],
     head_end: usize,
     tail_start: usize,
     too_big: &dyn Fn(usize) -> bool,
 ) -> usize {
-    if head_end == 0 || tail_start <= head_end || tail_start >= messages.len() {
+    if head_end == 0 || tail_start <= head_end {
         return tail_start;
     }
-    let head_role = messages[head_end - 1].role;
-    let tail_role = messages[tail_start].role;
-    if !(head_role == Role::Assistant && tail_role == Role::User)
-        || Some(tail_start) != last_user_index(messages)
-    {
+    let before = Some(messages[head_end - 1].role);
+    let fits = |start: usize| {
+        choose_placement(before, messages.get(start).map(|message| message.role)) != Placement::Merged
+    };
+    if fits(tail_start) {
         return tail_start;
     }
-    let earlier = align_start_to_group(messages, tail_start - 1);
-    if earlier > head_end && !too_big(earlier) {
-        earlier
-    } else {
-        tail_start
+    let mut candidate = tail_start;
+    for _ in 0..3 {
+        candidate = align_start_to_group(messages, candidate - 1);
+        if candidate <= head_end || too_big(candidate) {
+            break;
+        }
+        if fits(candidate) {
+            return candidate;
+        }
     }
+    tail_start
 }
 
 #[cfg(test)]

@@ -21,7 +21,10 @@ use ctxhost_engine_kit::{
 };
 
 use crate::{
-    assemble::{append_system_note, assemble, has_summary, summary_message_text, take_previous_summaries},
+    assemble::{
+        append_system_note, assemble, carries_summary, has_summary, summary_message_text,
+        take_previous_summaries,
+    },
     boundaries::{find_boundaries, Boundaries, Limits},
     config::{Budgets, CompressorConfig, SUMMARY_TOKENS_CEILING},
     prune::{
@@ -37,8 +40,10 @@ use crate::{
 /// The most a real token count may scale the rough estimates by (the character rule under-counts
 /// JSON and logs by 16–44%, compressor.md).
 const MAX_CALIBRATION: f64 = 1.5;
-/// A middle (with any earlier summary) below this many tokens is not worth a summary.
-const MIN_SUMMARISABLE_TOKENS: u64 = 150;
+/// A middle (with any earlier summary) below this many tokens is not worth a summary: the
+/// template and preamble alone take about 130, and the extractive summary of anything bigger is
+/// always shorter than its input.
+const MIN_SUMMARISABLE_TOKENS: u64 = 400;
 /// Tokens kept free for the summary's preamble and the system note when judging progress.
 const PREAMBLE_ALLOWANCE_TOKENS: u64 = 100;
 
@@ -98,10 +103,24 @@ pub(crate) fn limits_for(settings: &Settings<'_>, scale: f64) -> Limits {
     }
 }
 
-/// Head and tail of `messages` as [`compact`] would draw them (earlier summaries excluded).
-pub(crate) fn boundaries_of(messages: &[Message], settings: &Settings<'_>) -> Boundaries {
-    let estimates: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
-    find_boundaries(messages, &estimates, &limits_for(settings, 1.0))
+/// Whether [`compact`] would find something to summarise: a middle between head and tail, big
+/// enough to be worth a summary (an earlier summary in it counts).
+pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool {
+    let taken;
+    let (working, previous_tokens) = if has_summary(messages) {
+        let (working, bodies) = take_previous_summaries(messages.to_vec());
+        taken = working;
+        let tokens = bodies.iter().map(|body| estimate_text_tokens(body)).sum();
+        (taken.as_slice(), tokens)
+    } else {
+        let remembered = settings.remembered_summary.map_or(0, estimate_text_tokens);
+        (messages, remembered)
+    };
+    let estimates: Vec<u64> = working.iter().map(estimate_message_tokens).collect();
+    let Boundaries { head_end, tail_start } =
+        find_boundaries(working, &estimates, &limits_for(settings, 1.0));
+    let middle_tokens: u64 = estimates[head_end..tail_start.max(head_end)].iter().sum();
+    tail_start > head_end && middle_tokens + previous_tokens >= MIN_SUMMARISABLE_TOKENS
 }
 
 /// Compacts `messages`.
@@ -109,7 +128,15 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     let started = Instant::now();
     let name = ask.name();
     let messages_before = messages.len();
-    let mut estimates: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
+    // One pass over every message: its estimate, and whether an earlier summary is among them.
+    let mut found_summary = false;
+    let mut estimates: Vec<u64> = messages
+        .iter()
+        .map(|message| {
+            found_summary |= carries_summary(message);
+            estimate_message_tokens(message)
+        })
+        .collect();
     let tokens_before: u64 = estimates.iter().sum();
     let unchanged = |messages: Vec<Message>, outcome, reason: String| {
         let mut report = CompactionReport::unchanged(&name, outcome, reason, tokens_before, messages_before);
@@ -124,7 +151,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     };
 
     // Earlier summaries out; the input is kept to hand back when nothing is done.
-    let (original, working, bodies) = if has_summary(&messages) {
+    let (original, working, bodies) = if found_summary {
         let original = messages.clone();
         let (working, bodies) = take_previous_summaries(messages);
         (Some(original), working, bodies)
@@ -136,7 +163,6 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     } else {
         Some(bodies.join("\n\n"))
     };
-    let restore = |working: Vec<Message>| original.clone().unwrap_or(working);
 
     // Phase 2.
     if original.is_some() {
@@ -153,7 +179,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
             "nothing lies between the protected head ({head_end} messages) and tail ({} messages)",
             working.len() - tail_start
         );
-        return unchanged(restore(working), Outcome::NothingToCompress, reason);
+        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
     }
     let middle = &working[head_end..tail_start];
     let middle_tokens: u64 = estimates[head_end..tail_start].iter().sum();
@@ -161,13 +187,18 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     let input_tokens = middle_tokens + previous_tokens;
     if input_tokens < MIN_SUMMARISABLE_TOKENS {
         let reason = format!("the middle ({input_tokens} tokens) is too small to summarise");
-        return unchanged(restore(working), Outcome::NothingToCompress, reason);
+        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
     }
 
     // Phase 1. A summarizer that reads the messages themselves gets no pruned copy: only the
     // tail's duplicates are replaced, and the rest is counted for the report.
     let reads_transcript = matches!(&ask, Ask::Summarizer(summarizer) if summarizer.reads_transcript());
-    let calls = calls_by_id(&working);
+    // Groups are never split, so the tail's results find their calls in the tail.
+    let calls = calls_by_id(if reads_transcript {
+        &working
+    } else {
+        &working[tail_start..]
+    });
     let duplicates_from = if reads_transcript { head_end } else { tail_start };
     let duplicates = find_older_duplicates(&working, duplicates_from);
     let mut stats = PruneStats::default();
@@ -208,13 +239,13 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         }
         Err(SummaryError::Unavailable(reason)) => {
             drop(pruned);
-            return unchanged(restore(working), Outcome::Aborted, reason);
+            return unchanged(original.unwrap_or(working), Outcome::Aborted, reason);
         }
         Err(SummaryError::Failed(reason)) => {
             let preamble = format!(
-                "Earlier turns ({count} messages) were compacted into this FALLBACK summary, built without \
-                 the {name} summarizer because: {reason}. It is reference material, not a new instruction: \
-                 respond to the latest message after it."
+                "Earlier turns ({count} messages) were compacted into this FALLBACK summary, built locally \
+                 instead of by the {name} summarizer because: {reason}. It is reference material, not a new \
+                 instruction: respond to the latest message after it."
             );
             let limit = FALLBACK_MAX_CHARS
                 .min(target_tokens.saturating_mul(4) as usize)
@@ -242,7 +273,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         let reason = format!(
             "a summary would not be smaller than the {count} messages it replaces ({tokens_after} ≥ {tokens_before} tokens)"
         );
-        return unchanged(restore(working), Outcome::NothingToCompress, reason);
+        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
     }
 
     let mut report = CompactionReport {

@@ -9,8 +9,7 @@ use ctxhost_engine_kit::tokens::estimate_messages_tokens;
 use serde_json::{json, Value};
 
 use crate::{
-    assemble::{has_summary, take_previous_summaries},
-    compact::{boundaries_of, compact, Ask, Settings},
+    compact::{compact, has_content, Ask, Settings},
     config::{Budgets, CompressorConfig},
     pacing::{AntiThrash, Cooldown},
     report::{CompactionReport, Outcome},
@@ -83,6 +82,12 @@ impl Compressor {
     /// Lifts the anti-thrash pause; returns whether it was paused.
     pub fn resume_auto_compaction(&mut self) -> bool {
         self.thrash.resume()
+    }
+
+    /// Ends the summarizer's cool-down now, as if its time had passed.
+    #[cfg(test)]
+    pub(crate) fn expire_cooldown_for_test(&mut self) {
+        self.cooldown.expire();
     }
 
     fn settings<'a>(&'a self, request: &'a CompressRequest) -> Settings<'a> {
@@ -222,13 +227,7 @@ impl Engine for Compressor {
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
         let request = CompressRequest::default();
-        let settings = self.settings(&request);
-        let boundaries = if has_summary(messages) {
-            boundaries_of(&take_previous_summaries(messages.to_vec()).0, &settings)
-        } else {
-            boundaries_of(messages, &settings)
-        };
-        boundaries.has_middle()
+        has_content(messages, &self.settings(&request))
     }
 
     fn on_session_reset(&mut self) {

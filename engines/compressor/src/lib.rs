@@ -43,6 +43,7 @@ mod boundaries;
 mod compact;
 pub mod config;
 mod engine;
+mod identify;
 pub mod pacing;
 pub mod prune;
 pub mod report;

@@ -50,12 +50,15 @@ pub(crate) fn calls_by_id(messages: &[Message]) -> FastMap<&str, &ToolCall> {
         .collect()
 }
 
+/// A cheap key for a long output: its length and its first and last 64 bytes.
+type OutputKey<'m> = (usize, &'m [u8], &'m [u8]);
+
 /// For each message from `from` on: whether it is a tool result repeated verbatim, at least
 /// [`LONG_OUTPUT_CHARS`] long, by a later tool result.
 pub(crate) fn find_older_duplicates(messages: &[Message], from: usize) -> Vec<bool> {
     let mut older = vec![false; messages.len()];
     // Cheap key first (length and both ends); full comparison only when keys collide.
-    let mut newer: FastMap<(usize, &[u8], &[u8]), Vec<usize>> = FastMap::default();
+    let mut newer: FastMap<OutputKey<'_>, Vec<usize>> = FastMap::default();
     for index in (from..messages.len()).rev() {
         let message = &messages[index];
         let Content::Text(text) = &message.content else {

@@ -2,7 +2,8 @@
 //!
 //! How it chooses what to keep, in order (each step only while the budget lasts):
 //!
-//! - the first and the latest request, always (the latest goes to Next Steps when unanswered);
+//! - the earliest and the latest request, always (the latest goes to Next Steps when unanswered),
+//!   and the focus topic;
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
 //! - tier 1: other requests (latest first), constraints, error lines the user pasted, commands
 //!   run, failures not resolved later, files the tools touched, the earlier summary's goal;
@@ -12,13 +13,15 @@
 //! - tier 4: identifiers found only inside file contents.
 //!
 //! Within a tier the newest comes first. A fact already quoted verbatim by a chosen line (a command
-//! inside an action line) is not listed again.
+//! inside an action line) is not listed again. An earlier summary's lines follow the new ones of
+//! their section (`previous`); selection and layout are in `draft`.
 
 use std::{borrow::Cow, cmp::Reverse};
 
 use super::{
+    draft::{cut_marked, Draft, Group},
     facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
-    sections::{parse_sections, Section, NONE_ITEM},
+    sections::Section,
     Summarizer, SummaryError, SummaryRequest,
 };
 use crate::{scan::FastMap, summary::facts::cut_at};
@@ -39,7 +42,7 @@ impl ExtractiveSummarizer {
             .saturating_mul(SCAN_BYTES_PER_SUMMARY_CHAR)
             .clamp(MIN_SCAN_BYTES, MAX_SCAN_BYTES);
         let facts = extract_facts(request.middle, &focus_words, scan_budget);
-        let mut draft = Draft::new(&facts, focus_words);
+        let mut draft = Draft::new(facts.facts.len(), focus_words);
         draft.add_new(&facts, request.focus_topic, request.previous_summary.is_some());
         if let Some(previous) = request.previous_summary {
             draft.add_previous(&facts, previous);
@@ -65,112 +68,21 @@ impl Summarizer for ExtractiveSummarizer {
     }
 }
 
-/// Sub-lists of Critical Context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Group {
-    None,
-    Errors,
-    Commands,
-    Urls,
-    Identifiers,
-    Names,
-}
-
-impl Group {
-    fn label(self) -> &'static str {
-        match self {
-            Group::None => "",
-            Group::Errors => "Errors:",
-            Group::Commands => "Commands:",
-            Group::Urls => "URLs:",
-            Group::Identifiers => "Identifiers:",
-            Group::Names => "Names:",
-        }
-    }
-
-    fn inline(self) -> bool {
-        matches!(self, Group::Urls | Group::Identifiers | Group::Names)
-    }
-
-    /// Characters an item costs beyond its text.
-    fn overhead(self) -> usize {
-        match self {
-            Group::None => 3,                      // "- " and a newline
-            Group::Errors => 5,                    // "  - " and a newline
-            Group::Commands => 7,                  // "  - `" "`" and a newline
-            Group::Urls | Group::Identifiers => 2, // ", "
-            Group::Names => 4,                     // ", `" "`"
-        }
-    }
-}
-
-struct Candidate<'t> {
-    section: Section,
-    group: Group,
-    tier: u8,
-    /// Larger is newer; items of an earlier summary are 0.
-    recency: usize,
-    /// Order within its section: ascending.
-    display: i64,
-    text: Cow<'t, str>,
-    /// The fact this item lists; skipped when a chosen line already quotes it.
-    fact: Option<usize>,
-    /// Facts this line quotes verbatim.
-    covers: Vec<usize>,
-    /// Always kept, cut to fit.
-    always: bool,
-    focus: bool,
-}
-
-struct Draft<'t> {
-    candidates: Vec<Candidate<'t>>,
-    fact_count: usize,
-    focus_words: Vec<String>,
-}
-
 /// Bytes of assistant text and tool output read per character of summary budget, within bounds:
 /// far more than a summary can quote, and never more than a few milliseconds of scanning.
 const SCAN_BYTES_PER_SUMMARY_CHAR: usize = 16;
 const MIN_SCAN_BYTES: usize = 128 * 1024;
-const MAX_SCAN_BYTES: usize = 512 * 1024;
+const MAX_SCAN_BYTES: usize = 256 * 1024;
+
+/// Requests listed one by one, besides the first.
+const MAX_LISTED_REQUESTS: usize = 200;
 
 /// Longest request quoted, for the ten latest and for the rest.
 const RECENT_REQUEST_CHARS: usize = 600;
 const OLDER_REQUEST_CHARS: usize = 200;
 const LATEST_REQUEST_CHARS: usize = 1_200;
-/// Shortest cut of an item that must be kept.
-const MIN_ALWAYS_CHARS: usize = 80;
-
 impl<'t> Draft<'t> {
-    fn new(facts: &Facts<'t>, focus_words: Vec<String>) -> Self {
-        Self {
-            candidates: Vec::new(),
-            fact_count: facts.facts.len(),
-            focus_words,
-        }
-    }
-
-    fn push(&mut self, section: Section, tier: u8, recency: usize, text: Cow<'t, str>) -> &mut Candidate<'t> {
-        let display = match section {
-            Section::Done | Section::InProgress | Section::Blocked => recency as i64,
-            _ => -(recency as i64),
-        };
-        self.candidates.push(Candidate {
-            section,
-            group: Group::None,
-            tier,
-            recency,
-            display,
-            text,
-            fact: None,
-            covers: Vec::new(),
-            always: false,
-            focus: false,
-        });
-        self.candidates.last_mut().expect("just pushed")
-    }
-
-    fn add_new(&mut self, facts: &Facts<'t>, focus: Option<&str>, has_previous: bool) {
+    pub(super) fn add_new(&mut self, facts: &Facts<'t>, focus: Option<&str>, has_previous: bool) {
         if let Some(focus) = focus {
             let candidate = self.push(Section::Goal, 0, 0, Cow::Owned(format!("Focus: {focus}")));
             candidate.always = true;
@@ -205,7 +117,16 @@ impl<'t> Draft<'t> {
     /// when no earlier summary holds older ones.
     fn add_requests(&mut self, facts: &Facts<'t>, has_previous: bool) {
         let count = facts.requests.len();
+        // More than a summary could quote: the oldest are only counted.
+        let unlisted = count.saturating_sub(MAX_LISTED_REQUESTS + 1);
+        if unlisted > 0 {
+            let text = format!("({unlisted} earlier requests are not listed)");
+            self.push(Section::Goal, 1, 0, Cow::Owned(text)).display = i64::MAX;
+        }
         for (position, request) in facts.requests.iter().enumerate() {
+            if position > 0 && position <= unlisted {
+                continue;
+            }
             let latest = position + 1 == count;
             let unanswered = latest && !request.answered && facts.open_at_end;
             let text: &str = &request.text;
@@ -243,6 +164,12 @@ impl<'t> Draft<'t> {
                 blocked[at] = true;
             }
         }
+        self.resolved.extend(
+            resolved
+                .into_iter()
+                .filter(|key| !key.is_empty())
+                .map(str::to_owned),
+        );
         // Identical lines collapse into their latest occurrence, with a count.
         let mut repeats: FastMap<&str, (usize, usize)> = FastMap::default();
         for (at, action) in facts.actions.iter().enumerate() {
@@ -259,7 +186,11 @@ impl<'t> Draft<'t> {
             if last != at {
                 continue;
             }
-            let mut text = action.line.clone();
+            let mut text = if action.answered {
+                action.line.clone()
+            } else {
+                format!("[{}] called; its result is not kept", action.tool)
+            };
             if times > 1 {
                 text.push_str(&format!(" (×{times})"));
             }
@@ -356,241 +287,13 @@ impl<'t> Draft<'t> {
             ),
             FactKind::Name => (Section::Critical, Group::Names, 3, fact.text.clone()),
         };
+        let at = self.candidates.len();
         let candidate = self.push(section, tier, recency, shown);
         candidate.group = group;
         candidate.fact = Some(id);
         candidate.focus = fact.focus;
+        self.fact_candidates.insert(id, at);
     }
-
-    /// Folds an earlier summary in: its items follow the new ones of their section; finished work
-    /// moves to Done and stale next steps are dropped once the user has asked something new.
-    fn add_previous(&mut self, facts: &Facts<'t>, previous: &'t str) {
-        let sections = parse_sections(previous);
-        let user_moved_on = !facts.requests.is_empty();
-        let known: std::collections::HashSet<&str> = self
-            .candidates
-            .iter()
-            .map(|candidate| candidate.text.as_ref())
-            .collect();
-        let known: std::collections::HashSet<String> = known.into_iter().map(str::to_owned).collect();
-        let mut extra = Vec::new();
-        for section in Section::ALL {
-            let mut group = Group::None;
-            for (order, line) in sections[section.index()].iter().enumerate() {
-                let settled = user_moved_on || !facts.open_at_end;
-                let (target, tier) = match section {
-                    Section::Goal if line.starts_with("Focus: ") => continue,
-                    // The oldest request (listed last) keeps the conversation's goal across compactions.
-                    Section::Goal if order + 1 == sections[section.index()].len() => (Section::Goal, 0),
-                    // An open request the user has since moved past is history, not a next step.
-                    Section::NextSteps if settled && line.starts_with("Unanswered request: ") => {
-                        (Section::Goal, 1)
-                    }
-                    Section::NextSteps if settled => continue,
-                    Section::NextSteps => (section, 1),
-                    Section::InProgress if user_moved_on => (Section::Done, 2),
-                    Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
-                    Section::Decisions => (section, 3),
-                    _ => (section, 2),
-                };
-                let mut text = line.trim();
-                if section == Section::Critical {
-                    if let Some(label_group) = label_group(text) {
-                        group = label_group;
-                        let rest = text[label_group.label().len()..].trim();
-                        if group.inline() {
-                            for item in rest.split(", ").filter(|item| !item.is_empty()) {
-                                let item = item.trim_matches('`');
-                                extra.push((target, group, tier, order, item));
-                            }
-                        }
-                        continue;
-                    }
-                    if !line.starts_with("  ") {
-                        group = Group::None;
-                    }
-                    text = text.trim_start_matches("- ").trim();
-                    if group == Group::Commands {
-                        text = text.trim_matches('`');
-                    }
-                }
-                let text = match text.strip_prefix("Latest request: ") {
-                    Some(request) if section == Section::Goal => request,
-                    _ => text,
-                };
-                let text = match text.strip_prefix("Unanswered request: ") {
-                    Some(request) if target == Section::Goal => request,
-                    _ => text,
-                };
-                if section == Section::Files && facts.contains_text(text.split(" (").next().unwrap_or(text)) {
-                    continue;
-                }
-                extra.push((target, group, tier, order, text));
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        for (section, group, tier, order, text) in extra {
-            if known.contains(text) || facts.contains_text(text) || !seen.insert(text) {
-                continue;
-            }
-            let candidate = self.push(section, tier, 0, Cow::Borrowed(text));
-            candidate.group = group;
-            // Earlier work reads before the new; everything else after it.
-            candidate.display = match section {
-                Section::Done | Section::InProgress | Section::Blocked => order as i64 - 1_000_000_000,
-                _ => 1_000_000_000 + order as i64,
-            };
-            candidate.always = tier == 0;
-        }
-    }
-
-    fn render(mut self, max_chars: usize) -> String {
-        let fixed: usize = super::TEMPLATE_HEADINGS
-            .iter()
-            .map(|heading| heading.len() + 2)
-            .sum::<usize>()
-            + Section::ALL.len() * (NONE_ITEM.len() + 3);
-        let budget = max_chars.saturating_sub(fixed);
-        for candidate in &mut self.candidates {
-            candidate.focus |= !self.focus_words.is_empty() && {
-                let lower = candidate.text.to_lowercase();
-                self.focus_words.iter().any(|word| lower.contains(word.as_str()))
-            };
-        }
-        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
-        order.sort_by_key(|&at| (self.candidates[at].tier, Reverse(self.candidates[at].recency)));
-        let mut chosen = Selection {
-            picked: vec![false; self.candidates.len()],
-            covered: vec![false; self.fact_count],
-            groups: Vec::new(),
-            used: 0,
-        };
-        for &at in &order {
-            if self.candidates[at].always {
-                let candidate = &mut self.candidates[at];
-                let room = budget.saturating_sub(chosen.used).max(MIN_ALWAYS_CHARS);
-                if candidate.text.chars().count() + 3 > room {
-                    candidate.text = Cow::Owned(cut_marked(&candidate.text, room - 3).into_owned());
-                }
-                chosen.take(candidate, at, usize::MAX);
-            }
-        }
-        if !self.focus_words.is_empty() {
-            let focus_budget = budget * 2 / 3;
-            for &at in &order {
-                if self.candidates[at].focus {
-                    chosen.take(&self.candidates[at], at, focus_budget);
-                }
-            }
-        }
-        for &at in &order {
-            chosen.take(&self.candidates[at], at, budget);
-            if budget.saturating_sub(chosen.used) < 8 {
-                break;
-            }
-        }
-        render_sections(&self.candidates, &chosen.picked)
-    }
-}
-
-struct Selection {
-    picked: Vec<bool>,
-    covered: Vec<bool>,
-    groups: Vec<(Section, Group)>,
-    used: usize,
-}
-
-impl Selection {
-    /// Takes `candidate` when it fits in `budget` and lists nothing already quoted.
-    fn take(&mut self, candidate: &Candidate<'_>, at: usize, budget: usize) {
-        if self.picked[at] || candidate.fact.is_some_and(|fact| self.covered[fact]) {
-            return;
-        }
-        let mut cost = candidate.text.chars().count() + candidate.group.overhead();
-        let key = (candidate.section, candidate.group);
-        if candidate.group != Group::None && !self.groups.contains(&key) {
-            cost += candidate.group.label().len() + 3;
-        }
-        if self.used + cost > budget {
-            return;
-        }
-        self.used += cost;
-        self.picked[at] = true;
-        if !self.groups.contains(&key) {
-            self.groups.push(key);
-        }
-        if let Some(fact) = candidate.fact {
-            self.covered[fact] = true;
-        }
-        for &fact in &candidate.covers {
-            self.covered[fact] = true;
-        }
-    }
-}
-
-fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
-    let mut out = String::new();
-    for section in Section::ALL {
-        if section == Section::Done {
-            out.push_str("## Progress\n");
-        }
-        out.push_str(section.heading());
-        out.push('\n');
-        let mut items: Vec<&Candidate<'_>> = candidates
-            .iter()
-            .zip(picked)
-            .filter(|(candidate, picked)| **picked && candidate.section == section)
-            .map(|(candidate, _)| candidate)
-            .collect();
-        items.sort_by_key(|candidate| (candidate.group, candidate.display));
-        if items.is_empty() {
-            out.push_str("- ");
-            out.push_str(NONE_ITEM);
-            out.push('\n');
-        }
-        let mut at = 0;
-        while at < items.len() {
-            let group = items[at].group;
-            let end = items[at..]
-                .iter()
-                .position(|item| item.group != group)
-                .map_or(items.len(), |n| at + n);
-            let members = &items[at..end];
-            match group {
-                Group::None => {
-                    for item in members {
-                        out.push_str("- ");
-                        out.push_str(&item.text);
-                        out.push('\n');
-                    }
-                }
-                _ if group.inline() => {
-                    let quote = if group == Group::Names { "`" } else { "" };
-                    let joined: Vec<String> = members
-                        .iter()
-                        .map(|item| format!("{quote}{}{quote}", item.text))
-                        .collect();
-                    out.push_str(&format!("- {} {}\n", group.label(), joined.join(", ")));
-                }
-                _ => {
-                    out.push_str(&format!("- {}\n", group.label()));
-                    for item in members {
-                        if group == Group::Commands {
-                            out.push_str(&format!("  - `{}`\n", item.text));
-                        } else {
-                            out.push_str(&format!("  - {}\n", item.text));
-                        }
-                    }
-                }
-            }
-            at = end;
-        }
-        if !matches!(section, Section::Done | Section::InProgress) {
-            out.push('\n');
-        }
-    }
-    out.truncate(out.trim_end().len());
-    out
 }
 
 /// The words of a focus topic worth matching, lowercase.
@@ -606,18 +309,6 @@ fn focus_words(focus: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn label_group(text: &str) -> Option<Group> {
-    [
-        Group::Errors,
-        Group::Commands,
-        Group::Urls,
-        Group::Identifiers,
-        Group::Names,
-    ]
-    .into_iter()
-    .find(|group| text.starts_with(group.label()))
-}
-
 fn fact_tier(source: Source) -> u8 {
     match source {
         Source::FileContent => 4,
@@ -625,7 +316,7 @@ fn fact_tier(source: Source) -> u8 {
     }
 }
 
-fn describe_path(path: &str, verbs: u8) -> String {
+pub(super) fn describe_path(path: &str, verbs: u8) -> String {
     let mut done = Vec::new();
     if verbs & verbs::READ != 0 {
         done.push("read");
@@ -640,16 +331,5 @@ fn describe_path(path: &str, verbs: u8) -> String {
         path.to_owned()
     } else {
         format!("{path} ({})", done.join(", "))
-    }
-}
-
-/// `text` cut to `max` characters, the cut marked with `…`.
-fn cut_marked(text: &str, max: usize) -> Cow<'_, str> {
-    if max == 0 {
-        return Cow::Borrowed("");
-    }
-    match text.char_indices().nth(max - 1) {
-        Some((at, _)) if text[at..].chars().nth(1).is_some() => Cow::Owned(format!("{}…", &text[..at])),
-        _ => Cow::Borrowed(text),
     }
 }

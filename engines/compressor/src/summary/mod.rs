@@ -14,8 +14,12 @@ use std::{borrow::Cow, fmt};
 
 use ctxhost_engine_abi::{Message, Role};
 
+mod actions;
+mod draft;
 mod extractive;
 pub(crate) mod facts;
+mod patterns;
+mod previous;
 mod sections;
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,11 @@
 //! Behaviour tests: what a user of the engine would notice.
 
-mod behaviour;
+mod lifecycle;
+mod phases;
 mod property;
 mod retention;
 mod story;
+mod summarizers;
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -14,6 +16,16 @@ use regex::Regex;
 use serde_json::json;
 
 use crate::{CompactionReport, Compressor, CompressorConfig, SUMMARY_MARKER};
+
+/// 8,000-token window: threshold 4,000, tail budget 800, summaries up to 400 tokens.
+pub(crate) const SMALL_WINDOW: u64 = 8_000;
+
+pub(crate) fn text_of(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|message| message.text().into_owned())
+        .collect()
+}
 
 /// An engine with small budgets: `context_length` tokens of window, the given protections.
 pub(crate) fn engine(context_length: u64, protect_first_n: usize, protect_last_n: usize) -> Compressor {

@@ -1,13 +1,11 @@
 //! Properties over many generated conversations, and the speed of a large compaction.
 
-use std::time::Instant;
-
 use ctxhost_engine_abi::{CompressRequest, Content, Engine, Message, Role, ToolCall};
 use ctxhost_engine_kit::tokens::estimate_messages_tokens;
 use serde_json::json;
 
 use super::{assert_valid, engine};
-use crate::{report::Outcome, Compressor, CompressorConfig, SUMMARY_MARKER};
+use crate::{report::Outcome, SUMMARY_MARKER};
 
 /// A tiny deterministic PRNG (xorshift64*), so that every run sees the same conversations.
 pub(crate) struct Rng(u64);
@@ -224,38 +222,6 @@ fn a_damaged_transcript_comes_back_repaired() {
     assert_valid(&output);
 }
 
-/// Run with `cargo test --release -p ctxhost-compressor -- --ignored --nocapture`.
-#[test]
-#[ignore = "a timing; meaningful in release builds only"]
-fn compacting_5000_tool_heavy_messages_takes_milliseconds() {
-    let messages = agent_conversation(42, 5_000);
-    let chars: usize = messages.iter().map(|m| m.text().len()).sum();
-    let mut timings = Vec::new();
-    for _ in 0..7 {
-        let mut engine = Compressor::with_config(CompressorConfig::default());
-        engine.update_model(&ctxhost_engine_abi::ModelInfo {
-            context_length: 200_000,
-            ..Default::default()
-        });
-        let input = messages.clone();
-        let started = Instant::now();
-        let output = engine.compress(input, &CompressRequest::default()).unwrap();
-        timings.push(started.elapsed().as_secs_f64() * 1e3);
-        assert!(output.len() < messages.len());
-    }
-    timings.sort_by(f64::total_cmp);
-    eprintln!(
-        "{} messages, {} MB of text: median {:.2} ms, min {:.2} ms",
-        messages.len(),
-        chars / 1_000_000,
-        timings[3],
-        timings[0]
-    );
-    if !cfg!(debug_assertions) {
-        assert!(timings[3] < 10.0, "median {:.2} ms", timings[3]);
-    }
-}
-
 #[test]
 fn content_parts_survive_compaction() {
     let mut messages = agent_conversation(3, 80);
@@ -271,138 +237,4 @@ fn content_parts_survive_compaction() {
         .compress(messages.clone(), &CompressRequest::default())
         .unwrap();
     assert_eq!(output.last(), messages.last());
-}
-
-#[test]
-#[ignore]
-fn tmp_phase_timings() {
-    use std::borrow::Cow;
-    let messages = agent_conversation(42, 5_000);
-    let t = Instant::now();
-    let est: Vec<u64> = messages
-        .iter()
-        .map(ctxhost_engine_kit::tokens::estimate_message_tokens)
-        .collect();
-    eprintln!(
-        "estimates {:.2} ms ({})",
-        t.elapsed().as_secs_f64() * 1e3,
-        est.len()
-    );
-    let t = Instant::now();
-    let d = crate::prune::find_older_duplicates(&messages, 4);
-    eprintln!("duplicates {:.2} ms {}", t.elapsed().as_secs_f64() * 1e3, d.len());
-    let t = Instant::now();
-    let calls = crate::prune::calls_by_id(&messages);
-    let mut stats = crate::prune::PruneStats::default();
-    let pruned = crate::prune::prune_middle(&messages, &d, &calls, &mut stats);
-    eprintln!("prune {:.2} ms {}", t.elapsed().as_secs_f64() * 1e3, pruned.len());
-    let t = Instant::now();
-    let facts = crate::summary::facts::extract_facts(&messages, &[], 512 * 1024);
-    eprintln!(
-        "facts {:.2} ms {} facts {} actions",
-        t.elapsed().as_secs_f64() * 1e3,
-        facts.facts.len(),
-        facts.actions.len()
-    );
-    let t = Instant::now();
-    let p: Vec<Cow<'_, Message>> = messages.iter().map(Cow::Borrowed).collect();
-    let request = crate::SummaryRequest {
-        middle: &messages,
-        pruned_middle: &p,
-        previous_summary: None,
-        focus_topic: None,
-        target_tokens: 10_000,
-        input_tokens: 1_000_000,
-    };
-    let s = crate::ExtractiveSummarizer.summarize_with_limit(&request, 40_000);
-    eprintln!(
-        "summary total {:.2} ms {}",
-        t.elapsed().as_secs_f64() * 1e3,
-        s.len()
-    );
-}
-
-#[test]
-#[ignore]
-fn tmp_scan_timings() {
-    let messages = agent_conversation(42, 5_000);
-    let texts: Vec<String> = messages.iter().map(|m| m.text().into_owned()).collect();
-    let t = Instant::now();
-    let mut n = 0;
-    for text in &texts {
-        crate::scan::for_each_token(text, |_| n += 1);
-    }
-    eprintln!("tokens {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
-    let t = Instant::now();
-    let mut n = 0;
-    for text in &texts {
-        crate::scan::for_each_token(text, |tok| {
-            if crate::scan::classify_token(tok).is_some() {
-                n += 1
-            }
-        });
-    }
-    eprintln!("classify {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
-    let t = Instant::now();
-    let re = regex::Regex::new("error|Error|ERROR|Exception|exception|Traceback|FAILED|FAIL:|failed|Failed|failure|panicked|fatal|Fatal|FATAL|No such file|not found|Not found|denied|refused|Segmentation fault|Cannot |cannot |undefined|Undefined|timed out|Timeout|non-zero").unwrap();
-    let mut n = 0;
-    for text in &texts {
-        n += re.find_iter(text).count();
-    }
-    eprintln!("error regex {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
-    let t = Instant::now();
-    let mut n = 0;
-    for text in &texts {
-        let mut from = 0;
-        while let Some(f) = re.find_at(text, from) {
-            let (_, e) = crate::scan::line_around(text, f.start(), f.end());
-            from = e.max(f.end());
-            n += 1;
-        }
-    }
-    eprintln!("error lines {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
-    let t = Instant::now();
-    let re2 = regex::Regex::new(r"`([^`\n]{2,160})`").unwrap();
-    let mut n = 0;
-    for text in &texts {
-        n += re2.find_iter(text).count();
-    }
-    eprintln!("code span {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
-    let t = Instant::now();
-    let mut n = 0;
-    for text in &texts {
-        n += text.lines().filter(|l| l.trim_start().starts_with("$ ")).count();
-    }
-    eprintln!("dollar lines {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
-    let t = Instant::now();
-    let mut n = 0;
-    for m in &messages {
-        if m.role == Role::Tool {
-            n += ctxhost_engine_kit::stand_in::describe_tool_output(None, &m.text()).len();
-        }
-    }
-    eprintln!("stand-ins {:.2} ms {n}", t.elapsed().as_secs_f64() * 1e3);
-}
-
-#[test]
-#[ignore]
-fn tmp_budget_timings() {
-    let messages = agent_conversation(42, 5_000);
-    std::hint::black_box(crate::summary::facts::extract_facts(&messages, &[], 1 << 20));
-    for budget in [0usize, 128 << 10, 256 << 10, 512 << 10] {
-        let t = Instant::now();
-        for _ in 0..5 {
-            std::hint::black_box(crate::summary::facts::extract_facts(&messages, &[], budget));
-        }
-        eprintln!("budget {budget}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3 / 5.0);
-    }
-    let t = Instant::now();
-    for _ in 0..5 {
-        for m in &messages {
-            for c in m.calls() {
-                std::hint::black_box(serde_json::from_str::<serde_json::Value>(&c.function.arguments).ok());
-            }
-        }
-    }
-    eprintln!("args parse: {:.2} ms", t.elapsed().as_secs_f64() * 1e3 / 5.0);
 }

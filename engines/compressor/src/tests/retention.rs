@@ -138,22 +138,3 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         "{focused}"
     );
 }
-
-#[test]
-fn debug_print_story_summary() {
-    let messages = debugging_session();
-    let middle = story_middle(&messages);
-    eprintln!(
-        "story tokens {} middle tokens {} tail tokens {}",
-        estimate_messages_tokens(&messages),
-        estimate_messages_tokens(middle),
-        estimate_messages_tokens(&messages[58..])
-    );
-    let summary = summarise_at_default_budgets(middle, None);
-    let facts = middle_facts(middle);
-    let (share, missing) = retention(&facts, &summary);
-    eprintln!(
-        "{summary}\n\nshare {share} of {} missing {missing:#?}",
-        facts.len()
-    );
-}

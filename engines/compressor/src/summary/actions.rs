@@ -1,0 +1,210 @@
+//! Tool actions: one line per call with its outcome, and what its arguments name.
+
+use ctxhost_engine_abi::{Message, ToolCall};
+use ctxhost_engine_kit::stand_in::describe_tool_output;
+use serde_json::Value;
+
+use super::facts::{verbs, Action, FactKind, Facts, Source};
+use super::patterns::error_line_score;
+use crate::scan::{capped_pieces, classify_token, for_each_token, tool_kind, ToolKind};
+
+/// Argument strings longer than this are content (a file being written), not identifiers.
+const MAX_ARGUMENT_SCANNED: usize = 400;
+
+impl<'a> Facts<'a> {
+    pub(super) fn on_call(&mut self, index: usize, call: &'a ToolCall, scan: bool) -> Action<'a> {
+        let name = call.function.name.as_str();
+        let mut action = Action {
+            index,
+            line: String::new(),
+            failed: false,
+            key: String::new(),
+            first_error: None,
+            answered: false,
+            fact_ids: Vec::new(),
+            itemised: scan,
+            tool: name,
+        };
+        if !scan {
+            return action;
+        }
+        let kind = tool_kind(name);
+        let arguments: Option<Value> = serde_json::from_str(&call.function.arguments).ok();
+        let string_arg = |keys: &[&str]| -> Option<&str> {
+            let object = arguments.as_ref()?.as_object()?;
+            keys.iter()
+                .filter_map(|key| object.get(*key)?.as_str())
+                .find(|value| !value.trim().is_empty())
+        };
+        let command = (kind == ToolKind::Shell)
+            .then(|| string_arg(&["command", "cmd", "script", "input"]))
+            .flatten();
+        let path = string_arg(&["path", "file_path", "filename", "file", "target_file"]);
+        if let Some(command) = command {
+            action
+                .fact_ids
+                .push(self.add_copy(FactKind::Command, command, Source::Arguments, index));
+        }
+        if let Some(path) = path.filter(|path| !matches!(*path, "." | "./" | "/" | "~")) {
+            let verb = match kind {
+                ToolKind::Read => verbs::READ,
+                ToolKind::Write => verbs::CHANGED,
+                ToolKind::Search => verbs::SEARCHED,
+                _ => 0,
+            };
+            let at = self.add_copy(FactKind::Path, path, Source::Arguments, index);
+            self.facts[at].verbs |= verb;
+            action.fact_ids.push(at);
+        }
+        // Identifiers inside short argument values (long ones are content being written).
+        if let Some(arguments) = &arguments {
+            let mut strings = Vec::new();
+            collect_short_strings(arguments, &mut strings);
+            for text in strings {
+                for_each_token(text, |token| {
+                    if let Some((kind, fact)) = classify_token(token) {
+                        self.add_copy(kind, fact, Source::Arguments, index);
+                    }
+                });
+            }
+        }
+        action.key = match command {
+            Some(command) => format!("{name}\u{0}{}", program_of(command)),
+            None => format!("{name}\u{0}{}", path.unwrap_or(&call.function.arguments)),
+        };
+        action
+    }
+
+    pub(super) fn on_result(
+        &mut self,
+        index: usize,
+        message: &'a Message,
+        call: Option<&'a ToolCall>,
+        slot: Option<usize>,
+    ) {
+        let output = message.text();
+        let kind = call.map_or(ToolKind::Other, |call| tool_kind(&call.function.name));
+        let line = action_line(call, kind, &output);
+        let source = if kind == ToolKind::Read {
+            Source::FileContent
+        } else {
+            Source::ToolOutput
+        };
+        let mut first_error = None;
+        for piece in capped_pieces(message) {
+            self.scan_identifiers(piece, source, index);
+            let error = self.scan_errors(piece, source, index);
+            first_error = match (first_error, error) {
+                (Some(kept), Some(new)) if error_line_score(new) > error_line_score(kept) => Some(new),
+                (kept, new) => kept.or(new),
+            };
+        }
+        let failed = match exit_code_in(&line) {
+            Some(code) => code != 0,
+            None if kind == ToolKind::Read => false,
+            None if kind == ToolKind::Shell => first_error.is_some(),
+            None => starts_with_failure(&output),
+        };
+        let error_id = first_error.and_then(|error| self.id_of(error));
+        match slot {
+            Some(slot) => {
+                let action = &mut self.actions[slot];
+                action.line = line;
+                action.failed = failed;
+                action.first_error = first_error;
+                action.answered = true;
+                action.fact_ids.extend(error_id);
+            }
+            None => self.actions.push(Action {
+                index,
+                line,
+                failed,
+                key: format!("orphan{index}"),
+                first_error,
+                answered: true,
+                fact_ids: error_id.into_iter().collect(),
+                itemised: true,
+                tool: call.map_or("tool", |call| call.function.name.as_str()),
+            }),
+        }
+    }
+}
+
+/// One line for a tool action and its outcome: kit's stand-in for shell, read and search tools;
+/// for the others, what they acted on and, when it is short, what they answered.
+fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str) -> String {
+    let Some(call) = call.filter(|_| matches!(kind, ToolKind::Write | ToolKind::Other)) else {
+        return describe_tool_output(call, output);
+    };
+    let name = &call.function.name;
+    let arguments: Option<Value> = serde_json::from_str(&call.function.arguments).ok();
+    let keys = [
+        "path",
+        "file_path",
+        "url",
+        "query",
+        "name",
+        "id",
+        "target",
+        "q",
+        "topic",
+    ];
+    let target = arguments.as_ref().and_then(Value::as_object).and_then(|object| {
+        keys.iter()
+            .filter_map(|key| object.get(*key)?.as_str())
+            .find(|value| !value.trim().is_empty() && value.len() <= 200 && !value.contains('\n'))
+    });
+    let verb = if kind == ToolKind::Write { "changed " } else { "" };
+    let target = target
+        .map(|target| format!(" {verb}{target}"))
+        .unwrap_or_default();
+    let output = output.trim();
+    if output.len() <= 120 && !output.contains('\n') && !output.is_empty() {
+        format!("[{name}]{target} -> {output}")
+    } else {
+        format!("[{name}]{target} -> {} chars of output", output.chars().count())
+    }
+}
+
+/// Every string in `value` short enough to be an identifier rather than content.
+fn collect_short_strings<'v>(value: &'v Value, into: &mut Vec<&'v str>) {
+    match value {
+        Value::String(text) if text.len() <= MAX_ARGUMENT_SCANNED => into.push(text),
+        Value::Array(items) => items.iter().for_each(|item| collect_short_strings(item, into)),
+        Value::Object(map) => map.values().for_each(|item| collect_short_strings(item, into)),
+        _ => {}
+    }
+}
+
+/// The program a command runs, for telling a retry: its first two words that are not options
+/// (`python -m pytest -q tests/x.py` and `python -m pytest` are both `python pytest`).
+pub(super) fn program_of(command: &str) -> String {
+    command
+        .split_whitespace()
+        .filter(|word| !word.starts_with('-'))
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The exit code a stand-in line reports (`-> exit 1, …`).
+fn exit_code_in(line: &str) -> Option<i64> {
+    let rest = line.rsplit_once("-> exit ")?.1;
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
+}
+
+/// Whether a non-shell tool's output opens with a failure.
+fn starts_with_failure(output: &str) -> bool {
+    let start: String = output.chars().take(200).collect::<String>().to_ascii_lowercase();
+    let start = start.trim_start();
+    start.starts_with("error")
+        || start.starts_with("failed")
+        || start.starts_with("exception")
+        || start.contains("\"error\":")
+        || start.contains("\"success\": false")
+        || start.contains("\"success\":false")
+}

@@ -1,0 +1,273 @@
+//! The draft of a summary: candidate lines with a priority, chosen within a character budget,
+//! then written out in the template's order.
+
+use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
+
+use super::sections::{Section, NONE_ITEM, TEMPLATE_HEADINGS};
+use crate::scan::FastMap;
+
+/// Sub-lists of Critical Context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Group {
+    None,
+    Errors,
+    Commands,
+    Urls,
+    Identifiers,
+    Names,
+}
+
+impl Group {
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Group::None => "",
+            Group::Errors => "Errors:",
+            Group::Commands => "Commands:",
+            Group::Urls => "URLs:",
+            Group::Identifiers => "Identifiers:",
+            Group::Names => "Names:",
+        }
+    }
+
+    pub(super) fn inline(self) -> bool {
+        matches!(self, Group::Urls | Group::Identifiers | Group::Names)
+    }
+
+    /// Characters an item costs beyond its text.
+    fn overhead(self) -> usize {
+        match self {
+            Group::None => 3,                      // "- " and a newline
+            Group::Errors => 5,                    // "  - " and a newline
+            Group::Commands => 7,                  // "  - `" "`" and a newline
+            Group::Urls | Group::Identifiers => 2, // ", "
+            Group::Names => 4,                     // ", `" "`"
+        }
+    }
+}
+
+pub(super) struct Candidate<'t> {
+    pub(super) section: Section,
+    pub(super) group: Group,
+    pub(super) tier: u8,
+    /// Larger is newer; items of an earlier summary are 0.
+    pub(super) recency: usize,
+    /// Order within its section: ascending.
+    pub(super) display: i64,
+    pub(super) text: Cow<'t, str>,
+    /// The fact this item lists; skipped when a chosen line already quotes it.
+    pub(super) fact: Option<usize>,
+    /// Facts this line quotes verbatim.
+    pub(super) covers: Vec<usize>,
+    /// Always kept, cut to fit.
+    pub(super) always: bool,
+    pub(super) focus: bool,
+}
+
+pub(super) struct Draft<'t> {
+    pub(super) candidates: Vec<Candidate<'t>>,
+    pub(super) fact_count: usize,
+    pub(super) focus_words: Vec<String>,
+    /// Keys of the actions that succeeded: a failure with the same key is resolved.
+    pub(super) resolved: HashSet<String>,
+    /// For each fact listed on its own line, its candidate.
+    pub(super) fact_candidates: FastMap<usize, usize>,
+}
+
+/// Shortest cut of an item that must be kept.
+const MIN_ALWAYS_CHARS: usize = 80;
+impl<'t> Draft<'t> {
+    pub(super) fn new(fact_count: usize, focus_words: Vec<String>) -> Self {
+        Self {
+            candidates: Vec::new(),
+            fact_count,
+            focus_words,
+            resolved: HashSet::new(),
+            fact_candidates: FastMap::default(),
+        }
+    }
+
+    pub(super) fn push(
+        &mut self,
+        section: Section,
+        tier: u8,
+        recency: usize,
+        text: Cow<'t, str>,
+    ) -> &mut Candidate<'t> {
+        let display = match section {
+            Section::Done | Section::InProgress | Section::Blocked => recency as i64,
+            _ => -(recency as i64),
+        };
+        self.candidates.push(Candidate {
+            section,
+            group: Group::None,
+            tier,
+            recency,
+            display,
+            text,
+            fact: None,
+            covers: Vec::new(),
+            always: false,
+            focus: false,
+        });
+        self.candidates.last_mut().expect("just pushed")
+    }
+
+    pub(super) fn render(mut self, max_chars: usize) -> String {
+        let fixed: usize = TEMPLATE_HEADINGS
+            .iter()
+            .map(|heading| heading.len() + 2)
+            .sum::<usize>()
+            + Section::ALL.len() * (NONE_ITEM.len() + 3);
+        let budget = max_chars.saturating_sub(fixed);
+        for candidate in &mut self.candidates {
+            candidate.focus |= !self.focus_words.is_empty() && {
+                let lower = candidate.text.to_lowercase();
+                self.focus_words.iter().any(|word| lower.contains(word.as_str()))
+            };
+        }
+        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
+        order.sort_by_key(|&at| (self.candidates[at].tier, Reverse(self.candidates[at].recency)));
+        let mut chosen = Selection {
+            picked: vec![false; self.candidates.len()],
+            covered: vec![false; self.fact_count],
+            groups: Vec::new(),
+            used: 0,
+        };
+        for &at in &order {
+            if self.candidates[at].always {
+                let candidate = &mut self.candidates[at];
+                let room = budget.saturating_sub(chosen.used).max(MIN_ALWAYS_CHARS);
+                if candidate.text.chars().count() + 3 > room {
+                    candidate.text = Cow::Owned(cut_marked(&candidate.text, room - 3).into_owned());
+                }
+                chosen.take(candidate, at, usize::MAX);
+            }
+        }
+        if !self.focus_words.is_empty() {
+            let focus_budget = budget * 2 / 3;
+            for &at in &order {
+                if self.candidates[at].focus {
+                    chosen.take(&self.candidates[at], at, focus_budget);
+                }
+            }
+        }
+        for &at in &order {
+            chosen.take(&self.candidates[at], at, budget);
+            if budget.saturating_sub(chosen.used) < 8 {
+                break;
+            }
+        }
+        render_sections(&self.candidates, &chosen.picked)
+    }
+}
+
+struct Selection {
+    picked: Vec<bool>,
+    covered: Vec<bool>,
+    groups: Vec<(Section, Group)>,
+    used: usize,
+}
+
+impl Selection {
+    /// Takes `candidate` when it fits in `budget` and lists nothing already quoted.
+    fn take(&mut self, candidate: &Candidate<'_>, at: usize, budget: usize) {
+        if self.picked[at] || candidate.fact.is_some_and(|fact| self.covered[fact]) {
+            return;
+        }
+        let mut cost = candidate.text.chars().count() + candidate.group.overhead();
+        let key = (candidate.section, candidate.group);
+        if candidate.group != Group::None && !self.groups.contains(&key) {
+            cost += candidate.group.label().len() + 3;
+        }
+        if self.used + cost > budget {
+            return;
+        }
+        self.used += cost;
+        self.picked[at] = true;
+        if !self.groups.contains(&key) {
+            self.groups.push(key);
+        }
+        if let Some(fact) = candidate.fact {
+            self.covered[fact] = true;
+        }
+        for &fact in &candidate.covers {
+            self.covered[fact] = true;
+        }
+    }
+}
+
+fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
+    let mut out = String::new();
+    for section in Section::ALL {
+        if section == Section::Done {
+            out.push_str("## Progress\n");
+        }
+        out.push_str(section.heading());
+        out.push('\n');
+        let mut items: Vec<&Candidate<'_>> = candidates
+            .iter()
+            .zip(picked)
+            .filter(|(candidate, picked)| **picked && candidate.section == section)
+            .map(|(candidate, _)| candidate)
+            .collect();
+        items.sort_by_key(|candidate| (candidate.group, candidate.display));
+        if items.is_empty() {
+            out.push_str("- ");
+            out.push_str(NONE_ITEM);
+            out.push('\n');
+        }
+        let mut at = 0;
+        while at < items.len() {
+            let group = items[at].group;
+            let end = items[at..]
+                .iter()
+                .position(|item| item.group != group)
+                .map_or(items.len(), |n| at + n);
+            let members = &items[at..end];
+            match group {
+                Group::None => {
+                    for item in members {
+                        out.push_str("- ");
+                        out.push_str(&item.text);
+                        out.push('\n');
+                    }
+                }
+                _ if group.inline() => {
+                    let quote = if group == Group::Names { "`" } else { "" };
+                    let joined: Vec<String> = members
+                        .iter()
+                        .map(|item| format!("{quote}{}{quote}", item.text))
+                        .collect();
+                    out.push_str(&format!("- {} {}\n", group.label(), joined.join(", ")));
+                }
+                _ => {
+                    out.push_str(&format!("- {}\n", group.label()));
+                    for item in members {
+                        if group == Group::Commands {
+                            out.push_str(&format!("  - `{}`\n", item.text));
+                        } else {
+                            out.push_str(&format!("  - {}\n", item.text));
+                        }
+                    }
+                }
+            }
+            at = end;
+        }
+        if !matches!(section, Section::Done | Section::InProgress) {
+            out.push('\n');
+        }
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// `text` cut to `max` characters, the cut marked with `…`.
+pub(super) fn cut_marked(text: &str, max: usize) -> Cow<'_, str> {
+    if max == 0 {
+        return Cow::Borrowed("");
+    }
+    match text.char_indices().nth(max - 1) {
+        Some((at, _)) if text[at..].chars().nth(1).is_some() => Cow::Owned(format!("{}…", &text[..at])),
+        _ => Cow::Borrowed(text),
+    }
+}

@@ -1,0 +1,186 @@
+//! Folding an earlier summary into the new one (iterative compaction).
+//!
+//! The earlier summary's lines become candidates of the same sections, after the new ones; then:
+//!
+//! - work listed In Progress moves to Done once the user has asked something new;
+//! - a Blocked line whose command later succeeded moves to Done;
+//! - an unanswered request the user has moved past becomes an earlier request in Goal, and other
+//!   stale next steps are dropped;
+//! - a file listed again keeps what was done to it before (`read`, `changed`) along with the new;
+//! - the oldest request keeps its place: it is the conversation's goal.
+
+use std::{borrow::Cow, collections::HashSet};
+
+use super::{
+    actions::program_of,
+    draft::{Draft, Group},
+    extractive::describe_path,
+    facts::{verbs, Facts},
+    sections::{parse_sections, Section},
+};
+
+/// One line of the earlier summary, placed in the new one.
+struct Carried<'t> {
+    section: Section,
+    group: Group,
+    tier: u8,
+    order: usize,
+    text: &'t str,
+}
+
+impl<'t> Draft<'t> {
+    /// Adds the lines of `previous` (an earlier summary's body) after the new candidates.
+    pub(super) fn add_previous(&mut self, facts: &Facts<'t>, previous: &'t str) {
+        let sections = parse_sections(previous);
+        let user_moved_on = !facts.requests.is_empty();
+        let settled = user_moved_on || !facts.open_at_end;
+        let mut carried = Vec::new();
+        // Position in the earlier summary as a whole, so moved lines keep their reading order.
+        let mut position = 0;
+        for section in Section::ALL {
+            let lines = &sections[section.index()];
+            let mut group = Group::None;
+            for (order, line) in lines.iter().enumerate() {
+                position += 1;
+                let (target, tier) = match section {
+                    Section::Goal if line.starts_with("Focus: ") => continue,
+                    // The oldest request (listed last) keeps the conversation's goal.
+                    Section::Goal if order + 1 == lines.len() => (Section::Goal, 0),
+                    Section::NextSteps if settled && line.starts_with("Unanswered request: ") => {
+                        (Section::Goal, 1)
+                    }
+                    Section::NextSteps if settled => continue,
+                    Section::NextSteps => (section, 1),
+                    Section::InProgress if user_moved_on => (Section::Done, 2),
+                    Section::Blocked if self.is_resolved(line) => (Section::Done, 2),
+                    Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
+                    Section::Decisions => (section, 3),
+                    _ => (section, 2),
+                };
+                let mut text = line.trim();
+                if section == Section::Critical {
+                    if let Some(label) = label_group(text) {
+                        group = label;
+                        let items = text[label.label().len()..].trim();
+                        if label.inline() {
+                            for item in items.split(", ").filter(|item| !item.is_empty()) {
+                                carried.push(Carried {
+                                    section: target,
+                                    group,
+                                    tier,
+                                    order: position,
+                                    text: item.trim_matches('`'),
+                                });
+                            }
+                        }
+                        continue;
+                    }
+                    if !line.starts_with("  ") {
+                        group = Group::None;
+                    }
+                    text = text.trim_start_matches("- ").trim();
+                    if group == Group::Commands {
+                        text = text.trim_matches('`');
+                    }
+                }
+                if section == Section::Files && self.merge_file_line(facts, text) {
+                    continue;
+                }
+                let text = match section {
+                    Section::Goal => text.strip_prefix("Latest request: ").unwrap_or(text),
+                    Section::NextSteps if target == Section::Goal => {
+                        text.strip_prefix("Unanswered request: ").unwrap_or(text)
+                    }
+                    _ => text,
+                };
+                carried.push(Carried {
+                    section: target,
+                    group,
+                    tier,
+                    order: position,
+                    text,
+                });
+            }
+        }
+        self.add_carried(facts, carried);
+    }
+
+    fn add_carried(&mut self, facts: &Facts<'t>, carried: Vec<Carried<'t>>) {
+        let known: HashSet<String> = self
+            .candidates
+            .iter()
+            .map(|candidate| candidate.text.clone().into_owned())
+            .collect();
+        let mut seen = HashSet::new();
+        for line in carried {
+            if known.contains(line.text) || facts.contains_text(line.text) || !seen.insert(line.text) {
+                continue;
+            }
+            let candidate = self.push(line.section, line.tier, 0, Cow::Borrowed(line.text));
+            candidate.group = line.group;
+            // Earlier work reads before the new; everything else after it.
+            candidate.display = match line.section {
+                Section::Done | Section::InProgress | Section::Blocked => line.order as i64 - 1_000_000_000,
+                _ => 1_000_000_000 + line.order as i64,
+            };
+            candidate.always = line.tier == 0;
+        }
+    }
+
+    /// Whether a Blocked line (``[terminal] ran `cmd` -> exit 1 …``) was resolved by a later success
+    /// of the same program.
+    fn is_resolved(&self, line: &str) -> bool {
+        let tool = line
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once(']'))
+            .map(|(tool, _)| tool);
+        let command = line
+            .split_once('`')
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(command, _)| command);
+        match (tool, command) {
+            (Some(tool), Some(command)) => self
+                .resolved
+                .contains(&format!("{tool}\u{0}{}", program_of(command))),
+            _ => false,
+        }
+    }
+
+    /// When an earlier `path (read, changed)` line names a file listed again, folds what was done to
+    /// it into the new line; returns whether the earlier line is used up.
+    fn merge_file_line(&mut self, facts: &Facts<'t>, line: &str) -> bool {
+        let (path, done) = match line.split_once(" (") {
+            Some((path, rest)) => (path, rest.trim_end_matches(')')),
+            None => (line, ""),
+        };
+        let Some(fact) = facts.id_of(path) else {
+            return false;
+        };
+        let mut earlier = 0;
+        for verb in done.split(", ") {
+            earlier |= match verb {
+                "read" => verbs::READ,
+                "searched" => verbs::SEARCHED,
+                "changed" => verbs::CHANGED,
+                _ => 0,
+            };
+        }
+        if let Some(&at) = self.fact_candidates.get(&fact) {
+            let merged = earlier | facts.facts[fact].verbs;
+            self.candidates[at].text = Cow::Owned(describe_path(path, merged));
+        }
+        true
+    }
+}
+
+fn label_group(text: &str) -> Option<Group> {
+    [
+        Group::Errors,
+        Group::Commands,
+        Group::Urls,
+        Group::Identifiers,
+        Group::Names,
+    ]
+    .into_iter()
+    .find(|group| text.starts_with(group.label()))
+}

@@ -1,0 +1,272 @@
+//! Across compactions and turns: updating the summary, placing it, pausing and resuming, config,
+//! status and the report.
+
+use ctxhost_engine_abi::{Engine, ErrorKind, Host, Message, ModelInfo, Usage};
+use ctxhost_engine_kit::tokens::estimate_messages_tokens;
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+use super::{assert_valid, compress, engine, long_conversation, report, summary_of, SMALL_WINDOW};
+use crate::{report::Outcome, Compressor, CompressorConfig, SUMMARY_END, SUMMARY_MARKER, SYSTEM_NOTE};
+
+#[test]
+fn a_second_compaction_updates_the_summary_instead_of_nesting_it() {
+    let mut engine = engine(SMALL_WINDOW, 1, 4);
+    let mut messages = long_conversation(20, 400);
+    messages[5] = Message::user("Keep the error in `src/parser.rs:42` in mind, see issue #314.");
+    let first = compress(&mut engine, messages);
+    let mut second_input = first;
+    second_input.extend(long_conversation(20, 400).into_iter().skip(1));
+    let second = compress(&mut engine, second_input);
+    let report = report(&mut engine);
+    assert!(report.updated_previous_summary);
+    let summaries: Vec<&Message> = second
+        .iter()
+        .filter(|m| m.text().contains(SUMMARY_MARKER))
+        .collect();
+    assert_eq!(summaries.len(), 2, "the system note and one summary");
+    let summary = summary_of(&second);
+    assert_eq!(summary.matches(SUMMARY_MARKER).count(), 1, "{summary}");
+    assert!(
+        summary.contains("#314") && summary.contains("src/parser.rs"),
+        "{summary}"
+    );
+    assert_eq!(second[0].text().matches(SYSTEM_NOTE).count(), 1);
+    assert_valid(&second);
+}
+
+#[test]
+fn the_summary_never_stands_next_to_a_message_of_its_own_role() {
+    for (first_n, last_n) in [(1, 4), (2, 4), (3, 3), (0, 5), (4, 6)] {
+        let mut engine = engine(SMALL_WINDOW, first_n, last_n);
+        let compacted = compress(&mut engine, long_conversation(20, 400));
+        let at = compacted
+            .iter()
+            .position(|m| m.text().starts_with(SUMMARY_MARKER));
+        match at {
+            Some(at) => {
+                let role = compacted[at].role;
+                assert!(at == 0 || compacted[at - 1].role != role, "{first_n}/{last_n}");
+                assert!(
+                    compacted.get(at + 1).is_none_or(|next| next.role != role),
+                    "{first_n}/{last_n}"
+                );
+            }
+            // Merged into the first tail message, clearly delimited.
+            None => assert!(
+                compacted.iter().any(|m| m.text().contains(SUMMARY_END)),
+                "{first_n}/{last_n}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn a_summary_merged_into_the_first_tail_message_is_delimited_and_found_again() {
+    // The head ends with the user and only assistant messages follow: no role fits a summary.
+    let mut messages = vec![
+        Message::system("s"),
+        Message::user("Write the report, section by section."),
+    ];
+    for n in 0..8 {
+        messages.push(Message::assistant(format!(
+            "section {n}: {}",
+            "words ".repeat(400)
+        )));
+    }
+    let mut engine = engine(SMALL_WINDOW, 1, 1);
+    let first = compress(&mut engine, messages.clone());
+    assert_valid(&first);
+    assert_eq!(
+        report(&mut engine).summary_placement.as_deref(),
+        Some("merged into the first tail message")
+    );
+    let merged = first.last().unwrap();
+    let text = merged.text();
+    assert!(text.starts_with(SUMMARY_MARKER), "{text}");
+    let (_, original) = text.split_once(SUMMARY_END).unwrap();
+    assert_eq!(original.trim_start(), messages.last().unwrap().text());
+
+    let mut again = first;
+    for n in 8..16 {
+        again.push(Message::assistant(format!(
+            "section {n}: {}",
+            "words ".repeat(400)
+        )));
+    }
+    let second = compress(&mut engine, again);
+    assert!(report(&mut engine).updated_previous_summary);
+    let carrying = second
+        .iter()
+        .filter(|m| m.text().trim_start().starts_with(SUMMARY_MARKER))
+        .count();
+    assert_eq!(carrying, 1);
+    assert_valid(&second);
+}
+
+#[test]
+fn two_ineffective_compactions_pause_automatic_compaction_until_a_prompt_fits() {
+    let mut engine = engine(SMALL_WINDOW, 1, 4);
+    assert!(engine.should_compress(Some(4_000)), "equality fires");
+    for _ in 0..2 {
+        compress(&mut engine, long_conversation(20, 400));
+        engine.update_from_response(&Usage::new(/*prompt_tokens*/ 4_500, 100));
+    }
+    assert!(engine.is_paused());
+    assert!(!engine.should_compress(Some(9_000)));
+    assert_eq!(engine.get_status()["paused"], true);
+    // A prompt under the threshold lifts the pause by itself.
+    engine.update_from_response(&Usage::new(3_000, 100));
+    assert!(engine.should_compress(Some(4_000)));
+}
+
+#[test]
+fn the_pause_lifts_on_reset_model_switch_and_manual_resume() {
+    let pause = |engine: &mut Compressor| {
+        for _ in 0..2 {
+            compress(engine, long_conversation(3, 100));
+        }
+        assert!(engine.is_paused());
+    };
+    let mut engine = engine(SMALL_WINDOW, 3, 20);
+    pause(&mut engine);
+    let answer = engine.call_ext("resume_auto_compaction", &Value::Null).unwrap();
+    assert_eq!(answer, json!({"paused": false, "was_paused": true}));
+    pause(&mut engine);
+    engine.on_session_reset();
+    assert!(!engine.is_paused());
+    pause(&mut engine);
+    engine.update_model(&ModelInfo {
+        context_length: 16_000,
+        ..ModelInfo::default()
+    });
+    assert!(!engine.is_paused() && engine.should_compress(Some(8_000)));
+}
+
+#[test]
+fn disabled_compaction_never_fires_but_a_manual_compress_still_works() {
+    let mut engine =
+        Compressor::new(&json!({"enabled": false, "protect_last_n": 4}), Host::detached()).unwrap();
+    engine.update_model(&ModelInfo {
+        context_length: SMALL_WINDOW,
+        ..ModelInfo::default()
+    });
+    let messages = long_conversation(20, 400);
+    assert!(!engine.should_compress(Some(1_000_000)));
+    assert!(!engine.should_compress_preflight(&messages));
+    compress(&mut engine, messages);
+    assert_eq!(report(&mut engine).outcome, Outcome::Compacted);
+}
+
+#[test]
+fn nothing_fires_before_the_window_is_known() {
+    let mut engine = Compressor::with_config(CompressorConfig::default());
+    assert!(!engine.should_compress(Some(1_000_000)));
+    assert!(!engine.should_compress_preflight(&long_conversation(50, 400)));
+    engine.update_model(&ModelInfo {
+        context_length: SMALL_WINDOW,
+        ..ModelInfo::default()
+    });
+    assert!(engine.should_compress_preflight(&long_conversation(50, 400)));
+    assert!(!engine.should_compress_preflight(&long_conversation(2, 100)));
+}
+
+#[test]
+fn an_impossible_config_value_is_refused_with_its_key() {
+    let error = Compressor::new(&json!({"threshold": 3}), Host::detached())
+        .err()
+        .unwrap();
+    assert_eq!(error.kind, ErrorKind::CONFIG);
+    assert_eq!(
+        error.message.as_str(),
+        "threshold: must be between 0 and 1, got 3"
+    );
+    let error = Compressor::new(&json!({"protect_first_n": "three"}), Host::detached())
+        .err()
+        .unwrap();
+    assert_eq!(
+        error.message.as_str(),
+        "protect_first_n: must be a whole number ≥ 0, got \"three\""
+    );
+    assert!(Compressor::new(&json!({"future_key": 1}), Host::detached()).is_ok());
+}
+
+#[test]
+fn status_shows_the_contract_fields_and_the_compressors_own() {
+    let mut engine = engine(SMALL_WINDOW, 1, 4);
+    engine.update_from_response(&Usage::new(2_000, 10));
+    let status = engine.get_status();
+    assert_eq!(status["last_prompt_tokens"], 2_000);
+    assert_eq!(status["threshold_tokens"], 4_000);
+    assert_eq!(status["context_length"], SMALL_WINDOW);
+    assert_eq!(status["usage_percent"], 25.0);
+    assert_eq!(status["compression_count"], 0);
+    assert_eq!(status["paused"], false);
+    assert_eq!(status["summarizer"], "extractive");
+    assert_eq!(status["cooldown_until"], Value::Null);
+    assert_eq!(
+        engine.ext_methods(),
+        vec!["resume_auto_compaction", "last_compaction", "budgets"]
+    );
+    assert_eq!(
+        engine.call_ext("budgets", &Value::Null).unwrap()["tail_token_budget"],
+        800
+    );
+    assert_eq!(
+        engine.call_ext("nope", &Value::Null).unwrap_err().kind,
+        ErrorKind::UNKNOWN_METHOD
+    );
+}
+
+#[test]
+fn the_last_compaction_report_has_the_documented_shape() {
+    let mut engine = engine(SMALL_WINDOW, 1, 4);
+    assert_eq!(
+        engine.call_ext("last_compaction", &Value::Null).unwrap(),
+        Value::Null
+    );
+    let messages = long_conversation(20, 400);
+    let compacted = compress(&mut engine, messages.clone());
+    let report = engine.call_ext("last_compaction", &Value::Null).unwrap();
+    let keys: Vec<&str> = report.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "summarizer",
+            "outcome",
+            "reason",
+            "focus_topic",
+            "tokens_before",
+            "tokens_after",
+            "messages_before",
+            "messages_after",
+            "head_messages",
+            "middle_messages",
+            "tail_messages",
+            "pruned_outputs",
+            "deduplicated_outputs",
+            "shortened_arguments",
+            "images_replaced",
+            "summary_tokens",
+            "updated_previous_summary",
+            "summary_placement",
+            "duration_ms",
+        ]
+    );
+    assert_eq!(report["outcome"], "compacted");
+    assert_eq!(report["messages_before"], messages.len());
+    assert_eq!(report["messages_after"], compacted.len());
+    assert_eq!(report["tokens_after"], estimate_messages_tokens(&compacted));
+    assert_eq!(engine.counters().compression_count, 1);
+}
+
+#[test]
+fn a_reset_forgets_the_remembered_summary() {
+    let mut engine = engine(SMALL_WINDOW, 1, 4);
+    compress(&mut engine, long_conversation(20, 400));
+    engine.on_session_reset();
+    assert_eq!(engine.counters().compression_count, 0);
+    assert_eq!(engine.counters().threshold_tokens, 4_000);
+    compress(&mut engine, long_conversation(20, 400));
+    assert!(!report(&mut engine).updated_previous_summary);
+}

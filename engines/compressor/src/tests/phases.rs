@@ -1,0 +1,208 @@
+//! The four phases as a user sees them: what is kept verbatim, where the boundaries fall, what
+//! comes back valid, and when nothing is done.
+
+use ctxhost_engine_abi::{Message, Role, ToolCall};
+use ctxhost_engine_kit::{sequence::REMOVED_RESULT_TEXT, tokens::estimate_messages_tokens};
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use super::{assert_valid, compress, engine, long_conversation, report, shell, text_of, SMALL_WINDOW};
+use crate::{report::Outcome, SUMMARY_MARKER, SYSTEM_NOTE};
+use ctxhost_engine_abi::Engine;
+
+#[test]
+fn head_and_tail_are_kept_verbatim_and_the_middle_becomes_one_summary() {
+    let mut engine = engine(SMALL_WINDOW, 2, 4);
+    let messages = long_conversation(20, 400);
+    let compacted = compress(&mut engine, messages.clone());
+    let report = report(&mut engine);
+    assert_eq!(report.outcome, Outcome::Compacted);
+    assert_eq!(
+        compacted[0].text(),
+        format!("You are a coding agent.\n\n{SYSTEM_NOTE}")
+    );
+    // System + 2 messages, moved past the results of the second one's call.
+    let head = report.head_messages;
+    assert_eq!(head, 4);
+    assert_eq!(compacted[1..head], messages[1..head], "the protected head");
+    assert!(compacted[head].text().starts_with(SUMMARY_MARKER));
+    let tail = report.tail_messages;
+    assert_eq!(
+        compacted[compacted.len() - tail..],
+        messages[messages.len() - tail..],
+        "the tail"
+    );
+    assert_eq!(compacted.len(), head + 1 + tail);
+    assert_valid(&compacted);
+}
+
+#[test]
+fn tool_groups_are_never_split_at_either_boundary() {
+    // protect_first_n = 2 ends the head on an assistant's call; the tail budget ends inside a group.
+    let mut messages = vec![Message::system("s"), Message::user("go")];
+    messages.push(Message::assistant_calls(vec![
+        ToolCall::new("h1", "terminal", r#"{"command":"ls"}"#),
+        ToolCall::new("h2", "terminal", r#"{"command":"pwd"}"#),
+    ]));
+    messages.push(Message::tool("h1", "a\nb"));
+    messages.push(Message::tool("h2", "/srv"));
+    messages.extend(long_conversation(20, 400).into_iter().skip(1));
+    messages.push(Message::assistant_calls(vec![
+        ToolCall::new("t1", "read_file", r#"{"path":"a.rs"}"#),
+        ToolCall::new("t2", "read_file", r#"{"path":"b.rs"}"#),
+    ]));
+    messages.push(Message::tool("t1", "x".repeat(1_500)));
+    messages.push(Message::tool("t2", "y".repeat(1_500)));
+    let mut engine = engine(SMALL_WINDOW, 2, 2);
+    let compacted = compress(&mut engine, messages.clone());
+    assert_valid(&compacted);
+    assert_eq!(
+        compacted[1..5],
+        messages[1..5],
+        "the head takes its assistant's results along"
+    );
+    let tail = report(&mut engine).tail_messages;
+    assert!(tail >= 3, "the last group comes whole: {tail}");
+    assert_eq!(compacted[compacted.len() - 3..], messages[messages.len() - 3..]);
+}
+
+#[test]
+fn orphaned_results_and_unanswered_calls_are_repaired() {
+    let mut messages = long_conversation(20, 400);
+    // An orphan in the tail and an assistant whose result is missing at the very end.
+    let at = messages.len() - 2;
+    messages.insert(at, Message::tool("ghost", "nobody asked"));
+    messages.push(shell("dangling", "make"));
+    let mut engine = engine(SMALL_WINDOW, 1, 6);
+    let compacted = compress(&mut engine, messages);
+    assert_valid(&compacted);
+    assert!(!compacted
+        .iter()
+        .any(|m| m.tool_call_id.as_deref() == Some("ghost")));
+    let stub = compacted.last().unwrap();
+    assert_eq!(
+        (stub.tool_call_id.as_deref(), stub.text().as_ref()),
+        (Some("dangling"), REMOVED_RESULT_TEXT)
+    );
+}
+
+#[test]
+fn compaction_gets_under_the_threshold_even_when_protect_last_n_protects_too_much() {
+    let mut engine = engine(SMALL_WINDOW, 1, 200);
+    let messages = long_conversation(20, 400);
+    assert!(estimate_messages_tokens(&messages) > 4_000);
+    let compacted = compress(&mut engine, messages);
+    let after = estimate_messages_tokens(&compacted);
+    assert!(after < 4_000, "still {after} tokens");
+    assert_valid(&compacted);
+}
+
+#[test]
+fn the_last_user_message_is_never_lost_even_when_it_is_huge() {
+    let mut engine = engine(SMALL_WINDOW, 1, 2);
+    let mut messages = long_conversation(20, 400);
+    let huge = format!(
+        "Here is the whole log, please read it:\n{}",
+        "log line\n".repeat(3_000)
+    );
+    messages.push(Message::user(huge.clone()));
+    messages.push(shell("late", "cat log"));
+    messages.push(Message::tool("late", "ok"));
+    let compacted = compress(&mut engine, messages);
+    assert_eq!(report(&mut engine).outcome, Outcome::Compacted);
+    let last_user = compacted.iter().rev().find(|m| m.role == Role::User).unwrap();
+    assert_eq!(last_user.text(), huge);
+    assert_valid(&compacted);
+}
+
+#[test]
+fn the_last_user_message_stays_in_the_tail_even_when_it_is_early() {
+    // The user asked once, right after the head; everything after it is the agent's work.
+    let mut messages = vec![
+        Message::system("s"),
+        Message::user("first"),
+        Message::assistant("ok"),
+    ];
+    messages.push(Message::user("Refactor the parser, then run the tests."));
+    for n in 0..40 {
+        messages.push(shell(&format!("c{n}"), "cargo test"));
+        messages.push(Message::tool(format!("c{n}"), "test result: FAILED\n".repeat(20)));
+    }
+    let mut engine = engine(SMALL_WINDOW, 2, 4);
+    let compacted = compress(&mut engine, messages.clone());
+    assert!(compacted
+        .iter()
+        .any(|m| m.text() == "Refactor the parser, then run the tests."));
+    assert_eq!(compacted[compacted.len() - 80..], messages[messages.len() - 80..]);
+    assert_valid(&compacted);
+}
+
+#[test]
+fn nothing_between_head_and_tail_returns_the_input_unchanged() {
+    let mut engine = engine(200_000, 3, 20);
+    let messages = long_conversation(3, 200);
+    let output = compress(&mut engine, messages.clone());
+    assert_eq!(output, messages);
+    assert!(!engine.has_content_to_compress(&messages));
+    let last = engine.call_ext("last_compaction", &Value::Null).unwrap();
+    assert_eq!(last["outcome"], "nothing_to_compress");
+    assert!(
+        last["reason"].as_str().unwrap().contains("nothing lies between"),
+        "{last}"
+    );
+    assert_eq!(engine.counters().compression_count, 0);
+}
+
+#[test]
+fn duplicate_outputs_collapse_to_the_newest_copy() {
+    let mut engine = engine(SMALL_WINDOW, 1, 8);
+    let listing = "src/main.rs\nsrc/lib.rs\n".repeat(20);
+    let mut messages = long_conversation(20, 400);
+    for id in ["d1", "d2"] {
+        messages.push(shell(id, "ls src"));
+        messages.push(Message::tool(id, listing.clone()));
+    }
+    let compacted = compress(&mut engine, messages);
+    let outputs: Vec<String> = compacted
+        .iter()
+        .filter(|m| matches!(m.tool_call_id.as_deref(), Some("d1" | "d2")))
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(outputs[1], listing, "the newest copy stays");
+    assert_eq!(
+        outputs[0],
+        "[terminal] duplicate of a more recent result (460 chars; see the later copy)"
+    );
+    assert_eq!(report(&mut engine).deduplicated_outputs, 1);
+}
+
+#[test]
+fn text_of_untouched_messages_is_identical() {
+    let mut engine = engine(SMALL_WINDOW, 1, 4);
+    let messages = long_conversation(20, 400);
+    let compacted = compress(&mut engine, messages.clone());
+    let tail = report(&mut engine).tail_messages;
+    assert_eq!(
+        text_of(&compacted[compacted.len() - tail..]),
+        text_of(&messages[messages.len() - tail..])
+    );
+}
+
+#[test]
+fn a_real_token_count_above_the_estimate_shrinks_the_tail() {
+    let messages = long_conversation(20, 400);
+    let rough = estimate_messages_tokens(&messages);
+    let mut estimated = engine(SMALL_WINDOW, 1, 4);
+    compress(&mut estimated, messages.clone());
+    let mut measured = engine(SMALL_WINDOW, 1, 4);
+    let request = ctxhost_engine_abi::CompressRequest {
+        current_tokens: Some(rough * 3 / 2),
+        focus_topic: None,
+    };
+    measured.compress(messages, &request).unwrap();
+    let (estimated, measured) = (report(&mut estimated), report(&mut measured));
+    assert!(
+        measured.tail_messages < estimated.tail_messages,
+        "{measured:?}\n{estimated:?}"
+    );
+}
