@@ -38,10 +38,11 @@ fn compressor_library() -> PathBuf {
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     );
-    let path = profile.join(&file);
+    // The host dev-depends on the compressor's plugin crate, so `cargo bench` builds it into deps/.
+    let path = profile.join("deps").join(&file);
     assert!(
         path.is_file(),
-        "{} is missing: run `cargo xtask bench`, which builds it first",
+        "{} is missing: run the benchmarks with `cargo xtask bench`",
         path.display()
     );
     path

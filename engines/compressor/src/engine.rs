@@ -90,21 +90,28 @@ impl Compressor {
         self.cooldown.expire();
     }
 
-    fn settings<'a>(&'a self, request: &'a CompressRequest) -> Settings<'a> {
-        Settings {
-            config: &self.config,
-            budgets: self.budgets,
-            current_tokens: request.current_tokens,
-            focus_topic: request
-                .focus_topic
-                .as_deref()
-                .filter(|focus| !focus.trim().is_empty()),
-            remembered_summary: self.remembered_summary.as_deref(),
-        }
-    }
-
     fn automatic_allowed(&self) -> bool {
         self.config.enabled && !self.thrash.is_paused() && self.counters.threshold_tokens > 0
+    }
+}
+
+/// What one compaction works with; a function over fields (not `&self`) so that the summarizer can
+/// be borrowed mutably beside it.
+fn settings<'a>(
+    config: &'a CompressorConfig,
+    budgets: Budgets,
+    remembered_summary: Option<&'a str>,
+    request: &'a CompressRequest,
+) -> Settings<'a> {
+    Settings {
+        config,
+        budgets,
+        current_tokens: request.current_tokens,
+        focus_topic: request
+            .focus_topic
+            .as_deref()
+            .filter(|focus| !focus.trim().is_empty()),
+        remembered_summary,
     }
 }
 
@@ -134,16 +141,12 @@ impl Engine for Compressor {
         request: &CompressRequest,
     ) -> Result<Vec<Message>, EngineError> {
         let now = Instant::now();
-        let settings = Settings {
-            config: &self.config,
-            budgets: self.budgets,
-            current_tokens: request.current_tokens,
-            focus_topic: request
-                .focus_topic
-                .as_deref()
-                .filter(|focus| !focus.trim().is_empty()),
-            remembered_summary: self.remembered_summary.as_deref(),
-        };
+        let settings = settings(
+            &self.config,
+            self.budgets,
+            self.remembered_summary.as_deref(),
+            request,
+        );
         let ask = if self.cooldown.is_active(now) {
             Ask::Skip {
                 name: self.summarizer.name(),
@@ -227,7 +230,15 @@ impl Engine for Compressor {
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
         let request = CompressRequest::default();
-        has_content(messages, &self.settings(&request))
+        has_content(
+            messages,
+            &settings(
+                &self.config,
+                self.budgets,
+                self.remembered_summary.as_deref(),
+                &request,
+            ),
+        )
     }
 
     fn on_session_reset(&mut self) {

@@ -70,30 +70,11 @@ impl Hasher for FxHasher {
 /// A map with [`FastHash`].
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, FastHash>;
 
-/// What a tool does, read from its name (the same reading as kit's stand-ins).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ToolKind {
-    Shell,
-    Read,
-    Search,
-    Write,
-    Other,
-}
+pub(crate) use ctxhost_engine_kit::stand_in::ToolKind;
 
+/// What the tool called `name` does.
 pub(crate) fn tool_kind(name: &str) -> ToolKind {
-    let name = name.to_ascii_lowercase();
-    let has = |words: &[&str]| words.iter().any(|word| name.contains(word));
-    if has(&["terminal", "bash", "shell", "exec", "command", "run"]) {
-        ToolKind::Shell
-    } else if has(&["search", "grep", "find", "glob", "lookup"]) {
-        ToolKind::Search
-    } else if has(&["read", "open", "view", "cat", "scroll", "goto"]) {
-        ToolKind::Read
-    } else if has(&["write", "edit", "patch", "create", "replace", "insert"]) {
-        ToolKind::Write
-    } else {
-        ToolKind::Other
-    }
+    ToolKind::of(name)
 }
 
 /// A message's text pieces, each cut to its first 4,000 and last 1,500 bytes when over 6,000.

@@ -87,17 +87,24 @@ pub fn describe_duplicate_output(call: Option<&ToolCall>, output_chars: usize) -
     )
 }
 
+/// What a tool does, read from its name; engines use it to describe calls the same way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ToolKind {
+pub enum ToolKind {
+    /// Runs a command (`terminal`, `bash`, `exec`…).
     Shell,
+    /// Reads a file (`read_file`, `open`, `view`…).
     Read,
+    /// Searches (`search_files`, `grep`, `find_file`…).
     Search,
+    /// Changes a file (`write_file`, `edit`, `patch`…).
     Write,
+    /// Anything else.
     Other,
 }
 
 impl ToolKind {
-    fn of(name: &str) -> Self {
+    /// The kind of the tool called `name`.
+    pub fn of(name: &str) -> Self {
         let name = name.to_ascii_lowercase();
         let has = |words: &[&str]| words.iter().any(|word| name.contains(word));
         if has(&["terminal", "bash", "shell", "exec", "command", "run"]) {
