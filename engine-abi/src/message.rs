@@ -46,7 +46,7 @@ impl fmt::Display for Role {
 }
 
 /// A message's `content`: text, a list of content parts, or nothing.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Content {
     /// `null` or absent (an assistant message that only calls tools).
@@ -89,6 +89,53 @@ impl Content {
             Content::Text(text) => text.is_empty(),
             Content::Parts(parts) => parts.is_empty(),
         }
+    }
+}
+
+// By hand rather than `#[serde(untagged)]`: untagged tries each variant in turn, and every failed
+// try formats an error that quotes the whole text, which made parsing long tool outputs several
+// times slower.
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+struct ContentVisitor;
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = Content;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string, a list of content parts, or null")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Content, E> {
+        Ok(Content::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Content, E> {
+        Ok(Content::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Content, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Content, E> {
+        Ok(Content::Text(text.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, text: String) -> Result<Content, E> {
+        Ok(Content::Text(text))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+        let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(part) = seq.next_element()? {
+            parts.push(part);
+        }
+        Ok(Content::Parts(parts))
     }
 }
 
@@ -341,6 +388,29 @@ mod tests {
         )
         .unwrap();
         assert_eq!(message.text(), "a\nb");
+    }
+
+    #[test]
+    fn content_is_null_text_or_parts_and_nothing_else() {
+        let parse = |json: &str| serde_json::from_str::<Message>(json).map(|m| m.content);
+        assert_eq!(
+            parse(r#"{"role":"assistant","content":null}"#).unwrap(),
+            Content::Null
+        );
+        assert_eq!(parse(r#"{"role":"assistant"}"#).unwrap(), Content::Null);
+        assert_eq!(
+            parse(r#"{"role":"user","content":"hi"}"#).unwrap(),
+            Content::Text("hi".into())
+        );
+        assert_eq!(
+            parse(r#"{"role":"user","content":[{"type":"text","text":"a"}]}"#).unwrap(),
+            Content::Parts(vec![serde_json::json!({"type":"text","text":"a"})])
+        );
+        let error = parse(r#"{"role":"user","content":42}"#).unwrap_err().to_string();
+        assert!(
+            error.contains("expected a string, a list of content parts, or null"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -105,3 +105,88 @@ fn a_plugins_log_lines_reach_the_hosts_log_labelled_with_the_engine() {
         "{line}"
     );
 }
+
+/// Every contract method of a loaded plugin, called once through the host's handle.
+fn call_every_method(engine: &mut ctxhost::engine::EngineHandle) -> Vec<(&'static str, bool)> {
+    use ctxhost_engine_abi::{ModelInfo, SessionInfo, Usage};
+    let messages = example_messages();
+    let json = ctxhost_engine_abi::messages_to_json(&messages);
+    let model = ModelInfo {
+        context_length: 16_000,
+        ..ModelInfo::default()
+    };
+    let arguments = serde_json::json!({"text": "hi"});
+    vec![
+        ("update_model", engine.update_model(&model).is_err()),
+        (
+            "on_session_start",
+            engine.on_session_start("s", &SessionInfo::default()).is_err(),
+        ),
+        (
+            "update_from_response",
+            engine.update_from_response(Usage::new(10, 2)).is_err(),
+        ),
+        ("should_compress", engine.should_compress(Some(20_000)).is_err()),
+        (
+            "should_compress_preflight",
+            engine.should_compress_preflight(&json).is_err(),
+        ),
+        (
+            "has_content_to_compress",
+            engine.has_content_to_compress(&messages).is_err(),
+        ),
+        ("compress", engine.compress(&messages, &json, None, None).is_err()),
+        ("counters", engine.counters().is_err()),
+        ("get_tool_schemas", engine.get_tool_schemas().is_err()),
+        (
+            "handle_tool_call",
+            engine.handle_tool_call("faulty_echo", &arguments, None).is_err(),
+        ),
+        ("get_status", engine.get_status().is_err()),
+        (
+            "call_ext",
+            engine.call_ext("anything", &serde_json::Value::Null).is_err(),
+        ),
+        ("on_session_reset", engine.on_session_reset().is_err()),
+        ("on_session_end", engine.on_session_end("s", &messages).is_err()),
+    ]
+}
+
+#[test]
+fn each_method_that_panics_fails_alone_and_the_engine_stays_usable() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let healthy = {
+        let settings =
+            ctxhost::config::Settings::parse("context:\n  engine: faulty\n", &tree.root().join("c.yaml"))
+                .unwrap();
+        let folder = ctxhost::discovery::discover_plugins(&settings.plugins_dir)
+            .unwrap()
+            .remove(0);
+        let mut engine = ctxhost::resolution::load_plugin(&folder, &settings).unwrap();
+        call_every_method(&mut engine)
+    };
+    assert!(
+        healthy.iter().all(|(_, failed)| !failed),
+        "without a panic nothing fails: {healthy:?}"
+    );
+
+    for (method, _) in &healthy {
+        let config = format!("context:\n  engine: faulty\nfaulty:\n  panic_in: {method}\n");
+        let settings = ctxhost::config::Settings::parse(&config, &tree.root().join("c.yaml")).unwrap();
+        let folder = ctxhost::discovery::discover_plugins(&settings.plugins_dir)
+            .unwrap()
+            .remove(0);
+        let mut engine = ctxhost::resolution::load_plugin(&folder, &settings).unwrap();
+        let failed: Vec<&str> = call_every_method(&mut engine)
+            .into_iter()
+            .filter(|(_, failed)| *failed)
+            .map(|(m, _)| m)
+            .collect();
+        assert_eq!(
+            failed,
+            vec![*method],
+            "a panic in `{method}` fails that call only"
+        );
+    }
+}
