@@ -26,7 +26,9 @@ pub fn built_library(lib_name: &str) -> PathBuf {
         std::env::consts::DLL_SUFFIX
     );
     let profile = profile_dir();
-    [profile.join(&file), profile.join("deps").join(&file)]
+    // deps/ first: `cargo test` rebuilds the dev-dependency libraries there, while a copy in the
+    // profile directory may be left over from an older `cargo build`.
+    [profile.join("deps").join(&file), profile.join(&file)]
         .into_iter()
         .find(|path| path.is_file())
         .unwrap_or_else(|| {
