@@ -5,18 +5,19 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use ctxhost_engine_abi::ModelInfo;
 
 use crate::{
     config::Settings,
-    discovery::discover_plugins,
+    discovery::{discover_plugins, find_plugin},
     engine::EngineHandle,
     formats::{read_transcript, Format, Transcript},
+    loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
     output::write_json_atomically,
     report::{warn_user, RunReport, Sourced},
-    resolution::{check_plugin, resolve_engine, Registry},
+    resolution::{load_plugin, resolve_engine, Registry},
     runner::{compress_once, replay, ReplayOptions, ReplayOutcome},
 };
 
@@ -126,7 +127,7 @@ fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>) -> Result<Se
 
 /// `run`, and `compress` when `manual` is set (with its focus).
 fn run_transcript(settings: &Settings, args: &RunArgs, manual: Option<Option<String>>) -> Result<()> {
-    let transcript = read_transcript(&args.transcript, args.format)?;
+    let mut transcript = read_transcript(&args.transcript, args.format)?;
     let name = args.engine.clone().unwrap_or_else(|| settings.engine.clone());
     let resolution = resolve_engine(&name, settings, &Registry::default());
     if let Some(fallback) = &resolution.fallback {
@@ -135,14 +136,10 @@ fn run_transcript(settings: &Settings, args: &RunArgs, manual: Option<Option<Str
     let mut engine = resolution.engine;
     let context_length = resolve_context_length(args, settings, &transcript);
     let options = replay_options(settings, &transcript, context_length.value);
+    let messages = std::mem::take(&mut transcript.messages);
     let outcome = match &manual {
-        Some(focus) => compress_once(
-            &mut engine,
-            transcript.messages.clone(),
-            focus.as_deref(),
-            &options,
-        ),
-        None => replay(&mut engine, transcript.messages.clone(), &options),
+        Some(focus) => compress_once(&mut engine, messages, focus.as_deref(), &options),
+        None => replay(&mut engine, messages, &options),
     };
     if let Some(out) = &args.out {
         write_json_atomically(out, &outcome.context)?;
@@ -297,33 +294,38 @@ fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
 }
 
 fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
-    let engine =
-        check_plugin(name, &settings.plugins_dir, settings).with_context(|| format!("plugin `{name}`"))?;
-    let counters = engine.counters().context("reading the engine's counters")?;
+    let folders = discover_plugins(&settings.plugins_dir)?;
+    let folder = find_plugin(&folders, name, &settings.plugins_dir)?;
+    let library = folder.library.as_deref().context("the folder names no library")?;
+    let opened = open_engine_library(library)?;
+    println!("plugin `{name}`: {}", library.display());
+    println!(
+        "  opened in {:.2} ms; engine `{}`, engine ABI version {} (this host runs {:?})",
+        opened.load_time.as_secs_f64() * 1e3,
+        opened.engine_name,
+        opened.abi_version,
+        SUPPORTED_ABI_VERSIONS
+    );
+    let engine = load_plugin(folder, settings).with_context(|| format!("plugin `{name}`"))?;
     let tools = engine
         .get_tool_schemas()
         .context("reading the engine's tool schemas")?;
-    println!("plugin `{name}` loads: {}", engine.origin());
-    println!(
-        "  engine ABI version {} (host supports {:?})",
-        ctxhost_engine_abi::ABI_VERSION,
-        crate::loading::SUPPORTED_ABI_VERSIONS
-    );
-    println!("  counters {counters:?}");
     let names: Vec<&str> = tools
         .iter()
         .filter_map(|tool| tool.get("name")?.as_str())
         .collect();
     println!(
-        "  tools: {}",
+        "  created with its config block; tools: {}",
         if names.is_empty() {
-            "none".to_owned()
+            "none".into()
         } else {
             names.join(", ")
         }
     );
-    if counters.context_length != 0 {
-        bail!("plugin `{name}`: a fresh engine reports a context length before update_model");
-    }
+    println!(
+        "  status: {}",
+        engine.get_status().context("reading the engine's status")?
+    );
+    println!("plugin `{name}` loads");
     Ok(())
 }

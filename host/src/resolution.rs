@@ -9,7 +9,7 @@
 //! A plugin engine is never activated by being present: only the selected name is looked up, and
 //! only its library is opened.
 
-use std::{collections::BTreeMap, path::Path};
+use std::collections::BTreeMap;
 
 use ctxhost_compressor::Compressor;
 use ctxhost_engine_abi::{ffi::EngineBox, instantiate, Engine, EngineError, ErrorKind};
@@ -213,13 +213,5 @@ pub fn builtin_compressor(settings: &Settings) -> EngineHandle {
     EngineHandle::new(object, DEFAULT_ENGINE, EngineOrigin::BuiltIn)
 }
 
-/// Resolves the engine for `plugins check`: opens the plugin `name` without falling back.
-pub fn check_plugin(
-    name: &str,
-    plugins_dir: &Path,
-    settings: &Settings,
-) -> Result<EngineHandle, ResolveError> {
-    let folders = discover_plugins(plugins_dir).map_err(|error| ResolveError::NotFound(error.to_string()))?;
-    let folder = find_plugin(&folders, name, plugins_dir)?;
-    load_plugin(folder, settings)
-}
+#[cfg(test)]
+mod tests;
