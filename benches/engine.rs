@@ -14,7 +14,7 @@ use ctxhost::{
     engine::{EngineHandle, EngineOrigin},
     loading::open_engine_library,
     resolution::builtin_compressor,
-    services::host_services_for,
+    services::{host_services_for, ServiceContext},
 };
 use ctxhost_compressor::Compressor;
 use ctxhost_engine_abi::{messages_to_json, CompressRequest, Engine, Host, Message, ModelInfo};
@@ -56,7 +56,7 @@ fn static_engine() -> EngineHandle {
 
 fn library_engine() -> EngineHandle {
     let library = open_engine_library(&compressor_library()).unwrap();
-    let object = (library.module.new_engine())("".into(), host_services_for("compressor"))
+    let object = (library.module.new_engine())("".into(), host_services_for("compressor", &ServiceContext::without_model()))
         .into_result()
         .unwrap();
     let origin = EngineOrigin::Plugin {

@@ -14,6 +14,18 @@ def mean_ns(*parts):
     return json.loads(path.read_text())["mean"]["point_estimate"]
 
 
+def throughput_bytes(*parts):
+    path = ROOT.joinpath(*parts, "new", "benchmark.json")
+    if not path.is_file():
+        return None
+    return (json.loads(path.read_text()).get("throughput") or {}).get("Bytes")
+
+
+def mb_per_s(*parts):
+    ns, size = mean_ns(*parts), throughput_bytes(*parts)
+    return None if ns is None or size is None else size / ns * 1e9 / 1e6
+
+
 def show(label, value, target=None, fmt="{:.2f}"):
     text = "n/a (not measured)" if value is None else fmt.format(value)
     print(f"{label:<58} {text:>12}   {target or ''}")
@@ -49,6 +61,18 @@ def main():
     )
     disc = mean_ns("discovery_100_folders")
     show("discovery of 100 plugin folders (ms)", None if disc is None else disc / 1e6, "target < 20 ms", "{:.3f}")
+    print()
+    for counter in ("rough", "o200k_base", "cl100k_base"):
+        show(f"token counting, {counter} (MB/s)", mb_per_s("token_throughput", counter), fmt="{:.1f}")
+    for counter in ("o200k_base", "cl100k_base"):
+        load = mean_ns("tokenizer_load", counter)
+        show(f"loading {counter}, once per process (ms)", None if load is None else load / 1e6, fmt="{:.0f}")
+    for counter in ("rough", "o200k_base"):
+        recount = mean_ns("per_turn_200k", "recount", counter)
+        cached = mean_ns("per_turn_200k", "cached", counter)
+        show(f"per turn at 200k tokens, {counter}, recount all (us)", recount and recount / 1e3, fmt="{:.1f}")
+        show(f"per turn at 200k tokens, {counter}, LiveContext cache (us)", cached and cached / 1e3, fmt="{:.1f}")
+        show(f"  recount / cache, {counter}", ratio(recount, cached), "cost of one new message only", "{:.0f}x")
 
 
 if __name__ == "__main__":

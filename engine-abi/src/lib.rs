@@ -64,7 +64,9 @@ pub use message::{
     is_image_part, messages_from_json, messages_to_json, part_text, Content, FunctionCall, Message, Role,
     ToolCall,
 };
-pub use sdk::{default_status, CompressRequest, Engine, Host, ModelInfo, SessionInfo};
+pub use sdk::{
+    default_status, CompressRequest, Engine, Host, HostSummary, ModelInfo, SessionInfo, SummarizeRequest,
+};
 
 /// What [`export_engine!`] expands to; not part of the public interface.
 #[doc(hidden)]

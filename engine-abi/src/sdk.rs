@@ -49,6 +49,33 @@ pub struct SessionInfo {
     pub old_session_id: Option<String>,
 }
 
+/// What [`Host::summarize`] is asked to summarise.
+#[derive(Clone, Copy, Debug)]
+pub struct SummarizeRequest<'a> {
+    /// The messages to summarise.
+    pub messages: &'a [Message],
+    /// An earlier summary to update rather than start over.
+    pub previous_summary: Option<&'a str>,
+    /// What to spend most of the budget on.
+    pub focus_topic: Option<&'a str>,
+    /// The summary's target length in tokens.
+    pub target_tokens: u64,
+    /// Tokens of the input; a summary must be shorter.
+    pub input_tokens: u64,
+}
+
+/// A summary written by the host's summarizer.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct HostSummary {
+    /// The summary: the structured template's sections.
+    pub summary: String,
+    /// Who wrote it: `model:<name>` or `extractive`.
+    pub summarizer: String,
+    /// How many facts found in the messages were added to a model's summary.
+    #[serde(default)]
+    pub facts_added: u64,
+}
+
 /// The optional arguments of a `compress` call.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CompressRequest {
@@ -95,6 +122,37 @@ impl Host {
         serde_json::from_str(&answer).map_err(|error| {
             EngineError::invalid_input(format!("host service `{service}` answered invalid JSON: {error}"))
         })
+    }
+
+    /// Asks the host to summarise `request.messages` with the configured summarizer: the model
+    /// set in `auxiliary.compression` (its summary grounded with the facts found in the
+    /// messages), or the extractive summarizer when no model is configured.
+    ///
+    /// Host service `summarize`, added with interface version 1 (ctxhost 0.1). Errors of kind
+    /// [`crate::ErrorKind::UNAVAILABLE`] mean the model cannot be reached (refused authentication,
+    /// no connection, timeout): keep the context as it is. Any other error means the model
+    /// answered uselessly: fall back to a summary of your own. A host without the service answers
+    /// [`crate::ErrorKind::UNKNOWN_METHOD`].
+    pub fn summarize(&self, request: &SummarizeRequest<'_>) -> Result<HostSummary, EngineError> {
+        let request = serde_json::json!({
+            "messages": request.messages,
+            "previous_summary": request.previous_summary,
+            "focus_topic": request.focus_topic,
+            "target_tokens": request.target_tokens,
+            "input_tokens": request.input_tokens,
+        });
+        let answer = self.call("summarize", &request)?;
+        serde_json::from_value(answer)
+            .map_err(|error| EngineError::invalid_input(format!("host service `summarize` answered: {error}")))
+    }
+
+    /// Counts tokens of each text with the host's configured counter (`context.tokenizer`).
+    ///
+    /// Host service `count_tokens`, added with interface version 1 (ctxhost 0.1).
+    pub fn count_tokens(&self, texts: &[&str]) -> Result<Vec<u64>, EngineError> {
+        let answer = self.call("count_tokens", &serde_json::json!({ "texts": texts }))?;
+        serde_json::from_value(answer["tokens"].clone())
+            .map_err(|error| EngineError::invalid_input(format!("host service `count_tokens` answered: {error}")))
     }
 
     /// Whether the host offers the service `service`.

@@ -19,6 +19,7 @@ use crate::{
     report::{warn_user, RunReport, Sourced},
     resolution::{load_plugin, resolve_engine, Registry},
     runner::{compress_once, replay, ReplayOptions, ReplayOutcome},
+    tokens::TokenCounter,
 };
 
 /// The window assumed when neither flag, config nor transcript gives one.
@@ -210,6 +211,7 @@ fn replay_options(settings: &Settings, transcript: &Transcript, context_length: 
             max_tokens,
             ..ModelInfo::default()
         },
+        token_counter: TokenCounter::new(settings.tokenizer),
     }
 }
 
@@ -232,6 +234,7 @@ fn build_report(
         context_length,
         window: options.model.window(),
         threshold_tokens,
+        token_counter: options.token_counter.name().to_owned(),
         outcome,
         output: args.out.as_ref().map(|p| p.display().to_string()),
     }

@@ -13,6 +13,12 @@ use ctxhost_compressor::CompressorConfig;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::tokens::TokenizerKind;
+
+mod auxiliary;
+
+pub use auxiliary::{ApiKey, SummarizerProblem, SummarizerSettings, DEFAULT_API_KEY_ENV, REDACTED};
+
 /// The engine used when `context.engine` is not set.
 pub const DEFAULT_ENGINE: &str = "compressor";
 
@@ -29,11 +35,15 @@ pub struct Settings {
     pub engine: String,
     /// The plugins directory (holding `context_engine/<name>/` folders).
     pub plugins_dir: PathBuf,
+    /// `context.tokenizer`: what the host counts the context's tokens with.
+    pub tokenizer: TokenizerKind,
     /// The `model:` block.
     pub model: ModelSettings,
     /// The built-in compressor's `compression:` block.
     pub compression: CompressorConfig,
-    /// The whole file as JSON, for the blocks of plugin engines.
+    /// `auxiliary.compression:`: the model that writes summaries, offered to every engine.
+    pub summarizer: SummarizerSettings,
+    /// The whole file as JSON, for the blocks of plugin engines (the API key replaced).
     document: Value,
 }
 
@@ -55,6 +65,13 @@ struct RawConfig {
     context: RawContext,
     model: ModelSettings,
     compression: CompressorConfig,
+    auxiliary: RawAuxiliary,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawAuxiliary {
+    compression: SummarizerSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -62,6 +79,7 @@ struct RawConfig {
 struct RawContext {
     engine: Option<String>,
     plugins_dir: Option<PathBuf>,
+    tokenizer: Option<String>,
 }
 
 /// A config file that cannot be used.
@@ -120,8 +138,10 @@ impl Settings {
             source: None,
             engine: DEFAULT_ENGINE.to_owned(),
             plugins_dir: base_dir.join(DEFAULT_PLUGINS_DIR),
+            tokenizer: TokenizerKind::default(),
             model: ModelSettings::default(),
             compression: CompressorConfig::default(),
+            summarizer: SummarizerSettings::default(),
             document: Value::Null,
         }
     }
@@ -160,17 +180,27 @@ impl Settings {
             })
             .map_err(parse_error)?
         };
-        let document = serde_json::to_value(&yaml).map_err(|error| ConfigError::Parse {
+        let mut document = serde_json::to_value(&yaml).map_err(|error| ConfigError::Parse {
             path: path.to_owned(),
             line: None,
             column: None,
             message: format!("cannot be read as JSON for engines: {error}"),
         })?;
+        auxiliary::scrub_document(&mut document);
         let invalid = |key: &str, message: String| ConfigError::Invalid {
             path: path.to_owned(),
             line: find_key_line(text, key),
             key: key.to_owned(),
             message,
+        };
+        let tokenizer = match raw.context.tokenizer.as_deref() {
+            None => TokenizerKind::default(),
+            Some(name) => name.trim().parse().map_err(|_| {
+                invalid(
+                    "context.tokenizer",
+                    format!("must be one of {}, got `{name}`", TokenizerKind::allowed_names()),
+                )
+            })?,
         };
         validate(&raw, invalid)?;
         let base_dir = path.parent().unwrap_or(Path::new("."));
@@ -182,8 +212,10 @@ impl Settings {
             source: Some(path.to_owned()),
             engine: raw.context.engine.unwrap_or_else(|| DEFAULT_ENGINE.to_owned()),
             plugins_dir: tidy(&base_dir.join(plugins_dir)),
+            tokenizer,
             model: raw.model,
             compression: raw.compression,
+            summarizer: raw.auxiliary.compression,
             document,
         })
     }
@@ -222,6 +254,12 @@ fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> R
             ));
         }
     }
+    raw.auxiliary.compression.validate().map_err(|problem| {
+        invalid(
+            &format!("auxiliary.compression.{}", problem.key),
+            problem.reason,
+        )
+    })?;
     raw.compression
         .validate()
         .map_err(|problem| invalid(&format!("compression.{}", problem.key), problem.reason.clone()))
@@ -332,6 +370,26 @@ mod tests {
         assert!(
             error.starts_with("/work/config.yaml:3: `model.max_tokens`"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn the_tokenizer_is_rough_unless_configured() {
+        assert_eq!(parse("").unwrap().tokenizer, TokenizerKind::Rough);
+        for kind in TokenizerKind::ALL {
+            let settings = parse(&format!("context:\n  tokenizer: {kind}\n")).unwrap();
+            assert_eq!(settings.tokenizer, kind);
+        }
+    }
+
+    #[test]
+    fn an_unknown_tokenizer_names_the_file_line_key_and_allowed_values() {
+        let error = parse("context:\n  engine: masking\n  tokenizer: gpt2\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "/work/config.yaml:3: `context.tokenizer` must be one of rough, o200k_base, cl100k_base, got `gpt2`"
         );
     }
 

@@ -18,6 +18,7 @@
 //! let options = runner::ReplayOptions {
 //!     session_id: "demo".into(),
 //!     model: ctxhost_engine_abi::ModelInfo { context_length: 200_000, ..Default::default() },
+//!     token_counter: ctxhost::tokens::TokenCounter::new(settings.tokenizer),
 //! };
 //! let outcome = runner::replay(&mut engine, transcript.messages, &options);
 //! println!("{} compactions", outcome.compactions.len());
@@ -37,3 +38,5 @@ pub mod report;
 pub mod resolution;
 pub mod runner;
 pub mod services;
+pub mod summarize;
+pub mod tokens;

@@ -45,6 +45,10 @@ pub struct RunReport {
     pub window: u64,
     /// The engine's threshold after `update_model`.
     pub threshold_tokens: u64,
+    /// What the host's token figures were counted with (`context.tokenizer`: `rough`,
+    /// `o200k_base`, `cl100k_base`). Every figure of the report is its estimate, except the usage
+    /// the transcript recorded, which was passed to the engine as is.
+    pub token_counter: String,
     /// The replay.
     #[serde(flatten)]
     pub outcome: ReplayOutcome,
@@ -124,10 +128,11 @@ impl RunReport {
         }
         let _ = writeln!(
             out,
-            "tokens      peak {}, final {} in {} messages (estimated)",
+            "tokens      peak {}, final {} in {} messages (estimated, {})",
             tokens(o.peak_tokens),
             tokens(o.final_tokens),
-            o.final_messages
+            o.final_messages,
+            self.token_counter
         );
         let _ = writeln!(out, "engine time {:.2} ms", o.engine_time_ms);
         if !o.faults.is_empty() {
@@ -162,6 +167,14 @@ fn describe_compaction(compaction: &CompactionRecord) -> String {
         compaction.messages_after,
         compaction.duration_ms,
     );
+    if let Some(retention) = &compaction.retention {
+        line.push_str(&format!(
+            "; facts kept {}/{} ({:.0}%)",
+            retention.kept,
+            retention.total,
+            retention.share * 100.0
+        ));
+    }
     if let Some(summary) = compaction.details.as_ref().and_then(summarise_details) {
         line.push_str(&format!("; {summary}"));
     }
@@ -174,12 +187,21 @@ fn describe_compaction(compaction: &CompactionRecord) -> String {
 /// A few words from the engine's own account of a compaction.
 fn summarise_details(details: &Value) -> Option<String> {
     let mut parts = Vec::new();
-    for key in ["outcome", "summarizer", "reason"] {
-        if let Some(value) = details.get(key).and_then(Value::as_str) {
-            if !value.is_empty() {
-                parts.push(format!("{key} {value}"));
-            }
+    let text = |key: &str| details.get(key).and_then(Value::as_str).filter(|value| !value.is_empty());
+    for key in ["outcome", "summarizer"] {
+        if let Some(value) = text(key) {
+            parts.push(format!("{key} {value}"));
         }
+    }
+    // A fallback is written by another summarizer than the one asked.
+    if let Some(written_by) = text("written_by").filter(|by| Some(*by) != text("summarizer")) {
+        parts.push(format!("written by {written_by}"));
+    }
+    if let Some(facts) = details.get("facts_added").and_then(Value::as_u64).filter(|n| *n > 0) {
+        parts.push(format!("grounding added {facts} facts"));
+    }
+    if let Some(reason) = text("reason") {
+        parts.push(format!("reason {reason}"));
     }
     (!parts.is_empty()).then(|| parts.join(", "))
 }

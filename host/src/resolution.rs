@@ -9,10 +9,13 @@
 //! A plugin engine is never activated by being present: only the selected name is looked up, and
 //! only its library is opened.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use ctxhost_compressor::Compressor;
-use ctxhost_engine_abi::{ffi::EngineBox, instantiate, Engine, EngineError, ErrorKind};
+use ctxhost_engine_abi::{
+    ffi::{EngineBox, HostBox},
+    instantiate, Engine, EngineError, ErrorKind,
+};
 use serde_json::Value;
 
 use crate::{
@@ -20,10 +23,10 @@ use crate::{
     discovery::{discover_plugins, find_plugin, LookupError, PluginFolder},
     engine::{EngineHandle, EngineOrigin},
     loading::{open_engine_library, verify_checksum, LoadError},
-    services::host_services_for,
+    services::{host_services_for, ServiceContext},
 };
 
-type Factory = Box<dyn Fn(&str) -> Result<EngineBox, EngineError>>;
+type Factory = Box<dyn Fn(&str, HostBox) -> Result<EngineBox, EngineError>>;
 
 /// Engines registered by a program that embeds the host, by name.
 #[derive(Default)]
@@ -42,7 +45,7 @@ impl Registry {
         if E::NAME == DEFAULT_ENGINE || self.factories.contains_key(E::NAME) {
             return Err(NameTaken(E::NAME.to_owned()));
         }
-        let factory: Factory = Box::new(|config| instantiate::<E>(config, host_services_for(E::NAME)));
+        let factory: Factory = Box::new(|config, services| instantiate::<E>(config, services));
         self.factories.insert(E::NAME.to_owned(), factory);
         Ok(())
     }
@@ -116,20 +119,22 @@ pub enum ResolveError {
 }
 
 /// Resolves the engine named `name` with `settings`, falling back to the built-in compressor.
+/// The host's services (the summarizer among them) are built once from `settings`.
 pub fn resolve_engine(name: &str, settings: &Settings, registry: &Registry) -> Resolution {
+    let services = ServiceContext::from_settings(settings);
     if name == DEFAULT_ENGINE {
         return Resolution {
-            engine: builtin_compressor(settings),
+            engine: builtin_compressor_with(settings, &services),
             fallback: None,
         };
     }
-    match resolve_named(name, settings, registry) {
+    match resolve_named(name, settings, registry, &services) {
         Ok(engine) => Resolution {
             engine,
             fallback: None,
         },
         Err(error) => Resolution {
-            engine: builtin_compressor(settings),
+            engine: builtin_compressor_with(settings, &services),
             fallback: Some(Fallback {
                 requested: name.to_owned(),
                 reason: error.to_string(),
@@ -138,23 +143,39 @@ pub fn resolve_engine(name: &str, settings: &Settings, registry: &Registry) -> R
     }
 }
 
-fn resolve_named(name: &str, settings: &Settings, registry: &Registry) -> Result<EngineHandle, ResolveError> {
+fn resolve_named(
+    name: &str,
+    settings: &Settings,
+    registry: &Registry,
+    services: &Arc<ServiceContext>,
+) -> Result<EngineHandle, ResolveError> {
     let folders =
         discover_plugins(&settings.plugins_dir).map_err(|error| ResolveError::NotFound(error.to_string()))?;
     let in_folder = folders.iter().any(|folder| folder.folder_name == name);
     if !in_folder {
         if let Some(factory) = registry.factories.get(name) {
             let config = config_json(settings, name);
-            let object = factory(&config).map_err(|error| factory_error("registered".into(), error))?;
+            let object = factory(&config, host_services_for(name, services))
+                .map_err(|error| factory_error("registered".into(), error))?;
             return Ok(EngineHandle::new(object, name, EngineOrigin::Registered));
         }
     }
     let folder = find_plugin(&folders, name, &settings.plugins_dir)?;
-    load_plugin(folder, settings)
+    load_plugin_with(folder, settings, services)
 }
 
-/// Opens a usable plugin folder's library and creates its engine with its config block.
+/// Opens a usable plugin folder's library and creates its engine with its config block, and the
+/// host's services built from `settings`.
 pub fn load_plugin(folder: &PluginFolder, settings: &Settings) -> Result<EngineHandle, ResolveError> {
+    load_plugin_with(folder, settings, &ServiceContext::from_settings(settings))
+}
+
+/// [`load_plugin`] with services already built.
+pub fn load_plugin_with(
+    folder: &PluginFolder,
+    settings: &Settings,
+    services: &Arc<ServiceContext>,
+) -> Result<EngineHandle, ResolveError> {
     let (Some(manifest), Some(library)) = (&folder.manifest, &folder.library) else {
         return Err(ResolveError::NotFound(format!(
             "{}: not a usable plugin folder",
@@ -175,7 +196,7 @@ pub fn load_plugin(folder: &PluginFolder, settings: &Settings) -> Result<EngineH
     }
     tracing::debug!("{shown}: opened in {:?}", opened.load_time);
     let config = config_json(settings, &manifest.name);
-    let services = host_services_for(&manifest.name);
+    let services = host_services_for(&manifest.name, services);
     let object = (opened.module.new_engine())(config.as_str().into(), services)
         .into_result()
         .map_err(|error| factory_error(shown, error))?;
@@ -204,11 +225,17 @@ fn config_json(settings: &Settings, name: &str) -> String {
     }
 }
 
-/// The built-in compressor with the `compression:` block of `settings`.
+/// The built-in compressor with the `compression:` block of `settings`, and the host's services
+/// built from `settings`.
 pub fn builtin_compressor(settings: &Settings) -> EngineHandle {
+    builtin_compressor_with(settings, &ServiceContext::from_settings(settings))
+}
+
+/// [`builtin_compressor`] with services already built.
+pub fn builtin_compressor_with(settings: &Settings, services: &Arc<ServiceContext>) -> EngineHandle {
     let config = config_json(settings, DEFAULT_ENGINE);
     // The settings were validated when read, so the compressor accepts them.
-    let object = instantiate::<Compressor>(&config, host_services_for(DEFAULT_ENGINE))
+    let object = instantiate::<Compressor>(&config, host_services_for(DEFAULT_ENGINE, services))
         .unwrap_or_else(|error| panic!("the built-in compressor refused validated settings: {error}"));
     EngineHandle::new(object, DEFAULT_ENGINE, EngineOrigin::BuiltIn)
 }

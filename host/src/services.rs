@@ -1,7 +1,19 @@
 //! What the host offers engines through the ABI: logging, and named services.
 //!
 //! A new service is a new name answered by [`HostServices::call`], never a new method, so plugins
-//! built against an older interface keep loading.
+//! built against an older interface keep loading. The services:
+//!
+//! - `services` → the names below;
+//! - `log.max_level` → `"info"`, `"debug"`…;
+//! - `summarizer.info` → `{"configured": bool, "model": str}`;
+//! - `summarize` → `{"summary", "summarizer", "facts_added"}` from `{"messages", "transcript"?,
+//!   "previous_summary"?, "focus_topic"?, "target_tokens"?, "input_tokens"?}` (see
+//!   [`crate::summarize`]). Errors: `UNAVAILABLE` when the model cannot be reached (abort; the
+//!   message starts with `timed out` for a timeout), `OTHER` when it answered uselessly (fall
+//!   back), `INVALID_INPUT` for a malformed request. No message ever holds the API key.
+//!
+//! What the services need from the settings is built once, as a [`ServiceContext`] every engine's
+//! services share.
 
 use std::{
     panic::{self, AssertUnwindSafe},
@@ -16,23 +28,57 @@ use ctxhost_engine_abi::{
     ffi::{HostBox, HostServices, HostServices_TO, LogLevel},
     EngineError,
 };
+use ctxhost_compressor::summary::{SERVICE_INFO, SERVICE_SUMMARIZE};
 use serde_json::json;
 use tracing::level_filters::LevelFilter;
 
+use crate::{
+    config::{Settings, SummarizerSettings},
+    summarize::{CallError, SummarizeRequest, Summarizer},
+};
+
 /// The service names this host answers.
-pub const SERVICES: &[&str] = &["services", "log.max_level"];
+pub const SERVICES: &[&str] = &["services", "log.max_level", SERVICE_INFO, SERVICE_SUMMARIZE];
+
+/// What the services need from the settings, built once and shared by every engine's services.
+#[derive(Debug, Default)]
+pub struct ServiceContext {
+    summarizer: Summarizer,
+}
+
+impl ServiceContext {
+    /// The context for `settings`; the summarizer's key is read from the environment when the
+    /// file names a variable instead of a key.
+    pub fn from_settings(settings: &Settings) -> Arc<Self> {
+        Self::with_summarizer(&settings.summarizer, |name| std::env::var(name).ok())
+    }
+
+    /// The context with the summarizer of `settings`, its key looked up with `env` when needed.
+    pub fn with_summarizer(settings: &SummarizerSettings, env: impl Fn(&str) -> Option<String>) -> Arc<Self> {
+        Arc::new(Self {
+            summarizer: Summarizer::new(settings, settings.resolve_api_key(env)),
+        })
+    }
+
+    /// No model: `summarize` answers with the extractive summary.
+    pub fn without_model() -> Arc<Self> {
+        Arc::default()
+    }
+}
 
 /// The host's services for one engine; log lines are labelled with the engine's name.
 #[derive(Clone)]
 struct EngineServices {
     engine: Arc<str>,
+    context: Arc<ServiceContext>,
 }
 
-/// The services handed to engine `engine` when it is created.
-pub fn host_services_for(engine: &str) -> HostBox {
+/// The services handed to engine `engine` when it is created, sharing `context`.
+pub fn host_services_for(engine: &str, context: &Arc<ServiceContext>) -> HostBox {
     HostServices_TO::from_ptr(
         RArc::new(EngineServices {
             engine: Arc::from(engine),
+            context: Arc::clone(context),
         }),
         TD_Opaque,
     )
@@ -67,13 +113,36 @@ impl EngineServices {
         }
     }
 
-    fn answer(&self, service: &str, _request: &str) -> RResult<RString, EngineError> {
+    fn answer(&self, service: &str, request: &str) -> RResult<RString, EngineError> {
         let answer = match service {
             "services" => json!(SERVICES),
             "log.max_level" => json!(max_level_name()),
+            SERVICE_INFO => self.context.summarizer.info(),
+            SERVICE_SUMMARIZE => match self.summarize(request) {
+                Ok(answer) => answer,
+                Err(error) => return RResult::RErr(error),
+            },
             other => return RResult::RErr(EngineError::unknown_method(other)),
         };
         RResult::ROk(RString::from(answer.to_string()))
+    }
+
+    fn summarize(&self, request: &str) -> Result<serde_json::Value, EngineError> {
+        let request: SummarizeRequest = serde_json::from_str(request).map_err(|error| {
+            EngineError::invalid_input(format!("`{SERVICE_SUMMARIZE}`: malformed request: {error}"))
+        })?;
+        let engine = &*self.engine;
+        match self.context.summarizer.summarize(&request) {
+            Ok(answer) => Ok(serde_json::to_value(answer).unwrap_or_default()),
+            Err(CallError::Unavailable(reason) | CallError::TimedOut(reason)) => {
+                tracing::debug!(engine, "summarizer unavailable: {reason}");
+                Err(EngineError::unavailable(reason))
+            }
+            Err(CallError::Failed(reason)) => {
+                tracing::debug!(engine, "summarizer failed: {reason}");
+                Err(EngineError::other(reason))
+            }
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod containment;
 mod fallback;
+mod host_services;
 mod loading;
 mod plugins;
 mod replay;

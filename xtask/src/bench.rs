@@ -16,6 +16,12 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         Command::new(cargo_program()).args(&timing).current_dir(&root),
         "the timing benchmarks",
     )?;
+    let mut tokens = vec!["bench", "-p", "ctxhost", "--bench", "tokens", "--"];
+    tokens.extend(filter);
+    run(
+        Command::new(cargo_program()).args(&tokens).current_dir(&root),
+        "the token-counting benchmarks",
+    )?;
     run(
         Command::new(cargo_program())
             .args(["bench", "-p", "ctxhost", "--bench", "memory"])

@@ -33,7 +33,8 @@ use crate::{
     },
     report::{CompactionReport, Outcome},
     summary::{
-        check_summary, ExtractiveSummarizer, Summarizer, SummaryError, SummaryRequest, FALLBACK_MAX_CHARS,
+        check_summary, ExtractiveSummarizer, Summarizer, SummaryError, SummaryNote, SummaryRequest,
+        FALLBACK_MAX_CHARS,
     },
 };
 
@@ -82,7 +83,7 @@ pub(crate) struct Compaction {
     pub report: CompactionReport,
     /// The summary body now in the context, to remember.
     pub summary_body: Option<String>,
-    /// The summarizer's failure, when it had one (starts a cool-down).
+    /// The summarizer's failure, when it had one (a fallback or a timeout starts a cool-down).
     pub failure: Option<SummaryError>,
 }
 
@@ -219,14 +220,15 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         target_tokens,
         input_tokens,
     };
-    let (asked, was_asked) = match ask {
+    let (asked, was_asked, note) = match ask {
         Ask::Summarizer(summarizer) => {
             let answer = summarizer
                 .summarize(&request)
                 .and_then(|body| check_summary(&body, input_tokens).map(|()| body));
-            (answer, true)
+            let note = summarizer.take_note();
+            (answer, true, note)
         }
-        Ask::Skip { reason, .. } => (Err(SummaryError::Failed(reason)), false),
+        Ask::Skip { reason, .. } => (Err(SummaryError::Failed(reason)), false, None),
     };
     let count = middle.len();
     let (body, outcome, preamble, reason) = match asked {
@@ -237,11 +239,18 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
             );
             (body, Outcome::Compacted, preamble, None)
         }
-        Err(SummaryError::Unavailable(reason)) => {
+        Err(error) if error.aborts() => {
             drop(pruned);
-            return unchanged(original.unwrap_or(working), Outcome::Aborted, reason);
+            let mut aborted = unchanged(
+                original.unwrap_or(working),
+                Outcome::Aborted,
+                error.reason().to_owned(),
+            );
+            aborted.failure = Some(error);
+            return aborted;
         }
-        Err(SummaryError::Failed(reason)) => {
+        Err(error) => {
+            let reason = error.reason().to_owned();
             let preamble = format!(
                 "Earlier turns ({count} messages) were compacted into this FALLBACK summary, built locally \
                  instead of by the {name} summarizer because: {reason}. It is reference material, not a new \
@@ -256,6 +265,16 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     };
     // Only a summarizer actually asked can fail; a skipped one is already cooling down.
     let failure = reason.clone().filter(|_| was_asked).map(SummaryError::Failed);
+    let note = match outcome {
+        Outcome::Compacted => note.unwrap_or_else(|| SummaryNote {
+            written_by: name.clone(),
+            facts_added: 0,
+        }),
+        _ => SummaryNote {
+            written_by: ExtractiveSummarizer::NAME.to_owned(),
+            facts_added: 0,
+        },
+    };
     drop(pruned);
 
     // Phase 4.
@@ -278,6 +297,8 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
 
     let mut report = CompactionReport {
         summarizer: name,
+        written_by: Some(note.written_by),
+        facts_added: note.facts_added,
         outcome,
         reason,
         focus_topic: settings.focus_topic.map(str::to_owned),

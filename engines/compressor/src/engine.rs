@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use crate::{
     compact::{compact, has_content, Ask, Settings},
     config::{Budgets, CompressorConfig},
-    pacing::{AntiThrash, Cooldown},
+    pacing::{AntiThrash, Cooldown, FailureKind},
     report::{CompactionReport, Outcome},
-    summary::{ExtractiveSummarizer, Summarizer},
+    summary::{ExtractiveSummarizer, HostSummarizer, Summarizer, SummaryError},
 };
 
 /// `call_ext` name: lift the anti-thrash pause (the host calls it before a manual `/compress`).
@@ -118,13 +118,22 @@ fn settings<'a>(
 impl Engine for Compressor {
     const NAME: &'static str = "compressor";
 
-    fn new(config: &Value, _host: Host) -> Result<Self, EngineError> {
+    /// Uses the host's model summarizer when its `summarizer.info` service says one is configured,
+    /// the extractive summarizer otherwise (and with a host that does not know the service).
+    fn new(config: &Value, host: Host) -> Result<Self, EngineError> {
         let config = CompressorConfig::from_json(config)
             .map_err(|problem| EngineError::config(problem.to_string()))?;
         config
             .validate()
             .map_err(|problem| EngineError::config(problem.to_string()))?;
-        Ok(Self::with_config(config))
+        let summarizer: Box<dyn Summarizer> = match HostSummarizer::from_host(&host) {
+            Some(model) => {
+                tracing::info!("compressor: summaries are written by the host's {}", model.name());
+                Box::new(model)
+            }
+            None => Box::new(ExtractiveSummarizer),
+        };
+        Ok(Self::with_summarizer(config, summarizer))
     }
 
     fn counters(&self) -> &Counters {
@@ -160,12 +169,14 @@ impl Engine for Compressor {
             Ask::Summarizer(self.summarizer.as_mut())
         };
         let compaction = compact(messages, &settings, ask);
-        let report = compaction.report;
+        let mut report = compaction.report;
         match report.outcome {
             Outcome::Compacted | Outcome::Fallback => {
                 match &compaction.failure {
                     Some(failure) => {
-                        let pause = self.cooldown.on_failure(now, &failure.to_string());
+                        let pause = self
+                            .cooldown
+                            .on_failure(Instant::now(), failure.reason(), FailureKind::Failed);
                         tracing::warn!(
                             "compressor: {failure}; used the fallback summary, next try in {} s",
                             pause.as_secs()
@@ -194,8 +205,19 @@ impl Engine for Compressor {
             }
             Outcome::Aborted => {
                 self.thrash.on_ineffective();
-                let reason = report.reason.clone().unwrap_or_default();
+                let mut reason = report.reason.clone().unwrap_or_default();
+                if let Some(SummaryError::TimedOut(why)) = &compaction.failure {
+                    // The cool-down counts from the end of the attempt, which took the whole timeout.
+                    let pause = self
+                        .cooldown
+                        .on_failure(Instant::now(), why, FailureKind::Timeout);
+                    reason.push_str(&format!(
+                        "; not asked again for {} s (the fallback summary is used meanwhile)",
+                        pause.as_secs()
+                    ));
+                }
                 tracing::warn!("compressor: compaction aborted, context kept: {reason}");
+                report.reason = Some(reason.clone());
                 self.last_report = Some(report);
                 return Err(EngineError::unavailable(format!(
                     "the {} summarizer cannot be reached ({reason}); the context was kept as it was",

@@ -1,5 +1,5 @@
 //! When to stop trying: the anti-thrash pause of automatic compaction, and the summarizer's
-//! cool-down after a failure.
+//! cool-down after a failure or a timeout.
 //!
 //! Hermes's version of the pause never re-opened and its users had to restart; here it lifts by
 //! itself (see [`AntiThrash`]).
@@ -79,18 +79,36 @@ impl AntiThrash {
     }
 }
 
-/// Cool-down steps after consecutive summarizer failures.
+/// Cool-down steps after consecutive summarizer timeouts; any other failure waits the first.
 pub const COOLDOWN_STEPS: [Duration; 3] = [
     Duration::from_secs(60),
     Duration::from_secs(300),
     Duration::from_secs(900),
 ];
 
-/// How long to leave the summarizer alone after a failure: 60 s, then 300 s, then 900 s.
+/// What went wrong with the summarizer, for the cool-down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// It did not answer in time (the compaction aborted).
+    Timeout,
+    /// It answered, uselessly (the fallback summary was used).
+    Failed,
+}
+
+/// How long to leave the summarizer alone (compressor.md, "Failure and anti-thrash rules"):
+///
+/// - after a failure: 60 s;
+/// - after a timeout: 60 s, then 300 s after a second timeout in a row, then 900 s after every
+///   further one. A timeout costs the agent the whole timeout, so a slow endpoint is asked less
+///   and less often; a failure answers fast and is retried at the first step;
+/// - a success, or an answer that failed (the endpoint is answering again), ends the run of
+///   timeouts.
+///
+/// While it lasts the summarizer is not asked and compactions use the fallback summary.
 #[derive(Clone, Debug, Default)]
 pub struct Cooldown {
     until: Option<Instant>,
-    failures: usize,
+    timeouts: usize,
     reason: Option<String>,
 }
 
@@ -105,10 +123,18 @@ impl Cooldown {
         self.reason.as_deref()
     }
 
-    /// Records a failure at `now` and starts the next, longer step.
-    pub fn on_failure(&mut self, now: Instant, reason: &str) -> Duration {
-        let step = COOLDOWN_STEPS[self.failures.min(COOLDOWN_STEPS.len() - 1)];
-        self.failures += 1;
+    /// Records a failure or a timeout at `now` and starts its cool-down, which it returns.
+    pub fn on_failure(&mut self, now: Instant, reason: &str, kind: FailureKind) -> Duration {
+        let step = match kind {
+            FailureKind::Timeout => {
+                self.timeouts += 1;
+                COOLDOWN_STEPS[(self.timeouts - 1).min(COOLDOWN_STEPS.len() - 1)]
+            }
+            FailureKind::Failed => {
+                self.timeouts = 0;
+                COOLDOWN_STEPS[0]
+            }
+        };
         self.until = Some(now + step);
         self.reason = Some(reason.to_owned());
         step
@@ -173,17 +199,39 @@ mod tests {
     }
 
     #[test]
-    fn the_cooldown_grows_60_300_900() {
+    fn the_cooldown_grows_60_300_900_on_repeated_timeouts() {
         let now = Instant::now();
         let mut cooldown = Cooldown::default();
         let steps: Vec<u64> = (0..4)
-            .map(|_| cooldown.on_failure(now, "boom").as_secs())
+            .map(|_| {
+                cooldown
+                    .on_failure(now, "timed out", FailureKind::Timeout)
+                    .as_secs()
+            })
             .collect();
         assert_eq!(steps, vec![60, 300, 900, 900]);
         assert!(cooldown.is_active(now));
         assert_eq!(cooldown.remaining_secs(now), 900);
         cooldown.on_success();
         assert!(!cooldown.is_active(now));
-        assert_eq!(cooldown.on_failure(now, "again").as_secs(), 60);
+        assert_eq!(
+            cooldown
+                .on_failure(now, "again", FailureKind::Timeout)
+                .as_secs(),
+            60
+        );
+    }
+
+    #[test]
+    fn a_failure_waits_60_s_each_time_and_ends_a_run_of_timeouts() {
+        let now = Instant::now();
+        let mut cooldown = Cooldown::default();
+        let mut step = |kind| cooldown.on_failure(now, "x", kind).as_secs();
+        assert_eq!(step(FailureKind::Failed), 60);
+        assert_eq!(step(FailureKind::Failed), 60);
+        assert_eq!(step(FailureKind::Timeout), 60);
+        assert_eq!(step(FailureKind::Timeout), 300);
+        assert_eq!(step(FailureKind::Failed), 60);
+        assert_eq!(step(FailureKind::Timeout), 60);
     }
 }

@@ -30,8 +30,13 @@ impl Outcome {
 /// The report of one `compress` call. Token counts are rough estimates (characters ÷ 4).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CompactionReport {
-    /// The summarizer asked (`extractive`, or a model's name).
+    /// The summarizer asked: `extractive`, or `model:<name>` for the host's model.
     pub summarizer: String,
+    /// Who wrote the summary now in the context: the summarizer asked (`model:<name>`), or
+    /// `extractive` for a fallback or when the host had no model. `None` when nothing was written.
+    pub written_by: Option<String>,
+    /// Facts of the extractive summarizer that grounding added to a model's summary.
+    pub facts_added: u64,
     /// How it ended.
     pub outcome: Outcome,
     /// Why it fell back, aborted or found nothing to compress.
@@ -81,6 +86,8 @@ impl CompactionReport {
     ) -> Self {
         Self {
             summarizer: summarizer.to_owned(),
+            written_by: None,
+            facts_added: 0,
             outcome,
             reason: Some(reason),
             focus_topic: None,

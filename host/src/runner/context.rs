@@ -1,51 +1,125 @@
-//! The live context during a replay: the messages, their JSON, and their estimated tokens.
+//! The live context during a replay: the messages, their JSON, and their tokens.
 //!
 //! Between compactions the context only grows by appending, so the JSON text handed to the engine
 //! and the token total are kept up to date per message: a turn costs work in proportion to the new
-//! messages, not to the whole context.
+//! messages, not to the whole context. That matters with a real tokenizer, which reads ~20 MB/s:
+//! recounting a 200,000-token context would cost tens of milliseconds every turn.
+//!
+//! Token counts are cached by a hash of each message's JSON (which the context produces anyway):
+//! - a pushed message is counted once, and its count kept beside it;
+//! - after a compaction, [`LiveContext::replace`] counts only the messages it has not seen (a
+//!   summary, a stand-in); the protected head and tail the engine kept verbatim are looked up;
+//! - the cache holds the messages of the current context only, so it never outgrows it: after a
+//!   replace, entries of messages the engine dropped are gone.
 
-use ctxhost_engine_abi::{messages_to_json, Message};
-use ctxhost_engine_kit::tokens::estimate_message_tokens;
+use std::{
+    collections::HashMap,
+    hash::{DefaultHasher, Hasher},
+};
+
+use ctxhost_engine_abi::Message;
+
+use crate::tokens::TokenCounter;
 
 /// The context the model would receive next.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LiveContext {
+    counter: TokenCounter,
     messages: Vec<Message>,
+    /// Each message's tokens, index for index with `messages`.
+    counts: Vec<u64>,
     json: String,
     tokens: u64,
+    /// Tokens by the hash of a message's JSON, for the messages of the current context.
+    known: HashMap<u64, u64>,
+    /// Messages run through the counter (cache misses), since the context was made.
+    counted: u64,
+}
+
+impl Default for LiveContext {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl LiveContext {
-    /// An empty context.
+    /// An empty context counted with the rough estimate.
     pub fn new() -> Self {
+        Self::with_counter(TokenCounter::rough())
+    }
+
+    /// An empty context counted with `counter`.
+    pub fn with_counter(counter: TokenCounter) -> Self {
         Self {
+            counter,
             messages: Vec::new(),
+            counts: Vec::new(),
             json: "[]".to_owned(),
             tokens: 0,
+            known: HashMap::new(),
+            counted: 0,
         }
     }
 
-    /// Appends one message.
-    pub fn push(&mut self, message: Message) {
-        self.tokens += estimate_message_tokens(&message);
+    /// Appends one message and returns its tokens.
+    pub fn push(&mut self, message: Message) -> u64 {
+        let json = serde_json::to_string(&message).expect("messages serialise");
+        let tokens = self.count_once(&message, json.as_bytes());
         self.json.pop();
-        if self.messages.is_empty() {
-            self.json
-                .push_str(&serde_json::to_string(&message).expect("messages serialise"));
-        } else {
+        if !self.messages.is_empty() {
             self.json.push(',');
-            self.json
-                .push_str(&serde_json::to_string(&message).expect("messages serialise"));
         }
+        self.json.push_str(&json);
         self.json.push(']');
         self.messages.push(message);
+        self.counts.push(tokens);
+        self.tokens += tokens;
+        tokens
     }
 
-    /// Replaces the whole context (after a compaction).
+    /// Replaces the whole context (after a compaction), counting only messages it has not seen.
     pub fn replace(&mut self, messages: Vec<Message>) {
-        self.tokens = messages.iter().map(estimate_message_tokens).sum();
-        self.json = messages_to_json(&messages);
+        let mut previous = std::mem::take(&mut self.known);
+        let mut json = Vec::with_capacity(self.json.len());
+        let mut counts = Vec::with_capacity(messages.len());
+        json.push(b'[');
+        for message in &messages {
+            if !counts.is_empty() {
+                json.push(b',');
+            }
+            let start = json.len();
+            serde_json::to_writer(&mut json, message).expect("messages serialise");
+            let key = hash_json(&json[start..]);
+            let tokens = match previous.remove(&key).or_else(|| self.known.get(&key).copied()) {
+                Some(tokens) => tokens,
+                None => {
+                    self.counted += 1;
+                    self.counter.count_message(message)
+                }
+            };
+            self.known.insert(key, tokens);
+            counts.push(tokens);
+        }
+        json.push(b']');
+        self.json = String::from_utf8(json).expect("serde_json writes UTF-8");
+        self.tokens = counts.iter().sum();
+        self.counts = counts;
         self.messages = messages;
+    }
+
+    /// The message's count from the cache, or from the counter (then cached).
+    fn count_once(&mut self, message: &Message, json: &[u8]) -> u64 {
+        let counter = self.counter;
+        let counted = &mut self.counted;
+        *self.known.entry(hash_json(json)).or_insert_with(|| {
+            *counted += 1;
+            counter.count_message(message)
+        })
+    }
+
+    /// The counter its tokens come from.
+    pub fn counter(&self) -> TokenCounter {
+        self.counter
     }
 
     /// The messages.
@@ -53,14 +127,25 @@ impl LiveContext {
         &self.messages
     }
 
+    /// Each message's tokens, index for index with [`Self::messages`].
+    pub fn message_tokens(&self) -> &[u64] {
+        &self.counts
+    }
+
     /// The messages as a JSON array.
     pub fn json(&self) -> &str {
         &self.json
     }
 
-    /// Rough tokens of the whole context.
+    /// Tokens of the whole context, by its counter.
     pub fn tokens(&self) -> u64 {
         self.tokens
+    }
+
+    /// How many messages have been run through the counter since the context was made; the rest
+    /// came from the cache.
+    pub fn messages_counted(&self) -> u64 {
+        self.counted
     }
 
     /// How many messages it holds.
@@ -79,9 +164,24 @@ impl LiveContext {
     }
 }
 
+// SipHash with fixed keys: deterministic across runs. Two different messages of one context
+// sharing a 64-bit hash (odds ~n²/2⁶⁴) would only share a token estimate.
+fn hash_json(json: &[u8]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    hasher.write(json);
+    hasher.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokens::{
+        tests::{generated_message, generated_messages, Rng},
+        TokenizerKind,
+    };
+    use ctxhost_engine_abi::messages_to_json;
+    use ctxhost_engine_kit::tokens::estimate_message_tokens;
+    use pretty_assertions::assert_eq;
 
     #[test]
     fn the_json_and_the_tally_follow_every_append_and_replace() {
@@ -102,5 +202,84 @@ mod tests {
         context.replace(vec![Message::user("x")]);
         assert_eq!(context.json(), r#"[{"role":"user","content":"x"}]"#);
         assert!(context.tokens() < tally);
+        context.replace(Vec::new());
+        assert_eq!((context.json(), context.tokens()), ("[]", 0));
+    }
+
+    /// What a compaction engine may return: some messages kept verbatim, some dropped, some new
+    /// (a summary, a stand-in), in a possibly different order.
+    fn compacted(rng: &mut Rng, messages: &[Message]) -> Vec<Message> {
+        let mut result = Vec::new();
+        for message in messages {
+            match rng.below(4) {
+                0 => {}
+                1 => result.push(generated_message(rng)),
+                _ => result.push(message.clone()),
+            }
+        }
+        if rng.below(2) == 0 && result.len() > 1 {
+            let at = rng.below(result.len() as u64) as usize;
+            result.swap(0, at);
+        }
+        result
+    }
+
+    /// Property: after any sequence of pushes and replaces, the cached totals equal a recount of
+    /// every message, for every counter, and the JSON equals a fresh serialisation.
+    #[test]
+    fn cached_counts_equal_a_recount_after_pushes_and_replaces() {
+        for kind in TokenizerKind::ALL {
+            let counter = TokenCounter::new(kind);
+            for seed in 1..=8 {
+                let mut rng = Rng::new(seed);
+                let mut context = LiveContext::with_counter(counter);
+                for _ in 0..8 {
+                    let pushes = rng.below(15) as usize;
+                    for message in generated_messages(&mut rng, pushes) {
+                        let expected = counter.count_message(&message);
+                        assert_eq!(context.push(message), expected);
+                    }
+                    if rng.below(3) == 0 {
+                        let next = compacted(&mut rng, context.messages());
+                        context.replace(next);
+                    }
+                    let recount: Vec<u64> = context
+                        .messages()
+                        .iter()
+                        .map(|m| counter.count_message(m))
+                        .collect();
+                    assert_eq!(context.message_tokens(), recount.as_slice(), "{kind} seed {seed}");
+                    assert_eq!(
+                        context.tokens(),
+                        recount.iter().sum::<u64>(),
+                        "{kind} seed {seed}"
+                    );
+                    assert_eq!(context.json(), messages_to_json(context.messages()));
+                    assert!(context.known.len() <= context.len());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_replace_counts_only_the_messages_it_has_not_seen() {
+        let mut rng = Rng::new(3);
+        let mut context = LiveContext::with_counter(TokenCounter::new(TokenizerKind::O200kBase));
+        let messages = generated_messages(&mut rng, 50);
+        for message in messages.clone() {
+            context.push(message);
+        }
+        let distinct = context.known.len() as u64;
+        assert_eq!(context.messages_counted(), distinct);
+        // Keep the head and the tail, put a summary in between: one new message.
+        let mut kept = messages[..5].to_vec();
+        kept.push(Message::user("## Goal\nsummary of the middle"));
+        kept.extend_from_slice(&messages[40..]);
+        context.replace(kept);
+        assert_eq!(context.messages_counted(), distinct + 1);
+        // A second replace with the same list counts nothing.
+        let same = context.messages().to_vec();
+        context.replace(same);
+        assert_eq!(context.messages_counted(), distinct + 1);
     }
 }

@@ -1,10 +1,12 @@
 //! Driving an engine through a conversation exactly as an agent loop would.
 //!
 //! Messages are fed in order; a model call happens before each assistant message:
-//! - before the call, session hygiene (a rough estimate at ≥ 85% of the window, or 5,000
+//! - before the call, session hygiene (the context's estimate at ≥ 85% of the window, or 5,000
 //!   messages, compacts at once), then the engine's `should_compress_preflight`;
 //! - the assistant message is appended, then `update_from_response` with the usage recorded in the
 //!   transcript, or an estimate of prompt and completion;
+//! - every estimate comes from [`ReplayOptions::token_counter`] (`context.tokenizer`), cached per
+//!   message by [`LiveContext`]; recorded usage is passed on as is, never replaced by one;
 //! - after a turn that ended in tool calls and their results, `should_compress`, and `compress`
 //!   when it says yes;
 //! - at the end, `on_session_end` with the final context.
@@ -17,13 +19,16 @@ mod context;
 use std::time::{Duration, Instant};
 
 use ctxhost_engine_abi::{Counters, Message, ModelInfo, Role, SessionInfo, Usage};
-use ctxhost_engine_kit::tokens::estimate_message_tokens;
+use ctxhost_engine_kit::retention::{compacted_messages, measure_retention, Retention};
 use serde::Serialize;
 use serde_json::Value;
 
 pub use context::LiveContext;
 
-use crate::engine::{EngineCallError, EngineHandle};
+use crate::{
+    engine::{EngineCallError, EngineHandle},
+    tokens::TokenCounter,
+};
 
 /// Session hygiene fires at this share of the window, in percent (Hermes's gateway safety net).
 pub const HYGIENE_PERCENT: u64 = 85;
@@ -32,12 +37,14 @@ pub const HYGIENE_PERCENT: u64 = 85;
 pub const HYGIENE_MESSAGES: usize = 5_000;
 
 /// What the replay needs to know about the session.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ReplayOptions {
     /// The session's id, handed to `on_session_start` and `on_session_end`.
     pub session_id: String,
     /// The model and its window.
     pub model: ModelInfo,
+    /// What the context's tokens are counted with (`context.tokenizer`).
+    pub token_counter: TokenCounter,
 }
 
 /// What made a compaction happen.
@@ -97,6 +104,9 @@ pub struct CompactionRecord {
     pub duration_ms: f64,
     /// Whether the result was used.
     pub outcome: Outcome,
+    /// How many facts of the compacted messages the result still holds verbatim (applied
+    /// compactions only).
+    pub retention: Option<Retention>,
     /// The engine's own account (`call_ext("last_compaction")`), when it gives one.
     pub details: Option<Value>,
 }
@@ -186,7 +196,7 @@ impl<'e> Replayer<'e> {
         let mut replayer = Self {
             engine,
             options: options.clone(),
-            context: LiveContext::new(),
+            context: LiveContext::with_counter(options.token_counter),
             outcome: ReplayOutcome::default(),
             engine_time: Duration::ZERO,
             hygiene_blocked: false,
@@ -234,17 +244,18 @@ impl<'e> Replayer<'e> {
         let prompt_tokens = self.context.tokens();
         self.outcome.peak_tokens = self.outcome.peak_tokens.max(prompt_tokens);
         self.outcome.model_calls += 1;
-        let usage = match recorded_usage(&message) {
+        let recorded = recorded_usage(&message);
+        let completion_tokens = self.context.push(message);
+        let usage = match recorded {
             Some(usage) => {
                 self.outcome.usage_recorded += 1;
                 usage
             }
             None => {
                 self.outcome.usage_estimated += 1;
-                Usage::new(prompt_tokens, estimate_message_tokens(&message))
+                Usage::new(prompt_tokens, completion_tokens)
             }
         };
-        self.context.push(message);
         self.call(|engine| engine.update_from_response(usage));
     }
 
@@ -268,8 +279,11 @@ impl<'e> Replayer<'e> {
         let details = self
             .call(|engine| engine.call_ext("last_compaction", &Value::Null))
             .flatten();
+        let mut retention = None;
         let outcome = match result {
             Ok(messages) => {
+                let compacted = compacted_messages(self.context.messages(), &messages);
+                retention = Some(measure_retention(&compacted, &messages));
                 self.context.replace(messages);
                 self.hygiene_blocked = false;
                 Outcome::Applied
@@ -289,6 +303,7 @@ impl<'e> Replayer<'e> {
             messages_after: self.context.len(),
             duration_ms: duration.as_secs_f64() * 1e3,
             outcome,
+            retention,
             details,
         });
     }

@@ -7,8 +7,13 @@
 //!   update, the focus topic, the target length);
 //! - checks the answer with [`check_summary`] (blank, no template heading, or not shorter than its
 //!   input is a failure);
-//! - on [`SummaryError::Unavailable`] aborts and keeps the context; on any other failure uses the
-//!   extractive summary as a fallback, capped at [`FALLBACK_MAX_CHARS`].
+//! - on [`SummaryError::Unavailable`] or [`SummaryError::TimedOut`] aborts and keeps the context;
+//!   on any other failure uses the extractive summary as a fallback, capped at
+//!   [`FALLBACK_MAX_CHARS`].
+//!
+//! A model summarizer lives in the host and is reached through its `summarize` service
+//! ([`HostSummarizer`]); the host grounds the model's summary in the facts the extractive
+//! summarizer finds, so they survive whatever the model writes.
 
 use std::{borrow::Cow, fmt};
 
@@ -18,6 +23,7 @@ mod actions;
 mod draft;
 mod extractive;
 pub(crate) mod facts;
+mod host;
 mod patterns;
 mod previous;
 mod sections;
@@ -25,6 +31,7 @@ mod sections;
 mod tests;
 
 pub use extractive::ExtractiveSummarizer;
+pub use host::{HostSummarizer, SERVICE_INFO, SERVICE_SUMMARIZE, TIMED_OUT};
 pub use sections::{Section, TEMPLATE_HEADINGS};
 
 /// The fixed marker every summary message starts with; a later compaction recognises it.
@@ -62,6 +69,22 @@ pub trait Summarizer: Send {
     fn reads_transcript(&self) -> bool {
         true
     }
+
+    /// What the last successful [`summarize`](Summarizer::summarize) says about its summary (who
+    /// wrote it, facts added by grounding), taken once. `None` when there is nothing to add to the
+    /// summarizer's [name](Summarizer::name).
+    fn take_note(&mut self) -> Option<SummaryNote> {
+        None
+    }
+}
+
+/// A summarizer's account of the summary it just returned, for the compaction report.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SummaryNote {
+    /// Who wrote it: `model:<name>`, or `extractive` when the host had no model.
+    pub written_by: String,
+    /// Facts of the extractive summarizer merged into the model's summary (grounding).
+    pub facts_added: u64,
 }
 
 /// What a summarizer is asked to summarise.
@@ -140,6 +163,10 @@ pub enum SummaryError {
     /// The summarizer cannot be reached (authentication refused, no connection, timeout): abort
     /// the compaction and keep the context as it is.
     Unavailable(String),
+    /// The summarizer did not answer in time: abort like [`Unavailable`](Self::Unavailable), and
+    /// also leave it alone for a while (60 s, then 300 s, then 900 s on repeated timeouts), since
+    /// each attempt stalls the agent for the whole timeout.
+    TimedOut(String),
     /// Any other failure (a server error, a malformed or useless answer): use the fallback summary
     /// and cool down before asking again.
     Failed(String),
@@ -149,7 +176,22 @@ impl fmt::Display for SummaryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Unavailable(reason) => write!(f, "summarizer unavailable: {reason}"),
+            Self::TimedOut(reason) => write!(f, "summarizer unavailable: {reason}"),
             Self::Failed(reason) => write!(f, "summarizer failed: {reason}"),
+        }
+    }
+}
+
+impl SummaryError {
+    /// Whether the compaction must abort, keeping the context as it is.
+    pub fn aborts(&self) -> bool {
+        matches!(self, Self::Unavailable(_) | Self::TimedOut(_))
+    }
+
+    /// Why, without the class.
+    pub fn reason(&self) -> &str {
+        match self {
+            Self::Unavailable(reason) | Self::TimedOut(reason) | Self::Failed(reason) => reason,
         }
     }
 }

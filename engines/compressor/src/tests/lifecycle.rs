@@ -233,6 +233,8 @@ fn the_last_compaction_report_has_the_documented_shape() {
         keys,
         vec![
             "summarizer",
+            "written_by",
+            "facts_added",
             "outcome",
             "reason",
             "focus_topic",
@@ -254,6 +256,7 @@ fn the_last_compaction_report_has_the_documented_shape() {
         ]
     );
     assert_eq!(report["outcome"], "compacted");
+    assert_eq!(report["written_by"], "extractive");
     assert_eq!(report["messages_before"], messages.len());
     assert_eq!(report["messages_after"], compacted.len());
     assert_eq!(report["tokens_after"], estimate_messages_tokens(&compacted));

@@ -58,7 +58,7 @@ fn an_unreachable_summarizer_aborts_and_keeps_the_context() {
 }
 
 #[test]
-fn a_failing_summarizer_gets_a_fallback_summary_and_a_growing_cool_down() {
+fn a_failing_summarizer_gets_a_fallback_summary_and_a_cool_down() {
     let transcripts = Arc::new(Mutex::new(Vec::new()));
     let mut engine = with_summarizer(Box::new(Recording {
         transcripts: transcripts.clone(),
@@ -80,11 +80,77 @@ fn a_failing_summarizer_gets_a_fallback_summary_and_a_growing_cool_down() {
     assert_eq!(transcripts.lock().unwrap().len(), 1);
     assert!(report(&mut engine).reason.unwrap().contains("cooling down"));
 
-    // Once the cool-down is over it is asked again; another failure waits longer.
+    // Once the cool-down is over it is asked again; a failure (it answered) waits 60 s again.
     engine.expire_cooldown_for_test();
     compress(&mut engine, long_conversation(20, 400));
     assert_eq!(transcripts.lock().unwrap().len(), 2);
-    assert_eq!(engine.get_status()["cooldown_remaining_s"], 300);
+    assert_eq!(engine.get_status()["cooldown_remaining_s"], 60);
+}
+
+#[test]
+fn a_timeout_aborts_and_repeated_timeouts_cool_down_60_300_900() {
+    let transcripts = Arc::new(Mutex::new(Vec::new()));
+    let mut engine = with_summarizer(Box::new(Recording {
+        transcripts: transcripts.clone(),
+        answer: Err(SummaryError::TimedOut("timed out after 1 s".to_owned())),
+    }));
+    let mut cooldowns = Vec::new();
+    for attempt in 1..=3 {
+        let messages = long_conversation(20, 400);
+        let error = engine
+            .compress(messages.clone(), &CompressRequest::default())
+            .unwrap_err();
+        assert_eq!(error.kind, ErrorKind::UNAVAILABLE, "attempt {attempt}");
+        let aborted = report(&mut engine);
+        assert_eq!(aborted.outcome, Outcome::Aborted);
+        assert_eq!(aborted.written_by, None);
+        cooldowns.push(engine.get_status()["cooldown_remaining_s"].clone());
+
+        // While cooling down, the summarizer is not asked: the fallback summary is used.
+        let compacted = compress(&mut engine, messages);
+        assert!(summary_of(&compacted).contains("FALLBACK"));
+        let fallback = report(&mut engine);
+        assert_eq!(fallback.outcome, Outcome::Fallback);
+        assert_eq!(fallback.written_by.as_deref(), Some("extractive"));
+        assert!(
+            fallback.reason.unwrap().contains("timed out after 1 s"),
+            "attempt {attempt}"
+        );
+        assert_eq!(transcripts.lock().unwrap().len(), attempt);
+        engine.expire_cooldown_for_test();
+    }
+    assert_eq!(cooldowns, vec![json!(60), json!(300), json!(900)]);
+}
+
+/// A summarizer that answers with a template summary and says who wrote it.
+struct Noting;
+
+impl Summarizer for Noting {
+    fn summarize(&mut self, _: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+        Ok("## Goal\n- fix the build".to_owned())
+    }
+
+    fn name(&self) -> &str {
+        "model:tiny"
+    }
+
+    fn take_note(&mut self) -> Option<crate::summary::SummaryNote> {
+        Some(crate::summary::SummaryNote {
+            written_by: "model:tiny".to_owned(),
+            facts_added: 7,
+        })
+    }
+}
+
+#[test]
+fn the_report_says_who_wrote_the_summary() {
+    let mut engine = with_summarizer(Box::new(Noting));
+    compress(&mut engine, long_conversation(20, 400));
+    let report = report(&mut engine);
+    assert_eq!(report.outcome, Outcome::Compacted);
+    assert_eq!(report.summarizer, "model:tiny");
+    assert_eq!(report.written_by.as_deref(), Some("model:tiny"));
+    assert_eq!(report.facts_added, 7);
 }
 
 #[test]

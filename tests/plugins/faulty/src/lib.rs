@@ -15,7 +15,8 @@
 //!   messages, moving the cut back so that no tool group is split.
 //!
 //! It logs `faulty engine created` (info) in `new` and a warning in `compress`, to test log
-//! forwarding, and offers one tool, `faulty_echo`, which answers its arguments.
+//! forwarding, and offers two tools: `faulty_echo`, which answers its arguments, and
+//! `faulty_host_services`, which asks the host for a summary and token counts of the messages.
 //!
 //! Not for anything but tests; it is not staged as a plugin (the tests write plugin folders in
 //! temporary directories).
@@ -63,11 +64,35 @@ const KEEP_LAST: usize = 4;
 /// The misbehaving engine.
 pub struct Faulty {
     counters: Counters,
+    host: Host,
     panic_in: Option<String>,
     invalid_output: Option<String>,
 }
 
 impl Faulty {
+    /// Uses the host's services the way a real plugin would: a summary and token counts.
+    fn ask_host(&self, messages: &[Message]) -> Value {
+        let texts: Vec<String> = messages.iter().map(|m| m.text().into_owned()).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let request = ctxhost_engine_abi::SummarizeRequest {
+            messages,
+            previous_summary: None,
+            focus_topic: None,
+            target_tokens: 2_000,
+            input_tokens: u64::MAX,
+        };
+        match (self.host.count_tokens(&texts), self.host.summarize(&request)) {
+            (Ok(tokens), Ok(summary)) => json!({
+                "tokens": tokens,
+                "summary": summary.summary,
+                "summarizer": summary.summarizer,
+            }),
+            (tokens, summary) => json!({
+                "error": format!("count_tokens: {:?}; summarize: {:?}", tokens.err(), summary.err()),
+            }),
+        }
+    }
+
     fn panic_if_told(&self, method: &str) {
         if self.panic_in.as_deref() == Some(method) {
             panic!("faulty engine: told to panic in `{method}`");
@@ -133,7 +158,7 @@ fn read_choice(config: &Value, key: &str, allowed: &[&str]) -> Result<Option<Str
 impl Engine for Faulty {
     const NAME: &'static str = "faulty";
 
-    fn new(config: &Value, _host: Host) -> Result<Self, EngineError> {
+    fn new(config: &Value, host: Host) -> Result<Self, EngineError> {
         if !(config.is_null() || config.is_object()) {
             return Err(EngineError::config(format!(
                 "faulty: expected a mapping, got {config}"
@@ -147,6 +172,7 @@ impl Engine for Faulty {
         }
         let engine = Self {
             counters: Counters::default(),
+            host,
             panic_in: read_choice(config, "panic_in", &METHODS)?,
             invalid_output: read_choice(config, "invalid_output", &INVALID_OUTPUTS)?,
         };
@@ -229,17 +255,25 @@ impl Engine for Faulty {
 
     fn get_tool_schemas(&self) -> Vec<Value> {
         self.panic_if_told("get_tool_schemas");
-        vec![json!({
-            "name": "faulty_echo",
-            "description": "Answers its arguments unchanged.",
-            "parameters": { "type": "object", "additionalProperties": true },
-        })]
+        vec![
+            json!({
+                "name": "faulty_echo",
+                "description": "Answers its arguments unchanged.",
+                "parameters": { "type": "object", "additionalProperties": true },
+            }),
+            json!({
+                "name": "faulty_host_services",
+                "description": "Asks the host to summarise the messages and count their tokens.",
+                "parameters": { "type": "object", "properties": {} },
+            }),
+        ]
     }
 
-    fn handle_tool_call(&mut self, name: &str, arguments: &Value, _messages: Option<&[Message]>) -> Value {
+    fn handle_tool_call(&mut self, name: &str, arguments: &Value, messages: Option<&[Message]>) -> Value {
         self.panic_if_told("handle_tool_call");
         match name {
             "faulty_echo" => arguments.clone(),
+            "faulty_host_services" => self.ask_host(messages.unwrap_or_default()),
             _ => json!({ "error": format!("Unknown context engine tool: {name}") }),
         }
     }
