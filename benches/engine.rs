@@ -56,9 +56,12 @@ fn static_engine() -> EngineHandle {
 
 fn library_engine() -> EngineHandle {
     let library = open_engine_library(&compressor_library()).unwrap();
-    let object = (library.module.new_engine())("".into(), host_services_for("compressor", &ServiceContext::without_model()))
-        .into_result()
-        .unwrap();
+    let object = (library.module.new_engine())(
+        "".into(),
+        host_services_for("compressor", &ServiceContext::without_model()),
+    )
+    .into_result()
+    .unwrap();
     let origin = EngineOrigin::Plugin {
         dir: PathBuf::new(),
         library: compressor_library(),

@@ -254,12 +254,10 @@ fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> R
             ));
         }
     }
-    raw.auxiliary.compression.validate().map_err(|problem| {
-        invalid(
-            &format!("auxiliary.compression.{}", problem.key),
-            problem.reason,
-        )
-    })?;
+    raw.auxiliary
+        .compression
+        .validate()
+        .map_err(|problem| invalid(&format!("auxiliary.compression.{}", problem.key), problem.reason))?;
     raw.compression
         .validate()
         .map_err(|problem| invalid(&format!("compression.{}", problem.key), problem.reason.clone()))

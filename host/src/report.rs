@@ -187,7 +187,12 @@ fn describe_compaction(compaction: &CompactionRecord) -> String {
 /// A few words from the engine's own account of a compaction.
 fn summarise_details(details: &Value) -> Option<String> {
     let mut parts = Vec::new();
-    let text = |key: &str| details.get(key).and_then(Value::as_str).filter(|value| !value.is_empty());
+    let text = |key: &str| {
+        details
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|value| !value.is_empty())
+    };
     for key in ["outcome", "summarizer"] {
         if let Some(value) = text(key) {
             parts.push(format!("{key} {value}"));
@@ -197,7 +202,11 @@ fn summarise_details(details: &Value) -> Option<String> {
     if let Some(written_by) = text("written_by").filter(|by| Some(*by) != text("summarizer")) {
         parts.push(format!("written by {written_by}"));
     }
-    if let Some(facts) = details.get("facts_added").and_then(Value::as_u64).filter(|n| *n > 0) {
+    if let Some(facts) = details
+        .get("facts_added")
+        .and_then(Value::as_u64)
+        .filter(|n| *n > 0)
+    {
         parts.push(format!("grounding added {facts} facts"));
     }
     if let Some(reason) = text("reason") {

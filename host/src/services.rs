@@ -10,7 +10,10 @@
 //!   "previous_summary"?, "focus_topic"?, "target_tokens"?, "input_tokens"?}` (see
 //!   [`crate::summarize`]). Errors: `UNAVAILABLE` when the model cannot be reached (abort; the
 //!   message starts with `timed out` for a timeout), `OTHER` when it answered uselessly (fall
-//!   back), `INVALID_INPUT` for a malformed request. No message ever holds the API key.
+//!   back), `INVALID_INPUT` for a malformed request. No message ever holds the API key;
+//! - `count_tokens` → `{"counter", "tokens": [n…], "total"}` from
+//!   `{"texts"?: [str…], "messages"?: […]}`, counted with `context.tokenizer` (see
+//!   [`crate::tokens::count_tokens_service`]).
 //!
 //! What the services need from the settings is built once, as a [`ServiceContext`] every engine's
 //! services share.
@@ -24,39 +27,61 @@ use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{RArc, RResult, RStr, RString},
 };
+use ctxhost_compressor::summary::{SERVICE_INFO, SERVICE_SUMMARIZE};
 use ctxhost_engine_abi::{
     ffi::{HostBox, HostServices, HostServices_TO, LogLevel},
     EngineError,
 };
-use ctxhost_compressor::summary::{SERVICE_INFO, SERVICE_SUMMARIZE};
 use serde_json::json;
 use tracing::level_filters::LevelFilter;
 
 use crate::{
     config::{Settings, SummarizerSettings},
     summarize::{CallError, SummarizeRequest, Summarizer},
+    tokens::{count_tokens_service, TokenCounter},
 };
 
+/// Host service: token counts with the host's counter (what `Host::count_tokens` asks).
+pub const SERVICE_COUNT_TOKENS: &str = "count_tokens";
+
+
 /// The service names this host answers.
-pub const SERVICES: &[&str] = &["services", "log.max_level", SERVICE_INFO, SERVICE_SUMMARIZE];
+pub const SERVICES: &[&str] = &[
+    "services",
+    "log.max_level",
+    SERVICE_INFO,
+    SERVICE_SUMMARIZE,
+    SERVICE_COUNT_TOKENS,
+];
 
 /// What the services need from the settings, built once and shared by every engine's services.
 #[derive(Debug, Default)]
 pub struct ServiceContext {
     summarizer: Summarizer,
+    token_counter: TokenCounter,
 }
 
 impl ServiceContext {
     /// The context for `settings`; the summarizer's key is read from the environment when the
     /// file names a variable instead of a key.
     pub fn from_settings(settings: &Settings) -> Arc<Self> {
-        Self::with_summarizer(&settings.summarizer, |name| std::env::var(name).ok())
+        Arc::new(Self {
+            summarizer: Summarizer::new(
+                &settings.summarizer,
+                settings
+                    .summarizer
+                    .resolve_api_key(|name| std::env::var(name).ok()),
+            ),
+            token_counter: TokenCounter::new(settings.tokenizer),
+        })
     }
 
-    /// The context with the summarizer of `settings`, its key looked up with `env` when needed.
+    /// The context with the summarizer of `settings` (its key looked up with `env` when needed)
+    /// and the rough token counter.
     pub fn with_summarizer(settings: &SummarizerSettings, env: impl Fn(&str) -> Option<String>) -> Arc<Self> {
         Arc::new(Self {
             summarizer: Summarizer::new(settings, settings.resolve_api_key(env)),
+            token_counter: TokenCounter::default(),
         })
     }
 
@@ -118,6 +143,20 @@ impl EngineServices {
             "services" => json!(SERVICES),
             "log.max_level" => json!(max_level_name()),
             SERVICE_INFO => self.context.summarizer.info(),
+            SERVICE_COUNT_TOKENS => {
+                let request = match serde_json::from_str(request) {
+                    Ok(request) => request,
+                    Err(error) => {
+                        return RResult::RErr(EngineError::invalid_input(format!(
+                            "`{service}`: malformed request: {error}"
+                        )))
+                    }
+                };
+                match count_tokens_service(&self.context.token_counter, &request) {
+                    Ok(answer) => answer,
+                    Err(error) => return RResult::RErr(error),
+                }
+            }
             SERVICE_SUMMARIZE => match self.summarize(request) {
                 Ok(answer) => answer,
                 Err(error) => return RResult::RErr(error),

@@ -192,7 +192,7 @@ fn for_each_counted_text(message: &Message, mut visit: impl FnMut(&str)) -> u64 
     images
 }
 
-/// The `tokens.count` host service: counts `{"texts": [str…]}` and/or `{"messages": [OpenAI
+/// The `count_tokens` host service: counts `{"texts": [str…]}` and/or `{"messages": [OpenAI
 /// messages]}` with `counter`, answering `{"counter": name, "tokens": [n…], "total": n}`.
 ///
 /// - `tokens` holds one count per text, then one per message, each in the order given;
@@ -201,35 +201,35 @@ fn for_each_counted_text(message: &Message, mut visit: impl FnMut(&str)) -> u64 
 pub fn count_tokens_service(counter: &TokenCounter, request: &Value) -> Result<Value, EngineError> {
     let fields = request.as_object().ok_or_else(|| {
         EngineError::invalid_input(
-            "tokens.count: the request must be an object with `texts` and/or `messages`",
+            "count_tokens: the request must be an object with `texts` and/or `messages`",
         )
     })?;
     let texts = fields.get("texts");
     let messages = fields.get("messages");
     if texts.is_none() && messages.is_none() {
         return Err(EngineError::invalid_input(
-            "tokens.count: the request has neither `texts` nor `messages`",
+            "count_tokens: the request has neither `texts` nor `messages`",
         ));
     }
     let mut tokens = Vec::new();
     if let Some(texts) = texts {
         let texts = texts
             .as_array()
-            .ok_or_else(|| EngineError::invalid_input("tokens.count: `texts` must be an array of strings"))?;
+            .ok_or_else(|| EngineError::invalid_input("count_tokens: `texts` must be an array of strings"))?;
         for (index, text) in texts.iter().enumerate() {
             let text = text.as_str().ok_or_else(|| {
-                EngineError::invalid_input(format!("tokens.count: `texts[{index}]` is not a string"))
+                EngineError::invalid_input(format!("count_tokens: `texts[{index}]` is not a string"))
             })?;
             tokens.push(counter.count_text(text));
         }
     }
     if let Some(messages) = messages {
         let messages = messages.as_array().ok_or_else(|| {
-            EngineError::invalid_input("tokens.count: `messages` must be an array of messages")
+            EngineError::invalid_input("count_tokens: `messages` must be an array of messages")
         })?;
         for (index, message) in messages.iter().enumerate() {
             let message = Message::deserialize(message).map_err(|error| {
-                EngineError::invalid_input(format!("tokens.count: `messages[{index}]`: {error}"))
+                EngineError::invalid_input(format!("count_tokens: `messages[{index}]`: {error}"))
             })?;
             tokens.push(counter.count_message(&message));
         }

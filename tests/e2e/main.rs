@@ -6,5 +6,5 @@
 //! Built only with the `e2e` feature: `cargo test -p ctxhost --features e2e --test e2e`. When the
 //! server cannot be installed or started, the tests fail and say why; they never pass without it.
 
-mod support;
 mod summarizer;
+mod support;

@@ -10,6 +10,19 @@ use std::{
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
+/// `auxiliary.compression` lines that keep SmolLM2-135M's answer in the template: a 135M model
+/// left alone writes anything (a Python comment block, a list of headings) and whether it writes
+/// a heading changes with every prompt. llama.cpp's server takes a GBNF `grammar`, so the answer
+/// is held to `## Goal` and `## Next Steps`, each with a bullet the model writes; a user with a
+/// small local model can do the same.
+pub const IN_TEMPLATE: &str = r###"    max_tokens: 200
+    extra:
+      temperature: 0
+      grammar: |
+        root ::= "## Goal\n" item "\n## Next Steps\n" item
+        item ::= "- " [^\n#]+ "\n"
+"###;
+
 /// The model the server serves (its file is `SmolLM2-135M-Instruct.Q4_1.gguf`).
 pub const MODEL: &str = "SmolLM2-135M-Instruct";
 
@@ -77,7 +90,10 @@ impl ModelServer {
             String::from_utf8_lossy(&output.stderr)
         );
         let base_url = stdout.lines().last().unwrap_or_default().trim().to_owned();
-        assert!(base_url.starts_with("http://127.0.0.1:"), "unexpected output: {stdout}");
+        assert!(
+            base_url.starts_with("http://127.0.0.1:"),
+            "unexpected output: {stdout}"
+        );
         Self { state, base_url }
     }
 
@@ -123,10 +139,7 @@ pub struct Run {
 impl Run {
     /// The engine's account of each compaction (`details`).
     pub fn compactions(&self) -> Vec<Value> {
-        self.report["compactions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+        self.report["compactions"].as_array().cloned().unwrap_or_default()
     }
 
     /// The text of the summary message in the final context.

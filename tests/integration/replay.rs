@@ -132,3 +132,35 @@ fn the_bundled_example_config_selects_the_masking_plugin() {
     let config = fs::read_to_string(example("config.yaml")).unwrap();
     assert!(config.contains("engine: masking"), "{config}");
 }
+
+#[test]
+fn the_extractive_summarizer_keeps_at_least_80_percent_of_the_facts_of_every_bundled_example() {
+    let examples = fs::read_dir(example("transcripts")).unwrap();
+    let tree = PluginDir::new();
+    let mut checked = 0;
+    for transcript in examples {
+        let path = transcript.unwrap().path();
+        // Default budgets: no config at all; the window is the one each example records.
+        let output = tree.run(&["run", path.to_str().unwrap(), "--json"]);
+        let (stdout, stderr) = texts(&output);
+        assert!(output.status.success(), "{}: {stderr}", path.display());
+        let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let compactions = report["compactions"].as_array().unwrap();
+        assert!(
+            !compactions.is_empty(),
+            "{}: the example should compact at its window",
+            path.display()
+        );
+        for compaction in compactions {
+            let share = compaction["retention"]["share"].as_f64().unwrap();
+            assert!(
+                share >= 0.8,
+                "{}: kept {share:.2} of the facts: {}",
+                path.display(),
+                compaction["retention"]
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 1);
+}

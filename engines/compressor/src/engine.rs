@@ -174,9 +174,9 @@ impl Engine for Compressor {
             Outcome::Compacted | Outcome::Fallback => {
                 match &compaction.failure {
                     Some(failure) => {
-                        let pause = self
-                            .cooldown
-                            .on_failure(Instant::now(), failure.reason(), FailureKind::Failed);
+                        let pause =
+                            self.cooldown
+                                .on_failure(Instant::now(), failure.reason(), FailureKind::Failed);
                         tracing::warn!(
                             "compressor: {failure}; used the fallback summary, next try in {} s",
                             pause.as_secs()

@@ -8,12 +8,15 @@
 //!    to the newest copy, long tool-call arguments are shortened (still valid JSON).
 //! 2. Boundaries: a protected head and a token-budgeted tail that never
 //!    splits a tool group and always holds the last user message.
-//! 3. [`summary`]: the middle is summarised into a fixed template by a [`Summarizer`]; the
-//!    built-in [`ExtractiveSummarizer`] needs no model and is the default and the fallback.
+//! 3. [`summary`]: the middle is summarised into a fixed template by a [`Summarizer`]: the host's
+//!    model through its `summarize` service ([`HostSummarizer`]) when the host says one is
+//!    configured, else the built-in [`ExtractiveSummarizer`], which needs no model and is also the
+//!    fallback.
 //! 4. Assembly: head, the summary (marked `[CONTEXT COMPACTION]`), tail, with tool pairs repaired.
 //!
-//! It is not a tokenizer, a model client or a plugin: real token counts come from the host, the
-//! LLM summarizer plugs in behind [`Summarizer`], and the host links this crate directly.
+//! It is not a tokenizer, a model client or a plugin: real token counts come from the host, so
+//! does a model's summary (the host holds the endpoint, the key and the grounding), and the host
+//! links this crate directly.
 //!
 //! # Example
 //!
@@ -57,6 +60,6 @@ pub use config::{Budgets, CompressorConfig, ConfigProblem};
 pub use engine::{Compressor, EXT_BUDGETS, EXT_LAST_COMPACTION, EXT_RESUME_AUTO_COMPACTION};
 pub use report::{CompactionReport, Outcome};
 pub use summary::{
-    check_summary, ExtractiveSummarizer, Summarizer, SummaryError, SummaryRequest, SUMMARY_END,
-    SUMMARY_MARKER,
+    check_summary, ExtractiveSummarizer, HostSummarizer, Summarizer, SummaryError, SummaryNote,
+    SummaryRequest, SUMMARY_END, SUMMARY_MARKER,
 };

@@ -215,9 +215,7 @@ mod tests {
         cooldown.on_success();
         assert!(!cooldown.is_active(now));
         assert_eq!(
-            cooldown
-                .on_failure(now, "again", FailureKind::Timeout)
-                .as_secs(),
+            cooldown.on_failure(now, "again", FailureKind::Timeout).as_secs(),
             60
         );
     }

@@ -47,7 +47,9 @@ pub struct SummarizerSettings {
     pub timeout: f64,
     /// A cap on the answer's tokens (`max_tokens` of the request).
     pub max_tokens: Option<u64>,
-    /// Merged into the request body, for provider parameters (`stop`, `temperature`, …).
+    /// Merged into the request body, for provider parameters (`stop`, `temperature`, a
+    /// llama.cpp `grammar`…); its keys win over the host's (`max_tokens`), except `model`,
+    /// `messages` and `stream`, which it cannot set.
     pub extra: Map<String, Value>,
 }
 
@@ -111,7 +113,10 @@ impl SummarizerSettings {
                 format!("must start with http:// or https://, got `{base_url}`"),
             );
         }
-        if let Some(reserved) = RESERVED_BODY_KEYS.iter().find(|key| self.extra.contains_key(**key)) {
+        if let Some(reserved) = RESERVED_BODY_KEYS
+            .iter()
+            .find(|key| self.extra.contains_key(**key))
+        {
             return problem(
                 &format!("extra.{reserved}"),
                 "is written by the host and cannot be set here".into(),
@@ -302,7 +307,10 @@ mod tests {
     #[test]
     fn scrubbing_replaces_every_occurrence_of_the_key() {
         let key = ApiKey::new("abc123");
-        assert_eq!(key.scrub("bad key abc123 (abc123)"), "bad key [redacted] ([redacted])");
+        assert_eq!(
+            key.scrub("bad key abc123 (abc123)"),
+            "bad key [redacted] ([redacted])"
+        );
         assert_eq!(ApiKey::default().scrub("text"), "text");
     }
 }

@@ -1,19 +1,81 @@
-//! Reading conversation transcripts into OpenAI-format messages.
+//! Reading conversation transcripts into OpenAI-format messages, as a stream.
 //!
-//! One file per format. The format is detected from the content and can be forced. Every error
-//! names the file and the line (and column, where the parser knows it).
+//! One file per format. The format is detected from the start of the file ([`detect_format`]) or
+//! forced. [`open_transcript`] gives a [`TranscriptStream`]: what the transcript says about its
+//! session, up front where the format records it before the messages, and then the messages one
+//! at a time, so that a multi-gigabyte transcript is never held in memory, let alone twice.
+//! [`read_transcript`] collects the stream.
+//!
+//! Every reader:
+//! - reports a record that is not what the format says as one error naming the file, the line,
+//!   the column and the byte offset;
+//! - keeps the fields a message carries that OpenAI's format has no place for in
+//!   [`Message::extra`], in their order, and the session's own fields in [`TranscriptMeta::extra`];
+//! - leaves out records that are not part of what the model was sent (UI events, subagents'
+//!   records, file snapshots…) and counts them in [`TranscriptMeta::skipped`];
+//! - passes a transcript that is broken by itself (a tool call never answered, a result without
+//!   its call) through as it is, and lists its problems in [`TranscriptMeta::sequence_problems`]
+//!   and [`TranscriptMeta::warnings`] once the stream is exhausted, so that the host can tell an
+//!   engine's mistakes from the input's own.
+//!
+//! Decisions per format (the details are in each reader's file):
+//! - **OpenAI messages**: a JSON array, `{"messages": […]}` whose other keys go to the meta
+//!   (`model`, `context_length`, `id`/`session_id` are understood), or JSONL with one message a
+//!   line. Hermes's per-session transcripts are the last, with a first `session_meta` line that
+//!   goes to the meta.
+//! - **Hermes session export**: one session a line. The first session is read unless
+//!   [`ReadOptions::session`] names another (the first whose id starts with it); when the file
+//!   holds more, a warning says how many and which was read. The session's `system_prompt`
+//!   becomes the system message when its messages have none.
+//! - **Claude Code**: `tool_use` blocks become `tool_calls`, `tool_result` blocks `tool` messages,
+//!   `thinking` blocks go to the message's `"thinking"` key, records of one API message (same
+//!   `message.id`) become one assistant message, whose `"usage"` key holds the usage in the
+//!   runner's field names. Sidechain records are a subagent's conversation, not the main one:
+//!   left out and counted. `summary` records are the titles Claude Code shows in its resume list,
+//!   never sent to the model: left out, their text kept in the meta.
+//! - **Codex rollout**: `function_call`s of one response become one assistant message's
+//!   `tool_calls`, `function_call_output`s `tool` messages, `reasoning` goes to the next assistant
+//!   message's `"reasoning"` key, a `token_count` event becomes the `"usage"` of the assistant
+//!   message of the response it closes.
+//! - **SWE-agent trajectory**: the `history` list, with `tool_call_ids` mapped to `tool_call_id`;
+//!   `trajectory` repeats it step by step and is skipped without being held.
+//! - **Earlier compactions** (Claude Code's `isCompactSummary` record, Codex's `compacted`): the
+//!   host replays the original conversation so that the engine under test does the compacting; a
+//!   compaction the recording agent made is the output of *its* engine, not input. Its summary is
+//!   left out of the messages and listed in [`TranscriptMeta::compactions`] with where it
+//!   happened. The files keep the messages from before the compaction, so nothing is lost; a file
+//!   that starts with such a summary (a session continued from another file) is read with a
+//!   warning that what came before is elsewhere.
 
 use std::{
-    fmt, fs,
+    collections::{BTreeMap, VecDeque},
+    fmt,
+    fs::File,
+    io::BufReader,
+    iter::FusedIterator,
     path::{Path, PathBuf},
 };
 
-use ctxhost_engine_abi::Message;
+use ctxhost_engine_abi::{Content, Message, Role};
+use ctxhost_engine_kit::sequence::SequenceProblem;
+use serde_json::{Map, Value};
 
+mod claude_code;
+mod codex;
+mod cursor;
+mod detect;
+mod hermes;
+mod lines;
 mod openai;
+mod sequence;
+mod swe_agent;
+
+pub use detect::{detect_format, DETECTION_PREFIX_BYTES};
+
+use sequence::SequenceChecker;
 
 /// A transcript format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
 pub enum Format {
     /// A JSON array of OpenAI messages.
     OpenaiArray,
@@ -21,6 +83,14 @@ pub enum Format {
     OpenaiObject,
     /// One OpenAI message per line.
     OpenaiJsonl,
+    /// Hermes Agent's session export: one session a line, each with its `messages`.
+    Hermes,
+    /// Claude Code's session log (`~/.claude/projects/…/<session>.jsonl`).
+    ClaudeCode,
+    /// Codex CLI's rollout (`~/.codex/sessions/…/rollout-….jsonl`).
+    Codex,
+    /// A SWE-agent trajectory (`.traj`): a JSON object with a `history` list.
+    SweAgent,
 }
 
 impl fmt::Display for Format {
@@ -29,8 +99,22 @@ impl fmt::Display for Format {
             Self::OpenaiArray => "OpenAI messages (JSON array)",
             Self::OpenaiObject => "OpenAI messages (JSON object)",
             Self::OpenaiJsonl => "OpenAI messages (JSONL)",
+            Self::Hermes => "Hermes session export (JSONL)",
+            Self::ClaudeCode => "Claude Code session (JSONL)",
+            Self::Codex => "Codex rollout (JSONL)",
+            Self::SweAgent => "SWE-agent trajectory",
         })
     }
+}
+
+/// How to read a transcript.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The format; detected from the content when `None`.
+    pub format: Option<Format>,
+    /// For a file holding several sessions (Hermes exports): the session to read, the first whose
+    /// id starts with this. `None` reads the first session.
+    pub session: Option<String>,
 }
 
 /// What a transcript says about its session besides the messages.
@@ -38,10 +122,47 @@ impl fmt::Display for Format {
 pub struct TranscriptMeta {
     /// The model, when recorded.
     pub model: Option<String>,
-    /// The window, when recorded (Hermes's fixtures carry it).
+    /// The window, when recorded (Hermes's fixtures carry it, Codex's token counts too).
     pub context_length: Option<u64>,
     /// The session's id, when recorded.
     pub session_id: Option<String>,
+    /// What is odd about the transcript, one line each: the input's own sequence problems, a
+    /// session chosen among several, branches read in file order…
+    pub warnings: Vec<String>,
+    /// The transcript's own sequence problems (complete once the stream is exhausted): the host
+    /// holds an engine responsible only for problems the input did not have.
+    pub sequence_problems: Vec<SequenceProblem>,
+    /// Records left out because they are not part of what the model was sent, by kind.
+    pub skipped: BTreeMap<String, u64>,
+    /// Compactions the recording agent made, whose summaries are left out of the messages.
+    pub compactions: Vec<RecordedCompaction>,
+    /// The session's other fields, as recorded (a Hermes session's token counters, Codex's
+    /// `session_meta`, a SWE-agent trajectory's `info`…).
+    pub extra: Map<String, Value>,
+}
+
+impl TranscriptMeta {
+    /// Counts one record of `kind` left out.
+    pub(crate) fn skip(&mut self, kind: impl Into<String>) {
+        *self.skipped.entry(kind.into()).or_default() += 1;
+    }
+
+    /// Adds a warning, and logs it.
+    pub(crate) fn warn(&mut self, path: &Path, warning: String) {
+        tracing::warn!("{}: {warning}", path.display());
+        self.warnings.push(warning);
+    }
+}
+
+/// A compaction the agent that recorded the transcript made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedCompaction {
+    /// The line of the record holding its summary.
+    pub line: usize,
+    /// How many messages of the stream come before it.
+    pub messages_before: usize,
+    /// The summary the agent's engine wrote, which the model saw in place of what came before.
+    pub summary: String,
 }
 
 /// A transcript read into messages.
@@ -69,14 +190,21 @@ pub enum TranscriptError {
         source: std::io::Error,
     },
     /// A record that is not what the format says.
-    #[error("{}:{line}{}: {message}", path.display(), column.map(|c| format!(":{c}")).unwrap_or_default())]
+    #[error(
+        "{}:{line}{}: {message}{}",
+        path.display(),
+        column.map(|c| format!(":{c}")).unwrap_or_default(),
+        offset.map(|o| format!(" (byte {o})")).unwrap_or_default()
+    )]
     Malformed {
         /// The file.
         path: PathBuf,
         /// 1-based line.
         line: usize,
-        /// 1-based column, when known.
+        /// 1-based column (in bytes), when known.
         column: Option<usize>,
+        /// 0-based byte offset in the file, when known.
+        offset: Option<u64>,
         /// What is wrong.
         message: String,
     },
@@ -88,62 +216,262 @@ pub enum TranscriptError {
         /// What was seen.
         reason: String,
     },
+    /// The session asked for is not in the file.
+    #[error("{}: no session whose id starts with `{wanted}` (the file holds {})", path.display(), list_ids(seen))]
+    NoSuchSession {
+        /// The file.
+        path: PathBuf,
+        /// What was asked for.
+        wanted: String,
+        /// The ids of the sessions the file holds (at most the first 20).
+        seen: Vec<String>,
+    },
+}
+
+fn list_ids(ids: &[String]) -> String {
+    if ids.is_empty() {
+        return "no session".to_owned();
+    }
+    let quoted: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
+    quoted.join(", ")
 }
 
 impl TranscriptError {
-    pub(crate) fn malformed(
-        path: &Path,
-        line: usize,
-        column: Option<usize>,
-        message: impl Into<String>,
-    ) -> Self {
-        Self::Malformed {
+    pub(crate) fn read(path: &Path, source: std::io::Error) -> Self {
+        Self::Read {
             path: path.to_owned(),
-            line,
-            column,
-            message: message.into(),
+            source,
         }
-    }
-
-    pub(crate) fn from_json(path: &Path, line_offset: usize, error: &serde_json::Error) -> Self {
-        let message = error.to_string();
-        let message = message
-            .rfind(" at line ")
-            .map_or(message.clone(), |at| message[..at].to_owned());
-        let column = (error.column() > 0).then_some(error.column());
-        Self::malformed(path, line_offset + error.line().max(1), column, message)
     }
 }
 
-/// Reads the transcript at `path`, detecting its format unless `format` forces one.
-pub fn read_transcript(path: &Path, format: Option<Format>) -> Result<Transcript, TranscriptError> {
-    let text = fs::read_to_string(path).map_err(|source| TranscriptError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let format = match format {
+/// Opens the transcript at `path` as a stream, detecting its format unless `format` forces one.
+pub fn open_transcript(path: &Path, format: Option<Format>) -> Result<TranscriptStream, TranscriptError> {
+    open_transcript_with(
+        path,
+        &ReadOptions {
+            format,
+            ..ReadOptions::default()
+        },
+    )
+}
+
+/// Opens the transcript at `path` as a stream, as `options` say.
+///
+/// Detection reads only the first [`DETECTION_PREFIX_BYTES`] bytes. The stream is primed: it reads
+/// ahead until its first assistant message (at most [`PRIME_MESSAGES`] messages), so that what the
+/// format records before or around the first model call — model, window, session id — is in
+/// [`TranscriptStream::meta`] before the first message is taken. A malformed record in that
+/// stretch fails here.
+pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<TranscriptStream, TranscriptError> {
+    let format = match options.format {
         Some(format) => format,
-        None => detect_format(path, &text)?,
+        None => detect::detect_file(path)?,
     };
-    let (messages, meta) = openai::read(path, &text, format)?;
-    Ok(Transcript {
+    let file = File::open(path).map_err(|source| TranscriptError::read(path, source))?;
+    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
+    let source: Box<dyn Source> = match format {
+        Format::OpenaiArray => Box::new(openai::ArrayReader::new(path, reader)),
+        Format::OpenaiObject => Box::new(openai::ObjectReader::new(path, reader)),
+        Format::OpenaiJsonl => Box::new(openai::JsonlReader::new(path, reader)),
+        Format::Hermes => Box::new(hermes::HermesReader::new(path, reader, options.session.clone())),
+        Format::ClaudeCode => Box::new(claude_code::ClaudeCodeReader::new(path, reader)),
+        Format::Codex => Box::new(codex::CodexReader::new(path, reader)),
+        Format::SweAgent => Box::new(swe_agent::SweAgentReader::new(path, reader)),
+    };
+    let mut stream = TranscriptStream {
         path: path.to_owned(),
         format,
+        meta: TranscriptMeta::default(),
+        source,
+        primed: VecDeque::new(),
+        checker: SequenceChecker::default(),
+        finished: false,
+    };
+    stream.prime()?;
+    Ok(stream)
+}
+
+/// Reads the whole transcript at `path`, detecting its format unless `format` forces one.
+pub fn read_transcript(path: &Path, format: Option<Format>) -> Result<Transcript, TranscriptError> {
+    read_transcript_with(
+        path,
+        &ReadOptions {
+            format,
+            ..ReadOptions::default()
+        },
+    )
+}
+
+/// Reads the whole transcript at `path`, as `options` say.
+pub fn read_transcript_with(path: &Path, options: &ReadOptions) -> Result<Transcript, TranscriptError> {
+    let mut stream = open_transcript_with(path, options)?;
+    let messages = stream.by_ref().collect::<Result<Vec<_>, _>>()?;
+    Ok(Transcript {
+        path: stream.path,
+        format: stream.format,
         messages,
-        meta,
+        meta: stream.meta,
     })
 }
 
-/// Tells the format from the content.
-pub fn detect_format(path: &Path, text: &str) -> Result<Format, TranscriptError> {
-    let unrecognised = |reason: &str| TranscriptError::Unrecognised {
-        path: path.to_owned(),
-        reason: reason.to_owned(),
-    };
-    match text.trim_start().chars().next() {
-        None => Err(unrecognised("the file is empty")),
-        Some('[') => Ok(Format::OpenaiArray),
-        Some('{') => Ok(openai::detect_object_or_lines(text)),
-        Some(_) => Err(unrecognised("it starts with neither `[` nor `{`")),
+/// How many messages priming reads ahead at most, looking for the first assistant message.
+pub const PRIME_MESSAGES: usize = 256;
+
+const READ_BUFFER_BYTES: usize = 256 * 1024;
+
+/// One format's reader: the next message, with what it learns along the way put in the meta.
+trait Source: Send {
+    /// The next message, or `None` at the end of the transcript.
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError>;
+}
+
+/// A transcript being read: its meta and, as an iterator, its messages.
+///
+/// The iterator stops after the first error. [`TranscriptStream::meta`] grows as the stream is
+/// read: warnings and sequence problems are complete once it has returned `None`.
+pub struct TranscriptStream {
+    path: PathBuf,
+    format: Format,
+    meta: TranscriptMeta,
+    source: Box<dyn Source>,
+    primed: VecDeque<Message>,
+    checker: SequenceChecker,
+    finished: bool,
+}
+
+impl fmt::Debug for TranscriptStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TranscriptStream")
+            .field("path", &self.path)
+            .field("format", &self.format)
+            .field("meta", &self.meta)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
     }
 }
+
+impl TranscriptStream {
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// What the transcript has said about its session so far.
+    pub fn meta(&self) -> &TranscriptMeta {
+        &self.meta
+    }
+
+    /// The meta, once the stream is no longer needed.
+    pub fn into_meta(self) -> TranscriptMeta {
+        self.meta
+    }
+
+    fn prime(&mut self) -> Result<(), TranscriptError> {
+        while self.primed.len() < PRIME_MESSAGES {
+            match self.pull()? {
+                Some(message) => {
+                    let is_assistant = message.role == Role::Assistant;
+                    self.primed.push_back(message);
+                    if is_assistant {
+                        break;
+                    }
+                }
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn pull(&mut self) -> Result<Option<Message>, TranscriptError> {
+        if self.finished {
+            return Ok(None);
+        }
+        match self.source.next_message(&mut self.meta) {
+            Ok(Some(message)) => {
+                self.checker.check(&message);
+                Ok(Some(message))
+            }
+            Ok(None) => {
+                self.finished = true;
+                self.report_sequence_problems();
+                Ok(None)
+            }
+            Err(error) => {
+                self.finished = true;
+                Err(error)
+            }
+        }
+    }
+
+    fn report_sequence_problems(&mut self) {
+        const LISTED: usize = 10;
+        let problems = std::mem::take(&mut self.checker).finish();
+        if let Some(first) = problems.first() {
+            tracing::warn!(
+                "{}: the transcript itself is not a valid sequence ({} problems, the first: {first}); it is passed through as it is",
+                self.path.display(),
+                problems.len()
+            );
+        }
+        let listed = problems.iter().take(LISTED);
+        self.meta.warnings.extend(
+            listed.map(|problem| format!("the transcript itself is not a valid sequence: {problem}")),
+        );
+        if problems.len() > LISTED {
+            self.meta.warnings.push(format!(
+                "… and {} more sequence problems",
+                problems.len() - LISTED
+            ));
+        }
+        self.meta.sequence_problems = problems;
+    }
+}
+
+impl Iterator for TranscriptStream {
+    type Item = Result<Message, TranscriptError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(message) = self.primed.pop_front() {
+            return Some(Ok(message));
+        }
+        self.pull().transpose()
+    }
+}
+
+impl FusedIterator for TranscriptStream {}
+
+/// Content from content parts: none is `null`, one text part is plain text, anything else stays
+/// a list of parts.
+pub(crate) fn content_from_parts(mut parts: Vec<Value>) -> Content {
+    if parts.is_empty() {
+        return Content::Null;
+    }
+    if let [part] = parts.as_mut_slice() {
+        // Only a bare `{"type": "text", "text": …}`: a part with more keys (citations, cache
+        // markers) stays a part, so that nothing is lost.
+        let is_bare_text = part.get("type").and_then(Value::as_str) == Some("text")
+            && part.as_object().is_some_and(|fields| fields.len() == 2);
+        if let (true, Some(Value::String(text))) = (is_bare_text, part.get_mut("text")) {
+            return Content::Text(std::mem::take(text));
+        }
+    }
+    Content::Parts(parts)
+}
+
+/// A JSON value as text: strings as they are, anything else as JSON.
+pub(crate) fn value_as_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,91 +1,205 @@
 //! OpenAI messages: a JSON array, `{"messages": […]}` with other keys, or JSONL.
+//!
+//! The object form is Hermes's evaluation fixtures' (`name`, `model`, `context_length`…): `model`,
+//! `context_length` and `id` (or `session_id`) fill the meta, every other key goes to
+//! [`TranscriptMeta::extra`], before or after the messages.
+//!
+//! Hermes's own per-session transcripts (`~/.hermes/sessions/<id>.jsonl`) are OpenAI JSONL whose
+//! first line is `{"role": "session_meta", "model", "tools", "platform", …}`: the session's
+//! details, not a message. Such a record, in any of the three shapes, goes to the meta (its model,
+//! and the record under `extra["session_meta"]`).
 
-use std::path::Path;
+use std::{io::BufRead, path::Path};
 
 use ctxhost_engine_abi::Message;
-use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::{Format, TranscriptError, TranscriptMeta};
+use super::{cursor::JsonCursor, lines::JsonLines, value_as_text, Source, TranscriptError, TranscriptMeta};
 
-/// `{"messages": […], …}`; Hermes's evaluation fixtures also carry `model` and `context_length`.
-#[derive(Deserialize)]
-struct Wrapped {
-    messages: Vec<Message>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    context_length: Option<u64>,
-    #[serde(default, alias = "session_id")]
-    id: Option<Value>,
+/// `[message, …]`.
+pub(super) struct ArrayReader<R> {
+    cursor: JsonCursor<R>,
+    state: ArrayState,
 }
 
-/// A `{` file is JSONL when its first line is a whole JSON object and more follows.
-pub(super) fn detect_object_or_lines(text: &str) -> Format {
-    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
-    let first_is_whole = lines
-        .next()
-        .is_some_and(|line| serde_json::from_str::<Value>(line).is_ok());
-    if first_is_whole
-        && (lines.next().is_some() || text.contains("\"role\"") && !text.contains("\"messages\""))
-    {
-        Format::OpenaiJsonl
-    } else {
-        Format::OpenaiObject
+enum ArrayState {
+    Start,
+    Elements { first: bool },
+    Done,
+}
+
+impl<R: BufRead> ArrayReader<R> {
+    pub(super) fn new(path: &Path, reader: R) -> Self {
+        Self {
+            cursor: JsonCursor::new(path, reader),
+            state: ArrayState::Start,
+        }
     }
 }
 
-pub(super) fn read(
-    path: &Path,
-    text: &str,
-    format: Format,
-) -> Result<(Vec<Message>, TranscriptMeta), TranscriptError> {
-    match format {
-        Format::OpenaiArray => {
-            let messages = serde_json::from_str(text).map_err(|e| TranscriptError::from_json(path, 0, &e))?;
-            Ok((messages, TranscriptMeta::default()))
+impl<R: BufRead + Send> Source for ArrayReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+        loop {
+            match &mut self.state {
+                ArrayState::Start => {
+                    self.cursor.skip_bom()?;
+                    self.cursor.begin_array("a JSON array of messages")?;
+                    self.state = ArrayState::Elements { first: true };
+                }
+                ArrayState::Elements { first } => {
+                    if self.cursor.next_element(first)? {
+                        match self.cursor.value::<Message>() {
+                            Ok(message) => return Ok(Some(message)),
+                            Err(error) => take_session_meta(self.cursor.reparse(), meta).ok_or(error)?,
+                        }
+                        continue;
+                    }
+                    self.cursor.expect_end("the array of messages")?;
+                    self.state = ArrayState::Done;
+                }
+                ArrayState::Done => return Ok(None),
+            }
         }
-        Format::OpenaiObject => {
-            let wrapped: Wrapped =
-                serde_json::from_str(text).map_err(|e| TranscriptError::from_json(path, 0, &e))?;
-            let session_id = wrapped
-                .id
-                .map(|id| id.as_str().map_or_else(|| id.to_string(), str::to_owned));
-            let meta = TranscriptMeta {
-                model: wrapped.model,
-                context_length: wrapped.context_length,
-                session_id,
-            };
-            Ok((wrapped.messages, meta))
-        }
-        Format::OpenaiJsonl => read_lines(path, text).map(|messages| (messages, TranscriptMeta::default())),
     }
 }
 
-fn read_lines(path: &Path, text: &str) -> Result<Vec<Message>, TranscriptError> {
-    let mut messages = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+/// `{"messages": […], …}`.
+pub(super) struct ObjectReader<R> {
+    cursor: JsonCursor<R>,
+    state: ObjectState,
+    seen_messages: bool,
+}
+
+enum ObjectState {
+    Start,
+    Keys { first: bool },
+    Messages { first: bool },
+    Done,
+}
+
+impl<R: BufRead> ObjectReader<R> {
+    pub(super) fn new(path: &Path, reader: R) -> Self {
+        Self {
+            cursor: JsonCursor::new(path, reader),
+            state: ObjectState::Start,
+            seen_messages: false,
         }
-        let message = serde_json::from_str(line).map_err(|e| TranscriptError::from_json(path, index, &e))?;
-        messages.push(message);
     }
-    Ok(messages)
+}
+
+impl<R: BufRead + Send> Source for ObjectReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+        loop {
+            match &mut self.state {
+                ObjectState::Start => {
+                    self.cursor.skip_bom()?;
+                    self.cursor.begin_object("a JSON object with `messages`")?;
+                    self.state = ObjectState::Keys { first: true };
+                }
+                ObjectState::Keys { first } => {
+                    let at = self.cursor.here();
+                    match self.cursor.next_key(first)? {
+                        Some(key) if key == "messages" => {
+                            if std::mem::replace(&mut self.seen_messages, true) {
+                                return Err(self.cursor.error_at(at, "a second `messages` key"));
+                            }
+                            self.cursor.begin_array("the `messages` array")?;
+                            self.state = ObjectState::Messages { first: true };
+                        }
+                        Some(key) => {
+                            let value = self.cursor.value::<Value>()?;
+                            record_session_field(meta, key, value);
+                        }
+                        None => {
+                            self.cursor.expect_end("the JSON object")?;
+                            if !self.seen_messages {
+                                return Err(self.cursor.error_here("the object has no `messages` array"));
+                            }
+                            self.state = ObjectState::Done;
+                        }
+                    }
+                }
+                ObjectState::Messages { first } => {
+                    if self.cursor.next_element(first)? {
+                        match self.cursor.value::<Message>() {
+                            Ok(message) => return Ok(Some(message)),
+                            Err(error) => take_session_meta(self.cursor.reparse(), meta).ok_or(error)?,
+                        }
+                        continue;
+                    }
+                    self.state = ObjectState::Keys { first: false };
+                }
+                ObjectState::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+/// Puts a session-level field where it belongs: `model`, `context_length` and the id in the meta's
+/// fields, anything else (and these too, when they are not what is expected) in its `extra`.
+pub(super) fn record_session_field(meta: &mut TranscriptMeta, key: String, value: Value) {
+    match (key.as_str(), &value) {
+        ("model", Value::String(model)) if meta.model.is_none() => meta.model = Some(model.clone()),
+        ("context_length", Value::Number(length))
+            if meta.context_length.is_none() && length.as_u64().is_some() =>
+        {
+            meta.context_length = length.as_u64();
+        }
+        ("id" | "session_id", Value::String(_) | Value::Number(_)) if meta.session_id.is_none() => {
+            meta.session_id = Some(value_as_text(&value));
+        }
+        _ => {
+            meta.extra.insert(key, value);
+        }
+    }
+}
+
+/// One message a line.
+pub(super) struct JsonlReader<R> {
+    lines: JsonLines<R>,
+}
+
+impl<R: BufRead> JsonlReader<R> {
+    pub(super) fn new(path: &Path, reader: R) -> Self {
+        Self {
+            lines: JsonLines::new(path, reader),
+        }
+    }
+}
+
+impl<R: BufRead + Send> Source for JsonlReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+        loop {
+            match self.lines.next_record() {
+                Ok(record) => return Ok(record.map(|(message, _)| message)),
+                Err(error @ TranscriptError::Malformed { .. }) => {
+                    take_session_meta(self.lines.reparse(), meta).ok_or(error)?;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+}
+
+/// Takes Hermes's `session_meta` record into the meta; `None` when `record` is not one.
+pub(super) fn take_session_meta(record: Option<Map<String, Value>>, meta: &mut TranscriptMeta) -> Option<()> {
+    let mut record =
+        record.filter(|record| record.get("role").and_then(Value::as_str) == Some("session_meta"))?;
+    record.shift_remove("role");
+    if meta.model.is_none() {
+        meta.model = record.get("model").and_then(Value::as_str).map(str::to_owned);
+    }
+    meta.extra
+        .insert("session_meta".to_owned(), Value::Object(record));
+    meta.skip("session_meta (Hermes's session details)");
+    Some(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{detect_format, read_transcript};
-    use super::*;
+    use super::super::{detect_format, read_transcript, tests::write, Format};
     use pretty_assertions::assert_eq;
-
-    fn write(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.json");
-        std::fs::write(&path, text).unwrap();
-        (dir, path)
-    }
+    use serde_json::json;
 
     #[test]
     fn all_three_shapes_are_detected_and_read() {
@@ -95,35 +209,93 @@ mod tests {
             ("{\"role\":\"system\",\"content\":\"s\"}\n{\"role\":\"user\",\"content\":\"hi\"}\n", Format::OpenaiJsonl),
         ];
         for (text, format) in cases {
-            let (_dir, path) = write(text);
+            let (_dir, path) = write("t.json", text);
             assert_eq!(detect_format(&path, text).unwrap(), format, "{text}");
             let transcript = read_transcript(&path, None).unwrap();
+            assert_eq!(transcript.format, format);
             assert_eq!(transcript.messages.last().unwrap().text(), "hi");
         }
     }
 
     #[test]
-    fn the_object_form_carries_the_window() {
-        let (_dir, path) = write(r#"{"model":"m","context_length":4096,"messages":[]}"#);
-        let transcript = read_transcript(&path, None).unwrap();
-        assert_eq!(transcript.meta.context_length, Some(4096));
-        assert_eq!(transcript.meta.model.as_deref(), Some("m"));
+    fn the_object_form_carries_the_window_and_keeps_its_other_keys_wherever_they_are() {
+        let (_dir, path) = write(
+            "t.json",
+            r#"{"model":"m","name":"n","messages":[],"context_length":4096,"id":7,"tags":["a"]}"#,
+        );
+        let meta = read_transcript(&path, None).unwrap().meta;
+        assert_eq!(meta.context_length, Some(4096));
+        assert_eq!(meta.model.as_deref(), Some("m"));
+        assert_eq!(meta.session_id.as_deref(), Some("7"));
+        assert_eq!(
+            serde_json::Value::Object(meta.extra),
+            json!({"name": "n", "tags": ["a"]})
+        );
     }
 
     #[test]
-    fn a_malformed_line_is_reported_with_its_number() {
-        let (_dir, path) =
-            write("{\"role\":\"user\",\"content\":\"a\"}\n\n{\"role\":\"wizard\",\"content\":\"b\"}\n");
+    fn unknown_message_fields_are_kept_in_order() {
+        let (_dir, path) = write(
+            "t.json",
+            r#"[{"role":"user","zeta":1,"content":"hi","alpha":{"x":2}}]"#,
+        );
+        let message = &read_transcript(&path, None).unwrap().messages[0];
+        assert_eq!(message.extra.keys().collect::<Vec<_>>(), ["zeta", "alpha"]);
+    }
+
+    #[test]
+    fn a_malformed_line_is_reported_with_its_number_and_offset() {
+        let (_dir, path) = write(
+            "t.jsonl",
+            "{\"role\":\"user\",\"content\":\"a\"}\n\n{\"role\":\"wizard\",\"content\":\"b\"}\n",
+        );
         let error = read_transcript(&path, None).unwrap_err().to_string();
-        assert!(error.contains("t.json:3:"), "{error}");
-        assert!(error.contains("unknown variant `wizard`"), "{error}");
+        assert!(
+            error.contains("t.jsonl:3:16: unknown variant `wizard`"),
+            "{error}"
+        );
+        assert!(error.ends_with("(byte 46)"), "{error}");
     }
 
     #[test]
     fn a_malformed_array_is_reported_with_line_and_column() {
-        let (_dir, path) = write("[\n{\"role\":\"user\",\"content\":\"a\"},\n{\"content\":\"no role\"}\n]");
+        let (_dir, path) = write(
+            "t.json",
+            "[\n{\"role\":\"user\",\"content\":\"a\"},\n{\"content\":\"no role\"}\n]",
+        );
         let error = read_transcript(&path, None).unwrap_err().to_string();
         assert!(error.contains("t.json:3:"), "{error}");
         assert!(error.contains("missing field `role`"), "{error}");
+    }
+
+    #[test]
+    fn hermes_session_meta_records_go_to_the_meta_in_every_shape() {
+        let meta_line =
+            r#"{"role": "session_meta", "tools": [{"type": "function"}], "model": "m", "platform": "cli"}"#;
+        let user = r#"{"role": "user", "content": "hi"}"#;
+        for (name, text) in [
+            ("t.jsonl", format!("{meta_line}\n{user}\n")),
+            ("t.json", format!("[{meta_line}, {user}]")),
+            ("o.json", format!("{{\"messages\": [{meta_line}, {user}]}}")),
+        ] {
+            let (_dir, path) = write(name, &text);
+            let transcript = read_transcript(&path, None).unwrap();
+            assert_eq!(transcript.messages.len(), 1, "{name}");
+            assert_eq!(transcript.meta.model.as_deref(), Some("m"), "{name}");
+            let expected = json!({"tools": [{"type": "function"}], "model": "m", "platform": "cli"});
+            assert_eq!(transcript.meta.extra["session_meta"], expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn content_after_the_document_is_an_error() {
+        let (_dir, path) = write("t.json", "[{\"role\":\"user\",\"content\":\"a\"}] [");
+        let error = read_transcript(&path, Some(Format::OpenaiArray))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("t.json:1:33: unexpected content after the array of messages"),
+            "{error}"
+        );
     }
 }

@@ -19,6 +19,8 @@ use std::{
 
 use ctxhost_engine_abi::Message;
 
+use ctxhost_engine_kit::tokens::estimate_message_tokens;
+
 use crate::tokens::TokenCounter;
 
 /// The context the model would receive next.
@@ -30,6 +32,9 @@ pub struct LiveContext {
     counts: Vec<u64>,
     json: String,
     tokens: u64,
+    /// The rough estimate of the whole context, whatever the counter: session hygiene is defined
+    /// on it (runner.md), and it costs a character count per message.
+    rough_tokens: u64,
     /// Tokens by the hash of a message's JSON, for the messages of the current context.
     known: HashMap<u64, u64>,
     /// Messages run through the counter (cache misses), since the context was made.
@@ -56,6 +61,7 @@ impl LiveContext {
             counts: Vec::new(),
             json: "[]".to_owned(),
             tokens: 0,
+            rough_tokens: 0,
             known: HashMap::new(),
             counted: 0,
         }
@@ -65,6 +71,7 @@ impl LiveContext {
     pub fn push(&mut self, message: Message) -> u64 {
         let json = serde_json::to_string(&message).expect("messages serialise");
         let tokens = self.count_once(&message, json.as_bytes());
+        self.rough_tokens += estimate_message_tokens(&message);
         self.json.pop();
         if !self.messages.is_empty() {
             self.json.push(',');
@@ -103,6 +110,7 @@ impl LiveContext {
         json.push(b']');
         self.json = String::from_utf8(json).expect("serde_json writes UTF-8");
         self.tokens = counts.iter().sum();
+        self.rough_tokens = messages.iter().map(estimate_message_tokens).sum();
         self.counts = counts;
         self.messages = messages;
     }
@@ -115,6 +123,11 @@ impl LiveContext {
             *counted += 1;
             counter.count_message(message)
         })
+    }
+
+    /// The rough estimate (characters ÷ 4) of the whole context, whatever the counter.
+    pub fn rough_tokens(&self) -> u64 {
+        self.rough_tokens
     }
 
     /// The counter its tokens come from.

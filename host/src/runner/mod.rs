@@ -1,8 +1,9 @@
 //! Driving an engine through a conversation exactly as an agent loop would.
 //!
 //! Messages are fed in order; a model call happens before each assistant message:
-//! - before the call, session hygiene (the context's estimate at ≥ 85% of the window, or 5,000
-//!   messages, compacts at once), then the engine's `should_compress_preflight`;
+//! - before the call, session hygiene (a rough estimate of the context at ≥ 85% of the window, or
+//!   5,000 messages, compacts at once; rough whatever the counter, as Hermes's gateway does), then
+//!   the engine's `should_compress_preflight`;
 //! - the assistant message is appended, then `update_from_response` with the usage recorded in the
 //!   transcript, or an estimate of prompt and completion;
 //! - every estimate comes from [`ReplayOptions::token_counter`] (`context.tokenizer`), cached per
@@ -261,7 +262,7 @@ impl<'e> Replayer<'e> {
 
     fn hygiene_due(&self) -> bool {
         let window = self.options.model.window();
-        let over_tokens = window > 0 && self.context.tokens() * 100 >= window * HYGIENE_PERCENT;
+        let over_tokens = window > 0 && self.context.rough_tokens() * 100 >= window * HYGIENE_PERCENT;
         !self.hygiene_blocked && (over_tokens || self.context.len() >= HYGIENE_MESSAGES)
     }
 

@@ -86,7 +86,10 @@ impl ChatClient {
             .build();
         Self {
             agent: ureq::Agent::new_with_config(config),
-            url: format!("{}/chat/completions", settings.base_url.trim().trim_end_matches('/')),
+            url: format!(
+                "{}/chat/completions",
+                settings.base_url.trim().trim_end_matches('/')
+            ),
             model: settings.model.trim().to_owned(),
             key,
             timeout,
@@ -165,7 +168,11 @@ impl ChatClient {
             }
         }
         let answer: Value = serde_json::from_str(text).map_err(|error| {
-            CallError::Failed(format!("{} answered malformed JSON ({error}): {}", self.url, quote(text)))
+            CallError::Failed(format!(
+                "{} answered malformed JSON ({error}): {}",
+                self.url,
+                quote(text)
+            ))
         })?;
         let content = answer
             .pointer("/choices/0/message/content")
@@ -202,7 +209,10 @@ impl ChatClient {
             | ureq::Error::Tls(_)
             | ureq::Error::Rustls(_)
             | ureq::Error::Pem(_) => CallError::Unavailable(format!("cannot reach {}: {shown}", self.url)),
-            _ => CallError::Failed(format!("{} answered in a way that is not HTTP: {shown}", self.url)),
+            _ => CallError::Failed(format!(
+                "{} answered in a way that is not HTTP: {shown}",
+                self.url
+            )),
         }
     }
 }

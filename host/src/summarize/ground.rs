@@ -4,8 +4,9 @@
 //! [`ground`] is a pure function of its inputs (same input → same output):
 //!
 //! - the model's lines are read by heading (`## Goal`, `**Next steps:**`… any case, any level);
-//!   text before the first heading (a preamble) and "(none)" placeholders are dropped, and lines
-//!   under a heading the template does not know stay with the section before it;
+//!   a code fence around the whole answer, text before the first heading (a preamble) and
+//!   "(none)" placeholders are dropped, and lines under a heading the template does not know stay
+//!   with the section before it;
 //! - every item of the extractive summary (the latest request, constraints, actions, each file,
 //!   each error, command, URL and identifier) that the model's kept text does not quote verbatim
 //!   is added under its section, in the extractive summary's own layout;
@@ -31,7 +32,10 @@ pub fn ground(model: &str, facts: &str, max_chars: usize) -> Grounded {
     let facts = parse_facts(facts);
     let model = parse_model(model);
     // Each heading with its blank line, and a "(none)" line for every section at worst.
-    let headings: usize = TEMPLATE_HEADINGS.iter().map(|heading| heading.len() + 2).sum::<usize>()
+    let headings: usize = TEMPLATE_HEADINGS
+        .iter()
+        .map(|heading| heading.len() + 2)
+        .sum::<usize>()
         + Section::ALL.len() * NONE_LINE.len();
     let all_facts: usize = facts.iter().flatten().map(FactItem::cost).sum();
     let mut room = max_chars.saturating_sub(headings + all_facts);
@@ -49,7 +53,12 @@ pub fn ground(model: &str, facts: &str, max_chars: usize) -> Grounded {
     let mut out = String::new();
     let mut facts_added = 0;
     for (slot, heading) in TEMPLATE_HEADINGS.iter().enumerate() {
-        if slot > 0 && !matches!(TEMPLATE_HEADINGS[slot - 1], "## Progress" | "### Done" | "### In Progress") {
+        if slot > 0
+            && !matches!(
+                TEMPLATE_HEADINGS[slot - 1],
+                "## Progress" | "### Done" | "### In Progress"
+            )
+        {
             out.push('\n');
         }
         out.push_str(heading);
@@ -105,7 +114,7 @@ fn position_of(section: Section) -> usize {
 fn parse_model(text: &str) -> [Vec<Cow<'_, str>>; SLOTS] {
     let mut slots: [Vec<Cow<'_, str>>; SLOTS] = Default::default();
     let mut current = None;
-    for line in text.lines() {
+    for line in unwrap_fence(text).lines() {
         if let Some(slot) = heading_slot(line) {
             current = Some(slot);
             continue;
@@ -122,6 +131,25 @@ fn parse_model(text: &str) -> [Vec<Cow<'_, str>>; SLOTS] {
         slots[slot].push(line);
     }
     slots
+}
+
+/// Whether `text` names at least one of the template's sections in a heading line, as
+/// [`ground`] reads them (`## Goal`, `# next steps`, `**Relevant Files:**`).
+pub fn has_template_heading(text: &str) -> bool {
+    text.lines().any(|line| heading_slot(line).is_some())
+}
+
+/// `text` without a code fence around all of it (small models wrap their answer in one).
+fn unwrap_fence(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(rest) = trimmed.strip_prefix("```") else {
+        return text;
+    };
+    // The opening fence's line may name a language (```markdown).
+    let Some((_, body)) = rest.split_once('\n') else {
+        return text;
+    };
+    body.trim_end().strip_suffix("```").unwrap_or(body)
 }
 
 /// The text of a Markdown heading line (`## Name`), `None` for other lines (`#481 is open`).
@@ -154,7 +182,11 @@ fn heading_slot(line: &str) -> Option<usize> {
 }
 
 fn is_placeholder(line: &str) -> bool {
-    let item = line.trim().trim_start_matches(['-', '*']).trim().to_ascii_lowercase();
+    let item = line
+        .trim()
+        .trim_start_matches(['-', '*'])
+        .trim()
+        .to_ascii_lowercase();
     matches!(item.as_str(), "(none)" | "none" | "none." | "n/a" | "(n/a)" | "-")
 }
 

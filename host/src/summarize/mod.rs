@@ -10,8 +10,8 @@
 //!   otherwise;
 //! - the model gets the prompt ([`prompt`]) and answers ([`client`]); its reasoning blocks are
 //!   stripped ([`think`]);
-//! - an answer that is blank, has none of the template's headings, or is not shorter than its
-//!   input is a failure (the engine falls back);
+//! - an answer that is blank, has none of the template's headings (at any level, in any case, as
+//!   grounding reads them), or is not shorter than its input is a failure (the engine falls back);
 //! - the rest is merged with the facts ([`ground`]) within the summary's budget.
 //!
 //! It is not an engine and keeps no state between calls: the cool-down after failures belongs to
@@ -19,7 +19,7 @@
 
 use std::{borrow::Cow, time::Instant};
 
-use ctxhost_compressor::summary::{check_summary, ExtractiveSummarizer, SummaryRequest};
+use ctxhost_compressor::summary::{ExtractiveSummarizer, SummaryRequest};
 use ctxhost_engine_abi::Message;
 use ctxhost_engine_kit::tokens::{estimate_messages_tokens, estimate_text_tokens};
 use serde::{Deserialize, Serialize};
@@ -95,7 +95,10 @@ impl Summarizer {
     /// Summarises `request`: the model's summary grounded in the extractive facts, or the
     /// extractive summary when there is no model.
     pub fn summarize(&self, request: &SummarizeRequest) -> Result<SummarizeAnswer, CallError> {
-        let previous = request.previous_summary.as_deref().filter(|s| !s.trim().is_empty());
+        let previous = request
+            .previous_summary
+            .as_deref()
+            .filter(|s| !s.trim().is_empty());
         let focus = request.focus_topic.as_deref().filter(|s| !s.trim().is_empty());
         let input_tokens = request.input_tokens.unwrap_or_else(|| {
             estimate_messages_tokens(&request.messages) + previous.map_or(0, estimate_text_tokens)
@@ -114,7 +117,9 @@ impl Summarizer {
             input_tokens,
         };
         // The extractive summarizer's own budget: never more than three quarters of the input.
-        let facts_budget = target_tokens.saturating_mul(4).min(input_tokens.saturating_mul(3)) as usize;
+        let facts_budget = target_tokens
+            .saturating_mul(4)
+            .min(input_tokens.saturating_mul(3)) as usize;
         let facts = ExtractiveSummarizer.summarize_with_limit(&extractive_request, facts_budget);
         let Some(client) = &self.client else {
             return Ok(SummarizeAnswer {
@@ -137,9 +142,9 @@ impl Summarizer {
         let started = Instant::now();
         let answer = client.complete(&messages)?;
         let seconds = started.elapsed().as_secs_f64();
+        tracing::debug!("summarizer: {name} answered: {answer}");
         let text = think::strip_reasoning(&answer);
-        check_summary(&text, input_tokens)
-            .map_err(|problem| CallError::Failed(format!("{name}: {}", problem.reason())))?;
+        check_answer(&text, input_tokens).map_err(CallError::Failed)?;
         // Room for the model beside the facts: half the facts' budget again, within the input cap.
         let max_chars = (facts_budget + facts_budget / 2).min(input_tokens.saturating_mul(3) as usize);
         let grounded = ground::ground(&text, &facts, max_chars);
@@ -154,6 +159,24 @@ impl Summarizer {
             facts_added: grounded.facts_added,
         })
     }
+}
+
+/// Refuses a useless answer (compressor.md, phase 3): blank, without any of the template's
+/// headings, or not shorter than its input. The reasons are the compressor's own.
+fn check_answer(text: &str, input_tokens: u64) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("the summary came back blank".to_owned());
+    }
+    if !ground::has_template_heading(text) {
+        return Err("the summary has none of the template's headings".to_owned());
+    }
+    let tokens = estimate_text_tokens(text);
+    if tokens >= input_tokens {
+        return Err(format!(
+            "the summary ({tokens} tokens) is not shorter than its input ({input_tokens} tokens)"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

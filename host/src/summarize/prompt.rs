@@ -37,7 +37,9 @@ pub fn build_prompt(input: &PromptInput<'_>) -> Vec<ChatMessage> {
         part("instructions"),
         &[("target_tokens", &target), ("target_words", &words)],
     );
-    let previous = input.previous_summary.filter(|summary| !summary.trim().is_empty());
+    let previous = input
+        .previous_summary
+        .filter(|summary| !summary.trim().is_empty());
     if previous.is_some() {
         user.push_str("\n\n");
         user.push_str(part("update"));
@@ -83,11 +85,9 @@ fn part(name: &str) -> &'static str {
 
 /// `template` with each `{name}` replaced by its value.
 fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    values
-        .iter()
-        .fold(template.to_owned(), |text, (name, value)| {
-            text.replace(&format!("{{{name}}}"), value)
-        })
+    values.iter().fold(template.to_owned(), |text, (name, value)| {
+        text.replace(&format!("{{{name}}}"), value)
+    })
 }
 
 #[cfg(test)]
@@ -123,8 +123,14 @@ mod tests {
                 .unwrap_or_else(|| panic!("{heading} missing or out of order:\n{user}"));
             at += found + heading.len();
         }
-        assert!(user.contains("at most about 2000 tokens (about\n1500 words)"), "{user}");
-        assert!(user.contains("TURNS TO SUMMARISE:\n<<<\n[USER]: fix src/app.py\n>>>"), "{user}");
+        assert!(
+            user.contains("at most about 2000 tokens (about\n1500 words)"),
+            "{user}"
+        );
+        assert!(
+            user.contains("TURNS TO SUMMARISE:\n<<<\n[USER]: fix src/app.py\n>>>"),
+            "{user}"
+        );
         assert!(!user.contains("EARLIER SUMMARY"), "{user}");
         assert!(!user.contains("FOCUS TOPIC"), "{user}");
         assert!(!user.contains('{'), "every placeholder is filled:\n{user}");
@@ -136,10 +142,19 @@ mod tests {
             previous_summary: Some("## Goal\n- ship v2\n"),
             ..PLAIN
         });
-        assert!(user.contains("Update the\nearlier summary instead of starting over"), "{user}");
-        assert!(user.contains("move work that is now finished from In Progress to Done"), "{user}");
+        assert!(
+            user.contains("Update the\nearlier summary instead of starting over"),
+            "{user}"
+        );
+        assert!(
+            user.contains("move work that is now finished from In Progress to Done"),
+            "{user}"
+        );
         assert!(user.contains("drop what is obsolete"), "{user}");
-        assert!(user.contains("EARLIER SUMMARY:\n<<<\n## Goal\n- ship v2\n>>>"), "{user}");
+        assert!(
+            user.contains("EARLIER SUMMARY:\n<<<\n## Goal\n- ship v2\n>>>"),
+            "{user}"
+        );
         assert!(user.find("EARLIER SUMMARY:").unwrap() < user.find("TURNS TO SUMMARISE:").unwrap());
     }
 
@@ -162,6 +177,9 @@ mod tests {
             transcript: "[USER]: print {target_tokens} and {focus}",
             ..PLAIN
         });
-        assert!(user.contains("[USER]: print {target_tokens} and {focus}"), "{user}");
+        assert!(
+            user.contains("[USER]: print {target_tokens} and {focus}"),
+            "{user}"
+        );
     }
 }

@@ -149,7 +149,10 @@ mod tests {
     #[test]
     fn an_unclosed_leading_block_leaves_nothing() {
         assert_eq!(strip_reasoning("<think>\nLet me see, the files are"), "");
-        assert_eq!(strip_reasoning("## Goal\n- x\n<thinking>wait, maybe"), "## Goal\n- x");
+        assert_eq!(
+            strip_reasoning("## Goal\n- x\n<thinking>wait, maybe"),
+            "## Goal\n- x"
+        );
     }
 
     #[test]

@@ -72,7 +72,9 @@ impl Summarizer for HostSummarizer {
             .map_err(|error| {
                 let message = error.message.into_string();
                 match error.kind {
-                    ErrorKind::UNAVAILABLE if message.starts_with(TIMED_OUT) => SummaryError::TimedOut(message),
+                    ErrorKind::UNAVAILABLE if message.starts_with(TIMED_OUT) => {
+                        SummaryError::TimedOut(message)
+                    }
                     ErrorKind::UNAVAILABLE => SummaryError::Unavailable(message),
                     _ => SummaryError::Failed(message),
                 }

@@ -89,7 +89,11 @@ fn facts_the_model_quoted_are_not_repeated() {
     let model = "## Goal\n- Now add a CHANGELOG.md entry for issue #481.\n\n## Relevant Files\n- `src/coupons/apply.py`: the discount is applied after rounding\n\n## Critical Context\n- `pytest -q` fails with AssertionError: expected 90.0, got 100.0";
     let grounded = ground(model, FACTS, 10_000);
     let body = &grounded.body;
-    assert_eq!(body.matches("src/coupons/apply.py (read, changed)").count(), 0, "{body}");
+    assert_eq!(
+        body.matches("src/coupons/apply.py (read, changed)").count(),
+        0,
+        "{body}"
+    );
     assert_eq!(body.matches("Now add a CHANGELOG.md entry").count(), 1, "{body}");
     assert!(body.contains("- src/coupons/rules.py (read)"), "{body}");
     assert!(!body.contains("- Errors:"), "{body}");
@@ -103,8 +107,14 @@ fn loose_headings_are_recognised_and_preambles_dropped() {
     let model = "Sure, here it is.\n**Goal:**\n- fix the coupon\n### next steps\n- ship it\nConstraints:\n- be quick\n## Summary\n- extra notes";
     let body = ground(model, "## Goal\n- (none)", 10_000).body;
     assert!(!body.contains("Sure, here"), "{body}");
-    assert!(body.starts_with("## Goal\n- fix the coupon\n\n## Constraints & Preferences\n"), "{body}");
-    assert!(body.contains("## Constraints & Preferences\n- be quick\nSummary:\n- extra notes\n"), "{body}");
+    assert!(
+        body.starts_with("## Goal\n- fix the coupon\n\n## Constraints & Preferences\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("## Constraints & Preferences\n- be quick\nSummary:\n- extra notes\n"),
+        "{body}"
+    );
     assert!(body.contains("## Next Steps\n- ship it\n"), "{body}");
 }
 
@@ -125,7 +135,48 @@ fn the_facts_always_fit_and_the_model_fills_what_is_left() {
     assert!(body.chars().count() <= 1_200, "{} chars", body.chars().count());
     assert!(body.contains("- model line 0\n"), "{body}");
     assert!(!body.contains("- model line 199"), "{body}");
-    for fact in ["src/coupons/rules.py", "AssertionError", "`git diff`", "v2.3.1", "never touch migrations/"] {
+    for fact in [
+        "src/coupons/rules.py",
+        "AssertionError",
+        "`git diff`",
+        "v2.3.1",
+        "never touch migrations/",
+    ] {
         assert!(body.contains(fact), "{fact}: {body}");
+    }
+}
+
+#[test]
+fn a_fence_around_the_whole_answer_is_dropped() {
+    let body = ground(
+        "```markdown\n## Goal\n- fix it\n## Critical Context\n- boom\n```",
+        "",
+        10_000,
+    )
+    .body;
+    assert!(body.starts_with("## Goal\n- fix it\n"), "{body}");
+    assert!(body.ends_with("## Critical Context\n- boom"), "{body}");
+    let unclosed = ground("```\n## Goal\n- fix it", "", 10_000).body;
+    assert!(unclosed.starts_with("## Goal\n- fix it\n"), "{unclosed}");
+}
+
+#[test]
+fn template_headings_are_recognised_at_any_level_and_in_any_case() {
+    for text in [
+        "## Goal\n- x",
+        "# goal\n- x",
+        "**Next Steps:**\n- x",
+        "Relevant files:\n- a.py",
+        "### Done",
+    ] {
+        assert!(has_template_heading(text), "{text}");
+    }
+    for text in [
+        "Goal is to fix it",
+        "# What was done?",
+        "```python\n# This is a summary of the goal.\n```",
+        "- Done: yes",
+    ] {
+        assert!(!has_template_heading(text), "{text}");
     }
 }

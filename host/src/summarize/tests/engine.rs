@@ -62,7 +62,13 @@ fn the_services_answer_the_new_names_and_keep_the_old_ones() {
     let host = Host::new(host_services_for("probe", &context_for(&closed_port_url())));
     assert_eq!(
         host.call("services", &Value::Null).unwrap(),
-        json!(["services", "log.max_level", "summarizer.info", "summarize"])
+        json!([
+            "services",
+            "log.max_level",
+            "summarizer.info",
+            "summarize",
+            "count_tokens"
+        ])
     );
     assert!(host.call("log.max_level", &Value::Null).unwrap().is_string());
     assert_eq!(
@@ -76,7 +82,10 @@ fn the_services_answer_the_new_names_and_keep_the_old_ones() {
         .call("summarize", &json!({"messages": conversation()}))
         .unwrap();
     assert_eq!(answer["summarizer"], "extractive");
-    assert!(answer["summary"].as_str().unwrap().contains("src/coupons/apply.py"));
+    assert!(answer["summary"]
+        .as_str()
+        .unwrap()
+        .contains("src/coupons/apply.py"));
 }
 
 #[test]
@@ -89,7 +98,10 @@ fn a_model_summary_is_grounded_and_reported() {
     assert!(summary.contains("by the model:tiny summarizer"), "{summary}");
     assert!(summary.contains("Fix the coupon discount."), "{summary}");
     assert!(summary.contains("src/coupons/apply.py"), "{summary}");
-    assert!(summary.contains("AssertionError: expected 90.0, got 100.0"), "{summary}");
+    assert!(
+        summary.contains("AssertionError: expected 90.0, got 100.0"),
+        "{summary}"
+    );
     assert_eq!(attempt.report["outcome"], "compacted");
     assert_eq!(attempt.report["summarizer"], "model:tiny");
     assert_eq!(attempt.report["written_by"], "model:tiny");

@@ -181,7 +181,9 @@ fn shell(id: &str, command: &str) -> Message {
 pub(super) fn conversation() -> Vec<Message> {
     let mut messages = vec![
         Message::system("You are a coding agent."),
-        Message::user("The coupon discount is wrong at checkout. Fix src/coupons/apply.py and never touch migrations/."),
+        Message::user(
+            "The coupon discount is wrong at checkout. Fix src/coupons/apply.py and never touch migrations/.",
+        ),
     ];
     for step in 0..8 {
         let id = format!("c{step}");
@@ -196,9 +198,13 @@ pub(super) fn conversation() -> Vec<Message> {
         messages.push(Message::assistant(format!(
             "Attempt {step}: the discount in src/coupons/apply.py is applied after rounding; I will look at src/coupons/rules.py next."
         )));
-        messages.push(Message::user(format!("Go on (step {step}), and keep the API of apply_coupon unchanged.")));
+        messages.push(Message::user(format!(
+            "Go on (step {step}), and keep the API of apply_coupon unchanged."
+        )));
     }
-    messages.push(Message::user("Now also add a CHANGELOG.md entry for issue #481 and rerun `pytest -q`."));
+    messages.push(Message::user(
+        "Now also add a CHANGELOG.md entry for issue #481 and rerun `pytest -q`.",
+    ));
     messages.push(Message::assistant("On it."));
     messages
 }

@@ -1,0 +1,441 @@
+//! Claude Code's session log: JSONL records with `type` (`user`, `assistant`, `system`,
+//! `summary`, `file-history-snapshot`…), `uuid`/`parentUuid`, `isSidechain`, and in `message` an
+//! Anthropic-style message whose `content` is text or blocks.
+//!
+//! - `user` and `assistant` records are the conversation. `text` blocks become text content,
+//!   `tool_use {id, name, input}` a tool call whose arguments are the JSON text of `input`,
+//!   `tool_result {tool_use_id, content}` a `tool` message (a list content stays a list of parts;
+//!   `is_error` is kept). Tool results come first when a user record also holds text.
+//! - `thinking` and `redacted_thinking` blocks are kept aside, in the message's `"thinking"` key:
+//!   they are the model's own, never sent back as content. Other blocks (images, server tools'
+//!   blocks) stay content parts.
+//! - Claude Code writes one record per content block, so consecutive assistant records of one API
+//!   message (the same `message.id`) become one assistant message, even with the results of its
+//!   first tool calls written between them. Its `"usage"` key holds the last record's usage in
+//!   the runner's names: prompt tokens are input + cache reads + cache writes, as the model was
+//!   charged for them. The API message's other fields are kept under `"message"`, the record's
+//!   (`uuid`, `parentUuid`, `timestamp`, `cwd`…) at the top level.
+//! - `isSidechain` records are a subagent's conversation, not the main one: left out, counted.
+//! - A `user` record with `isCompactSummary` is the summary of a compaction Claude Code made: left
+//!   out, listed in [`TranscriptMeta::compactions`] (see the module docs of `formats`).
+//! - `summary` records are the titles Claude Code shows in its resume list (`leafUuid` names the
+//!   message they describe); the model never saw them. Left out; their text is kept in the meta's
+//!   `"summaries"`. `system` records (compaction boundaries, hook output, API errors) are the
+//!   interface's log, not messages: left out, counted by subtype.
+//! - Records are read in file order. A record whose `parentUuid` is not the record before it
+//!   marks a branch (a rewind, an edited prompt): the count is reported as a warning, since the
+//!   abandoned branch is read too.
+
+use std::{collections::VecDeque, io::BufRead, path::Path};
+
+use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
+use serde_json::{json, Map, Value};
+
+use super::{
+    content_from_parts,
+    lines::{JsonLines, LineAt},
+    value_as_text, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
+};
+
+pub(super) struct ClaudeCodeReader<R> {
+    lines: JsonLines<R>,
+    ready: VecDeque<Message>,
+    turn: Option<Turn>,
+    /// Messages handed out or ready so far.
+    emitted: usize,
+    last_uuid: Option<String>,
+    branches: u64,
+    finished: bool,
+}
+
+/// An assistant message being gathered from its records, with the results that arrived for it.
+struct Turn {
+    message_id: Option<String>,
+    parts: Vec<Value>,
+    calls: Vec<ToolCall>,
+    thinking: Vec<Value>,
+    /// The first record's fields.
+    fields: Map<String, Value>,
+    /// The API message's fields besides role and content, from the last record.
+    message_fields: Map<String, Value>,
+    merged_uuids: Vec<Value>,
+    results: Vec<Message>,
+}
+
+impl Turn {
+    fn answers_all(&self, results: &[Message]) -> bool {
+        results.iter().all(|result| {
+            let id = result.tool_call_id.as_deref();
+            let called = self.calls.iter().any(|call| Some(call.id.as_str()) == id);
+            let answered = self.results.iter().any(|seen| seen.tool_call_id.as_deref() == id);
+            called && !answered
+        })
+    }
+
+    fn into_messages(self) -> impl Iterator<Item = Message> {
+        let mut extra = self.fields;
+        if let Some(usage) = self.message_fields.get("usage").and_then(usage_in_runner_terms) {
+            extra.insert("usage".to_owned(), usage);
+        }
+        if !self.message_fields.is_empty() {
+            extra.insert("message".to_owned(), Value::Object(self.message_fields));
+        }
+        if !self.thinking.is_empty() {
+            extra.insert("thinking".to_owned(), Value::Array(self.thinking));
+        }
+        if !self.merged_uuids.is_empty() {
+            extra.insert("merged_uuids".to_owned(), Value::Array(self.merged_uuids));
+        }
+        let assistant = Message {
+            role: Role::Assistant,
+            content: content_from_parts(self.parts),
+            tool_calls: (!self.calls.is_empty()).then_some(self.calls),
+            tool_call_id: None,
+            name: None,
+            extra,
+        };
+        std::iter::once(assistant).chain(self.results)
+    }
+}
+
+/// Anthropic's usage in the names the runner reads (`recorded_usage`).
+pub(super) fn usage_in_runner_terms(usage: &Value) -> Option<Value> {
+    let input = usage.get("input_tokens")?.as_u64()?;
+    let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let cache_read = field("cache_read_input_tokens");
+    let cache_write = field("cache_creation_input_tokens");
+    Some(json!({
+        "prompt_tokens": input + cache_read + cache_write,
+        "completion_tokens": field("output_tokens"),
+        "cache_read_tokens": cache_read,
+        "cache_write_tokens": cache_write,
+    }))
+}
+
+impl<R: BufRead> ClaudeCodeReader<R> {
+    pub(super) fn new(path: &Path, reader: R) -> Self {
+        Self {
+            lines: JsonLines::new(path, reader),
+            ready: VecDeque::new(),
+            turn: None,
+            emitted: 0,
+            last_uuid: None,
+            branches: 0,
+            finished: false,
+        }
+    }
+
+    fn push(&mut self, message: Message) {
+        self.emitted += 1;
+        self.ready.push_back(message);
+    }
+
+    fn flush_turn(&mut self) {
+        if let Some(turn) = self.turn.take() {
+            for message in turn.into_messages() {
+                self.push(message);
+            }
+        }
+    }
+
+    /// Reads one record; false at the end of the file.
+    fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
+        let Some((mut record, at)) = self.lines.next_record::<Map<String, Value>>()? else {
+            return Ok(false);
+        };
+        let kind = match record.get("type") {
+            Some(Value::String(kind)) => kind.clone(),
+            _ => return Err(self.lines.error_at(at, "a Claude Code record without a `type`")),
+        };
+        if record.get("isSidechain") == Some(&Value::Bool(true)) {
+            meta.skip("sidechain (a subagent's record)");
+            return Ok(true);
+        }
+        self.follow_chain(&record);
+        if meta.session_id.is_none() {
+            meta.session_id = record.get("sessionId").and_then(Value::as_str).map(str::to_owned);
+        }
+        match kind.as_str() {
+            "user" | "assistant" => {
+                let message = match record.shift_remove("message") {
+                    Some(Value::Object(message)) => message,
+                    _ => {
+                        return Err(self
+                            .lines
+                            .error_at(at, format!("a `{kind}` record without a `message` object")))
+                    }
+                };
+                record.shift_remove("type");
+                if kind == "user" {
+                    self.read_user(record, message, at, meta)?;
+                } else {
+                    self.read_assistant(record, message, at, meta)?;
+                }
+            }
+            "summary" => {
+                if let Some(summary) = record.get("summary") {
+                    let summaries = meta
+                        .extra
+                        .entry("summaries")
+                        .or_insert_with(|| Value::Array(Vec::new()));
+                    if let Value::Array(summaries) = summaries {
+                        summaries.push(summary.clone());
+                    }
+                }
+                meta.skip("summary (a title for the resume list)");
+            }
+            "system" => {
+                let subtype = record
+                    .get("subtype")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no subtype");
+                meta.skip(format!("system ({subtype})"));
+            }
+            other => meta.skip(other),
+        }
+        Ok(true)
+    }
+
+    /// Counts records that do not continue the record before them.
+    fn follow_chain(&mut self, record: &Map<String, Value>) {
+        let Some(uuid) = record.get("uuid").and_then(Value::as_str) else {
+            return;
+        };
+        let parent = record.get("parentUuid").and_then(Value::as_str);
+        if let (Some(parent), Some(last)) = (parent, &self.last_uuid) {
+            if parent != last {
+                self.branches += 1;
+            }
+        }
+        self.last_uuid = Some(uuid.to_owned());
+    }
+
+    fn read_user(
+        &mut self,
+        fields: Map<String, Value>,
+        mut message: Map<String, Value>,
+        at: LineAt,
+        meta: &mut TranscriptMeta,
+    ) -> Result<(), TranscriptError> {
+        message.shift_remove("role");
+        let content = message.shift_remove("content");
+        if fields.get("isCompactSummary") == Some(&Value::Bool(true)) {
+            self.flush_turn();
+            let summary = content
+                .map(|content| content_to_text(&content))
+                .unwrap_or_default();
+            meta.compactions.push(RecordedCompaction {
+                line: at.line,
+                messages_before: self.emitted,
+                summary,
+            });
+            if self.emitted == 0 {
+                let warning = "the transcript starts with the summary of an earlier compaction: what came before it is \
+                               not in this file, and the summary is not replayed (see the meta's compactions)"
+                    .to_owned();
+                meta.warn(self.lines.path(), warning);
+            }
+            return Ok(());
+        }
+        let mut extra = fields;
+        extra.extend(message);
+        let blocks = match content {
+            Some(Value::String(text)) => {
+                self.flush_turn();
+                self.push(Message {
+                    extra,
+                    ..Message::user(text)
+                });
+                return Ok(());
+            }
+            Some(Value::Array(blocks)) => blocks,
+            _ => {
+                return Err(self.lines.error_at(
+                    at,
+                    "a user message whose `content` is neither text nor a list of blocks",
+                ))
+            }
+        };
+        let mut results = Vec::new();
+        let mut rest = Vec::new();
+        for block in blocks {
+            let Value::Object(block) = block else {
+                return Err(self.lines.error_at(at, "a content block that is not an object"));
+            };
+            if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+                results.push(self.tool_result(block, &extra, at)?);
+            } else {
+                rest.push(Value::Object(block));
+            }
+        }
+        if !results.is_empty() {
+            match &mut self.turn {
+                Some(turn) if turn.answers_all(&results) => turn.results.extend(results),
+                _ => {
+                    self.flush_turn();
+                    results.into_iter().for_each(|result| self.push(result));
+                }
+            }
+        }
+        if !rest.is_empty() {
+            self.flush_turn();
+            self.push(Message {
+                role: Role::User,
+                content: content_from_parts(rest),
+                tool_calls: None,
+                tool_call_id: None,
+                name: None,
+                extra,
+            });
+        }
+        Ok(())
+    }
+
+    fn tool_result(
+        &self,
+        mut block: Map<String, Value>,
+        record_fields: &Map<String, Value>,
+        at: LineAt,
+    ) -> Result<Message, TranscriptError> {
+        let id = match block.shift_remove("tool_use_id") {
+            Some(Value::String(id)) => id,
+            _ => {
+                return Err(self
+                    .lines
+                    .error_at(at, "a `tool_result` block without a `tool_use_id`"))
+            }
+        };
+        block.shift_remove("type");
+        let content = match block.shift_remove("content") {
+            None | Some(Value::Null) => Content::Text(String::new()),
+            Some(Value::String(text)) => Content::Text(text),
+            Some(Value::Array(parts)) => content_from_parts(parts),
+            Some(_) => {
+                return Err(self
+                    .lines
+                    .error_at(at, "a `tool_result` whose `content` is neither text nor a list"))
+            }
+        };
+        let mut extra = record_fields.clone();
+        extra.extend(block);
+        Ok(Message {
+            content,
+            extra,
+            ..Message::tool(id, "")
+        })
+    }
+
+    fn read_assistant(
+        &mut self,
+        fields: Map<String, Value>,
+        mut message: Map<String, Value>,
+        at: LineAt,
+        meta: &mut TranscriptMeta,
+    ) -> Result<(), TranscriptError> {
+        message.shift_remove("role");
+        let blocks = match message.shift_remove("content") {
+            Some(Value::Array(blocks)) => blocks,
+            Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+            _ => {
+                return Err(self.lines.error_at(
+                    at,
+                    "an assistant message whose `content` is neither text nor a list of blocks",
+                ))
+            }
+        };
+        if meta.model.is_none() {
+            // Claude Code writes `<synthetic>` on messages it made up itself (API errors).
+            let model = message
+                .get("model")
+                .and_then(Value::as_str)
+                .filter(|model| !model.starts_with('<'));
+            meta.model = model.map(str::to_owned);
+        }
+        let message_id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+        let continues = matches!((&self.turn, &message_id), (Some(turn), Some(id)) if turn.message_id.as_deref() == Some(id.as_str()));
+        if continues {
+            let turn = self.turn.as_mut().expect("checked");
+            turn.merged_uuids.extend(fields.get("uuid").cloned());
+        } else {
+            self.flush_turn();
+            self.turn = Some(Turn {
+                message_id,
+                parts: Vec::new(),
+                calls: Vec::new(),
+                thinking: Vec::new(),
+                fields,
+                message_fields: Map::new(),
+                merged_uuids: Vec::new(),
+                results: Vec::new(),
+            });
+        }
+        let turn = self.turn.as_mut().expect("just set");
+        turn.message_fields = message;
+        for block in blocks {
+            match block_type(&block) {
+                Some("tool_use") => {
+                    let (Some(id), Some(name)) = (
+                        block.get("id").and_then(Value::as_str),
+                        block.get("name").and_then(Value::as_str),
+                    ) else {
+                        return Err(self
+                            .lines
+                            .error_at(at, "a `tool_use` block without an `id` and a `name`"));
+                    };
+                    let arguments = block
+                        .get("input")
+                        .map_or_else(|| "{}".to_owned(), Value::to_string);
+                    turn.calls.push(ToolCall::new(id, name, arguments));
+                }
+                Some("thinking" | "redacted_thinking") => turn.thinking.push(block),
+                Some(_) => turn.parts.push(block),
+                None => return Err(self.lines.error_at(at, "a content block without a `type`")),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn block_type(block: &Value) -> Option<&str> {
+    block.get("type").and_then(Value::as_str)
+}
+
+/// The text of a content (a string, or the text of its text blocks).
+fn content_to_text(content: &Value) -> String {
+    match content {
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter(|block| block_type(block) == Some("text"))
+                .filter_map(|block| block.get("text").and_then(Value::as_str))
+                .collect();
+            texts.join("\n")
+        }
+        other => value_as_text(other),
+    }
+}
+
+impl<R: BufRead + Send> Source for ClaudeCodeReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+        loop {
+            if let Some(message) = self.ready.pop_front() {
+                return Ok(Some(message));
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            if !self.read_record(meta)? {
+                self.finished = true;
+                self.flush_turn();
+                if self.branches > 0 {
+                    let warning = format!(
+                        "{} records do not continue the record before them (a rewind or an edited prompt): \
+                         the transcript is read in file order, abandoned branches included",
+                        self.branches
+                    );
+                    meta.warn(self.lines.path(), warning);
+                }
+            }
+        }
+    }
+}

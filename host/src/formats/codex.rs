@@ -1,0 +1,505 @@
+//! Codex CLI's rollout: JSONL of `{timestamp, type, payload}`.
+//!
+//! - `session_meta` gives the session id; its fields go to the meta. Its `base_instructions`
+//!   (the system prompt, recorded by newer versions) become the system message. Its
+//!   `instructions` (the user's instructions, which Codex also sends as a user message recorded
+//!   among the items) stay in the meta, so that they are not there twice.
+//! - `turn_context` gives the model; otherwise it is the interface's, left out and counted.
+//! - `response_item`s are the conversation. A `message`'s `input_text`/`output_text` parts become
+//!   text, `input_image` an image part; role `developer` becomes a system message with
+//!   `"original_role": "developer"`. `function_call`, `custom_tool_call` and `local_shell_call`
+//!   items of one response become the `tool_calls` of one assistant message (joined to the
+//!   assistant message just before them, if the response had one); `function_call_output` and
+//!   `custom_tool_call_output` become `tool` messages. `reasoning` items (and `reasoning` parts)
+//!   are kept aside, in the next assistant message's `"reasoning"` key. Other items (web search
+//!   calls, ghost snapshots…) are left out and counted.
+//! - An `event_msg` `token_count` closes a response: its `last_token_usage` (or the difference of
+//!   two `total_token_usage`s) becomes the `"usage"` of that response's assistant message, in the
+//!   runner's names; its `model_context_window` is the window. A count with no assistant message
+//!   since the previous one is left out and counted. Other events repeat the items for the
+//!   interface: left out, counted by type.
+//! - `compacted` is a compaction Codex made: left out, its summary listed in
+//!   [`TranscriptMeta::compactions`] (see the module docs of `formats`).
+
+use std::{collections::VecDeque, io::BufRead, path::Path};
+
+use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
+use serde_json::{json, Map, Value};
+
+use super::{
+    content_from_parts,
+    lines::{JsonLines, LineAt},
+    value_as_text, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
+};
+
+pub(super) struct CodexReader<R> {
+    lines: JsonLines<R>,
+    ready: VecDeque<Message>,
+    response: Option<Response>,
+    /// Reasoning waiting for the assistant message it led to.
+    reasoning: Vec<Value>,
+    emitted: usize,
+    last_total: Option<Value>,
+    seen_session_meta: bool,
+    finished: bool,
+}
+
+/// One response's assistant message and the outputs of its calls.
+struct Response {
+    assistant: Message,
+    outputs: Vec<Message>,
+    /// A token count has closed it: no more calls join it.
+    counted: bool,
+}
+
+impl Response {
+    fn calls(&self, id: &str) -> bool {
+        self.assistant.calls().iter().any(|call| call.id == id)
+    }
+}
+
+impl<R: BufRead> CodexReader<R> {
+    pub(super) fn new(path: &Path, reader: R) -> Self {
+        Self {
+            lines: JsonLines::new(path, reader),
+            ready: VecDeque::new(),
+            response: None,
+            reasoning: Vec::new(),
+            emitted: 0,
+            last_total: None,
+            seen_session_meta: false,
+            finished: false,
+        }
+    }
+
+    fn push(&mut self, message: Message) {
+        self.emitted += 1;
+        self.ready.push_back(message);
+    }
+
+    fn flush_response(&mut self) {
+        if let Some(response) = self.response.take() {
+            self.push(response.assistant);
+            response.outputs.into_iter().for_each(|output| self.push(output));
+        }
+    }
+
+    /// Reads one record; false at the end of the file.
+    fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
+        let Some((mut record, at)) = self.lines.next_record::<Map<String, Value>>()? else {
+            return Ok(false);
+        };
+        let kind = match record.get("type") {
+            Some(Value::String(kind)) => kind.clone(),
+            _ => return Err(self.lines.error_at(at, "a Codex record without a `type`")),
+        };
+        let known = matches!(
+            kind.as_str(),
+            "session_meta" | "turn_context" | "response_item" | "event_msg" | "compacted"
+        );
+        if !known {
+            meta.skip(kind);
+            return Ok(true);
+        }
+        let payload = match record.shift_remove("payload") {
+            Some(Value::Object(payload)) => payload,
+            _ => {
+                return Err(self
+                    .lines
+                    .error_at(at, format!("a `{kind}` record without a `payload` object")))
+            }
+        };
+        let timestamp = record.shift_remove("timestamp");
+        match kind.as_str() {
+            "session_meta" => self.read_session_meta(payload, meta),
+            "turn_context" => {
+                if meta.model.is_none() {
+                    meta.model = payload.get("model").and_then(Value::as_str).map(str::to_owned);
+                }
+                meta.skip("turn_context");
+            }
+            "response_item" => self.read_item(payload, timestamp, at, meta)?,
+            "event_msg" => self.read_event(payload, meta),
+            "compacted" => {
+                self.flush_response();
+                let summary = payload.get("message").map(value_as_text).unwrap_or_default();
+                meta.compactions.push(RecordedCompaction {
+                    line: at.line,
+                    messages_before: self.emitted,
+                    summary,
+                });
+                if self.emitted == 0 {
+                    let warning = "the transcript starts with the summary of an earlier compaction: what came before it is \
+                               not in this file, and the summary is not replayed (see the meta's compactions)"
+                    .to_owned();
+                    meta.warn(self.lines.path(), warning);
+                }
+            }
+            _ => unreachable!("checked above"),
+        }
+        Ok(true)
+    }
+
+    fn read_session_meta(&mut self, mut payload: Map<String, Value>, meta: &mut TranscriptMeta) {
+        if std::mem::replace(&mut self.seen_session_meta, true) {
+            meta.skip("session_meta (after the first)");
+            return;
+        }
+        if let Some(id) = payload.get("id") {
+            meta.session_id = Some(value_as_text(id));
+        }
+        let base = payload.shift_remove("base_instructions");
+        let prompt = match &base {
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Object(fields)) => fields.get("text").and_then(Value::as_str).map(str::to_owned),
+            _ => None,
+        };
+        match prompt.filter(|prompt| !prompt.trim().is_empty()) {
+            Some(prompt) => self.push(Message::system(prompt)),
+            None => {
+                if let Some(base) = base {
+                    payload.insert("base_instructions".to_owned(), base);
+                }
+            }
+        }
+        meta.extra.extend(payload);
+    }
+
+    fn read_item(
+        &mut self,
+        mut item: Map<String, Value>,
+        timestamp: Option<Value>,
+        at: LineAt,
+        meta: &mut TranscriptMeta,
+    ) -> Result<(), TranscriptError> {
+        let kind = match item.shift_remove("type") {
+            Some(Value::String(kind)) => kind,
+            _ => return Err(self.lines.error_at(at, "a `response_item` without a `type`")),
+        };
+        let mut extra = Map::new();
+        extra.extend(timestamp.map(|timestamp| ("timestamp".to_owned(), timestamp)));
+        match kind.as_str() {
+            "message" => {
+                let message = self.message(item, extra, at)?;
+                self.flush_response();
+                if message.role == Role::Assistant {
+                    self.response = Some(Response {
+                        assistant: message,
+                        outputs: Vec::new(),
+                        counted: false,
+                    });
+                } else {
+                    self.push(message);
+                }
+            }
+            "reasoning" => {
+                let mut reasoning = Map::new();
+                reasoning.insert("type".to_owned(), Value::String(kind));
+                reasoning.extend(item);
+                self.reasoning.push(Value::Object(reasoning));
+            }
+            "function_call" | "custom_tool_call" | "local_shell_call" => {
+                let call = self.call(&kind, item, at)?;
+                match &mut self.response {
+                    Some(response) if response.outputs.is_empty() && !response.counted => {
+                        response
+                            .assistant
+                            .tool_calls
+                            .get_or_insert_with(Vec::new)
+                            .push(call);
+                    }
+                    _ => {
+                        self.flush_response();
+                        let assistant = Message {
+                            extra,
+                            ..Message::assistant_calls(vec![call])
+                        };
+                        self.response = Some(Response {
+                            assistant,
+                            outputs: Vec::new(),
+                            counted: false,
+                        });
+                    }
+                }
+                if let Some(response) = &mut self.response {
+                    attach_reasoning(&mut self.reasoning, &mut response.assistant);
+                }
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                let output = self.output(item, extra, at)?;
+                let id = output.tool_call_id.as_deref().unwrap_or_default();
+                match &mut self.response {
+                    Some(response) if response.calls(id) => response.outputs.push(output),
+                    _ => {
+                        self.flush_response();
+                        self.push(output);
+                    }
+                }
+            }
+            other => meta.skip(format!("response_item ({other})")),
+        }
+        Ok(())
+    }
+
+    fn message(
+        &mut self,
+        mut item: Map<String, Value>,
+        mut extra: Map<String, Value>,
+        at: LineAt,
+    ) -> Result<Message, TranscriptError> {
+        let role = match item.shift_remove("role") {
+            Some(Value::String(role)) => role,
+            _ => return Err(self.lines.error_at(at, "a `message` item without a `role`")),
+        };
+        let role = match role.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "system" => Role::System,
+            "developer" => {
+                extra.insert("original_role".to_owned(), Value::String(role));
+                Role::System
+            }
+            other => {
+                return Err(self
+                    .lines
+                    .error_at(at, format!("a `message` item with the unknown role `{other}`")))
+            }
+        };
+        let parts = match item.shift_remove("content") {
+            Some(Value::Array(parts)) => parts,
+            Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+            None | Some(Value::Null) => Vec::new(),
+            Some(_) => {
+                return Err(self
+                    .lines
+                    .error_at(at, "a `message` item whose `content` is not a list"))
+            }
+        };
+        let mut kept = Vec::with_capacity(parts.len());
+        for part in parts {
+            match part.get("type").and_then(Value::as_str) {
+                Some("input_text" | "output_text" | "text") => {
+                    kept.push(json!({"type": "text", "text": part.get("text").cloned().unwrap_or_default()}));
+                }
+                Some("input_image") => {
+                    kept.push(json!({"type": "image_url", "image_url": {"url": part.get("image_url").cloned().unwrap_or_default()}}));
+                }
+                Some("reasoning") => self.reasoning.push(part),
+                _ => kept.push(part),
+            }
+        }
+        extra.extend(item);
+        let mut message = Message {
+            role,
+            content: content_from_parts(kept),
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+            extra,
+        };
+        if role == Role::Assistant {
+            attach_reasoning(&mut self.reasoning, &mut message);
+        }
+        Ok(message)
+    }
+
+    fn call(
+        &self,
+        kind: &str,
+        mut item: Map<String, Value>,
+        at: LineAt,
+    ) -> Result<ToolCall, TranscriptError> {
+        let id = match item.shift_remove("call_id").or_else(|| item.shift_remove("id")) {
+            Some(Value::String(id)) => id,
+            _ => {
+                return Err(self
+                    .lines
+                    .error_at(at, format!("a `{kind}` item without a `call_id`")))
+            }
+        };
+        let (name, arguments) = match kind {
+            "local_shell_call" => (
+                "local_shell".to_owned(),
+                item.shift_remove("action").unwrap_or_default(),
+            ),
+            "custom_tool_call" => (
+                item.shift_remove("name")
+                    .map(|name| value_as_text(&name))
+                    .unwrap_or_default(),
+                item.shift_remove("input").unwrap_or_default(),
+            ),
+            _ => (
+                item.shift_remove("name")
+                    .map(|name| value_as_text(&name))
+                    .unwrap_or_default(),
+                item.shift_remove("arguments").unwrap_or_default(),
+            ),
+        };
+        if name.is_empty() {
+            return Err(self
+                .lines
+                .error_at(at, format!("a `{kind}` item without a `name`")));
+        }
+        // Arguments are JSON text; a custom tool's input is free text and stays as it is.
+        Ok(ToolCall::new(id, name, value_as_text(&arguments)))
+    }
+
+    fn output(
+        &self,
+        mut item: Map<String, Value>,
+        mut extra: Map<String, Value>,
+        at: LineAt,
+    ) -> Result<Message, TranscriptError> {
+        let id = match item.shift_remove("call_id") {
+            Some(Value::String(id)) => id,
+            _ => return Err(self.lines.error_at(at, "a call output without a `call_id`")),
+        };
+        let content = match item.shift_remove("output") {
+            None | Some(Value::Null) => Content::Text(String::new()),
+            Some(Value::String(text)) => Content::Text(text),
+            // `{content, success}` in some versions, a list of content items in others.
+            Some(Value::Object(mut output)) => {
+                let content = output.shift_remove("content").unwrap_or_default();
+                extra.extend(output);
+                match content {
+                    Value::Array(parts) => content_from_parts(parts.into_iter().map(codex_part).collect()),
+                    other => Content::Text(value_as_text(&other)),
+                }
+            }
+            Some(Value::Array(parts)) => content_from_parts(parts.into_iter().map(codex_part).collect()),
+            Some(_) => {
+                return Err(self
+                    .lines
+                    .error_at(at, "a call output whose `output` is neither text nor a list"))
+            }
+        };
+        extra.extend(item);
+        Ok(Message {
+            content,
+            extra,
+            ..Message::tool(id, "")
+        })
+    }
+
+    fn read_event(&mut self, event: Map<String, Value>, meta: &mut TranscriptMeta) {
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("no type");
+        if kind != "token_count" {
+            meta.skip(format!("event_msg ({kind})"));
+            return;
+        }
+        let Some(info) = event.get("info").filter(|info| info.is_object()) else {
+            meta.skip("event_msg (token_count without usage)");
+            return;
+        };
+        if meta.context_length.is_none() {
+            meta.context_length = info.get("model_context_window").and_then(Value::as_u64);
+        }
+        let usage = self.last_usage(info);
+        match (&mut self.response, usage) {
+            (Some(response), Some(usage)) if !response.counted => {
+                response.assistant.extra.insert("usage".to_owned(), usage);
+                response.counted = true;
+            }
+            _ => meta.skip("event_msg (token_count with no assistant message since the last)"),
+        }
+    }
+
+    /// The usage of the response a token count closes, in the runner's names.
+    fn last_usage(&mut self, info: &Value) -> Option<Value> {
+        let total = info
+            .get("total_token_usage")
+            .filter(|total| total.is_object())
+            .cloned();
+        let last = match info.get("last_token_usage").filter(|last| last.is_object()) {
+            Some(last) => Some(last.clone()),
+            None => total
+                .as_ref()
+                .map(|total| difference(total, self.last_total.as_ref())),
+        };
+        if total.is_some() {
+            self.last_total = total;
+        }
+        let last = last?;
+        let field = |name: &str| last.get(name).and_then(Value::as_u64);
+        let mut usage = json!({
+            "prompt_tokens": field("input_tokens")?,
+            "completion_tokens": field("output_tokens").unwrap_or(0),
+        });
+        for (from, to) in [
+            ("cached_input_tokens", "cache_read_tokens"),
+            ("cache_write_input_tokens", "cache_write_tokens"),
+            ("reasoning_output_tokens", "reasoning_tokens"),
+            ("total_tokens", "total_tokens"),
+        ] {
+            if let Some(value) = field(from) {
+                usage[to] = value.into();
+            }
+        }
+        Some(usage)
+    }
+}
+
+/// Moves the reasoning waiting into the assistant message it led to, under `"reasoning"`.
+fn attach_reasoning(waiting: &mut Vec<Value>, message: &mut Message) {
+    if waiting.is_empty() {
+        return;
+    }
+    let reasoning = message
+        .extra
+        .entry("reasoning")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(items) = reasoning {
+        items.append(waiting);
+    }
+}
+
+/// `total - previous`, field by field, for counters that are cumulative.
+fn difference(total: &Value, previous: Option<&Value>) -> Value {
+    let Value::Object(total) = total else {
+        return total.clone();
+    };
+    let fields = total.iter().map(|(name, value)| {
+        let before = previous
+            .and_then(|previous| previous.get(name))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let value = value
+            .as_u64()
+            .map_or_else(|| value.clone(), |now| now.saturating_sub(before).into());
+        (name.clone(), value)
+    });
+    Value::Object(fields.collect())
+}
+
+/// A content item of a call output as an OpenAI part.
+fn codex_part(part: Value) -> Value {
+    match part.get("type").and_then(Value::as_str) {
+        Some("input_text" | "output_text") => {
+            json!({"type": "text", "text": part.get("text").cloned().unwrap_or_default()})
+        }
+        Some("input_image") => {
+            json!({"type": "image_url", "image_url": {"url": part.get("image_url").cloned().unwrap_or_default()}})
+        }
+        _ => part,
+    }
+}
+
+impl<R: BufRead + Send> Source for CodexReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+        loop {
+            if let Some(message) = self.ready.pop_front() {
+                return Ok(Some(message));
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            if !self.read_record(meta)? {
+                self.finished = true;
+                self.flush_response();
+                if !self.reasoning.is_empty() {
+                    meta.skip("reasoning (no assistant message after it)");
+                }
+            }
+        }
+    }
+}

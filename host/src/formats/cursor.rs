@@ -1,0 +1,459 @@
+//! Walking through a JSON document from a reader, value by value, without holding its text.
+//!
+//! serde_json deserializes a whole value, from a slice or a reader, but has no way to stop inside
+//! an array and hand back its elements one at a time. Three ways around that were considered:
+//! - parse in a thread that feeds a bounded channel: a push turned into a pull, at the cost of a
+//!   thread per transcript and errors arriving out of band;
+//! - a `DeserializeSeed` visiting the array: the same push, needing the thread as well;
+//! - serde_json reading each element straight from the file: it works (serde_json never reads
+//!   past an object's `}`), but it pulls the file one byte at a time through `io::Bytes` and
+//!   measured four times slower than parsing from memory.
+//!
+//! This cursor walks the few structural levels above the messages itself (`{`, keys, `:`, `,`,
+//! `[`, `]`, `}`), and for each value in them (a key, a message, a session field) it copies the
+//! value's bytes (found by counting brackets outside strings) into one reused buffer and parses
+//! that with `serde_json::from_slice`. The host thus holds one message's text and the message at
+//! a time, never the document; reading runs at about the speed of JSONL.
+//!
+//! Every byte consumed is counted, so that an error points at its line, column and byte offset in
+//! the file.
+
+use std::{
+    io::BufRead,
+    path::{Path, PathBuf},
+};
+
+use serde::de::DeserializeOwned;
+
+use super::TranscriptError;
+
+/// Where the cursor is: the next byte's line and column (1-based, in bytes) and offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Position {
+    pub line: usize,
+    pub column: usize,
+    pub offset: u64,
+}
+
+/// A buffer grown past this by a huge value is given back before the next value is read.
+pub(super) const KEPT_BUFFER_BYTES: usize = 16 << 20;
+
+/// A cursor over JSON values read from `R`.
+pub(super) struct JsonCursor<R> {
+    inner: R,
+    path: PathBuf,
+    offset: u64,
+    line: usize,
+    line_start: u64,
+    /// The text of the value being parsed.
+    buffer: Vec<u8>,
+}
+
+impl<R: BufRead> JsonCursor<R> {
+    pub(super) fn new(path: &Path, inner: R) -> Self {
+        Self {
+            inner,
+            path: path.to_owned(),
+            offset: 0,
+            line: 1,
+            line_start: 0,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The file.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The position of the next byte.
+    pub(super) fn here(&self) -> Position {
+        Position {
+            line: self.line,
+            column: (self.offset - self.line_start) as usize + 1,
+            offset: self.offset,
+        }
+    }
+
+    /// A malformed-record error at `at`.
+    pub(super) fn error_at(&self, at: Position, message: impl Into<String>) -> TranscriptError {
+        TranscriptError::Malformed {
+            path: self.path.clone(),
+            line: at.line,
+            column: Some(at.column),
+            offset: Some(at.offset),
+            message: message.into(),
+        }
+    }
+
+    /// A malformed-record error at the next byte.
+    pub(super) fn error_here(&self, message: impl Into<String>) -> TranscriptError {
+        self.error_at(self.here(), message)
+    }
+
+    fn fill(&mut self) -> Result<&[u8], TranscriptError> {
+        match self.inner.fill_buf() {
+            Ok(buffer) => Ok(buffer),
+            Err(source) => Err(TranscriptError::read(&self.path, source)),
+        }
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, TranscriptError> {
+        Ok(self.fill()?.first().copied())
+    }
+
+    /// Consumes `count` bytes of what [`Self::fill`] returned, counting lines.
+    fn consume(&mut self, count: usize) {
+        let buffer = self.inner.fill_buf().expect("the bytes are already buffered");
+        for (at, _) in buffer[..count]
+            .iter()
+            .enumerate()
+            .filter(|(_, byte)| **byte == b'\n')
+        {
+            self.line += 1;
+            self.line_start = self.offset + at as u64 + 1;
+        }
+        self.offset += count as u64;
+        self.inner.consume(count);
+    }
+
+    /// Skips a UTF-8 byte-order mark at the start of the file.
+    pub(super) fn skip_bom(&mut self) -> Result<(), TranscriptError> {
+        const BOM: &[u8] = b"\xEF\xBB\xBF";
+        if self.fill()?.starts_with(BOM) {
+            self.consume(BOM.len());
+            self.line_start = self.offset;
+        }
+        Ok(())
+    }
+
+    /// Skips whitespace; the position where the next value starts.
+    pub(super) fn start_of_value(&mut self) -> Result<Position, TranscriptError> {
+        self.skip_whitespace()?;
+        Ok(self.here())
+    }
+
+    /// Skips whitespace; the next byte, if any.
+    pub(super) fn skip_whitespace(&mut self) -> Result<Option<u8>, TranscriptError> {
+        loop {
+            let buffer = self.fill()?;
+            let Some(end) = buffer
+                .iter()
+                .position(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r'))
+            else {
+                if buffer.is_empty() {
+                    return Ok(None);
+                }
+                let all = buffer.len();
+                self.consume(all);
+                continue;
+            };
+            let next = buffer[end];
+            self.consume(end);
+            return Ok(Some(next));
+        }
+    }
+
+    fn expect(&mut self, wanted: u8, what: &str) -> Result<(), TranscriptError> {
+        match self.skip_whitespace()? {
+            Some(byte) if byte == wanted => {
+                self.consume(1);
+                Ok(())
+            }
+            Some(byte) => Err(self.error_here(format!("expected {what}, found `{}`", char::from(byte)))),
+            None => Err(self.error_here(format!("the file ends where {what} should be"))),
+        }
+    }
+
+    /// Enters an object.
+    pub(super) fn begin_object(&mut self, what: &str) -> Result<(), TranscriptError> {
+        self.expect(b'{', what)
+    }
+
+    /// The next key of the object entered, or `None` at its end. `first` is true until the first
+    /// key has been read.
+    pub(super) fn next_key(&mut self, first: &mut bool) -> Result<Option<String>, TranscriptError> {
+        if self.skip_whitespace()? == Some(b'}') {
+            self.consume(1);
+            return Ok(None);
+        }
+        if !std::mem::replace(first, false) {
+            self.expect(b',', "`,` or `}` after an object's value")?;
+        }
+        if self.skip_whitespace()? != Some(b'"') {
+            return Err(self.error_here("expected an object's key, a string"));
+        }
+        let key = self.value::<String>()?;
+        self.expect(b':', "`:` after an object's key")?;
+        Ok(Some(key))
+    }
+
+    /// Enters an array.
+    pub(super) fn begin_array(&mut self, what: &str) -> Result<(), TranscriptError> {
+        self.expect(b'[', what)
+    }
+
+    /// Whether the array entered has another element, which the next value read is.
+    pub(super) fn next_element(&mut self, first: &mut bool) -> Result<bool, TranscriptError> {
+        if self.skip_whitespace()? == Some(b']') {
+            self.consume(1);
+            return Ok(false);
+        }
+        if !std::mem::replace(first, false) {
+            self.expect(b',', "`,` or `]` after an array's element")?;
+        }
+        Ok(true)
+    }
+
+    /// Reads the next value.
+    pub(super) fn value<T: DeserializeOwned>(&mut self) -> Result<T, TranscriptError> {
+        let start = self.start_of_value()?;
+        self.scan_value(true)?;
+        serde_json::from_slice(&self.buffer).map_err(|error| self.parse_error(start, &error))
+    }
+
+    /// The last value read (or refused) parsed again as another type.
+    pub(super) fn reparse<T: DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_slice(&self.buffer).ok()
+    }
+
+    /// Skips the next value without keeping it (its syntax is only checked as far as brackets
+    /// and strings go).
+    pub(super) fn skip_value(&mut self) -> Result<(), TranscriptError> {
+        self.start_of_value()?;
+        self.scan_value(false)
+    }
+
+    /// Consumes the next value's bytes, copying them into the buffer when `keep` is set.
+    fn scan_value(&mut self, keep: bool) -> Result<(), TranscriptError> {
+        if self.buffer.capacity() > KEPT_BUFFER_BYTES {
+            // A huge value's buffer is not kept for the rest of the file.
+            self.buffer = Vec::new();
+        }
+        self.buffer.clear();
+        let mut scan = match self.peek()? {
+            None => return Err(self.error_here("the file ends where a value should be")),
+            Some(first) => Scan::new(first),
+        };
+        loop {
+            let chunk = match self.inner.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(source) => return Err(TranscriptError::read(&self.path, source)),
+            };
+            if chunk.is_empty() {
+                // The file ends inside the value: parsing what there is says where and how.
+                return match keep {
+                    true => Ok(()),
+                    false => Err(self.error_here("the file ends inside a value")),
+                };
+            }
+            let (used, done) = scan.advance(chunk);
+            if keep {
+                self.buffer.extend_from_slice(&chunk[..used]);
+            }
+            self.consume(used);
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Checks that nothing but whitespace is left.
+    pub(super) fn expect_end(&mut self, after: &str) -> Result<(), TranscriptError> {
+        match self.skip_whitespace()? {
+            None => Ok(()),
+            Some(_) => Err(self.error_here(format!("unexpected content after {after}"))),
+        }
+    }
+
+    /// Counts the lines left that hold anything but whitespace, reading them without keeping them.
+    pub(super) fn count_remaining_lines(&mut self) -> Result<usize, TranscriptError> {
+        let (mut count, mut has_content) = (0, false);
+        loop {
+            let buffer = self.fill()?;
+            if buffer.is_empty() {
+                return Ok(count + usize::from(has_content));
+            }
+            for &byte in buffer {
+                match byte {
+                    b'\n' => count += usize::from(std::mem::take(&mut has_content)),
+                    b' ' | b'\t' | b'\r' => {}
+                    _ => has_content = true,
+                }
+            }
+            let all = buffer.len();
+            self.consume(all);
+        }
+    }
+
+    /// serde_json's error on the buffer, placed in the file: the value began at `start`.
+    fn parse_error(&self, start: Position, error: &serde_json::Error) -> TranscriptError {
+        let (line, column) = (error.line().max(1), error.column().max(1));
+        let at = if line == 1 {
+            Position {
+                column: start.column + column - 1,
+                offset: start.offset + column as u64 - 1,
+                ..start
+            }
+        } else {
+            let line_begins = self
+                .buffer
+                .iter()
+                .enumerate()
+                .filter(|(_, byte)| **byte == b'\n')
+                .nth(line - 2)
+                .map_or(self.buffer.len(), |(at, _)| at + 1);
+            Position {
+                line: start.line + line - 1,
+                column,
+                offset: start.offset + (line_begins + column - 1) as u64,
+            }
+        };
+        self.error_at(at, strip_position(error))
+    }
+}
+
+/// Finds where a JSON value ends, a chunk at a time: brackets are counted outside strings.
+struct Scan {
+    /// A number or a literal, which ends before the first delimiter.
+    scalar: bool,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Scan {
+    fn new(first: u8) -> Self {
+        Self {
+            scalar: !matches!(first, b'{' | b'[' | b'"'),
+            depth: 0,
+            in_string: false,
+            escaped: false,
+        }
+    }
+
+    /// How many bytes of `chunk` belong to the value, and whether it ends in them.
+    fn advance(&mut self, chunk: &[u8]) -> (usize, bool) {
+        if self.scalar {
+            return match chunk
+                .iter()
+                .position(|byte| matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                Some(end) => (end, true),
+                None => (chunk.len(), false),
+            };
+        }
+        for (at, &byte) in chunk.iter().enumerate() {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if byte == b'\\' {
+                    self.escaped = true;
+                } else if byte == b'"' {
+                    self.in_string = false;
+                    if self.depth == 0 {
+                        return (at + 1, true);
+                    }
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        return (at + 1, true);
+                    }
+                }
+                _ => {}
+            }
+        }
+        (chunk.len(), false)
+    }
+}
+
+/// serde_json's message without its own " at line L column C", which is relative to where it
+/// started reading.
+pub(super) fn strip_position(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::{json, Value};
+
+    fn cursor(text: &str) -> JsonCursor<&[u8]> {
+        JsonCursor::new(Path::new("t.json"), text.as_bytes())
+    }
+
+    #[test]
+    fn keys_and_elements_are_walked_with_values_between() {
+        let mut cursor = cursor("{ \"n\": -1.5e3, \"a\": [1, {\"x\": [true]}, \"s\"], \"z\": null }  ");
+        cursor.begin_object("the document").unwrap();
+        let mut first = true;
+        let mut seen = Vec::new();
+        while let Some(key) = cursor.next_key(&mut first).unwrap() {
+            if key == "a" {
+                cursor.begin_array("an array").unwrap();
+                let mut first = true;
+                while cursor.next_element(&mut first).unwrap() {
+                    seen.push(cursor.value::<Value>().unwrap());
+                }
+            } else {
+                seen.push(cursor.value::<Value>().unwrap());
+            }
+        }
+        cursor.expect_end("the document").unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                json!(-1500.0),
+                json!(1),
+                json!({"x": [true]}),
+                json!("s"),
+                json!(null)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_error_names_line_column_and_offset() {
+        let mut cursor = cursor("[\n  {\"a\": 1},\n  {\"a\": tru}\n]");
+        cursor.begin_array("the document").unwrap();
+        let mut first = true;
+        assert!(cursor.next_element(&mut first).unwrap());
+        cursor.value::<Value>().unwrap();
+        assert!(cursor.next_element(&mut first).unwrap());
+        let error = cursor.value::<Value>().unwrap_err().to_string();
+        assert_eq!(error, "t.json:3:12: expected ident (byte 25)");
+    }
+
+    #[test]
+    fn a_missing_comma_is_reported_where_it_should_be() {
+        let mut cursor = cursor("{\"a\": 1 \"b\": 2}");
+        cursor.begin_object("the document").unwrap();
+        let mut first = true;
+        cursor.next_key(&mut first).unwrap();
+        cursor.value::<Value>().unwrap();
+        let error = cursor.next_key(&mut first).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "t.json:1:9: expected `,` or `}` after an object's value, found `\"` (byte 8)"
+        );
+    }
+
+    #[test]
+    fn remaining_lines_are_counted_without_blank_ones() {
+        let mut cursor = cursor("{}\n{\"a\": 1}\n\n  \n{}");
+        cursor.begin_object("x").unwrap();
+        cursor.next_key(&mut true).unwrap();
+        assert_eq!(cursor.count_remaining_lines().unwrap(), 2);
+    }
+}

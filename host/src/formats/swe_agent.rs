@@ -1,0 +1,148 @@
+//! SWE-agent trajectories (`.traj`): one JSON object with `history` (the messages as the model got
+//! them), `trajectory` (the same run step by step: thought, action, observation), `info`
+//! (submission, exit status, model stats), and `environment`, `replay_config`.
+//!
+//! - `history` is the conversation. Its messages are OpenAI's, except that a tool message names
+//!   the calls it answers in a list, `tool_call_ids`: the first becomes `tool_call_id` (a second
+//!   one cannot be represented; the list is then kept and a warning given). SWE-agent's own
+//!   fields (`agent`, `message_type`, `thought`, `action`, `is_demo`…) are kept in each message's
+//!   `extra`. Demonstrations (`is_demo`) were sent to the model, so they are kept.
+//! - `trajectory` repeats the history and is skipped without being held; the other keys go to
+//!   the meta's `extra`, and the model's name comes from `replay_config.agent.model.name`.
+
+use std::{io::BufRead, path::Path};
+
+use ctxhost_engine_abi::Message;
+use serde_json::{Map, Value};
+
+use super::{cursor::JsonCursor, Source, TranscriptError, TranscriptMeta};
+
+pub(super) struct SweAgentReader<R> {
+    cursor: JsonCursor<R>,
+    state: State,
+    seen_history: bool,
+    several_ids: usize,
+}
+
+enum State {
+    Start,
+    Keys { first: bool },
+    History { first: bool },
+    Done,
+}
+
+impl<R: BufRead> SweAgentReader<R> {
+    pub(super) fn new(path: &Path, reader: R) -> Self {
+        Self {
+            cursor: JsonCursor::new(path, reader),
+            state: State::Start,
+            seen_history: false,
+            several_ids: 0,
+        }
+    }
+
+    fn message(&mut self, mut fields: Map<String, Value>) -> Result<Message, String> {
+        if let Some(ids) = fields.shift_remove("tool_call_ids") {
+            let list: Vec<&str> = match &ids {
+                Value::Array(ids) => ids.iter().filter_map(Value::as_str).collect(),
+                Value::String(id) => vec![id.as_str()],
+                Value::Null => Vec::new(),
+                _ => return Err("`tool_call_ids` is neither a list nor text".to_owned()),
+            };
+            if !fields.contains_key("tool_call_id") {
+                if let Some(first) = list.first() {
+                    fields.insert("tool_call_id".to_owned(), Value::String((*first).to_owned()));
+                }
+            }
+            if list.len() > 1 {
+                self.several_ids += 1;
+                fields.insert("tool_call_ids".to_owned(), ids);
+            }
+        }
+        serde_json::from_value(Value::Object(fields)).map_err(|error| error.to_string())
+    }
+}
+
+/// `replay_config.agent.model.name`; `replay_config` is an object or, in some versions, its JSON
+/// text.
+fn model_of(replay_config: &Value) -> Option<String> {
+    let parsed;
+    let config = match replay_config {
+        Value::String(text) => {
+            parsed = serde_json::from_str::<Value>(text).ok()?;
+            &parsed
+        }
+        other => other,
+    };
+    let name = config
+        .pointer("/agent/model/name")
+        .or_else(|| config.pointer("/agent/model/model_name"))?;
+    name.as_str().map(str::to_owned)
+}
+
+impl<R: BufRead + Send> Source for SweAgentReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+        loop {
+            match &mut self.state {
+                State::Start => {
+                    self.cursor.skip_bom()?;
+                    self.cursor
+                        .begin_object("a SWE-agent trajectory, a JSON object")?;
+                    self.state = State::Keys { first: true };
+                }
+                State::Keys { first } => {
+                    let at = self.cursor.here();
+                    match self.cursor.next_key(first)?.as_deref() {
+                        Some("history") => {
+                            if std::mem::replace(&mut self.seen_history, true) {
+                                return Err(self.cursor.error_at(at, "a second `history` key"));
+                            }
+                            self.cursor.begin_array("the `history` list")?;
+                            self.state = State::History { first: true };
+                        }
+                        Some("trajectory") => {
+                            self.cursor.skip_value()?;
+                            meta.skip("trajectory (the run step by step; it repeats the history)");
+                        }
+                        Some(key) => {
+                            let key = key.to_owned();
+                            let value = self.cursor.value::<Value>()?;
+                            if key == "replay_config" && meta.model.is_none() {
+                                meta.model = model_of(&value);
+                            }
+                            meta.extra.insert(key, value);
+                        }
+                        None => {
+                            self.cursor.expect_end("the trajectory")?;
+                            if !self.seen_history {
+                                return Err(self.cursor.error_here("the trajectory has no `history` list"));
+                            }
+                            if self.several_ids > 0 {
+                                let warning = format!(
+                                    "{} tool messages answer several calls at once (`tool_call_ids`); each counts as \
+                                     the answer to its first call only",
+                                    self.several_ids
+                                );
+                                meta.warn(self.cursor.path(), warning);
+                            }
+                            self.state = State::Done;
+                        }
+                    }
+                }
+                State::History { first } => {
+                    if !self.cursor.next_element(first)? {
+                        self.state = State::Keys { first: false };
+                        continue;
+                    }
+                    let at = self.cursor.start_of_value()?;
+                    let fields = self.cursor.value::<Map<String, Value>>()?;
+                    return self
+                        .message(fields)
+                        .map(Some)
+                        .map_err(|error| self.cursor.error_at(at, error));
+                }
+                State::Done => return Ok(None),
+            }
+        }
+    }
+}

@@ -1,0 +1,333 @@
+use ctxhost_engine_abi::Usage;
+use ctxhost_engine_kit::sequence::SequenceProblem;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+use crate::runner::recorded_usage;
+
+fn user(uuid: &str, parent: Option<&str>, content: Value) -> Value {
+    json!({"parentUuid": parent, "isSidechain": false, "type": "user", "message": {"role": "user", "content": content}, "uuid": uuid, "sessionId": "s1", "cwd": "/repo"})
+}
+
+fn assistant(uuid: &str, parent: &str, id: &str, content: Value, usage: Value) -> Value {
+    json!({"parentUuid": parent, "isSidechain": false, "type": "assistant", "message": {"id": id, "model": "claude-sonnet-4-5", "role": "assistant", "content": content, "stop_reason": null, "usage": usage}, "uuid": uuid, "sessionId": "s1"})
+}
+
+fn usage(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000, "output_tokens": output})
+}
+
+#[test]
+fn every_block_type_is_mapped() {
+    let text = jsonl(&[
+        user("u1", None, json!("Fix the failing test in src/lib.rs")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([
+                {"type": "thinking", "thinking": "Run the tests first.", "signature": "sig"},
+                {"type": "text", "text": "Running the tests."},
+                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cargo test"}},
+            ]),
+            usage(5, 40),
+        ),
+        user(
+            "u2",
+            Some("a1"),
+            json!([
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "error[E0308]: mismatched types"}, {"type": "image", "source": {"type": "base64", "data": "AA=="}}], "is_error": true},
+                {"type": "text", "text": "Also check the docs."},
+            ]),
+        ),
+        assistant(
+            "a2",
+            "u2",
+            "msg_2",
+            json!([{"type": "text", "text": "Fixed."}, {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}}]),
+            usage(7, 9),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    assert_eq!(
+        messages_json(&transcript),
+        json!([
+            {"role": "user", "content": "Fix the failing test in src/lib.rs", "parentUuid": null, "isSidechain": false, "uuid": "u1", "sessionId": "s1", "cwd": "/repo"},
+            {
+                "role": "assistant",
+                "content": "Running the tests.",
+                "tool_calls": [{"id": "toolu_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"cargo test\"}"}}],
+                "parentUuid": "u1", "isSidechain": false, "uuid": "a1", "sessionId": "s1",
+                "usage": {"prompt_tokens": 1105, "completion_tokens": 40, "cache_read_tokens": 1000, "cache_write_tokens": 100},
+                "message": {"id": "msg_1", "model": "claude-sonnet-4-5", "stop_reason": null, "usage": usage(5, 40)},
+                "thinking": [{"type": "thinking", "thinking": "Run the tests first.", "signature": "sig"}],
+            },
+            {
+                "role": "tool",
+                "content": [{"type": "text", "text": "error[E0308]: mismatched types"}, {"type": "image", "source": {"type": "base64", "data": "AA=="}}],
+                "tool_call_id": "toolu_1",
+                "parentUuid": "a1", "isSidechain": false, "uuid": "u2", "sessionId": "s1", "cwd": "/repo",
+                "is_error": true,
+            },
+            {"role": "user", "content": "Also check the docs.", "parentUuid": "a1", "isSidechain": false, "uuid": "u2", "sessionId": "s1", "cwd": "/repo"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Fixed."}, {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}}],
+                "parentUuid": "u2", "isSidechain": false, "uuid": "a2", "sessionId": "s1",
+                "usage": {"prompt_tokens": 1107, "completion_tokens": 9, "cache_read_tokens": 1000, "cache_write_tokens": 100},
+                "message": {"id": "msg_2", "model": "claude-sonnet-4-5", "stop_reason": null, "usage": usage(7, 9)},
+            },
+        ])
+    );
+    assert_eq!(transcript.meta.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(transcript.meta.session_id.as_deref(), Some("s1"));
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+}
+
+#[test]
+fn records_of_one_api_message_are_merged_even_with_results_between() {
+    let text = jsonl(&[
+        user("u1", None, json!("List then read")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Glob", "input": {"pattern": "*.rs"}}]),
+            usage(1, 10),
+        ),
+        user(
+            "u2",
+            Some("a1"),
+            json!([{"type": "tool_result", "tool_use_id": "t1", "content": "src/main.rs"}]),
+        ),
+        assistant(
+            "a2",
+            "u2",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "src/main.rs"}}]),
+            usage(1, 25),
+        ),
+        user(
+            "u3",
+            Some("a2"),
+            json!([{"type": "tool_result", "tool_use_id": "t2", "content": "fn main() {}"}]),
+        ),
+        assistant(
+            "a3",
+            "u3",
+            "msg_2",
+            json!([{"type": "text", "text": "Done."}]),
+            usage(2, 3),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let roles: Vec<_> = transcript.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool", "assistant"]);
+    let merged = &transcript.messages[1];
+    let ids: Vec<_> = merged.calls().iter().map(|call| call.id.as_str()).collect();
+    assert_eq!(ids, ["t1", "t2"]);
+    assert_eq!(merged.extra["uuid"], "a1");
+    assert_eq!(merged.extra["merged_uuids"], json!(["a2"]));
+    // The last record's usage: Claude Code repeats the usage on every record, growing.
+    assert_eq!(merged.extra["usage"]["completion_tokens"], 25);
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+}
+
+#[test]
+fn usage_reaches_the_runner_with_cache_reads_and_writes_in_the_prompt() {
+    let text = jsonl(&[
+        user("u1", None, json!("hi")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "text", "text": "hello"}]),
+            usage(5, 40),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let expected = Usage {
+        cache_read_tokens: Some(1000).into(),
+        cache_write_tokens: Some(100).into(),
+        ..Usage::new(1105, 40)
+    };
+    assert_eq!(recorded_usage(&transcript.messages[1]), Some(expected));
+}
+
+#[test]
+fn sidechain_summary_and_system_records_are_left_out_and_counted() {
+    let mut sidechain = assistant(
+        "s1",
+        "u1",
+        "msg_9",
+        json!([{"type": "text", "text": "subagent"}]),
+        usage(1, 1),
+    );
+    sidechain["isSidechain"] = json!(true);
+    let text = jsonl(&[
+        json!({"type": "summary", "summary": "Fixing the parser", "leafUuid": "a1"}),
+        json!({"type": "file-history-snapshot", "messageId": "m", "snapshot": {}}),
+        user("u1", None, json!("go")),
+        sidechain.clone(),
+        sidechain,
+        json!({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted", "uuid": "x1", "parentUuid": null}),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "text", "text": "ok"}]),
+            usage(1, 1),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    assert_eq!(transcript.messages.len(), 2);
+    let skipped: Vec<_> = transcript
+        .meta
+        .skipped
+        .iter()
+        .map(|(kind, count)| (kind.as_str(), *count))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("file-history-snapshot", 1),
+            ("sidechain (a subagent's record)", 2),
+            ("summary (a title for the resume list)", 1),
+            ("system (compact_boundary)", 1),
+        ]
+    );
+    assert_eq!(transcript.meta.extra["summaries"], json!(["Fixing the parser"]));
+}
+
+#[test]
+fn a_compact_summary_is_listed_where_it_happened_not_replayed() {
+    let mut summary = user(
+        "u9",
+        None,
+        json!("This session is being continued from a previous conversation. Summary: the parser was fixed."),
+    );
+    summary["isCompactSummary"] = json!(true);
+    let text = jsonl(&[
+        user("u1", None, json!("fix the parser")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "text", "text": "fixed"}]),
+            usage(1, 1),
+        ),
+        summary,
+        user("u10", Some("u9"), json!("now the docs")),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let texts: Vec<_> = transcript
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["fix the parser", "fixed", "now the docs"]);
+    assert_eq!(
+        transcript.meta.compactions,
+        vec![super::super::RecordedCompaction {
+            line: 3,
+            messages_before: 2,
+            summary:
+                "This session is being continued from a previous conversation. Summary: the parser was fixed."
+                    .into(),
+        }]
+    );
+}
+
+#[test]
+fn a_tool_use_left_unanswered_is_passed_through_and_reported() {
+    let text = jsonl(&[
+        user("u1", None, json!("run it")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]),
+            usage(1, 1),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    assert_eq!(transcript.messages.len(), 2);
+    assert_eq!(
+        transcript.meta.sequence_problems,
+        vec![SequenceProblem::UnansweredCall { id: "t1".into() }]
+    );
+    assert_eq!(
+        transcript.meta.warnings,
+        ["the transcript itself is not a valid sequence: tool call `t1` is never answered"]
+    );
+}
+
+#[test]
+fn a_rewind_is_read_in_file_order_and_reported() {
+    let text = jsonl(&[
+        user("u1", None, json!("first try")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "text", "text": "one"}]),
+            usage(1, 1),
+        ),
+        user("u2", Some("u1"), json!("edited prompt")),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    assert_eq!(transcript.messages.len(), 3);
+    assert!(
+        transcript.meta.warnings[0].starts_with("1 records do not continue the record before them"),
+        "{:?}",
+        transcript.meta.warnings
+    );
+}
+
+#[test]
+fn malformed_records_are_errors_with_their_line_and_offset() {
+    let first = format!("{}\n", user("u1", None, json!("hi")));
+    let offset = first.len();
+    let text = format!("{first}{{\"type\": \"user\", \"message\": }}\n");
+    assert_eq!(
+        read_error(Format::ClaudeCode, &text),
+        format!("transcript:2:29: expected value (byte {})", offset + 28)
+    );
+
+    let bad_call = jsonl(&[
+        user("u1", None, json!("hi")),
+        assistant(
+            "a1",
+            "u1",
+            "m",
+            json!([{"type": "tool_use", "name": "Bash"}]),
+            usage(1, 1),
+        ),
+    ]);
+    assert_eq!(
+        read_error(Format::ClaudeCode, &bad_call),
+        format!("transcript:2: a `tool_use` block without an `id` and a `name` (byte {offset})")
+    );
+    assert_eq!(
+        read_error(Format::ClaudeCode, "{\"uuid\": \"x\"}\n"),
+        "transcript:1: a Claude Code record without a `type` (byte 0)"
+    );
+}
+
+#[test]
+fn a_file_that_starts_with_a_compact_summary_says_the_rest_is_elsewhere() {
+    let mut summary = user(
+        "u1",
+        None,
+        json!("This session is being continued from a previous conversation."),
+    );
+    summary["isCompactSummary"] = json!(true);
+    let text = jsonl(&[summary, user("u2", Some("u1"), json!("go on"))]);
+    let transcript = read(Format::ClaudeCode, &text);
+    assert_eq!(transcript.messages.len(), 1);
+    assert_eq!(transcript.meta.compactions[0].messages_before, 0);
+    assert!(transcript.meta.warnings[0]
+        .starts_with("the transcript starts with the summary of an earlier compaction"));
+}

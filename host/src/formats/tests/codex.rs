@@ -1,0 +1,242 @@
+use ctxhost_engine_kit::sequence::SequenceProblem;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+fn record(kind: &str, payload: Value) -> Value {
+    json!({"timestamp": "2025-10-01T09:00:00.000Z", "type": kind, "payload": payload})
+}
+
+fn item(payload: Value) -> Value {
+    record("response_item", payload)
+}
+
+fn token_count(input: u64, cached: u64, output: u64) -> Value {
+    record(
+        "event_msg",
+        json!({"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": input, "cached_input_tokens": cached, "output_tokens": output, "reasoning_output_tokens": 0, "total_tokens": input + output},
+            "last_token_usage": {"input_tokens": input, "cached_input_tokens": cached, "output_tokens": output, "reasoning_output_tokens": 2, "total_tokens": input + output},
+            "model_context_window": 272000
+        }}),
+    )
+}
+
+#[test]
+fn every_item_type_is_mapped() {
+    let text = jsonl(&[
+        record(
+            "session_meta",
+            json!({"id": "sess-1", "cwd": "/repo", "cli_version": "0.40.0", "instructions": "Use rg.", "base_instructions": {"text": "You are Codex."}}),
+        ),
+        item(
+            json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sandbox: workspace-write"}]}),
+        ),
+        item(
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix test_parse in tests/test_parser.py"}]}),
+        ),
+        record(
+            "turn_context",
+            json!({"cwd": "/repo", "model": "gpt-5-codex", "effort": "medium"}),
+        ),
+        item(
+            json!({"type": "reasoning", "summary": [{"type": "summary_text", "text": "Run the test."}], "encrypted_content": "x"}),
+        ),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Running the test."}], "phase": "commentary"}),
+        ),
+        item(
+            json!({"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"pytest\",\"-q\"]}", "call_id": "call_1"}),
+        ),
+        item(
+            json!({"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"git\",\"status\"]}", "call_id": "call_2"}),
+        ),
+        record(
+            "event_msg",
+            json!({"type": "exec_command_begin", "call_id": "call_1"}),
+        ),
+        item(
+            json!({"type": "function_call_output", "call_id": "call_1", "output": "{\"output\":\"E   AssertionError\",\"metadata\":{\"exit_code\":1}}"}),
+        ),
+        item(
+            json!({"type": "function_call_output", "call_id": "call_2", "output": {"content": "clean", "success": true}}),
+        ),
+        token_count(1200, 1000, 50),
+        item(
+            json!({"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch", "call_id": "call_3"}),
+        ),
+        item(json!({"type": "custom_tool_call_output", "call_id": "call_3", "output": "Done!"})),
+        token_count(1300, 1200, 20),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fixed."}]}),
+        ),
+        token_count(1400, 1300, 5),
+        record("event_msg", json!({"type": "agent_message", "message": "Fixed."})),
+    ]);
+    let transcript = read(Format::Codex, &text);
+    let at = "2025-10-01T09:00:00.000Z";
+    let usage = |prompt: u64, cached: u64, completion: u64| json!({"prompt_tokens": prompt, "completion_tokens": completion, "cache_read_tokens": cached, "reasoning_tokens": 2, "total_tokens": prompt + completion});
+    assert_eq!(
+        messages_json(&transcript),
+        json!([
+            {"role": "system", "content": "You are Codex."},
+            {"role": "system", "content": "sandbox: workspace-write", "timestamp": at, "original_role": "developer"},
+            {"role": "user", "content": "Fix test_parse in tests/test_parser.py", "timestamp": at},
+            {
+                "role": "assistant",
+                "content": "Running the test.",
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":[\"pytest\",\"-q\"]}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":[\"git\",\"status\"]}"}},
+                ],
+                "timestamp": at,
+                "phase": "commentary",
+                "reasoning": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "Run the test."}], "encrypted_content": "x"}],
+                "usage": usage(1200, 1000, 50),
+            },
+            {"role": "tool", "content": "{\"output\":\"E   AssertionError\",\"metadata\":{\"exit_code\":1}}", "tool_call_id": "call_1", "timestamp": at},
+            {"role": "tool", "content": "clean", "tool_call_id": "call_2", "timestamp": at, "success": true},
+            {
+                "role": "assistant",
+                "content": null,
+                "tool_calls": [{"id": "call_3", "type": "function", "function": {"name": "apply_patch", "arguments": "*** Begin Patch\n*** End Patch"}}],
+                "timestamp": at,
+                "usage": usage(1300, 1200, 20),
+            },
+            {"role": "tool", "content": "Done!", "tool_call_id": "call_3", "timestamp": at},
+            {"role": "assistant", "content": "Fixed.", "timestamp": at, "usage": usage(1400, 1300, 5)},
+        ])
+    );
+    let meta = &transcript.meta;
+    assert_eq!(meta.session_id.as_deref(), Some("sess-1"));
+    assert_eq!(meta.model.as_deref(), Some("gpt-5-codex"));
+    assert_eq!(meta.context_length, Some(272_000));
+    assert_eq!(meta.extra["instructions"], "Use rg.");
+    assert_eq!(meta.extra["cli_version"], "0.40.0");
+    let skipped: Vec<_> = meta
+        .skipped
+        .iter()
+        .map(|(kind, count)| (kind.as_str(), *count))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("event_msg (agent_message)", 1),
+            ("event_msg (exec_command_begin)", 1),
+            ("turn_context", 1)
+        ]
+    );
+    assert_eq!(meta.sequence_problems, vec![]);
+}
+
+#[test]
+fn cumulative_token_counts_alone_give_each_response_its_difference() {
+    let total = |input: u64, output: u64| {
+        record(
+            "event_msg",
+            json!({"type": "token_count", "info": {"total_token_usage": {"input_tokens": input, "output_tokens": output}}}),
+        )
+    };
+    let text = jsonl(&[
+        record("session_meta", json!({"id": "s"})),
+        item(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]})),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "one"}]}),
+        ),
+        total(100, 10),
+        item(
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again"}]}),
+        ),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "two"}]}),
+        ),
+        total(250, 30),
+        total(260, 31),
+    ]);
+    let transcript = read(Format::Codex, &text);
+    assert_eq!(
+        transcript.messages[1].extra["usage"],
+        json!({"prompt_tokens": 100, "completion_tokens": 10})
+    );
+    assert_eq!(
+        transcript.messages[3].extra["usage"],
+        json!({"prompt_tokens": 150, "completion_tokens": 20})
+    );
+    // The last count follows no new assistant message: it maps to nothing.
+    assert_eq!(
+        transcript.meta.skipped["event_msg (token_count with no assistant message since the last)"],
+        1
+    );
+}
+
+#[test]
+fn a_compaction_is_listed_where_it_happened_not_replayed() {
+    let text = jsonl(&[
+        record("session_meta", json!({"id": "s"})),
+        item(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]})),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hello"}]}),
+        ),
+        record(
+            "compacted",
+            json!({"message": "The user said hi.", "replacement_history": []}),
+        ),
+        item(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "bye"}]})),
+    ]);
+    let transcript = read(Format::Codex, &text);
+    assert_eq!(transcript.messages.len(), 3);
+    assert_eq!(
+        transcript.meta.compactions,
+        vec![super::super::RecordedCompaction {
+            line: 4,
+            messages_before: 2,
+            summary: "The user said hi.".into()
+        }]
+    );
+}
+
+#[test]
+fn an_output_without_its_call_is_passed_through_and_reported() {
+    let text = jsonl(&[
+        record("session_meta", json!({"id": "s"})),
+        item(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]})),
+        item(json!({"type": "function_call_output", "call_id": "gone", "output": "late"})),
+    ]);
+    let transcript = read(Format::Codex, &text);
+    assert_eq!(transcript.messages.len(), 2);
+    assert_eq!(
+        transcript.meta.sequence_problems,
+        vec![SequenceProblem::OrphanResult {
+            id: "gone".into(),
+            index: 1
+        }]
+    );
+}
+
+#[test]
+fn malformed_records_are_errors_with_their_line_and_offset() {
+    let first = format!("{}\n", record("session_meta", json!({"id": "s"})));
+    let offset = first.len();
+    let no_payload = format!("{first}{}\n", json!({"timestamp": "t", "type": "response_item"}));
+    assert_eq!(
+        read_error(Format::Codex, &no_payload),
+        format!("transcript:2: a `response_item` record without a `payload` object (byte {offset})")
+    );
+    let no_call_id = format!(
+        "{first}{}\n",
+        item(json!({"type": "function_call", "name": "shell", "arguments": "{}"}))
+    );
+    assert_eq!(
+        read_error(Format::Codex, &no_call_id),
+        format!("transcript:2: a `function_call` item without a `call_id` (byte {offset})")
+    );
+    let broken = format!("{first}{{\"type\": \"event_msg\",\n");
+    assert_eq!(
+        read_error(Format::Codex, &broken),
+        format!(
+            "transcript:2:21: EOF while parsing a value (byte {})",
+            offset + 20
+        )
+    );
+}
