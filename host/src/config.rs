@@ -5,11 +5,12 @@
 //! names the file, the line and the key.
 
 use std::{
+    collections::BTreeMap,
     fmt, fs, io,
     path::{Path, PathBuf},
 };
 
-use ctxhost_compressor::CompressorConfig;
+use ctxhost_compressor::{CompressorConfig, ConfigProblem};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -43,6 +44,9 @@ pub struct Settings {
     pub compression: CompressorConfig,
     /// `auxiliary.compression:`: the model that writes summaries, offered to every engine.
     pub summarizer: SummarizerSettings,
+    /// `compare:`: named configurations for `ctxhost compare --engines compressor@tight`, each a
+    /// mapping of the keys it changes in its engine's block.
+    pub compare: BTreeMap<String, Value>,
     /// The whole file as JSON, for the blocks of plugin engines (the API key replaced).
     document: Value,
 }
@@ -66,6 +70,7 @@ struct RawConfig {
     model: ModelSettings,
     compression: CompressorConfig,
     auxiliary: RawAuxiliary,
+    compare: BTreeMap<String, Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -142,6 +147,7 @@ impl Settings {
             model: ModelSettings::default(),
             compression: CompressorConfig::default(),
             summarizer: SummarizerSettings::default(),
+            compare: BTreeMap::new(),
             document: Value::Null,
         }
     }
@@ -216,6 +222,7 @@ impl Settings {
             model: raw.model,
             compression: raw.compression,
             summarizer: raw.auxiliary.compression,
+            compare: raw.compare,
             document,
         })
     }
@@ -228,6 +235,26 @@ impl Settings {
             return serde_json::to_value(&self.compression).unwrap_or(Value::Null);
         }
         self.document.get(name).cloned().unwrap_or(Value::Null)
+    }
+
+    /// These settings with `block` as engine `name`'s config block (what [`engine_block`] gives
+    /// and the engine is created with). The compressor's block is read and validated as
+    /// `compression:` is; a problem names the key.
+    ///
+    /// [`engine_block`]: Self::engine_block
+    pub fn with_engine_block(&self, name: &str, block: Value) -> Result<Self, ConfigProblem> {
+        let mut settings = self.clone();
+        if name == DEFAULT_ENGINE {
+            let config = CompressorConfig::from_json(&block)?;
+            config.validate()?;
+            settings.compression = config;
+        } else {
+            if !settings.document.is_object() {
+                settings.document = Value::Object(serde_json::Map::new());
+            }
+            settings.document[name] = block;
+        }
+        Ok(settings)
     }
 }
 
@@ -258,6 +285,14 @@ fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> R
         .compression
         .validate()
         .map_err(|problem| invalid(&format!("auxiliary.compression.{}", problem.key), problem.reason))?;
+    for (name, block) in &raw.compare {
+        if !block.is_object() {
+            return Err(invalid(
+                &format!("compare.{name}"),
+                format!("must be a mapping of the settings it changes, got {block}"),
+            ));
+        }
+    }
     raw.compression
         .validate()
         .map_err(|problem| invalid(&format!("compression.{}", problem.key), problem.reason.clone()))

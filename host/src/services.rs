@@ -44,7 +44,6 @@ use crate::{
 /// Host service: token counts with the host's counter (what `Host::count_tokens` asks).
 pub const SERVICE_COUNT_TOKENS: &str = "count_tokens";
 
-
 /// The service names this host answers.
 pub const SERVICES: &[&str] = &[
     "services",

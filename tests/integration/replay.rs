@@ -135,32 +135,26 @@ fn the_bundled_example_config_selects_the_masking_plugin() {
 
 #[test]
 fn the_extractive_summarizer_keeps_at_least_80_percent_of_the_facts_of_every_bundled_example() {
-    let examples = fs::read_dir(example("transcripts")).unwrap();
     let tree = PluginDir::new();
-    let mut checked = 0;
-    for transcript in examples {
+    let mut compacted = Vec::new();
+    for transcript in fs::read_dir(example("transcripts")).unwrap() {
         let path = transcript.unwrap().path();
-        // Default budgets: no config at all; the window is the one each example records.
+        // Default budgets: no config at all; the window is the one the example records (128,000
+        // when it records none, and then the small format samples never compact).
         let output = tree.run(&["run", path.to_str().unwrap(), "--json"]);
         let (stdout, stderr) = texts(&output);
         assert!(output.status.success(), "{}: {stderr}", path.display());
         let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let compactions = report["compactions"].as_array().unwrap();
-        assert!(
-            !compactions.is_empty(),
-            "{}: the example should compact at its window",
-            path.display()
-        );
         for compaction in compactions {
             let share = compaction["retention"]["share"].as_f64().unwrap();
-            assert!(
-                share >= 0.8,
-                "{}: kept {share:.2} of the facts: {}",
-                path.display(),
-                compaction["retention"]
-            );
+            assert!(share >= 0.8, "{}: kept {share:.2} of the facts: {}", path.display(), compaction["retention"]);
         }
-        checked += 1;
+        if !compactions.is_empty() {
+            compacted.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
     }
-    assert!(checked >= 1);
+    compacted.sort();
+    // The examples written to outgrow their windows: one compaction, and several in a row.
+    assert_eq!(compacted, ["coupon-fix.json", "warehouse-migration.json"]);
 }

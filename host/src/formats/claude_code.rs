@@ -22,9 +22,11 @@
 //!   message they describe); the model never saw them. Left out; their text is kept in the meta's
 //!   `"summaries"`. `system` records (compaction boundaries, hook output, API errors) are the
 //!   interface's log, not messages: left out, counted by subtype.
-//! - Records are read in file order. A record whose `parentUuid` is not the record before it
-//!   marks a branch (a rewind, an edited prompt): the count is reported as a warning, since the
-//!   abandoned branch is read too.
+//! - Records are read in file order. A user or assistant record whose `parentUuid` is neither the
+//!   conversation record before it nor an interface record since marks a branch (a rewind, an
+//!   edited prompt): the count is reported as a warning, since the abandoned branch is read too.
+//!   Rebuilding the active branch would need the whole file's `uuid` links before the first
+//!   message; file order keeps the reader a single pass.
 
 use std::{collections::VecDeque, io::BufRead, path::Path};
 
@@ -43,7 +45,9 @@ pub(super) struct ClaudeCodeReader<R> {
     turn: Option<Turn>,
     /// Messages handed out or ready so far.
     emitted: usize,
+    /// The last conversation record, and the interface's records since.
     last_uuid: Option<String>,
+    between: Vec<String>,
     branches: u64,
     finished: bool,
 }
@@ -120,6 +124,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             turn: None,
             emitted: 0,
             last_uuid: None,
+            between: Vec::new(),
             branches: 0,
             finished: false,
         }
@@ -151,7 +156,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             meta.skip("sidechain (a subagent's record)");
             return Ok(true);
         }
-        self.follow_chain(&record);
+        self.follow_chain(&record, matches!(kind.as_str(), "user" | "assistant"));
         if meta.session_id.is_none() {
             meta.session_id = record.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         }
@@ -196,18 +201,24 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         Ok(true)
     }
 
-    /// Counts records that do not continue the record before them.
-    fn follow_chain(&mut self, record: &Map<String, Value>) {
+    /// Counts conversation records that do not continue the one before them. Records of the
+    /// interface (`system`, `progress`…) may sit in the chain between two of them.
+    fn follow_chain(&mut self, record: &Map<String, Value>, conversation: bool) {
         let Some(uuid) = record.get("uuid").and_then(Value::as_str) else {
             return;
         };
+        if !conversation {
+            self.between.push(uuid.to_owned());
+            return;
+        }
         let parent = record.get("parentUuid").and_then(Value::as_str);
         if let (Some(parent), Some(last)) = (parent, &self.last_uuid) {
-            if parent != last {
+            if parent != last && !self.between.iter().any(|between| between == parent) {
                 self.branches += 1;
             }
         }
         self.last_uuid = Some(uuid.to_owned());
+        self.between.clear();
     }
 
     fn read_user(

@@ -126,7 +126,12 @@ impl<'t> Draft<'t> {
             };
         }
         let mut order: Vec<usize> = (0..self.candidates.len()).collect();
-        order.sort_by_key(|&at| (self.candidates[at].tier, Reverse(self.candidates[at].recency)));
+        // Ties (lines of an earlier summary all have recency 0) go to the later line, which is the
+        // newer one: a short budget drops the oldest carried detail first.
+        order.sort_by_key(|&at| {
+            let candidate = &self.candidates[at];
+            (candidate.tier, Reverse(candidate.recency), Reverse(candidate.display))
+        });
         let mut chosen = Selection {
             picked: vec![false; self.candidates.len()],
             covered: vec![false; self.fact_count],

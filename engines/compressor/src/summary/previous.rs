@@ -7,7 +7,9 @@
 //! - an unanswered request the user has moved past becomes an earlier request in Goal, and other
 //!   stale next steps are dropped;
 //! - a file listed again keeps what was done to it before (`read`, `changed`) along with the new;
-//! - the oldest request keeps its place: it is the conversation's goal.
+//! - the oldest request keeps its place: it is the conversation's goal;
+//! - carried lines rank one tier below new ones of their kind, so a short budget drops older
+//!   detail before the facts of the turns just compacted.
 
 use std::{borrow::Cow, collections::HashSet};
 
@@ -116,7 +118,11 @@ impl<'t> Draft<'t> {
             if known.contains(line.text) || facts.contains_text(line.text) || !seen.insert(line.text) {
                 continue;
             }
-            let candidate = self.push(line.section, line.tier, 0, Cow::Borrowed(line.text));
+            // One tier below new lines of the same kind: when the budget is short, what the
+            // earlier summary already condensed gives way before the new middle's facts (the goal,
+            // tier 0, always stays).
+            let tier = if line.tier == 0 { 0 } else { line.tier + 1 };
+            let candidate = self.push(line.section, tier, 0, Cow::Borrowed(line.text));
             candidate.group = line.group;
             // Earlier work reads before the new; everything else after it.
             candidate.display = match line.section {

@@ -331,3 +331,23 @@ fn a_file_that_starts_with_a_compact_summary_says_the_rest_is_elsewhere() {
     assert!(transcript.meta.warnings[0]
         .starts_with("the transcript starts with the summary of an earlier compaction"));
 }
+
+#[test]
+fn interface_records_in_the_chain_are_no_branch() {
+    let text = jsonl(&[
+        user("u1", None, json!("go")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "text", "text": "ok"}]),
+            usage(1, 1),
+        ),
+        json!({"type": "progress", "uuid": "p1", "parentUuid": "a1", "data": {}}),
+        json!({"type": "system", "subtype": "turn_duration", "uuid": "s1", "parentUuid": "p1"}),
+        user("u2", Some("s1"), json!("next")),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+    assert_eq!(transcript.meta.skipped["progress"], 1);
+}
