@@ -1,4 +1,8 @@
 //! The command line: argument definitions and what each command does.
+//!
+//! The replaying commands (`run`, `compress`, `status`, `tool`) live in [`run`].
+
+mod run;
 
 use std::{
     io::IsTerminal,
@@ -8,17 +12,18 @@ use std::{
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use ctxhost_engine_abi::ModelInfo;
+use serde_json::Value;
 
 use crate::{
     config::Settings,
     discovery::{discover_plugins, find_plugin},
     engine::EngineHandle,
-    formats::{read_transcript, Format, Transcript},
+    formats::{Format, TranscriptMeta},
     loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
-    output::write_json_atomically,
-    report::{warn_user, RunReport, Sourced},
-    resolution::{load_plugin, resolve_engine, Registry},
-    runner::{compress_once, replay, ReplayOptions, ReplayOutcome},
+    output::prompt_cache::{CacheShape, CacheTtl},
+    report::{RunReport, Sourced},
+    resolution::load_plugin,
+    runner::{ReplayOptions, ReplayOutcome, ScriptedCommand},
     tokens::TokenCounter,
 };
 
@@ -60,9 +65,25 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Replay a transcript, then print what the engine's `get_status` reports (JSON).
+    Status(RunArgs),
+    /// Replay a transcript, then call one of the engine's tools against the final context and
+    /// print its answer (JSON).
+    Tool {
+        /// The transcript and the options `run` takes.
+        #[command(flatten)]
+        run: RunArgs,
+        /// The tool's name (one the engine offers in `get_tool_schemas`).
+        name: String,
+        /// Its arguments: a JSON object.
+        #[arg(value_name = "JSON-ARGS", value_parser = parse_json_object)]
+        arguments: Value,
+    },
     /// Inspect plugin engines.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// Replay one transcript through several engines and compare them in one table.
+    Compare(crate::compare::CompareArgs),
 }
 
 /// Arguments shared by `run` and `compress`.
@@ -85,6 +106,29 @@ pub struct RunArgs {
     /// Print the report as JSON instead of words.
     #[arg(long)]
     pub json: bool,
+    /// Write the event log here (JSON lines, one event a line), atomically.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// Before transcript message N (0-based), run a command as typed in Hermes:
+    /// N:/compress[:focus], N:/new or N:/reset. Repeatable.
+    #[arg(long = "at", value_name = "N:COMMAND")]
+    pub at: Vec<ScriptedCommand>,
+    /// Write --out shaped for Anthropic prompt caching (markers on the system message and the
+    /// last three non-system messages).
+    #[arg(long, value_enum, value_name = "SHAPE", requires = "out")]
+    pub cache_shape: Option<CacheShape>,
+    /// How long the cache markers of --cache-shape last [default: 5m].
+    #[arg(long, value_enum, value_name = "TTL", requires = "cache_shape")]
+    pub cache_ttl: Option<CacheTtl>,
+}
+
+/// A tool's arguments on the command line: a JSON object.
+fn parse_json_object(text: &str) -> Result<Value, String> {
+    match serde_json::from_str(text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(other) => Err(format!("expected a JSON object, got {other}")),
+        Err(error) => Err(format!("not JSON: {error}")),
+    }
 }
 
 /// `plugins` subcommands.
@@ -107,10 +151,19 @@ pub enum PluginsCommand {
 pub fn run_cli(cli: Cli) -> Result<()> {
     let settings = load_settings(cli.config.as_deref(), cli.plugins_dir.as_deref())?;
     match cli.command {
-        Command::Run(args) => run_transcript(&settings, &args, None),
-        Command::Compress { focus, run } => run_transcript(&settings, &run, Some(focus)),
+        Command::Run(args) => run::run_transcript(&settings, &args, run::Mode::Replay),
+        Command::Compress { focus, run } => {
+            run::run_transcript(&settings, &run, run::Mode::Compress { focus })
+        }
+        Command::Status(args) => run::run_transcript(&settings, &args, run::Mode::Status),
+        Command::Tool {
+            run,
+            name,
+            arguments,
+        } => run::run_transcript(&settings, &run, run::Mode::Tool { name, arguments }),
         Command::Plugins(PluginsCommand::List { json }) => list_plugins(&settings, json),
         Command::Plugins(PluginsCommand::Check { name }) => check_one_plugin(&settings, &name),
+        Command::Compare(args) => crate::compare::run_compare(&settings, &args),
     }
 }
 
@@ -126,46 +179,7 @@ fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>) -> Result<Se
     Ok(settings)
 }
 
-/// `run`, and `compress` when `manual` is set (with its focus).
-fn run_transcript(settings: &Settings, args: &RunArgs, manual: Option<Option<String>>) -> Result<()> {
-    let mut transcript = read_transcript(&args.transcript, args.format)?;
-    let name = args.engine.clone().unwrap_or_else(|| settings.engine.clone());
-    let resolution = resolve_engine(&name, settings, &Registry::default());
-    if let Some(fallback) = &resolution.fallback {
-        warn_user(&fallback.warning());
-    }
-    let mut engine = resolution.engine;
-    let context_length = resolve_context_length(args, settings, &transcript);
-    let options = replay_options(settings, &transcript, context_length.value);
-    let messages = std::mem::take(&mut transcript.messages);
-    let outcome = match &manual {
-        Some(focus) => compress_once(&mut engine, messages, focus.as_deref(), &options),
-        None => replay(&mut engine, messages, &options),
-    };
-    if let Some(out) = &args.out {
-        write_json_atomically(out, &outcome.context)?;
-    }
-    let fallback = resolution
-        .fallback
-        .map(|f| format!("`{}` could not be used: {}", f.requested, f.reason));
-    let report = build_report(
-        &engine,
-        &transcript,
-        fallback,
-        context_length,
-        &options,
-        outcome,
-        args,
-    );
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.render_text());
-    }
-    Ok(())
-}
-
-fn resolve_context_length(args: &RunArgs, settings: &Settings, transcript: &Transcript) -> Sourced<u64> {
+fn resolve_context_length(args: &RunArgs, settings: &Settings, meta: &TranscriptMeta) -> Sourced<u64> {
     let sourced = |value, source: &str| Sourced {
         value,
         source: source.to_owned(),
@@ -180,27 +194,25 @@ fn resolve_context_length(args: &RunArgs, settings: &Settings, transcript: &Tran
             .map_or("config".to_owned(), |p| p.display().to_string());
         return sourced(length, &format!("model.context_length in {file}"));
     }
-    if let Some(length) = transcript.meta.context_length {
+    if let Some(length) = meta.context_length {
         return sourced(length, "the transcript");
     }
     sourced(DEFAULT_CONTEXT_LENGTH, "default; set model.context_length")
 }
 
-fn replay_options(settings: &Settings, transcript: &Transcript, context_length: u64) -> ReplayOptions {
+fn replay_options(settings: &Settings, path: &Path, meta: &TranscriptMeta, context_length: u64) -> ReplayOptions {
     let model = settings
         .model
         .default
         .clone()
-        .or_else(|| transcript.meta.model.clone())
+        .or_else(|| meta.model.clone())
         .unwrap_or_default();
     let max_tokens = settings
         .model
         .max_tokens
         .filter(|reserved| *reserved < context_length);
-    let session_id = transcript.meta.session_id.clone().unwrap_or_else(|| {
-        transcript
-            .path
-            .file_stem()
+    let session_id = meta.session_id.clone().unwrap_or_else(|| {
+        path.file_stem()
             .map_or("session".to_owned(), |stem| stem.to_string_lossy().into_owned())
     });
     ReplayOptions {
@@ -217,7 +229,7 @@ fn replay_options(settings: &Settings, transcript: &Transcript, context_length: 
 
 fn build_report(
     engine: &EngineHandle,
-    transcript: &Transcript,
+    (path, format, meta): (&Path, Format, &TranscriptMeta),
     fallback: Option<String>,
     context_length: Sourced<u64>,
     options: &ReplayOptions,
@@ -226,8 +238,9 @@ fn build_report(
 ) -> RunReport {
     let threshold_tokens = outcome.counters.map_or(0, |counters| counters.threshold_tokens);
     RunReport {
-        transcript: transcript.path.display().to_string(),
-        format: transcript.format.to_string(),
+        transcript: path.display().to_string(),
+        format: format.to_string(),
+        transcript_warnings: meta.warnings.clone(),
         engine: engine.name().to_owned(),
         engine_source: engine.origin().into(),
         fallback,
@@ -237,6 +250,7 @@ fn build_report(
         token_counter: options.token_counter.name().to_owned(),
         outcome,
         output: args.out.as_ref().map(|p| p.display().to_string()),
+        events: args.events.as_ref().map(|p| p.display().to_string()),
     }
 }
 

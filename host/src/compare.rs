@@ -229,7 +229,10 @@ pub fn plan_engines(
     }
     for text in sets {
         let label = parse_override(text)?.label;
-        if !choices.iter().any(|c| c.configuration.as_deref() == Some(label.as_str())) {
+        if !choices
+            .iter()
+            .any(|c| c.configuration.as_deref() == Some(label.as_str()))
+        {
             return Err(CompareError::UnusedSet { label });
         }
     }
@@ -272,7 +275,10 @@ fn check_keys(engine: &str, overrides: &Value) -> Result<(), String> {
         return Ok(());
     }
     let known = serde_json::to_value(CompressorConfig::default()).unwrap_or_default();
-    let known: Vec<&String> = known.as_object().map(|keys| keys.keys().collect()).unwrap_or_default();
+    let known: Vec<&String> = known
+        .as_object()
+        .map(|keys| keys.keys().collect())
+        .unwrap_or_default();
     match overrides
         .as_object()
         .and_then(|keys| keys.keys().find(|key| !known.contains(key)))
@@ -397,7 +403,11 @@ pub struct RetentionSummary {
 }
 
 /// Sums up one replay.
-pub fn summarise_outcome(outcome: &ReplayOutcome, source: EngineSource, uncompacted_tokens: u64) -> EngineFigures {
+pub fn summarise_outcome(
+    outcome: &ReplayOutcome,
+    source: EngineSource,
+    uncompacted_tokens: u64,
+) -> EngineFigures {
     let applied: Vec<_> = outcome
         .compactions
         .iter()
@@ -432,15 +442,28 @@ pub fn summarise_outcome(outcome: &ReplayOutcome, source: EngineSource, uncompac
     }
 }
 
-/// Replays `messages` through each planned engine, each a fresh instance, and gives its row.
-pub fn compare_engines(planned: Vec<PlannedEngine>, messages: &[Message], options: &ReplayOptions) -> Vec<EngineRow> {
-    let uncompacted = options.token_counter.count_messages(messages);
-    planned
+/// Replays `transcript` through each planned engine, each a fresh instance, one row each.
+pub fn compare_engines(
+    planned: Vec<PlannedEngine>,
+    transcript: &Transcript,
+    context_length: Sourced<u64>,
+    options: &ReplayOptions,
+) -> CompareReport {
+    let uncompacted_tokens = options.token_counter.count_messages(&transcript.messages);
+    let engines = planned
         .into_iter()
         .map(|plan| {
             let result = match &plan.settings {
-                Err(reason) => RowResult::InvalidConfig { reason: reason.clone() },
-                Ok(settings) => run_one(&plan.choice, settings, messages, options, uncompacted),
+                Err(reason) => RowResult::InvalidConfig {
+                    reason: reason.clone(),
+                },
+                Ok(settings) => run_one(
+                    &plan.choice,
+                    settings,
+                    &transcript.messages,
+                    options,
+                    uncompacted_tokens,
+                ),
             };
             EngineRow {
                 label: plan.choice.label,
@@ -450,7 +473,17 @@ pub fn compare_engines(planned: Vec<PlannedEngine>, messages: &[Message], option
                 result,
             }
         })
-        .collect()
+        .collect();
+    CompareReport {
+        transcript: transcript.path.display().to_string(),
+        format: transcript.format.to_string(),
+        messages: transcript.messages.len(),
+        context_length,
+        window: options.model.window(),
+        token_counter: options.token_counter.name().to_owned(),
+        uncompacted_tokens,
+        engines,
+    }
 }
 
 fn run_one(
@@ -502,17 +535,7 @@ pub fn run_compare(settings: &Settings, args: &CompareArgs) -> Result<()> {
     let transcript = read_transcript(&args.transcript, args.format)?;
     let context_length = resolve_context_length(args.context_length, settings, &transcript);
     let options = replay_options(settings, &transcript, context_length.value);
-    let engines = compare_engines(planned, &transcript.messages, &options);
-    let report = CompareReport {
-        transcript: transcript.path.display().to_string(),
-        format: transcript.format.to_string(),
-        messages: transcript.messages.len(),
-        context_length,
-        window: options.model.window(),
-        token_counter: options.token_counter.name().to_owned(),
-        uncompacted_tokens: options.token_counter.count_messages(&transcript.messages),
-        engines,
-    };
+    let report = compare_engines(planned, &transcript, context_length, &options);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -554,25 +577,29 @@ fn replay_options(settings: &Settings, transcript: &Transcript, context_length: 
                 .or_else(|| transcript.meta.model.clone())
                 .unwrap_or_default(),
             context_length,
-            max_tokens: settings.model.max_tokens.filter(|reserved| *reserved < context_length),
+            max_tokens: settings
+                .model
+                .max_tokens
+                .filter(|reserved| *reserved < context_length),
             ..ModelInfo::default()
         },
         token_counter: TokenCounter::new(settings.tokenizer),
     }
 }
 
-const HEADERS: [&str; 11] = [
-    "engine",
-    "source",
-    "threshold",
-    "applied",
-    "kept",
-    "peak",
-    "final",
-    "saved",
-    "identifiers kept",
-    "engine ms",
-    "errors",
+/// The table's columns, and whether each is right-aligned (figures are).
+const COLUMNS: [(&str, bool); 11] = [
+    ("engine", false),
+    ("source", false),
+    ("threshold", true),
+    ("applied", true),
+    ("kept", true),
+    ("peak", true),
+    ("final", true),
+    ("saved", true),
+    ("identifiers kept", true),
+    ("engine ms", true),
+    ("errors", true),
 ];
 
 impl CompareReport {
@@ -595,7 +622,7 @@ impl CompareReport {
             self.token_counter,
         );
         let rows: Vec<Vec<String>> = self.engines.iter().map(|row| self.cells(row)).collect();
-        out.push_str(&align_columns(&HEADERS, &rows));
+        out.push_str(&align_columns(&COLUMNS, &rows));
         let _ = writeln!(
             out,
             "\napplied/kept: compactions whose result replaced the context / was refused, the context kept"
@@ -615,7 +642,11 @@ impl CompareReport {
         for row in &self.engines {
             if let RowResult::Ran(figures) = &row.result {
                 if let Some(error) = &figures.first_error {
-                    let _ = writeln!(out, "{}: {} errors, the first: {error}", row.label, figures.errors);
+                    let _ = writeln!(
+                        out,
+                        "{}: {} errors, the first: {error}",
+                        row.label, figures.errors
+                    );
                 }
             }
         }
@@ -625,9 +656,14 @@ impl CompareReport {
     fn cells(&self, row: &EngineRow) -> Vec<String> {
         let figures = match &row.result {
             RowResult::Ran(figures) => figures,
-            RowResult::NotLoaded { reason } => return vec![row.label.clone(), format!("NOT LOADED: {reason}")],
+            RowResult::NotLoaded { reason } => {
+                return vec![row.label.clone(), format!("NOT LOADED: {reason}")]
+            }
             RowResult::InvalidConfig { reason } => {
-                return vec![row.label.clone(), format!("NOT RUN, invalid configuration: {reason}")]
+                return vec![
+                    row.label.clone(),
+                    format!("NOT RUN, invalid configuration: {reason}"),
+                ]
             }
             RowResult::Failed { reason } => return vec![row.label.clone(), format!("FAILED: {reason}")],
         };
@@ -644,7 +680,10 @@ impl CompareReport {
             if uncompacted == 0 {
                 String::new()
             } else {
-                format!(" ({:.0}%)", figures.tokens_saved as f64 * 100.0 / uncompacted as f64)
+                format!(
+                    " ({:.0}%)",
+                    figures.tokens_saved as f64 * 100.0 / uncompacted as f64
+                )
             }
         };
         let source = match &figures.source {
@@ -663,7 +702,11 @@ impl CompareReport {
             figures.compactions_kept.to_string(),
             tokens(figures.peak_tokens),
             tokens(figures.final_tokens),
-            format!("{}{}", signed(figures.tokens_saved), share(self.uncompacted_tokens)),
+            format!(
+                "{}{}",
+                signed(figures.tokens_saved),
+                share(self.uncompacted_tokens)
+            ),
             retention,
             format!("{:.2}", figures.engine_time_ms),
             figures.errors.to_string(),
@@ -671,29 +714,29 @@ impl CompareReport {
     }
 }
 
-/// Left-aligned columns two spaces apart. A row shorter than the header (an engine without
-/// figures) runs its last cell across the remaining columns.
-fn align_columns(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows.iter().filter(|row| row.len() == headers.len()) {
-        for (width, cell) in widths.iter_mut().zip(row) {
+/// Columns two spaces apart, aligned as `columns` say. A row shorter than the header (an engine
+/// without figures) runs its last cell across the remaining columns.
+fn align_columns(columns: &[(&str, bool)], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = columns.iter().map(|(h, _)| h.chars().count()).collect();
+    for row in rows {
+        // A spanning cell does not widen the column it starts in, except the first.
+        let counted = if row.len() == columns.len() { row.len() } else { 1 };
+        for (width, cell) in widths.iter_mut().zip(row).take(counted) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    widths[0] = rows
-        .iter()
-        .filter_map(|row| row.first())
-        .map(|cell| cell.chars().count())
-        .fold(widths[0], usize::max);
+    let header: Vec<String> = columns.iter().map(|(h, _)| (*h).to_owned()).collect();
     let mut out = String::new();
-    let header: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
     for row in std::iter::once(&header).chain(rows) {
         let mut line = String::new();
         for (index, cell) in row.iter().enumerate() {
-            if index + 1 == row.len() {
+            let (width, right) = (widths[index], columns[index].1);
+            if index + 1 == row.len() && (!right || row.len() < columns.len()) {
                 line.push_str(cell);
+            } else if right {
+                let _ = write!(line, "{cell:>width$}  ");
             } else {
-                let _ = write!(line, "{cell:<width$}  ", width = widths[index]);
+                let _ = write!(line, "{cell:<width$}  ");
             }
         }
         out.push_str(line.trim_end());

@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod discovery;
 pub mod engine;

@@ -1,10 +1,23 @@
 //! Writing output files atomically: a temporary file in the same folder, renamed over the target
 //! only once it is complete, so a failure never leaves a half-written file.
+//!
+//! - [`write_atomically`] and [`write_json_atomically`] for a file written in one go (the final
+//!   context);
+//! - [`EventLog`] for the event log, written line by line as the replay goes into a temporary
+//!   file that becomes the target only when [`EventLog::commit`] is called: a run that fails
+//!   leaves no events file, not even a partial one;
+//! - [`prompt_cache`] shapes the final request for Anthropic prompt caching.
 
 use std::{
-    io::{self, Write},
+    io::{self, BufWriter, Write},
     path::{Path, PathBuf},
 };
+
+use tempfile::NamedTempFile;
+
+use crate::runner::{Event, EventSink};
+
+pub mod prompt_cache;
 
 /// A file that could not be written; the target is untouched.
 #[derive(Debug, thiserror::Error)]
@@ -16,17 +29,21 @@ pub struct WriteError {
     pub source: io::Error,
 }
 
+fn temp_file_beside(path: &Path) -> io::Result<NamedTempFile> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    NamedTempFile::new_in(dir)
+}
+
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let wrap = |source| WriteError {
         path: path.to_owned(),
         source,
     };
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(wrap)?;
+    let mut file = temp_file_beside(path).map_err(wrap)?;
     file.write_all(bytes).map_err(wrap)?;
     file.as_file().sync_all().map_err(wrap)?;
     file.persist(path).map_err(|error| wrap(error.error))?;
@@ -38,6 +55,98 @@ pub fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> Resu
     let mut bytes = serde_json::to_vec_pretty(value).expect("values serialise");
     bytes.push(b'\n');
     write_atomically(path, &bytes)
+}
+
+/// The event log: one JSON object a line, written through a buffer into a temporary file beside
+/// the target, which becomes the target on [`EventLog::commit`]. Dropped without a commit, it
+/// leaves nothing behind.
+pub struct EventLog {
+    path: PathBuf,
+    file: BufWriter<NamedTempFile>,
+    /// The first write that failed; later events are dropped and the commit reports it.
+    failed: Option<io::Error>,
+    events: u64,
+}
+
+impl EventLog {
+    /// Starts an event log that will become `path`; fails when its folder cannot take a file.
+    pub fn create(path: &Path) -> Result<Self, WriteError> {
+        let file = temp_file_beside(path).map_err(|source| WriteError {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self {
+            path: path.to_owned(),
+            file: BufWriter::with_capacity(64 * 1024, file),
+            failed: None,
+            events: 0,
+        })
+    }
+
+    /// Events written so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The target.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes everything out and syncs it, without renaming yet: after this only the rename can
+    /// fail. Lets a caller write its other outputs first and publish the log last.
+    pub fn finish(self) -> Result<FinishedEventLog, WriteError> {
+        let wrap = |source| WriteError {
+            path: self.path.clone(),
+            source,
+        };
+        if let Some(error) = self.failed {
+            return Err(wrap(error));
+        }
+        let file = self.file.into_inner().map_err(|error| wrap(error.into_error()))?;
+        file.as_file().sync_all().map_err(wrap)?;
+        Ok(FinishedEventLog {
+            path: self.path,
+            file,
+        })
+    }
+
+    /// Writes everything out and renames the file over the target.
+    pub fn commit(self) -> Result<(), WriteError> {
+        self.finish()?.publish()
+    }
+}
+
+impl EventSink for EventLog {
+    fn record(&mut self, event: &Event) {
+        if self.failed.is_some() {
+            return;
+        }
+        let written = serde_json::to_writer(&mut self.file, event)
+            .map_err(io::Error::from)
+            .and_then(|()| self.file.write_all(b"\n"));
+        match written {
+            Ok(()) => self.events += 1,
+            Err(error) => self.failed = Some(error),
+        }
+    }
+}
+
+/// An event log written out whole, waiting to be renamed over its target.
+pub struct FinishedEventLog {
+    path: PathBuf,
+    file: NamedTempFile,
+}
+
+impl FinishedEventLog {
+    /// Renames the file over the target.
+    pub fn publish(self) -> Result<(), WriteError> {
+        self.file.persist(&self.path).map_err(|error| WriteError {
+            path: self.path.clone(),
+            source: error.error,
+        })?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -65,5 +174,43 @@ mod tests {
         let error = write_atomically(&path, b"x").unwrap_err().to_string();
         assert!(error.contains("out.json: cannot write"), "{error}");
         assert!(!path.exists());
+    }
+
+    fn warning(message: &str) -> Event {
+        Event::Warning {
+            message_index: 0,
+            message: message.to_owned(),
+        }
+    }
+
+    #[test]
+    fn an_event_log_appears_only_when_committed_one_json_object_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut log = EventLog::create(&path).unwrap();
+        log.record(&warning("one"));
+        log.record(&warning("two"));
+        assert!(!path.exists(), "nothing at the target before the commit");
+        assert_eq!(log.events(), 2);
+        log.commit().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[1]["event"], "warning");
+        assert_eq!(lines[1]["message"], "two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_event_log_dropped_without_a_commit_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut log = EventLog::create(&path).unwrap();
+        log.record(&warning("lost"));
+        drop(log);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

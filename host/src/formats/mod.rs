@@ -51,9 +51,13 @@ use std::{
     collections::{BTreeMap, VecDeque},
     fmt,
     fs::File,
-    io::BufReader,
+    io::{BufReader, Read},
     iter::FusedIterator,
     path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 use ctxhost_engine_abi::{Content, Message, Role};
@@ -269,6 +273,12 @@ pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<Transc
         None => detect::detect_file(path)?,
     };
     let file = File::open(path).map_err(|source| TranscriptError::read(path, source))?;
+    let bytes_total = file.metadata().map_or(0, |metadata| metadata.len());
+    let bytes_read = Arc::new(AtomicU64::new(0));
+    let file = CountingReader {
+        inner: file,
+        read: Arc::clone(&bytes_read),
+    };
     let reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
     let source: Box<dyn Source> = match format {
         Format::OpenaiArray => Box::new(openai::ArrayReader::new(path, reader)),
@@ -287,6 +297,8 @@ pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<Transc
         primed: VecDeque::new(),
         checker: SequenceChecker::default(),
         finished: false,
+        bytes_read,
+        bytes_total,
     };
     stream.prime()?;
     Ok(stream)
@@ -338,6 +350,23 @@ pub struct TranscriptStream {
     primed: VecDeque<Message>,
     checker: SequenceChecker,
     finished: bool,
+    /// Bytes of the file read so far (in buffer-sized steps), for a progress bar.
+    bytes_read: Arc<AtomicU64>,
+    bytes_total: u64,
+}
+
+/// A reader that counts the bytes it reads.
+struct CountingReader<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.read.fetch_add(read as u64, Ordering::Relaxed);
+        Ok(read)
+    }
 }
 
 impl fmt::Debug for TranscriptStream {
@@ -365,6 +394,17 @@ impl TranscriptStream {
     /// What the transcript has said about its session so far.
     pub fn meta(&self) -> &TranscriptMeta {
         &self.meta
+    }
+
+    /// Bytes of the file read so far: how far the stream has got, to within the read buffer
+    /// (256 KiB).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
+    }
+
+    /// The file's size in bytes when it was opened.
+    pub fn bytes_total(&self) -> u64 {
+        self.bytes_total
     }
 
     /// The meta, once the stream is no longer needed.

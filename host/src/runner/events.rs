@@ -122,7 +122,7 @@ pub enum Event {
         /// Reasoning tokens, when recorded.
         reasoning_tokens: Option<u64>,
         /// What the figures describe.
-        describes: &'static str,
+        describes: String,
     },
     /// An engine tool called live.
     ToolDispatch(ToolDispatch),

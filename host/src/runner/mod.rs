@@ -1,30 +1,49 @@
 //! Driving an engine through a conversation exactly as an agent loop would.
 //!
-//! Messages are fed in order; a model call happens before each assistant message:
+//! Messages are fed in order, one at a time from a stream (one message of lookahead says whether a
+//! tool result follows), so a replay holds the live context and its outcome, never the whole
+//! transcript. A model call happens before each assistant message:
 //! - before the call, session hygiene (a rough estimate of the context at ≥ 85% of the window, or
 //!   5,000 messages, compacts at once; rough whatever the counter, as Hermes's gateway does), then
 //!   the engine's `should_compress_preflight`;
-//! - the assistant message is appended, then `update_from_response` with the usage recorded in the
-//!   transcript, or an estimate of prompt and completion;
+//! - the assistant message is appended, then `update_from_response` with the usage recorded in
+//!   the transcript, or an estimate of prompt and completion;
 //! - every estimate comes from [`ReplayOptions::token_counter`] (`context.tokenizer`), cached per
 //!   message by [`LiveContext`]; recorded usage is passed on as is, never replaced by one;
+//! - a call to one of the engine's tools (`get_tool_schemas`, read at start) is answered by
+//!   `handle_tool_call` live, and the live answer replaces the recorded one ([`tools`]);
 //! - after a turn that ended in tool calls and their results, `should_compress`, and `compress`
 //!   when it says yes;
+//! - `/compress [focus]`, `/new` and `/reset`, typed as a user message's whole text or scripted
+//!   with `--at`, run as Hermes runs them ([`script`], [`Replayer::run_command`]);
 //! - at the end, `on_session_end` with the final context.
 //!
 //! Every engine failure is contained: the context stays as it was, the fault is recorded, and the
-//! replay carries on.
+//! replay carries on. Everything that happens is also handed, as it happens, to an
+//! [`EventSink`] ([`events`]).
 
 mod context;
+pub mod events;
+pub mod script;
+pub mod tools;
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::VecDeque,
+    convert::Infallible,
+    time::{Duration, Instant},
+};
 
-use ctxhost_engine_abi::{Counters, Message, ModelInfo, Role, SessionInfo, Usage};
+use ctxhost_engine_abi::{Content, Counters, Message, ModelInfo, Role, SessionInfo, Usage};
 use ctxhost_engine_kit::retention::{compacted_messages, measure_retention, Retention};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 pub use context::LiveContext;
+pub use events::{CompactionEvent, Event, EventSink, NoEvents, UsageSource};
+pub use script::{CommandSource, ScriptedCommand, SessionCommand};
+pub use tools::ToolDispatch;
+
+use tools::{answers_equal, parse_arguments, read_tool_names, PendingCall};
 
 use crate::{
     engine::{EngineCallError, EngineHandle},
@@ -36,6 +55,9 @@ pub const HYGIENE_PERCENT: u64 = 85;
 
 /// Session hygiene also fires at this many messages.
 pub const HYGIENE_MESSAGES: usize = 5_000;
+
+/// The `boundary_reason` `on_session_start` is given after `/new`.
+pub const NEW_SESSION_REASON: &str = "new_session";
 
 /// What the replay needs to know about the session.
 #[derive(Clone, Debug, Default)]
@@ -91,8 +113,12 @@ pub enum Outcome {
 pub struct CompactionRecord {
     /// How many transcript messages had been fed when it happened.
     pub at_message: usize,
+    /// How many model calls had been made when it happened.
+    pub turn: usize,
     /// What made it happen.
     pub trigger: Trigger,
+    /// The focus of a manual `/compress <focus>`.
+    pub focus: Option<String>,
     /// Estimated tokens before.
     pub tokens_before: u64,
     /// Estimated tokens after.
@@ -121,21 +147,46 @@ pub struct EngineFault {
     pub message: String,
 }
 
+/// A scripted command that ran.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CommandRecord {
+    /// The transcript message it replaced, or the one it ran before (`--at`).
+    pub message_index: usize,
+    /// Which.
+    #[serde(flatten)]
+    pub command: SessionCommand,
+    /// Typed in the transcript, or given by `--at`.
+    pub source: CommandSource,
+    /// The session it left running (a new one after `/new`).
+    pub session_id: String,
+}
+
 /// The result of a replay.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ReplayOutcome {
-    /// Transcript messages fed.
+    /// Transcript messages fed (command messages included).
     pub messages_replayed: usize,
     /// Model calls (assistant messages).
     pub model_calls: usize,
-    /// Model calls whose usage came from the transcript.
+    /// Model calls whose usage came from the transcript: it describes the original run's
+    /// context, which the engine under test may have compacted differently.
     pub usage_recorded: usize,
-    /// Model calls whose usage was estimated.
+    /// Model calls whose usage the host estimated from the replayed context.
     pub usage_estimated: usize,
+    /// The session's id at the end (a new one after `/new`).
+    pub session_id: String,
+    /// The engine's tools, routed to `handle_tool_call`.
+    pub tools: Vec<String>,
+    /// Every call of the transcript to an engine tool, answered live.
+    pub tool_dispatches: Vec<ToolDispatch>,
+    /// Every scripted command that ran.
+    pub commands: Vec<CommandRecord>,
     /// Every compaction, applied or not.
     pub compactions: Vec<CompactionRecord>,
     /// Every contained engine failure.
     pub faults: Vec<EngineFault>,
+    /// What the host refused or worked around (a duplicate tool name…).
+    pub warnings: Vec<String>,
     /// The largest context (estimated tokens) the model would have received.
     pub peak_tokens: u64,
     /// Estimated tokens of the final context.
@@ -154,14 +205,34 @@ pub struct ReplayOutcome {
 }
 
 /// Replays `messages` through `engine` and returns what happened.
-pub fn replay(engine: &mut EngineHandle, messages: Vec<Message>, options: &ReplayOptions) -> ReplayOutcome {
+pub fn replay(
+    engine: &mut EngineHandle,
+    messages: impl IntoIterator<Item = Message>,
+    options: &ReplayOptions,
+) -> ReplayOutcome {
     let mut replayer = Replayer::start(engine, options);
-    let mut messages = messages.into_iter().peekable();
-    while let Some(message) = messages.next() {
-        let next_is_tool = messages.peek().is_some_and(|next| next.role == Role::Tool);
-        replayer.feed(message, next_is_tool);
+    let fed = replayer.feed_all(messages.into_iter().map(Ok::<_, Infallible>));
+    match fed {
+        Ok(()) => replayer.finish(),
+        Err(never) => match never {},
     }
-    replayer.finish()
+}
+
+/// Replays a stream of messages (a [`crate::formats::TranscriptStream`]) with `script`'s commands,
+/// handing every event to `events`.
+///
+/// A read error ends the replay at once and is returned; the engine's session is not ended (it
+/// saw only part of the conversation) and nothing of the outcome is kept.
+pub fn replay_stream<'a, E>(
+    engine: &'a mut EngineHandle,
+    messages: impl IntoIterator<Item = Result<Message, E>>,
+    options: &ReplayOptions,
+    script: &[ScriptedCommand],
+    events: &'a mut dyn EventSink,
+) -> Result<ReplayOutcome, E> {
+    let mut replayer = Replayer::start_with_events(engine, options, events).with_script(script);
+    replayer.feed_all(messages)?;
+    Ok(replayer.finish())
 }
 
 /// Runs one manual compaction (`/compress [focus]`) over `messages`.
@@ -172,9 +243,7 @@ pub fn compress_once(
     options: &ReplayOptions,
 ) -> ReplayOutcome {
     let mut replayer = Replayer::start(engine, options);
-    replayer.outcome.messages_replayed = messages.len();
-    replayer.context.replace(messages);
-    replayer.outcome.peak_tokens = replayer.context.tokens();
+    replayer.load(messages);
     replayer.compact(Trigger::Manual, focus);
     replayer.finish()
 }
@@ -189,44 +258,146 @@ pub struct Replayer<'e> {
     /// Set when a hygiene compaction could not bring the context under the hygiene line, so that
     /// hygiene does not fire again at every call while the engine cannot do better.
     hygiene_blocked: bool,
+    events: Box<dyn EventSink + 'e>,
+    /// Events held back while a session starts, so that `session_start` comes before the errors
+    /// of the calls that start it.
+    held: Option<Vec<Event>>,
+    /// Commands given by flag, by message index.
+    script: VecDeque<ScriptedCommand>,
+    /// Sessions started (`/new` starts one more).
+    sessions: usize,
+    /// Calls to engine tools waiting for their results.
+    pending: Vec<PendingCall>,
+    /// The index of the message being handled; between messages, of the next one.
+    position: usize,
+    /// Whether the end of the transcript has been handled.
+    transcript_ended: bool,
 }
 
 impl<'e> Replayer<'e> {
-    /// Tells the engine the model and starts the session.
+    /// Tells the engine the model, reads its tools and starts the session.
     pub fn start(engine: &'e mut EngineHandle, options: &ReplayOptions) -> Self {
+        Self::start_with_events(engine, options, NoEvents)
+    }
+
+    /// [`Self::start`], handing every event to `events` as it happens.
+    pub fn start_with_events(
+        engine: &'e mut EngineHandle,
+        options: &ReplayOptions,
+        events: impl EventSink + 'e,
+    ) -> Self {
         let mut replayer = Self {
             engine,
             options: options.clone(),
             context: LiveContext::with_counter(options.token_counter),
-            outcome: ReplayOutcome::default(),
+            outcome: ReplayOutcome {
+                session_id: options.session_id.clone(),
+                ..ReplayOutcome::default()
+            },
             engine_time: Duration::ZERO,
             hygiene_blocked: false,
+            events: Box::new(events),
+            held: Some(Vec::new()),
+            script: VecDeque::new(),
+            sessions: 0,
+            pending: Vec::new(),
+            position: 0,
+            transcript_ended: false,
         };
         let model = replayer.options.model.clone();
-        let info = SessionInfo {
-            model: model.model.clone(),
-            context_length: model.context_length,
-            platform: "ctxhost".to_owned(),
-            ..SessionInfo::default()
-        };
-        let session_id = replayer.options.session_id.clone();
         replayer.call(|engine| engine.update_model(&model));
-        replayer.call(|engine| engine.on_session_start(&session_id, &info));
+        let schemas = replayer
+            .call(|engine| engine.get_tool_schemas())
+            .unwrap_or_default();
+        let (tools, warnings) = read_tool_names(replayer.engine.name(), &schemas);
+        replayer.outcome.tools = tools;
+        replayer.begin_session(None, None);
+        for warning in warnings {
+            replayer.warn(warning);
+        }
         replayer
+    }
+
+    /// Adds commands to run before given messages (`--at`); in the order given for one message.
+    pub fn with_script(mut self, script: &[ScriptedCommand]) -> Self {
+        let mut script = script.to_vec();
+        script.sort_by_key(|command| command.before_message);
+        self.script = script.into();
+        self
+    }
+
+    /// The engine's name.
+    pub fn engine_name(&self) -> &str {
+        self.engine.name()
+    }
+
+    /// The engine's tools, as the host routes them.
+    pub fn tools(&self) -> &[String] {
+        &self.outcome.tools
+    }
+
+    /// The context the model would receive next.
+    pub fn context(&self) -> &LiveContext {
+        &self.context
+    }
+
+    /// Feeds every message of `messages`, then handles the transcript's end (commands scripted
+    /// past it, calls it never answered). The first error ends it and is returned.
+    pub fn feed_all<E>(&mut self, messages: impl IntoIterator<Item = Result<Message, E>>) -> Result<(), E> {
+        let mut messages = messages.into_iter().peekable();
+        while let Some(message) = messages.next() {
+            let message = message?;
+            let next_is_tool = match messages.peek() {
+                Some(Ok(next)) => next.role == Role::Tool,
+                // The next record is broken: the replay ends there, before more engine work.
+                Some(Err(_)) => return messages.next().expect("peeked").map(drop),
+                None => false,
+            };
+            self.feed(message, next_is_tool);
+        }
+        self.end_transcript();
+        Ok(())
+    }
+
+    /// Takes a whole transcript as the context at once (for a manual compaction of all of it).
+    pub fn load(&mut self, messages: Vec<Message>) {
+        self.outcome.messages_replayed += messages.len();
+        self.position = self.outcome.messages_replayed;
+        self.context.replace(messages);
+        self.outcome.peak_tokens = self.outcome.peak_tokens.max(self.context.tokens());
     }
 
     /// Feeds one transcript message; `next_is_tool` says whether a tool result follows it.
     pub fn feed(&mut self, message: Message, next_is_tool: bool) {
+        let index = self.outcome.messages_replayed;
+        self.run_script_before(index);
+        self.position = index;
         self.outcome.messages_replayed += 1;
-        let ends_tool_turn = message.role == Role::Tool && !next_is_tool;
-        if message.role == Role::Assistant {
-            self.model_call(message);
+        if message.role != Role::Tool {
+            self.settle_unanswered_calls();
+        }
+        let command = (message.role == Role::User)
+            .then(|| SessionCommand::parse(&message.text()))
+            .flatten();
+        if let Some(command) = command {
+            self.run_command(command, CommandSource::Message);
         } else {
-            self.context.push(message);
+            let ends_tool_turn = message.role == Role::Tool && !next_is_tool;
+            match message.role {
+                Role::Assistant => self.model_call(message),
+                Role::Tool => self.push_tool_result(message),
+                _ => {
+                    self.context.push(message);
+                }
+            }
+            if ends_tool_turn {
+                self.settle_unanswered_calls();
+                if self.call(|engine| engine.should_compress(None)) == Some(true) {
+                    self.compact(Trigger::Threshold, None);
+                }
+            }
         }
-        if ends_tool_turn && self.call(|engine| engine.should_compress(None)) == Some(true) {
-            self.compact(Trigger::Threshold, None);
-        }
+        self.position = index + 1;
     }
 
     fn model_call(&mut self, message: Message) {
@@ -243,21 +414,261 @@ impl<'e> Replayer<'e> {
             self.compact(Trigger::Preflight, None);
         }
         let prompt_tokens = self.context.tokens();
+        let context_messages = self.context.len();
         self.outcome.peak_tokens = self.outcome.peak_tokens.max(prompt_tokens);
         self.outcome.model_calls += 1;
         let recorded = recorded_usage(&message);
+        let calls = self.engine_tool_calls(&message);
         let completion_tokens = self.context.push(message);
-        let usage = match recorded {
+        let counter = self.context.counter().name().to_owned();
+        self.emit(Event::ModelCall {
+            message_index: self.position,
+            context_messages,
+            prompt_tokens,
+            prompt_source: UsageSource::Estimated,
+            completion_tokens,
+            completion_source: UsageSource::Estimated,
+            token_counter: counter.clone(),
+        });
+        let (usage, source) = match recorded {
             Some(usage) => {
                 self.outcome.usage_recorded += 1;
-                usage
+                (usage, UsageSource::Recorded)
             }
             None => {
                 self.outcome.usage_estimated += 1;
-                Usage::new(prompt_tokens, completion_tokens)
+                (
+                    Usage::new(prompt_tokens, completion_tokens),
+                    UsageSource::Estimated,
+                )
             }
         };
+        self.emit(Event::Usage {
+            message_index: self.position,
+            source,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            total_tokens: usage.total_tokens,
+            cache_read_tokens: usage.cache_read_tokens.into_option(),
+            cache_write_tokens: usage.cache_write_tokens.into_option(),
+            reasoning_tokens: usage.reasoning_tokens.into_option(),
+            describes: match source {
+                UsageSource::Recorded => {
+                    "the original run's context, which the engine under test may have compacted differently".to_owned()
+                }
+                UsageSource::Estimated => format!("the replayed context, counted with {counter}"),
+            },
+        });
         self.call(|engine| engine.update_from_response(usage));
+        self.pending.extend(calls);
+    }
+
+    /// The calls of an assistant message that name one of the engine's tools.
+    fn engine_tool_calls(&self, message: &Message) -> Vec<PendingCall> {
+        message
+            .calls()
+            .iter()
+            .filter(|call| self.outcome.tools.contains(&call.function.name))
+            .map(|call| PendingCall {
+                message_index: self.position,
+                call_id: call.id.clone(),
+                tool: call.function.name.clone(),
+                arguments: call.function.arguments.clone(),
+            })
+            .collect()
+    }
+
+    /// Appends a tool result; one answering an engine tool's call is replaced by the live answer.
+    fn push_tool_result(&mut self, mut message: Message) {
+        let waiting = message
+            .tool_call_id
+            .as_ref()
+            .and_then(|id| self.pending.iter().position(|call| &call.call_id == id));
+        if let Some(waiting) = waiting {
+            let call = self.pending.remove(waiting);
+            let recorded = message.text().into_owned();
+            let live = self.dispatch(&call);
+            message.content = Content::Text(live.clone());
+            self.record_dispatch(ToolDispatch {
+                message_index: self.position,
+                equal: answers_equal(&recorded, &live),
+                call_id: call.call_id,
+                tool: call.tool,
+                arguments: call.arguments,
+                recorded: Some(recorded),
+                live,
+            });
+        }
+        self.context.push(message);
+    }
+
+    /// Dispatches the engine-tool calls the transcript left unanswered; their answers are logged,
+    /// nothing is inserted.
+    fn settle_unanswered_calls(&mut self) {
+        for call in std::mem::take(&mut self.pending) {
+            let live = self.dispatch(&call);
+            self.record_dispatch(ToolDispatch {
+                message_index: call.message_index,
+                call_id: call.call_id,
+                tool: call.tool,
+                arguments: call.arguments,
+                recorded: None,
+                live,
+                equal: false,
+            });
+        }
+    }
+
+    /// The engine's answer to `call` against the live context, as JSON text; an engine failure is
+    /// contained and answered as `{"error": …}`, as an agent loop answers the model.
+    fn dispatch(&mut self, call: &PendingCall) -> String {
+        let answer = match parse_arguments(&call.arguments) {
+            Err(problem) => json!({ "error": problem }),
+            Ok(arguments) => {
+                let (engine, context) = (&mut *self.engine, &self.context);
+                let answer = timed(&mut self.engine_time, || {
+                    engine.handle_tool_call(&call.tool, &arguments, Some(context.messages()))
+                });
+                match answer {
+                    Ok(answer) => answer,
+                    Err(error) => {
+                        self.fault(&error);
+                        json!({ "error": error.to_string() })
+                    }
+                }
+            }
+        };
+        serde_json::to_string(&answer).expect("JSON values serialise")
+    }
+
+    fn record_dispatch(&mut self, dispatch: ToolDispatch) {
+        self.emit(Event::ToolDispatch(dispatch.clone()));
+        self.outcome.tool_dispatches.push(dispatch);
+    }
+
+    /// Calls one of the engine's tools against the current context (`ctxhost tool`).
+    pub fn call_tool(&mut self, name: &str, arguments: &Value) -> Result<Value, EngineCallError> {
+        let (engine, context) = (&mut *self.engine, &self.context);
+        timed(&mut self.engine_time, || {
+            engine.handle_tool_call(name, arguments, Some(context.messages()))
+        })
+    }
+
+    /// Runs a command a person would type between turns:
+    /// - `/compress [focus]`: a manual compaction now (auto-compaction resumed first);
+    /// - `/reset`: `on_session_reset`; the context restarts from the system message;
+    /// - `/new`: `on_session_end` for the session, `on_session_reset`, the context restarted, then
+    ///   `on_session_start` for a new session id with `boundary_reason` and `old_session_id`.
+    pub fn run_command(&mut self, command: SessionCommand, source: CommandSource) {
+        self.emit(Event::Command {
+            message_index: self.position,
+            command: command.clone(),
+            source,
+        });
+        match &command {
+            SessionCommand::Compress { focus } => self.compact(Trigger::Manual, focus.as_deref()),
+            SessionCommand::Reset => self.reset_session(),
+            SessionCommand::New => {
+                self.end_session();
+                self.reset_session();
+                let old = std::mem::take(&mut self.outcome.session_id);
+                self.outcome.session_id = format!("{}-{}", self.options.session_id, self.sessions + 1);
+                self.begin_session(Some(NEW_SESSION_REASON), Some(old));
+            }
+        }
+        self.outcome.commands.push(CommandRecord {
+            message_index: self.position,
+            command,
+            source,
+            session_id: self.outcome.session_id.clone(),
+        });
+    }
+
+    fn run_script_before(&mut self, index: usize) {
+        while self
+            .script
+            .front()
+            .is_some_and(|command| command.before_message <= index)
+        {
+            let scripted = self.script.pop_front().expect("checked");
+            self.position = index;
+            self.run_command(scripted.command, CommandSource::Flag);
+        }
+    }
+
+    /// The end of the transcript: commands scripted at or past it, calls it never answered.
+    fn end_transcript(&mut self) {
+        if std::mem::replace(&mut self.transcript_ended, true) {
+            return;
+        }
+        self.position = self.outcome.messages_replayed;
+        self.run_script_before(usize::MAX);
+        self.settle_unanswered_calls();
+    }
+
+    fn begin_session(&mut self, boundary_reason: Option<&str>, old_session_id: Option<String>) {
+        self.held.get_or_insert_with(Vec::new);
+        self.sessions += 1;
+        let model = &self.options.model;
+        let info = SessionInfo {
+            model: model.model.clone(),
+            context_length: model.context_length,
+            platform: "ctxhost".to_owned(),
+            boundary_reason: boundary_reason.map(str::to_owned),
+            old_session_id: old_session_id.clone(),
+        };
+        let session_id = self.outcome.session_id.clone();
+        self.call(|engine| engine.on_session_start(&session_id, &info));
+        let threshold_tokens = self
+            .call(|engine| engine.counters())
+            .map(|counters| counters.threshold_tokens);
+        let held = self.held.take().unwrap_or_default();
+        self.emit(Event::SessionStart {
+            message_index: self.position,
+            session_id,
+            engine: self.engine.name().to_owned(),
+            model: info.model,
+            context_length: info.context_length,
+            window: self.options.model.window(),
+            threshold_tokens,
+            token_counter: self.context.counter().name().to_owned(),
+            tools: self.outcome.tools.clone(),
+            boundary_reason: info.boundary_reason,
+            old_session_id,
+        });
+        for event in held {
+            self.emit(event);
+        }
+    }
+
+    fn end_session(&mut self) {
+        let session_id = self.outcome.session_id.clone();
+        let (engine, context) = (&mut *self.engine, &self.context);
+        let ended = timed(&mut self.engine_time, || {
+            engine.on_session_end(&session_id, context.messages())
+        });
+        self.record(ended);
+        self.emit(Event::SessionEnd {
+            message_index: self.position,
+            session_id,
+            messages: self.context.len(),
+            tokens: self.context.tokens(),
+        });
+    }
+
+    /// `on_session_reset`, and the context restarts from the system message.
+    fn reset_session(&mut self) {
+        self.call(|engine| engine.on_session_reset());
+        let system: Vec<Message> = self
+            .context
+            .messages()
+            .first()
+            .filter(|first| first.role == Role::System)
+            .cloned()
+            .into_iter()
+            .collect();
+        self.context.replace(system);
+        self.hygiene_blocked = false;
     }
 
     fn hygiene_due(&self) -> bool {
@@ -295,9 +706,11 @@ impl<'e> Replayer<'e> {
                 Outcome::Kept { reason }
             }
         };
-        self.outcome.compactions.push(CompactionRecord {
+        let record = CompactionRecord {
             at_message: self.outcome.messages_replayed,
+            turn: self.outcome.model_calls,
             trigger,
+            focus: focus.map(str::to_owned),
             tokens_before,
             tokens_after: self.context.tokens(),
             messages_before,
@@ -306,17 +719,15 @@ impl<'e> Replayer<'e> {
             outcome,
             retention,
             details,
-        });
+        };
+        self.emit(Event::Compaction(CompactionEvent::new(self.position, &record)));
+        self.outcome.compactions.push(record);
     }
 
-    /// Ends the session and returns the outcome with the final context.
+    /// Ends the transcript and the session, and returns the outcome with the final context.
     pub fn finish(mut self) -> ReplayOutcome {
-        let session_id = self.options.session_id.clone();
-        let (engine, context) = (&mut *self.engine, &self.context);
-        let ended = timed(&mut self.engine_time, || {
-            engine.on_session_end(&session_id, context.messages())
-        });
-        self.record(ended);
+        self.end_transcript();
+        self.end_session();
         self.outcome.counters = self.call(|engine| engine.counters());
         self.outcome.status = self.call(|engine| engine.get_status());
         self.outcome.final_tokens = self.context.tokens();
@@ -344,6 +755,26 @@ impl<'e> Replayer<'e> {
             at_message,
             message: error.to_string(),
         });
+        self.emit(Event::Error {
+            message_index: self.position,
+            message: error.to_string(),
+        });
+    }
+
+    fn warn(&mut self, message: String) {
+        tracing::warn!("{message}");
+        self.emit(Event::Warning {
+            message_index: self.position,
+            message: message.clone(),
+        });
+        self.outcome.warnings.push(message);
+    }
+
+    fn emit(&mut self, event: Event) {
+        match &mut self.held {
+            Some(held) => held.push(event),
+            None => self.events.record(&event),
+        }
     }
 }
 
@@ -370,3 +801,6 @@ pub fn recorded_usage(message: &Message) -> Option<Usage> {
     recorded.reasoning_tokens = field(&["reasoning_tokens"]).into();
     Some(recorded)
 }
+
+#[cfg(test)]
+mod tests;

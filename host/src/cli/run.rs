@@ -1,0 +1,215 @@
+//! `run`, `compress`, `status` and `tool`: a transcript replayed through the engine, and what is
+//! written of it.
+//!
+//! - The transcript is streamed through the replay (`compress` alone reads it whole: its one
+//!   compaction takes all of it). A record that cannot be read ends the run with that error.
+//! - Outputs are all-or-nothing. The event log is written as the run goes into a temporary file
+//!   beside its target; the final context is written once the run is over. Only then, with
+//!   `--out` in place, is the event log renamed over its target: a run that fails leaves neither
+//!   file (an older file of that name stays as it was).
+//! - A progress bar shows on stderr when stderr is a terminal and the transcript is long.
+
+use std::{io::IsTerminal, time::Duration};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use super::{build_report, replay_options, resolve_context_length, RunArgs};
+use crate::{
+    config::Settings,
+    formats::{open_transcript, read_transcript},
+    output::{
+        prompt_cache::{apply_cache_shape, CacheTtl},
+        write_json_atomically, EventLog,
+    },
+    report::warn_user,
+    resolution::{resolve_engine, Registry},
+    runner::{EventSink, NoEvents, ReplayOutcome, Replayer, Trigger},
+};
+
+/// A transcript at least this long (in bytes) gets a progress bar, when stderr is a terminal.
+pub const PROGRESS_BAR_BYTES: u64 = 1024 * 1024;
+
+/// What a replaying command does with the replay.
+#[derive(Clone, Debug)]
+pub(super) enum Mode {
+    /// `run`: the whole transcript, then the report.
+    Replay,
+    /// `compress`: one manual compaction over the whole transcript, then the report.
+    Compress {
+        /// Its focus.
+        focus: Option<String>,
+    },
+    /// `status`: the whole transcript, then the engine's `get_status` as JSON.
+    Status,
+    /// `tool`: the whole transcript, then one engine tool's answer as JSON.
+    Tool {
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        arguments: Value,
+    },
+}
+
+/// Runs `mode` over `args.transcript`.
+pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) -> Result<()> {
+    if matches!(mode, Mode::Compress { .. }) && !args.at.is_empty() {
+        bail!("--at scripts commands between messages; `compress` takes the whole transcript at once (use `run --at N:/compress`)");
+    }
+    // `compress` needs every message at once; the others stream them.
+    let (mut stream, mut collected) = match mode {
+        Mode::Compress { .. } => (None, Some(read_transcript(&args.transcript, args.format)?)),
+        _ => (Some(open_transcript(&args.transcript, args.format)?), None),
+    };
+    let (path, format, meta) = match (&stream, &collected) {
+        (Some(stream), _) => (stream.path().to_owned(), stream.format(), stream.meta().clone()),
+        (None, Some(transcript)) => (transcript.path.clone(), transcript.format, transcript.meta.clone()),
+        (None, None) => unreachable!("one of them is open"),
+    };
+    let name = args.engine.clone().unwrap_or_else(|| settings.engine.clone());
+    let resolution = resolve_engine(&name, settings, &Registry::default());
+    if let Some(fallback) = &resolution.fallback {
+        warn_user(&fallback.warning());
+    }
+    let mut engine = resolution.engine;
+    let context_length = resolve_context_length(args, settings, &meta);
+    let options = replay_options(settings, &path, &meta, context_length.value);
+    let mut log = args.events.as_deref().map(EventLog::create).transpose()?;
+    let sink: &mut dyn EventSink = match &mut log {
+        Some(log) => log,
+        None => &mut NoEvents,
+    };
+    let mut replayer = Replayer::start_with_events(&mut engine, &options, sink).with_script(&args.at);
+    if let Mode::Tool { name, .. } = &mode {
+        if !replayer.tools().iter().any(|tool| tool == name) {
+            let offered = match replayer.tools() {
+                [] => "none".to_owned(),
+                tools => tools.join(", "),
+            };
+            bail!(
+                "engine `{}` offers no tool `{name}` (its tools: {offered})",
+                replayer.engine_name()
+            );
+        }
+    }
+    match (&mode, stream.as_mut(), collected.as_mut()) {
+        (Mode::Compress { focus }, _, Some(transcript)) => {
+            replayer.load(std::mem::take(&mut transcript.messages));
+            replayer.compact(Trigger::Manual, focus.as_deref());
+        }
+        (_, Some(stream), _) => {
+            let bar = progress_bar(stream.bytes_total());
+            let messages = std::iter::from_fn(|| {
+                let next = stream.next();
+                bar.set_position(stream.bytes_read());
+                next
+            });
+            let fed = replayer.feed_all(messages);
+            bar.finish_and_clear();
+            if let Err(error) = fed {
+                return Err(anyhow!("{error}; the replay stopped there{}", not_written(args)));
+            }
+        }
+        _ => unreachable!("compress reads the whole transcript, the rest stream it"),
+    }
+    let answer = match &mode {
+        Mode::Tool { name, arguments } => Some(
+            replayer
+                .call_tool(name, arguments)
+                .with_context(|| format!("calling `{name}` against the final context"))?,
+        ),
+        _ => None,
+    };
+    let mut outcome = replayer.finish();
+    let meta = match stream {
+        Some(stream) => stream.into_meta(),
+        None => meta,
+    };
+    write_outputs(args, log, &mut outcome)?;
+    match mode {
+        Mode::Replay | Mode::Compress { .. } => {
+            let fallback = resolution
+                .fallback
+                .map(|f| format!("`{}` could not be used: {}", f.requested, f.reason));
+            let report = build_report(
+                &engine,
+                (&path, format, &meta),
+                fallback,
+                context_length,
+                &options,
+                outcome,
+                args,
+            );
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.render_text());
+            }
+        }
+        Mode::Status => {
+            let status = outcome.status.ok_or_else(|| {
+                let why = outcome.faults.last().map_or("no answer", |f| f.message.as_str());
+                anyhow!("the engine's status could not be read: {why}")
+            })?;
+            println!("{}", serde_json::to_string_pretty(&status)?);
+        }
+        Mode::Tool { .. } => {
+            let answer = answer.expect("a tool was called");
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+        }
+    }
+    Ok(())
+}
+
+/// Writes the final context (shaped for prompt caching when asked) and publishes the event log:
+/// the log is renamed over its target only once the context is in place.
+fn write_outputs(args: &RunArgs, log: Option<EventLog>, outcome: &mut ReplayOutcome) -> Result<()> {
+    let log = log.map(EventLog::finish).transpose()?;
+    if let Some(out) = &args.out {
+        if let Some(shape) = args.cache_shape {
+            let ttl = args.cache_ttl.unwrap_or(CacheTtl::FiveMinutes);
+            apply_cache_shape(&mut outcome.context, shape, ttl);
+        }
+        write_json_atomically(out, &outcome.context).map_err(|error| match &args.events {
+            Some(events) => anyhow!("{error}; so no event log was written to {}", events.display()),
+            None => error.into(),
+        })?;
+    }
+    if let Some(log) = log {
+        log.publish()?;
+    }
+    Ok(())
+}
+
+/// What a failed run did not write, for its error line.
+fn not_written(args: &RunArgs) -> String {
+    let mut unwritten = Vec::new();
+    if let Some(out) = &args.out {
+        unwritten.push(format!("the context so far was not written to {}", out.display()));
+    }
+    if let Some(events) = &args.events {
+        unwritten.push(format!("no event log was written to {}", events.display()));
+    }
+    if unwritten.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", unwritten.join(" and "))
+    }
+}
+
+/// A bar over the transcript's bytes when it is long and stderr is a terminal; hidden otherwise,
+/// so tests and CI logs stay clean.
+fn progress_bar(bytes_total: u64) -> ProgressBar {
+    if bytes_total < PROGRESS_BAR_BYTES || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(bytes_total);
+    let style = ProgressStyle::with_template(
+        "replaying {wide_bar} {binary_bytes}/{binary_total_bytes} ({eta} left)",
+    )
+    .expect("the template is valid");
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}

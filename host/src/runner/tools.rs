@@ -1,0 +1,130 @@
+//! The engine's tools during a replay: which names are the engine's, and the calls of the
+//! transcript that name one, waiting for their results.
+//!
+//! - At start the host reads `get_tool_schemas`; a schema's name is its `name` (or OpenAI's
+//!   `function.name`). A name offered twice keeps its first schema; the later one is rejected with
+//!   a warning, as Hermes's tool registry does.
+//! - An assistant message's call naming an engine tool waits for its result in the transcript.
+//!   When the result comes, the host calls `handle_tool_call(name, args, context)` live and the
+//!   live answer replaces the recorded one: the model would have seen the live one.
+//! - A call the transcript never answers is still dispatched when its turn is over (its answer is
+//!   logged, nothing is inserted: the transcript is replayed as it is).
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The engine's tool names, in the order it offered them, and the warnings about its schemas.
+pub(super) fn read_tool_names(engine: &str, schemas: &[Value]) -> (Vec<String>, Vec<String>) {
+    let mut names: Vec<String> = Vec::new();
+    let mut warnings = Vec::new();
+    for (position, schema) in schemas.iter().enumerate() {
+        let name = schema
+            .get("name")
+            .or_else(|| schema.get("function")?.get("name"))
+            .and_then(Value::as_str);
+        match name {
+            None => warnings.push(format!(
+                "engine `{engine}`: tool schema #{} has no name; it is ignored",
+                position + 1
+            )),
+            Some(name) if names.iter().any(|known| known == name) => warnings.push(format!(
+                "engine `{engine}` offers the tool `{name}` twice; the later schema is rejected"
+            )),
+            Some(name) => names.push(name.to_owned()),
+        }
+    }
+    (names, warnings)
+}
+
+/// A call of the transcript to an engine tool, waiting for its result.
+#[derive(Clone, Debug)]
+pub(super) struct PendingCall {
+    pub message_index: usize,
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: String,
+}
+
+/// The arguments of a call as JSON: its text parsed, `{}` when empty.
+pub(super) fn parse_arguments(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(text).map_err(|error| format!("the arguments are not JSON: {error}"))
+}
+
+/// One engine tool called live, against the result the transcript recorded.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolDispatch {
+    /// The index of the tool result it answered (of the assistant message, for a call the
+    /// transcript never answered).
+    pub message_index: usize,
+    /// The call's id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments as the transcript recorded them (JSON text).
+    pub arguments: String,
+    /// The result the transcript recorded; `None` when it has none.
+    pub recorded: Option<String>,
+    /// The engine's answer now (JSON text), which replaced the recorded one in the context.
+    pub live: String,
+    /// Whether they are the same text, or the same JSON value.
+    pub equal: bool,
+}
+
+/// Whether a recorded tool result and a live answer say the same: the same text, or the same JSON
+/// value (the engine's answer is re-serialised by the host, so spacing may differ).
+pub(super) fn answers_equal(recorded: &str, live: &str) -> bool {
+    if recorded == live {
+        return true;
+    }
+    match (
+        serde_json::from_str::<Value>(recorded),
+        serde_json::from_str::<Value>(live),
+    ) {
+        (Ok(recorded), Ok(live)) => recorded == live,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn a_duplicate_tool_name_keeps_the_first_schema_and_warns() {
+        let schemas = [
+            json!({"name": "lcm_grep"}),
+            json!({"type": "function", "function": {"name": "lcm_expand"}}),
+            json!({"name": "lcm_grep", "description": "again"}),
+            json!({"description": "nameless"}),
+        ];
+        let (names, warnings) = read_tool_names("lcm", &schemas);
+        assert_eq!(names, vec!["lcm_grep", "lcm_expand"]);
+        assert_eq!(
+            warnings,
+            vec![
+                "engine `lcm` offers the tool `lcm_grep` twice; the later schema is rejected",
+                "engine `lcm`: tool schema #4 has no name; it is ignored",
+            ]
+        );
+    }
+
+    #[test]
+    fn answers_are_equal_as_text_or_as_json() {
+        assert!(answers_equal("plain", "plain"));
+        assert!(answers_equal(r#"{"a": 1, "b": [2]}"#, r#"{"a":1,"b":[2]}"#));
+        assert!(!answers_equal(r#"{"a": 1}"#, r#"{"a":2}"#));
+        assert!(!answers_equal("plain", r#""plain""#));
+    }
+
+    #[test]
+    fn empty_arguments_are_an_empty_object_and_broken_ones_an_error() {
+        assert_eq!(parse_arguments(" "), Ok(json!({})));
+        assert_eq!(parse_arguments(r#"{"q":"x"}"#), Ok(json!({"q": "x"})));
+        assert!(parse_arguments("{oops").unwrap_err().starts_with("the arguments are not JSON"));
+    }
+}

@@ -1,0 +1,229 @@
+//! `ctxhost compare`: one transcript through several engines, one table.
+
+use serde_json::Value;
+
+use crate::support::{example_transcript, texts, PluginDir};
+
+/// The example's window: small, so that every engine compacts.
+const WINDOW: &str = "model:\n  context_length: 16000\n";
+
+/// Runs `compare` on the example with `args` after it; returns stdout and stderr, asserting success.
+fn compare(tree: &PluginDir, args: &[&str]) -> (String, String) {
+    let transcript = example_transcript();
+    let mut all = vec!["compare", transcript.as_str()];
+    all.extend_from_slice(args);
+    let output = tree.run(&all);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    (stdout, stderr)
+}
+
+fn compare_json(tree: &PluginDir, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let (stdout, _) = compare(tree, &all);
+    serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}:\n{stdout}"))
+}
+
+/// The line of the table for `label`.
+fn row<'a>(table: &'a str, label: &str) -> &'a str {
+    table
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(label))
+        .unwrap_or_else(|| panic!("no row `{label}` in\n{table}"))
+}
+
+/// `line` up to where `column` ends in `header`: a right-aligned figure ends there.
+fn cell_ending_with<'a>(header: &str, line: &'a str, column: &str) -> &'a str {
+    let end = header.find(column).expect("the column is in the header") + column.len();
+    &line[..end]
+}
+
+#[test]
+fn the_compressor_and_the_masking_plugin_share_one_aligned_table() {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    tree.config(&format!("{WINDOW}masking:\n  keep_last: 4\n"));
+    let (stdout, stderr) = compare(&tree, &["--engines", "compressor,masking"]);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let header = row(&stdout, "engine");
+    for column in ["peak", "final", "saved", "identifiers kept", "engine ms"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let compressor = row(&stdout, "compressor");
+    let masking = row(&stdout, "masking");
+    assert!(compressor.contains("built-in"), "{stdout}");
+    assert!(masking.contains("plugin"), "{stdout}");
+    // Aligned: the figures of each column end at the same place in every row.
+    for line in [compressor, masking] {
+        let cell = cell_ending_with(header, line, "engine ms");
+        assert!(cell.ends_with(|c: char| c.is_ascii_digit()), "{header}\n{line}");
+    }
+    assert!(stdout.contains("window      16,000 tokens"), "{stdout}");
+}
+
+#[test]
+fn the_compressor_under_two_configurations_gives_two_different_rows() {
+    let tree = PluginDir::new();
+    tree.config(&format!(
+        "{WINDOW}compare:\n  tight:\n    threshold: 0.3\n    target_ratio: 0.1\n"
+    ));
+    let report = compare_json(
+        &tree,
+        &[
+            "--engines",
+            "compressor,compressor@tight,compressor@late",
+            "--set",
+            "late.threshold=0.9",
+        ],
+    );
+    let rows = report["engines"].as_array().unwrap();
+    let labels: Vec<_> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["compressor", "compressor@tight", "compressor@late"]);
+    for row in rows {
+        assert_eq!(row["status"], "ran", "{row}");
+        assert_eq!(row["engine"], "compressor");
+    }
+    let thresholds: Vec<_> = rows
+        .iter()
+        .map(|r| r["threshold_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(thresholds, [8_000, 4_800, 14_400]);
+    assert_eq!(rows[1]["config"]["threshold"], 0.3);
+    assert_eq!(rows[1]["config"]["target_ratio"], 0.1);
+    assert_eq!(rows[2]["config"]["threshold"], 0.9);
+    let applied = |i: usize| rows[i]["compactions_applied"].as_u64().unwrap();
+    let final_tokens = |i: usize| rows[i]["final_tokens"].as_u64().unwrap();
+    assert!(applied(1) > applied(0), "{report:#}");
+    assert!(final_tokens(1) < final_tokens(0), "{report:#}");
+    assert_ne!(final_tokens(2), final_tokens(0), "{report:#}");
+}
+
+#[test]
+fn an_engine_that_cannot_be_loaded_gets_its_own_row_and_the_others_still_run() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config(WINDOW);
+    let (stdout, stderr) = compare(
+        &tree,
+        &[
+            "--engines",
+            "lcm,faulty@broken,compressor,faulty@panics",
+            "--set",
+            "broken.fail_factory=refused on purpose",
+            "--set",
+            "panics.panic_in=compress",
+        ],
+    );
+    let lcm = row(&stdout, "lcm");
+    assert!(
+        lcm.contains("NOT LOADED: no plugin folder `lcm`"),
+        "never the compressor under another name:\n{stdout}"
+    );
+    assert!(
+        row(&stdout, "faulty@broken").contains("NOT LOADED:")
+            && row(&stdout, "faulty@broken").contains("refused on purpose"),
+        "{stdout}"
+    );
+    assert!(row(&stdout, "compressor").contains("built-in"), "{stdout}");
+    let panics = row(&stdout, "faulty@panics");
+    assert!(
+        panics.contains("plugin"),
+        "a contained failure still has figures:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("faulty@panics: "),
+        "the first error is shown:\n{stdout}"
+    );
+    let warnings: Vec<_> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 2, "{stderr}");
+    assert!(warnings[0].contains("engine `lcm` cannot be used"), "{stderr}");
+    assert!(
+        !stderr.contains("running the built-in compressor instead"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn json_gives_the_transcript_and_one_object_per_engine() {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    tree.config(WINDOW);
+    let report = compare_json(&tree, &["--engines", "compressor,masking,lcm"]);
+    for key in [
+        "transcript",
+        "format",
+        "messages",
+        "context_length",
+        "window",
+        "token_counter",
+        "uncompacted_tokens",
+    ] {
+        assert!(!report[key].is_null(), "{key}: {report:#}");
+    }
+    assert_eq!(report["window"], 16_000);
+    let rows = report["engines"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let masking = &rows[1];
+    for key in [
+        "label",
+        "engine",
+        "config",
+        "source",
+        "threshold_tokens",
+        "compactions_applied",
+        "compactions_kept",
+        "peak_tokens",
+        "final_tokens",
+        "final_messages",
+        "tokens_saved",
+        "tokens_compacted_away",
+        "retention",
+        "engine_time_ms",
+        "errors",
+    ] {
+        assert!(masking.get(key).is_some(), "{key}: {masking:#}");
+    }
+    assert_eq!(masking["status"], "ran");
+    assert_eq!(masking["source"]["kind"], "plugin");
+    let retention = &masking["retention"];
+    let (mean, min) = (
+        retention["mean_share"].as_f64().unwrap(),
+        retention["min_share"].as_f64().unwrap(),
+    );
+    assert!(
+        (0.0..=1.0).contains(&min) && min <= mean && mean <= 1.0,
+        "{retention}"
+    );
+    assert_eq!(
+        masking["tokens_saved"].as_i64().unwrap(),
+        report["uncompacted_tokens"].as_i64().unwrap() - masking["final_tokens"].as_i64().unwrap()
+    );
+    assert_eq!(rows[2]["status"], "not_loaded");
+    assert!(
+        rows[2]["reason"].as_str().unwrap().contains("lcm"),
+        "{:#}",
+        rows[2]
+    );
+    assert!(
+        rows[2].get("peak_tokens").is_none(),
+        "no figures for an engine that did not run"
+    );
+}
+
+#[test]
+fn a_label_with_no_configuration_is_one_line_and_nothing_runs() {
+    let tree = PluginDir::new();
+    tree.config(WINDOW);
+    let output = tree.run(&[
+        "compare",
+        &example_transcript(),
+        "--engines",
+        "compressor,compressor@tight",
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert!(stdout.is_empty(), "{stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no named configuration `tight`"), "{stderr}");
+}
