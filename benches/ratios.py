@@ -4,7 +4,9 @@ import json
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent / "target" / "criterion"
+TARGET = pathlib.Path(__file__).resolve().parent.parent / "target"
+ROOT = TARGET / "criterion"
+MEMORY = TARGET / "bench-memory.json"
 
 
 def mean_ns(*parts):
@@ -73,6 +75,62 @@ def main():
         show(f"per turn at 200k tokens, {counter}, recount all (us)", recount and recount / 1e3, fmt="{:.1f}")
         show(f"per turn at 200k tokens, {counter}, LiveContext cache (us)", cached and cached / 1e3, fmt="{:.1f}")
         show(f"  recount / cache, {counter}", ratio(recount, cached), "cost of one new message only", "{:.0f}x")
+    print()
+    replay = {n: mean_ns("replay", str(n)) for n in (10000, 100000)}
+    for n in (10000, 100000):
+        show(f"replay of {n:,} messages from JSONL, compressor (s)", replay[n] and replay[n] / 1e9, fmt="{:.2f}")
+        show(f"  per message (us)", replay[n] and replay[n] / n / 1e3, fmt="{:.0f}")
+        show(f"  file read and replayed (MB/s)", mb_per_s("replay", str(n)), fmt="{:.1f}")
+    show(
+        "  100,000 vs 10,000 per-message cost",
+        ratio(replay[100000] and replay[100000] / 100000, replay[10000] and replay[10000] / 10000),
+        "<= ~1.0 = at most linear",
+        "{:.2f}x",
+    )
+    show_memory()
+
+
+def show_memory():
+    print()
+    if not MEMORY.is_file():
+        show("peak memory (benches/memory.rs)", None)
+        return
+    figures = json.loads(MEMORY.read_text())
+    for row in figures.get("compress", []):
+        show(
+            f"compress {row['messages']:,} messages: peak MB (input {row['input_bytes'] / 1e6:.0f} MB)",
+            row["peak_bytes"] / 1e6,
+            fmt="{:.1f}",
+        )
+    rows = {row["messages"]: row for row in figures.get("replay", [])}
+    for n, row in sorted(rows.items()):
+        show(
+            f"replay {n:,} messages: peak MB (file {row['file_bytes'] / 1e6:.0f} MB)",
+            row["peak_bytes"] / 1e6,
+            fmt="{:.1f}",
+        )
+        show("  peak / file size", row["peak_bytes"] / row["file_bytes"], fmt="{:.3f}")
+        show("  reading the stream alone, its own peak (MB)", row["reading_alone_peak_bytes"] / 1e6, fmt="{:.1f}")
+        show("  outcome kept to the end (MB)", row["outcome_bytes"] / 1e6, fmt="{:.1f}")
+        show("  largest live context, as text (MB)", row["live_context_text_bytes"] / 1e6, fmt="{:.2f}")
+    small, large = rows.get(10000), rows.get(100000)
+    if small and large:
+        show(
+            "replay peak memory, 100,000 vs 10,000 messages",
+            large["peak_bytes"] / small["peak_bytes"],
+            "flat = 1.0x; the transcript is 10x",
+            "{:.2f}x",
+        )
+        growth = large["peak_bytes"] - small["peak_bytes"]
+        explained = (large["outcome_bytes"] - small["outcome_bytes"]) + (
+            large["reading_alone_peak_bytes"] - small["reading_alone_peak_bytes"]
+        )
+        show(
+            "  peak growth (MB), against outcome + reader growth",
+            growth / 1e6,
+            f"outcome + reader grew {explained / 1e6:.1f} MB",
+            "{:.1f}",
+        )
 
 
 if __name__ == "__main__":

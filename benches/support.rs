@@ -82,3 +82,49 @@ fn search_output(step: usize) -> String {
         })
         .collect()
 }
+
+/// Writes [`tool_heavy_conversation`]`(n)` to a temporary JSONL file, one message a line, and
+/// returns it with its size in bytes.
+#[allow(dead_code)] // used by the replay benchmarks, not by every file that includes this one
+pub fn write_jsonl_transcript(n: usize) -> (tempfile::NamedTempFile, u64) {
+    use std::io::Write;
+    let mut file = tempfile::Builder::new()
+        .suffix(".jsonl")
+        .tempfile()
+        .expect("a temporary file");
+    {
+        let mut out = std::io::BufWriter::new(file.as_file_mut());
+        for message in tool_heavy_conversation(n) {
+            serde_json::to_writer(&mut out, &message).expect("messages serialise");
+            out.write_all(b"\n")
+                .expect("the temporary file takes the transcript");
+        }
+        out.flush().expect("the temporary file takes the transcript");
+    }
+    let bytes = file.as_file().metadata().expect("the file has metadata").len();
+    (file, bytes)
+}
+
+/// Replays the JSONL transcript at `path` through a fresh built-in compressor, reading it as a
+/// stream, as `ctxhost run` does; the window is `context_length`.
+#[allow(dead_code)] // used by the replay benchmarks, not by every file that includes this one
+pub fn replay_file(path: &std::path::Path, context_length: u64) -> ctxhost::runner::ReplayOutcome {
+    use ctxhost::{
+        config::Settings,
+        formats::{open_transcript, Format},
+        resolution::builtin_compressor,
+        runner::{replay_stream, NoEvents, ReplayOptions},
+    };
+    let mut engine = builtin_compressor(&Settings::defaults(std::path::Path::new(".")));
+    let options = ReplayOptions {
+        session_id: "bench".into(),
+        model: ctxhost_engine_abi::ModelInfo {
+            model: "bench".into(),
+            context_length,
+            ..Default::default()
+        },
+        ..ReplayOptions::default()
+    };
+    let stream = open_transcript(path, Some(Format::OpenaiJsonl)).expect("the transcript opens");
+    replay_stream(&mut engine, stream, &options, &[], &mut NoEvents).expect("the transcript reads")
+}

@@ -21,7 +21,7 @@ use crate::{
     formats::{Format, TranscriptMeta},
     loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
     output::prompt_cache::{CacheShape, CacheTtl},
-    report::{RunReport, Sourced},
+    report::{FigureSources, RunReport, Sourced},
     resolution::load_plugin,
     runner::{ReplayOptions, ReplayOutcome, ScriptedCommand},
     tokens::TokenCounter,
@@ -156,11 +156,9 @@ pub fn run_cli(cli: Cli) -> Result<()> {
             run::run_transcript(&settings, &run, run::Mode::Compress { focus })
         }
         Command::Status(args) => run::run_transcript(&settings, &args, run::Mode::Status),
-        Command::Tool {
-            run,
-            name,
-            arguments,
-        } => run::run_transcript(&settings, &run, run::Mode::Tool { name, arguments }),
+        Command::Tool { run, name, arguments } => {
+            run::run_transcript(&settings, &run, run::Mode::Tool { name, arguments })
+        }
         Command::Plugins(PluginsCommand::List { json }) => list_plugins(&settings, json),
         Command::Plugins(PluginsCommand::Check { name }) => check_one_plugin(&settings, &name),
         Command::Compare(args) => crate::compare::run_compare(&settings, &args),
@@ -200,7 +198,12 @@ fn resolve_context_length(args: &RunArgs, settings: &Settings, meta: &Transcript
     sourced(DEFAULT_CONTEXT_LENGTH, "default; set model.context_length")
 }
 
-fn replay_options(settings: &Settings, path: &Path, meta: &TranscriptMeta, context_length: u64) -> ReplayOptions {
+fn replay_options(
+    settings: &Settings,
+    path: &Path,
+    meta: &TranscriptMeta,
+    context_length: u64,
+) -> ReplayOptions {
     let model = settings
         .model
         .default
@@ -237,6 +240,7 @@ fn build_report(
     args: &RunArgs,
 ) -> RunReport {
     let threshold_tokens = outcome.counters.map_or(0, |counters| counters.threshold_tokens);
+    let sources = FigureSources::new(&context_length.source, options.token_counter.name());
     RunReport {
         transcript: path.display().to_string(),
         format: format.to_string(),
@@ -251,6 +255,7 @@ fn build_report(
         outcome,
         output: args.out.as_ref().map(|p| p.display().to_string()),
         events: args.events.as_ref().map(|p| p.display().to_string()),
+        sources,
     }
 }
 

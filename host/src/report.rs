@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::{
     engine::EngineOrigin,
-    runner::{CompactionRecord, Outcome, ReplayOutcome},
+    runner::{CommandSource, CompactionRecord, Outcome, ReplayOutcome},
 };
 
 /// Prints a warning the user must see (a fallback, a refused result), once, on stderr.
@@ -33,6 +33,8 @@ pub struct RunReport {
     pub transcript: String,
     /// Its format.
     pub format: String,
+    /// What is odd about the transcript itself (its own sequence problems…), as its reader found.
+    pub transcript_warnings: Vec<String>,
     /// The engine that ran.
     pub engine: String,
     /// Where it came from: `built-in`, or the plugin's folder and library.
@@ -43,7 +45,8 @@ pub struct RunReport {
     pub context_length: Sourced<u64>,
     /// The usable window (minus the output reservation).
     pub window: u64,
-    /// The engine's threshold after `update_model`.
+    /// The engine's threshold: its `threshold_tokens` counter after the run (set by
+    /// `update_model`).
     pub threshold_tokens: u64,
     /// What the host's token figures were counted with (`context.tokenizer`: `rough`,
     /// `o200k_base`, `cl100k_base`). Every figure of the report is its estimate, except the usage
@@ -54,7 +57,47 @@ pub struct RunReport {
     pub outcome: ReplayOutcome,
     /// Where the final context was written, if it was.
     pub output: Option<String>,
+    /// Where the event log was written, if it was.
+    pub events: Option<String>,
+    /// Where each figure of the report came from.
+    pub sources: FigureSources,
 }
+
+/// Where each figure of a report came from, in words.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FigureSources {
+    /// The window (`--context-length`, the config, the transcript, the default).
+    pub context_length: String,
+    /// The threshold.
+    pub threshold_tokens: String,
+    /// The usage given to `update_from_response`.
+    pub usage: String,
+    /// Usage the transcript recorded.
+    pub usage_recorded: String,
+    /// Usage the host estimated.
+    pub usage_estimated: String,
+    /// Peak and final tokens, and every compaction's tokens.
+    pub tokens: String,
+}
+
+impl FigureSources {
+    /// The sources, for a run whose window came from `context_length_source` and whose tokens
+    /// were counted with `token_counter`.
+    pub fn new(context_length_source: &str, token_counter: &str) -> Self {
+        Self {
+            context_length: context_length_source.to_owned(),
+            threshold_tokens: "the engine's threshold_tokens, set by update_model from the window".to_owned(),
+            usage: "per model call: recorded in the transcript when it has usage, else estimated".to_owned(),
+            usage_recorded: RECORDED_USAGE_NOTE.to_owned(),
+            usage_estimated: format!("counted by the host with {token_counter} on the replayed context"),
+            tokens: format!("counted by the host with {token_counter} on the replayed context"),
+        }
+    }
+}
+
+/// What recorded usage describes.
+pub const RECORDED_USAGE_NOTE: &str =
+    "recorded in the transcript: it describes the original run's context, which the engine under test may have compacted differently";
 
 /// The engine's origin, for reports.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -106,7 +149,7 @@ impl RunReport {
         }
         let _ = writeln!(
             out,
-            "window      {} tokens ({}), usable {}; compaction threshold {}",
+            "window      {} tokens ({}), usable {}; compaction threshold {} (the engine's)",
             tokens(self.context_length.value),
             self.context_length.source,
             tokens(self.window),
@@ -118,6 +161,21 @@ impl RunReport {
             "replayed    {} messages, {} model calls (usage: {} recorded, {} estimated)",
             o.messages_replayed, o.model_calls, o.usage_recorded, o.usage_estimated
         );
+        if o.usage_recorded > 0 {
+            let _ = writeln!(
+                out,
+                "            recorded usage describes the original run's context, which {} may have compacted differently",
+                self.engine
+            );
+        }
+        if o.usage_estimated > 0 {
+            let _ = writeln!(
+                out,
+                "            estimated usage: the replayed context counted with {}",
+                self.token_counter
+            );
+        }
+        render_tools_and_commands(&mut out, o);
         if o.compactions.is_empty() {
             let _ = writeln!(out, "compactions none");
         } else {
@@ -148,10 +206,43 @@ impl RunReport {
                 let _ = writeln!(out, "  … and {} more", o.faults.len() - 10);
             }
         }
+        for warning in &o.warnings {
+            let _ = writeln!(out, "warning     {warning}");
+        }
         if let Some(output) = &self.output {
             let _ = writeln!(out, "output      {output}");
         }
+        if let Some(events) = &self.events {
+            let _ = writeln!(out, "events      {events}");
+        }
         out
+    }
+}
+
+fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
+    if !o.tools.is_empty() {
+        let differed = o.tool_dispatches.iter().filter(|d| !d.equal).count();
+        let _ = writeln!(
+            out,
+            "tools       {}; {} calls answered live by the engine ({} differed from the recorded result)",
+            o.tools.join(", "),
+            o.tool_dispatches.len(),
+            differed
+        );
+    }
+    if !o.commands.is_empty() {
+        let _ = writeln!(out, "commands    {}", o.commands.len());
+        for command in &o.commands {
+            let source = match command.source {
+                CommandSource::Message => "typed",
+                CommandSource::Flag => "--at",
+            };
+            let _ = writeln!(
+                out,
+                "  at message {}: {} ({source}; session {})",
+                command.message_index, command.command, command.session_id
+            );
+        }
     }
 }
 

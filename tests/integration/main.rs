@@ -8,4 +8,5 @@ mod host_services;
 mod loading;
 mod plugins;
 mod replay;
+mod replay_outputs;
 mod support;

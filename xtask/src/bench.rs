@@ -1,5 +1,5 @@
-//! `cargo xtask bench`: the timing benchmarks, the peak-memory probe, then the ratios the targets
-//! are stated in, all from one run.
+//! `cargo xtask bench`: the timing benchmarks (engine calls, token counting, whole replays), the
+//! peak-memory probe, then the ratios the targets are stated in, all from one run.
 
 use std::{path::Path, process::Command};
 
@@ -21,6 +21,13 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
     run(
         Command::new(cargo_program()).args(&tokens).current_dir(&root),
         "the token-counting benchmarks",
+    )?;
+    // A whole replay of 10,000 and 100,000 messages: about two minutes, ten samples each.
+    let mut replay = vec!["bench", "-p", "ctxhost", "--bench", "replay", "--"];
+    replay.extend(filter);
+    run(
+        Command::new(cargo_program()).args(&replay).current_dir(&root),
+        "the replay benchmarks",
     )?;
     run(
         Command::new(cargo_program())

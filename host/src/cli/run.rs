@@ -64,7 +64,11 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     };
     let (path, format, meta) = match (&stream, &collected) {
         (Some(stream), _) => (stream.path().to_owned(), stream.format(), stream.meta().clone()),
-        (None, Some(transcript)) => (transcript.path.clone(), transcript.format, transcript.meta.clone()),
+        (None, Some(transcript)) => (
+            transcript.path.clone(),
+            transcript.format,
+            transcript.meta.clone(),
+        ),
         (None, None) => unreachable!("one of them is open"),
     };
     let name = args.engine.clone().unwrap_or_else(|| settings.engine.clone());
@@ -205,10 +209,9 @@ fn progress_bar(bytes_total: u64) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(bytes_total);
-    let style = ProgressStyle::with_template(
-        "replaying {wide_bar} {binary_bytes}/{binary_total_bytes} ({eta} left)",
-    )
-    .expect("the template is valid");
+    let style =
+        ProgressStyle::with_template("replaying {wide_bar} {binary_bytes}/{binary_total_bytes} ({eta} left)")
+            .expect("the template is valid");
     bar.set_style(style);
     bar.enable_steady_tick(Duration::from_millis(200));
     bar

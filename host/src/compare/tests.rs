@@ -2,10 +2,13 @@ use std::path::Path;
 
 use ctxhost_engine_kit::retention::Retention;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use super::*;
-use crate::runner::{CompactionRecord, EngineFault, Trigger};
+use super::{report::align_columns, *};
+use crate::{
+    report::EngineSource,
+    runner::{CompactionRecord, EngineFault, Outcome, ReplayOutcome, Trigger},
+};
 
 fn settings(yaml: &str) -> (tempfile::TempDir, Settings) {
     let dir = tempfile::tempdir().unwrap();
@@ -170,7 +173,9 @@ fn a_compare_block_that_is_not_a_mapping_is_a_config_error() {
 fn compaction(before: u64, after: u64, outcome: Outcome, share: Option<f64>) -> CompactionRecord {
     CompactionRecord {
         at_message: 10,
+        turn: 4,
         trigger: Trigger::Threshold,
+        focus: None,
         tokens_before: before,
         tokens_after: after,
         messages_before: 10,
@@ -262,9 +267,9 @@ fn columns_are_aligned_and_a_row_without_figures_spans_them() {
     );
 }
 
-fn example_transcript() -> Transcript {
+fn survey_example() -> TranscriptSurvey {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/transcripts/coupon-fix.json");
-    read_transcript(&path, None).unwrap()
+    survey_transcript(&path, None, TokenCounter::rough()).unwrap()
 }
 
 #[test]
@@ -272,12 +277,12 @@ fn each_engine_replays_the_same_transcript_and_a_missing_one_gets_a_row_of_its_o
     let (_dir, settings) = settings(
         "model:\n  context_length: 16000\ncompare:\n  tight:\n    threshold: 0.3\n    target_ratio: 0.1\n",
     );
-    let transcript = example_transcript();
+    let survey = survey_example();
     let planned = plan_engines(&settings, &entries("compressor,compressor@tight,lcm"), &[]).unwrap();
-    let options = replay_options(&settings, &transcript, 16_000);
-    let length = resolve_context_length(None, &settings, &transcript);
-    let report = compare_engines(planned, &transcript, length, &options);
-    assert_eq!(report.messages, transcript.messages.len());
+    let options = replay_options(&settings, &survey.path, &survey.meta, 16_000);
+    let length = resolve_context_length(None, &settings, &survey.meta);
+    let report = compare_engines(planned, &survey, length, &options);
+    assert_eq!(report.messages, 42);
     assert!(report.uncompacted_tokens > 8_000, "{}", report.uncompacted_tokens);
     let figures = |index: usize| match &report.engines[index].result {
         RowResult::Ran(figures) => figures.as_ref().clone(),

@@ -83,9 +83,7 @@ fn mark(message: &mut Message, marker: &Value) {
             last.insert("cache_control".to_owned(), marker.clone());
         }
         _ => {
-            message
-                .extra
-                .insert("cache_control".to_owned(), marker.clone());
+            message.extra.insert("cache_control".to_owned(), marker.clone());
         }
     }
 }

@@ -272,6 +272,8 @@ pub struct Replayer<'e> {
     position: usize,
     /// Whether the end of the transcript has been handled.
     transcript_ended: bool,
+    /// The transcript's system message as it came, which `/new` and `/reset` restart from.
+    system: Option<Message>,
 }
 
 impl<'e> Replayer<'e> {
@@ -303,6 +305,7 @@ impl<'e> Replayer<'e> {
             pending: Vec::new(),
             position: 0,
             transcript_ended: false,
+            system: None,
         };
         let model = replayer.options.model.clone();
         replayer.call(|engine| engine.update_model(&model));
@@ -362,6 +365,7 @@ impl<'e> Replayer<'e> {
     /// Takes a whole transcript as the context at once (for a manual compaction of all of it).
     pub fn load(&mut self, messages: Vec<Message>) {
         self.outcome.messages_replayed += messages.len();
+        self.system = messages.first().filter(|m| m.role == Role::System).cloned();
         self.position = self.outcome.messages_replayed;
         self.context.replace(messages);
         self.outcome.peak_tokens = self.outcome.peak_tokens.max(self.context.tokens());
@@ -370,7 +374,11 @@ impl<'e> Replayer<'e> {
     /// Feeds one transcript message; `next_is_tool` says whether a tool result follows it.
     pub fn feed(&mut self, message: Message, next_is_tool: bool) {
         let index = self.outcome.messages_replayed;
-        self.run_script_before(index);
+        // A person types between turns, never between a call and its result: a command aimed
+        // at a tool result runs once the tool turn is over.
+        if message.role != Role::Tool {
+            self.run_script_before(index);
+        }
         self.position = index;
         self.outcome.messages_replayed += 1;
         if message.role != Role::Tool {
@@ -387,6 +395,9 @@ impl<'e> Replayer<'e> {
                 Role::Assistant => self.model_call(message),
                 Role::Tool => self.push_tool_result(message),
                 _ => {
+                    if message.role == Role::System && self.context.is_empty() {
+                        self.system = Some(message.clone());
+                    }
                     self.context.push(message);
                 }
             }
@@ -454,7 +465,8 @@ impl<'e> Replayer<'e> {
             reasoning_tokens: usage.reasoning_tokens.into_option(),
             describes: match source {
                 UsageSource::Recorded => {
-                    "the original run's context, which the engine under test may have compacted differently".to_owned()
+                    "the original run's context, which the engine under test may have compacted differently"
+                        .to_owned()
                 }
                 UsageSource::Estimated => format!("the replayed context, counted with {counter}"),
             },
@@ -591,7 +603,7 @@ impl<'e> Replayer<'e> {
             .is_some_and(|command| command.before_message <= index)
         {
             let scripted = self.script.pop_front().expect("checked");
-            self.position = index;
+            self.position = index.min(self.outcome.messages_replayed);
             self.run_command(scripted.command, CommandSource::Flag);
         }
     }
@@ -656,18 +668,11 @@ impl<'e> Replayer<'e> {
         });
     }
 
-    /// `on_session_reset`, and the context restarts from the system message.
+    /// `on_session_reset`, and the context restarts from the transcript's system message (as it
+    /// came, without what a compaction may have added to it).
     fn reset_session(&mut self) {
         self.call(|engine| engine.on_session_reset());
-        let system: Vec<Message> = self
-            .context
-            .messages()
-            .first()
-            .filter(|first| first.role == Role::System)
-            .cloned()
-            .into_iter()
-            .collect();
-        self.context.replace(system);
+        self.context.replace(self.system.clone().into_iter().collect());
         self.hygiene_blocked = false;
     }
 

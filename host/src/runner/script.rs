@@ -4,7 +4,9 @@
 //! - a user message whose whole text (trimmed) is `/compress`, `/compress <focus>`, `/new` or
 //!   `/reset`: a command, not a message, so it never enters the context;
 //! - `--at N:/compress[:focus]`, `--at N:/new`, `--at N:/reset`: run before transcript message `N`
-//!   (0-based) is fed; an `N` at or past the transcript's end runs after its last message.
+//!   (0-based) is fed; an `N` at or past the transcript's end runs after its last message, and
+//!   one aimed at a tool result runs once that tool turn is over (a person types between turns,
+//!   never between a call and its result).
 //!
 //! What each does is the runner's business ([`super::Replayer::run_command`]).
 
@@ -86,9 +88,7 @@ impl FromStr for ScriptedCommand {
 
     fn from_str(text: &str) -> Result<Self, String> {
         let usage = "expected N:/compress[:focus], N:/new or N:/reset (N: a transcript message index)";
-        let (index, command) = text
-            .split_once(':')
-            .ok_or_else(|| format!("`{text}`: {usage}"))?;
+        let (index, command) = text.split_once(':').ok_or_else(|| format!("`{text}`: {usage}"))?;
         let before_message = index
             .trim()
             .parse()
@@ -152,10 +152,7 @@ mod tests {
         );
         assert_eq!(parse("0:/compress").unwrap().command, compress(None));
         assert_eq!(parse("3:/compress:").unwrap().command, compress(None));
-        assert_eq!(
-            parse("3:/compress auth").unwrap().command,
-            compress(Some("auth"))
-        );
+        assert_eq!(parse("3:/compress auth").unwrap().command, compress(Some("auth")));
         assert_eq!(parse("7:/new").unwrap().command, SessionCommand::New);
         assert_eq!(parse("7:/reset").unwrap().command, SessionCommand::Reset);
         for bad in ["/compress", "x:/compress", "-1:/new", "4:/explode", "4:"] {

@@ -1,1 +1,552 @@
+//! The replay in process: streaming, scripted commands, engine tools, events, with a probe engine
+//! that records every call the host makes to it.
 
+use std::path::{Path, PathBuf};
+
+use ctxhost_engine_abi::{
+    instantiate, CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, Role, SessionInfo,
+    ToolCall,
+};
+use ctxhost_engine_kit::sequence::align_start_to_group;
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::{
+    config::Settings,
+    engine::EngineOrigin,
+    formats::{open_transcript, read_transcript},
+    resolution::builtin_compressor,
+    services::{host_services_for, ServiceContext},
+};
+
+/// An engine that keeps the system message and the last two messages, offers two tools (one of
+/// them twice), and answers `call_ext("calls")` with every call the host made to it.
+struct Probe {
+    counters: Counters,
+    calls: Vec<String>,
+}
+
+impl Engine for Probe {
+    const NAME: &'static str = "probe";
+
+    fn new(_config: &Value, _host: Host) -> Result<Self, EngineError> {
+        Ok(Self {
+            counters: Counters::default(),
+            calls: Vec::new(),
+        })
+    }
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+    fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+    fn compress(
+        &mut self,
+        messages: Vec<Message>,
+        request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError> {
+        self.calls
+            .push(format!("compress focus={:?}", request.focus_topic));
+        let head = usize::from(messages.first().is_some_and(|m| m.role == Role::System));
+        let last_user = messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(messages.len());
+        let cut = align_start_to_group(&messages, messages.len().saturating_sub(2).min(last_user)).max(head);
+        let mut kept = messages[..head].to_vec();
+        kept.extend_from_slice(&messages[cut..]);
+        self.counters.compression_count += 1;
+        Ok(kept)
+    }
+    fn should_compress(&mut self, _prompt_tokens: Option<u64>) -> bool {
+        false
+    }
+    fn on_session_start(&mut self, session_id: &str, info: &SessionInfo) -> Result<(), EngineError> {
+        self.calls.push(format!(
+            "on_session_start {session_id} reason={:?} old={:?}",
+            info.boundary_reason, info.old_session_id
+        ));
+        Ok(())
+    }
+    fn on_session_end(&mut self, session_id: &str, messages: &[Message]) -> Result<(), EngineError> {
+        self.calls
+            .push(format!("on_session_end {session_id} messages={}", messages.len()));
+        Ok(())
+    }
+    fn on_session_reset(&mut self) {
+        self.calls.push("on_session_reset".to_owned());
+    }
+    fn update_model(&mut self, model: &ModelInfo) {
+        self.counters.context_length = model.context_length;
+        self.counters.threshold_tokens = model.context_length / 2;
+    }
+    fn get_tool_schemas(&self) -> Vec<Value> {
+        vec![
+            json!({"name": "probe_echo", "description": "answers its arguments", "parameters": {}}),
+            json!({"name": "probe_count", "description": "counts the context", "parameters": {}}),
+            json!({"name": "probe_echo", "description": "a second schema of that name", "parameters": {}}),
+        ]
+    }
+    fn handle_tool_call(&mut self, name: &str, arguments: &Value, messages: Option<&[Message]>) -> Value {
+        self.calls.push(format!("handle_tool_call {name}"));
+        match name {
+            "probe_echo" => arguments.clone(),
+            "probe_count" => json!({"messages": messages.map_or(0, <[Message]>::len)}),
+            _ => json!({"error": format!("Unknown context engine tool: {name}")}),
+        }
+    }
+    fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
+        match method {
+            "calls" => Ok(json!(self.calls)),
+            "resume_auto_compaction" => {
+                self.calls.push(method.to_owned());
+                Ok(json!(true))
+            }
+            _ => Err(EngineError::unknown_method(method)),
+        }
+    }
+}
+
+fn probe() -> EngineHandle {
+    let services = ServiceContext::without_model();
+    let object = instantiate::<Probe>("{}", host_services_for("probe", &services)).unwrap();
+    EngineHandle::new(object, "probe", EngineOrigin::Registered)
+}
+
+fn probe_calls(engine: &mut EngineHandle) -> Vec<String> {
+    let calls = engine.call_ext("calls", &Value::Null).unwrap().unwrap();
+    serde_json::from_value(calls).unwrap()
+}
+
+fn options() -> ReplayOptions {
+    ReplayOptions {
+        session_id: "s".to_owned(),
+        model: ModelInfo {
+            context_length: 100_000,
+            ..ModelInfo::default()
+        },
+        token_counter: TokenCounter::rough(),
+    }
+}
+
+fn kinds(events: &[Event]) -> Vec<&'static str> {
+    events.iter().map(Event::kind).collect()
+}
+
+/// Replays `messages` with `script`, keeping the events.
+fn replay_with(
+    engine: &mut EngineHandle,
+    messages: Vec<Message>,
+    script: &[ScriptedCommand],
+) -> (ReplayOutcome, Vec<Event>) {
+    let mut events = Vec::new();
+    let outcome = replay_stream(
+        engine,
+        messages.into_iter().map(Ok::<_, Infallible>),
+        &options(),
+        script,
+        &mut events,
+    )
+    .unwrap();
+    (outcome, events)
+}
+
+fn conversation_with_commands() -> Vec<Message> {
+    vec![
+        Message::system("be brief"),
+        Message::user("first question"),
+        Message::assistant("first answer"),
+        Message::user("second question"),
+        Message::assistant("second answer"),
+        Message::user("/compress the second question"),
+        Message::assistant("third answer"),
+        Message::user("/new"),
+        Message::user("after new"),
+        Message::assistant("fourth answer"),
+        Message::user(" /reset "),
+        Message::user("after reset"),
+        Message::assistant("fifth answer"),
+    ]
+}
+
+fn texts(messages: &[Message]) -> Vec<String> {
+    messages.iter().map(|m| m.text().into_owned()).collect()
+}
+
+#[test]
+fn commands_typed_as_messages_run_and_never_enter_the_context() {
+    let mut engine = probe();
+    let (outcome, events) = replay_with(&mut engine, conversation_with_commands(), &[]);
+    assert_eq!(
+        probe_calls(&mut engine),
+        vec![
+            "on_session_start s reason=None old=None",
+            "resume_auto_compaction",
+            "compress focus=Some(\"the second question\")",
+            "on_session_end s messages=4",
+            "on_session_reset",
+            "on_session_start s-2 reason=Some(\"new_session\") old=Some(\"s\")",
+            "on_session_reset",
+            "on_session_end s-2 messages=3",
+        ]
+    );
+    assert_eq!(
+        texts(&outcome.context),
+        vec!["be brief", "after reset", "fifth answer"]
+    );
+    assert_eq!(outcome.session_id, "s-2");
+    assert_eq!(outcome.messages_replayed, 13);
+    let commands: Vec<(usize, String, CommandSource, &str)> = outcome
+        .commands
+        .iter()
+        .map(|c| {
+            (
+                c.message_index,
+                c.command.to_string(),
+                c.source,
+                c.session_id.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        commands,
+        vec![
+            (
+                5,
+                "/compress the second question".to_owned(),
+                CommandSource::Message,
+                "s"
+            ),
+            (7, "/new".to_owned(), CommandSource::Message, "s-2"),
+            (10, "/reset".to_owned(), CommandSource::Message, "s-2"),
+        ]
+    );
+    assert_eq!(outcome.compactions.len(), 1);
+    assert_eq!(outcome.compactions[0].trigger, Trigger::Manual);
+    assert_eq!(
+        outcome.compactions[0].focus.as_deref(),
+        Some("the second question")
+    );
+    assert_eq!(
+        kinds(&events),
+        vec![
+            "session_start",
+            "warning",
+            "model_call",
+            "usage",
+            "model_call",
+            "usage",
+            "command",
+            "compaction",
+            "model_call",
+            "usage",
+            "command",
+            "session_end",
+            "session_start",
+            "model_call",
+            "usage",
+            "command",
+            "model_call",
+            "usage",
+            "session_end",
+        ]
+    );
+    let second_start = &events[12];
+    assert_eq!(
+        serde_json::to_value(second_start).unwrap(),
+        json!({
+            "event": "session_start",
+            "message_index": 7,
+            "session_id": "s-2",
+            "engine": "probe",
+            "model": "",
+            "context_length": 100_000,
+            "window": 100_000,
+            "threshold_tokens": 50_000,
+            "token_counter": "rough",
+            "tools": ["probe_echo", "probe_count"],
+            "boundary_reason": "new_session",
+            "old_session_id": "s",
+        })
+    );
+    assert_eq!(
+        serde_json::to_value(&events[6]).unwrap(),
+        json!({"event": "command", "message_index": 5, "command": "compress", "focus": "the second question", "source": "message"})
+    );
+}
+
+#[test]
+fn commands_given_by_flag_run_before_their_message_and_after_a_tool_turn() {
+    let messages = vec![
+        Message::system("be brief"),
+        Message::user("list files"),
+        Message::assistant_calls(vec![ToolCall::new("c1", "ls", "{}")]),
+        Message::tool("c1", "a.txt"),
+        Message::assistant("one file"),
+        Message::user("thanks"),
+    ];
+    let script: Vec<ScriptedCommand> = ["5:/new", "3:/compress:files", "99:/reset", "5:/compress"]
+        .iter()
+        .map(|text| text.parse().unwrap())
+        .collect();
+    let mut engine = probe();
+    let (outcome, _) = replay_with(&mut engine, messages, &script);
+    let ran: Vec<(usize, String)> = outcome
+        .commands
+        .iter()
+        .map(|c| (c.message_index, c.command.to_string()))
+        .collect();
+    // 3 is a tool result: its command waits for the turn to end, before message 4. Two commands
+    // for one message run in the order given; past the end runs at the end.
+    assert_eq!(
+        ran,
+        vec![
+            (4, "/compress files".to_owned()),
+            (5, "/new".to_owned()),
+            (5, "/compress".to_owned()),
+            (6, "/reset".to_owned()),
+        ]
+    );
+    assert!(outcome.commands.iter().all(|c| c.source == CommandSource::Flag));
+    assert_eq!(texts(&outcome.context), vec!["be brief"]);
+    assert_eq!(outcome.compactions.len(), 2);
+}
+
+/// A dispatch's index, call id, tool, recorded and live answers, and whether they are equal.
+type DispatchRow<'a> = (usize, &'a str, &'a str, Option<&'a str>, &'a str, bool);
+
+#[test]
+fn an_engine_tool_call_is_answered_live_and_the_live_answer_replaces_the_recorded_one() {
+    let messages = vec![
+        Message::system("be brief"),
+        Message::user("search"),
+        Message::assistant_calls(vec![
+            ToolCall::new("e1", "probe_echo", r#"{"q": "coupon"}"#),
+            ToolCall::new("t1", "terminal", r#"{"cmd": "ls"}"#),
+            ToolCall::new("e2", "probe_count", ""),
+        ]),
+        Message::tool("e1", r#"{"q":"coupon"}"#),
+        Message::tool("t1", "a.txt"),
+        Message::tool("e2", r#"{"messages": 99}"#),
+        Message::assistant_calls(vec![ToolCall::new("e3", "probe_echo", "{broken")]),
+        Message::user("never answered"),
+        Message::assistant_calls(vec![ToolCall::new("e4", "probe_echo", r#"{"n": 4}"#)]),
+    ];
+    let mut engine = probe();
+    let (outcome, events) = replay_with(&mut engine, messages, &[]);
+    assert_eq!(outcome.tools, vec!["probe_echo", "probe_count"]);
+    assert_eq!(
+        outcome.warnings,
+        vec!["engine `probe` offers the tool `probe_echo` twice; the later schema is rejected"]
+    );
+    let dispatched: Vec<DispatchRow> = outcome
+        .tool_dispatches
+        .iter()
+        .map(|d| {
+            (
+                d.message_index,
+                d.call_id.as_str(),
+                d.tool.as_str(),
+                d.recorded.as_deref(),
+                d.live.as_str(),
+                d.equal,
+            )
+        })
+        .collect();
+    assert_eq!(
+        dispatched,
+        vec![
+            (
+                3,
+                "e1",
+                "probe_echo",
+                Some(r#"{"q":"coupon"}"#),
+                r#"{"q":"coupon"}"#,
+                true
+            ),
+            // The context at the call: system, user, the assistant's call, the first two results.
+            (
+                5,
+                "e2",
+                "probe_count",
+                Some(r#"{"messages": 99}"#),
+                r#"{"messages":5}"#,
+                false
+            ),
+            (
+                6,
+                "e3",
+                "probe_echo",
+                None,
+                r#"{"error":"the arguments are not JSON: key must be a string at line 1 column 2"}"#,
+                false
+            ),
+            (8, "e4", "probe_echo", None, r#"{"n":4}"#, false),
+        ]
+    );
+    // The terminal's result is the transcript's; the engine's are live.
+    assert_eq!(outcome.context[4].text(), "a.txt");
+    assert_eq!(outcome.context[5].text(), r#"{"messages":5}"#);
+    assert_eq!(
+        probe_calls(&mut engine)
+            .iter()
+            .filter(|call| call.starts_with("handle_tool_call"))
+            .count(),
+        3,
+        "broken arguments never reach the engine"
+    );
+    assert_eq!(kinds(&events)[..2], ["session_start", "warning"]);
+    assert_eq!(events.iter().filter(|e| e.kind() == "tool_dispatch").count(), 4);
+}
+
+#[test]
+fn a_read_error_ends_the_replay_without_ending_the_session() {
+    let messages: Vec<Result<Message, String>> = vec![
+        Ok(Message::user("hi")),
+        Ok(Message::assistant("hello")),
+        Err("t.jsonl:3:1: broken".to_owned()),
+        Ok(Message::user("never fed")),
+    ];
+    let mut engine = probe();
+    let mut events = Vec::new();
+    let error = replay_stream(&mut engine, messages, &options(), &[], &mut events).unwrap_err();
+    assert_eq!(error, "t.jsonl:3:1: broken");
+    // The assistant message before the broken record is not fed either: the run ends as soon
+    // as the broken record is seen.
+    assert_eq!(kinds(&events), vec!["session_start", "warning"]);
+    assert_eq!(
+        probe_calls(&mut engine),
+        vec!["on_session_start s reason=None old=None"]
+    );
+}
+
+#[test]
+fn recorded_usage_is_passed_on_and_says_what_it_describes() {
+    let mut answer = Message::assistant("hello");
+    answer.extra.insert(
+        "usage".to_owned(),
+        json!({"prompt_tokens": 1234, "completion_tokens": 5, "cache_read_input_tokens": 1000}),
+    );
+    let mut engine = probe();
+    let (outcome, events) = replay_with(
+        &mut engine,
+        vec![
+            Message::user("hi"),
+            answer,
+            Message::user("more"),
+            Message::assistant("ok"),
+        ],
+        &[],
+    );
+    assert_eq!((outcome.usage_recorded, outcome.usage_estimated), (1, 1));
+    let usages: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind() == "usage")
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    assert_eq!(
+        usages[0],
+        json!({
+            "event": "usage",
+            "message_index": 1,
+            "source": "recorded",
+            "prompt_tokens": 1234,
+            "completion_tokens": 5,
+            "total_tokens": 1239,
+            "cache_read_tokens": 1000,
+            "cache_write_tokens": null,
+            "reasoning_tokens": null,
+            "describes": "the original run's context, which the engine under test may have compacted differently",
+        })
+    );
+    assert_eq!(usages[1]["source"], "estimated");
+    assert_eq!(usages[1]["describes"], "the replayed context, counted with rough");
+    let calls: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind() == "model_call")
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    assert_eq!(calls[1]["prompt_source"], "estimated");
+    assert_eq!(calls[1]["context_messages"], 3);
+}
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/transcripts");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// What must not depend on how the messages arrived (durations do).
+fn fingerprint(outcome: &ReplayOutcome) -> Value {
+    let compactions: Vec<Value> = outcome
+        .compactions
+        .iter()
+        .map(|c| {
+            json!([
+                c.at_message,
+                c.trigger,
+                c.tokens_before,
+                c.tokens_after,
+                c.messages_before,
+                c.messages_after,
+                c.outcome
+            ])
+        })
+        .collect();
+    json!({
+        "messages": outcome.messages_replayed,
+        "calls": outcome.model_calls,
+        "usage": [outcome.usage_recorded, outcome.usage_estimated],
+        "compactions": compactions,
+        "faults": outcome.faults.len(),
+        "peak": outcome.peak_tokens,
+        "final": outcome.final_tokens,
+        "status": outcome.status,
+        "context": ctxhost_engine_abi::messages_to_json(&outcome.context),
+    })
+}
+
+#[test]
+fn a_streamed_replay_equals_a_collected_replay_on_every_example() {
+    let settings = Settings::defaults(Path::new("."));
+    let mut compacted = 0;
+    for path in examples() {
+        let transcript = read_transcript(&path, None).unwrap();
+        // A small window, so that every example compacts several times.
+        let options = ReplayOptions {
+            session_id: "example".to_owned(),
+            model: ModelInfo {
+                context_length: 3_000,
+                ..ModelInfo::default()
+            },
+            token_counter: TokenCounter::rough(),
+        };
+        let mut engine = builtin_compressor(&settings);
+        let collected = replay(&mut engine, transcript.messages, &options);
+        let mut engine = builtin_compressor(&settings);
+        let stream = open_transcript(&path, None).unwrap();
+        let mut events = Vec::new();
+        let streamed = replay_stream(&mut engine, stream, &options, &[], &mut events).unwrap();
+        assert_eq!(
+            fingerprint(&streamed),
+            fingerprint(&collected),
+            "{}",
+            path.display()
+        );
+        compacted += usize::from(!collected.compactions.is_empty());
+        assert_eq!(
+            events.iter().filter(|e| e.kind() == "compaction").count(),
+            collected.compactions.len()
+        );
+    }
+    assert!(
+        compacted >= 4,
+        "only {compacted} examples compacted: the comparison says little"
+    );
+}

@@ -125,6 +125,8 @@ mod tests {
     fn empty_arguments_are_an_empty_object_and_broken_ones_an_error() {
         assert_eq!(parse_arguments(" "), Ok(json!({})));
         assert_eq!(parse_arguments(r#"{"q":"x"}"#), Ok(json!({"q": "x"})));
-        assert!(parse_arguments("{oops").unwrap_err().starts_with("the arguments are not JSON"));
+        assert!(parse_arguments("{oops")
+            .unwrap_err()
+            .starts_with("the arguments are not JSON"));
     }
 }

@@ -1,0 +1,407 @@
+//! The full replay through the binary: scripted commands, engine tools, the event log, the
+//! prompt-caching shape, `status` and `tool`.
+
+use std::{fs, path::PathBuf};
+
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+use crate::support::{texts, PluginDir};
+
+/// Writes `messages` as an OpenAI JSON array transcript in the tree and returns its path.
+fn transcript(tree: &PluginDir, name: &str, messages: Value) -> PathBuf {
+    let path = tree.root().join(name);
+    fs::write(&path, serde_json::to_string_pretty(&messages).unwrap()).unwrap();
+    path
+}
+
+/// A tree with the faulty test plugin selected, its block being `block`.
+fn faulty_tree(block: &str) -> PluginDir {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config(&format!("context:\n  engine: faulty\nfaulty:\n{block}"));
+    tree
+}
+
+/// A conversation that calls `faulty_echo` (recorded answer: stale), then a command typed by the
+/// user.
+fn conversation_with_an_engine_tool() -> Value {
+    json!([
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Find the coupon code."},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "faulty_echo", "arguments": "{\"word\": \"live\"}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "terminal", "arguments": "{\"command\": \"ls\"}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"word\": \"stale\"}"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "coupons.py"},
+        {"role": "assistant", "content": "The code is in coupons.py."},
+        {"role": "user", "content": "/compress coupons"},
+        {"role": "user", "content": "Thanks. Now fix it."},
+        {"role": "assistant", "content": "Fixed."}
+    ])
+}
+
+fn read_events(path: &std::path::Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+#[test]
+fn an_engine_tool_call_is_answered_live_by_the_plugin_and_replaces_the_recorded_result() {
+    let tree = faulty_tree("  {}\n");
+    let path = transcript(&tree, "t.json", conversation_with_an_engine_tool());
+    let out = tree.root().join("final.json");
+    let events = tree.root().join("events.jsonl");
+    let output = tree.run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("tools       faulty_echo, faulty_host_services; 1 calls answered live by the engine (1 differed from the recorded result)"),
+        "{stdout}"
+    );
+    let context: Vec<Value> = serde_json::from_str(&fs::read_to_string(&out).unwrap()).unwrap();
+    let results: Vec<(&str, &str)> = context
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap(),
+                m["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        vec![("call_1", r#"{"word":"live"}"#), ("call_2", "coupons.py")]
+    );
+    let dispatch = read_events(&events)
+        .into_iter()
+        .find(|e| e["event"] == "tool_dispatch")
+        .unwrap();
+    assert_eq!(
+        dispatch,
+        json!({
+            "event": "tool_dispatch",
+            "message_index": 3,
+            "call_id": "call_1",
+            "tool": "faulty_echo",
+            "arguments": "{\"word\": \"live\"}",
+            "recorded": "{\"word\": \"stale\"}",
+            "live": "{\"word\":\"live\"}",
+            "equal": false,
+        })
+    );
+}
+
+#[test]
+fn a_panic_in_handle_tool_call_is_answered_as_an_error_and_the_replay_goes_on() {
+    let tree = faulty_tree("  panic_in: handle_tool_call\n");
+    let path = transcript(&tree, "t.json", conversation_with_an_engine_tool());
+    let out = tree.root().join("final.json");
+    let output = tree.run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let live = report["tool_dispatches"][0]["live"].as_str().unwrap();
+    assert!(
+        live.starts_with(r#"{"error":"engine `faulty` failed in `handle_tool_call`"#),
+        "{live}"
+    );
+    assert!(
+        report["faults"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("told to panic in `handle_tool_call`"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_event_log_has_one_json_event_a_line_of_every_kind_in_order() {
+    // update_from_response panics at every model call: an `error` after each `usage`.
+    let tree = faulty_tree("  panic_in: update_from_response\n");
+    let path = transcript(&tree, "t.json", conversation_with_an_engine_tool());
+    let events = tree.root().join("events.jsonl");
+    let output = tree.run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+        "--at",
+        "7:/new",
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("events      "), "{stdout}");
+    let kinds: Vec<(String, u64)> = read_events(&events)
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_owned(),
+                e["message_index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = [
+        ("session_start", 0),
+        ("model_call", 2),
+        ("usage", 2),
+        ("error", 2),
+        ("tool_dispatch", 3),
+        ("model_call", 5),
+        ("usage", 5),
+        ("error", 5),
+        ("command", 6),
+        ("compaction", 6),
+        ("command", 7),
+        ("session_end", 7),
+        ("session_start", 7),
+        ("model_call", 8),
+        ("usage", 8),
+        ("error", 8),
+        ("session_end", 9),
+    ]
+    .iter()
+    .map(|(kind, index)| (kind.to_string(), *index))
+    .collect();
+    assert_eq!(kinds, expected);
+}
+
+#[test]
+fn a_run_that_fails_mid_stream_writes_neither_the_context_nor_the_event_log() {
+    let tree = PluginDir::new();
+    let path = tree.root().join("bad.jsonl");
+    fs::write(
+        &path,
+        concat!(
+            "{\"role\":\"system\",\"content\":\"be brief\"}\n",
+            "{\"role\":\"user\",\"content\":\"hi\"}\n",
+            "{\"role\":\"assistant\",\"content\":\"hello\"}\n",
+            "{\"role\":\"user\",\"content\":\"more\"}\n",
+            "{\"role\":\"assistant\",\"content\":\n",
+        ),
+    )
+    .unwrap();
+    let out = tree.root().join("final.json");
+    let events = tree.root().join("events.jsonl");
+    let output = tree.run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("bad.jsonl:5:"), "{stderr}");
+    assert!(
+        stderr.contains("the replay stopped there: the context so far was not written to")
+            && stderr.contains("and no event log was written to"),
+        "{stderr}"
+    );
+    assert!(!out.exists() && !events.exists());
+    let left: Vec<String> = fs::read_dir(tree.root())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut left = left;
+    left.sort();
+    assert_eq!(left, vec!["bad.jsonl", "plugins"], "no temporary file is left");
+}
+
+#[test]
+fn commands_typed_and_given_by_flag_both_run_through_the_built_in_compressor() {
+    let tree = PluginDir::new();
+    let path = transcript(&tree, "t.json", conversation_with_an_engine_tool());
+    let output = tree.run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--json",
+        "--at",
+        "1:/compress:coupon code",
+        "--at",
+        "7:/reset",
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["commands"],
+        json!([
+            {"message_index": 1, "command": "compress", "focus": "coupon code", "source": "flag", "session_id": "t"},
+            {"message_index": 6, "command": "compress", "focus": "coupons", "source": "message", "session_id": "t"},
+            {"message_index": 7, "command": "reset", "source": "flag", "session_id": "t"},
+        ])
+    );
+    let triggers: Vec<&Value> = report["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["trigger"])
+        .collect();
+    assert_eq!(triggers, vec!["manual", "manual"]);
+    // After /reset: the system message, then what followed.
+    assert_eq!(report["final_messages"], 3);
+    assert_eq!(report["messages_replayed"], 9);
+}
+
+#[test]
+fn a_bad_at_flag_is_refused_with_its_form() {
+    let tree = PluginDir::new();
+    let path = transcript(&tree, "t.json", conversation_with_an_engine_tool());
+    let output = tree.run(&["run", path.to_str().unwrap(), "--at", "3:/explode"]);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("expected N:/compress[:focus], N:/new or N:/reset"),
+        "{stderr}"
+    );
+}
+
+fn small_conversation() -> Value {
+    json!([
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": [{"type": "text", "text": "q2"}, {"type": "text", "text": "see above"}]},
+        {"role": "assistant", "content": "a2"}
+    ])
+}
+
+#[test]
+fn the_final_request_is_shaped_for_anthropic_prompt_caching_with_either_ttl() {
+    let tree = PluginDir::new();
+    let path = transcript(&tree, "t.json", small_conversation());
+    for (ttl, marker) in [
+        (None, json!({"type": "ephemeral"})),
+        (Some("5m"), json!({"type": "ephemeral"})),
+        (Some("1h"), json!({"type": "ephemeral", "ttl": "1h"})),
+    ] {
+        let out = tree.root().join("final.json");
+        let mut args = vec![
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--cache-shape",
+            "system_and_3",
+        ];
+        if let Some(ttl) = ttl {
+            args.extend(["--cache-ttl", ttl]);
+        }
+        let output = tree.run(&args);
+        assert!(output.status.success(), "{}", texts(&output).1);
+        let written: Value = serde_json::from_str(&fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(
+            written,
+            json!([
+                {"role": "system", "content": [{"type": "text", "text": "be brief", "cache_control": marker}]},
+                {"role": "user", "content": "q1"},
+                {"role": "assistant", "content": [{"type": "text", "text": "a1", "cache_control": marker}]},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "q2"},
+                    {"type": "text", "text": "see above", "cache_control": marker}
+                ]},
+                {"role": "assistant", "content": [{"type": "text", "text": "a2", "cache_control": marker}]}
+            ]),
+            "ttl {ttl:?}"
+        );
+    }
+}
+
+#[test]
+fn the_cache_shape_needs_an_output_file() {
+    let tree = PluginDir::new();
+    let path = transcript(&tree, "t.json", small_conversation());
+    let output = tree.run(&["run", path.to_str().unwrap(), "--cache-shape", "system_and_3"]);
+    assert!(!output.status.success());
+    assert!(texts(&output).1.contains("--out"), "{}", texts(&output).1);
+}
+
+#[test]
+fn status_prints_what_get_status_reports_after_the_replay() {
+    let tree = faulty_tree("  {}\n");
+    let path = transcript(&tree, "t.json", conversation_with_an_engine_tool());
+    let output = tree.run(&["status", path.to_str().unwrap(), "--context-length", "1000"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    let keys: Vec<&str> = status.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "last_prompt_tokens",
+            "threshold_tokens",
+            "context_length",
+            "usage_percent",
+            "compression_count"
+        ]
+    );
+    assert_eq!(status["context_length"], 1000);
+    assert_eq!(status["compression_count"], 1, "the typed /compress: {stdout}");
+}
+
+#[test]
+fn tool_calls_an_engine_tool_against_the_final_context() {
+    let tree = faulty_tree("  {}\n");
+    let path = transcript(&tree, "t.json", conversation_with_an_engine_tool());
+    let output = tree.run(&["tool", path.to_str().unwrap(), "faulty_echo", r#"{"a": [1, 2]}"#]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap(),
+        json!({"a": [1, 2]})
+    );
+
+    // faulty_host_services counts the tokens of the messages it is given: the final context.
+    let output = tree.run(&["tool", path.to_str().unwrap(), "faulty_host_services", "{}"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(answer["summary"].is_string(), "{stdout}");
+    let report = tree.run(&["run", path.to_str().unwrap(), "--json"]);
+    let report: Value = serde_json::from_str(&texts(&report).0).unwrap();
+    assert_eq!(
+        answer["tokens"].as_array().unwrap().len() as u64,
+        report["final_messages"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn tool_refuses_a_tool_the_engine_does_not_offer_and_arguments_that_are_not_an_object() {
+    let tree = faulty_tree("  {}\n");
+    let path = transcript(&tree, "t.json", conversation_with_an_engine_tool());
+    let output = tree.run(&["tool", path.to_str().unwrap(), "lcm_grep", "{}"]);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert_eq!(
+        stderr.trim(),
+        "error: engine `faulty` offers no tool `lcm_grep` (its tools: faulty_echo, faulty_host_services)"
+    );
+    let output = tree.run(&["tool", path.to_str().unwrap(), "faulty_echo", "[1]"]);
+    assert!(!output.status.success());
+    assert!(
+        texts(&output).1.contains("expected a JSON object"),
+        "{}",
+        texts(&output).1
+    );
+}
