@@ -142,8 +142,9 @@ impl Host {
             "input_tokens": request.input_tokens,
         });
         let answer = self.call("summarize", &request)?;
-        serde_json::from_value(answer)
-            .map_err(|error| EngineError::invalid_input(format!("host service `summarize` answered: {error}")))
+        serde_json::from_value(answer).map_err(|error| {
+            EngineError::invalid_input(format!("host service `summarize` answered: {error}"))
+        })
     }
 
     /// Counts tokens of each text with the host's configured counter (`context.tokenizer`).
@@ -151,8 +152,9 @@ impl Host {
     /// Host service `count_tokens`, added with interface version 1 (ctxhost 0.1).
     pub fn count_tokens(&self, texts: &[&str]) -> Result<Vec<u64>, EngineError> {
         let answer = self.call("count_tokens", &serde_json::json!({ "texts": texts }))?;
-        serde_json::from_value(answer["tokens"].clone())
-            .map_err(|error| EngineError::invalid_input(format!("host service `count_tokens` answered: {error}")))
+        serde_json::from_value(answer["tokens"].clone()).map_err(|error| {
+            EngineError::invalid_input(format!("host service `count_tokens` answered: {error}"))
+        })
     }
 
     /// Whether the host offers the service `service`.

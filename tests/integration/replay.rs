@@ -148,7 +148,12 @@ fn the_extractive_summarizer_keeps_at_least_80_percent_of_the_facts_of_every_bun
         let compactions = report["compactions"].as_array().unwrap();
         for compaction in compactions {
             let share = compaction["retention"]["share"].as_f64().unwrap();
-            assert!(share >= 0.8, "{}: kept {share:.2} of the facts: {}", path.display(), compaction["retention"]);
+            assert!(
+                share >= 0.8,
+                "{}: kept {share:.2} of the facts: {}",
+                path.display(),
+                compaction["retention"]
+            );
         }
         if !compactions.is_empty() {
             compacted.push(path.file_name().unwrap().to_string_lossy().into_owned());

@@ -74,9 +74,11 @@ static URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"https?://[^\s<>"'`)\]]+"#).expect("url pattern compiles"));
 static HASH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b[0-9a-f]{7,40}\b").expect("hash pattern compiles"));
-static ISSUE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"#[0-9]{1,7}\b").expect("issue pattern compiles"));
-static VERSION: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bv?[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.]+)?\b").expect("version pattern compiles"));
+static ISSUE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"#[0-9]{1,7}\b").expect("issue pattern compiles"));
+static VERSION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\bv?[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.]+)?\b").expect("version pattern compiles")
+});
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^.*(?:\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\berror(?:\[E[0-9]+\])?:|\bFAILED\b|\bTraceback\b|\bpanicked at\b|\bfatal:).*$")
         .expect("error pattern compiles")
@@ -118,8 +120,17 @@ pub fn measure_retention(compacted: &[Message], result: &[Message]) -> Retention
             lost.push(fact.clone());
         }
     }
-    let share = if facts.is_empty() { 1.0 } else { kept as f64 / facts.len() as f64 };
-    Retention { total: facts.len(), kept, share, lost }
+    let share = if facts.is_empty() {
+        1.0
+    } else {
+        kept as f64 / facts.len() as f64
+    };
+    Retention {
+        total: facts.len(),
+        kept,
+        share,
+        lost,
+    }
 }
 
 /// The messages of `before` that are not in `after` unchanged: what a compaction replaced or
@@ -127,7 +138,11 @@ pub fn measure_retention(compacted: &[Message], result: &[Message]) -> Retention
 pub fn compacted_messages(before: &[Message], after: &[Message]) -> Vec<Message> {
     // Compared by their JSON, hashed, so that the cost stays linear in the context's size.
     let kept: std::collections::HashSet<String> = after.iter().map(json_of).collect();
-    before.iter().filter(|message| !kept.contains(&json_of(message))).cloned().collect()
+    before
+        .iter()
+        .filter(|message| !kept.contains(&json_of(message)))
+        .cloned()
+        .collect()
 }
 
 fn json_of(message: &Message) -> String {
@@ -159,7 +174,9 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
 /// The shell command in a tool call's arguments, when it has one.
 fn command_of(arguments: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(arguments).ok()?;
-    ["command", "cmd"].iter().find_map(|key| Some(value.get(*key)?.as_str()?.trim().to_owned()))
+    ["command", "cmd"]
+        .iter()
+        .find_map(|key| Some(value.get(*key)?.as_str()?.trim().to_owned()))
 }
 
 fn fact(kind: FactKind, text: &str) -> Fact {
@@ -167,7 +184,10 @@ fn fact(kind: FactKind, text: &str) -> Fact {
         Some((cut, _)) => &text[..cut],
         None => text,
     };
-    Fact { kind, text: text.trim().to_owned() }
+    Fact {
+        kind,
+        text: text.trim().to_owned(),
+    }
 }
 
 fn cut_body(text: &str) -> std::borrow::Cow<'_, str> {
@@ -175,7 +195,14 @@ fn cut_body(text: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(text);
     }
     let head: String = text.chars().take(4_000).collect();
-    let tail: String = text.chars().rev().take(1_500).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String = text
+        .chars()
+        .rev()
+        .take(1_500)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     std::borrow::Cow::Owned(format!("{head}\n{tail}"))
 }
 
@@ -200,7 +227,10 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn kinds(messages: &[Message]) -> Vec<(FactKind, String)> {
-        find_facts(messages).into_iter().map(|fact| (fact.kind, fact.text)).collect()
+        find_facts(messages)
+            .into_iter()
+            .map(|fact| (fact.kind, fact.text))
+            .collect()
     }
 
     #[test]
@@ -215,13 +245,24 @@ mod tests {
             Message::assistant("Bumped to v2.4.1 in pyproject.toml."),
         ];
         let found = kinds(&messages);
-        let expect = |kind, text: &str| assert!(found.contains(&(kind, text.to_owned())), "{kind:?} {text:?} in {found:#?}");
-        expect(FactKind::Request, "The checkout tests fail since 9f3c2ab (refs #482). Please fix.");
+        let expect = |kind, text: &str| {
+            assert!(
+                found.contains(&(kind, text.to_owned())),
+                "{kind:?} {text:?} in {found:#?}"
+            )
+        };
+        expect(
+            FactKind::Request,
+            "The checkout tests fail since 9f3c2ab (refs #482). Please fix.",
+        );
         expect(FactKind::Hash, "9f3c2ab");
         expect(FactKind::Issue, "#482");
         expect(FactKind::Command, "pytest tests/checkout -q");
         expect(FactKind::Path, "tests/checkout/test_totals.py");
-        expect(FactKind::Error, "FAILED tests/checkout/test_totals.py::test_discount - AssertionError: expected 90");
+        expect(
+            FactKind::Error,
+            "FAILED tests/checkout/test_totals.py::test_discount - AssertionError: expected 90",
+        );
         expect(FactKind::Url, "https://ci.example.com/run/7");
         expect(FactKind::Version, "v2.4.1");
     }
@@ -245,8 +286,20 @@ mod tests {
 
     #[test]
     fn the_compacted_part_is_what_the_result_no_longer_holds_unchanged() {
-        let before = vec![Message::system("s"), Message::user("old"), Message::assistant("a"), Message::user("new")];
-        let after = vec![Message::system("s"), Message::assistant("[summary]"), Message::user("new")];
-        assert_eq!(compacted_messages(&before, &after), vec![Message::user("old"), Message::assistant("a")]);
+        let before = vec![
+            Message::system("s"),
+            Message::user("old"),
+            Message::assistant("a"),
+            Message::user("new"),
+        ];
+        let after = vec![
+            Message::system("s"),
+            Message::assistant("[summary]"),
+            Message::user("new"),
+        ];
+        assert_eq!(
+            compacted_messages(&before, &after),
+            vec![Message::user("old"), Message::assistant("a")]
+        );
     }
 }

@@ -130,7 +130,11 @@ impl<'t> Draft<'t> {
         // newer one: a short budget drops the oldest carried detail first.
         order.sort_by_key(|&at| {
             let candidate = &self.candidates[at];
-            (candidate.tier, Reverse(candidate.recency), Reverse(candidate.display))
+            (
+                candidate.tier,
+                Reverse(candidate.recency),
+                Reverse(candidate.display),
+            )
         });
         let mut chosen = Selection {
             picked: vec![false; self.candidates.len()],
