@@ -177,12 +177,14 @@ fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>) -> Result<Se
     Ok(settings)
 }
 
-fn resolve_context_length(args: &RunArgs, settings: &Settings, meta: &TranscriptMeta) -> Sourced<u64> {
+/// The window: the flag, else `model.context_length`, else the transcript's, else the default;
+/// with where it came from. `run` and `compare` both use it.
+pub(crate) fn resolve_context_length(flag: Option<u64>, settings: &Settings, meta: &TranscriptMeta) -> Sourced<u64> {
     let sourced = |value, source: &str| Sourced {
         value,
         source: source.to_owned(),
     };
-    if let Some(length) = args.context_length {
+    if let Some(length) = flag {
         return sourced(length, "--context-length");
     }
     if let Some(length) = settings.model.context_length {
@@ -198,7 +200,8 @@ fn resolve_context_length(args: &RunArgs, settings: &Settings, meta: &Transcript
     sourced(DEFAULT_CONTEXT_LENGTH, "default; set model.context_length")
 }
 
-fn replay_options(
+/// The session a replay drives the engine through (`run` and `compare`).
+pub(crate) fn replay_options(
     settings: &Settings,
     path: &Path,
     meta: &TranscriptMeta,

@@ -33,10 +33,9 @@ use std::{
 
 use anyhow::Result;
 use clap::Args;
-use ctxhost_engine_abi::ModelInfo;
 
 use crate::{
-    cli::DEFAULT_CONTEXT_LENGTH,
+    cli::{replay_options, resolve_context_length},
     config::Settings,
     formats::{open_transcript, Format, TranscriptError, TranscriptMeta},
     report::{warn_user, Sourced},
@@ -216,51 +215,7 @@ pub fn run_compare(settings: &Settings, args: &CompareArgs) -> Result<()> {
     Ok(())
 }
 
-// The window and the session as `run` takes them (cli.rs): flag, then config, then transcript.
-fn resolve_context_length(flag: Option<u64>, settings: &Settings, meta: &TranscriptMeta) -> Sourced<u64> {
-    let sourced = |value, source: String| Sourced { value, source };
-    if let Some(length) = flag {
-        return sourced(length, "--context-length".into());
-    }
-    if let Some(length) = settings.model.context_length {
-        let file = settings
-            .source
-            .as_ref()
-            .map_or("config".to_owned(), |p| p.display().to_string());
-        return sourced(length, format!("model.context_length in {file}"));
-    }
-    if let Some(length) = meta.context_length {
-        return sourced(length, "the transcript".into());
-    }
-    sourced(DEFAULT_CONTEXT_LENGTH, "default; set model.context_length".into())
-}
 
-fn replay_options(
-    settings: &Settings,
-    path: &Path,
-    meta: &TranscriptMeta,
-    context_length: u64,
-) -> ReplayOptions {
-    let session_id = meta.session_id.clone().unwrap_or_else(|| {
-        path.file_stem()
-            .map_or("session".to_owned(), |stem| stem.to_string_lossy().into_owned())
-    });
-    ReplayOptions {
-        session_id,
-        model: ModelInfo {
-            model: (settings.model.default.clone())
-                .or_else(|| meta.model.clone())
-                .unwrap_or_default(),
-            context_length,
-            max_tokens: settings
-                .model
-                .max_tokens
-                .filter(|reserved| *reserved < context_length),
-            ..ModelInfo::default()
-        },
-        token_counter: TokenCounter::new(settings.tokenizer),
-    }
-}
 
 #[cfg(test)]
 mod tests;

@@ -77,7 +77,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         warn_user(&fallback.warning());
     }
     let mut engine = resolution.engine;
-    let context_length = resolve_context_length(args, settings, &meta);
+    let context_length = resolve_context_length(args.context_length, settings, &meta);
     let options = replay_options(settings, &path, &meta, context_length.value);
     let mut log = args.events.as_deref().map(EventLog::create).transpose()?;
     let sink: &mut dyn EventSink = match &mut log {

@@ -13,7 +13,7 @@ use ctxhost_engine_kit::sequence::SequenceProblem;
 #[derive(Debug, Default)]
 pub(super) struct SequenceChecker {
     index: usize,
-    seen_calls: HashSet<String>,
+    seen_calls: RecentIds,
     /// The calls of the current assistant message still waiting for their result.
     open: Vec<String>,
     problems: Vec<SequenceProblem>,
@@ -51,7 +51,7 @@ impl SequenceChecker {
         for call in message.calls() {
             if call.id.is_empty() || call.function.name.is_empty() {
                 self.problems.push(SequenceProblem::MalformedCall { index });
-            } else if !self.seen_calls.insert(call.id.clone()) {
+            } else if !self.seen_calls.insert(&call.id) {
                 self.problems
                     .push(SequenceProblem::DuplicateId { id: call.id.clone() });
             } else {
@@ -118,5 +118,41 @@ mod tests {
         for messages in cases {
             assert_eq!(checked(&messages), find_sequence_problems(&messages));
         }
+    }
+}
+
+/// The tool-call ids of the last [`RecentIds::CAPACITY`] calls, as hashes: enough to catch a
+/// reused id, while the memory a streamed transcript costs stays bounded however long it is.
+#[derive(Debug, Default)]
+struct RecentIds {
+    set: HashSet<u64>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl RecentIds {
+    const CAPACITY: usize = 65_536;
+
+    fn hash(id: &str) -> u64 {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id)
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.set.contains(&Self::hash(id))
+    }
+
+    /// Records `id`; false when it was seen already.
+    fn insert(&mut self, id: &str) -> bool {
+        let hash = Self::hash(id);
+        if !self.set.insert(hash) {
+            return false;
+        }
+        self.order.push_back(hash);
+        if self.order.len() > Self::CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.set.remove(&oldest);
+            }
+        }
+        true
     }
 }
