@@ -179,7 +179,11 @@ fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>) -> Result<Se
 
 /// The window: the flag, else `model.context_length`, else the transcript's, else the default;
 /// with where it came from. `run` and `compare` both use it.
-pub(crate) fn resolve_context_length(flag: Option<u64>, settings: &Settings, meta: &TranscriptMeta) -> Sourced<u64> {
+pub(crate) fn resolve_context_length(
+    flag: Option<u64>,
+    settings: &Settings,
+    meta: &TranscriptMeta,
+) -> Sourced<u64> {
     let sourced = |value, source: &str| Sourced {
         value,
         source: source.to_owned(),

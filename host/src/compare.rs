@@ -215,7 +215,5 @@ pub fn run_compare(settings: &Settings, args: &CompareArgs) -> Result<()> {
     Ok(())
 }
 
-
-
 #[cfg(test)]
 mod tests;
