@@ -41,7 +41,11 @@ pub fn instantiate<E: Engine>(config: &str, host: HostBox) -> Result<EngineBox, 
     };
     let host = Host::new(host);
     let engine = guard("new", || E::new(&config, host)).into_result()?;
-    Ok(EngineObject_TO::from_value(Guarded { engine }, TD_Opaque))
+    let guarded = Guarded {
+        engine,
+        context: ParsedContext::default(),
+    };
+    Ok(EngineObject_TO::from_value(guarded, TD_Opaque))
 }
 
 /// Makes panics inside this library record their location quietly instead of printing to the
@@ -92,6 +96,51 @@ fn to_json(value: &Value) -> RString {
 /// An engine behind the boundary.
 struct Guarded<E> {
     engine: E,
+    /// The context of the last preflight, parsed: the host asks before every model call.
+    context: ParsedContext,
+}
+
+/// The messages of the last context seen, with its JSON.
+///
+/// Between compactions the host's context only grows by appending, so the JSON of the next call
+/// starts with the JSON of the last one minus its closing `]`. Checking that prefix is a byte
+/// comparison; parsing only the appended messages makes a preflight cost what the new messages
+/// cost, not what the whole context costs (it was most of a replay's time).
+#[derive(Default)]
+struct ParsedContext {
+    json: String,
+    messages: Vec<crate::Message>,
+}
+
+impl ParsedContext {
+    fn update(&mut self, json: &str) -> Result<&[crate::Message], EngineError> {
+        match self.appended_part(json) {
+            Some(tail) => {
+                let new: Vec<crate::Message> = messages_from_json(&tail)
+                    .map_err(|error| EngineError::invalid_input(format!("messages: {error}")))?;
+                self.messages.extend(new);
+            }
+            None => self.messages = parse_messages(RStr::from(json))?,
+        }
+        self.json.clear();
+        self.json.push_str(json);
+        Ok(&self.messages)
+    }
+
+    /// The messages `json` adds to the last context, as a JSON array, when it only appends.
+    fn appended_part(&self, json: &str) -> Option<String> {
+        let kept = self.json.strip_suffix(']')?;
+        let rest = json.strip_prefix(kept)?;
+        if rest == "]" {
+            return Some("[]".to_owned());
+        }
+        let items = if kept == "[" {
+            rest
+        } else {
+            rest.strip_prefix(',')?
+        };
+        Some(format!("[{items}"))
+    }
 }
 
 impl<E: Engine> EngineObject for Guarded<E> {
@@ -114,8 +163,8 @@ impl<E: Engine> EngineObject for Guarded<E> {
 
     fn should_compress_preflight(&mut self, messages: RStr<'_>) -> RResult<bool, EngineError> {
         guard("should_compress_preflight", || {
-            let messages = parse_messages(messages)?;
-            Ok(self.engine.should_compress_preflight(&messages))
+            let messages = self.context.update(messages.as_str())?;
+            Ok(self.engine.should_compress_preflight(messages))
         })
     }
 
@@ -219,5 +268,32 @@ impl<E: Engine> EngineObject for Guarded<E> {
             };
             Ok(to_json(&self.engine.call_ext(method.as_str(), &request)?))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{messages_to_json, Message};
+
+    #[test]
+    fn a_growing_context_is_parsed_once_and_any_other_one_in_full() {
+        let mut parsed = ParsedContext::default();
+        let mut context = vec![Message::system("s")];
+        for step in 0..5 {
+            let json = messages_to_json(&context);
+            assert_eq!(parsed.update(&json).unwrap(), &context[..], "step {step}");
+            context.push(Message::user(format!("message {step}")));
+        }
+        let same = messages_to_json(&context);
+        assert_eq!(parsed.update(&same).unwrap(), &context[..]);
+        assert_eq!(parsed.update(&same).unwrap(), &context[..], "unchanged");
+        let compacted = vec![Message::system("s"), Message::user("[summary]")];
+        assert_eq!(
+            parsed.update(&messages_to_json(&compacted)).unwrap(),
+            &compacted[..]
+        );
+        assert_eq!(parsed.update("[]").unwrap(), &[] as &[Message]);
+        assert!(parsed.update("[{\"role\":7}]").is_err());
     }
 }
