@@ -133,5 +133,21 @@ def show_memory():
         )
 
 
+def retention():
+    path = ROOT.parent / "bench-retention.json"
+    if not path.is_file():
+        return
+    print("\nfact retention (identifiers kept verbatim), mean / lowest over compactions")
+    for entry in json.loads(path.read_text()):
+        for row in entry["report"]["engines"]:
+            kept = row.get("retention") or {}
+            if row.get("status") != "ran" or not kept.get("compactions"):
+                continue
+            label = f"{entry['example']}: {row['label']}"
+            print(f"  {label:<56} {kept['mean_share'] * 100:5.1f}% / {kept['min_share'] * 100:5.1f}%   "
+                  f"{kept['compactions']} compactions")
+
+
 if __name__ == "__main__":
     main()
+    retention()

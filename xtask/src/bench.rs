@@ -35,12 +35,63 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
             .current_dir(&root),
         "the memory benchmark",
     )?;
+    compare_retention(&root)?;
     run(
         Command::new("python3")
             .arg("benches/ratios.py")
             .current_dir(&root),
         "benches/ratios.py",
     )
+}
+
+/// Fact retention of the summarizers on the two bundled examples written to compact, through
+/// `ctxhost compare` (the compressor at its defaults and tightened, masking for contrast), saved
+/// for ratios.py. With a model configured in a config.yaml of your own, add it as another
+/// configuration to compare the model's summaries with the extractive ones.
+fn compare_retention(root: &Path) -> Result<()> {
+    let mut results = Vec::new();
+    for example in ["coupon-fix.json", "warehouse-migration.json"] {
+        let transcript = format!("examples/transcripts/{example}");
+        let output = Command::new(cargo_program())
+            .args([
+                "run",
+                "--release",
+                "-q",
+                "-p",
+                "ctxhost",
+                "--",
+                "compare",
+                &transcript,
+            ])
+            .args([
+                "--plugins-dir",
+                "plugins",
+                "--engines",
+                "compressor,compressor@tight,masking",
+            ])
+            .args([
+                "--set",
+                "tight.threshold=0.3",
+                "--set",
+                "tight.target_ratio=0.1",
+                "--json",
+            ])
+            .current_dir(root)
+            .output()
+            .context("cannot start ctxhost compare")?;
+        if !output.status.success() {
+            bail!(
+                "ctxhost compare {example} failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).context("ctxhost compare --json")?;
+        results.push(serde_json::json!({ "example": example, "report": report }));
+    }
+    let path = root.join("target").join("bench-retention.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&results)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn run(command: &mut Command, what: &str) -> Result<()> {
