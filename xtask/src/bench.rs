@@ -49,6 +49,8 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
 /// for ratios.py. With a model configured in a config.yaml of your own, add it as another
 /// configuration to compare the model's summaries with the extractive ones.
 fn compare_retention(root: &Path) -> Result<()> {
+    // Masking runs from its plugin folder: stage it, or a clean clone would compare without it.
+    crate::plugins::build_and_stage(crate::plugins::Profile::Release)?;
     let mut results = Vec::new();
     for example in ["coupon-fix.json", "warehouse-migration.json"] {
         let transcript = format!("examples/transcripts/{example}");
