@@ -120,6 +120,10 @@ pub struct RunArgs {
     /// How long the cache markers of --cache-shape last [default: 5m].
     #[arg(long, value_enum, value_name = "TTL", requires = "cache_shape")]
     pub cache_ttl: Option<CacheTtl>,
+    /// Exit with a failure (after the report and outputs) when the context the model would
+    /// receive ever went over the usable window.
+    #[arg(long)]
+    pub fail_over_window: bool,
 }
 
 /// A tool's arguments on the command line: a JSON object.

@@ -2,8 +2,8 @@
 //!
 //! Every call crosses the same stable-ABI object, so a built-in engine is held exactly as a plugin
 //! is. Each method turns an engine failure (an error, or a panic the SDK caught) into an
-//! [`EngineCallError`] naming the engine and the method; `compress` also refuses output that is
-//! not a valid sequence or that lost the system message or the last user message.
+//! [`EngineCallError`] naming the engine and the method; `compress` also refuses output that
+//! breaks the rules of [`ctxhost_engine_abi::Engine::compress`] ([`check_compacted`]).
 
 use std::{fmt, path::PathBuf};
 
@@ -204,14 +204,19 @@ impl EngineHandle {
     }
 
     /// Compacts `messages` (given also as their JSON, which the caller usually has already) and
-    /// returns the engine's result after checking it keeps the contract.
+    /// returns the engine's result after checking it keeps the contract. `user_message` is the
+    /// newest message the user sent, as the caller appended it (see [`check_compacted`]).
     pub fn compress(
         &mut self,
         messages: &[Message],
         messages_json: &str,
-        current_tokens: Option<u64>,
-        focus_topic: Option<&str>,
+        request: &CompressCall<'_>,
     ) -> CallResult<Vec<Message>> {
+        let CompressCall {
+            current_tokens,
+            focus_topic,
+            user_message,
+        } = *request;
         let focus = focus_topic.map(RStr::from);
         let answer = self
             .object
@@ -224,7 +229,8 @@ impl EngineHandle {
             .map_err(self.failed("compress"))?;
         let compacted = messages_from_json(&answer)
             .map_err(|error| self.invalid("compress", format!("not a JSON array of messages: {error}")))?;
-        check_compacted(messages, &compacted).map_err(|problem| self.invalid("compress", problem))?;
+        check_compacted(messages, &compacted, user_message)
+            .map_err(|problem| self.invalid("compress", problem))?;
         Ok(compacted)
     }
 
@@ -287,10 +293,32 @@ impl EngineHandle {
     }
 }
 
-/// Checks that a compaction result keeps the contract relative to its input: a valid sequence (no
-/// problem the input did not already have), the system message first and unchanged at its start,
-/// and the last user message still there.
-pub fn check_compacted(input: &[Message], output: &[Message]) -> Result<(), String> {
+/// The arguments of one `compress` call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompressCall<'a> {
+    /// The current prompt size, when known.
+    pub current_tokens: Option<u64>,
+    /// From a manual `/compress <focus>`.
+    pub focus_topic: Option<&'a str>,
+    /// The newest message the user sent, known by provenance: the caller appended it from the
+    /// conversation. `None` when the context holds none (the result is then not checked for it).
+    pub user_message: Option<&'a Message>,
+}
+
+/// Checks that a compaction result keeps the rules of [`ctxhost_engine_abi::Engine::compress`]
+/// relative to its input:
+/// - it is not empty when the input was not;
+/// - it is a valid sequence (no problem the input did not already have);
+/// - the system message is still first, its text unchanged at its start (a note may follow);
+/// - `user_message`, the newest message the user sent, is still there as a user-role message:
+///   unchanged, or with an engine's note merged before or after its text. Which message that is
+///   comes from the caller, who appended it; a user-role message an engine wrote (a summary, a
+///   note) is never taken for it.
+pub fn check_compacted(
+    input: &[Message],
+    output: &[Message],
+    user_message: Option<&Message>,
+) -> Result<(), String> {
     if output.is_empty() && !input.is_empty() {
         return Err("it is empty".to_owned());
     }
@@ -312,16 +340,29 @@ pub fn check_compacted(input: &[Message], output: &[Message]) -> Result<(), Stri
             return Err("the system message was lost or altered".to_owned());
         }
     }
-    if let Some(last_user) = input.iter().rev().find(|message| message.role == Role::User) {
-        let text = last_user.text();
-        let kept = output
+    if let Some(user_message) = user_message {
+        if !output
             .iter()
-            .any(|message| message.role == Role::User && message.text().contains(text.as_ref()));
-        if !kept {
+            .any(|message| keeps_user_message(message, user_message))
+        {
             return Err("the last user message was lost".to_owned());
         }
     }
     Ok(())
+}
+
+/// Whether `candidate` is `original` (a user message), unchanged or with a note merged before or
+/// after its text.
+fn keeps_user_message(candidate: &Message, original: &Message) -> bool {
+    if candidate.role != Role::User {
+        return false;
+    }
+    if candidate.content == original.content {
+        return true;
+    }
+    let (text, original_text) = (candidate.text(), original.text());
+    !original_text.is_empty()
+        && (text.starts_with(original_text.as_ref()) || text.ends_with(original_text.as_ref()))
 }
 
 #[cfg(test)]
@@ -347,33 +388,92 @@ mod tests {
             Message::assistant("[summary]"),
             input[4].clone(),
         ];
-        assert_eq!(check_compacted(&input, &output), Ok(()));
+        assert_eq!(check_compacted(&input, &output, input.last()), Ok(()));
     }
 
     #[test]
     fn results_that_break_the_contract_are_refused() {
         let input = conversation();
         let orphan = vec![input[0].clone(), input[3].clone(), input[4].clone()];
-        assert!(check_compacted(&input, &orphan)
+        let user = input.last();
+        assert!(check_compacted(&input, &orphan, user)
             .unwrap_err()
             .starts_with("not a valid sequence"));
         let no_system = input[1..].to_vec();
         assert_eq!(
-            check_compacted(&input, &no_system).unwrap_err(),
+            check_compacted(&input, &no_system, user).unwrap_err(),
             "the system message was lost or altered"
         );
         let no_user = input[..4].to_vec();
         assert_eq!(
-            check_compacted(&input, &no_user).unwrap_err(),
+            check_compacted(&input, &no_user, user).unwrap_err(),
             "the last user message was lost"
         );
-        assert_eq!(check_compacted(&input, &[]).unwrap_err(), "it is empty");
+        assert_eq!(check_compacted(&input, &[], user).unwrap_err(), "it is empty");
     }
 
     #[test]
     fn problems_the_input_already_had_are_not_blamed_on_the_engine() {
         let mut input = conversation();
         input.push(Message::assistant_calls(vec![ToolCall::new("open", "ls", "{}")]));
-        assert_eq!(check_compacted(&input, &input), Ok(()));
+        assert_eq!(check_compacted(&input, &input, None), Ok(()));
+    }
+
+    #[test]
+    fn a_user_role_summary_is_never_taken_for_the_users_last_message() {
+        // After a first compaction: the user's request in the head, an engine's user-role summary
+        // after it. A second compaction rewrites the summary and keeps the request: accepted.
+        let request = Message::user("migrate the orders table");
+        let input = vec![
+            Message::system("be brief"),
+            request.clone(),
+            Message::assistant("on it"),
+            Message::user("[CONTEXT COMPACTION] summary one"),
+            Message::assistant("continuing"),
+        ];
+        let output = vec![
+            input[0].clone(),
+            request.clone(),
+            Message::assistant("on it"),
+            Message::user("[CONTEXT COMPACTION] summary two"),
+            Message::assistant("continuing"),
+        ];
+        assert_eq!(check_compacted(&input, &output, Some(&request)), Ok(()));
+        // Dropping the request itself is refused, even with a user-role summary present.
+        let dropped = vec![
+            input[0].clone(),
+            Message::user("[CONTEXT COMPACTION] summary two"),
+        ];
+        assert_eq!(
+            check_compacted(&input, &dropped, Some(&request)).unwrap_err(),
+            "the last user message was lost"
+        );
+    }
+
+    #[test]
+    fn a_note_merged_before_or_after_the_users_message_keeps_it() {
+        let request = Message::user("fix the flaky upload test");
+        let input = vec![Message::system("s"), request.clone()];
+        for merged in [
+            "[note] earlier turns were compacted\n\nfix the flaky upload test",
+            "fix the flaky upload test\n\n[note] earlier turns were compacted",
+        ] {
+            let output = vec![Message::system("s"), Message::user(merged)];
+            assert_eq!(
+                check_compacted(&input, &output, Some(&request)),
+                Ok(()),
+                "{merged}"
+            );
+        }
+        let quoted = vec![
+            Message::system("s"),
+            Message::user("the user asked: fix the flaky upload test (done)"),
+        ];
+        assert!(check_compacted(&input, &quoted, Some(&request)).is_err());
+        let as_assistant = vec![
+            Message::system("s"),
+            Message::assistant("fix the flaky upload test"),
+        ];
+        assert!(check_compacted(&input, &as_assistant, Some(&request)).is_err());
     }
 }

@@ -179,19 +179,34 @@ impl RunReport {
         if o.compactions.is_empty() {
             let _ = writeln!(out, "compactions none");
         } else {
-            let _ = writeln!(out, "compactions {}", o.compactions.len());
+            let _ = writeln!(out, "compactions {}", count_outcomes(&o.compactions));
             for (number, compaction) in o.compactions.iter().enumerate() {
                 let _ = writeln!(out, "  #{:<3}{}", number + 1, describe_compaction(compaction));
             }
         }
         let _ = writeln!(
             out,
-            "tokens      peak {}, final {} in {} messages (estimated, {})",
+            "tokens      peak {} of the {}-token window, final {} in {} messages (estimated, {})",
             tokens(o.peak_tokens),
+            tokens(self.window),
             tokens(o.final_tokens),
             o.final_messages,
             self.token_counter
         );
+        if let Some(overrun) = &o.over_window {
+            let _ = writeln!(
+                out,
+                "            OVER THE WINDOW: {} model call{} over it, first {} tokens {}",
+                overrun.times,
+                if overrun.times == 1 { "" } else { "s" },
+                tokens(overrun.first_tokens),
+                if overrun.first_at_message >= o.messages_replayed {
+                    "at the end".to_owned()
+                } else {
+                    format!("before message {}", overrun.first_at_message)
+                },
+            );
+        }
         let _ = writeln!(out, "engine time {:.2} ms", o.engine_time_ms);
         if !o.faults.is_empty() {
             let _ = writeln!(
@@ -266,17 +281,49 @@ fn describe_compaction(compaction: &CompactionRecord) -> String {
             retention.share * 100.0
         ));
     }
-    if let Some(summary) = compaction.details.as_ref().and_then(summarise_details) {
+    let applied = compaction.outcome == Outcome::Applied;
+    if let Some(summary) = compaction
+        .details
+        .as_ref()
+        .and_then(|details| summarise_details(details, applied))
+    {
         line.push_str(&format!("; {summary}"));
     }
-    if let Outcome::Kept { reason } = &compaction.outcome {
-        line.push_str(&format!("\n       KEPT the context as it was: {reason}"));
+    match &compaction.outcome {
+        Outcome::Applied => {}
+        Outcome::NothingToCompact { reason } => {
+            line.push_str(&format!("\n       nothing to compact: {reason}"));
+        }
+        Outcome::Kept { reason } => {
+            line.push_str(&format!("\n       KEPT the context as it was: {reason}"));
+        }
     }
     line
 }
 
-/// A few words from the engine's own account of a compaction.
-fn summarise_details(details: &Value) -> Option<String> {
+/// `5 (3 applied, 1 nothing to compact, 1 kept the context)`, or `3` when all were applied.
+fn count_outcomes(compactions: &[CompactionRecord]) -> String {
+    let count = |wanted: fn(&Outcome) -> bool| compactions.iter().filter(|c| wanted(&c.outcome)).count();
+    let applied = count(|o| matches!(o, Outcome::Applied));
+    let nothing = count(|o| matches!(o, Outcome::NothingToCompact { .. }));
+    let kept = count(|o| matches!(o, Outcome::Kept { .. }));
+    if applied == compactions.len() {
+        return applied.to_string();
+    }
+    let mut parts = vec![format!("{applied} applied")];
+    if nothing > 0 {
+        parts.push(format!("{nothing} nothing to compact"));
+    }
+    if kept > 0 {
+        parts.push(format!("{kept} kept the context as it was"));
+    }
+    format!("{} ({})", compactions.len(), parts.join(", "))
+}
+
+/// A few words from the engine's own account of a compaction. The engine's `outcome` is shown
+/// only when the host applied its result: a refused result was not a compaction, whatever the
+/// engine thought of it.
+fn summarise_details(details: &Value, applied: bool) -> Option<String> {
     let mut parts = Vec::new();
     let text = |key: &str| {
         details
@@ -285,6 +332,9 @@ fn summarise_details(details: &Value) -> Option<String> {
             .filter(|value| !value.is_empty())
     };
     for key in ["outcome", "summarizer"] {
+        if key == "outcome" && !applied {
+            continue;
+        }
         if let Some(value) = text(key) {
             parts.push(format!("{key} {value}"));
         }

@@ -8,7 +8,10 @@
 //!   lasts; it then grows to at least `protect_last_n` messages.
 //! - If head plus tail (plus the summary to come) would still reach the threshold, the tail shrinks
 //!   back toward the budget, group by group: compaction must make progress.
-//! - The tail always starts at or before the last user message.
+//! - The last user message is kept verbatim: the tail reaches back to it when head plus tail
+//!   still leave room, otherwise it is *pinned*, moved to just after the head, so that a long run of
+//!   agent work after the user's last request can still be summarised (the tail cannot make
+//!   progress while it must hold every message after that request).
 //! - A boundary never falls between an assistant's tool calls and their results.
 //! - When no role would fit a summary between head and tail, the tail takes up to three more
 //!   groups so that its first message need not carry a merged summary.
@@ -31,11 +34,13 @@ pub(crate) struct Limits {
     pub protect_last_n: usize,
 }
 
-/// `messages[..head_end]` is the head, `messages[tail_start..]` the tail, the rest the middle.
+/// `messages[..head_end]` is the head, `messages[tail_start..]` the tail, the rest the middle,
+/// except `pinned_user`: the last user message, in the middle but kept verbatim after the head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Boundaries {
     pub head_end: usize,
     pub tail_start: usize,
+    pub pinned_user: Option<usize>,
 }
 
 /// The head and tail of `messages`; `estimates` holds each message's rough tokens.
@@ -50,6 +55,7 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
         return Boundaries {
             head_end: len,
             tail_start: len,
+            pinned_user: None,
         };
     }
     let mut prefix = Vec::with_capacity(len + 1);
@@ -81,16 +87,22 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
         tail_start = next_group_start(messages, tail_start);
     }
 
+    let mut pinned_user = None;
     if let Some(last_user) = last_user_index(messages) {
         if last_user >= head_end && last_user < tail_start {
-            tail_start = last_user;
+            if too_big(last_user) && last_user + 1 < tail_start {
+                pinned_user = Some(last_user);
+            } else {
+                tail_start = last_user;
+            }
         }
     }
     let tail_start = tail_start.max(head_end);
 
     Boundaries {
         head_end,
-        tail_start: avoid_merging(messages, head_end, tail_start, &too_big),
+        tail_start: avoid_merging(messages, head_end, pinned_user, tail_start, &too_big),
+        pinned_user,
     }
 }
 
@@ -111,13 +123,16 @@ fn next_group_start(messages: &[Message], start: usize) -> usize {
 fn avoid_merging(
     messages: &[Message],
     head_end: usize,
+    pinned_user: Option<usize>,
     tail_start: usize,
     too_big: &dyn Fn(usize) -> bool,
 ) -> usize {
     if head_end == 0 || tail_start <= head_end {
         return tail_start;
     }
-    let before = Some(messages[head_end - 1].role);
+    // The summary follows the pinned user message when there is one, else the head's last.
+    let before = Some(pinned_user.map_or(messages[head_end - 1].role, |_| Role::User));
+    let head_end = pinned_user.map_or(head_end, |pinned| pinned + 1);
     let fits = |start: usize| {
         choose_placement(before, messages.get(start).map(|message| message.role)) != Placement::Merged
     };

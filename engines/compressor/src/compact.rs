@@ -118,8 +118,9 @@ pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool
         (messages, remembered)
     };
     let estimates: Vec<u64> = working.iter().map(estimate_message_tokens).collect();
-    let Boundaries { head_end, tail_start } =
-        find_boundaries(working, &estimates, &limits_for(settings, 1.0));
+    let Boundaries {
+        head_end, tail_start, ..
+    } = find_boundaries(working, &estimates, &limits_for(settings, 1.0));
     let middle_tokens: u64 = estimates[head_end..tail_start.max(head_end)].iter().sum();
     tail_start > head_end && middle_tokens + previous_tokens >= MIN_SUMMARISABLE_TOKENS
 }
@@ -173,8 +174,26 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         Some(real) if tokens_before > 0 => (real as f64 / tokens_before as f64).clamp(1.0, MAX_CALIBRATION),
         _ => 1.0,
     };
-    let Boundaries { head_end, tail_start } =
-        find_boundaries(&working, &estimates, &limits_for(settings, scale));
+    let Boundaries {
+        head_end,
+        tail_start,
+        pinned_user,
+    } = find_boundaries(&working, &estimates, &limits_for(settings, scale));
+    // The pinned user message moves to just after the head: the request, then the summary of the
+    // work so far, then the tail.
+    let (original, working, head_end) = match pinned_user {
+        Some(at) if at > head_end => {
+            let original = original.or_else(|| Some(working.clone()));
+            let mut working = working;
+            let pinned = working.remove(at);
+            working.insert(head_end, pinned);
+            let pinned_estimate = estimates.remove(at);
+            estimates.insert(head_end, pinned_estimate);
+            (original, working, head_end + 1)
+        }
+        Some(_) => (original, working, head_end + 1),
+        None => (original, working, head_end),
+    };
     if tail_start <= head_end {
         let reason = format!(
             "nothing lies between the protected head ({head_end} messages) and tail ({} messages)",

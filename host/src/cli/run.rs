@@ -131,6 +131,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         None => meta,
     };
     write_outputs(args, log, &mut outcome)?;
+    let overrun = outcome.over_window.clone();
     match mode {
         Mode::Replay | Mode::Compress { .. } => {
             let fallback = resolution
@@ -163,7 +164,17 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
             println!("{}", serde_json::to_string_pretty(&answer)?);
         }
     }
-    Ok(())
+    match overrun {
+        Some(overrun) if args.fail_over_window => Err(anyhow!(
+            "--fail-over-window: the context went over the {}-token window {} time{} (first {} tokens, before message {})",
+            overrun.window,
+            overrun.times,
+            if overrun.times == 1 { "" } else { "s" },
+            overrun.first_tokens,
+            overrun.first_at_message
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Writes the final context (shaped for prompt caching when asked) and publishes the event log:

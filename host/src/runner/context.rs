@@ -11,13 +11,17 @@
 //!   summary, a stand-in); the protected head and tail the engine kept verbatim are looked up;
 //! - the cache holds the messages of the current context only, so it never outgrows it: after a
 //!   replace, entries of messages the engine dropped are gone.
+//!
+//! It also knows which message is the user's newest by provenance: the last user message that was
+//! [pushed](LiveContext::push) (appended from the conversation), never a user-role message an
+//! engine wrote into a [replaced](LiveContext::replace) context.
 
 use std::{
     collections::HashMap,
     hash::{DefaultHasher, Hasher},
 };
 
-use ctxhost_engine_abi::Message;
+use ctxhost_engine_abi::{Message, Role};
 
 use ctxhost_engine_kit::tokens::estimate_message_tokens;
 
@@ -39,6 +43,8 @@ pub struct LiveContext {
     known: HashMap<u64, u64>,
     /// Messages run through the counter (cache misses), since the context was made.
     counted: u64,
+    /// The newest user message appended from the conversation.
+    user_message: Option<Message>,
 }
 
 impl Default for LiveContext {
@@ -64,11 +70,15 @@ impl LiveContext {
             rough_tokens: 0,
             known: HashMap::new(),
             counted: 0,
+            user_message: None,
         }
     }
 
-    /// Appends one message and returns its tokens.
+    /// Appends one message of the conversation and returns its tokens.
     pub fn push(&mut self, message: Message) -> u64 {
+        if message.role == Role::User {
+            self.user_message = Some(message.clone());
+        }
         let json = serde_json::to_string(&message).expect("messages serialise");
         let tokens = self.count_once(&message, json.as_bytes());
         self.rough_tokens += estimate_message_tokens(&message);
@@ -84,7 +94,20 @@ impl LiveContext {
         tokens
     }
 
-    /// Replaces the whole context (after a compaction), counting only messages it has not seen.
+    /// Starts over from `messages` of the conversation (a transcript taken whole, or the system
+    /// message after `/new`): the user's newest message is the last user message among them.
+    pub fn restart(&mut self, messages: Vec<Message>) {
+        self.user_message = messages.iter().rev().find(|m| m.role == Role::User).cloned();
+        self.replace(messages);
+    }
+
+    /// The newest message the user sent, as it was appended; `None` when there is none.
+    pub fn user_message(&self) -> Option<&Message> {
+        self.user_message.as_ref()
+    }
+
+    /// Replaces the whole context with an engine's result (after a compaction), counting only
+    /// messages it has not seen. The user's newest message stays the one appended last.
     pub fn replace(&mut self, messages: Vec<Message>) {
         let mut previous = std::mem::take(&mut self.known);
         let mut json = Vec::with_capacity(self.json.len());

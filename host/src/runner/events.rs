@@ -25,9 +25,8 @@ use serde_json::Value;
 use super::{
     script::{CommandSource, SessionCommand},
     tools::ToolDispatch,
-    CompactionRecord, Outcome, Trigger,
+    CompactionRecord, Outcome,
 };
-use ctxhost_engine_kit::retention::Retention;
 
 /// Where a usage figure came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -165,27 +164,15 @@ impl Event {
     }
 }
 
-/// A compaction as the event log shows it: the record, with the engine's account read out.
+/// A compaction as the event log shows it: the record, flattened, with the engine's account read
+/// out into a few plain fields.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CompactionEvent {
     /// See the module's doc.
     pub message_index: usize,
-    /// Model calls made before it.
-    pub turn: usize,
-    /// What fired it.
-    pub trigger: Trigger,
-    /// The focus of a manual `/compress <focus>`.
-    pub focus: Option<String>,
-    /// Tokens before, as the host counts them.
-    pub tokens_before: u64,
-    /// Tokens after.
-    pub tokens_after: u64,
-    /// Messages before.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
-    /// Time spent in the engine.
-    pub duration_ms: f64,
+    /// The compaction as the report holds it.
+    #[serde(flatten)]
+    pub record: CompactionRecord,
     /// Whether the engine's result replaced the context.
     pub applied: bool,
     /// Who wrote the summary, when the engine says (`extractive`, `model:<name>`).
@@ -195,12 +182,8 @@ pub struct CompactionEvent {
     /// Whether the context was kept as it was (the engine aborted, failed, or its result was
     /// refused).
     pub aborted: bool,
-    /// Why it fell back or aborted.
+    /// Why it fell back, aborted, or found nothing to compact.
     pub reason: Option<String>,
-    /// Facts of the compacted messages still present verbatim (applied compactions only).
-    pub retention: Option<Retention>,
-    /// The engine's own account (`call_ext("last_compaction")`), as it gave it.
-    pub details: Option<Value>,
 }
 
 impl CompactionEvent {
@@ -216,27 +199,19 @@ impl CompactionEvent {
                 .map(str::to_owned)
         };
         let engine_outcome = detail("outcome");
-        let kept_reason = match &record.outcome {
-            Outcome::Applied => None,
-            Outcome::Kept { reason } => Some(reason.clone()),
+        let (kept_reason, unchanged_reason) = match &record.outcome {
+            Outcome::Applied => (None, None),
+            Outcome::NothingToCompact { reason } => (None, Some(reason.clone())),
+            Outcome::Kept { reason } => (Some(reason.clone()), None),
         };
         Self {
             message_index,
-            turn: record.turn,
-            trigger: record.trigger,
-            focus: record.focus.clone(),
-            tokens_before: record.tokens_before,
-            tokens_after: record.tokens_after,
-            messages_before: record.messages_before,
-            messages_after: record.messages_after,
-            duration_ms: record.duration_ms,
+            record: record.clone(),
             applied: record.outcome == Outcome::Applied,
             summarizer: detail("written_by").or_else(|| detail("summarizer")),
             fallback: engine_outcome.as_deref() == Some("fallback"),
             aborted: kept_reason.is_some() || engine_outcome.as_deref() == Some("aborted"),
-            reason: kept_reason.or_else(|| detail("reason")),
-            retention: record.retention.clone(),
-            details: record.details.clone(),
+            reason: kept_reason.or(unchanged_reason).or_else(|| detail("reason")),
         }
     }
 }

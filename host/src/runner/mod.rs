@@ -34,7 +34,10 @@ use std::{
 };
 
 use ctxhost_engine_abi::{Content, Counters, Message, ModelInfo, Role, SessionInfo, Usage};
-use ctxhost_engine_kit::retention::{compacted_messages, measure_retention, Retention};
+use ctxhost_engine_kit::{
+    retention::{compacted_messages, measure_retention, Retention},
+    stand_in::group_thousands,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -46,7 +49,7 @@ pub use tools::ToolDispatch;
 use tools::{answers_equal, parse_arguments, read_tool_names, PendingCall};
 
 use crate::{
-    engine::{EngineCallError, EngineHandle},
+    engine::{CompressCall, EngineCallError, EngineHandle},
     tokens::TokenCounter,
 };
 
@@ -101,7 +104,12 @@ impl std::fmt::Display for Trigger {
 pub enum Outcome {
     /// The engine's result replaced the context.
     Applied,
-    /// The context was kept as it was.
+    /// There was nothing to compact: the engine said so, or gave the context back unchanged.
+    NothingToCompact {
+        /// Which.
+        reason: String,
+    },
+    /// The compaction failed (an engine error, a refused result): the context was kept as it was.
     Kept {
         /// Why.
         reason: String,
@@ -109,7 +117,7 @@ pub enum Outcome {
 }
 
 /// One compaction.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CompactionRecord {
     /// How many transcript messages had been fed when it happened.
     pub at_message: usize,
@@ -161,6 +169,20 @@ pub struct CommandRecord {
     pub session_id: String,
 }
 
+/// The context went over the usable window (the model would have refused it, or cut it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WindowOverrun {
+    /// The usable window.
+    pub window: u64,
+    /// The transcript message before which it first happened (a model call's, or the end's).
+    pub first_at_message: usize,
+    /// The context's tokens then.
+    pub first_tokens: u64,
+    /// Model calls whose context was over the window (the final context counts as one more when
+    /// it is over).
+    pub times: usize,
+}
+
 /// The result of a replay.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ReplayOutcome {
@@ -189,6 +211,8 @@ pub struct ReplayOutcome {
     pub warnings: Vec<String>,
     /// The largest context (estimated tokens) the model would have received.
     pub peak_tokens: u64,
+    /// Set when the context the model would receive went over the usable window.
+    pub over_window: Option<WindowOverrun>,
     /// Estimated tokens of the final context.
     pub final_tokens: u64,
     /// Messages in the final context.
@@ -367,8 +391,7 @@ impl<'e> Replayer<'e> {
         self.outcome.messages_replayed += messages.len();
         self.system = messages.first().filter(|m| m.role == Role::System).cloned();
         self.position = self.outcome.messages_replayed;
-        self.context.replace(messages);
-        self.outcome.peak_tokens = self.outcome.peak_tokens.max(self.context.tokens());
+        self.context.restart(messages);
     }
 
     /// Feeds one transcript message; `next_is_tool` says whether a tool result follows it.
@@ -426,7 +449,7 @@ impl<'e> Replayer<'e> {
         }
         let prompt_tokens = self.context.tokens();
         let context_messages = self.context.len();
-        self.outcome.peak_tokens = self.outcome.peak_tokens.max(prompt_tokens);
+        self.note_tokens(prompt_tokens);
         self.outcome.model_calls += 1;
         let recorded = recorded_usage(&message);
         let calls = self.engine_tool_calls(&message);
@@ -672,7 +695,7 @@ impl<'e> Replayer<'e> {
     /// came, without what a compaction may have added to it).
     fn reset_session(&mut self) {
         self.call(|engine| engine.on_session_reset());
-        self.context.replace(self.system.clone().into_iter().collect());
+        self.context.restart(self.system.clone().into_iter().collect());
         self.hygiene_blocked = false;
     }
 
@@ -683,24 +706,60 @@ impl<'e> Replayer<'e> {
     }
 
     /// Compacts the context now; on any failure the context stays as it was.
+    ///
+    /// A manual `/compress` first resumes automatic compaction, then asks
+    /// `has_content_to_compress`: when the engine says no, `compress` is not called and the
+    /// record says there was nothing to compact. An engine result equal to its input is recorded
+    /// as nothing to compact too, never as a compaction.
     pub fn compact(&mut self, trigger: Trigger, focus: Option<&str>) {
+        let mut record = CompactionRecord {
+            at_message: self.outcome.messages_replayed,
+            turn: self.outcome.model_calls,
+            trigger,
+            focus: focus.map(str::to_owned),
+            tokens_before: self.context.tokens(),
+            tokens_after: self.context.tokens(),
+            messages_before: self.context.len(),
+            messages_after: self.context.len(),
+            duration_ms: 0.0,
+            outcome: Outcome::Applied,
+            retention: None,
+            details: None,
+        };
         if trigger == Trigger::Manual {
             self.call(|engine| engine.call_ext("resume_auto_compaction", &Value::Null));
+            let (engine, context) = (&mut *self.engine, &self.context);
+            let has_content = timed(&mut self.engine_time, || {
+                engine.has_content_to_compress(context.messages())
+            });
+            if self.record(has_content) == Some(false) {
+                record.outcome = Outcome::NothingToCompact {
+                    reason: "the engine says everything is still protected".to_owned(),
+                };
+                return self.record_compaction(record);
+            }
         }
-        let (tokens_before, messages_before) = (self.context.tokens(), self.context.len());
         let started = Instant::now();
         let (engine, context) = (&mut *self.engine, &self.context);
-        let result = engine.compress(context.messages(), context.json(), Some(tokens_before), focus);
+        let call = CompressCall {
+            current_tokens: Some(record.tokens_before),
+            focus_topic: focus,
+            user_message: context.user_message(),
+        };
+        let result = engine.compress(context.messages(), context.json(), &call);
         let duration = started.elapsed();
         self.engine_time += duration;
-        let details = self
+        record.duration_ms = duration.as_secs_f64() * 1e3;
+        record.details = self
             .call(|engine| engine.call_ext("last_compaction", &Value::Null))
             .flatten();
-        let mut retention = None;
-        let outcome = match result {
+        record.outcome = match result {
+            Ok(messages) if messages.as_slice() == self.context.messages() => Outcome::NothingToCompact {
+                reason: "the engine returned the context as it was".to_owned(),
+            },
             Ok(messages) => {
                 let compacted = compacted_messages(self.context.messages(), &messages);
-                retention = Some(measure_retention(&compacted, &messages));
+                record.retention = Some(measure_retention(&compacted, &messages));
                 self.context.replace(messages);
                 self.hygiene_blocked = false;
                 Outcome::Applied
@@ -711,20 +770,43 @@ impl<'e> Replayer<'e> {
                 Outcome::Kept { reason }
             }
         };
-        let record = CompactionRecord {
-            at_message: self.outcome.messages_replayed,
-            turn: self.outcome.model_calls,
-            trigger,
-            focus: focus.map(str::to_owned),
-            tokens_before,
-            tokens_after: self.context.tokens(),
-            messages_before,
-            messages_after: self.context.len(),
-            duration_ms: duration.as_secs_f64() * 1e3,
-            outcome,
-            retention,
-            details,
-        };
+        record.tokens_after = self.context.tokens();
+        record.messages_after = self.context.len();
+        self.record_compaction(record);
+    }
+
+    /// Takes the tokens of a context the model would receive into the peak, and reports the first
+    /// time it is over the usable window.
+    fn note_tokens(&mut self, tokens: u64) {
+        self.outcome.peak_tokens = self.outcome.peak_tokens.max(tokens);
+        let window = self.options.model.window();
+        if window == 0 || tokens <= window {
+            return;
+        }
+        match &mut self.outcome.over_window {
+            Some(overrun) => overrun.times += 1,
+            None => {
+                self.outcome.over_window = Some(WindowOverrun {
+                    window,
+                    first_at_message: self.position,
+                    first_tokens: tokens,
+                    times: 1,
+                });
+                let at = if self.transcript_ended {
+                    "at the end".to_owned()
+                } else {
+                    format!("before message {}", self.position)
+                };
+                self.warn(format!(
+                    "the context went over the window {at}: {} tokens in a {}-token window, which a model would refuse",
+                    group_thousands(tokens as usize),
+                    group_thousands(window as usize),
+                ));
+            }
+        }
+    }
+
+    fn record_compaction(&mut self, record: CompactionRecord) {
         self.emit(Event::Compaction(CompactionEvent::new(self.position, &record)));
         self.outcome.compactions.push(record);
     }
@@ -737,7 +819,7 @@ impl<'e> Replayer<'e> {
         self.outcome.status = self.call(|engine| engine.get_status());
         self.outcome.final_tokens = self.context.tokens();
         self.outcome.final_messages = self.context.len();
-        self.outcome.peak_tokens = self.outcome.peak_tokens.max(self.context.tokens());
+        self.note_tokens(self.context.tokens());
         self.outcome.engine_time_ms = self.engine_time.as_secs_f64() * 1e3;
         self.outcome.context = self.context.into_messages();
         self.outcome
