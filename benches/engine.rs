@@ -113,7 +113,7 @@ fn compress_static_vs_library(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new(name, n), &messages, |b, messages| {
                 b.iter_batched(
                     make,
-                    |mut engine| engine.compress(messages, &json, None, None).unwrap(),
+                    |mut engine| engine.compress(messages, &json, &Default::default()).unwrap(),
                     BatchSize::LargeInput,
                 )
             });

@@ -135,7 +135,10 @@ fn call_every_method(engine: &mut ctxhost::engine::EngineHandle) -> Vec<(&'stati
             "has_content_to_compress",
             engine.has_content_to_compress(&messages).is_err(),
         ),
-        ("compress", engine.compress(&messages, &json, None, None).is_err()),
+        (
+            "compress",
+            engine.compress(&messages, &json, &Default::default()).is_err(),
+        ),
         ("counters", engine.counters().is_err()),
         ("get_tool_schemas", engine.get_tool_schemas().is_err()),
         (

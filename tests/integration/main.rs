@@ -1,6 +1,7 @@
 //! Integration tests of the `ctxhost` host: real plugin libraries in real plugin folders, the
 //! real binary, and every way a plugin can fail.
 
+mod bundled_examples;
 mod compare;
 mod containment;
 mod fallback;

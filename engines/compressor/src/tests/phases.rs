@@ -116,25 +116,58 @@ fn the_last_user_message_is_never_lost_even_when_it_is_huge() {
 }
 
 #[test]
-fn the_last_user_message_stays_in_the_tail_even_when_it_is_early() {
-    // The user asked once, right after the head; everything after it is the agent's work.
+fn the_last_user_message_is_pinned_after_the_head_when_the_work_after_it_outgrows_the_tail() {
+    // The user asked once, right after the head; everything after it is the agent's work, far more
+    // than the tail may hold. The request stays verbatim, just before the summary of the work.
+    let request = "Refactor the parser, then run the tests.";
     let mut messages = vec![
         Message::system("s"),
         Message::user("first"),
         Message::assistant("ok"),
     ];
-    messages.push(Message::user("Refactor the parser, then run the tests."));
+    messages.push(Message::user(request));
     for n in 0..40 {
         messages.push(shell(&format!("c{n}"), "cargo test"));
-        messages.push(Message::tool(format!("c{n}"), "test result: FAILED\n".repeat(20)));
+        messages.push(Message::tool(
+            format!("c{n}"),
+            format!("test {n} result: FAILED\n").repeat(20),
+        ));
     }
     let mut engine = engine(SMALL_WINDOW, 2, 4);
     let compacted = compress(&mut engine, messages.clone());
-    assert!(compacted
+    assert_eq!(report(&mut engine).outcome, Outcome::Compacted);
+    let pinned = compacted
         .iter()
-        .any(|m| m.text() == "Refactor the parser, then run the tests."));
-    assert_eq!(compacted[compacted.len() - 80..], messages[messages.len() - 80..]);
+        .position(|m| m.text() == request)
+        .expect("the request is kept");
+    assert_eq!(compacted[pinned].role, Role::User);
+    assert!(
+        compacted[pinned + 1].text().starts_with(SUMMARY_MARKER),
+        "the summary follows the request: {:?}",
+        compacted[pinned + 1]
+    );
+    assert!(
+        compacted.len() < messages.len() / 2,
+        "{} messages left",
+        compacted.len()
+    );
+    assert_eq!(compacted[compacted.len() - 4..], messages[messages.len() - 4..]);
     assert_valid(&compacted);
+
+    // The next compaction finds the request where the last one left it, and keeps it again.
+    let mut longer = compacted;
+    for n in 40..80 {
+        longer.push(shell(&format!("c{n}"), "cargo test"));
+        longer.push(Message::tool(
+            format!("c{n}"),
+            format!("test {n} result: FAILED\n").repeat(20),
+        ));
+    }
+    let again = compress(&mut engine, longer.clone());
+    assert_eq!(report(&mut engine).outcome, Outcome::Compacted);
+    assert_eq!(again.iter().filter(|m| m.text() == request).count(), 1);
+    assert!(again.len() < longer.len() / 2);
+    assert_valid(&again);
 }
 
 #[test]

@@ -40,7 +40,7 @@ struct Attempt {
 
 fn compress(engine: &mut EngineHandle, messages: &[Message]) -> Attempt {
     let result = engine
-        .compress(messages, &messages_to_json(messages), None, None)
+        .compress(messages, &messages_to_json(messages), &Default::default())
         .map_err(|error| error.to_string());
     Attempt {
         result,

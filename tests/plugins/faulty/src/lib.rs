@@ -11,6 +11,9 @@
 //! - `{"fail_factory": "<message>"}`: `new` returns a configuration error with that message.
 //! - `{"invalid_output": "orphan_result" | "unanswered_call" | "drop_system" | "drop_last_user" |
 //!   "empty"}`: `compress` returns such an invalid result, which the host must refuse.
+//! - `{"user_note": true}`: `compress` is correct and also writes a user-role note right after the
+//!   user's last message, saying how many messages it dropped (a new text each time), and drops
+//!   its earlier notes. The host must not take that note for the user's message.
 //! - otherwise `compress` is correct and simple: it keeps the system message and the last four
 //!   messages, moving the cut back so that no tool group is split.
 //!
@@ -61,12 +64,20 @@ pub const INVALID_OUTPUTS: [&str; 5] = [
 /// How many messages after the system message a correct `compress` keeps (at least).
 const KEEP_LAST: usize = 4;
 
+/// How the notes of `user_note` start, so that the engine knows its own.
+const NOTE_MARK: &str = "[faulty note]";
+
+fn is_note(message: &Message) -> bool {
+    message.role == Role::User && message.text().starts_with(NOTE_MARK)
+}
+
 /// The misbehaving engine.
 pub struct Faulty {
     counters: Counters,
     host: Host,
     panic_in: Option<String>,
     invalid_output: Option<String>,
+    user_note: bool,
 }
 
 impl Faulty {
@@ -106,7 +117,7 @@ impl Faulty {
         // The tail reaches back to the last user message at least, as the contract requires.
         let last_user = messages
             .iter()
-            .rposition(|m| m.role == Role::User)
+            .rposition(|m| m.role == Role::User && !is_note(m))
             .unwrap_or(messages.len());
         let tail_start = messages.len().saturating_sub(KEEP_LAST).min(last_user);
         let cut = align_start_to_group(&messages, tail_start).max(first_rest);
@@ -175,6 +186,7 @@ impl Engine for Faulty {
             host,
             panic_in: read_choice(config, "panic_in", &METHODS)?,
             invalid_output: read_choice(config, "invalid_output", &INVALID_OUTPUTS)?,
+            user_note: config.get("user_note").and_then(Value::as_bool).unwrap_or(false),
         };
         engine.panic_if_told("new");
         tracing::info!("faulty engine created");
@@ -197,7 +209,17 @@ impl Engine for Faulty {
     ) -> Result<Vec<Message>, EngineError> {
         tracing::warn!("faulty engine compressing {} messages", messages.len());
         self.panic_if_told("compress");
-        let kept = Self::keep_system_and_tail(messages);
+        let before = messages.len();
+        let mut kept = Self::keep_system_and_tail(messages);
+        if self.user_note {
+            kept.retain(|m| !is_note(m));
+            let dropped = before - kept.len();
+            if let Some(user) = kept.iter().rposition(|m| m.role == Role::User) {
+                let count = self.counters.compression_count + 1;
+                let note = format!("{NOTE_MARK} compaction {count} dropped {dropped} earlier messages");
+                kept.insert(user + 1, Message::user(note));
+            }
+        }
         self.counters.compression_count += 1;
         Ok(match &self.invalid_output {
             Some(kind) => Self::spoil(kind, kept),

@@ -1,0 +1,187 @@
+//! Every bundled example, replayed with the bundled config and each engine the repository ships,
+//! as a new user would: no compaction refused by the host, the context never over the window.
+
+use std::fs;
+
+use serde_json::Value;
+
+use crate::support::{example, texts, PluginDir};
+
+/// The engines the repository ships: the built-in one and the plugins in `plugins/`.
+const ENGINES: [&str; 2] = ["compressor", "masking"];
+
+/// The bundled config, with its plugins folder pointed at the test's own.
+fn bundled_config(tree: &PluginDir) -> String {
+    let text = fs::read_to_string(example("config.yaml")).unwrap();
+    assert!(
+        text.contains("plugins_dir: ../plugins"),
+        "the bundled config moved its plugins folder"
+    );
+    tree.config(&text.replace("plugins_dir: ../plugins", "plugins_dir: plugins"));
+    tree.root().join("config.yaml").display().to_string()
+}
+
+#[test]
+fn every_bundled_example_replays_with_every_engine_without_refusal_or_overrun() {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    let config = bundled_config(&tree);
+    let mut transcripts: Vec<_> = fs::read_dir(example("transcripts"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    transcripts.sort();
+    assert!(transcripts.len() >= 8, "{transcripts:?}");
+    let mut compacted = 0;
+    for transcript in &transcripts {
+        for engine in ENGINES {
+            let path = transcript.display().to_string();
+            let output = tree.run(&["run", &path, "--config", &config, "--engine", engine, "--json"]);
+            let (stdout, stderr) = texts(&output);
+            let case = format!("{engine} on {path}");
+            assert!(output.status.success(), "{case}: {stderr}");
+            assert!(!stderr.contains("cannot be used"), "{case}: {stderr}");
+            let report: Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(report["engine"], engine, "{case}");
+            let compactions = report["compactions"].as_array().unwrap();
+            for compaction in compactions {
+                assert_ne!(compaction["outcome"]["status"], "kept", "{case}: {compaction:#}");
+            }
+            compacted += compactions
+                .iter()
+                .filter(|c| c["outcome"]["status"] == "applied")
+                .count();
+            assert!(
+                report["faults"].as_array().unwrap().is_empty(),
+                "{case}: {:#}",
+                report["faults"]
+            );
+            assert!(
+                report["over_window"].is_null(),
+                "{case}: {:#}",
+                report["over_window"]
+            );
+            assert!(
+                report["peak_tokens"].as_u64().unwrap() <= report["window"].as_u64().unwrap(),
+                "{case}"
+            );
+        }
+    }
+    assert!(compacted > 20, "the examples written to compact did: {compacted}");
+}
+
+#[test]
+fn a_long_run_after_one_request_stays_in_the_window_with_the_compressor() {
+    // warehouse-migration: one user request in the head, then hundreds of tool turns. Every
+    // compaction after the first rewrites a user-role summary; none may be refused.
+    let tree = PluginDir::new();
+    tree.config("model:\n  context_length: 16000\n");
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let output = tree.run(&["run", &transcript, "--json", "--fail-over-window"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let applied = report["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["outcome"]["status"] == "applied")
+        .count();
+    assert!(applied >= 10, "{applied} compactions applied");
+    assert!(report["final_tokens"].as_u64().unwrap() < 8_000);
+}
+
+#[test]
+fn a_context_over_the_window_is_reported_and_fails_the_run_when_asked() {
+    // Every result of this engine is refused, so the example outgrows a small window.
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config(
+        "context:\n  engine: faulty\nmodel:\n  context_length: 4000\nfaulty:\n  invalid_output: empty\n",
+    );
+    let transcript = example("transcripts/coupon-fix.json").display().to_string();
+    let output = tree.run(&["run", &transcript, "--json"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(
+        output.status.success(),
+        "without the flag the run succeeds: {stderr}"
+    );
+    assert_eq!(
+        stderr.matches("went over the window").count(),
+        1,
+        "one warning, when it first happens: {stderr}"
+    );
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let overrun = &report["over_window"];
+    assert_eq!(overrun["window"], 4000);
+    assert!(overrun["first_tokens"].as_u64().unwrap() > 4000);
+    assert!(overrun["times"].as_u64().unwrap() > 1);
+    assert!(report["peak_tokens"].as_u64().unwrap() > 4000);
+
+    let text = tree.run(&["run", &transcript]);
+    let (stdout, _) = texts(&text);
+    assert!(stdout.contains("OVER THE WINDOW"), "{stdout}");
+
+    let failed = tree.run(&["run", &transcript, "--fail-over-window"]);
+    let (stdout, stderr) = texts(&failed);
+    assert!(!failed.status.success());
+    assert!(
+        stdout.contains("OVER THE WINDOW"),
+        "the report is still printed: {stdout}"
+    );
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: --fail-over-window: the context went over the 4000-token window"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_plugin_that_writes_a_user_role_note_is_not_refused() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config("context:\n  engine: faulty\nmodel:\n  context_length: 6000\nfaulty:\n  user_note: true\n");
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let output = tree.run(&["run", &transcript, "--json"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let compactions = report["compactions"].as_array().unwrap();
+    let applied = compactions
+        .iter()
+        .filter(|c| c["outcome"]["status"] == "applied")
+        .count();
+    assert!(applied >= 3, "{applied} applied: {:#}", report["faults"]);
+    assert!(
+        report["faults"].as_array().unwrap().is_empty(),
+        "{:#}",
+        report["faults"]
+    );
+}
+
+#[test]
+fn a_manual_compress_with_nothing_to_compact_says_so() {
+    let tree = PluginDir::new();
+    tree.config("model:\n  context_length: 200000\n");
+    let transcript = example("transcripts/orders-pagination.openai-array.json")
+        .display()
+        .to_string();
+    let output = tree.run(&["compress", &transcript, "--json"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let compaction = &report["compactions"][0];
+    assert_eq!(
+        compaction["outcome"]["status"], "nothing_to_compact",
+        "{compaction:#}"
+    );
+    assert_eq!(compaction["messages_before"], compaction["messages_after"]);
+    let text = tree.run(&["compress", &transcript]);
+    let (stdout, _) = texts(&text);
+    assert!(stdout.contains("nothing to compact"), "{stdout}");
+    assert!(!stdout.contains("outcome compacted"), "{stdout}");
+}
