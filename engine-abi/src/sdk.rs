@@ -198,6 +198,36 @@ pub trait Engine: Send + 'static {
     ///
     /// An error leaves the host's context as it was. Return [`EngineError::unavailable`] when a
     /// service you need (a model) cannot be reached.
+    ///
+    /// # The rules the host checks
+    ///
+    /// The host refuses a result that breaks one of these, keeps its context as it was, and
+    /// reports the engine's error (interface version 1; the same checks for every engine):
+    ///
+    /// - **Not empty** when the input was not.
+    /// - **A valid sequence**: every tool result comes right after the assistant message whose
+    ///   call it answers (a message's results follow it, before anything else), every call is
+    ///   answered exactly once, and no call has an empty id or name. Problems the input already
+    ///   had are not held against the engine.
+    /// - **The system message** (when the input starts with one) is still first, its text
+    ///   unchanged at its start: a note may be appended to it, nothing else.
+    /// - **The user's last message**, the newest message the user sent, is still there as a
+    ///   `user` message: unchanged, or with a note merged before or after its text in that same
+    ///   message. The host knows which message that is because it appended it: a `user` message
+    ///   an engine wrote (a summary, a note) is never taken for it. When an engine looks for it
+    ///   itself, it must skip the messages it wrote, which is why those should carry a fixed
+    ///   marker (the compressor starts its summary with `[CONTEXT COMPACTION]`).
+    ///
+    /// Within those rules an engine may:
+    ///
+    /// - insert messages of role `user` or `assistant` (a summary, a note) anywhere outside a
+    ///   tool group (between an assistant's calls and their results nothing may stand);
+    /// - replace a tool result's content with a stand-in, keeping its `tool_call_id`;
+    /// - shorten a tool call's arguments (keep them valid JSON);
+    /// - drop any other message, whole tool groups at a time.
+    ///
+    /// Returning the input unchanged means there was nothing to compact; the host reports it so,
+    /// not as a compaction.
     fn compress(
         &mut self,
         messages: Vec<Message>,
