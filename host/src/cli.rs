@@ -21,7 +21,7 @@ use crate::{
     formats::{Format, TranscriptMeta},
     loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
     output::prompt_cache::{CacheShape, CacheTtl},
-    report::{FigureSources, RunReport, Sourced},
+    report::{warn_user, FigureSources, RunReport, Sourced},
     resolution::load_plugin,
     runner::{ReplayOptions, ReplayOutcome, ScriptedCommand},
     tokens::TokenCounter,
@@ -177,6 +177,9 @@ fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>) -> Result<Se
     };
     if let Some(dir) = plugins_dir {
         settings.plugins_dir = dir.to_owned();
+    }
+    for warning in &settings.warnings {
+        warn_user(warning);
     }
     Ok(settings)
 }

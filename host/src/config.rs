@@ -49,6 +49,9 @@ pub struct Settings {
     pub compare: BTreeMap<String, Value>,
     /// The whole file as JSON, for the blocks of plugin engines (the API key replaced).
     document: Value,
+    /// What the user should hear about the file (a misspelt key), one line each, with its file
+    /// and line.
+    pub warnings: Vec<String>,
 }
 
 /// The `model:` block.
@@ -149,6 +152,7 @@ impl Settings {
             summarizer: SummarizerSettings::default(),
             compare: BTreeMap::new(),
             document: Value::Null,
+            warnings: Vec::new(),
         }
     }
 
@@ -177,12 +181,20 @@ impl Settings {
         } else {
             serde_norway::from_str(text).map_err(parse_error)?
         };
+        let mut warnings = Vec::new();
         let raw: RawConfig = if yaml.is_null() {
             RawConfig::default()
         } else {
             let deserializer = serde_norway::Deserializer::from_str(text);
             serde_ignored::deserialize(deserializer, |ignored| {
-                tracing::debug!("{}: ignoring `{ignored}`: not a host setting", path.display());
+                let key = ignored.to_string();
+                match misspelt_key_warning(&key) {
+                    Some(warning) => {
+                        let at = Location(find_key_line(text, &key), None);
+                        warnings.push(format!("{}{at}: {warning}", path.display()));
+                    }
+                    None => tracing::debug!("{}: ignoring `{key}`: not a host setting", path.display()),
+                }
             })
             .map_err(parse_error)?
         };
@@ -224,6 +236,7 @@ impl Settings {
             summarizer: raw.auxiliary.compression,
             compare: raw.compare,
             document,
+            warnings,
         })
     }
 
@@ -298,6 +311,37 @@ fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> R
         .map_err(|problem| invalid(&format!("compression.{}", problem.key), problem.reason.clone()))
 }
 
+/// The host's own sections and the keys each one has: a key in one of them that the host does not
+/// know is a mistake worth a warning (the rest of the file may hold Hermes's other settings and
+/// plugin engines' blocks, which are not the host's to judge).
+fn known_sections() -> [(&'static str, &'static [&'static str]); 4] {
+    use serde_aux::serde_introspection::serde_introspect;
+    [
+        ("context", serde_introspect::<RawContext>()),
+        ("model", serde_introspect::<ModelSettings>()),
+        ("compression", serde_introspect::<CompressorConfig>()),
+        ("auxiliary.compression", serde_introspect::<SummarizerSettings>()),
+    ]
+}
+
+/// For an ignored dotted `key` inside one of the host's own sections that is spelt like one of its
+/// keys, the warning naming that key. Keys far from every known one are left alone: Hermes's own
+/// settings (`model.provider`, `model.base_url`…) share these sections.
+fn misspelt_key_warning(key: &str) -> Option<String> {
+    let (section, name) = key.rsplit_once('.')?;
+    let (_, known) = known_sections()
+        .into_iter()
+        .find(|(known, _)| *known == section)?;
+    let (_, closest) = known
+        .iter()
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), *candidate))
+        .filter(|(score, _)| *score >= 0.88)
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    Some(format!(
+        "unknown key `{key}`, ignored; did you mean `{section}.{closest}`?"
+    ))
+}
+
 /// `dir/sub/../plugins` → `dir/plugins`, so reports show the path a person would write. Paths
 /// that do not exist are left as given.
 fn tidy(path: &Path) -> PathBuf {
@@ -361,6 +405,28 @@ mod tests {
         assert_eq!(settings.engine, "compressor");
         assert_eq!(settings.plugins_dir, Path::new("/work/plugins"));
         assert_eq!(settings.compression, CompressorConfig::default());
+    }
+
+    #[test]
+    fn a_misspelt_key_in_a_host_section_is_warned_about_with_its_line_and_the_closest_key() {
+        let settings =
+            parse("model:\n  default: m\n  context_lenght: 16000\ncompression:\n  treshold: 0.4\n").unwrap();
+        assert_eq!(
+            settings.warnings,
+            [
+                "/work/config.yaml:3: unknown key `model.context_lenght`, ignored; did you mean `model.context_length`?",
+                "/work/config.yaml:5: unknown key `compression.treshold`, ignored; did you mean `compression.threshold`?",
+            ]
+        );
+        assert_eq!(settings.model.context_length, None);
+    }
+
+    #[test]
+    fn other_sections_and_plugin_blocks_are_not_the_hosts_to_warn_about() {
+        let text = "masking:\n  keep_lastt: 3\nplugins:\n  enabled: [ctxhost]\nauxiliary:\n  vision:\n    model: x\n";
+        assert_eq!(parse(text).unwrap().warnings, Vec::<String>::new());
+        let hermes = "model:\n  default: m\n  provider: openrouter\n  base_url: http://x\n  api_key: k\ncontext:\n  colour: blue\n";
+        assert_eq!(parse(hermes).unwrap().warnings, Vec::<String>::new());
     }
 
     #[test]

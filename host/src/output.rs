@@ -34,14 +34,27 @@ fn temp_file_beside(path: &Path) -> io::Result<NamedTempFile> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    NamedTempFile::new_in(dir)
+    NamedTempFile::new_in(dir).map_err(without_temporary_path)
+}
+
+/// The error without the temporary file's name that `tempfile` appends to it (`… at path
+/// "/dir/.tmpXYZ"`): the user named the target, and the temporary name means nothing to them.
+fn without_temporary_path(error: io::Error) -> io::Error {
+    if error.get_ref().is_none() {
+        return error;
+    }
+    let text = error.to_string();
+    match text.rsplit_once(" at path ") {
+        Some((cause, _)) => io::Error::new(error.kind(), cause.to_owned()),
+        None => error,
+    }
 }
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let wrap = |source| WriteError {
         path: path.to_owned(),
-        source,
+        source: without_temporary_path(source),
     };
     let mut file = temp_file_beside(path).map_err(wrap)?;
     file.write_all(bytes).map_err(wrap)?;
@@ -98,7 +111,7 @@ impl EventLog {
     pub fn finish(self) -> Result<FinishedEventLog, WriteError> {
         let wrap = |source| WriteError {
             path: self.path.clone(),
-            source,
+            source: without_temporary_path(source),
         };
         if let Some(error) = self.failed {
             return Err(wrap(error));
@@ -143,7 +156,7 @@ impl FinishedEventLog {
     pub fn publish(self) -> Result<(), WriteError> {
         self.file.persist(&self.path).map_err(|error| WriteError {
             path: self.path.clone(),
-            source: error.error,
+            source: without_temporary_path(error.error),
         })?;
         Ok(())
     }

@@ -7,6 +7,7 @@ mod containment;
 mod fallback;
 mod host_services;
 mod loading;
+mod messages;
 mod plugins;
 mod replay;
 mod replay_outputs;

@@ -3,9 +3,13 @@
 //! - Plugins are the workspace packages with `[package.metadata.ctxhost] plugin = "<name>"`; the
 //!   name is the folder `plugins/context_engine/<name>/`, which must already hold the committed
 //!   `plugin.yaml` (checked before anything is built).
-//! - All of them are built in one `cargo build`, so cargo shares the work between them.
+//! - All of them are built in one `cargo build`, together with the `ctxhost` binary: one cargo
+//!   run unifies the features of the dependencies they share, so each crate is compiled once
+//!   (a second run for the host alone would compile a dozen of them again).
 //! - Each library is copied to a temporary file in its folder and renamed over the old one, so a
 //!   host that is running (or starting) never sees a half-written library.
+//! - A release library is stripped of its debug information on the way (with `strip`, when the
+//!   platform has it): 14 MB of line tables become about 1.3 MB.
 
 use std::{
     env,
@@ -104,10 +108,19 @@ pub fn build_and_stage(profile: Profile) -> Result<()> {
         .as_std_path()
         .join(profile.output_dir_name());
     for plugin in &plugins {
-        let staged = stage(root, &output_dir, plugin)?;
+        let staged = stage(root, &output_dir, plugin, profile)?;
         let shown = staged.strip_prefix(root).unwrap_or(&staged);
-        println!("staged {} -> {}", plugin.name, shown.display());
+        let size = fs::metadata(&staged).map_or(0, |m| m.len());
+        println!(
+            "staged {} -> {} ({:.1} MB)",
+            plugin.name,
+            shown.display(),
+            size as f64 / 1e6
+        );
     }
+    let host = output_dir.join(format!("{HOST_PACKAGE}{}", env::consts::EXE_SUFFIX));
+    let host = host.strip_prefix(root).unwrap_or(&host);
+    println!("built the host -> {}", host.display());
     Ok(())
 }
 
@@ -177,10 +190,17 @@ fn is_plain_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// Builds all plugin packages in one cargo run, its output shown as it comes.
+/// The host's package, built with the plugins.
+const HOST_PACKAGE: &str = "ctxhost";
+
+/// Builds the host and all plugin packages in one cargo run, its output shown as it comes.
 fn build(cargo: &OsString, root: &Path, plugins: &[Plugin], profile: Profile) -> Result<()> {
     let mut command = Command::new(cargo);
-    command.current_dir(root).arg("build").args(profile.cargo_args());
+    command
+        .current_dir(root)
+        .arg("build")
+        .args(profile.cargo_args())
+        .args(["-p", HOST_PACKAGE]);
     for plugin in plugins {
         command.args(["-p", &plugin.package]);
     }
@@ -192,8 +212,9 @@ fn build(cargo: &OsString, root: &Path, plugins: &[Plugin], profile: Profile) ->
     Ok(())
 }
 
-/// Copies the plugin's library from `output_dir` into its folder, atomically; returns where.
-fn stage(root: &Path, output_dir: &Path, plugin: &Plugin) -> Result<PathBuf> {
+/// Copies the plugin's library from `output_dir` into its folder, atomically, stripped of its
+/// debug information for a release build; returns where.
+fn stage(root: &Path, output_dir: &Path, plugin: &Plugin, profile: Profile) -> Result<PathBuf> {
     let file_name = plugin.library_file_name();
     let built = output_dir.join(&file_name);
     let folder = root.join(PLUGINS_DIR).join(&plugin.name);
@@ -203,12 +224,30 @@ fn stage(root: &Path, output_dir: &Path, plugin: &Plugin) -> Result<PathBuf> {
     let temporary = folder.join(format!(".{file_name}.{}.tmp", std::process::id()));
     fs::copy(&built, &temporary)
         .with_context(|| format!("copying {} to {}", built.display(), temporary.display()))?;
+    if profile == Profile::Release {
+        strip_debug_info(&temporary);
+    }
     if let Err(error) = fs::rename(&temporary, &staged) {
         let _ = fs::remove_file(&temporary);
         return Err(error).with_context(|| format!("replacing {}", staged.display()));
     }
     remove_stale_libraries(root, &folder, &file_name)?;
     Ok(staged)
+}
+
+/// Strips debug information from `library` in place with the platform's `strip`; where there is
+/// none (or it fails), the library stays as built, which only costs disk space.
+fn strip_debug_info(library: &Path) {
+    let flag = if cfg!(target_os = "macos") {
+        "-S"
+    } else {
+        "--strip-debug"
+    };
+    match Command::new("strip").arg(flag).arg(library).status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => eprintln!("note: `strip {flag}` failed ({status}); the library is staged unstripped"),
+        Err(error) => eprintln!("note: no `strip` program ({error}); the library is staged unstripped"),
+    }
 }
 
 /// Removes other libraries from a plugin folder (left by a renamed crate): a folder must hold
