@@ -23,7 +23,7 @@ use crate::{
     output::prompt_cache::{CacheShape, CacheTtl},
     report::{warn_user, FigureSources, RunReport, Sourced},
     resolution::load_plugin,
-    runner::{ReplayOptions, ReplayOutcome, ScriptedCommand},
+    runner::{FactAccounting, ReplayOptions, ReplayOutcome, ScriptedCommand},
     tokens::TokenCounter,
 };
 
@@ -124,6 +124,10 @@ pub struct RunArgs {
     /// receive ever went over the usable window.
     #[arg(long)]
     pub fail_over_window: bool,
+    /// Measure fact retention of every compaction (identifiers of the compacted messages still
+    /// present verbatim); analysis that costs more than the compaction on long transcripts.
+    #[arg(long)]
+    pub facts: bool,
 }
 
 /// A tool's arguments on the command line: a JSON object.
@@ -241,6 +245,7 @@ pub(crate) fn replay_options(
             ..ModelInfo::default()
         },
         token_counter: TokenCounter::new(settings.tokenizer),
+        facts: FactAccounting::Skip,
     }
 }
 

@@ -40,7 +40,7 @@ use crate::{
     formats::{open_transcript, Format, TranscriptError, TranscriptMeta},
     report::{warn_user, Sourced},
     resolution::{resolve_engine, Registry},
-    runner::{replay_stream, NoEvents, ReplayOptions},
+    runner::{replay_stream, FactAccounting, NoEvents, ReplayOptions},
     tokens::TokenCounter,
 };
 
@@ -205,7 +205,11 @@ pub fn run_compare(settings: &Settings, args: &CompareArgs) -> Result<()> {
     let counter = TokenCounter::new(settings.tokenizer);
     let survey = survey_transcript(&args.transcript, args.format, counter)?;
     let context_length = resolve_context_length(args.context_length, settings, &survey.meta);
-    let options = replay_options(settings, &survey.path, &survey.meta, context_length.value);
+    // Retention is one of the columns compared.
+    let options = ReplayOptions {
+        facts: FactAccounting::Measure,
+        ..replay_options(settings, &survey.path, &survey.meta, context_length.value)
+    };
     let report = compare_engines(planned, &survey, context_length, &options);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -19,6 +19,7 @@
 //!     session_id: "demo".into(),
 //!     model: ctxhost_engine_abi::ModelInfo { context_length: 200_000, ..Default::default() },
 //!     token_counter: ctxhost::tokens::TokenCounter::new(settings.tokenizer),
+//!     facts: runner::FactAccounting::Skip,
 //! };
 //! let outcome = runner::replay(&mut engine, transcript.messages, &options);
 //! println!("{} compactions", outcome.compactions.len());

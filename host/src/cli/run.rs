@@ -25,7 +25,7 @@ use crate::{
     },
     report::warn_user,
     resolution::{resolve_engine, Registry},
-    runner::{EventSink, NoEvents, ReplayOutcome, Replayer, Trigger},
+    runner::{EventSink, FactAccounting, NoEvents, ReplayOutcome, Replayer, Trigger},
 };
 
 /// A transcript at least this long (in bytes) gets a progress bar, when stderr is a terminal.
@@ -78,7 +78,10 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     }
     let mut engine = resolution.engine;
     let context_length = resolve_context_length(args.context_length, settings, &meta);
-    let options = replay_options(settings, &path, &meta, context_length.value);
+    let mut options = replay_options(settings, &path, &meta, context_length.value);
+    if args.facts {
+        options.facts = FactAccounting::Measure;
+    }
     let mut log = args.events.as_deref().map(EventLog::create).transpose()?;
     let sink: &mut dyn EventSink = match &mut log {
         Some(log) => log,

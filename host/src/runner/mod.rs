@@ -71,6 +71,20 @@ pub struct ReplayOptions {
     pub model: ModelInfo,
     /// What the context's tokens are counted with (`context.tokenizer`).
     pub token_counter: TokenCounter,
+    /// Whether each applied compaction's fact retention is measured (`--facts`, `compare`).
+    pub facts: FactAccounting,
+}
+
+/// Whether the replay measures fact retention. It is analysis, not part of the agent loop: on a
+/// long transcript it costs far more than the compaction it measures (regular expressions over
+/// every compacted message), so it runs only when a report will show it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FactAccounting {
+    /// Not measured: `CompactionRecord::retention` stays `None`.
+    #[default]
+    Skip,
+    /// Measured after every applied compaction.
+    Measure,
 }
 
 /// What made a compaction happen.
@@ -140,7 +154,7 @@ pub struct CompactionRecord {
     /// Whether the result was used.
     pub outcome: Outcome,
     /// How many facts of the compacted messages the result still holds verbatim (applied
-    /// compactions only).
+    /// compactions, when the replay measures facts).
     pub retention: Option<Retention>,
     /// The engine's own account (`call_ext("last_compaction")`), when it gives one.
     pub details: Option<Value>,
@@ -758,8 +772,10 @@ impl<'e> Replayer<'e> {
                 reason: "the engine returned the context as it was".to_owned(),
             },
             Ok(messages) => {
-                let compacted = compacted_messages(self.context.messages(), &messages);
-                record.retention = Some(measure_retention(&compacted, &messages));
+                if self.options.facts == FactAccounting::Measure {
+                    let compacted = compacted_messages(self.context.messages(), &messages);
+                    record.retention = Some(measure_retention(&compacted, &messages));
+                }
                 self.context.replace(messages);
                 self.hygiene_blocked = false;
                 Outcome::Applied

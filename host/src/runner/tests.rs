@@ -128,6 +128,7 @@ fn options() -> ReplayOptions {
             ..ModelInfo::default()
         },
         token_counter: TokenCounter::rough(),
+        facts: FactAccounting::Measure,
     }
 }
 
@@ -526,6 +527,7 @@ fn a_streamed_replay_equals_a_collected_replay_on_every_example() {
                 ..ModelInfo::default()
             },
             token_counter: TokenCounter::rough(),
+            facts: FactAccounting::Measure,
         };
         let mut engine = builtin_compressor(&settings);
         let collected = replay(&mut engine, transcript.messages, &options);
