@@ -113,7 +113,11 @@ fn compress_static_vs_library(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new(name, n), &messages, |b, messages| {
                 b.iter_batched(
                     make,
-                    |mut engine| engine.compress(messages, &json, &Default::default()).unwrap(),
+                    |mut engine| {
+                        engine
+                            .compress(messages, Some(&json), &Default::default())
+                            .unwrap()
+                    },
                     BatchSize::LargeInput,
                 )
             });

@@ -58,7 +58,10 @@ pub(crate) fn install_panic_hook() {
 }
 
 /// Runs `body`, turning a panic into an [`ErrorKind::PANIC`] error that names `method`.
-fn guard<T>(method: &str, body: impl FnOnce() -> Result<T, EngineError>) -> RResult<T, EngineError> {
+pub(crate) fn guard<T>(
+    method: &str,
+    body: impl FnOnce() -> Result<T, EngineError>,
+) -> RResult<T, EngineError> {
     match panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(result) => result.into(),
         Err(payload) => {

@@ -51,6 +51,7 @@
 #[allow(non_local_definitions)]
 pub mod ffi;
 mod guard;
+pub mod linked;
 mod logging;
 mod message;
 mod sdk;

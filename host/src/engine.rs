@@ -1,7 +1,10 @@
 //! The host's handle on the active engine, built-in or plugin alike.
 //!
-//! Every call crosses the same stable-ABI object, so a built-in engine is held exactly as a plugin
-//! is. Each method turns an engine failure (an error, or a panic the SDK caught) into an
+//! Two ways to reach an engine, one handle: a plugin (or an engine registered by an embedding
+//! program) through the stable-ABI object, where messages cross as JSON; an engine linked into
+//! the host (the built-in compressor) as a [`LinkedEngine`], handed the messages themselves.
+//! Either way panics are caught by the SDK's guard, and each method turns an engine failure (an
+//! error, or a caught panic) into an
 //! [`EngineCallError`] naming the engine and the method; `compress` also refuses output that
 //! breaks the rules of [`ctxhost_engine_abi::Engine::compress`] ([`check_compacted`]).
 
@@ -9,8 +12,8 @@ use std::{fmt, path::PathBuf};
 
 use abi_stable::std_types::{ROption, RStr};
 use ctxhost_engine_abi::{
-    ffi::EngineBox, messages_from_json, messages_to_json, Counters, EngineError, ErrorKind, Message,
-    ModelInfo, Role, SessionInfo, Usage,
+    ffi::EngineBox, linked::LinkedEngine, messages_from_json, messages_to_json, CompressRequest, Counters,
+    EngineError, ErrorKind, Message, ModelInfo, Role, SessionInfo, Usage,
 };
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 use serde_json::Value;
@@ -80,9 +83,17 @@ impl EngineCallError {
 
 /// The active engine.
 pub struct EngineHandle {
-    object: EngineBox,
+    reach: Reach,
     name: String,
     origin: EngineOrigin,
+}
+
+/// How the engine is called.
+enum Reach {
+    /// Through the stable ABI, messages as JSON.
+    Boundary(EngineBox),
+    /// Linked into the host: direct calls.
+    Linked(Box<dyn LinkedEngine>),
 }
 
 type CallResult<T> = Result<T, EngineCallError>;
@@ -91,10 +102,25 @@ impl EngineHandle {
     /// Wraps an engine object created by a factory.
     pub fn new(object: EngineBox, name: impl Into<String>, origin: EngineOrigin) -> Self {
         Self {
-            object,
+            reach: Reach::Boundary(object),
             name: name.into(),
             origin,
         }
+    }
+
+    /// Wraps an engine linked into the host.
+    pub fn linked(engine: Box<dyn LinkedEngine>, name: impl Into<String>, origin: EngineOrigin) -> Self {
+        Self {
+            reach: Reach::Linked(engine),
+            name: name.into(),
+            origin,
+        }
+    }
+
+    /// Whether the engine takes its messages as JSON text, so that a caller keeping the context's
+    /// JSON up to date saves the handle from writing it at every call.
+    pub fn wants_json(&self) -> bool {
+        matches!(self.reach, Reach::Boundary(_))
     }
 
     /// The engine's name.
@@ -129,118 +155,163 @@ impl EngineHandle {
 
     /// The contract's counters.
     pub fn counters(&self) -> CallResult<Counters> {
-        self.object
-            .counters()
-            .into_result()
-            .map_err(self.failed("counters"))
+        match &self.reach {
+            Reach::Boundary(object) => object.counters().into_result(),
+            Reach::Linked(engine) => engine.counters(),
+        }
+        .map_err(self.failed("counters"))
     }
 
     /// Tells the engine the model and its window.
     pub fn update_model(&mut self, model: &ModelInfo) -> CallResult<()> {
-        let json = serde_json::to_string(model).expect("model info serialises");
-        self.object
-            .update_model(RStr::from(json.as_str()))
-            .into_result()
-            .map_err(self.failed("update_model"))
+        match &mut self.reach {
+            Reach::Boundary(object) => {
+                let json = serde_json::to_string(model).expect("model info serialises");
+                object.update_model(RStr::from(json.as_str())).into_result()
+            }
+            Reach::Linked(engine) => engine.update_model(model),
+        }
+        .map_err(self.failed("update_model"))
     }
 
     /// Starts a session.
     pub fn on_session_start(&mut self, session_id: &str, info: &SessionInfo) -> CallResult<()> {
-        let json = serde_json::to_string(info).expect("session info serialises");
-        self.object
-            .on_session_start(RStr::from(session_id), RStr::from(json.as_str()))
-            .into_result()
-            .map_err(self.failed("on_session_start"))
+        match &mut self.reach {
+            Reach::Boundary(object) => {
+                let json = serde_json::to_string(info).expect("session info serialises");
+                object
+                    .on_session_start(RStr::from(session_id), RStr::from(json.as_str()))
+                    .into_result()
+            }
+            Reach::Linked(engine) => engine.on_session_start(session_id, info),
+        }
+        .map_err(self.failed("on_session_start"))
     }
 
     /// Ends a session with its final context.
     pub fn on_session_end(&mut self, session_id: &str, messages: &[Message]) -> CallResult<()> {
-        let json = messages_to_json(messages);
-        self.object
-            .on_session_end(RStr::from(session_id), RStr::from(json.as_str()))
-            .into_result()
-            .map_err(self.failed("on_session_end"))
+        match &mut self.reach {
+            Reach::Boundary(object) => {
+                let json = messages_to_json(messages);
+                object
+                    .on_session_end(RStr::from(session_id), RStr::from(json.as_str()))
+                    .into_result()
+            }
+            Reach::Linked(engine) => engine.on_session_end(session_id, messages),
+        }
+        .map_err(self.failed("on_session_end"))
     }
 
     /// `/new` or `/reset`.
     pub fn on_session_reset(&mut self) -> CallResult<()> {
-        self.object
-            .on_session_reset()
-            .into_result()
-            .map_err(self.failed("on_session_reset"))
+        match &mut self.reach {
+            Reach::Boundary(object) => object.on_session_reset().into_result(),
+            Reach::Linked(engine) => engine.on_session_reset(),
+        }
+        .map_err(self.failed("on_session_reset"))
     }
 
     /// Reports a model response's usage.
     pub fn update_from_response(&mut self, usage: Usage) -> CallResult<()> {
-        self.object
-            .update_from_response(usage)
-            .into_result()
-            .map_err(self.failed("update_from_response"))
+        match &mut self.reach {
+            Reach::Boundary(object) => object.update_from_response(usage).into_result(),
+            Reach::Linked(engine) => engine.update_from_response(usage),
+        }
+        .map_err(self.failed("update_from_response"))
     }
 
     /// Whether to compact now.
     pub fn should_compress(&mut self, prompt_tokens: Option<u64>) -> CallResult<bool> {
-        self.object
-            .should_compress(prompt_tokens.into())
-            .into_result()
-            .map_err(self.failed("should_compress"))
+        match &mut self.reach {
+            Reach::Boundary(object) => object.should_compress(prompt_tokens.into()).into_result(),
+            Reach::Linked(engine) => engine.should_compress(prompt_tokens),
+        }
+        .map_err(self.failed("should_compress"))
     }
 
-    /// The engine's check before a model call, on the context as JSON.
-    pub fn should_compress_preflight(&mut self, context_json: &str) -> CallResult<bool> {
-        self.object
-            .should_compress_preflight(RStr::from(context_json))
-            .into_result()
-            .map_err(self.failed("should_compress_preflight"))
+    /// The engine's check before a model call; `json` is the context's JSON when the caller keeps
+    /// it (see [`Self::wants_json`]).
+    pub fn should_compress_preflight(
+        &mut self,
+        messages: &[Message],
+        json: Option<&str>,
+    ) -> CallResult<bool> {
+        match &mut self.reach {
+            Reach::Boundary(object) => {
+                let json = json_of(messages, json);
+                object
+                    .should_compress_preflight(RStr::from(json.as_ref()))
+                    .into_result()
+            }
+            Reach::Linked(engine) => engine.should_compress_preflight(messages),
+        }
+        .map_err(self.failed("should_compress_preflight"))
     }
 
     /// Whether anything could be compacted.
     pub fn has_content_to_compress(&mut self, messages: &[Message]) -> CallResult<bool> {
-        let json = messages_to_json(messages);
-        self.object
-            .has_content_to_compress(RStr::from(json.as_str()))
-            .into_result()
-            .map_err(self.failed("has_content_to_compress"))
+        match &mut self.reach {
+            Reach::Boundary(object) => {
+                let json = messages_to_json(messages);
+                object
+                    .has_content_to_compress(RStr::from(json.as_str()))
+                    .into_result()
+            }
+            Reach::Linked(engine) => engine.has_content_to_compress(messages),
+        }
+        .map_err(self.failed("has_content_to_compress"))
     }
 
-    /// Compacts `messages` (given also as their JSON, which the caller usually has already) and
-    /// returns the engine's result after checking it keeps the contract. `user_message` is the
-    /// newest message the user sent, as the caller appended it (see [`check_compacted`]).
+    /// Compacts `messages` and returns the engine's result after checking it keeps the contract
+    /// ([`check_compacted`]). `json` is their JSON when the caller keeps it.
     pub fn compress(
         &mut self,
         messages: &[Message],
-        messages_json: &str,
+        json: Option<&str>,
         request: &CompressCall<'_>,
     ) -> CallResult<Vec<Message>> {
-        let CompressCall {
-            current_tokens,
-            focus_topic,
-            user_message,
-        } = *request;
-        let focus = focus_topic.map(RStr::from);
-        let answer = self
-            .object
-            .compress(
-                RStr::from(messages_json),
-                current_tokens.into(),
-                ROption::from(focus),
-            )
-            .into_result()
-            .map_err(self.failed("compress"))?;
-        let compacted = messages_from_json(&answer)
-            .map_err(|error| self.invalid("compress", format!("not a JSON array of messages: {error}")))?;
-        check_compacted(messages, &compacted, user_message)
+        let compacted = match &mut self.reach {
+            Reach::Boundary(object) => {
+                let json = json_of(messages, json);
+                let focus = request.focus_topic.map(RStr::from);
+                let answer = object
+                    .compress(
+                        RStr::from(json.as_ref()),
+                        request.current_tokens.into(),
+                        ROption::from(focus),
+                    )
+                    .into_result()
+                    .map_err(self.failed("compress"))?;
+                messages_from_json(&answer).map_err(|error| {
+                    self.invalid("compress", format!("not a JSON array of messages: {error}"))
+                })?
+            }
+            Reach::Linked(engine) => {
+                let sdk_request = CompressRequest {
+                    current_tokens: request.current_tokens,
+                    focus_topic: request.focus_topic.map(str::to_owned),
+                };
+                engine
+                    .compress(messages.to_vec(), &sdk_request)
+                    .map_err(self.failed("compress"))?
+            }
+        };
+        check_compacted(messages, &compacted, request.user_message)
             .map_err(|problem| self.invalid("compress", problem))?;
         Ok(compacted)
     }
 
     /// The tools the engine offers.
     pub fn get_tool_schemas(&self) -> CallResult<Vec<Value>> {
-        let text = self
-            .object
-            .get_tool_schemas()
-            .into_result()
-            .map_err(self.failed("get_tool_schemas"))?;
+        let text = match &self.reach {
+            Reach::Boundary(object) => object
+                .get_tool_schemas()
+                .into_result()
+                .map_err(self.failed("get_tool_schemas"))?,
+            Reach::Linked(engine) => {
+                return engine.get_tool_schemas().map_err(self.failed("get_tool_schemas"));
+            }
+        };
         match self.parse_json("get_tool_schemas", &text)? {
             Value::Array(schemas) => Ok(schemas),
             _ => Err(self.invalid("get_tool_schemas", "not a JSON array")),
@@ -254,42 +325,72 @@ impl EngineHandle {
         arguments: &Value,
         messages: Option<&[Message]>,
     ) -> CallResult<Value> {
-        let arguments = arguments.to_string();
-        let messages = messages.map(messages_to_json);
-        let text = self
-            .object
-            .handle_tool_call(
-                RStr::from(name),
-                RStr::from(arguments.as_str()),
-                ROption::from(messages.as_deref().map(RStr::from)),
-            )
-            .into_result()
-            .map_err(self.failed("handle_tool_call"))?;
+        let text = match &mut self.reach {
+            Reach::Boundary(object) => {
+                let arguments = arguments.to_string();
+                let messages = messages.map(messages_to_json);
+                object
+                    .handle_tool_call(
+                        RStr::from(name),
+                        RStr::from(arguments.as_str()),
+                        ROption::from(messages.as_deref().map(RStr::from)),
+                    )
+                    .into_result()
+                    .map_err(self.failed("handle_tool_call"))?
+            }
+            Reach::Linked(engine) => {
+                return engine
+                    .handle_tool_call(name, arguments, messages)
+                    .map_err(self.failed("handle_tool_call"));
+            }
+        };
         self.parse_json("handle_tool_call", &text)
     }
 
     /// The engine's status object.
     pub fn get_status(&self) -> CallResult<Value> {
-        let text = self
-            .object
-            .get_status()
-            .into_result()
-            .map_err(self.failed("get_status"))?;
+        let text = match &self.reach {
+            Reach::Boundary(object) => object
+                .get_status()
+                .into_result()
+                .map_err(self.failed("get_status"))?,
+            Reach::Linked(engine) => return engine.get_status().map_err(self.failed("get_status")),
+        };
         self.parse_json("get_status", &text)
     }
 
     /// Calls an extension method; `None` when the engine does not know it.
     pub fn call_ext(&mut self, method: &str, request: &Value) -> CallResult<Option<Value>> {
-        let request = request.to_string();
-        match self
-            .object
-            .call_ext(RStr::from(method), RStr::from(request.as_str()))
-            .into_result()
-        {
-            Ok(text) => self.parse_json("call_ext", &text).map(Some),
+        let answer = match &mut self.reach {
+            Reach::Boundary(object) => {
+                let request = request.to_string();
+                object
+                    .call_ext(RStr::from(method), RStr::from(request.as_str()))
+                    .into_result()
+                    .map(Answer::Json)
+            }
+            Reach::Linked(engine) => engine.call_ext(method, request).map(Answer::Value),
+        };
+        match answer {
+            Ok(Answer::Json(text)) => self.parse_json("call_ext", &text).map(Some),
+            Ok(Answer::Value(value)) => Ok(Some(value)),
             Err(error) if error.kind == ErrorKind::UNKNOWN_METHOD => Ok(None),
             Err(error) => Err(self.failed("call_ext")(error)),
         }
+    }
+}
+
+/// An answer as JSON text (through the boundary) or as a value (from a linked engine).
+enum Answer {
+    Json(abi_stable::std_types::RString),
+    Value(Value),
+}
+
+/// The messages' JSON: the caller's, or written now.
+fn json_of<'a>(messages: &[Message], json: Option<&'a str>) -> std::borrow::Cow<'a, str> {
+    match json {
+        Some(json) => std::borrow::Cow::Borrowed(json),
+        None => std::borrow::Cow::Owned(messages_to_json(messages)),
     }
 }
 

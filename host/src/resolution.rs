@@ -14,7 +14,9 @@ use std::{collections::BTreeMap, sync::Arc};
 use ctxhost_compressor::Compressor;
 use ctxhost_engine_abi::{
     ffi::{EngineBox, HostBox},
-    instantiate, Engine, EngineError, ErrorKind,
+    instantiate,
+    linked::instantiate_linked,
+    Engine, EngineError, ErrorKind,
 };
 use serde_json::Value;
 
@@ -233,11 +235,12 @@ pub fn builtin_compressor(settings: &Settings) -> EngineHandle {
 
 /// [`builtin_compressor`] with services already built.
 pub fn builtin_compressor_with(settings: &Settings, services: &Arc<ServiceContext>) -> EngineHandle {
-    let config = config_json(settings, DEFAULT_ENGINE);
-    // The settings were validated when read, so the compressor accepts them.
-    let object = instantiate::<Compressor>(&config, host_services_for(DEFAULT_ENGINE, services))
+    let config = settings.engine_block(DEFAULT_ENGINE);
+    // Linked, not behind the boundary: its messages need no JSON. The settings were validated
+    // when read, so the compressor accepts them.
+    let engine = instantiate_linked::<Compressor>(&config, host_services_for(DEFAULT_ENGINE, services))
         .unwrap_or_else(|error| panic!("the built-in compressor refused validated settings: {error}"));
-    EngineHandle::new(object, DEFAULT_ENGINE, EngineOrigin::BuiltIn)
+    EngineHandle::linked(engine, DEFAULT_ENGINE, EngineOrigin::BuiltIn)
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ fn call_every_method(engine: &mut ctxhost::engine::EngineHandle) -> Vec<(&'stati
         ("should_compress", engine.should_compress(Some(20_000)).is_err()),
         (
             "should_compress_preflight",
-            engine.should_compress_preflight(&json).is_err(),
+            engine.should_compress_preflight(&messages, Some(&json)).is_err(),
         ),
         (
             "has_content_to_compress",
@@ -137,7 +137,9 @@ fn call_every_method(engine: &mut ctxhost::engine::EngineHandle) -> Vec<(&'stati
         ),
         (
             "compress",
-            engine.compress(&messages, &json, &Default::default()).is_err(),
+            engine
+                .compress(&messages, Some(&json), &Default::default())
+                .is_err(),
         ),
         ("counters", engine.counters().is_err()),
         ("get_tool_schemas", engine.get_tool_schemas().is_err()),

@@ -141,7 +141,7 @@ fn the_extractive_summarizer_keeps_at_least_80_percent_of_the_facts_of_every_bun
         let path = transcript.unwrap().path();
         // Default budgets: no config at all; the window is the one the example records (128,000
         // when it records none, and then the small format samples never compact).
-        let output = tree.run(&["run", path.to_str().unwrap(), "--json"]);
+        let output = tree.run(&["run", path.to_str().unwrap(), "--json", "--facts"]);
         let (stdout, stderr) = texts(&output);
         assert!(output.status.success(), "{}: {stderr}", path.display());
         let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();

@@ -5,7 +5,11 @@
 //! messages, not to the whole context. That matters with a real tokenizer, which reads ~20 MB/s:
 //! recounting a 200,000-token context would cost tens of milliseconds every turn.
 //!
-//! Token counts are cached by a hash of each message's JSON (which the context produces anyway):
+//! The JSON is kept only for an engine that takes its messages as JSON (a plugin): a linked engine
+//! is handed the messages themselves, and then no JSON is written at all.
+//!
+//! With a real tokenizer, token counts are cached by a hash of each message's JSON (the rough
+//! estimate is cheaper than the hash, so it is simply recounted):
 //! - a pushed message is counted once, and its count kept beside it;
 //! - after a compaction, [`LiveContext::replace`] counts only the messages it has not seen (a
 //!   summary, a stand-in); the protected head and tail the engine kept verbatim are looked up;
@@ -21,11 +25,11 @@ use std::{
     hash::{DefaultHasher, Hasher},
 };
 
-use ctxhost_engine_abi::{Message, Role};
+use ctxhost_engine_abi::{messages_to_json, Message, Role};
 
 use ctxhost_engine_kit::tokens::estimate_message_tokens;
 
-use crate::tokens::TokenCounter;
+use crate::tokens::{TokenCounter, TokenizerKind};
 
 /// The context the model would receive next.
 #[derive(Clone, Debug)]
@@ -34,7 +38,8 @@ pub struct LiveContext {
     messages: Vec<Message>,
     /// Each message's tokens, index for index with `messages`.
     counts: Vec<u64>,
-    json: String,
+    /// The messages as a JSON array, when kept.
+    json: Option<String>,
     tokens: u64,
     /// The rough estimate of the whole context, whatever the counter: session hygiene is defined
     /// on it (runner.md), and it costs a character count per message.
@@ -65,7 +70,7 @@ impl LiveContext {
             counter,
             messages: Vec::new(),
             counts: Vec::new(),
-            json: "[]".to_owned(),
+            json: Some("[]".to_owned()),
             tokens: 0,
             rough_tokens: 0,
             known: HashMap::new(),
@@ -74,20 +79,46 @@ impl LiveContext {
         }
     }
 
+    /// Keeps the JSON of the messages up to date (`true`, the default), or writes none: for an
+    /// engine that takes its messages as they are.
+    pub fn keeping_json(mut self, keep: bool) -> Self {
+        self.json = keep.then(|| messages_to_json(&self.messages));
+        self
+    }
+
+    /// Whether counts go through the cache: only a real tokenizer costs more than a hash.
+    fn caches_counts(&self) -> bool {
+        self.counter.kind() != TokenizerKind::Rough
+    }
+
     /// Appends one message of the conversation and returns its tokens.
     pub fn push(&mut self, message: Message) -> u64 {
         if message.role == Role::User {
             self.user_message = Some(message.clone());
         }
-        let json = serde_json::to_string(&message).expect("messages serialise");
-        let tokens = self.count_once(&message, json.as_bytes());
-        self.rough_tokens += estimate_message_tokens(&message);
-        self.json.pop();
-        if !self.messages.is_empty() {
-            self.json.push(',');
-        }
-        self.json.push_str(&json);
-        self.json.push(']');
+        let rough = estimate_message_tokens(&message);
+        self.rough_tokens += rough;
+        let tokens = if self.json.is_some() || self.caches_counts() {
+            let json = serde_json::to_string(&message).expect("messages serialise");
+            let tokens = if self.caches_counts() {
+                self.count_once(&message, json.as_bytes())
+            } else {
+                self.counted += 1;
+                rough
+            };
+            if let Some(all) = &mut self.json {
+                all.pop();
+                if !self.messages.is_empty() {
+                    all.push(',');
+                }
+                all.push_str(&json);
+                all.push(']');
+            }
+            tokens
+        } else {
+            self.counted += 1;
+            rough
+        };
         self.messages.push(message);
         self.counts.push(tokens);
         self.tokens += tokens;
@@ -109,33 +140,55 @@ impl LiveContext {
     /// Replaces the whole context with an engine's result (after a compaction), counting only
     /// messages it has not seen. The user's newest message stays the one appended last.
     pub fn replace(&mut self, messages: Vec<Message>) {
+        let rough: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
+        self.rough_tokens = rough.iter().sum();
+        let counts = if self.json.is_some() || self.caches_counts() {
+            self.replace_json_and_counts(&messages, rough)
+        } else {
+            self.counted += messages.len() as u64;
+            rough
+        };
+        self.tokens = counts.iter().sum();
+        self.counts = counts;
+        self.messages = messages;
+    }
+
+    /// Writes the JSON of `messages` (kept when wanted) and takes their counts from the cache or
+    /// the counter.
+    fn replace_json_and_counts(&mut self, messages: &[Message], rough: Vec<u64>) -> Vec<u64> {
+        let caches = self.caches_counts();
         let mut previous = std::mem::take(&mut self.known);
-        let mut json = Vec::with_capacity(self.json.len());
+        let mut json = Vec::with_capacity(self.json.as_ref().map_or(0, String::len));
         let mut counts = Vec::with_capacity(messages.len());
         json.push(b'[');
-        for message in &messages {
+        for (message, rough) in messages.iter().zip(rough) {
             if !counts.is_empty() {
                 json.push(b',');
             }
             let start = json.len();
             serde_json::to_writer(&mut json, message).expect("messages serialise");
-            let key = hash_json(&json[start..]);
-            let tokens = match previous.remove(&key).or_else(|| self.known.get(&key).copied()) {
-                Some(tokens) => tokens,
-                None => {
-                    self.counted += 1;
-                    self.counter.count_message(message)
-                }
+            let tokens = if caches {
+                let key = hash_json(&json[start..]);
+                let tokens = match previous.remove(&key).or_else(|| self.known.get(&key).copied()) {
+                    Some(tokens) => tokens,
+                    None => {
+                        self.counted += 1;
+                        self.counter.count_message(message)
+                    }
+                };
+                self.known.insert(key, tokens);
+                tokens
+            } else {
+                self.counted += 1;
+                rough
             };
-            self.known.insert(key, tokens);
             counts.push(tokens);
         }
         json.push(b']');
-        self.json = String::from_utf8(json).expect("serde_json writes UTF-8");
-        self.tokens = counts.iter().sum();
-        self.rough_tokens = messages.iter().map(estimate_message_tokens).sum();
-        self.counts = counts;
-        self.messages = messages;
+        if self.json.is_some() {
+            self.json = Some(String::from_utf8(json).expect("serde_json writes UTF-8"));
+        }
+        counts
     }
 
     /// The message's count from the cache, or from the counter (then cached).
@@ -168,9 +221,9 @@ impl LiveContext {
         &self.counts
     }
 
-    /// The messages as a JSON array.
-    pub fn json(&self) -> &str {
-        &self.json
+    /// The messages as a JSON array, when kept ([`Self::keeping_json`]).
+    pub fn json(&self) -> Option<&str> {
+        self.json.as_deref()
     }
 
     /// Tokens of the whole context, by its counter.
@@ -222,10 +275,13 @@ mod tests {
     #[test]
     fn the_json_and_the_tally_follow_every_append_and_replace() {
         let mut context = LiveContext::new();
-        assert_eq!(context.json(), "[]");
+        assert_eq!(context.json(), Some("[]"));
         context.push(Message::user("hello"));
         context.push(Message::assistant("hi"));
-        assert_eq!(context.json(), messages_to_json(context.messages()));
+        assert_eq!(
+            context.json(),
+            Some(messages_to_json(context.messages()).as_str())
+        );
         let tally = context.tokens();
         assert_eq!(
             tally,
@@ -236,10 +292,10 @@ mod tests {
                 .sum::<u64>()
         );
         context.replace(vec![Message::user("x")]);
-        assert_eq!(context.json(), r#"[{"role":"user","content":"x"}]"#);
+        assert_eq!(context.json(), Some(r#"[{"role":"user","content":"x"}]"#));
         assert!(context.tokens() < tally);
         context.replace(Vec::new());
-        assert_eq!((context.json(), context.tokens()), ("[]", 0));
+        assert_eq!((context.json(), context.tokens()), (Some("[]"), 0));
     }
 
     /// What a compaction engine may return: some messages kept verbatim, some dropped, some new
@@ -290,7 +346,10 @@ mod tests {
                         recount.iter().sum::<u64>(),
                         "{kind} seed {seed}"
                     );
-                    assert_eq!(context.json(), messages_to_json(context.messages()));
+                    assert_eq!(
+                        context.json(),
+                        Some(messages_to_json(context.messages()).as_str())
+                    );
                     assert!(context.known.len() <= context.len());
                 }
             }

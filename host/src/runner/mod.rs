@@ -326,10 +326,11 @@ impl<'e> Replayer<'e> {
         options: &ReplayOptions,
         events: impl EventSink + 'e,
     ) -> Self {
+        let wants_json = engine.wants_json();
         let mut replayer = Self {
             engine,
             options: options.clone(),
-            context: LiveContext::with_counter(options.token_counter),
+            context: LiveContext::with_counter(options.token_counter).keeping_json(wants_json),
             outcome: ReplayOutcome {
                 session_id: options.session_id.clone(),
                 ..ReplayOutcome::default()
@@ -453,10 +454,9 @@ impl<'e> Replayer<'e> {
             self.compact(Trigger::Hygiene, None);
             self.hygiene_blocked = self.hygiene_due();
         }
-        let context_json = self.context.json();
-        let engine = &mut *self.engine;
+        let (engine, context) = (&mut *self.engine, &self.context);
         let preflight = timed(&mut self.engine_time, || {
-            engine.should_compress_preflight(context_json)
+            engine.should_compress_preflight(context.messages(), context.json())
         });
         if self.record(preflight) == Some(true) {
             self.compact(Trigger::Preflight, None);

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ctxhost_compressor::Compressor;
-use ctxhost_engine_abi::{instantiate, messages_to_json, Host, Message, ModelInfo};
+use ctxhost_engine_abi::{instantiate, Host, Message, ModelInfo};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -40,7 +40,7 @@ struct Attempt {
 
 fn compress(engine: &mut EngineHandle, messages: &[Message]) -> Attempt {
     let result = engine
-        .compress(messages, &messages_to_json(messages), &Default::default())
+        .compress(messages, None, &Default::default())
         .map_err(|error| error.to_string());
     Attempt {
         result,
