@@ -105,11 +105,7 @@ impl<R: BufRead> JsonCursor<R> {
     /// Consumes `count` bytes of what [`Self::fill`] returned, counting lines.
     fn consume(&mut self, count: usize) {
         let buffer = self.inner.fill_buf().expect("the bytes are already buffered");
-        for (at, _) in buffer[..count]
-            .iter()
-            .enumerate()
-            .filter(|(_, byte)| **byte == b'\n')
-        {
+        for at in memchr::memchr_iter(b'\n', &buffer[..count]) {
             self.line += 1;
             self.line_start = self.offset + at as u64 + 1;
         }
@@ -333,6 +329,10 @@ impl Scan {
     }
 
     /// How many bytes of `chunk` belong to the value, and whether it ends in them.
+    ///
+    /// Most of a transcript's bytes are inside strings (tool outputs), so a string is crossed by
+    /// searching for its next `"` or `\\` (memchr), and the structure between strings by
+    /// searching for the next byte that matters; only those bytes are looked at one by one.
     fn advance(&mut self, chunk: &[u8]) -> (usize, bool) {
         if self.scalar {
             return match chunk
@@ -343,31 +343,47 @@ impl Scan {
                 None => (chunk.len(), false),
             };
         }
-        for (at, &byte) in chunk.iter().enumerate() {
+        let mut at = 0;
+        while at < chunk.len() {
             if self.in_string {
                 if self.escaped {
                     self.escaped = false;
-                } else if byte == b'\\' {
+                    at += 1;
+                    continue;
+                }
+                let Some(found) = memchr::memchr2(b'"', b'\\', &chunk[at..]) else {
+                    return (chunk.len(), false);
+                };
+                at += found;
+                if chunk[at] == b'\\' {
                     self.escaped = true;
-                } else if byte == b'"' {
+                } else {
                     self.in_string = false;
                     if self.depth == 0 {
                         return (at + 1, true);
                     }
                 }
+                at += 1;
                 continue;
             }
-            match byte {
+            let Some(found) = chunk[at..]
+                .iter()
+                .position(|byte| matches!(byte, b'"' | b'{' | b'[' | b'}' | b']'))
+            else {
+                return (chunk.len(), false);
+            };
+            at += found;
+            match chunk[at] {
                 b'"' => self.in_string = true,
                 b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => {
+                _ => {
                     self.depth = self.depth.saturating_sub(1);
                     if self.depth == 0 {
                         return (at + 1, true);
                     }
                 }
-                _ => {}
             }
+            at += 1;
         }
         (chunk.len(), false)
     }
