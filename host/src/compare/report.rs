@@ -82,6 +82,8 @@ pub struct EngineFigures {
     pub compactions_applied: usize,
     /// Compactions whose result was refused or failed, the context kept.
     pub compactions_kept: usize,
+    /// Compactions that found nothing to compact (not failures, not compactions either).
+    pub nothing_to_compact: usize,
     /// The largest context the model would have received.
     pub peak_tokens: u64,
     /// The final context's tokens.
@@ -146,7 +148,16 @@ pub fn summarise_outcome(
         source,
         threshold_tokens: outcome.counters.map_or(0, |c| c.threshold_tokens),
         compactions_applied: applied.len(),
-        compactions_kept: outcome.compactions.len() - applied.len(),
+        compactions_kept: outcome
+            .compactions
+            .iter()
+            .filter(|c| matches!(c.outcome, Outcome::Kept { .. }))
+            .count(),
+        nothing_to_compact: outcome
+            .compactions
+            .iter()
+            .filter(|c| matches!(c.outcome, Outcome::NothingToCompact { .. }))
+            .count(),
         peak_tokens: outcome.peak_tokens,
         final_tokens: outcome.final_tokens,
         final_messages: outcome.final_messages,

@@ -229,6 +229,7 @@ fn the_figures_count_applied_and_kept_compactions_and_sum_up_retention() {
             threshold_tokens: 0,
             compactions_applied: 2,
             compactions_kept: 1,
+            nothing_to_compact: 0,
             peak_tokens: 8_500,
             final_tokens: 5_000,
             final_messages: 12,
