@@ -384,6 +384,22 @@ fn diff(rng: &mut Rng, files: usize) -> String {
     out
 }
 
+/// A patch tool's unified diff of one file (difflib's, without git's `index` line).
+fn patch_diff(rng: &mut Rng, file: &str) -> String {
+    let line = rng.between(10, 400);
+    let mut out = format!("--- a/{file}\n+++ b/{file}\n@@ -{line},7 +{line},8 @@\n");
+    for _ in 0..rng.between(8, 20) {
+        let mark = *rng.pick(&[" ", " ", "+", "-"]);
+        out.push_str(&format!(
+            "{mark}    {} = {}({})\n",
+            word(rng),
+            word(rng),
+            word(rng)
+        ));
+    }
+    out
+}
+
 fn page(rng: &mut Rng, paragraphs: usize) -> String {
     let mut out = format!("# {}\n\n", sentence(rng, 6));
     for _ in 0..paragraphs {
@@ -771,7 +787,7 @@ pub fn edits_session(seed: u64, n: usize) -> Vec<Message> {
         let patch_files = rng.between(1, 3);
         for _ in 0..patch_files {
             let target = rng.pick(&files).clone();
-            let hunks = diff(&mut rng, 1);
+            let hunks = patch_diff(&mut rng, &target);
             w.tool(
                 "patch",
                 json!({ "path": target.clone(), "old_string": word(&mut rng), "new_string": word(&mut rng) }),

@@ -88,17 +88,21 @@ pub(crate) struct Compaction {
 }
 
 /// The boundary limits for `settings`, calibrated by `scale`.
+///
+/// The summary's allowance is its room (the extractive summary lists facts in it), and head, tail
+/// and summary together aim at the result cap, so the room comes out of the tail's
+/// `protect_last_n` extension rather than on top of it.
 pub(crate) fn limits_for(settings: &Settings<'_>, scale: f64) -> Limits {
     let budgets = settings.budgets;
-    let max_summary = if budgets.context_length == 0 {
+    let summary_room = if budgets.context_length == 0 {
         SUMMARY_TOKENS_CEILING
     } else {
-        budgets.max_summary_tokens
+        budgets.summary_room_tokens
     };
     Limits {
         tail_budget: (budgets.tail_token_budget as f64 / scale) as u64,
-        threshold: (budgets.threshold_tokens as f64 / scale) as u64,
-        summary_allowance: max_summary + PREAMBLE_ALLOWANCE_TOKENS,
+        threshold: (budgets.result_cap_tokens as f64 / scale) as u64,
+        summary_allowance: summary_room + PREAMBLE_ALLOWANCE_TOKENS,
         protect_first_n: settings.config.protect_first_n,
         protect_last_n: settings.config.protect_last_n,
     }
@@ -210,8 +214,13 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         Vec::new()
     };
 
-    // Phase 3.
-    let target_tokens = settings.budgets.summary_target_tokens(input_tokens);
+    // Phase 3. A model is asked for the target length; the extractive summary may fill the room
+    // the tail left it with the facts it lists.
+    let target_tokens = if reads_transcript {
+        settings.budgets.summary_target_tokens(input_tokens)
+    } else {
+        settings.budgets.summary_room_for(input_tokens)
+    };
     let request = SummaryRequest {
         middle,
         pruned_middle: &pruned,

@@ -69,10 +69,14 @@ impl Summarizer for ExtractiveSummarizer {
 }
 
 /// Bytes of assistant text and tool output read per character of summary budget, within bounds:
-/// far more than a summary can quote, and never more than a few milliseconds of scanning.
-const SCAN_BYTES_PER_SUMMARY_CHAR: usize = 16;
-const MIN_SCAN_BYTES: usize = 128 * 1024;
-const MAX_SCAN_BYTES: usize = 256 * 1024;
+/// enough to read the whole middle of a session of a few hundred messages (its facts are what the
+/// summary keeps), and never more than a few milliseconds of scanning.
+const SCAN_BYTES_PER_SUMMARY_CHAR: usize = 48;
+const MIN_SCAN_BYTES: usize = 256 * 1024;
+const MAX_SCAN_BYTES: usize = 1024 * 1024;
+
+/// Action lines ranked with the facts; older ones rank below them.
+const RECENT_ACTIONS: usize = 8;
 
 /// Requests listed one by one, besides the first.
 const MAX_LISTED_REQUESTS: usize = 200;
@@ -111,6 +115,27 @@ impl<'t> Draft<'t> {
         for (id, fact) in facts.facts.iter().enumerate() {
             self.add_fact(id, fact);
         }
+        self.cover_path_suffixes(facts);
+    }
+
+    /// A path that ends with another listed path quotes it verbatim (`/srv/app/src/x.py` holds
+    /// `src/x.py`, a diff's `a/src/x.py` too): listing the longer one covers the shorter.
+    fn cover_path_suffixes(&mut self, facts: &Facts<'t>) {
+        for (id, fact) in facts.facts.iter().enumerate() {
+            if fact.kind != FactKind::Path {
+                continue;
+            }
+            let Some(&at) = self.fact_candidates.get(&id) else {
+                continue;
+            };
+            let text: &str = &fact.text;
+            let covered: Vec<usize> = text
+                .match_indices('/')
+                .filter_map(|(slash, _)| facts.id_of(&text[slash + 1..]))
+                .filter(|&other| other != id)
+                .collect();
+            self.candidates[at].covers.extend(covered);
+        }
     }
 
     /// The user's requests, verbatim up to a length. The latest is always kept; so is the earliest
@@ -123,11 +148,19 @@ impl<'t> Draft<'t> {
             let text = format!("({unlisted} earlier requests are not listed)");
             self.push(Section::Goal, 1, 0, Cow::Owned(text)).display = i64::MAX;
         }
+        // A request the user repeated word for word is listed once, at its latest place.
+        let mut latest_of: FastMap<&str, usize> = FastMap::default();
+        for (position, request) in facts.requests.iter().enumerate() {
+            latest_of.insert(request.text.trim(), position);
+        }
         for (position, request) in facts.requests.iter().enumerate() {
             if position > 0 && position <= unlisted {
                 continue;
             }
             let latest = position + 1 == count;
+            if position > 0 && !latest && latest_of[request.text.trim()] != position {
+                continue;
+            }
             let unanswered = latest && !request.answered && facts.open_at_end;
             let text: &str = &request.text;
             let (section, tier, label, limit) = if unanswered {
@@ -178,6 +211,16 @@ impl<'t> Draft<'t> {
             entry.1 = at;
         }
         self.add_unitemised(facts);
+        // The newest lines tell what was going on; older ones rank below the facts, which the
+        // Files and Critical Context lists keep more compactly than action lines do.
+        let mut newer_lines = 0;
+        let mut recent = vec![false; facts.actions.len()];
+        for (at, action) in facts.actions.iter().enumerate().rev() {
+            if action.itemised && repeats[action.line.as_str()].1 == at {
+                recent[at] = newer_lines < RECENT_ACTIONS;
+                newer_lines += 1;
+            }
+        }
         for (at, action) in facts.actions.iter().enumerate() {
             if !action.itemised {
                 continue;
@@ -203,7 +246,7 @@ impl<'t> Draft<'t> {
             } else if facts.open_at_end && at >= facts.in_progress_from {
                 (Section::InProgress, 2)
             } else {
-                (Section::Done, 2)
+                (Section::Done, if recent[at] { 2 } else { 3 })
             };
             let covers = action
                 .fact_ids
@@ -245,7 +288,6 @@ impl<'t> Draft<'t> {
 
     fn add_fact(&mut self, id: usize, fact: &Fact<'t>) {
         let recency = fact.last_seen + 1;
-        let text: &str = &fact.text;
         let (section, group, tier, shown) = match fact.kind {
             FactKind::Path => {
                 let tier = if fact.verbs != 0 {
@@ -253,12 +295,7 @@ impl<'t> Draft<'t> {
                 } else {
                     fact_tier(fact.source)
                 };
-                (
-                    Section::Files,
-                    Group::None,
-                    tier,
-                    Cow::Owned(describe_path(text, fact.verbs)),
-                )
+                (Section::Files, files_group(fact.verbs), tier, fact.text.clone())
             }
             FactKind::Error => {
                 let tier = match fact.source {
@@ -279,12 +316,19 @@ impl<'t> Draft<'t> {
                 fact_tier(fact.source),
                 fact.text.clone(),
             ),
-            FactKind::Hash | FactKind::Issue | FactKind::Version => (
-                Section::Critical,
-                Group::Identifiers,
-                fact_tier(fact.source),
-                fact.text.clone(),
-            ),
+            FactKind::Hash | FactKind::Issue | FactKind::Version => {
+                let group = match fact.kind {
+                    FactKind::Hash => Group::Hashes,
+                    FactKind::Issue => Group::Issues,
+                    _ => Group::Versions,
+                };
+                (
+                    Section::Critical,
+                    group,
+                    fact_tier(fact.source),
+                    fact.text.clone(),
+                )
+            }
             FactKind::Name => (Section::Critical, Group::Names, 3, fact.text.clone()),
         };
         let at = self.candidates.len();
@@ -316,20 +360,16 @@ fn fact_tier(source: Source) -> u8 {
     }
 }
 
-pub(super) fn describe_path(path: &str, verbs: u8) -> String {
-    let mut done = Vec::new();
-    if verbs & verbs::READ != 0 {
-        done.push("read");
-    }
-    if verbs & verbs::SEARCHED != 0 {
-        done.push("searched");
-    }
+/// The Relevant Files list a file goes in: the most a tool did to it (changed, read, searched),
+/// or only mentioned.
+pub(super) fn files_group(verbs: u8) -> Group {
     if verbs & verbs::CHANGED != 0 {
-        done.push("changed");
-    }
-    if done.is_empty() {
-        path.to_owned()
+        Group::FilesChanged
+    } else if verbs & verbs::READ != 0 {
+        Group::FilesRead
+    } else if verbs & verbs::SEARCHED != 0 {
+        Group::FilesSearched
     } else {
-        format!("{path} ({})", done.join(", "))
+        Group::FilesMentioned
     }
 }
