@@ -214,13 +214,15 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         Vec::new()
     };
 
-    // Phase 3. A model is asked for the target length; the extractive summary may fill the room
-    // the tail left it with the facts it lists.
-    let target_tokens = if reads_transcript {
-        settings.budgets.summary_target_tokens(input_tokens)
-    } else {
-        settings.budgets.summary_room_for(input_tokens)
-    };
+    // Phase 3. The summary's prose keeps to the target length; the facts it lists (identifiers,
+    // error lines, commands, the user's requests) may also fill the room: the tail and the summary
+    // share one budget, the result cap, so what a short tail leaves is the facts' too.
+    let target_tokens = settings.budgets.summary_target_tokens(input_tokens);
+    let head_and_tail: u64 =
+        estimates[..head_end].iter().sum::<u64>() + estimates[tail_start..].iter().sum::<u64>();
+    let left = ((settings.budgets.result_cap_tokens as f64 / scale) as u64)
+        .saturating_sub(head_and_tail + PREAMBLE_ALLOWANCE_TOKENS);
+    let room_tokens = settings.budgets.summary_room_for(input_tokens).max(left);
     let request = SummaryRequest {
         middle,
         pruned_middle: &pruned,
@@ -232,7 +234,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     let (asked, was_asked, note) = match ask {
         Ask::Summarizer(summarizer) => {
             let answer = summarizer
-                .summarize(&request)
+                .summarize_with_room(&request, room_tokens)
                 .and_then(|body| check_summary(&body, input_tokens).map(|()| body));
             let note = summarizer.take_note();
             (answer, true, note)

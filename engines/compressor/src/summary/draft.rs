@@ -93,6 +93,9 @@ pub(super) struct Candidate<'t> {
     pub(super) covers: Vec<usize>,
     /// Always kept, cut to fit.
     pub(super) always: bool,
+    /// A fact the summary keeps verbatim (an identifier, an error line, a command, a request):
+    /// it may use the room beyond the prose's budget.
+    pub(super) keeps_fact: bool,
     pub(super) focus: bool,
 }
 
@@ -140,18 +143,22 @@ impl<'t> Draft<'t> {
             fact: None,
             covers: Vec::new(),
             always: false,
+            keeps_fact: false,
             focus: false,
         });
         self.candidates.last_mut().expect("just pushed")
     }
 
-    pub(super) fn render(mut self, max_chars: usize) -> String {
+    /// Chooses within `max_chars` (everything) and then `fact_chars` (facts only), and writes the
+    /// summary out.
+    pub(super) fn render(mut self, max_chars: usize, fact_chars: usize) -> String {
         let fixed: usize = TEMPLATE_HEADINGS
             .iter()
             .map(|heading| heading.len() + 2)
             .sum::<usize>()
             + Section::ALL.len() * (NONE_ITEM.len() + 3);
         let budget = max_chars.saturating_sub(fixed);
+        let fact_budget = fact_chars.saturating_sub(fixed).max(budget);
         for candidate in &mut self.candidates {
             candidate.focus |= !self.focus_words.is_empty() && {
                 let lower = candidate.text.to_lowercase();
@@ -197,6 +204,16 @@ impl<'t> Draft<'t> {
             chosen.take(&self.candidates[at], at, budget);
             if budget.saturating_sub(chosen.used) < 8 {
                 break;
+            }
+        }
+        if fact_budget > budget {
+            for &at in &order {
+                if self.candidates[at].keeps_fact {
+                    chosen.take(&self.candidates[at], at, fact_budget);
+                    if fact_budget.saturating_sub(chosen.used) < 8 {
+                        break;
+                    }
+                }
             }
         }
         render_sections(&self.candidates, &chosen.picked)

@@ -24,7 +24,10 @@ use super::{
     sections::Section,
     Summarizer, SummaryError, SummaryRequest,
 };
-use crate::{scan::FastMap, summary::facts::cut_at};
+use crate::{
+    scan::{classify_token, for_each_token, FastMap},
+    summary::facts::cut_at,
+};
 
 /// The summarizer that needs no model: the default, and the fallback for every other one.
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,8 +40,21 @@ impl ExtractiveSummarizer {
     /// A summary body of at most about `max_chars` characters (the template's headings are always
     /// written, even when they alone exceed it).
     pub fn summarize_with_limit(&self, request: &SummaryRequest<'_>, max_chars: usize) -> String {
+        self.summarize_with_limits(request, max_chars, max_chars)
+    }
+
+    /// A summary body whose prose (actions, decisions, names) keeps to about `max_chars`
+    /// characters, while the facts it lists verbatim (identifiers, error lines, commands, the
+    /// user's requests) may fill up to `fact_chars` in all.
+    pub fn summarize_with_limits(
+        &self,
+        request: &SummaryRequest<'_>,
+        max_chars: usize,
+        fact_chars: usize,
+    ) -> String {
+        let fact_chars = fact_chars.max(max_chars);
         let focus_words = focus_words(request.focus_topic);
-        let scan_budget = max_chars
+        let scan_budget = fact_chars
             .saturating_mul(SCAN_BYTES_PER_SUMMARY_CHAR)
             .clamp(MIN_SCAN_BYTES, MAX_SCAN_BYTES);
         let facts = extract_facts(request.middle, &focus_words, scan_budget);
@@ -47,16 +63,25 @@ impl ExtractiveSummarizer {
         if let Some(previous) = request.previous_summary {
             draft.add_previous(&facts, previous);
         }
-        draft.render(max_chars)
+        draft.render(max_chars, fact_chars)
     }
 }
 
 impl Summarizer for ExtractiveSummarizer {
     fn summarize(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
         // A summary must save something: never more than three quarters of its input.
-        let target = request.target_tokens.saturating_mul(4);
+        self.summarize_with_room(request, request.target_tokens)
+    }
+
+    fn summarize_with_room(
+        &mut self,
+        request: &SummaryRequest<'_>,
+        room_tokens: u64,
+    ) -> Result<String, SummaryError> {
         let input_cap = request.input_tokens.saturating_mul(3);
-        Ok(self.summarize_with_limit(request, target.min(input_cap) as usize))
+        let target = request.target_tokens.saturating_mul(4).min(input_cap);
+        let room = room_tokens.saturating_mul(4).min(input_cap);
+        Ok(self.summarize_with_limits(request, target as usize, room as usize))
     }
 
     fn name(&self) -> &str {
@@ -94,21 +119,25 @@ impl<'t> Draft<'t> {
         }
         self.add_requests(facts, has_previous);
         for sentence in &facts.constraints {
+            let covers = quoted_facts(facts, sentence.text);
             let candidate = self.push(
                 Section::Constraints,
                 1,
                 sentence.index + 1,
                 Cow::Borrowed(sentence.text),
             );
+            candidate.covers = covers;
             candidate.focus = facts.is_focus(sentence.index);
         }
         for sentence in &facts.decisions {
+            let covers = quoted_facts(facts, sentence.text);
             let candidate = self.push(
                 Section::Decisions,
                 3,
                 sentence.index + 1,
                 Cow::Borrowed(sentence.text),
             );
+            candidate.covers = covers;
             candidate.focus = facts.is_focus(sentence.index);
         }
         self.add_actions(facts);
@@ -180,8 +209,11 @@ impl<'t> Draft<'t> {
                 (Section::Goal, 1, "", OLDER_REQUEST_CHARS)
             };
             let text = format!("{label}{}", cut_marked(text.trim(), limit));
+            let covers = quoted_facts(facts, &text);
             let candidate = self.push(section, tier, request.index + 1, Cow::Owned(text));
+            candidate.covers = covers;
             candidate.always = tier == 0;
+            candidate.keeps_fact = true;
             candidate.focus = facts.is_focus(request.index);
         }
     }
@@ -334,10 +366,31 @@ impl<'t> Draft<'t> {
         let at = self.candidates.len();
         let candidate = self.push(section, tier, recency, shown);
         candidate.group = group;
+        candidate.keeps_fact = group != Group::Names;
         candidate.fact = Some(id);
         candidate.focus = fact.focus;
         self.fact_candidates.insert(id, at);
     }
+}
+
+/// The facts `text` quotes verbatim: its identifiers, its lines (error lines) and its code spans.
+/// A line that quotes a fact makes listing it again a waste of the summary's room.
+fn quoted_facts(facts: &Facts<'_>, text: &str) -> Vec<usize> {
+    let mut quoted = Vec::new();
+    for_each_token(text, |token| {
+        if let Some(id) = classify_token(token).and_then(|(_, fact)| facts.id_of(fact)) {
+            quoted.push(id);
+        }
+    });
+    for line in text.lines() {
+        quoted.extend(facts.id_of(line.trim()));
+    }
+    for (at, _) in text.match_indices('`').step_by(2) {
+        if let Some(end) = text[at + 1..].find('`') {
+            quoted.extend(facts.id_of(text[at + 1..at + 1 + end].trim()));
+        }
+    }
+    quoted
 }
 
 /// The words of a focus topic worth matching, lowercase.

@@ -72,3 +72,14 @@ fn the_corpus_keeps_90_percent_of_its_facts_at_16k_in_no_more_room() {
         "results of {result} tokens, more than the {RESULT_TOKENS_16K_BEFORE} before"
     );
 }
+
+#[test]
+fn the_corpus_keeps_75_percent_of_its_facts_at_8k() {
+    let (kept, total, result) = measure_corpus(8_000);
+    let share = kept as f64 / total as f64;
+    println!(
+        "8k overall {kept}/{total} = {:.1}%, results {result} tokens",
+        share * 100.0
+    );
+    assert!(share >= 0.75, "kept {kept} of {total} facts at 8k");
+}
