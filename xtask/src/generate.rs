@@ -13,7 +13,7 @@ use std::{
 use anyhow::{Context, Result};
 
 #[path = "../../benches/sessions.rs"]
-mod sessions;
+pub(crate) mod sessions;
 
 use sessions::heavy_session;
 

@@ -198,7 +198,10 @@ fn collect_line_facts(line: &str, facts: &mut BTreeSet<Fact>) {
         insert_trimmed(facts, FactKind::Error, line);
     }
     // Most lines hold nothing else that could be a fact: no digit and no identifier punctuation.
-    if !line.bytes().any(|b| b.is_ascii_digit() || matches!(b, b'/' | b'.' | b'#' | b':')) {
+    if !line
+        .bytes()
+        .any(|b| b.is_ascii_digit() || matches!(b, b'/' | b'.' | b'#' | b':'))
+    {
         return;
     }
     let urls: Vec<(usize, usize)> = URL
@@ -338,7 +341,10 @@ mod tests {
             found,
             vec![
                 (FactKind::Path, "src/app.py".to_owned()),
-                (FactKind::Error, "error: cannot pull with rebase: You have unstaged changes".to_owned()),
+                (
+                    FactKind::Error,
+                    "error: cannot pull with rebase: You have unstaged changes".to_owned()
+                ),
                 (FactKind::Url, "https://example.org/a/b.html".to_owned()),
                 (FactKind::Issue, "#77".to_owned()),
             ]
@@ -355,7 +361,10 @@ mod tests {
             vec![
                 (FactKind::Path, "docs/x.md".to_owned()),
                 (FactKind::Path, "fields.py".to_owned()),
-                (FactKind::Url, "https://github.com/a/b/blob/main/setup.py#L12".to_owned()),
+                (
+                    FactKind::Url,
+                    "https://github.com/a/b/blob/main/setup.py#L12".to_owned()
+                ),
             ]
         );
     }

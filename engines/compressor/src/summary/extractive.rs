@@ -108,7 +108,10 @@ const MAX_LISTED_REQUESTS: usize = 200;
 
 /// Longest request quoted, for the ten latest and for the rest.
 const RECENT_REQUEST_CHARS: usize = 600;
-const OLDER_REQUEST_CHARS: usize = 200;
+/// 200 characters and the cut marker.
+const OLDER_REQUEST_CHARS: usize = 201;
+/// The start of a long command quoted (and the cut marker).
+const COMMAND_CHARS: usize = 200;
 const LATEST_REQUEST_CHARS: usize = 1_200;
 impl<'t> Draft<'t> {
     pub(super) fn add_new(&mut self, facts: &Facts<'t>, focus: Option<&str>, has_previous: bool) {
@@ -340,7 +343,12 @@ impl<'t> Draft<'t> {
             }
             FactKind::Command => {
                 let tier = if fact.source == Source::Assistant { 3 } else { 1 };
-                (Section::Critical, Group::Commands, tier, fact.text.clone())
+                // A long command (a script, a commit message) is quoted by its start.
+                let shown = match cut_marked(fact.text.trim(), COMMAND_CHARS + 1) {
+                    Cow::Borrowed(_) => fact.text.clone(),
+                    Cow::Owned(cut) => Cow::Owned(cut),
+                };
+                (Section::Critical, Group::Commands, tier, shown)
             }
             FactKind::Url => (
                 Section::Critical,
