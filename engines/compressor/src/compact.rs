@@ -222,7 +222,11 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         estimates[..head_end].iter().sum::<u64>() + estimates[tail_start..].iter().sum::<u64>();
     let left = ((settings.budgets.result_cap_tokens as f64 / scale) as u64)
         .saturating_sub(head_and_tail + PREAMBLE_ALLOWANCE_TOKENS);
-    let room_tokens = settings.budgets.summary_room_for(input_tokens).max(left);
+    // Never beyond the ceiling of any summary: a large window's room is already ample.
+    let room_tokens = settings
+        .budgets
+        .summary_room_for(input_tokens)
+        .max(left.min(SUMMARY_TOKENS_CEILING));
     let request = SummaryRequest {
         middle,
         pruned_middle: &pruned,
@@ -330,10 +334,29 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
     };
     report.record_pruning(&stats);
+    drop_in_background(working, middle_tokens);
+    drop_in_background(original.unwrap_or_default(), middle_tokens);
+    report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
     Compaction {
         messages: assembled,
         report,
         summary_body: Some(body),
         failure,
     }
+}
+
+/// Middles at least this big (rough tokens) are freed on a thread of their own.
+const BACKGROUND_DROP_TOKENS: u64 = 250_000;
+
+/// Frees `messages` (the input, now replaced) off the caller's path when they are large: freeing
+/// thousands of tool outputs took a sixth of a compaction of a 2-million-token transcript, and the
+/// agent waits on `compress`. Small inputs are freed here, where a thread would cost more.
+fn drop_in_background(messages: Vec<Message>, middle_tokens: u64) {
+    if messages.is_empty() || middle_tokens < BACKGROUND_DROP_TOKENS {
+        return;
+    }
+    // When no thread can be started, the closure, and the messages with it, are dropped here.
+    let _ = std::thread::Builder::new()
+        .name("compressor-drop".to_owned())
+        .spawn(move || drop(messages));
 }

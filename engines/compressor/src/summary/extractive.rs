@@ -54,9 +54,7 @@ impl ExtractiveSummarizer {
     ) -> String {
         let fact_chars = fact_chars.max(max_chars);
         let focus_words = focus_words(request.focus_topic);
-        let scan_budget = fact_chars
-            .saturating_mul(SCAN_BYTES_PER_SUMMARY_CHAR)
-            .clamp(MIN_SCAN_BYTES, MAX_SCAN_BYTES);
+        let scan_budget = scan_budget(request.middle, fact_chars);
         let facts = extract_facts(request.middle, &focus_words, scan_budget);
         let mut draft = Draft::new(facts.facts.len(), focus_words);
         draft.add_new(&facts, request.focus_topic, request.previous_summary.is_some());
@@ -97,8 +95,32 @@ impl Summarizer for ExtractiveSummarizer {
 /// enough to read the whole middle of a session of a few hundred messages (its facts are what the
 /// summary keeps), and never more than a few milliseconds of scanning.
 const SCAN_BYTES_PER_SUMMARY_CHAR: usize = 48;
-const MIN_SCAN_BYTES: usize = 256 * 1024;
+const MIN_SCAN_BYTES: usize = 128 * 1024;
 const MAX_SCAN_BYTES: usize = 1024 * 1024;
+/// A middle bigger than this holds far more than any summary can: its scan budget shrinks in
+/// proportion (never below the minimum), so that the cost stays bounded on a session of millions
+/// of tokens while a session of a few hundred messages is read whole.
+const LARGE_MIDDLE_BYTES: usize = 1024 * 1024;
+
+/// Bytes of the middle to read, from the newest back, for a summary whose facts may fill
+/// `fact_chars`.
+fn scan_budget(middle: &[ctxhost_engine_abi::Message], fact_chars: usize) -> usize {
+    let budget = fact_chars
+        .saturating_mul(SCAN_BYTES_PER_SUMMARY_CHAR)
+        .clamp(MIN_SCAN_BYTES, MAX_SCAN_BYTES);
+    let middle_bytes: usize = middle
+        .iter()
+        .map(|message| {
+            crate::summary::facts::content_pieces(&message.content)
+                .map(str::len)
+                .sum::<usize>()
+        })
+        .sum();
+    if middle_bytes <= LARGE_MIDDLE_BYTES {
+        return budget;
+    }
+    ((budget as u128 * LARGE_MIDDLE_BYTES as u128 / middle_bytes as u128) as usize).max(MIN_SCAN_BYTES)
+}
 
 /// Action lines ranked with the facts; older ones rank below them.
 const RECENT_ACTIONS: usize = 8;
