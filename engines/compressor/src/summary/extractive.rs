@@ -24,10 +24,9 @@ use super::{
     sections::Section,
     Summarizer, SummaryError, SummaryRequest,
 };
-use crate::{
-    scan::{classify_token, for_each_token, FastMap},
-    summary::facts::cut_at,
-};
+use aho_corasick::AhoCorasick;
+
+use crate::{scan::FastMap, summary::facts::cut_at};
 
 /// The summarizer that needs no model: the default, and the fallback for every other one.
 #[derive(Clone, Copy, Debug, Default)]
@@ -144,51 +143,53 @@ impl<'t> Draft<'t> {
         }
         self.add_requests(facts, has_previous);
         for sentence in &facts.constraints {
-            let covers = quoted_facts(facts, sentence.text);
             let candidate = self.push(
                 Section::Constraints,
                 1,
                 sentence.index + 1,
                 Cow::Borrowed(sentence.text),
             );
-            candidate.covers = covers;
             candidate.focus = facts.is_focus(sentence.index);
         }
         for sentence in &facts.decisions {
-            let covers = quoted_facts(facts, sentence.text);
             let candidate = self.push(
                 Section::Decisions,
                 3,
                 sentence.index + 1,
                 Cow::Borrowed(sentence.text),
             );
-            candidate.covers = covers;
             candidate.focus = facts.is_focus(sentence.index);
         }
         self.add_actions(facts);
         for (id, fact) in facts.facts.iter().enumerate() {
             self.add_fact(id, fact);
         }
-        self.cover_path_suffixes(facts);
+        self.cover_quoted_facts(facts);
     }
 
-    /// A path that ends with another listed path quotes it verbatim (`/srv/app/src/x.py` holds
-    /// `src/x.py`, a diff's `a/src/x.py` too): listing the longer one covers the shorter.
-    fn cover_path_suffixes(&mut self, facts: &Facts<'t>) {
-        for (id, fact) in facts.facts.iter().enumerate() {
-            if fact.kind != FactKind::Path {
-                continue;
+    /// A line that quotes a fact verbatim covers it: a command names its path and version
+    /// (`pip install x==1.2.3`), a traceback's `/srv/app/src/x.py` holds `src/x.py`,
+    /// `warehouse-client-3.7.9` holds `3.7.9`. Once such a line is chosen, listing the fact again
+    /// would waste the summary's room. One pass of every fact's text over every line.
+    fn cover_quoted_facts(&mut self, facts: &Facts<'t>) {
+        let patterns: Vec<&str> = facts.facts.iter().map(|fact| fact.text.as_ref()).collect();
+        let Ok(automaton) = AhoCorasick::new(&patterns) else {
+            return;
+        };
+        for candidate in &mut self.candidates {
+            let own = candidate.fact;
+            // Relevant Files still lists the files an action line names.
+            let progress = matches!(
+                candidate.section,
+                Section::Done | Section::InProgress | Section::Blocked
+            );
+            for found in automaton.find_overlapping_iter(candidate.text.as_ref()) {
+                let id = found.pattern().as_usize();
+                let listed_elsewhere = progress && facts.facts[id].kind == FactKind::Path;
+                if Some(id) != own && !patterns[id].is_empty() && !listed_elsewhere {
+                    candidate.covers.push(id);
+                }
             }
-            let Some(&at) = self.fact_candidates.get(&id) else {
-                continue;
-            };
-            let text: &str = &fact.text;
-            let covered: Vec<usize> = text
-                .match_indices('/')
-                .filter_map(|(slash, _)| facts.id_of(&text[slash + 1..]))
-                .filter(|&other| other != id)
-                .collect();
-            self.candidates[at].covers.extend(covered);
         }
     }
 
@@ -234,9 +235,7 @@ impl<'t> Draft<'t> {
                 (Section::Goal, 1, "", OLDER_REQUEST_CHARS)
             };
             let text = format!("{label}{}", cut_marked(text.trim(), limit));
-            let covers = quoted_facts(facts, &text);
             let candidate = self.push(section, tier, request.index + 1, Cow::Owned(text));
-            candidate.covers = covers;
             candidate.always = tier == 0;
             candidate.keeps_fact = true;
             candidate.focus = facts.is_focus(request.index);
@@ -401,26 +400,6 @@ impl<'t> Draft<'t> {
         candidate.focus = fact.focus;
         self.fact_candidates.insert(id, at);
     }
-}
-
-/// The facts `text` quotes verbatim: its identifiers, its lines (error lines) and its code spans.
-/// A line that quotes a fact makes listing it again a waste of the summary's room.
-fn quoted_facts(facts: &Facts<'_>, text: &str) -> Vec<usize> {
-    let mut quoted = Vec::new();
-    for_each_token(text, |token| {
-        if let Some(id) = classify_token(token).and_then(|(_, fact)| facts.id_of(fact)) {
-            quoted.push(id);
-        }
-    });
-    for line in text.lines() {
-        quoted.extend(facts.id_of(line.trim()));
-    }
-    for (at, _) in text.match_indices('`').step_by(2) {
-        if let Some(end) = text[at + 1..].find('`') {
-            quoted.extend(facts.id_of(text[at + 1..at + 1 + end].trim()));
-        }
-    }
-    quoted
 }
 
 /// The words of a focus topic worth matching, lowercase.
