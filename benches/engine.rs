@@ -143,6 +143,35 @@ fn compress_scaling(c: &mut Criterion) {
     group.finish();
 }
 
+/// The heavy session's window: a 200,000-token model, as a long coding-agent session would use.
+const HEAVY_CONTEXT_LENGTH: u64 = 200_000;
+
+/// The engine call alone (no JSON, no host) on the heavy session: 5,000 messages, ~8.7 MB, ~2
+/// million rough tokens, tool outputs of several KB. Target: at most 5 ms.
+fn compress_heavy(c: &mut Criterion) {
+    let mut group = c.benchmark_group("compress_heavy");
+    group.sample_size(20);
+    let messages = support::heavy_session(5_000);
+    let bytes: usize = messages_to_json(&messages).len();
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_with_input(BenchmarkId::from_parameter(5_000), &messages, |b, messages| {
+        b.iter_batched(
+            || {
+                let mut engine = Compressor::new(&serde_json::Value::Null, Host::detached()).unwrap();
+                engine.update_model(&ModelInfo {
+                    model: "bench".into(),
+                    context_length: HEAVY_CONTEXT_LENGTH,
+                    ..ModelInfo::default()
+                });
+                (engine, messages.clone())
+            },
+            |(mut engine, messages)| engine.compress(messages, &CompressRequest::default()).unwrap(),
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
 fn discovery(c: &mut Criterion) {
     let root = tempfile::tempdir().unwrap();
     for i in 0..100 {
@@ -163,6 +192,7 @@ criterion_group!(
     trivial_call,
     compress_static_vs_library,
     compress_scaling,
+    compress_heavy,
     discovery
 );
 criterion_main!(benches);

@@ -2,6 +2,13 @@
 
 use ctxhost_engine_abi::{Message, ToolCall};
 
+/// The heavy session and the retention corpus, shared with xtask and the compressor's tests.
+#[allow(unused_imports)] // not every benchmark uses them
+pub use sessions::heavy_session;
+
+#[path = "sessions.rs"]
+pub mod sessions;
+
 /// A conversation of about `n` messages: a system prompt, then turns of a user request, assistant
 /// tool calls with 1–3 KB outputs (shell runs, file reads, searches), and assistant replies.
 pub fn tool_heavy_conversation(n: usize) -> Vec<Message> {

@@ -36,11 +36,24 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         "the memory benchmark",
     )?;
     compare_retention(&root)?;
+    crate::retention::write_retention_table(&root)?;
     run(
         Command::new("python3")
             .arg("benches/ratios.py")
             .current_dir(&root),
         "benches/ratios.py",
+    )
+}
+
+/// The fact-retention table alone (`cargo xtask retention`).
+pub fn run_retention_table() -> Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    crate::retention::write_retention_table(&root)?;
+    run(
+        Command::new("python3")
+            .args(["benches/ratios.py", "--retention"])
+            .current_dir(&root),
+        "benches/ratios.py --retention",
     )
 }
 

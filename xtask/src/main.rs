@@ -4,9 +4,15 @@
 //!   `[package.metadata.ctxhost] plugin = "<name>"` and stages its library in
 //!   `plugins/context_engine/<name>/`, next to the committed `plugin.yaml`.
 //! - `cargo xtask bench [FILTER]`: runs the benchmarks and prints the ratios of their targets.
+//! - `cargo xtask gen-heavy OUT [--messages N]`: writes the heavy benchmark session to a file.
+//! - `cargo xtask retention`: the fact-retention table alone (part of `bench`).
 
 mod bench;
+mod generate;
 mod plugins;
+mod retention;
+
+use std::path::PathBuf;
 
 use std::process::ExitCode;
 
@@ -34,6 +40,18 @@ enum Command {
         /// Only the criterion benchmarks whose name contains this.
         filter: Option<String>,
     },
+    /// Print the fact-retention table (16k and 8k windows; the made-up corpus, the examples and
+    /// ../shared's Hermes and SWE-agent transcripts), as `bench` does, without the timings.
+    Retention,
+    /// Write the heavy benchmark session (tool outputs of several KB; 5,000 messages are ~8.7 MB)
+    /// to a file: OpenAI JSONL when it ends in .jsonl, else a JSON array.
+    GenHeavy {
+        /// Where to write it.
+        out: PathBuf,
+        /// How many messages.
+        #[arg(long, default_value_t = 5_000)]
+        messages: usize,
+    },
 }
 
 #[derive(Args)]
@@ -55,6 +73,8 @@ fn main() -> ExitCode {
             plugins::build_and_stage(profile)
         }
         Command::Bench { filter } => bench::run_benchmarks(filter.as_deref()),
+        Command::Retention => bench::run_retention_table(),
+        Command::GenHeavy { out, messages } => generate::write_heavy_session(&out, messages).map(|_| ()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

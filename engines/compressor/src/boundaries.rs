@@ -26,7 +26,8 @@ use crate::assemble::{choose_placement, Placement};
 pub(crate) struct Limits {
     /// What the tail may hold.
     pub tail_budget: u64,
-    /// Where compaction fires; 0 when the window is not known (no progress rule then).
+    /// What head, tail and summary together must stay under (the result cap, below the
+    /// threshold); 0 when the window is not known (no progress rule then).
     pub threshold: u64,
     /// Room kept for the summary and the system note when judging progress.
     pub summary_allowance: u64,

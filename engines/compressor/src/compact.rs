@@ -88,17 +88,21 @@ pub(crate) struct Compaction {
 }
 
 /// The boundary limits for `settings`, calibrated by `scale`.
+///
+/// The summary's allowance is its room (the extractive summary lists facts in it), and head, tail
+/// and summary together aim at the result cap, so the room comes out of the tail's
+/// `protect_last_n` extension rather than on top of it.
 pub(crate) fn limits_for(settings: &Settings<'_>, scale: f64) -> Limits {
     let budgets = settings.budgets;
-    let max_summary = if budgets.context_length == 0 {
+    let summary_room = if budgets.context_length == 0 {
         SUMMARY_TOKENS_CEILING
     } else {
-        budgets.max_summary_tokens
+        budgets.summary_room_tokens
     };
     Limits {
         tail_budget: (budgets.tail_token_budget as f64 / scale) as u64,
-        threshold: (budgets.threshold_tokens as f64 / scale) as u64,
-        summary_allowance: max_summary + PREAMBLE_ALLOWANCE_TOKENS,
+        threshold: (budgets.result_cap_tokens as f64 / scale) as u64,
+        summary_allowance: summary_room + PREAMBLE_ALLOWANCE_TOKENS,
         protect_first_n: settings.config.protect_first_n,
         protect_last_n: settings.config.protect_last_n,
     }
@@ -229,8 +233,19 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         Vec::new()
     };
 
-    // Phase 3.
+    // Phase 3. The summary's prose keeps to the target length; the facts it lists (identifiers,
+    // error lines, commands, the user's requests) may also fill the room: the tail and the summary
+    // share one budget, the result cap, so what a short tail leaves is the facts' too.
     let target_tokens = settings.budgets.summary_target_tokens(input_tokens);
+    let head_and_tail: u64 =
+        estimates[..head_end].iter().sum::<u64>() + estimates[tail_start..].iter().sum::<u64>();
+    let left = ((settings.budgets.result_cap_tokens as f64 / scale) as u64)
+        .saturating_sub(head_and_tail + PREAMBLE_ALLOWANCE_TOKENS);
+    // Never beyond the ceiling of any summary: a large window's room is already ample.
+    let room_tokens = settings
+        .budgets
+        .summary_room_for(input_tokens)
+        .max(left.min(SUMMARY_TOKENS_CEILING));
     let request = SummaryRequest {
         middle,
         pruned_middle: &pruned,
@@ -242,7 +257,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     let (asked, was_asked, note) = match ask {
         Ask::Summarizer(summarizer) => {
             let answer = summarizer
-                .summarize(&request)
+                .summarize_with_room(&request, room_tokens)
                 .and_then(|body| check_summary(&body, input_tokens).map(|()| body));
             let note = summarizer.take_note();
             (answer, true, note)
@@ -338,10 +353,29 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
     };
     report.record_pruning(&stats);
+    drop_in_background(working, middle_tokens);
+    drop_in_background(original.unwrap_or_default(), middle_tokens);
+    report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
     Compaction {
         messages: assembled,
         report,
         summary_body: Some(body),
         failure,
     }
+}
+
+/// Middles at least this big (rough tokens) are freed on a thread of their own.
+const BACKGROUND_DROP_TOKENS: u64 = 250_000;
+
+/// Frees `messages` (the input, now replaced) off the caller's path when they are large: freeing
+/// thousands of tool outputs took a sixth of a compaction of a 2-million-token transcript, and the
+/// agent waits on `compress`. Small inputs are freed here, where a thread would cost more.
+fn drop_in_background(messages: Vec<Message>, middle_tokens: u64) {
+    if messages.is_empty() || middle_tokens < BACKGROUND_DROP_TOKENS {
+        return;
+    }
+    // When no thread can be started, the closure, and the messages with it, are dropped here.
+    let _ = std::thread::Builder::new()
+        .name("compressor-drop".to_owned())
+        .spawn(move || drop(messages));
 }

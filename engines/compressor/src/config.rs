@@ -138,9 +138,24 @@ pub struct Budgets {
     pub threshold_tokens: u64,
     /// `floor(threshold_tokens × target_ratio)`: what the protected tail may use.
     pub tail_token_budget: u64,
-    /// `min(floor(context_length × 0.05), 12,000)`: the longest summary.
+    /// `min(floor(context_length × 0.05), 12,000)`: the longest summary a model is asked for.
     pub max_summary_tokens: u64,
+    /// `max(max_summary_tokens, min(floor(threshold × 0.35), 12,000))`: the room the extractive
+    /// summary may fill with the facts it lists. It comes out of the tail, not on top of it: see
+    /// `result_cap_tokens`.
+    pub summary_room_tokens: u64,
+    /// `floor(threshold × 0.75)`: what head, summary and tail together aim at. The tail's
+    /// `protect_last_n` minimum gives way first (never its token budget), so that a compaction
+    /// leaves a quarter of the threshold free and the summary has room to keep the facts.
+    pub result_cap_tokens: u64,
 }
+
+/// Share of the threshold the extractive summary may fill with facts (issue 7: a compact list of
+/// identifiers keeps more of them than verbatim tool output at the tail's start).
+pub const SUMMARY_ROOM_SHARE: f64 = 0.35;
+
+/// Share of the threshold a compaction's result aims at.
+pub const RESULT_CAP_SHARE: f64 = 0.75;
 
 /// The ceiling on any summary, whatever the window.
 pub const SUMMARY_TOKENS_CEILING: u64 = 12_000;
@@ -156,13 +171,24 @@ impl Budgets {
         let tail_token_budget = (threshold_tokens as f64 * config.effective_target_ratio()).floor() as u64;
         let max_summary_tokens =
             ((model.context_length as f64 * 0.05).floor() as u64).min(SUMMARY_TOKENS_CEILING);
+        let summary_room_tokens = max_summary_tokens
+            .max(((threshold_tokens as f64 * SUMMARY_ROOM_SHARE).floor() as u64).min(SUMMARY_TOKENS_CEILING));
         Self {
             context_length: model.context_length,
             window,
             threshold_tokens,
             tail_token_budget,
             max_summary_tokens,
+            summary_room_tokens,
+            result_cap_tokens: (threshold_tokens as f64 * RESULT_CAP_SHARE).floor() as u64,
         }
+    }
+
+    /// The room of the extractive summary for a middle of `middle_tokens`: the target, or more
+    /// when [`summary_room_tokens`](Self::summary_room_tokens) allows.
+    pub fn summary_room_for(&self, middle_tokens: u64) -> u64 {
+        self.summary_target_tokens(middle_tokens)
+            .max(self.summary_room_tokens)
     }
 
     /// The summary target for a middle of `middle_tokens`: `clamp(middle × 0.20, 2,000, max)`.
@@ -237,8 +263,11 @@ mod tests {
                 threshold_tokens: 100_000,
                 tail_token_budget: 20_000,
                 max_summary_tokens: 10_000,
+                summary_room_tokens: 12_000,
+                result_cap_tokens: 75_000,
             }
         );
+        assert_eq!(budgets.summary_room_for(/*middle_tokens*/ 5_000), 12_000);
         assert_eq!(budgets.summary_target_tokens(/*middle_tokens*/ 5_000), 2_000);
         assert_eq!(budgets.summary_target_tokens(/*middle_tokens*/ 30_000), 6_000);
         assert_eq!(budgets.summary_target_tokens(/*middle_tokens*/ 900_000), 10_000);
@@ -270,5 +299,8 @@ mod tests {
         };
         let budgets = Budgets::compute(&CompressorConfig::default(), &model);
         assert_eq!(budgets.summary_target_tokens(/*middle_tokens*/ 50_000), 200);
+        // The extractive summary may list facts in 35% of the 2,000-token threshold.
+        assert_eq!(budgets.summary_room_for(/*middle_tokens*/ 50_000), 700);
+        assert_eq!(budgets.result_cap_tokens, 1_500);
     }
 }

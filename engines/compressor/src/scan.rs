@@ -12,12 +12,13 @@ use ctxhost_engine_abi::Message;
 pub(crate) use crate::identify::classify_token;
 use crate::summary::facts::content_pieces;
 
-/// Bodies longer than this are scanned only at their ends (the serialisation rule)…
-const SCAN_MAX: usize = 6_000;
+/// Bodies longer than this are scanned only at their ends: a fetched page or a log of a few
+/// dozen KB is read whole (its facts count as much as those of its first lines)…
+const SCAN_MAX: usize = 32_000;
 /// …their first bytes…
-pub(crate) const SCAN_HEAD: usize = 4_000;
+pub(crate) const SCAN_HEAD: usize = 24_000;
 /// …and their last bytes.
-pub(crate) const SCAN_TAIL: usize = 1_500;
+pub(crate) const SCAN_TAIL: usize = 8_000;
 /// How far a line or sentence is looked for around a match, in bytes.
 const LOOK_AROUND: usize = 400;
 
@@ -239,9 +240,14 @@ mod tests {
 
     #[test]
     fn long_bodies_are_scanned_at_both_ends() {
-        let text = format!("{}{}{}", "a".repeat(4_000), "b".repeat(10_000), "c".repeat(1_500));
+        let text = format!(
+            "{}{}{}",
+            "a".repeat(SCAN_HEAD),
+            "b".repeat(10_000),
+            "c".repeat(SCAN_TAIL)
+        );
         let (head, tail) = cap(&text);
-        assert_eq!(head, "a".repeat(4_000));
-        assert_eq!(tail, Some("c".repeat(1_500).as_str()));
+        assert_eq!(head, "a".repeat(SCAN_HEAD));
+        assert_eq!(tail, Some("c".repeat(SCAN_TAIL).as_str()));
     }
 }

@@ -62,26 +62,34 @@ pub const MAX_LISTED_LOSSES: usize = 20;
 /// Longest fact text kept, in characters; longer lines are cut (at a character boundary).
 const MAX_FACT_CHARS: usize = 200;
 
-/// Bodies over this many characters are read as their first 4,000 and last 1,500, as the
-/// compressor serialises them for a summarizer: it bounds the cost on huge outputs.
-const BODY_CUT_CHARS: usize = 6_000;
+// Every body is read whole, as an outside checker would: a fact in the middle of a long fetched
+// page counts as much as one in its first lines.
 
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:\.{0,2}/)?(?:[A-Za-z0-9_.@-]+/)+[A-Za-z0-9_.@-]+\.[A-Za-z0-9]{1,8}\b|/(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+")
         .expect("path pattern compiles")
 });
+/// A file named without its folder, by the extensions code and docs use.
+static FILE_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[A-Za-z0-9_][A-Za-z0-9_.-]*\.(?:py|rs|ts|tsx|js|jsx|go|rb|java|kt|c|h|cc|cpp|hpp|cs|php|swift|md|mdc|txt|json|jsonl|toml|yaml|yml|ini|cfg|lock|sh|sql|html|css|xml|csv|log|ipynb)\b")
+        .expect("file name pattern compiles")
+});
 static URL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"https?://[^\s<>"'`)\]]+"#).expect("url pattern compiles"));
+    LazyLock::new(|| Regex::new(r#"https?://[^\s<>"'`)\]\\{}|^]+"#).expect("url pattern compiles"));
 static HASH: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b[0-9a-f]{7,40}\b").expect("hash pattern compiles"));
+    LazyLock::new(|| Regex::new(r"\b[0-9a-f]{7,64}\b").expect("hash pattern compiles"));
 static ISSUE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"#[0-9]{1,7}\b").expect("issue pattern compiles"));
 static VERSION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\bv?[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.]+)?\b").expect("version pattern compiles")
 });
+/// A line reporting an error: a named error or exception, a compiler's `error:`, a failed test,
+/// a traceback, a panic, and the usual shell and tool failures.
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^.*(?:\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\berror(?:\[E[0-9]+\])?:|\bFAILED\b|\bTraceback\b|\bpanicked at\b|\bfatal:).*$")
-        .expect("error pattern compiles")
+    Regex::new(
+        r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\bError:|\berror(?:\[E[0-9]+\])?:|\bERROR\b|\bFAILED\b|\bFAIL\b|\bTraceback\b|\bpanicked at\b|\bfatal:|\bFatal\b|No such file or directory|command not found|Permission denied|Segmentation fault|npm ERR!",
+    )
+    .expect("error pattern compiles")
 });
 
 /// Every distinct fact in `messages`.
@@ -89,10 +97,9 @@ pub fn find_facts(messages: &[Message]) -> BTreeSet<Fact> {
     let mut facts = BTreeSet::new();
     for message in messages {
         let text = message.text();
-        let body = cut_body(&text);
-        collect_text_facts(&body, &mut facts);
+        collect_text_facts(&text, &mut facts);
         if message.role == Role::User {
-            if let Some(request) = body.lines().map(str::trim).find(|line| !line.is_empty()) {
+            if let Some(request) = text.lines().map(str::trim).find(|line| !line.is_empty()) {
                 facts.insert(fact(FactKind::Request, request));
             }
         }
@@ -149,34 +156,104 @@ fn json_of(message: &Message) -> String {
     serde_json::to_string(message).expect("messages serialise")
 }
 
-fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
-    let patterns: [(&Regex, FactKind); 6] = [
-        (&URL, FactKind::Url),
-        (&PATH, FactKind::Path),
-        (&HASH, FactKind::Hash),
-        (&ISSUE, FactKind::Issue),
-        (&VERSION, FactKind::Version),
-        (&ERROR_LINE, FactKind::Error),
-    ];
-    for (pattern, kind) in patterns {
-        for found in pattern.find_iter(text) {
-            let found = found.as_str().trim();
-            let is_url_part = kind == FactKind::Path && found.contains("://");
-            let is_plain_number = kind == FactKind::Hash && !found.bytes().any(|b| b.is_ascii_alphabetic());
-            let is_word = kind == FactKind::Hash && !found.bytes().any(|b| b.is_ascii_digit());
-            if !found.is_empty() && !is_url_part && !is_plain_number && !is_word {
-                facts.insert(fact(kind, found.trim_end_matches(['.', ',', ';', ':'])));
+/// The lines of `text`: real newlines end a line, and so do the escaped `\n`, `\r` and `\t` of
+/// JSON text that tools print as their output (Hermes wraps shell output in JSON), so that a line
+/// or a path after an escape is read as the tool printed it.
+fn lines_of(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::new();
+    let (mut start, mut at) = (0, 0);
+    while at < bytes.len() {
+        let width = match bytes[at] {
+            b'\n' => 1,
+            b'\\' if matches!(bytes.get(at + 1), Some(b'n' | b'r' | b't')) => 2,
+            b'\\' => {
+                // Another escape (`\"`, `\\`): its second byte is not a line end.
+                at += 2;
+                continue;
             }
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        lines.push(&text[start..at]);
+        at += width;
+        start = at;
+    }
+    if start < bytes.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
+fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
+    for line in lines_of(text) {
+        collect_line_facts(line, facts);
+    }
+}
+
+fn collect_line_facts(line: &str, facts: &mut BTreeSet<Fact>) {
+    if ERROR_LINE.is_match(line) {
+        insert_trimmed(facts, FactKind::Error, line);
+    }
+    // Most lines hold nothing else that could be a fact: no digit and no identifier punctuation.
+    if !line
+        .bytes()
+        .any(|b| b.is_ascii_digit() || matches!(b, b'/' | b'.' | b'#' | b':'))
+    {
+        return;
+    }
+    let urls: Vec<(usize, usize)> = URL
+        .find_iter(line)
+        .map(|found| {
+            let url = found.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']);
+            facts.insert(fact(FactKind::Url, url));
+            (found.start(), found.end())
+        })
+        .collect();
+    let inside_url = |start: usize, end: usize| urls.iter().any(|&(s, e)| start >= s && end <= e);
+    for found in PATH.find_iter(line) {
+        if !inside_url(found.start(), found.end()) {
+            insert_trimmed(facts, FactKind::Path, found.as_str());
         }
+    }
+    for found in FILE_NAME.find_iter(line) {
+        let after_slash = line[..found.start()].ends_with('/');
+        if !after_slash && !inside_url(found.start(), found.end()) {
+            insert_trimmed(facts, FactKind::Path, found.as_str());
+        }
+    }
+    for found in HASH.find_iter(line) {
+        let hash = found.as_str();
+        if hash.bytes().any(|b| b.is_ascii_alphabetic()) && hash.bytes().any(|b| b.is_ascii_digit()) {
+            facts.insert(fact(FactKind::Hash, hash));
+        }
+    }
+    for found in ISSUE.find_iter(line) {
+        if !inside_url(found.start(), found.end()) {
+            facts.insert(fact(FactKind::Issue, found.as_str()));
+        }
+    }
+    for found in VERSION.find_iter(line) {
+        insert_trimmed(facts, FactKind::Version, found.as_str());
+    }
+}
+
+fn insert_trimmed(facts: &mut BTreeSet<Fact>, kind: FactKind, text: &str) {
+    let text = text.trim().trim_end_matches(['.', ',', ';', ':']);
+    if !text.is_empty() {
+        facts.insert(fact(kind, text));
     }
 }
 
 /// The shell command in a tool call's arguments, when it has one.
 fn command_of(arguments: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(arguments).ok()?;
-    ["command", "cmd"]
+    ["command", "cmd", "script"]
         .iter()
         .find_map(|key| Some(value.get(*key)?.as_str()?.trim().to_owned()))
+        .filter(|command| !command.is_empty())
 }
 
 fn fact(kind: FactKind, text: &str) -> Fact {
@@ -188,22 +265,6 @@ fn fact(kind: FactKind, text: &str) -> Fact {
         kind,
         text: text.trim().to_owned(),
     }
-}
-
-fn cut_body(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.len() <= BODY_CUT_CHARS || text.chars().count() <= BODY_CUT_CHARS {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let head: String = text.chars().take(4_000).collect();
-    let tail: String = text
-        .chars()
-        .rev()
-        .take(1_500)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    std::borrow::Cow::Owned(format!("{head}\n{tail}"))
 }
 
 /// Everything the model reads in `messages`, tool-call arguments included, in one string.
@@ -265,6 +326,47 @@ mod tests {
         );
         expect(FactKind::Url, "https://ci.example.com/run/7");
         expect(FactKind::Version, "v2.4.1");
+    }
+
+    #[test]
+    fn a_long_body_is_read_whole_and_escaped_lines_are_lines() {
+        let middle = format!(
+            "{}see https://example.org/a/b.html and fix #77\n{}",
+            "filler text. ".repeat(2_000),
+            "more filler. ".repeat(2_000)
+        );
+        let json_output = r#"{"output": "Compiling x\nerror: cannot pull with rebase: You have unstaged changes.\nsrc/app.py:3", "exit_code": 1}"#;
+        let found = kinds(&[Message::tool("a", middle), Message::tool("b", json_output)]);
+        assert_eq!(
+            found,
+            vec![
+                (FactKind::Path, "src/app.py".to_owned()),
+                (
+                    FactKind::Error,
+                    "error: cannot pull with rebase: You have unstaged changes".to_owned()
+                ),
+                (FactKind::Url, "https://example.org/a/b.html".to_owned()),
+                (FactKind::Issue, "#77".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn bare_file_names_count_and_url_parts_do_not() {
+        let found = kinds(&[Message::assistant(
+            "Open fields.py, then https://github.com/a/b/blob/main/setup.py#L12 and docs/x.md.",
+        )]);
+        assert_eq!(
+            found,
+            vec![
+                (FactKind::Path, "docs/x.md".to_owned()),
+                (FactKind::Path, "fields.py".to_owned()),
+                (
+                    FactKind::Url,
+                    "https://github.com/a/b/blob/main/setup.py#L12".to_owned()
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -6,13 +6,23 @@ use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 use super::sections::{Section, NONE_ITEM, TEMPLATE_HEADINGS};
 use crate::scan::FastMap;
 
-/// Sub-lists of Critical Context.
+/// Sub-lists of a section: the files of Relevant Files by what was done to them, the kinds of
+/// Critical Context. Identifiers are listed compactly, comma-separated, one list per kind: a
+/// reference list keeps far more of them in the same room than sentences that repeat them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Group {
     None,
+    FilesChanged,
+    FilesRead,
+    FilesSearched,
+    FilesMentioned,
     Errors,
     Commands,
     Urls,
+    Hashes,
+    Issues,
+    Versions,
+    /// Hashes, issues and versions together, as summaries before these kinds were split wrote them.
     Identifiers,
     Names,
 }
@@ -21,26 +31,49 @@ impl Group {
     pub(super) fn label(self) -> &'static str {
         match self {
             Group::None => "",
+            Group::FilesChanged => "Changed:",
+            Group::FilesRead => "Read:",
+            Group::FilesSearched => "Searched:",
+            Group::FilesMentioned => "Mentioned:",
             Group::Errors => "Errors:",
             Group::Commands => "Commands:",
             Group::Urls => "URLs:",
+            Group::Hashes => "Hashes:",
+            Group::Issues => "Issues:",
+            Group::Versions => "Versions:",
             Group::Identifiers => "Identifiers:",
             Group::Names => "Names:",
         }
     }
 
+    /// Every labelled group, for reading an earlier summary back.
+    pub(super) const LABELLED: [Group; 12] = [
+        Group::FilesChanged,
+        Group::FilesRead,
+        Group::FilesSearched,
+        Group::FilesMentioned,
+        Group::Errors,
+        Group::Commands,
+        Group::Urls,
+        Group::Hashes,
+        Group::Issues,
+        Group::Versions,
+        Group::Identifiers,
+        Group::Names,
+    ];
+
     pub(super) fn inline(self) -> bool {
-        matches!(self, Group::Urls | Group::Identifiers | Group::Names)
+        !matches!(self, Group::None | Group::Errors | Group::Commands)
     }
 
     /// Characters an item costs beyond its text.
     fn overhead(self) -> usize {
         match self {
-            Group::None => 3,                      // "- " and a newline
-            Group::Errors => 5,                    // "  - " and a newline
-            Group::Commands => 7,                  // "  - `" "`" and a newline
-            Group::Urls | Group::Identifiers => 2, // ", "
-            Group::Names => 4,                     // ", `" "`"
+            Group::None => 3,     // "- " and a newline
+            Group::Errors => 5,   // "  - " and a newline
+            Group::Commands => 7, // "  - `" "`" and a newline
+            Group::Names => 4,    // ", `" "`"
+            _ => 2,               // ", "
         }
     }
 }
@@ -60,6 +93,9 @@ pub(super) struct Candidate<'t> {
     pub(super) covers: Vec<usize>,
     /// Always kept, cut to fit.
     pub(super) always: bool,
+    /// A fact the summary keeps verbatim (an identifier, an error line, a command, a request):
+    /// it may use the room beyond the prose's budget.
+    pub(super) keeps_fact: bool,
     pub(super) focus: bool,
 }
 
@@ -107,18 +143,22 @@ impl<'t> Draft<'t> {
             fact: None,
             covers: Vec::new(),
             always: false,
+            keeps_fact: false,
             focus: false,
         });
         self.candidates.last_mut().expect("just pushed")
     }
 
-    pub(super) fn render(mut self, max_chars: usize) -> String {
+    /// Chooses within `max_chars` (everything) and then `fact_chars` (facts only), and writes the
+    /// summary out.
+    pub(super) fn render(mut self, max_chars: usize, fact_chars: usize) -> String {
         let fixed: usize = TEMPLATE_HEADINGS
             .iter()
             .map(|heading| heading.len() + 2)
             .sum::<usize>()
             + Section::ALL.len() * (NONE_ITEM.len() + 3);
         let budget = max_chars.saturating_sub(fixed);
+        let fact_budget = fact_chars.saturating_sub(fixed).max(budget);
         for candidate in &mut self.candidates {
             candidate.focus |= !self.focus_words.is_empty() && {
                 let lower = candidate.text.to_lowercase();
@@ -164,6 +204,16 @@ impl<'t> Draft<'t> {
             chosen.take(&self.candidates[at], at, budget);
             if budget.saturating_sub(chosen.used) < 8 {
                 break;
+            }
+        }
+        if fact_budget > budget {
+            for &at in &order {
+                if self.candidates[at].keeps_fact {
+                    chosen.take(&self.candidates[at], at, fact_budget);
+                    if fact_budget.saturating_sub(chosen.used) < 8 {
+                        break;
+                    }
+                }
             }
         }
         render_sections(&self.candidates, &chosen.picked)

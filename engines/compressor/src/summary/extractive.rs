@@ -24,6 +24,8 @@ use super::{
     sections::Section,
     Summarizer, SummaryError, SummaryRequest,
 };
+use aho_corasick::AhoCorasick;
+
 use crate::{scan::FastMap, summary::facts::cut_at};
 
 /// The summarizer that needs no model: the default, and the fallback for every other one.
@@ -37,26 +39,46 @@ impl ExtractiveSummarizer {
     /// A summary body of at most about `max_chars` characters (the template's headings are always
     /// written, even when they alone exceed it).
     pub fn summarize_with_limit(&self, request: &SummaryRequest<'_>, max_chars: usize) -> String {
+        self.summarize_with_limits(request, max_chars, max_chars)
+    }
+
+    /// A summary body whose prose (actions, decisions, names) keeps to about `max_chars`
+    /// characters, while the facts it lists verbatim (identifiers, error lines, commands, the
+    /// user's requests) may fill up to `fact_chars` in all.
+    pub fn summarize_with_limits(
+        &self,
+        request: &SummaryRequest<'_>,
+        max_chars: usize,
+        fact_chars: usize,
+    ) -> String {
+        let fact_chars = fact_chars.max(max_chars);
         let focus_words = focus_words(request.focus_topic);
-        let scan_budget = max_chars
-            .saturating_mul(SCAN_BYTES_PER_SUMMARY_CHAR)
-            .clamp(MIN_SCAN_BYTES, MAX_SCAN_BYTES);
+        let scan_budget = scan_budget(request.middle, fact_chars);
         let facts = extract_facts(request.middle, &focus_words, scan_budget);
         let mut draft = Draft::new(facts.facts.len(), focus_words);
         draft.add_new(&facts, request.focus_topic, request.previous_summary.is_some());
         if let Some(previous) = request.previous_summary {
             draft.add_previous(&facts, previous);
         }
-        draft.render(max_chars)
+        draft.render(max_chars, fact_chars)
     }
 }
 
 impl Summarizer for ExtractiveSummarizer {
     fn summarize(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
         // A summary must save something: never more than three quarters of its input.
-        let target = request.target_tokens.saturating_mul(4);
+        self.summarize_with_room(request, request.target_tokens)
+    }
+
+    fn summarize_with_room(
+        &mut self,
+        request: &SummaryRequest<'_>,
+        room_tokens: u64,
+    ) -> Result<String, SummaryError> {
         let input_cap = request.input_tokens.saturating_mul(3);
-        Ok(self.summarize_with_limit(request, target.min(input_cap) as usize))
+        let target = request.target_tokens.saturating_mul(4).min(input_cap);
+        let room = room_tokens.saturating_mul(4).min(input_cap);
+        Ok(self.summarize_with_limits(request, target as usize, room as usize))
     }
 
     fn name(&self) -> &str {
@@ -69,17 +91,48 @@ impl Summarizer for ExtractiveSummarizer {
 }
 
 /// Bytes of assistant text and tool output read per character of summary budget, within bounds:
-/// far more than a summary can quote, and never more than a few milliseconds of scanning.
-const SCAN_BYTES_PER_SUMMARY_CHAR: usize = 16;
+/// enough to read the whole middle of a session of a few hundred messages (its facts are what the
+/// summary keeps), and never more than a few milliseconds of scanning.
+const SCAN_BYTES_PER_SUMMARY_CHAR: usize = 48;
 const MIN_SCAN_BYTES: usize = 128 * 1024;
-const MAX_SCAN_BYTES: usize = 256 * 1024;
+const MAX_SCAN_BYTES: usize = 1024 * 1024;
+/// A middle bigger than this holds far more than any summary can: its scan budget shrinks in
+/// proportion (never below the minimum), so that the cost stays bounded on a session of millions
+/// of tokens while a session of a few hundred messages is read whole.
+const LARGE_MIDDLE_BYTES: usize = 1024 * 1024;
+
+/// Bytes of the middle to read, from the newest back, for a summary whose facts may fill
+/// `fact_chars`.
+fn scan_budget(middle: &[ctxhost_engine_abi::Message], fact_chars: usize) -> usize {
+    let budget = fact_chars
+        .saturating_mul(SCAN_BYTES_PER_SUMMARY_CHAR)
+        .clamp(MIN_SCAN_BYTES, MAX_SCAN_BYTES);
+    let middle_bytes: usize = middle
+        .iter()
+        .map(|message| {
+            crate::summary::facts::content_pieces(&message.content)
+                .map(str::len)
+                .sum::<usize>()
+        })
+        .sum();
+    if middle_bytes <= LARGE_MIDDLE_BYTES {
+        return budget;
+    }
+    ((budget as u128 * LARGE_MIDDLE_BYTES as u128 / middle_bytes as u128) as usize).max(MIN_SCAN_BYTES)
+}
+
+/// Action lines ranked with the facts; older ones rank below them.
+const RECENT_ACTIONS: usize = 8;
 
 /// Requests listed one by one, besides the first.
 const MAX_LISTED_REQUESTS: usize = 200;
 
 /// Longest request quoted, for the ten latest and for the rest.
 const RECENT_REQUEST_CHARS: usize = 600;
-const OLDER_REQUEST_CHARS: usize = 200;
+/// 200 characters and the cut marker.
+const OLDER_REQUEST_CHARS: usize = 201;
+/// The start of a long command quoted (and the cut marker).
+const COMMAND_CHARS: usize = 200;
 const LATEST_REQUEST_CHARS: usize = 1_200;
 impl<'t> Draft<'t> {
     pub(super) fn add_new(&mut self, facts: &Facts<'t>, focus: Option<&str>, has_previous: bool) {
@@ -111,6 +164,33 @@ impl<'t> Draft<'t> {
         for (id, fact) in facts.facts.iter().enumerate() {
             self.add_fact(id, fact);
         }
+        self.cover_quoted_facts(facts);
+    }
+
+    /// A line that quotes a fact verbatim covers it: a command names its path and version
+    /// (`pip install x==1.2.3`), a traceback's `/srv/app/src/x.py` holds `src/x.py`,
+    /// `warehouse-client-3.7.9` holds `3.7.9`. Once such a line is chosen, listing the fact again
+    /// would waste the summary's room. One pass of every fact's text over every line.
+    fn cover_quoted_facts(&mut self, facts: &Facts<'t>) {
+        let patterns: Vec<&str> = facts.facts.iter().map(|fact| fact.text.as_ref()).collect();
+        let Ok(automaton) = AhoCorasick::new(&patterns) else {
+            return;
+        };
+        for candidate in &mut self.candidates {
+            let own = candidate.fact;
+            // Relevant Files still lists the files an action line names.
+            let progress = matches!(
+                candidate.section,
+                Section::Done | Section::InProgress | Section::Blocked
+            );
+            for found in automaton.find_overlapping_iter(candidate.text.as_ref()) {
+                let id = found.pattern().as_usize();
+                let listed_elsewhere = progress && facts.facts[id].kind == FactKind::Path;
+                if Some(id) != own && !patterns[id].is_empty() && !listed_elsewhere {
+                    candidate.covers.push(id);
+                }
+            }
+        }
     }
 
     /// The user's requests, verbatim up to a length. The latest is always kept; so is the earliest
@@ -123,11 +203,19 @@ impl<'t> Draft<'t> {
             let text = format!("({unlisted} earlier requests are not listed)");
             self.push(Section::Goal, 1, 0, Cow::Owned(text)).display = i64::MAX;
         }
+        // A request the user repeated word for word is listed once, at its latest place.
+        let mut latest_of: FastMap<&str, usize> = FastMap::default();
+        for (position, request) in facts.requests.iter().enumerate() {
+            latest_of.insert(request.text.trim(), position);
+        }
         for (position, request) in facts.requests.iter().enumerate() {
             if position > 0 && position <= unlisted {
                 continue;
             }
             let latest = position + 1 == count;
+            if position > 0 && !latest && latest_of[request.text.trim()] != position {
+                continue;
+            }
             let unanswered = latest && !request.answered && facts.open_at_end;
             let text: &str = &request.text;
             let (section, tier, label, limit) = if unanswered {
@@ -149,6 +237,7 @@ impl<'t> Draft<'t> {
             let text = format!("{label}{}", cut_marked(text.trim(), limit));
             let candidate = self.push(section, tier, request.index + 1, Cow::Owned(text));
             candidate.always = tier == 0;
+            candidate.keeps_fact = true;
             candidate.focus = facts.is_focus(request.index);
         }
     }
@@ -178,6 +267,16 @@ impl<'t> Draft<'t> {
             entry.1 = at;
         }
         self.add_unitemised(facts);
+        // The newest lines tell what was going on; older ones rank below the facts, which the
+        // Files and Critical Context lists keep more compactly than action lines do.
+        let mut newer_lines = 0;
+        let mut recent = vec![false; facts.actions.len()];
+        for (at, action) in facts.actions.iter().enumerate().rev() {
+            if action.itemised && repeats[action.line.as_str()].1 == at {
+                recent[at] = newer_lines < RECENT_ACTIONS;
+                newer_lines += 1;
+            }
+        }
         for (at, action) in facts.actions.iter().enumerate() {
             if !action.itemised {
                 continue;
@@ -203,7 +302,7 @@ impl<'t> Draft<'t> {
             } else if facts.open_at_end && at >= facts.in_progress_from {
                 (Section::InProgress, 2)
             } else {
-                (Section::Done, 2)
+                (Section::Done, if recent[at] { 2 } else { 3 })
             };
             let covers = action
                 .fact_ids
@@ -245,7 +344,6 @@ impl<'t> Draft<'t> {
 
     fn add_fact(&mut self, id: usize, fact: &Fact<'t>) {
         let recency = fact.last_seen + 1;
-        let text: &str = &fact.text;
         let (section, group, tier, shown) = match fact.kind {
             FactKind::Path => {
                 let tier = if fact.verbs != 0 {
@@ -253,12 +351,7 @@ impl<'t> Draft<'t> {
                 } else {
                     fact_tier(fact.source)
                 };
-                (
-                    Section::Files,
-                    Group::None,
-                    tier,
-                    Cow::Owned(describe_path(text, fact.verbs)),
-                )
+                (Section::Files, files_group(fact.verbs), tier, fact.text.clone())
             }
             FactKind::Error => {
                 let tier = match fact.source {
@@ -271,7 +364,12 @@ impl<'t> Draft<'t> {
             }
             FactKind::Command => {
                 let tier = if fact.source == Source::Assistant { 3 } else { 1 };
-                (Section::Critical, Group::Commands, tier, fact.text.clone())
+                // A long command (a script, a commit message) is quoted by its start.
+                let shown = match cut_marked(fact.text.trim(), COMMAND_CHARS + 1) {
+                    Cow::Borrowed(_) => fact.text.clone(),
+                    Cow::Owned(cut) => Cow::Owned(cut),
+                };
+                (Section::Critical, Group::Commands, tier, shown)
             }
             FactKind::Url => (
                 Section::Critical,
@@ -279,17 +377,25 @@ impl<'t> Draft<'t> {
                 fact_tier(fact.source),
                 fact.text.clone(),
             ),
-            FactKind::Hash | FactKind::Issue | FactKind::Version => (
-                Section::Critical,
-                Group::Identifiers,
-                fact_tier(fact.source),
-                fact.text.clone(),
-            ),
+            FactKind::Hash | FactKind::Issue | FactKind::Version => {
+                let group = match fact.kind {
+                    FactKind::Hash => Group::Hashes,
+                    FactKind::Issue => Group::Issues,
+                    _ => Group::Versions,
+                };
+                (
+                    Section::Critical,
+                    group,
+                    fact_tier(fact.source),
+                    fact.text.clone(),
+                )
+            }
             FactKind::Name => (Section::Critical, Group::Names, 3, fact.text.clone()),
         };
         let at = self.candidates.len();
         let candidate = self.push(section, tier, recency, shown);
         candidate.group = group;
+        candidate.keeps_fact = group != Group::Names;
         candidate.fact = Some(id);
         candidate.focus = fact.focus;
         self.fact_candidates.insert(id, at);
@@ -316,20 +422,16 @@ fn fact_tier(source: Source) -> u8 {
     }
 }
 
-pub(super) fn describe_path(path: &str, verbs: u8) -> String {
-    let mut done = Vec::new();
-    if verbs & verbs::READ != 0 {
-        done.push("read");
-    }
-    if verbs & verbs::SEARCHED != 0 {
-        done.push("searched");
-    }
+/// The Relevant Files list a file goes in: the most a tool did to it (changed, read, searched),
+/// or only mentioned.
+pub(super) fn files_group(verbs: u8) -> Group {
     if verbs & verbs::CHANGED != 0 {
-        done.push("changed");
-    }
-    if done.is_empty() {
-        path.to_owned()
+        Group::FilesChanged
+    } else if verbs & verbs::READ != 0 {
+        Group::FilesRead
+    } else if verbs & verbs::SEARCHED != 0 {
+        Group::FilesSearched
     } else {
-        format!("{path} ({})", done.join(", "))
+        Group::FilesMentioned
     }
 }

@@ -60,6 +60,18 @@ pub trait Summarizer: Send {
     /// The body of the summary (the template's sections, without the marker line).
     fn summarize(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError>;
 
+    /// Like [`summarize`](Summarizer::summarize), with `room_tokens` (more than the target) that
+    /// the facts a summary lists verbatim may fill: the engine took it from the tail. Summarizers
+    /// that write prose keep to the target (the default).
+    fn summarize_with_room(
+        &mut self,
+        request: &SummaryRequest<'_>,
+        room_tokens: u64,
+    ) -> Result<String, SummaryError> {
+        let _ = room_tokens;
+        self.summarize(request)
+    }
+
     /// A short name for reports and status, e.g. `extractive`.
     fn name(&self) -> &str;
 

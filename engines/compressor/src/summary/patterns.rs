@@ -124,6 +124,12 @@ impl<'a> Facts<'a> {
         let mut best: Option<(u8, &'a str)> = None;
         let mut from = 0;
         while let Some(found) = ERROR_MARKERS.find_at(text, from) {
+            // `"error": null` in a tool's JSON answer says there was none.
+            let after = &text[found.end()..];
+            if found.as_str() == "error" && (after.starts_with("\": null") || after.starts_with("\":null")) {
+                from = found.end();
+                continue;
+            }
             let (line, line_end) = line_around(text, found.start(), found.end());
             from = line_end.max(found.end());
             let line = cut_at(line.trim(), MAX_ERROR_LINE);

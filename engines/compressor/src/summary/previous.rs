@@ -16,7 +16,7 @@ use std::{borrow::Cow, collections::HashSet};
 use super::{
     actions::program_of,
     draft::{Draft, Group},
-    extractive::describe_path,
+    extractive::files_group,
     facts::{verbs, Facts},
     sections::{parse_sections, Section},
 };
@@ -60,6 +60,24 @@ impl<'t> Draft<'t> {
                     _ => (section, 2),
                 };
                 let mut text = line.trim();
+                if section == Section::Files {
+                    // `Changed: a, b`: each file on its own, folded into a new line naming it.
+                    if let Some((label, verbs)) = label_group(text).and_then(|g| Some((g, file_verbs(g)?))) {
+                        let items = text[label.label().len()..].trim();
+                        for item in items.split(", ").filter(|item| !item.is_empty()) {
+                            if !self.merge_file(facts, item, verbs) {
+                                carried.push(Carried {
+                                    section: target,
+                                    group: label,
+                                    tier,
+                                    order: position,
+                                    text: item,
+                                });
+                            }
+                        }
+                        continue;
+                    }
+                }
                 if section == Section::Critical {
                     if let Some(label) = label_group(text) {
                         group = label;
@@ -159,9 +177,6 @@ impl<'t> Draft<'t> {
             Some((path, rest)) => (path, rest.trim_end_matches(')')),
             None => (line, ""),
         };
-        let Some(fact) = facts.id_of(path) else {
-            return false;
-        };
         let mut earlier = 0;
         for verb in done.split(", ") {
             earlier |= match verb {
@@ -171,22 +186,36 @@ impl<'t> Draft<'t> {
                 _ => 0,
             };
         }
+        self.merge_file(facts, path, earlier)
+    }
+
+    /// Folds `earlier` (what an earlier summary says was done to `path`) into the new line naming
+    /// the file; returns false when no new line names it.
+    fn merge_file(&mut self, facts: &Facts<'t>, path: &str, earlier: u8) -> bool {
+        let Some(fact) = facts.id_of(path) else {
+            return false;
+        };
         if let Some(&at) = self.fact_candidates.get(&fact) {
             let merged = earlier | facts.facts[fact].verbs;
-            self.candidates[at].text = Cow::Owned(describe_path(path, merged));
+            self.candidates[at].group = files_group(merged);
         }
         true
     }
 }
 
 fn label_group(text: &str) -> Option<Group> {
-    [
-        Group::Errors,
-        Group::Commands,
-        Group::Urls,
-        Group::Identifiers,
-        Group::Names,
-    ]
-    .into_iter()
-    .find(|group| text.starts_with(group.label()))
+    Group::LABELLED
+        .into_iter()
+        .find(|group| text.starts_with(group.label()))
+}
+
+/// What was done to the files of a Relevant Files group.
+fn file_verbs(group: Group) -> Option<u8> {
+    match group {
+        Group::FilesChanged => Some(verbs::CHANGED),
+        Group::FilesRead => Some(verbs::READ),
+        Group::FilesSearched => Some(verbs::SEARCHED),
+        Group::FilesMentioned => Some(0),
+        _ => None,
+    }
 }

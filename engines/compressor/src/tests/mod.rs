@@ -1,5 +1,6 @@
 //! Behaviour tests: what a user of the engine would notice.
 
+mod corpus;
 mod lifecycle;
 mod phases;
 mod property;
