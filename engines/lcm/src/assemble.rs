@@ -90,8 +90,10 @@ pub fn render_summary(summary: &SummaryRow) -> String {
     )
 }
 
-/// The summary message for `summaries` (in the order given: highest depth first).
-pub fn summary_message(summaries: &[SummaryRow]) -> Message {
+/// The summary message for `summaries` (in the order given: highest depth first). `pinned` is
+/// the newest user message, when it is kept right after the summaries while work that followed
+/// it was summarised (see [`crate::compact`]).
+pub fn summary_message(summaries: &[SummaryRow], pinned: Option<i64>) -> Message {
     let mut text = String::from(SUMMARY_HEADER);
     for summary in summaries {
         text.push_str("\n\n");
@@ -102,7 +104,19 @@ pub fn summary_message(summaries: &[SummaryRow]) -> Message {
         "\n\n{EXPANDABLE} {} (lcm_expand gives a summary's sources, down to the exact original messages)",
         ids.join(", ")
     ));
+    if let Some(id) = pinned {
+        text.push_str(&format!("{PINNED}msg_{id}"));
+    }
     Message::new(Role::Assistant, text)
+}
+
+const PINNED: &str = "; the user's latest request follows: ";
+
+/// The row id of the user message a summary message says follows it, kept out of order.
+pub fn parse_pinned(message: &Message) -> Option<i64> {
+    let last = message.text().lines().next_back()?.to_owned();
+    let (_, id) = last.rsplit_once(PINNED)?;
+    id.strip_prefix("msg_")?.parse().ok()
 }
 
 /// The summary ids listed by a summary message, or `None` when `message` is not one.
@@ -168,8 +182,12 @@ mod tests {
     #[test]
     fn a_summary_message_lists_its_ids() {
         let ids = ["sum_0123456789abcdef", "sum_fedcba9876543210"];
-        let message = summary_message(&[summary(ids[0]), summary(ids[1])]);
+        let message = summary_message(&[summary(ids[0]), summary(ids[1])], None);
         assert_eq!(parse_summary_message(&message).unwrap(), ids);
+        assert_eq!(parse_pinned(&message), None);
+        let pinned = summary_message(&[summary(ids[0])], Some(42));
+        assert_eq!(parse_summary_message(&pinned).unwrap(), ids[..1]);
+        assert_eq!(parse_pinned(&pinned), Some(42));
         assert_eq!(parse_summary_message(&Message::assistant("hello")), None);
     }
 }

@@ -114,7 +114,7 @@ pub fn compact(
     } else {
         ((threshold as f64 * config.tail_share) / scale) as u64
     };
-    let tail_start = find_tail_start(&raws, config.fresh_tail, tail_budget);
+    let tail = find_tail(&raws, config.fresh_tail, tail_budget);
 
     let mut sweep = Sweep {
         deadline: Duration::from_secs(config.max_sweep_seconds),
@@ -131,11 +131,15 @@ pub fn compact(
         system_tokens + block_tokens(frontier) + raws.iter().map(|raw| raw.tokens).sum::<u64>()
     };
 
-    // Leaf passes: the oldest raw messages outside the tail.
-    let mut uncovered = tail_start;
-    while uncovered > 0 && total(&frontier, &raws) > target && sweep.may_continue() {
-        let end = choose_leaf_chunk(&raws[..uncovered], config.leaf_chunk_tokens);
-        let chunk: Vec<&Raw> = raws[..end].iter().collect();
+    // Leaf passes: the oldest raw messages outside the tail (the pinned user message excepted).
+    let mut pinned = tail.pinned;
+    let mut uncovered = tail.start;
+    while uncovered > usize::from(pinned.is_some_and(|p| p < uncovered))
+        && total(&frontier, &raws) > target
+        && sweep.may_continue()
+    {
+        let picked = choose_leaf_chunk(&raws[..uncovered], pinned, config.leaf_chunk_tokens);
+        let chunk: Vec<&Raw> = picked.iter().map(|&at| &raws[at]).collect();
         let chunk_tokens: u64 = chunk.iter().map(|raw| raw.tokens).sum();
         let Some(summary) = sweep.leaf(&chunk, chunk_tokens, &config)? else {
             break;
@@ -148,9 +152,22 @@ pub fn compact(
             break;
         }
         frontier.push(summary);
-        raws.drain(..end);
-        uncovered -= end;
+        for &at in picked.iter().rev() {
+            raws.remove(at);
+        }
+        uncovered -= picked.len();
+        if let Some(p) = pinned.as_mut() {
+            *p -= picked.iter().filter(|&&at| at < *p).count();
+        }
     }
+    // A message the summaries precede though they cover later ones is the pinned user message
+    // (pinned now or by an earlier compaction): the summary message names it, so that the next
+    // compaction finds it in the store.
+    let _ = pinned;
+    let pinned_id = raws
+        .first()
+        .filter(|raw| frontier_covers_after(&frontier, raw.seq))
+        .map(|raw| raw.id);
 
     // Condensation passes: while the summaries take too much room, runs of `fan_in` of one depth.
     let summary_budget = target / 2;
@@ -190,7 +207,7 @@ pub fn compact(
         false => system,
     }));
     if !frontier.is_empty() {
-        context.push(assemble::summary_message(&frontier));
+        context.push(assemble::summary_message(&frontier, pinned_id));
     }
     let tail_ids: Vec<i64> = raws.iter().map(|raw| raw.id).collect();
     let first_seq = raws.first().map(|raw| raw.seq);
@@ -265,37 +282,69 @@ fn block_tokens(frontier: &[SummaryRow]) -> u64 {
             .sum::<u64>()
 }
 
-/// Where the fresh tail starts in `raws`: the newest `fresh_tail` messages within `budget`
-/// tokens, always from the newest user message on, never inside a tool group.
-fn find_tail_start(raws: &[Raw], fresh_tail: usize, budget: u64) -> usize {
+/// Where the fresh tail starts in `raws`, and the newest user message when it is kept apart.
+struct Tail {
+    /// The newest `fresh_tail` messages within the budget, never inside a tool group.
+    start: usize,
+    /// The newest user message, when it lies before `start`: it is kept (the host requires it),
+    /// right after the summaries, while the work that followed it may be summarised.
+    pinned: Option<usize>,
+}
+
+/// The fresh tail of `raws`: the newest `fresh_tail` messages within `budget` tokens. When the
+/// newest user message and everything after it fit in the budget, the tail starts there;
+/// otherwise that user message is pinned.
+fn find_tail(raws: &[Raw], fresh_tail: usize, budget: u64) -> Tail {
     let mut start = raws.len();
     let mut used = 0u64;
     while start > 0 && raws.len() - start < fresh_tail && used + raws[start - 1].tokens <= budget {
         start -= 1;
         used += raws[start].tokens;
     }
-    if let Some(last_user) = raws.iter().rposition(|raw| raw.message.role == Role::User) {
-        start = start.min(last_user);
+    let last_user = raws.iter().rposition(|raw| raw.message.role == Role::User);
+    let mut pinned = None;
+    if let Some(last_user) = last_user.filter(|&at| at < start) {
+        let from_user: u64 = raws[last_user..].iter().map(|raw| raw.tokens).sum();
+        if from_user <= budget {
+            start = last_user;
+        } else {
+            pinned = Some(last_user);
+        }
     }
     while start > 0 && start < raws.len() && raws[start].message.role == Role::Tool {
         start -= 1;
     }
-    start
+    if pinned.is_some_and(|p| p >= start) {
+        pinned = None;
+    }
+    Tail { start, pinned }
 }
 
-/// The end (exclusive) of the oldest chunk of `candidates` within `max_tokens` (at least one
-/// message), extended so that a tool call's results stay with it.
-fn choose_leaf_chunk(candidates: &[Raw], max_tokens: u64) -> usize {
-    let mut end = 0;
+/// Whether a summary in `frontier` covers a message ingested after position `seq`.
+fn frontier_covers_after(frontier: &[SummaryRow], seq: i64) -> bool {
+    frontier.iter().any(|summary| summary.last_seq > seq)
+}
+
+/// The positions of the oldest chunk of `candidates` (all but `pinned`) within `max_tokens` (at
+/// least one message), extended so that a tool call's results stay with it.
+fn choose_leaf_chunk(candidates: &[Raw], pinned: Option<usize>, max_tokens: u64) -> Vec<usize> {
+    let mut picked = Vec::new();
     let mut used = 0u64;
-    while end < candidates.len() && (end == 0 || used + candidates[end].tokens <= max_tokens) {
-        used += candidates[end].tokens;
-        end += 1;
+    let mut at = 0;
+    while at < candidates.len() {
+        if Some(at) == pinned {
+            at += 1;
+            continue;
+        }
+        let is_result = candidates[at].message.role == Role::Tool;
+        if !picked.is_empty() && !is_result && used + candidates[at].tokens > max_tokens {
+            break;
+        }
+        used += candidates[at].tokens;
+        picked.push(at);
+        at += 1;
     }
-    while end < candidates.len() && candidates[end].message.role == Role::Tool {
-        end += 1;
-    }
-    end
+    picked
 }
 
 /// The positions in `frontier` of the oldest run of `fan_in` summaries of one depth below
@@ -605,5 +654,6 @@ pub fn has_content(config: &LcmConfig, threshold: u64, messages: &[Message]) -> 
         .iter()
         .find_map(assemble::parse_summary_message)
         .map_or(0, |ids| ids.len());
-    find_tail_start(&raws, config.fresh_tail, budget) > 0 || summaries >= config.fan_in
+    let tail = find_tail(&raws, config.fresh_tail, budget);
+    tail.start > usize::from(tail.pinned.is_some()) || summaries >= config.fan_in
 }

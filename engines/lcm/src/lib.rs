@@ -81,6 +81,9 @@ use store::{NewMessage, StoredRef};
 /// Engine extension: the account of the last compaction (`call_ext("last_compaction")`).
 pub const EXT_LAST_COMPACTION: &str = "last_compaction";
 
+/// How far past the expected position ingestion looks for a message it already holds.
+const RESYNC_WINDOW: usize = 64;
+
 /// The session used when the host never calls `on_session_start`.
 const DEFAULT_SESSION: &str = "default";
 
@@ -227,8 +230,28 @@ impl Lcm {
         let mut pending: Vec<(usize, NewMessage)> = Vec::new();
         let mut entries = Vec::with_capacity(messages.len());
         let mut next_seq = self.session.refs.len() as i64;
+        // The user message a summary message says it kept right after itself, out of order.
+        let mut pinned: Option<i64> = None;
         for (index, message) in messages.into_iter().enumerate() {
+            if let Some(id) = pinned.take() {
+                let json = serde_json::to_string(&message).expect("a message serialises");
+                let hash = store::hash_json(&json);
+                let position = self.session.refs.binary_search_by_key(&id, |stored| stored.id);
+                if let Some(position) = position.ok().filter(|&at| self.session.refs[at].hash == hash) {
+                    let tokens = tokens::estimate_message_tokens(&message);
+                    entries.push(Entry {
+                        message,
+                        slot: Slot::Raw {
+                            id,
+                            seq: position as i64,
+                            tokens,
+                        },
+                    });
+                    continue;
+                }
+            }
             if let Some(ids) = assemble::parse_summary_message(&message) {
+                pinned = assemble::parse_pinned(&message);
                 let mut last_seq = None;
                 for id in &ids {
                     let summary = self
@@ -257,9 +280,15 @@ impl Lcm {
             let json = serde_json::to_string(&original).expect("a message serialises");
             let hash = store::hash_json(&json);
             let tokens = tokens::estimate_message_tokens(&original);
-            let known = self.session.refs.get(cursor).filter(|stored| stored.hash == hash);
+            // The stored message at the expected position, or a little further on (messages
+            // the host dropped from its context) before deciding it is new.
+            let window = cursor..self.session.refs.len().min(cursor + RESYNC_WINDOW);
+            let known = window.into_iter().find(|&at| self.session.refs[at].hash == hash);
             let (id, seq) = match known {
-                Some(stored) => (stored.id, cursor as i64),
+                Some(at) => {
+                    cursor = at;
+                    (self.session.refs[at].id, at as i64)
+                }
                 None => {
                     let seq = next_seq;
                     next_seq += 1;
