@@ -5,6 +5,7 @@ mod compare;
 mod containment;
 mod fallback;
 mod host_services;
+mod lcm;
 mod loading;
 mod plugins;
 mod replay;

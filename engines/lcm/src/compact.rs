@@ -56,6 +56,7 @@ struct Sweep<'a> {
     reused: usize,
     truncations: usize,
     stopped: Option<String>,
+    summary_cap: u64,
 }
 
 /// Compacts the placed context `entries`; returns the new context and an account of the sweep.
@@ -115,6 +116,7 @@ pub fn compact(
         ((threshold as f64 * config.tail_share) / scale) as u64
     };
     let tail = find_tail(&raws, config.fresh_tail, tail_budget);
+    let summary_budget = target / 2;
 
     let mut sweep = Sweep {
         deadline: Duration::from_secs(config.max_sweep_seconds),
@@ -126,6 +128,12 @@ pub fn compact(
         reused: 0,
         truncations: 0,
         stopped: None,
+        // A summary asks for at most half of what all summaries may take (at least a line).
+        summary_cap: if threshold == 0 {
+            u64::MAX
+        } else {
+            (summary_budget / 2).max(64)
+        },
     };
     let total = |frontier: &[SummaryRow], raws: &[Raw]| {
         system_tokens + block_tokens(frontier) + raws.iter().map(|raw| raw.tokens).sum::<u64>()
@@ -170,12 +178,15 @@ pub fn compact(
         .map(|raw| raw.id);
 
     // Condensation passes: while the summaries take too much room, runs of `fan_in` of one depth.
-    let summary_budget = target / 2;
     while sweep.stopped.is_none()
         && (block_tokens(&frontier) > summary_budget || total(&frontier, &raws) > target)
         && sweep.may_continue()
     {
-        let Some(run) = find_condensable_run(&frontier, config.fan_in, config.max_depth) else {
+        // Past the automatic depth limit only when the summaries still do not fit: the context
+        // must stay bounded however long the session, and every summary must stay in it.
+        let run = find_condensable_run(&frontier, config.fan_in, config.max_depth)
+            .or_else(|| find_condensable_run(&frontier, config.fan_in, u32::MAX));
+        let Some(run) = run else {
             break;
         };
         let sources: Vec<SummaryRow> = run.iter().map(|&at| frontier[at].clone()).collect();
@@ -476,7 +487,11 @@ impl Sweep<'_> {
         }
         let messages: Vec<Message> = chunk.iter().map(|raw| raw.message.clone()).collect();
         let refs: Vec<&Message> = chunk.iter().map(|raw| &raw.message).collect();
-        let target = config.leaf_target_tokens.min(chunk_tokens / 2).max(1);
+        let target = config
+            .leaf_target_tokens
+            .min(chunk_tokens / 2)
+            .min(self.summary_cap)
+            .max(1);
         let Some((text, method)) = self.escalate(&messages, &refs, chunk_tokens, target)? else {
             return Ok(None);
         };
@@ -518,7 +533,11 @@ impl Sweep<'_> {
             .map(|s| Message::assistant(assemble::render_summary(s)))
             .collect();
         let refs: Vec<&Message> = messages.iter().collect();
-        let target = config.condensed_target_tokens.min(sources_tokens / 2).max(1);
+        let target = config
+            .condensed_target_tokens
+            .min(sources_tokens / 2)
+            .min(self.summary_cap)
+            .max(1);
         let Some((text, method)) = self.escalate(&messages, &refs, sources_tokens, target)? else {
             return Ok(None);
         };
