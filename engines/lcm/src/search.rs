@@ -114,15 +114,16 @@ pub fn regex_prefilter(pattern: &str) -> Option<String> {
         let mut extractor = Extractor::new();
         extractor.kind(kind);
         let seq = extractor.extract(&hir);
-        let literals = seq.literals()?;
-        if literals.is_empty() {
+        let Some(literals) = seq.literals().filter(|literals| !literals.is_empty()) else {
             continue;
-        }
-        let mut alternatives = Vec::new();
-        for literal in literals {
-            let words = literal_words(literal.as_bytes())?;
-            alternatives.push(words);
-        }
+        };
+        let Some(mut alternatives) = literals
+            .iter()
+            .map(|literal| literal_words(literal.as_bytes()))
+            .collect::<Option<Vec<String>>>()
+        else {
+            continue;
+        };
         alternatives.sort();
         alternatives.dedup();
         let query = alternatives
@@ -382,6 +383,10 @@ mod tests {
         assert_eq!(
             regex_prefilter(r" error: timeout "),
             Some("(\"error\" AND \"timeout\")".to_owned())
+        );
+        assert_eq!(
+            regex_prefilter(r"SENTINEL-BENCH-\d+"),
+            Some("(\"bench\")".to_owned())
         );
         assert_eq!(regex_prefilter(r"coupon"), None);
         assert_eq!(regex_prefilter(r".*"), None);

@@ -306,6 +306,9 @@ impl Store {
         let mut conn = Connection::open(path).map_err(wrap)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(wrap)?;
+        // Rows of a kilobyte or two leave a fifth of a 4 KiB page empty; 16 KiB pages waste little.
+        // Takes effect only on a new file, before WAL mode is set.
+        conn.pragma_update(None, "page_size", 16_384).map_err(wrap)?;
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
             .map_err(wrap)?;
         // NORMAL in WAL mode: a power loss may drop the last transactions, never corrupt; a killed
