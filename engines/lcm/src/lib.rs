@@ -330,12 +330,12 @@ impl Lcm {
                 id
             }
         };
-        let rows: Vec<NewMessage> = pending.iter().map(|(_, row)| row.clone()).collect();
+        let (positions, rows): (Vec<usize>, Vec<NewMessage>) = pending.into_iter().unzip();
         let ids = self
             .store()?
             .insert_messages(session, &rows)
             .map_err(|error| self.store_error(error))?;
-        for ((at, row), id) in pending.into_iter().zip(ids) {
+        for ((at, row), id) in positions.into_iter().zip(&rows).zip(ids) {
             self.session.refs.push(StoredRef {
                 id,
                 hash: row.hash,

@@ -105,11 +105,29 @@ pub fn quote_full_text(text: &str) -> Option<String> {
     (!pieces.is_empty()).then(|| pieces.join(" "))
 }
 
-/// An FTS5 query every text matching `pattern` also matches, when one can be derived: whole ASCII
-/// words the regex's required literals contain (exact), and a word the literal ends in (prefix).
-pub fn regex_prefilter(pattern: &str) -> Option<String> {
-    let hir = regex_syntax::ParserBuilder::new().build().parse(pattern).ok()?;
-    let mut best: Option<String> = None;
+/// How a regex search narrows its candidates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prefilter {
+    /// Every message is a candidate (checked newest first, up to the limit).
+    Scan,
+    /// Only the messages this FTS5 query matches can match.
+    Fts(String),
+    /// No stored text can match (a required literal holds a word the store never saw).
+    Nothing,
+}
+
+/// At most this many stored words may contain a literal for the prefilter to use them.
+const MAX_CONTAINING_TERMS: usize = 256;
+
+/// An FTS5 query every text matching `pattern` also matches, derived from the literals each match
+/// must contain. In a literal, a run of ASCII letters and digits bounded on both sides is a whole
+/// word; bounded on the left only, the start of a word (`"run"*`); otherwise part of a word, and
+/// `containing(run)` lists the stored words holding it (`None`: too many to help).
+pub fn regex_prefilter(pattern: &str, containing: &mut dyn FnMut(&str) -> Option<Vec<String>>) -> Prefilter {
+    let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
+        return Prefilter::Scan;
+    };
+    let mut best = Prefilter::Scan;
     for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
         let mut extractor = Extractor::new();
         extractor.kind(kind);
@@ -117,13 +135,21 @@ pub fn regex_prefilter(pattern: &str) -> Option<String> {
         let Some(literals) = seq.literals().filter(|literals| !literals.is_empty()) else {
             continue;
         };
-        let Some(mut alternatives) = literals
-            .iter()
-            .map(|literal| literal_words(literal.as_bytes()))
-            .collect::<Option<Vec<String>>>()
-        else {
+        let mut alternatives = Vec::new();
+        let mut unconstrained = false;
+        for literal in literals {
+            match literal_query(literal.as_bytes(), containing) {
+                LiteralQuery::Impossible => {}
+                LiteralQuery::Unconstrained => unconstrained = true,
+                LiteralQuery::Words(words) => alternatives.push(words),
+            }
+        }
+        if unconstrained {
             continue;
-        };
+        }
+        if alternatives.is_empty() {
+            return Prefilter::Nothing;
+        }
         alternatives.sort();
         alternatives.dedup();
         let query = alternatives
@@ -131,15 +157,22 @@ pub fn regex_prefilter(pattern: &str) -> Option<String> {
             .map(|words| format!("({words})"))
             .collect::<Vec<_>>()
             .join(" OR ");
-        if best.as_ref().is_none_or(|b| query.len() > b.len()) {
-            best = Some(query);
+        // The longer query names more words: the narrower.
+        if !matches!(&best, Prefilter::Fts(b) if b.len() >= query.len()) {
+            best = Prefilter::Fts(query);
         }
     }
     best
 }
 
-/// The FTS5 conjunction of the words `literal` guarantees, or `None` when it guarantees none.
-fn literal_words(literal: &[u8]) -> Option<String> {
+enum LiteralQuery {
+    Impossible,
+    Unconstrained,
+    Words(String),
+}
+
+/// The FTS5 conjunction of the words `literal` guarantees.
+fn literal_query(literal: &[u8], containing: &mut dyn FnMut(&str) -> Option<Vec<String>>) -> LiteralQuery {
     let mut words = Vec::new();
     let mut at = 0;
     while at < literal.len() {
@@ -151,19 +184,45 @@ fn literal_words(literal: &[u8]) -> Option<String> {
         while at < literal.len() && literal[at].is_ascii_alphanumeric() {
             at += 1;
         }
-        // Bounded on the left by an ASCII separator inside the literal: the run starts a word.
+        // Bounded by an ASCII separator inside the literal: the run starts (ends) a word.
         let starts_word = start > 0 && literal[start - 1].is_ascii();
         let ends_word = at < literal.len() && literal[at].is_ascii();
         let word = String::from_utf8_lossy(&literal[start..at]).to_ascii_lowercase();
         match (starts_word, ends_word) {
             (true, true) => words.push(format!("\"{word}\"")),
             (true, false) => words.push(format!("\"{word}\"*")),
-            _ => {}
+            _ => match containing(&word) {
+                Some(terms) if terms.is_empty() => return LiteralQuery::Impossible,
+                Some(terms) => {
+                    let terms: Vec<String> = terms
+                        .iter()
+                        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                        .collect();
+                    words.push(format!("({})", terms.join(" OR ")));
+                }
+                None => {}
+            },
         }
     }
     words.sort();
     words.dedup();
-    (!words.is_empty()).then(|| words.join(" AND "))
+    if words.is_empty() {
+        LiteralQuery::Unconstrained
+    } else {
+        LiteralQuery::Words(words.join(" AND "))
+    }
+}
+
+/// The stored words containing `part`, or `None` when there are too many to narrow anything.
+fn words_containing(conn: &Connection, part: &str) -> Option<Vec<String>> {
+    let mut statement = conn
+        .prepare_cached("SELECT term FROM terms WHERE instr(term, ?1) > 0 LIMIT ?2")
+        .ok()?;
+    let rows = statement
+        .query_map(params![part, MAX_CONTAINING_TERMS as i64 + 1], |row| row.get(0))
+        .ok()?;
+    let terms: Vec<String> = rows.collect::<Result<_, _>>().ok()?;
+    (terms.len() <= MAX_CONTAINING_TERMS).then_some(terms)
 }
 
 /// Runs `query` over the store: matches newest first, at most `query.limit`, and how many rows
@@ -176,9 +235,15 @@ pub fn grep(conn: &Connection, query: &Query) -> Result<(Vec<Hit>, u64), String>
         Mode::Regex => {
             let regex = compile_regex(&query.pattern)?;
             if query.scope != Scope::Summaries {
-                let prefilter = regex_prefilter(&query.pattern);
-                grep_messages_regex(conn, query, &regex, prefilter.as_deref(), &mut hits, &mut checked)
-                    .map_err(sql)?;
+                let prefilter = regex_prefilter(&query.pattern, &mut |part| words_containing(conn, part));
+                let fts = match &prefilter {
+                    Prefilter::Scan => None,
+                    Prefilter::Fts(fts) => Some(fts.as_str()),
+                    Prefilter::Nothing => Some(""),
+                };
+                if prefilter != Prefilter::Nothing {
+                    grep_messages_regex(conn, query, &regex, fts, &mut hits, &mut checked).map_err(sql)?;
+                }
             }
             if query.scope != Scope::Messages && hits.len() < query.limit {
                 grep_summaries(conn, query, Some(&regex), None, &mut hits).map_err(sql)?;
@@ -379,17 +444,39 @@ mod tests {
 
     #[test]
     fn the_prefilter_keeps_only_words_a_match_must_contain() {
-        assert_eq!(regex_prefilter(r"SENTINEL-7f3a"), Some("(\"7f3a\"*)".to_owned()));
+        let vocabulary = ["coupon", "coupons", "recoup", "staging"];
+        let mut containing = |part: &str| {
+            Some(
+                vocabulary
+                    .iter()
+                    .filter(|t| t.contains(part))
+                    .map(|t| t.to_string())
+                    .collect(),
+            )
+        };
+        let mut prefilter = |pattern: &str| regex_prefilter(pattern, &mut containing);
         assert_eq!(
-            regex_prefilter(r" error: timeout "),
-            Some("(\"error\" AND \"timeout\")".to_owned())
+            prefilter(r"SENTINEL-7f3a"),
+            Prefilter::Nothing,
+            "no stored word holds `sentinel`"
         );
         assert_eq!(
-            regex_prefilter(r"SENTINEL-BENCH-\d+"),
-            Some("(\"bench\")".to_owned())
+            prefilter(r" error: timeout "),
+            Prefilter::Fts("(\"error\" AND \"timeout\")".to_owned())
         );
-        assert_eq!(regex_prefilter(r"coupon"), None);
-        assert_eq!(regex_prefilter(r".*"), None);
+        assert_eq!(
+            prefilter(r"oupon"),
+            Prefilter::Fts("((\"coupon\" OR \"coupons\"))".to_owned())
+        );
+        assert_eq!(
+            prefilter(r"(?i)Staging-\d+"),
+            Prefilter::Fts("((\"staging\"))".to_owned())
+        );
+        assert_eq!(prefilter(r".*"), Prefilter::Scan);
+        assert_eq!(
+            prefilter(r"a|coupon"),
+            Prefilter::Fts("((\"coupon\" OR \"coupons\")) OR ((\"staging\"))".to_owned())
+        );
     }
 
     #[test]

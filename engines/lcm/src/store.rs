@@ -14,7 +14,10 @@
 //! so a process killed at any point leaves either the state before or the state after.
 //! The schema version is `PRAGMA user_version`; [`migrate`] brings an older file up to date.
 
-use std::path::{Path, PathBuf};
+use std::{
+    collections::HashSet,
+    path::{Path, PathBuf},
+};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::Value;
@@ -186,6 +189,33 @@ pub struct MessageRow {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The `terms` table in memory, loaded on the first insertion, so that ingestion only
+    /// writes terms it has never seen.
+    terms: Option<HashSet<Box<str>, BuildFnv>>,
+}
+
+/// FNV-1a: words are short, and SipHash's resistance to chosen keys buys nothing here.
+#[derive(Clone, Copy, Default)]
+struct BuildFnv;
+
+struct Fnv(u64);
+
+impl std::hash::BuildHasher for BuildFnv {
+    type Hasher = Fnv;
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 const SCHEMA_V1: &str = r#"
@@ -243,6 +273,9 @@ CREATE TABLE summary_sources (
     PRIMARY KEY (summary_id, ord)
 ) WITHOUT ROWID;
 CREATE INDEX summary_sources_by_source ON summary_sources (source_id);
+-- Every distinct word of the indexed text, lowercased: a regex literal that is only part of a word
+-- is looked up here, and the words containing it narrow the search through messages_fts.
+CREATE TABLE terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
 "#;
 
 /// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one version at a time, each step in a
@@ -309,6 +342,8 @@ impl Store {
         // Rows of a kilobyte or two leave a fifth of a 4 KiB page empty; 16 KiB pages waste little.
         // Takes effect only on a new file, before WAL mode is set.
         conn.pragma_update(None, "page_size", 16_384).map_err(wrap)?;
+        // 32 MiB of page cache: full-text index merges during ingestion stay in memory.
+        conn.pragma_update(None, "cache_size", -32_768).map_err(wrap)?;
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
             .map_err(wrap)?;
         // NORMAL in WAL mode: a power loss may drop the last transactions, never corrupt; a killed
@@ -321,6 +356,7 @@ impl Store {
         Ok(Self {
             conn,
             path: path.to_owned(),
+            terms: None,
         })
     }
 
@@ -371,9 +407,39 @@ impl Store {
 
     /// Stores `messages` in one transaction; returns their row ids.
     pub fn insert_messages(&mut self, session: i64, messages: &[NewMessage]) -> StoreResult<Vec<i64>> {
+        if self.terms.is_none() {
+            let mut statement = self.conn.prepare("SELECT term FROM terms")?;
+            let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+            let terms = rows
+                .map(|term| term.map(String::into_boxed_str))
+                .collect::<Result<HashSet<_, BuildFnv>, _>>()?;
+            drop(statement);
+            self.terms = Some(terms);
+        }
+        let terms = self.terms.as_mut().expect("loaded above");
         let tx = self.conn.transaction()?;
         let ids = insert_messages_in(&tx, session, messages)?;
-        tx.commit()?;
+        let mut added = Vec::new();
+        {
+            let mut insert = tx.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
+            for message in messages {
+                for term in crate::text::terms(&message.search_text) {
+                    if !terms.contains(term.as_ref()) {
+                        insert.execute([term.as_ref()])?;
+                        let term: Box<str> = term.into();
+                        added.push(term.clone());
+                        terms.insert(term);
+                    }
+                }
+            }
+        }
+        if let Err(error) = tx.commit() {
+            // The terms never reached the file: forget them, so a later insertion writes them.
+            for term in added {
+                terms.remove(&term);
+            }
+            return Err(error.into());
+        }
         Ok(ids)
     }
 

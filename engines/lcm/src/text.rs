@@ -18,6 +18,21 @@ pub fn search_text(message: &Message) -> String {
     text
 }
 
+/// The words of `text` as the full-text index sees them, lowercased: runs of letters and digits.
+/// (SQLite's unicode61 tokenizer also folds diacritics; a word with one is kept as written here,
+/// and the index folds it the same way when it is queried.)
+pub fn terms(text: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            if word.chars().any(char::is_uppercase) {
+                std::borrow::Cow::Owned(word.to_lowercase())
+            } else {
+                std::borrow::Cow::Borrowed(word)
+            }
+        })
+}
+
 /// About `width` characters of `text` around the byte range `start..end`, on character
 /// boundaries, with `…` where it was cut and whitespace runs folded to one space.
 pub fn snippet(text: &str, start: usize, end: usize, width: usize) -> String {
