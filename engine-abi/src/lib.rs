@@ -66,7 +66,8 @@ pub use message::{
     ToolCall,
 };
 pub use sdk::{
-    default_status, CompressRequest, Engine, Host, HostSummary, ModelInfo, SessionInfo, SummarizeRequest,
+    default_status, CompressRequest, Engine, Host, HostPaths, HostSummary, ModelInfo, SessionInfo,
+    SummarizeRequest,
 };
 
 /// What [`export_engine!`] expands to; not part of the public interface.

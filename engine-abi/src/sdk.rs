@@ -1,5 +1,7 @@
 //! The safe side: the trait an engine author implements, and the host handle an engine is given.
 
+use std::path::PathBuf;
+
 use abi_stable::std_types::RStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -74,6 +76,28 @@ pub struct HostSummary {
     /// How many facts found in the messages were added to a model's summary.
     #[serde(default)]
     pub facts_added: u64,
+}
+
+/// Where the host keeps things (host service `paths`, see [`Host::paths`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPaths {
+    /// The config file's directory (the current directory when there is none): an engine
+    /// resolves the relative paths of its config block against it.
+    pub config_dir: PathBuf,
+    /// Where an engine keeps its files by default (`.ctxhost/` in the config directory).
+    pub data_dir: PathBuf,
+}
+
+impl HostPaths {
+    /// What an engine assumes when the host does not say: the current directory, and
+    /// `.ctxhost/` in it.
+    pub fn current_dir() -> Self {
+        let config_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Self {
+            data_dir: config_dir.join(".ctxhost"),
+            config_dir,
+        }
+    }
 }
 
 /// The optional arguments of a `compress` call.
@@ -155,6 +179,16 @@ impl Host {
         serde_json::from_value(answer["tokens"].clone()).map_err(|error| {
             EngineError::invalid_input(format!("host service `count_tokens` answered: {error}"))
         })
+    }
+
+    /// Where the host resolves paths and keeps data: see [`HostPaths`].
+    ///
+    /// Host service `paths`, added in ctxhost 0.1.1 (interface version 1 unchanged). An older host
+    /// answers [`crate::ErrorKind::UNKNOWN_METHOD`]; fall back to [`HostPaths::current_dir`].
+    pub fn paths(&self) -> Result<HostPaths, EngineError> {
+        let answer = self.call("paths", &Value::Null)?;
+        serde_json::from_value(answer)
+            .map_err(|error| EngineError::invalid_input(format!("host service `paths` answered: {error}")))
     }
 
     /// Whether the host offers the service `service`.

@@ -13,13 +13,17 @@
 //!   back), `INVALID_INPUT` for a malformed request. No message ever holds the API key;
 //! - `count_tokens` → `{"counter", "tokens": [n…], "total"}` from
 //!   `{"texts"?: [str…], "messages"?: […]}`, counted with `context.tokenizer` (see
-//!   [`crate::tokens::count_tokens_service`]).
+//!   [`crate::tokens::count_tokens_service`]);
+//! - `paths` → `{"config_dir", "data_dir"}`, absolute: the config file's directory (the current
+//!   directory without one), against which an engine resolves the relative paths of its block,
+//!   and the data directory, `.ctxhost/` in it, where an engine keeps its files by default.
 //!
 //! What the services need from the settings is built once, as a [`ServiceContext`] every engine's
 //! services share.
 
 use std::{
     panic::{self, AssertUnwindSafe},
+    path::{Path, PathBuf},
     sync::Arc,
 };
 
@@ -44,6 +48,12 @@ use crate::{
 /// Host service: token counts with the host's counter (what `Host::count_tokens` asks).
 pub const SERVICE_COUNT_TOKENS: &str = "count_tokens";
 
+/// Host service: where engines resolve relative paths and keep their files.
+pub const SERVICE_PATHS: &str = "paths";
+
+/// The data directory's name, inside the config file's directory.
+pub const DATA_DIR_NAME: &str = ".ctxhost";
+
 /// The service names this host answers.
 pub const SERVICES: &[&str] = &[
     "services",
@@ -51,6 +61,7 @@ pub const SERVICES: &[&str] = &[
     SERVICE_INFO,
     SERVICE_SUMMARIZE,
     SERVICE_COUNT_TOKENS,
+    SERVICE_PATHS,
 ];
 
 /// What the services need from the settings, built once and shared by every engine's services.
@@ -58,6 +69,8 @@ pub const SERVICES: &[&str] = &[
 pub struct ServiceContext {
     summarizer: Summarizer,
     token_counter: TokenCounter,
+    /// The config file's directory; `None`: the current directory.
+    config_dir: Option<PathBuf>,
 }
 
 impl ServiceContext {
@@ -72,6 +85,24 @@ impl ServiceContext {
                     .resolve_api_key(|name| std::env::var(name).ok()),
             ),
             token_counter: TokenCounter::new(settings.tokenizer),
+            config_dir: settings
+                .source
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_owned),
+        })
+    }
+
+    /// The answer of the `paths` service: absolute config and data directories.
+    pub fn paths(&self) -> serde_json::Value {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let config_dir = match &self.config_dir {
+            Some(dir) => cwd.join(dir),
+            None => cwd,
+        };
+        json!({
+            "config_dir": config_dir.display().to_string(),
+            "data_dir": config_dir.join(DATA_DIR_NAME).display().to_string(),
         })
     }
 
@@ -81,6 +112,7 @@ impl ServiceContext {
         Arc::new(Self {
             summarizer: Summarizer::new(settings, settings.resolve_api_key(env)),
             token_counter: TokenCounter::default(),
+            config_dir: None,
         })
     }
 
@@ -142,6 +174,7 @@ impl EngineServices {
             "services" => json!(SERVICES),
             "log.max_level" => json!(max_level_name()),
             SERVICE_INFO => self.context.summarizer.info(),
+            SERVICE_PATHS => self.context.paths(),
             SERVICE_COUNT_TOKENS => {
                 let request = match serde_json::from_str(request) {
                     Ok(request) => request,

@@ -1,0 +1,282 @@
+//! The lcm store's figures: ingestion rate, bytes on disk per message, `lcm_grep` and
+//! `lcm_expand` latency at 10,000 / 100,000 / 1,000,000 stored messages, and compaction time.
+//!
+//! ```sh
+//! cargo bench -p ctxhost-lcm --bench lcm                  # all sizes; the stores are kept in .cache/lcm-bench/
+//! cargo bench -p ctxhost-lcm --bench lcm -- 10000,100000  # some sizes
+//! ```
+//!
+//! The session is synthetic and tool-heavy (~1 KB of JSON a message), the summarizer a stub (the
+//! engine's deterministic truncation, no host). A store is built once per size and reused by later
+//! runs; its ingestion rate is measured when it is built. The messages are also written to
+//! `.cache/lcm-bench/session-<n>.jsonl`, for `benches/lcm_compare.py` to feed lossless-hermes-py the
+//! same ones. Results go to stdout and `.cache/lcm-bench/results.json`.
+
+use std::{
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use ctxhost_engine_abi::{CompressRequest, Engine, Host, Message, ModelInfo, SessionInfo};
+use ctxhost_lcm::{synthetic, Lcm, LcmConfig};
+use serde_json::{json, Value};
+
+const SENTINEL: &str = "SENTINEL-BENCH-4242";
+
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/lcm-bench")
+}
+
+/// `n` messages of a long synthetic session, with the sentinel in message `n / 10`.
+fn session(n: usize) -> Vec<Message> {
+    let mut messages = Vec::with_capacity(n + 64);
+    let mut block = 0u64;
+    while messages.len() < n {
+        let part = synthetic::conversation(block, 200, 2_600);
+        messages.extend(part.into_iter().skip(usize::from(block > 0)));
+        block += 1;
+    }
+    messages.truncate(n);
+    let at = n / 10;
+    messages[at] = Message::user(format!("please deploy {SENTINEL} to staging"));
+    messages
+}
+
+fn engine(database: &Path, window: u64) -> Lcm {
+    let mut engine = Lcm::with_database(LcmConfig::default(), database.to_owned(), Host::detached()).unwrap();
+    engine.update_model(&ModelInfo {
+        context_length: window,
+        ..ModelInfo::default()
+    });
+    engine.on_session_start("bench", &SessionInfo::default()).unwrap();
+    engine
+}
+
+fn stored(engine: &mut Lcm) -> i64 {
+    let store = engine.store().unwrap();
+    store
+        .connection()
+        .query_row(
+            "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.name = 'bench'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    f(); // warm
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    times[times.len() / 2]
+}
+
+fn measure_size(n: usize) -> Value {
+    let dir = cache_dir();
+    fs::create_dir_all(&dir).unwrap();
+    let database = dir.join(format!("store-{n}.sqlite"));
+    let messages = session(n);
+    let json_bytes: usize = messages
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap().len())
+        .sum();
+    let jsonl = dir.join(format!("session-{n}.jsonl"));
+    if !jsonl.exists() && n <= 100_000 {
+        let mut file = std::io::BufWriter::new(fs::File::create(&jsonl).unwrap());
+        for message in &messages {
+            writeln!(file, "{}", serde_json::to_string(message).unwrap()).unwrap();
+        }
+    }
+
+    let mut engine = engine(&database, 128_000);
+    let mut ingest_rate = Value::Null;
+    if stored(&mut engine) as usize != n {
+        drop(engine);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = fs::remove_file(format!("{}{suffix}", database.display()));
+        }
+        engine = self::engine(&database, 128_000);
+        let start = Instant::now();
+        // As compactions feed them: a batch of new messages at a time.
+        for batch in messages.chunks(1_000) {
+            engine.ingest(batch.to_vec()).unwrap();
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        ingest_rate = json!(n as f64 / seconds);
+        eprintln!("{n}: built in {seconds:.1} s");
+    } else {
+        eprintln!("{n}: reusing {}", database.display());
+    }
+    let conn = engine.store().unwrap().connection();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let bytes = fs::metadata(&database).unwrap().len();
+    let count = stored(&mut engine);
+
+    // A few leaf summaries in a session of their own, for lcm_expand.
+    let mut small = engine;
+    small.update_model(&ModelInfo {
+        context_length: 16_000,
+        ..ModelInfo::default()
+    });
+    let existing: Option<String> = small
+        .store()
+        .unwrap()
+        .connection()
+        .query_row("SELECT id FROM summaries WHERE kind = 'leaf' LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .ok();
+    let summary = existing.unwrap_or_else(|| {
+        small.on_session_start("expand", &SessionInfo::default()).unwrap();
+        let compacted = small
+            .compress(messages[..300].to_vec(), &CompressRequest::default())
+            .unwrap();
+        compacted
+            .iter()
+            .find_map(ctxhost_lcm::assemble::parse_summary_message)
+            .and_then(|ids| ids.into_iter().next())
+            .expect("the compaction wrote a summary")
+    });
+    small.on_session_start("bench", &SessionInfo::default()).unwrap();
+
+    let mut grep = |arguments: Value| {
+        let mut answer = Value::Null;
+        let ms = median_ms(5, || {
+            answer = small.handle_tool_call("lcm_grep", &arguments, None)
+        });
+        let found = answer["matches"].as_array().map_or(0, Vec::len);
+        json!({ "ms": ms, "matches": found, "checked": answer["checked"] })
+    };
+    let grep_regex = grep(json!({ "pattern": r"SENTINEL-BENCH-\d+" }));
+    let grep_full_text = grep(json!({ "pattern": SENTINEL, "mode": "full_text" }));
+    let grep_common = grep(json!({ "pattern": "warehouse migration", "mode": "regex" }));
+    let grep_word = grep(json!({ "pattern": "staging" }));
+    let grep_substring = grep(json!({ "pattern": "ENTINEL" }));
+    let grep_scan = grep(json!({ "pattern": "[A-Z]{8}-[A-Z]{5}" }));
+    let message_id = format!("msg_{}", n / 2);
+    let expand_message = median_ms(21, || {
+        small.handle_tool_call("lcm_expand", &json!({ "id": message_id }), None);
+    });
+    let expand_summary = median_ms(21, || {
+        small.handle_tool_call("lcm_expand", &json!({ "id": summary }), None);
+    });
+    json!({
+        "messages": n,
+        "stored": count,
+        "ingest_msgs_per_s": ingest_rate,
+        "json_bytes_per_message": json_bytes as f64 / n as f64,
+        "disk_bytes_per_message": bytes as f64 / n as f64,
+        "disk_over_json": bytes as f64 / json_bytes as f64,
+        "grep_regex_word": grep_regex,
+        "grep_full_text": grep_full_text,
+        "grep_regex_common": grep_common,
+        "grep_regex_plain_word": grep_word,
+        "grep_regex_part_of_word": grep_substring,
+        "grep_regex_no_literal_scan": grep_scan,
+        "expand_message_ms": expand_message,
+        "expand_leaf_ms": expand_summary,
+    })
+}
+
+/// A 20,000-message session replayed at a 64,000-token window: time per compaction, and the
+/// messages each summarised (flat: only what is new since the last one).
+fn measure_compaction() -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(&dir.path().join("c.sqlite"), 64_000);
+    let messages = session(20_000);
+    let mut context: Vec<Message> = Vec::new();
+    let mut times = Vec::new();
+    let mut summarised = Vec::new();
+    for message in &messages {
+        if message.role == ctxhost_engine_abi::Role::Assistant && engine.should_compress_preflight(&context) {
+            let start = Instant::now();
+            context = engine
+                .compress(context.clone(), &CompressRequest::default())
+                .unwrap();
+            times.push(start.elapsed().as_secs_f64() * 1000.0);
+            let report = engine.call_ext("last_compaction", &Value::Null).unwrap();
+            summarised.push(report["new_summaries"].as_u64().unwrap_or(0));
+        }
+        context.push(message.clone());
+    }
+    let mean = times.iter().sum::<f64>() / times.len().max(1) as f64;
+    let max = times.iter().cloned().fold(0.0, f64::max);
+    let third = times.len() / 3;
+    let early = times[..third].iter().sum::<f64>() / third.max(1) as f64;
+    let late = times[times.len() - third..].iter().sum::<f64>() / third.max(1) as f64;
+    json!({
+        "messages": messages.len(),
+        "compactions": times.len(),
+        "mean_ms": mean,
+        "max_ms": max,
+        "first_third_mean_ms": early,
+        "last_third_mean_ms": late,
+        "max_new_summaries_per_compaction": summarised.iter().max(),
+    })
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .find(|arg| !arg.starts_with('-'))
+        .map(|list| {
+            list.split(',')
+                .map(|n| n.parse().expect("sizes: 10000,100000"))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![10_000, 100_000, 1_000_000]);
+    let mut results = Vec::new();
+    for &n in &sizes {
+        let figures = measure_size(n);
+        println!("{}", serde_json::to_string(&figures).unwrap());
+        results.push(figures);
+    }
+    let compaction = measure_compaction();
+    println!("{}", serde_json::to_string(&compaction).unwrap());
+
+    println!("\n| stored messages | ingest msg/s | disk B/msg (× JSON) | regex `SENTINEL-BENCH-\\d+` | regex `staging` | regex `ENTINEL` | regex `[A-Z]{{8}}-[A-Z]{{5}}` (scan) | regex common word | full text `SENTINEL-BENCH-4242` | expand message | expand leaf |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for r in &results {
+        let rate = r["ingest_msgs_per_s"]
+            .as_f64()
+            .map_or("(reused)".to_owned(), |v| format!("{v:.0}"));
+        println!(
+            "| {} | {rate} | {:.0} ({:.2}×) | {:.2} ms | {:.2} ms | {:.2} ms | {:.0} ms | {:.2} ms | {:.2} ms | {:.3} ms | {:.3} ms |",
+            r["messages"],
+            r["disk_bytes_per_message"].as_f64().unwrap(),
+            r["disk_over_json"].as_f64().unwrap(),
+            r["grep_regex_word"]["ms"].as_f64().unwrap(),
+            r["grep_regex_plain_word"]["ms"].as_f64().unwrap(),
+            r["grep_regex_part_of_word"]["ms"].as_f64().unwrap(),
+            r["grep_regex_no_literal_scan"]["ms"].as_f64().unwrap(),
+            r["grep_regex_common"]["ms"].as_f64().unwrap(),
+            r["grep_full_text"]["ms"].as_f64().unwrap(),
+            r["expand_message_ms"].as_f64().unwrap(),
+            r["expand_leaf_ms"].as_f64().unwrap(),
+        );
+    }
+    println!(
+        "\ncompaction: {} compactions over {} messages, mean {:.2} ms, max {:.2} ms (first third {:.2} ms, last third {:.2} ms)",
+        compaction["compactions"],
+        compaction["messages"],
+        compaction["mean_ms"].as_f64().unwrap(),
+        compaction["max_ms"].as_f64().unwrap(),
+        compaction["first_third_mean_ms"].as_f64().unwrap(),
+        compaction["last_third_mean_ms"].as_f64().unwrap(),
+    );
+    let all = json!({ "sizes": results, "compaction": compaction });
+    fs::write(
+        cache_dir().join("results.json"),
+        serde_json::to_string_pretty(&all).unwrap(),
+    )
+    .unwrap();
+}

@@ -1,0 +1,142 @@
+//! The `lcm:` block of `config.yaml`.
+
+use std::path::PathBuf;
+
+use ctxhost_engine_abi::EngineError;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The engine's settings, from its `lcm:` block. Every key is optional.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct LcmConfig {
+    /// The SQLite file. Relative paths are resolved against the config file's directory; default
+    /// `<data_dir>/lcm.sqlite`, the data directory being the host's (`.ctxhost/` beside the config
+    /// file).
+    pub database: Option<PathBuf>,
+    /// Compaction fires at this share of the usable window.
+    pub threshold: f64,
+    /// After a compaction the context aims at this share of the threshold, so that the next turn
+    /// does not fire again at once.
+    pub target: f64,
+    /// The fresh tail: the newest messages kept verbatim (always extended to the newest user
+    /// message and everything after it).
+    pub fresh_tail: usize,
+    /// The fresh tail never takes more than this share of the threshold (beyond the newest user
+    /// message and what follows it, which always stays).
+    pub tail_share: f64,
+    /// A leaf summary covers at most this many tokens of raw messages.
+    pub leaf_chunk_tokens: u64,
+    /// The length a leaf summary is asked for.
+    pub leaf_target_tokens: u64,
+    /// The length a condensed summary is asked for.
+    pub condensed_target_tokens: u64,
+    /// This many uncondensed summaries of one depth become one summary of the next depth.
+    pub fan_in: usize,
+    /// The deepest summary condensation makes automatically.
+    pub max_depth: u32,
+    /// At most this many summarizer calls per compaction.
+    pub max_summarizer_calls: u32,
+    /// At most this many seconds of summarising per compaction.
+    pub max_sweep_seconds: u64,
+}
+
+impl Default for LcmConfig {
+    fn default() -> Self {
+        Self {
+            database: None,
+            threshold: 0.75,
+            target: 0.6,
+            fresh_tail: 64,
+            tail_share: 0.4,
+            leaf_chunk_tokens: 20_000,
+            leaf_target_tokens: 1_200,
+            condensed_target_tokens: 2_000,
+            fan_in: 4,
+            max_depth: 1,
+            max_summarizer_calls: 12,
+            max_sweep_seconds: 120,
+        }
+    }
+}
+
+impl LcmConfig {
+    /// Reads the block (`null` gives the defaults) and checks it.
+    pub fn from_json(block: &Value) -> Result<Self, EngineError> {
+        let config: Self = if block.is_null() {
+            Self::default()
+        } else {
+            serde_json::from_value(block.clone())
+                .map_err(|error| EngineError::config(format!("lcm: {error}")))?
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every value, naming the key of the first impossible one.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let share = |key: &str, value: f64| {
+            if value > 0.0 && value <= 1.0 {
+                Ok(())
+            } else {
+                Err(EngineError::config(format!(
+                    "lcm.{key} must be above 0 and at most 1, got {value}"
+                )))
+            }
+        };
+        share("threshold", self.threshold)?;
+        share("target", self.target)?;
+        share("tail_share", self.tail_share)?;
+        let positive = |key: &str, value: u64| {
+            if value > 0 {
+                Ok(())
+            } else {
+                Err(EngineError::config(format!("lcm.{key} must be at least 1")))
+            }
+        };
+        positive("fresh_tail", self.fresh_tail as u64)?;
+        positive("leaf_chunk_tokens", self.leaf_chunk_tokens)?;
+        positive("leaf_target_tokens", self.leaf_target_tokens)?;
+        positive("condensed_target_tokens", self.condensed_target_tokens)?;
+        positive("max_summarizer_calls", u64::from(self.max_summarizer_calls))?;
+        positive("max_sweep_seconds", self.max_sweep_seconds)?;
+        if self.fan_in < 2 {
+            return Err(EngineError::config(format!(
+                "lcm.fan_in must be at least 2, got {}",
+                self.fan_in
+            )));
+        }
+        if matches!(&self.database, Some(path) if path.as_os_str().is_empty()) {
+            return Err(EngineError::config("lcm.database must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn no_block_gives_the_defaults() {
+        assert_eq!(LcmConfig::from_json(&Value::Null).unwrap(), LcmConfig::default());
+    }
+
+    #[test]
+    fn an_impossible_value_names_its_key() {
+        let error = LcmConfig::from_json(&json!({ "threshold": 3 })).unwrap_err();
+        assert_eq!(
+            error.message.as_str(),
+            "lcm.threshold must be above 0 and at most 1, got 3"
+        );
+        let error = LcmConfig::from_json(&json!({ "fan_in": 1 })).unwrap_err();
+        assert!(error.message.as_str().contains("lcm.fan_in"), "{error:?}");
+    }
+
+    #[test]
+    fn a_wrong_type_is_an_error() {
+        let error = LcmConfig::from_json(&json!({ "fresh_tail": "many" })).unwrap_err();
+        assert!(error.message.as_str().starts_with("lcm: "), "{error:?}");
+    }
+}

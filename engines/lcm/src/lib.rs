@@ -1,0 +1,502 @@
+//! `lcm`: lossless context management, a context engine that never forgets a message.
+//!
+//! Every message goes, exactly as received, into an append-only SQLite store (one file, WAL,
+//! FTS5). The context the model sees is rebuilt from the system message, one message holding
+//! **summaries**, and the fresh tail of raw messages; every summary keeps its lineage, so the
+//! agent can search the whole history (`lcm_grep`) and expand any summary back to the exact
+//! originals (`lcm_expand`). It follows Voltropy's "Lossless Context Management" (2026), as
+//! hermes-lcm and lossless-claw implement it.
+//!
+//! The main type is [`Lcm`], an [`Engine`]; [`LcmConfig`] is its `lcm:` block; [`Store`] is the
+//! database. The plugin library is the separate `ctxhost-lcm-plugin` crate: the host never links
+//! this engine, it loads it through the ABI like any third-party plugin. Not for sessions where
+//! nothing needs to be recovered later: the built-in compressor is cheaper there.
+//!
+//! # How `compress` works
+//!
+//! 1. Ingest every message not stored yet ([`Lcm::ingest`]): the context is aligned with the
+//!    session's stored messages by position and content (a hash of the exact JSON), never by ids
+//!    the messages carry, so feeding the same prefix twice stores nothing new.
+//! 2. Leaf passes over the oldest raw messages outside the fresh tail, until the context fits
+//!    under the target or nothing is left ([`compact`]).
+//! 3. Condensation passes while the summaries themselves take too much room.
+//! 4. Assembly ([`assemble`]): the system message with a fixed note, one assistant message
+//!    holding the summaries, then the tail.
+//!
+//! Every pass must make the context strictly smaller, or the sweep stops; at most
+//! `max_summarizer_calls` calls and `max_sweep_seconds` per sweep. All of a sweep's summaries are
+//! written in one transaction: a killed process leaves the state before or after it.
+//!
+//! # Example
+//!
+//! ```
+//! use ctxhost_engine_abi::{CompressRequest, Engine, Host, Message, ModelInfo, SessionInfo};
+//! use ctxhost_lcm::Lcm;
+//! use serde_json::json;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let database = dir.path().join("lcm.sqlite");
+//! let mut engine = Lcm::new(&json!({ "database": database, "fresh_tail": 2 }), Host::detached()).unwrap();
+//! engine.update_model(&ModelInfo { context_length: 400, ..ModelInfo::default() });
+//! engine.on_session_start("demo", &SessionInfo::default()).unwrap();
+//! let mut messages = vec![Message::system("You are terse.")];
+//! for i in 0..20 {
+//!     messages.push(Message::user(format!("question {i}: {}", "words ".repeat(30))));
+//!     messages.push(Message::assistant(format!("answer {i}")));
+//! }
+//! messages.push(Message::user("the last question"));
+//! let compacted = engine.compress(messages, &CompressRequest::default()).unwrap();
+//! assert!(compacted.len() < 10);
+//! let found = engine.handle_tool_call("lcm_grep", &json!({ "pattern": "question 3:" }), None);
+//! assert_eq!(found["matches"].as_array().unwrap().len(), 1);
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod assemble;
+pub mod compact;
+mod config;
+pub mod search;
+pub mod store;
+pub mod synthetic;
+pub mod text;
+pub mod time;
+mod tools;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use ctxhost_engine_abi::{
+    default_status, CompressRequest, Counters, Engine, EngineError, Host, Message, Role, SessionInfo,
+};
+use ctxhost_engine_kit::tokens;
+use serde_json::{json, Value};
+
+pub use config::LcmConfig;
+pub use store::Store;
+
+use store::{NewMessage, StoredRef};
+
+/// Engine extension: the account of the last compaction (`call_ext("last_compaction")`).
+pub const EXT_LAST_COMPACTION: &str = "last_compaction";
+
+/// How far past the expected position ingestion looks for a message it already holds.
+const RESYNC_WINDOW: usize = 64;
+
+/// The session used when the host never calls `on_session_start`.
+const DEFAULT_SESSION: &str = "default";
+
+/// The lossless context-management engine (`context.engine: lcm`).
+pub struct Lcm {
+    config: LcmConfig,
+    host: Host,
+    counters: Counters,
+    database: PathBuf,
+    store: Option<Store>,
+    session: Session,
+    /// `/reset`s in this session: each starts a session of its own in the store.
+    resets: u32,
+    last_compaction: Option<Value>,
+}
+
+/// The session the engine is in, and what it knows of its stored messages.
+#[derive(Debug, Default)]
+struct Session {
+    name: String,
+    /// The row id, once the session exists in the store.
+    id: Option<i64>,
+    /// Its messages in ingestion order.
+    refs: Vec<StoredRef>,
+    loaded: bool,
+}
+
+/// One message of a context, placed against the store.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The message as in the context.
+    pub message: Message,
+    /// What it is.
+    pub slot: Slot,
+}
+
+/// What a context message is to the store.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Slot {
+    /// The system message (stored without the note); `id` is its row.
+    System {
+        /// Row id.
+        id: i64,
+    },
+    /// The summary message, listing these summaries.
+    Summaries(Vec<String>),
+    /// A raw message.
+    Raw {
+        /// Row id.
+        id: i64,
+        /// Position in ingestion order.
+        seq: i64,
+        /// Rough tokens.
+        tokens: u64,
+    },
+}
+
+impl Lcm {
+    /// The engine with checked settings and the database path already resolved.
+    pub fn with_database(config: LcmConfig, database: PathBuf, host: Host) -> Result<Self, EngineError> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            host,
+            counters: Counters::default(),
+            database,
+            store: None,
+            session: Session {
+                name: DEFAULT_SESSION.to_owned(),
+                ..Session::default()
+            },
+            resets: 0,
+            last_compaction: None,
+        })
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &LcmConfig {
+        &self.config
+    }
+
+    /// The database file.
+    pub fn database(&self) -> &Path {
+        &self.database
+    }
+
+    /// The current session's name in the store.
+    pub fn session_name(&self) -> &str {
+        &self.session.name
+    }
+
+    fn store_error(&self, error: store::StoreError) -> EngineError {
+        EngineError::other(format!("lcm store {}: {error}", self.database.display()))
+    }
+
+    /// The open store, opened on first use.
+    pub fn store(&mut self) -> Result<&mut Store, EngineError> {
+        if self.store.is_none() {
+            let store =
+                Store::open(&self.database).map_err(|error| EngineError::other(format!("lcm: {error}")))?;
+            tracing::debug!("{}: store opened", self.database.display());
+            self.store = Some(store);
+        }
+        Ok(self.store.as_mut().expect("opened above"))
+    }
+
+    /// Opens the store and loads the current session's messages, if not done yet.
+    fn load_session(&mut self) -> Result<(), EngineError> {
+        if self.session.loaded {
+            return Ok(());
+        }
+        let name = self.session.name.clone();
+        let store = self.store()?;
+        let loaded = store
+            .find_session(&name)
+            .and_then(|id| Ok((id, id.map(|id| store.load_refs(id)).transpose()?)));
+        let (id, refs) = loaded.map_err(|error| self.store_error(error))?;
+        self.session.id = id;
+        self.session.refs = refs.unwrap_or_default();
+        self.session.loaded = true;
+        Ok(())
+    }
+
+    fn switch_session(&mut self, name: String) {
+        self.session = Session {
+            name,
+            ..Session::default()
+        };
+    }
+
+    /// Places every message of `messages` against the store, storing those it does not hold yet
+    /// (one transaction), and returns the placed context.
+    ///
+    /// - The system message is stored without the engine's note.
+    /// - The summary message moves the expected position past the last message its summaries
+    ///   cover.
+    /// - A raw message is the stored one at the expected position when its exact JSON matches;
+    ///   otherwise it is new (a different message at that position — say a tool answer replayed
+    ///   differently — is stored as a variant, and the position still advances).
+    pub fn ingest(&mut self, messages: Vec<Message>) -> Result<Vec<Entry>, EngineError> {
+        self.load_session()?;
+        let now = time::now_ms();
+        let mut cursor = 0usize;
+        let mut pending: Vec<(usize, NewMessage)> = Vec::new();
+        let mut entries = Vec::with_capacity(messages.len());
+        let mut next_seq = self.session.refs.len() as i64;
+        // The user message a summary message says it kept right after itself, out of order.
+        let mut pinned: Option<i64> = None;
+        for (index, message) in messages.into_iter().enumerate() {
+            if let Some(id) = pinned.take() {
+                let json = serde_json::to_string(&message).expect("a message serialises");
+                let hash = store::hash_json(&json);
+                let position = self.session.refs.binary_search_by_key(&id, |stored| stored.id);
+                if let Some(position) = position.ok().filter(|&at| self.session.refs[at].hash == hash) {
+                    let tokens = tokens::estimate_message_tokens(&message);
+                    entries.push(Entry {
+                        message,
+                        slot: Slot::Raw {
+                            id,
+                            seq: position as i64,
+                            tokens,
+                        },
+                    });
+                    continue;
+                }
+            }
+            if let Some(ids) = assemble::parse_summary_message(&message) {
+                pinned = assemble::parse_pinned(&message);
+                let mut last_seq = None;
+                for id in &ids {
+                    let summary = self
+                        .store()?
+                        .summary(id)
+                        .map_err(|error| self.store_error(error))?;
+                    if let Some(summary) = summary {
+                        last_seq = last_seq.max(Some(summary.last_seq));
+                    }
+                }
+                if let Some(last_seq) = last_seq {
+                    cursor = cursor.max(last_seq as usize + 1);
+                }
+                entries.push(Entry {
+                    message,
+                    slot: Slot::Summaries(ids),
+                });
+                continue;
+            }
+            let is_system = index == 0 && message.role == Role::System;
+            let original = if is_system {
+                assemble::without_note(&message)
+            } else {
+                message.clone()
+            };
+            let json = serde_json::to_string(&original).expect("a message serialises");
+            let hash = store::hash_json(&json);
+            let tokens = tokens::estimate_message_tokens(&original);
+            // The stored message at the expected position, or a little further on (messages
+            // the host dropped from its context) before deciding it is new.
+            let window = cursor..self.session.refs.len().min(cursor + RESYNC_WINDOW);
+            let known = window.into_iter().find(|&at| self.session.refs[at].hash == hash);
+            let (id, seq) = match known {
+                Some(at) => {
+                    cursor = at;
+                    (self.session.refs[at].id, at as i64)
+                }
+                None => {
+                    let seq = next_seq;
+                    next_seq += 1;
+                    pending.push((
+                        entries.len(),
+                        NewMessage {
+                            seq,
+                            role: original.role.as_str(),
+                            search_text: text::search_text(&original),
+                            json,
+                            tokens: tokens.min(u64::from(u32::MAX)) as u32,
+                            hash,
+                            created_at: now,
+                        },
+                    ));
+                    (0, seq)
+                }
+            };
+            cursor += 1;
+            let slot = if is_system {
+                Slot::System { id }
+            } else {
+                Slot::Raw { id, seq, tokens }
+            };
+            entries.push(Entry { message, slot });
+        }
+        if pending.is_empty() {
+            return Ok(entries);
+        }
+        let name = self.session.name.clone();
+        let session = match self.session.id {
+            Some(id) => id,
+            None => {
+                let id = self
+                    .store()?
+                    .ensure_session(&name, now)
+                    .map_err(|error| self.store_error(error))?;
+                self.session.id = Some(id);
+                id
+            }
+        };
+        let (positions, rows): (Vec<usize>, Vec<NewMessage>) = pending.into_iter().unzip();
+        let ids = self
+            .store()?
+            .insert_messages(session, &rows)
+            .map_err(|error| self.store_error(error))?;
+        for ((at, row), id) in positions.into_iter().zip(&rows).zip(ids) {
+            self.session.refs.push(StoredRef {
+                id,
+                hash: row.hash,
+                tokens: row.tokens,
+            });
+            match &mut entries[at].slot {
+                Slot::System { id: slot } | Slot::Raw { id: slot, .. } => *slot = id,
+                Slot::Summaries(_) => unreachable!("only messages are pending"),
+            }
+        }
+        tracing::debug!("{}: stored {} new messages", self.session.name, rows.len());
+        Ok(entries)
+    }
+
+    fn threshold(&self) -> u64 {
+        self.counters.threshold_tokens
+    }
+}
+
+impl Engine for Lcm {
+    const NAME: &'static str = "lcm";
+
+    fn new(config: &Value, host: Host) -> Result<Self, EngineError> {
+        let config = LcmConfig::from_json(config)?;
+        let database = resolve_database(&config, &host);
+        Self::with_database(config, database, host)
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
+    fn threshold_percent(&self) -> f64 {
+        self.config.threshold
+    }
+
+    fn compress(
+        &mut self,
+        messages: Vec<Message>,
+        request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError> {
+        let entries = self.ingest(messages.clone())?;
+        let (compacted, report) = compact::compact(self, messages, entries, request)?;
+        self.counters.compression_count += 1;
+        tracing::info!(
+            "{}: compaction {}: {} new summaries, {} summarizer calls, ~{} -> ~{} tokens",
+            self.session.name,
+            self.counters.compression_count,
+            report["new_summaries"],
+            report["summarizer_calls"],
+            report["tokens_before"],
+            report["tokens_after"],
+        );
+        self.last_compaction = Some(report);
+        Ok(compacted)
+    }
+
+    fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
+        let threshold = self.threshold();
+        threshold > 0 && tokens::estimate_messages_tokens(messages) >= threshold
+    }
+
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
+        compact::has_content(&self.config, self.threshold(), messages)
+    }
+
+    fn on_session_start(&mut self, session_id: &str, _info: &SessionInfo) -> Result<(), EngineError> {
+        self.resets = 0;
+        self.switch_session(session_id.to_owned());
+        self.load_session()
+    }
+
+    fn on_session_end(&mut self, _session_id: &str, messages: &[Message]) -> Result<(), EngineError> {
+        // Flush: whatever the context holds that no compaction saw is stored now.
+        if !messages.is_empty() {
+            self.ingest(messages.to_vec())?;
+        }
+        if let Some(store) = self.store.take() {
+            store.checkpoint().map_err(|error| self.store_error(error))?;
+        }
+        self.session.loaded = false;
+        Ok(())
+    }
+
+    fn on_session_reset(&mut self) {
+        self.counters = Counters {
+            threshold_tokens: self.counters.threshold_tokens,
+            context_length: self.counters.context_length,
+            ..Counters::default()
+        };
+        // `/reset` starts a new session in the same store; `/new` names its own right after.
+        self.resets += 1;
+        let base = self
+            .session
+            .name
+            .split("#reset-")
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let resets = self.resets;
+        self.switch_session(format!("{base}#reset-{resets}"));
+        self.last_compaction = None;
+    }
+
+    fn get_tool_schemas(&self) -> Vec<Value> {
+        tools::schemas()
+    }
+
+    fn handle_tool_call(&mut self, name: &str, arguments: &Value, messages: Option<&[Message]>) -> Value {
+        if !tools::NAMES.contains(&name) {
+            return json!({ "error": format!("Unknown context engine tool: {name}") });
+        }
+        // The live context may hold messages no compaction has stored yet.
+        if let Some(messages) = messages.filter(|messages| !messages.is_empty()) {
+            if let Err(error) = self.ingest(messages.to_vec()) {
+                return json!({ "error": error.message.as_str() });
+            }
+        }
+        match tools::handle(self, name, arguments) {
+            Ok(answer) => answer,
+            Err(error) => json!({ "error": error }),
+        }
+    }
+
+    fn get_status(&self) -> Value {
+        let mut status = default_status(&self.counters);
+        if let Value::Object(fields) = &mut status {
+            fields.insert("database".into(), self.database.display().to_string().into());
+            fields.insert("session".into(), self.session.name.clone().into());
+            fields.insert("stored_messages".into(), self.session.refs.len().into());
+        }
+        status
+    }
+
+    fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
+        match method {
+            EXT_LAST_COMPACTION => Ok(self.last_compaction.clone().unwrap_or(Value::Null)),
+            other => Err(EngineError::unknown_method(other)),
+        }
+    }
+
+    fn ext_methods(&self) -> Vec<&'static str> {
+        vec![EXT_LAST_COMPACTION]
+    }
+}
+
+/// The database path: `lcm.database` resolved against the config file's directory, or
+/// `<data_dir>/lcm.sqlite`; both directories come from the host's `paths` service. An older
+/// host without it: the current directory, and `.ctxhost/` in it.
+fn resolve_database(config: &LcmConfig, host: &Host) -> PathBuf {
+    let paths = host.paths().unwrap_or_else(|error| {
+        tracing::debug!("no host paths ({error}); resolving against the current directory");
+        ctxhost_engine_abi::HostPaths::current_dir()
+    });
+    match &config.database {
+        Some(path) if path.is_absolute() => path.clone(),
+        Some(path) => paths.config_dir.join(path),
+        None => paths.data_dir.join("lcm.sqlite"),
+    }
+}

@@ -1,0 +1,488 @@
+//! `lcm_grep`: regular expressions and full-text search over the store, newest first.
+//!
+//! - Full text: whatever the person typed, each word quoted for FTS5 (hyphens, digits, quotes and
+//!   operators are then plain text), all words required, in the contentless `messages_fts` index.
+//! - Regex: compiled by the `regex` crate (linear time, with size limits). The literals every
+//!   match must contain are extracted from the pattern; the whole words among them become an
+//!   FTS5 query that narrows the candidates, which the regex then checks. A pattern without such
+//!   a word is checked against every message, newest first, stopping at the limit.
+
+use regex::{Regex, RegexBuilder};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use rusqlite::{params, Connection};
+use serde_json::{json, Value};
+
+use ctxhost_engine_abi::Message;
+
+use crate::{store::StoreResult, text};
+
+/// The largest compiled regex, in bytes.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// Characters of a snippet.
+const SNIPPET_CHARS: usize = 200;
+
+/// How `pattern` is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A regular expression.
+    Regex,
+    /// Words, all required, matched as whole words (case-insensitive).
+    FullText,
+}
+
+/// What is searched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Stored messages.
+    Messages,
+    /// Summaries.
+    Summaries,
+    /// Both.
+    Both,
+}
+
+/// A search.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// The pattern as given.
+    pub pattern: String,
+    /// How to read it.
+    pub mode: Mode,
+    /// Where to look.
+    pub scope: Scope,
+    /// At most this many matches.
+    pub limit: usize,
+    /// Only what was stored at or after (unix ms).
+    pub since: Option<i64>,
+    /// Only what was stored before (unix ms).
+    pub before: Option<i64>,
+    /// Only this session (`None`: every session).
+    pub session: Option<i64>,
+}
+
+/// One match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// `msg_<n>` or `sum_…`.
+    pub id: String,
+    /// The message's role, or `summary`.
+    pub role: String,
+    /// When it was stored (unix ms).
+    pub time: i64,
+    /// Around the match.
+    pub snippet: String,
+}
+
+/// A compiled regex, or the one-line reason it is not one.
+pub fn compile_regex(pattern: &str) -> Result<Regex, String> {
+    RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(4 * REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|error| {
+            let text = error.to_string();
+            let last = text
+                .lines()
+                .rev()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or("");
+            format!(
+                "invalid regex `{pattern}`: {}",
+                last.trim().trim_start_matches("error: ")
+            )
+        })
+}
+
+/// `text` as an FTS5 query that matches it as plain words: each whitespace-separated piece a
+/// quoted string (quotes doubled), all required. `None` when there is no word at all.
+pub fn quote_full_text(text: &str) -> Option<String> {
+    let pieces: Vec<String> = text
+        .split_whitespace()
+        .filter(|piece| piece.chars().any(char::is_alphanumeric))
+        .map(|piece| format!("\"{}\"", piece.replace('"', "\"\"")))
+        .collect();
+    (!pieces.is_empty()).then(|| pieces.join(" "))
+}
+
+/// How a regex search narrows its candidates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prefilter {
+    /// Every message is a candidate (checked newest first, up to the limit).
+    Scan,
+    /// Only the messages this FTS5 query matches can match.
+    Fts(String),
+    /// No stored text can match (a required literal holds a word the store never saw).
+    Nothing,
+}
+
+/// At most this many stored words may contain a literal for the prefilter to use them.
+const MAX_CONTAINING_TERMS: usize = 256;
+
+/// An FTS5 query every text matching `pattern` also matches, derived from the literals each match
+/// must contain. In a literal, a run of ASCII letters and digits bounded on both sides is a whole
+/// word; bounded on the left only, the start of a word (`"run"*`); otherwise part of a word, and
+/// `containing(run)` lists the stored words holding it (`None`: too many to help).
+pub fn regex_prefilter(pattern: &str, containing: &mut dyn FnMut(&str) -> Option<Vec<String>>) -> Prefilter {
+    let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
+        return Prefilter::Scan;
+    };
+    let mut best = Prefilter::Scan;
+    for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
+        let mut extractor = Extractor::new();
+        extractor.kind(kind);
+        let seq = extractor.extract(&hir);
+        let Some(literals) = seq.literals().filter(|literals| !literals.is_empty()) else {
+            continue;
+        };
+        let mut alternatives = Vec::new();
+        let mut unconstrained = false;
+        for literal in literals {
+            match literal_query(literal.as_bytes(), containing) {
+                LiteralQuery::Impossible => {}
+                LiteralQuery::Unconstrained => unconstrained = true,
+                LiteralQuery::Words(words) => alternatives.push(words),
+            }
+        }
+        if unconstrained {
+            continue;
+        }
+        if alternatives.is_empty() {
+            return Prefilter::Nothing;
+        }
+        alternatives.sort();
+        alternatives.dedup();
+        let query = alternatives
+            .iter()
+            .map(|words| format!("({words})"))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        // The longer query names more words: the narrower.
+        if !matches!(&best, Prefilter::Fts(b) if b.len() >= query.len()) {
+            best = Prefilter::Fts(query);
+        }
+    }
+    best
+}
+
+enum LiteralQuery {
+    Impossible,
+    Unconstrained,
+    Words(String),
+}
+
+/// The FTS5 conjunction of the words `literal` guarantees.
+fn literal_query(literal: &[u8], containing: &mut dyn FnMut(&str) -> Option<Vec<String>>) -> LiteralQuery {
+    let mut words = Vec::new();
+    let mut at = 0;
+    while at < literal.len() {
+        if !literal[at].is_ascii_alphanumeric() {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < literal.len() && literal[at].is_ascii_alphanumeric() {
+            at += 1;
+        }
+        // Bounded by an ASCII separator inside the literal: the run starts (ends) a word.
+        let starts_word = start > 0 && literal[start - 1].is_ascii();
+        let ends_word = at < literal.len() && literal[at].is_ascii();
+        let word = String::from_utf8_lossy(&literal[start..at]).to_ascii_lowercase();
+        match (starts_word, ends_word) {
+            (true, true) => words.push(format!("\"{word}\"")),
+            (true, false) => words.push(format!("\"{word}\"*")),
+            _ => match containing(&word) {
+                Some(terms) if terms.is_empty() => return LiteralQuery::Impossible,
+                Some(terms) => {
+                    let terms: Vec<String> = terms
+                        .iter()
+                        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                        .collect();
+                    words.push(format!("({})", terms.join(" OR ")));
+                }
+                None => {}
+            },
+        }
+    }
+    words.sort();
+    words.dedup();
+    if words.is_empty() {
+        LiteralQuery::Unconstrained
+    } else {
+        LiteralQuery::Words(words.join(" AND "))
+    }
+}
+
+/// The stored words containing `part`, or `None` when there are too many to narrow anything.
+fn words_containing(conn: &Connection, part: &str) -> Option<Vec<String>> {
+    let mut statement = conn
+        .prepare_cached("SELECT term FROM terms WHERE instr(term, ?1) > 0 LIMIT ?2")
+        .ok()?;
+    let rows = statement
+        .query_map(params![part, MAX_CONTAINING_TERMS as i64 + 1], |row| row.get(0))
+        .ok()?;
+    let terms: Vec<String> = rows.collect::<Result<_, _>>().ok()?;
+    (terms.len() <= MAX_CONTAINING_TERMS).then_some(terms)
+}
+
+/// Runs `query` over the store: matches newest first, at most `query.limit`, and how many rows
+/// the regex checked.
+pub fn grep(conn: &Connection, query: &Query) -> Result<(Vec<Hit>, u64), String> {
+    let mut hits = Vec::new();
+    let mut checked = 0u64;
+    let sql = |error: rusqlite::Error| format!("search failed: {error}");
+    match query.mode {
+        Mode::Regex => {
+            let regex = compile_regex(&query.pattern)?;
+            if query.scope != Scope::Summaries {
+                let prefilter = regex_prefilter(&query.pattern, &mut |part| words_containing(conn, part));
+                let fts = match &prefilter {
+                    Prefilter::Scan => None,
+                    Prefilter::Fts(fts) => Some(fts.as_str()),
+                    Prefilter::Nothing => Some(""),
+                };
+                if prefilter != Prefilter::Nothing {
+                    grep_messages_regex(conn, query, &regex, fts, &mut hits, &mut checked).map_err(sql)?;
+                }
+            }
+            if query.scope != Scope::Messages && hits.len() < query.limit {
+                grep_summaries(conn, query, Some(&regex), None, &mut hits).map_err(sql)?;
+            }
+        }
+        Mode::FullText => {
+            let fts = quote_full_text(&query.pattern)
+                .ok_or_else(|| format!("`{}` holds no word to search for", query.pattern))?;
+            let finder = first_word_finder(&query.pattern);
+            if query.scope != Scope::Summaries {
+                grep_messages_fts(conn, query, &fts, finder.as_ref(), &mut hits).map_err(sql)?;
+            }
+            if query.scope != Scope::Messages && hits.len() < query.limit {
+                grep_summaries(conn, query, finder.as_ref(), Some(&fts), &mut hits).map_err(sql)?;
+            }
+        }
+    }
+    hits.truncate(query.limit);
+    Ok((hits, checked))
+}
+
+/// Finds the first word of a full-text pattern in a text, for the snippet.
+fn first_word_finder(pattern: &str) -> Option<Regex> {
+    let word: String = pattern
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())?
+        .to_owned();
+    RegexBuilder::new(&regex::escape(&word))
+        .case_insensitive(true)
+        .build()
+        .ok()
+}
+
+fn hit_for(id: String, role: String, time: i64, text: &str, finder: Option<&Regex>) -> Hit {
+    let (start, end) = finder
+        .and_then(|regex| regex.find(text))
+        .map_or((0, 0), |found| (found.start(), found.end()));
+    Hit {
+        id,
+        role,
+        time,
+        snippet: text::snippet(text, start, end, SNIPPET_CHARS),
+    }
+}
+
+fn message_text(json: &str) -> String {
+    serde_json::from_str::<Message>(json).map_or_else(|_| json.to_owned(), |m| text::search_text(&m))
+}
+
+fn grep_messages_regex(
+    conn: &Connection,
+    query: &Query,
+    regex: &Regex,
+    prefilter: Option<&str>,
+    hits: &mut Vec<Hit>,
+    checked: &mut u64,
+) -> rusqlite::Result<()> {
+    let filters = "(?1 IS NULL OR m.session_id = ?1) AND (?2 IS NULL OR m.created_at >= ?2) \
+                   AND (?3 IS NULL OR m.created_at < ?3)";
+    let sql = match prefilter {
+        Some(_) => format!(
+            "SELECT m.id, m.role, m.created_at, m.json FROM messages_fts f JOIN messages m ON m.id = f.rowid \
+             WHERE messages_fts MATCH ?4 AND {filters} ORDER BY f.rowid DESC"
+        ),
+        None => format!(
+            "SELECT m.id, m.role, m.created_at, m.json FROM messages m WHERE {filters} ORDER BY m.id DESC"
+        ),
+    };
+    let mut statement = conn.prepare_cached(&sql)?;
+    let mut rows = match prefilter {
+        Some(fts) => statement.query(params![query.session, query.since, query.before, fts])?,
+        None => statement.query(params![query.session, query.since, query.before])?,
+    };
+    while let Some(row) = rows.next()? {
+        let json: String = row.get(3)?;
+        // Cheap rejection on the raw JSON first is unsafe (escapes differ), so every candidate
+        // is parsed; the prefilter keeps the candidates few.
+        *checked += 1;
+        let text = message_text(&json);
+        if regex.is_match(&text) {
+            let id: i64 = row.get(0)?;
+            hits.push(hit_for(
+                format!("msg_{id}"),
+                row.get(1)?,
+                row.get(2)?,
+                &text,
+                Some(regex),
+            ));
+            if hits.len() >= query.limit {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn grep_messages_fts(
+    conn: &Connection,
+    query: &Query,
+    fts: &str,
+    finder: Option<&Regex>,
+    hits: &mut Vec<Hit>,
+) -> rusqlite::Result<()> {
+    let mut statement = conn.prepare_cached(
+        "SELECT m.id, m.role, m.created_at, m.json FROM messages_fts f JOIN messages m ON m.id = f.rowid \
+         WHERE messages_fts MATCH ?4 AND (?1 IS NULL OR m.session_id = ?1) \
+         AND (?2 IS NULL OR m.created_at >= ?2) AND (?3 IS NULL OR m.created_at < ?3) \
+         ORDER BY f.rowid DESC LIMIT ?5",
+    )?;
+    let mut rows = statement.query(params![
+        query.session,
+        query.since,
+        query.before,
+        fts,
+        query.limit as i64
+    ])?;
+    while let Some(row) = rows.next()? {
+        let id: i64 = row.get(0)?;
+        let json: String = row.get(3)?;
+        hits.push(hit_for(
+            format!("msg_{id}"),
+            row.get(1)?,
+            row.get(2)?,
+            &message_text(&json),
+            finder,
+        ));
+    }
+    Ok(())
+}
+
+fn grep_summaries(
+    conn: &Connection,
+    query: &Query,
+    regex: Option<&Regex>,
+    fts: Option<&str>,
+    hits: &mut Vec<Hit>,
+) -> rusqlite::Result<()> {
+    let filters = "(?1 IS NULL OR s.session_id = ?1) AND (?2 IS NULL OR s.latest_at >= ?2) \
+                   AND (?3 IS NULL OR s.earliest_at < ?3)";
+    let sql = match fts {
+        Some(_) => format!(
+            "SELECT s.id, s.latest_at, s.text FROM summaries_fts f JOIN summaries s ON s.num = f.rowid \
+             WHERE summaries_fts MATCH ?4 AND {filters} ORDER BY s.num DESC"
+        ),
+        None => {
+            format!("SELECT s.id, s.latest_at, s.text FROM summaries s WHERE {filters} ORDER BY s.num DESC")
+        }
+    };
+    let mut statement = conn.prepare_cached(&sql)?;
+    let mut rows = match fts {
+        Some(fts) => statement.query(params![query.session, query.since, query.before, fts])?,
+        None => statement.query(params![query.session, query.since, query.before])?,
+    };
+    while hits.len() < query.limit {
+        let Some(row) = rows.next()? else { break };
+        let text: String = row.get(2)?;
+        if fts.is_none() && !regex.is_some_and(|regex| regex.is_match(&text)) {
+            continue;
+        }
+        hits.push(hit_for(
+            row.get(0)?,
+            "summary".to_owned(),
+            row.get(1)?,
+            &text,
+            regex,
+        ));
+    }
+    Ok(())
+}
+
+/// The answer's JSON for `hits`.
+pub fn hits_json(hits: &[Hit], covering: impl Fn(&str) -> StoreResult<Value>) -> StoreResult<Vec<Value>> {
+    hits.iter()
+        .map(|hit| {
+            Ok(json!({
+                "id": hit.id,
+                "role": hit.role,
+                "time": crate::time::format_iso(hit.time),
+                "snippet": hit.snippet,
+                "summary": covering(&hit.id)?,
+            }))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_text_is_quoted_for_fts5() {
+        assert_eq!(
+            quote_full_text("coupon-code 42 \"x\" OR NOT"),
+            Some("\"coupon-code\" \"42\" \"\"\"x\"\"\" \"OR\" \"NOT\"".to_owned())
+        );
+        assert_eq!(quote_full_text(" -- ** "), None);
+    }
+
+    #[test]
+    fn the_prefilter_keeps_only_words_a_match_must_contain() {
+        let vocabulary = ["coupon", "coupons", "recoup", "staging"];
+        let mut containing = |part: &str| {
+            Some(
+                vocabulary
+                    .iter()
+                    .filter(|t| t.contains(part))
+                    .map(|t| t.to_string())
+                    .collect(),
+            )
+        };
+        let mut prefilter = |pattern: &str| regex_prefilter(pattern, &mut containing);
+        assert_eq!(
+            prefilter(r"SENTINEL-7f3a"),
+            Prefilter::Nothing,
+            "no stored word holds `sentinel`"
+        );
+        assert_eq!(
+            prefilter(r" error: timeout "),
+            Prefilter::Fts("(\"error\" AND \"timeout\")".to_owned())
+        );
+        assert_eq!(
+            prefilter(r"oupon"),
+            Prefilter::Fts("((\"coupon\" OR \"coupons\"))".to_owned())
+        );
+        assert_eq!(
+            prefilter(r"(?i)Staging-\d+"),
+            Prefilter::Fts("((\"staging\"))".to_owned())
+        );
+        assert_eq!(prefilter(r".*"), Prefilter::Scan);
+        assert_eq!(
+            prefilter(r"a|coupon"),
+            Prefilter::Fts("((\"coupon\" OR \"coupons\")) OR ((\"staging\"))".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_bad_regex_is_one_line() {
+        let error = compile_regex("(unclosed").unwrap_err();
+        assert!(!error.contains('\n'), "{error}");
+        assert!(error.starts_with("invalid regex `(unclosed`"), "{error}");
+    }
+}

@@ -1,0 +1,694 @@
+//! The store: one SQLite file holding every message ever ingested, the summaries and their
+//! lineage.
+//!
+//! - `messages` keeps the original JSON exactly as received, append-only: compaction never
+//!   updates or deletes a row. The plain text searched is derived from the JSON
+//!   ([`crate::text::search_text`]) and indexed by `messages_fts`, a *contentless* FTS5 table:
+//!   the text is in the index, never stored a second time, which keeps the file within 1.5× the
+//!   JSON it holds (the Python plugin stores ~3.3×).
+//! - `summaries` (+ `summaries_fts`, external content), `summary_messages` (a leaf's messages,
+//!   ordered) and `summary_sources` (a condensed summary's sources, ordered), with foreign keys.
+//! - `sessions` records, per session, what the context held after its last compaction.
+//!
+//! WAL mode. A compaction's writes (summaries, lineage, the context record) are one transaction,
+//! so a process killed at any point leaves either the state before or the state after.
+//! The schema version is `PRAGMA user_version`; [`migrate`] brings an older file up to date.
+
+use std::{
+    collections::HashSet,
+    path::{Path, PathBuf},
+};
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde_json::Value;
+
+/// The schema this build writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// A store failure, with the database's path.
+#[derive(Debug)]
+pub struct StoreError {
+    /// What failed.
+    pub message: String,
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        Self {
+            message: format!("sqlite: {error}"),
+        }
+    }
+}
+
+/// Result of store operations.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What the engine remembers of one stored message, to align a context with the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoredRef {
+    /// The row id (`msg_<id>` to the tools).
+    pub id: i64,
+    /// A hash of the exact JSON.
+    pub hash: i64,
+    /// Rough tokens.
+    pub tokens: u32,
+}
+
+/// A message about to be stored.
+#[derive(Clone, Debug)]
+pub struct NewMessage {
+    /// Position in the session's ingestion order.
+    pub seq: i64,
+    /// `system`, `user`, `assistant`, `tool`.
+    pub role: &'static str,
+    /// The exact JSON.
+    pub json: String,
+    /// What full-text search indexes.
+    pub search_text: String,
+    /// Rough tokens.
+    pub tokens: u32,
+    /// [`hash_json`] of `json`.
+    pub hash: i64,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// A summary about to be stored, with its lineage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewSummary {
+    /// `sum_` + 16 hex.
+    pub id: String,
+    /// Leaf (depth 0) or condensed.
+    pub kind: SummaryKind,
+    /// 0 for a leaf; source depth + 1.
+    pub depth: u32,
+    /// `model:<name>`, `extractive`, or `truncation`.
+    pub method: String,
+    /// The text shown in the context.
+    pub text: String,
+    /// Rough tokens of the text.
+    pub tokens: u64,
+    /// Earliest and latest time covered, unix ms.
+    pub earliest_at: i64,
+    /// See `earliest_at`.
+    pub latest_at: i64,
+    /// Raw messages covered, transitively.
+    pub descendant_count: u64,
+    /// Tokens of those messages.
+    pub descendant_tokens: u64,
+    /// The highest ingestion position covered: the context resumes after it.
+    pub last_seq: i64,
+    /// For a leaf: message row ids in order. For a condensed summary: empty.
+    pub messages: Vec<i64>,
+    /// For a condensed summary: source summary ids in order. For a leaf: empty.
+    pub sources: Vec<String>,
+    /// Identifies the ordered sources, to reuse a summary of exactly this input.
+    pub sources_key: String,
+}
+
+/// Which kind of summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryKind {
+    /// Over raw messages.
+    Leaf,
+    /// Over summaries.
+    Condensed,
+}
+
+impl SummaryKind {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Leaf => "leaf",
+            Self::Condensed => "condensed",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        if text == "leaf" {
+            Self::Leaf
+        } else {
+            Self::Condensed
+        }
+    }
+}
+
+/// A stored summary, without its lineage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRow {
+    /// `sum_…`.
+    pub id: String,
+    /// Leaf or condensed.
+    pub kind: SummaryKind,
+    /// Depth.
+    pub depth: u32,
+    /// Who wrote it.
+    pub method: String,
+    /// The text.
+    pub text: String,
+    /// Rough tokens.
+    pub tokens: u64,
+    /// Unix ms.
+    pub earliest_at: i64,
+    /// Unix ms.
+    pub latest_at: i64,
+    /// Raw messages covered.
+    pub descendant_count: u64,
+    /// Their tokens.
+    pub descendant_tokens: u64,
+    /// The highest ingestion position covered.
+    pub last_seq: i64,
+}
+
+/// A stored message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageRow {
+    /// Row id.
+    pub id: i64,
+    /// The session's name.
+    pub session: String,
+    /// Position in ingestion order.
+    pub seq: i64,
+    /// Role.
+    pub role: String,
+    /// The exact JSON.
+    pub json: String,
+    /// Rough tokens.
+    pub tokens: u64,
+    /// Unix ms.
+    pub created_at: i64,
+}
+
+/// The open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    /// The `terms` table in memory, loaded on the first insertion, so that ingestion only
+    /// writes terms it has never seen.
+    terms: Option<HashSet<Box<str>, BuildFnv>>,
+}
+
+/// FNV-1a: words are short, and SipHash's resistance to chosen keys buys nothing here.
+#[derive(Clone, Copy, Default)]
+struct BuildFnv;
+
+struct Fnv(u64);
+
+impl std::hash::BuildHasher for BuildFnv {
+    type Hasher = Fnv;
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+const SCHEMA_V1: &str = r#"
+CREATE TABLE sessions (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    created_at  INTEGER NOT NULL,
+    -- what the context held after the last compaction: {"summaries": [...], "tail": [...]}
+    context     TEXT NOT NULL DEFAULT '{}',
+    compactions INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE messages (
+    id         INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    seq        INTEGER NOT NULL,
+    role       TEXT NOT NULL,
+    json       TEXT NOT NULL,
+    tokens     INTEGER NOT NULL,
+    hash       INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (session_id, seq)
+);
+-- Contentless: the search text is derived from `messages.json`, indexed here and stored nowhere.
+CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='');
+CREATE TABLE summaries (
+    num               INTEGER PRIMARY KEY,
+    id                TEXT NOT NULL UNIQUE,
+    session_id        INTEGER NOT NULL REFERENCES sessions(id),
+    kind              TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+    depth             INTEGER NOT NULL,
+    method            TEXT NOT NULL,
+    text              TEXT NOT NULL,
+    tokens            INTEGER NOT NULL,
+    earliest_at       INTEGER NOT NULL,
+    latest_at         INTEGER NOT NULL,
+    descendant_count  INTEGER NOT NULL,
+    descendant_tokens INTEGER NOT NULL,
+    last_seq          INTEGER NOT NULL,
+    sources_key       TEXT NOT NULL,
+    created_at        INTEGER NOT NULL
+);
+CREATE INDEX summaries_by_sources ON summaries (session_id, sources_key);
+CREATE VIRTUAL TABLE summaries_fts USING fts5(text, content='summaries', content_rowid='num');
+CREATE TABLE summary_messages (
+    summary_id TEXT NOT NULL REFERENCES summaries(id),
+    ord        INTEGER NOT NULL,
+    message_id INTEGER NOT NULL REFERENCES messages(id),
+    PRIMARY KEY (summary_id, ord)
+) WITHOUT ROWID;
+CREATE INDEX summary_messages_by_message ON summary_messages (message_id);
+CREATE TABLE summary_sources (
+    summary_id TEXT NOT NULL REFERENCES summaries(id),
+    ord        INTEGER NOT NULL,
+    source_id  TEXT NOT NULL REFERENCES summaries(id),
+    PRIMARY KEY (summary_id, ord)
+) WITHOUT ROWID;
+CREATE INDEX summary_sources_by_source ON summary_sources (source_id);
+-- Every distinct word of the indexed text, lowercased: a regex literal that is only part of a word
+-- is looked up here, and the words containing it narrow the search through messages_fts.
+CREATE TABLE terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
+"#;
+
+/// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one version at a time, each step in a
+/// transaction. A file from a newer build is refused rather than guessed at.
+pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError {
+            message: format!(
+                "schema version {version} is newer than this lcm understands ({SCHEMA_VERSION})"
+            ),
+        });
+    }
+    if version < 1 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(SCHEMA_V1)?;
+        tx.pragma_update(None, "user_version", 1)?;
+        tx.commit()?;
+    }
+    // Later versions: `if version < 2 { … }`, each in its own transaction.
+    Ok(())
+}
+
+/// A stable 64-bit hash of a message's exact JSON (the first 8 bytes of its SHA-256).
+pub fn hash_json(json: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(json.as_bytes());
+    i64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+}
+
+fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
+    Ok(SummaryRow {
+        id: row.get(0)?,
+        kind: SummaryKind::parse(&row.get::<_, String>(1)?),
+        depth: row.get(2)?,
+        method: row.get(3)?,
+        text: row.get(4)?,
+        tokens: row.get::<_, i64>(5)? as u64,
+        earliest_at: row.get(6)?,
+        latest_at: row.get(7)?,
+        descendant_count: row.get::<_, i64>(8)? as u64,
+        descendant_tokens: row.get::<_, i64>(9)? as u64,
+        last_seq: row.get(10)?,
+    })
+}
+
+const SUMMARY_COLUMNS: &str =
+    "id, kind, depth, method, text, tokens, earliest_at, latest_at, descendant_count, descendant_tokens, last_seq";
+
+impl Store {
+    /// Opens (or creates) the store at `path`, creating its folder, in WAL mode, migrated.
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        let wrap = |error: rusqlite::Error| StoreError {
+            message: format!("{}: {error}", path.display()),
+        };
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|error| StoreError {
+                message: format!("{}: cannot create the folder: {error}", dir.display()),
+            })?;
+        }
+        let mut conn = Connection::open(path).map_err(wrap)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(wrap)?;
+        // Rows of a kilobyte or two leave a fifth of a 4 KiB page empty; 16 KiB pages waste little.
+        // Takes effect only on a new file, before WAL mode is set.
+        conn.pragma_update(None, "page_size", 16_384).map_err(wrap)?;
+        // 32 MiB of page cache: full-text index merges during ingestion stay in memory.
+        conn.pragma_update(None, "cache_size", -32_768).map_err(wrap)?;
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
+            .map_err(wrap)?;
+        // NORMAL in WAL mode: a power loss may drop the last transactions, never corrupt; a killed
+        // process loses nothing committed.
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(wrap)?;
+        migrate(&mut conn).map_err(|error| StoreError {
+            message: format!("{}: {}", path.display(), error.message),
+        })?;
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+            terms: None,
+        })
+    }
+
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The raw connection, for tests and the benchmarks' inspection.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The row id of session `name`, if it exists.
+    pub fn find_session(&self, name: &str) -> StoreResult<Option<i64>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT id FROM sessions WHERE name = ?1")?
+            .query_row([name], |row| row.get(0))
+            .optional()?)
+    }
+
+    /// The row id of session `name`, created when missing.
+    pub fn ensure_session(&self, name: &str, now: i64) -> StoreResult<i64> {
+        if let Some(id) = self.find_session(name)? {
+            return Ok(id);
+        }
+        self.conn
+            .prepare_cached("INSERT INTO sessions (name, created_at) VALUES (?1, ?2)")?
+            .execute(params![name, now])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Every message of a session in ingestion order, as the engine aligns contexts with them.
+    pub fn load_refs(&self, session: i64) -> StoreResult<Vec<StoredRef>> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT id, hash, tokens FROM messages WHERE session_id = ?1 ORDER BY seq")?;
+        let rows = statement.query_map([session], |row| {
+            Ok(StoredRef {
+                id: row.get(0)?,
+                hash: row.get(1)?,
+                tokens: row.get::<_, i64>(2)? as u32,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores `messages` in one transaction; returns their row ids.
+    pub fn insert_messages(&mut self, session: i64, messages: &[NewMessage]) -> StoreResult<Vec<i64>> {
+        if self.terms.is_none() {
+            let mut statement = self.conn.prepare("SELECT term FROM terms")?;
+            let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+            let terms = rows
+                .map(|term| term.map(String::into_boxed_str))
+                .collect::<Result<HashSet<_, BuildFnv>, _>>()?;
+            drop(statement);
+            self.terms = Some(terms);
+        }
+        let terms = self.terms.as_mut().expect("loaded above");
+        let tx = self.conn.transaction()?;
+        let ids = insert_messages_in(&tx, session, messages)?;
+        let mut added = Vec::new();
+        {
+            let mut insert = tx.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
+            for message in messages {
+                for term in crate::text::terms(&message.search_text) {
+                    if !terms.contains(term.as_ref()) {
+                        insert.execute([term.as_ref()])?;
+                        let term: Box<str> = term.into();
+                        added.push(term.clone());
+                        terms.insert(term);
+                    }
+                }
+            }
+        }
+        if let Err(error) = tx.commit() {
+            // The terms never reached the file: forget them, so a later insertion writes them.
+            for term in added {
+                terms.remove(&term);
+            }
+            return Err(error.into());
+        }
+        Ok(ids)
+    }
+
+    /// The summary of exactly these ordered sources, if one was written before.
+    pub fn find_summary_by_sources(
+        &self,
+        session: i64,
+        sources_key: &str,
+    ) -> StoreResult<Option<SummaryRow>> {
+        let sql =
+            format!("SELECT {SUMMARY_COLUMNS} FROM summaries WHERE session_id = ?1 AND sources_key = ?2");
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row(params![session, sources_key], summary_from_row)
+            .optional()?)
+    }
+
+    /// Writes a compaction in one transaction: every new summary with its lineage, and what the
+    /// context now holds. A summary whose id exists already is kept as it was.
+    pub fn write_compaction(
+        &mut self,
+        session: i64,
+        summaries: &[NewSummary],
+        context: &Value,
+    ) -> StoreResult<()> {
+        let tx = self.conn.transaction()?;
+        let now = crate::time::now_ms();
+        for summary in summaries {
+            if summary.messages.is_empty() && summary.sources.is_empty() {
+                return Err(StoreError {
+                    message: format!("summary {} has no source", summary.id),
+                });
+            }
+            let inserted = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO summaries (id, session_id, kind, depth, method, text, tokens, \
+                     earliest_at, latest_at, descendant_count, descendant_tokens, last_seq, sources_key, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )?
+                .execute(params![
+                    summary.id,
+                    session,
+                    summary.kind.as_str(),
+                    summary.depth,
+                    summary.method,
+                    summary.text,
+                    summary.tokens as i64,
+                    summary.earliest_at,
+                    summary.latest_at,
+                    summary.descendant_count as i64,
+                    summary.descendant_tokens as i64,
+                    summary.last_seq,
+                    summary.sources_key,
+                    now,
+                ])?;
+            if inserted == 0 {
+                continue;
+            }
+            let num = tx.last_insert_rowid();
+            tx.prepare_cached("INSERT INTO summaries_fts (rowid, text) VALUES (?1, ?2)")?
+                .execute(params![num, summary.text])?;
+            let mut lineage = tx.prepare_cached(
+                "INSERT INTO summary_messages (summary_id, ord, message_id) VALUES (?1, ?2, ?3)",
+            )?;
+            for (ord, message) in summary.messages.iter().enumerate() {
+                lineage.execute(params![summary.id, ord as i64, message])?;
+            }
+            let mut sources = tx.prepare_cached(
+                "INSERT INTO summary_sources (summary_id, ord, source_id) VALUES (?1, ?2, ?3)",
+            )?;
+            for (ord, source) in summary.sources.iter().enumerate() {
+                sources.execute(params![summary.id, ord as i64, source])?;
+            }
+        }
+        tx.prepare_cached("UPDATE sessions SET context = ?2, compactions = compactions + 1 WHERE id = ?1")?
+            .execute(params![session, context.to_string()])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The summary `id`.
+    pub fn summary(&self, id: &str) -> StoreResult<Option<SummaryRow>> {
+        let sql = format!("SELECT {SUMMARY_COLUMNS} FROM summaries WHERE id = ?1");
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([id], summary_from_row)
+            .optional()?)
+    }
+
+    /// A leaf's message row ids, in order.
+    pub fn summary_messages(&self, id: &str) -> StoreResult<Vec<i64>> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT message_id FROM summary_messages WHERE summary_id = ?1 ORDER BY ord")?;
+        let rows = statement.query_map([id], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A condensed summary's source ids, in order.
+    pub fn summary_sources(&self, id: &str) -> StoreResult<Vec<String>> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT source_id FROM summary_sources WHERE summary_id = ?1 ORDER BY ord")?;
+        let rows = statement.query_map([id], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The summaries that have `id` among their sources.
+    pub fn summary_parents(&self, id: &str) -> StoreResult<Vec<String>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT summary_id FROM summary_sources WHERE source_id = ?1 ORDER BY summary_id",
+        )?;
+        let rows = statement.query_map([id], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The leaf summaries covering message `message_id`.
+    pub fn leaves_covering(&self, message_id: i64) -> StoreResult<Vec<String>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT summary_id FROM summary_messages WHERE message_id = ?1 ORDER BY summary_id",
+        )?;
+        let rows = statement.query_map([message_id], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The message with row id `id`.
+    pub fn message(&self, id: i64) -> StoreResult<Option<MessageRow>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT m.id, s.name, m.seq, m.role, m.json, m.tokens, m.created_at \
+                 FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id = ?1",
+            )?
+            .query_row([id], message_from_row)
+            .optional()?)
+    }
+
+    /// The context record of `session` (what the last compaction left).
+    pub fn session_context(&self, session: i64) -> StoreResult<(Value, u64)> {
+        let (text, compactions): (String, i64) = self
+            .conn
+            .prepare_cached("SELECT context, compactions FROM sessions WHERE id = ?1")?
+            .query_row([session], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok((
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+            compactions as u64,
+        ))
+    }
+
+    /// Messages (count, tokens) of `session`, or of the whole store when `None`.
+    pub fn message_totals(&self, session: Option<i64>) -> StoreResult<(u64, u64)> {
+        let (count, tokens): (i64, i64) = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*), coalesce(sum(tokens), 0) FROM messages \
+                 WHERE ?1 IS NULL OR session_id = ?1",
+            )?
+            .query_row([session], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok((count as u64, tokens as u64))
+    }
+
+    /// Summaries of `session` per depth: (depth, count, tokens, descendant tokens).
+    pub fn summaries_by_depth(&self, session: Option<i64>) -> StoreResult<Vec<(u32, u64, u64, u64)>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT depth, count(*), sum(tokens), sum(descendant_tokens) FROM summaries \
+             WHERE ?1 IS NULL OR session_id = ?1 GROUP BY depth ORDER BY depth",
+        )?;
+        let rows = statement.query_map([session], |row| {
+            Ok((
+                row.get::<_, u32>(0)?,
+                row.get::<_, i64>(1)? as u64,
+                row.get::<_, i64>(2)? as u64,
+                row.get::<_, i64>(3)? as u64,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Bytes on disk: the database file plus its write-ahead log.
+    pub fn bytes_on_disk(&self) -> u64 {
+        let size = |path: &Path| std::fs::metadata(path).map_or(0, |meta| meta.len());
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        size(&self.path) + size(Path::new(&wal))
+    }
+
+    /// Sessions in the store: (name, messages, compactions).
+    pub fn sessions(&self) -> StoreResult<Vec<(String, u64, u64)>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT s.name, (SELECT count(*) FROM messages m WHERE m.session_id = s.id), s.compactions \
+             FROM sessions s ORDER BY s.id",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get(0)?,
+                row.get::<_, i64>(1)? as u64,
+                row.get::<_, i64>(2)? as u64,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Writes the WAL back into the main file (at session end).
+    pub fn checkpoint(&self) -> StoreResult<()> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+}
+
+/// Inserts `messages` in `tx` (message rows and their full-text entries).
+pub fn insert_messages_in(
+    tx: &Transaction<'_>,
+    session: i64,
+    messages: &[NewMessage],
+) -> StoreResult<Vec<i64>> {
+    let mut ids = Vec::with_capacity(messages.len());
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO messages (session_id, seq, role, json, tokens, hash, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut index = tx.prepare_cached("INSERT INTO messages_fts (rowid, text) VALUES (?1, ?2)")?;
+    for message in messages {
+        insert.execute(params![
+            session,
+            message.seq,
+            message.role,
+            message.json,
+            message.tokens,
+            message.hash,
+            message.created_at,
+        ])?;
+        let id = tx.last_insert_rowid();
+        index.execute(params![id, message.search_text])?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+pub(crate) fn message_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
+    Ok(MessageRow {
+        id: row.get(0)?,
+        session: row.get(1)?,
+        seq: row.get(2)?,
+        role: row.get(3)?,
+        json: row.get(4)?,
+        tokens: row.get::<_, i64>(5)? as u64,
+        created_at: row.get(6)?,
+    })
+}

@@ -1,0 +1,268 @@
+//! The engine in process, over real SQLite files in temporary directories.
+
+mod property;
+mod tools;
+
+use std::path::Path;
+
+use ctxhost_engine_abi::{CompressRequest, Engine, Host, Message, ModelInfo, Role, SessionInfo};
+use ctxhost_engine_kit::{sequence::find_sequence_problems, tokens::estimate_messages_tokens};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+use crate::{assemble, synthetic, Lcm};
+
+/// An engine on the database `dir/lcm.sqlite` with `window` tokens and `config` merged in.
+pub(crate) fn engine(dir: &Path, window: u64, config: Value) -> Lcm {
+    let mut block = json!({ "database": dir.join("lcm.sqlite") });
+    if let (Value::Object(block), Value::Object(extra)) = (&mut block, config) {
+        block.extend(extra);
+    }
+    let mut engine = Lcm::new(&block, Host::detached()).expect("valid config");
+    engine.update_model(&ModelInfo {
+        context_length: window,
+        ..ModelInfo::default()
+    });
+    engine
+}
+
+/// Checks what the host checks of a compaction, and that it did not grow the context.
+pub(crate) fn assert_valid_compaction(input: &[Message], output: &[Message]) {
+    let known: Vec<String> = find_sequence_problems(input)
+        .iter()
+        .map(|p| p.subject())
+        .collect();
+    let new: Vec<_> = find_sequence_problems(output)
+        .into_iter()
+        .filter(|p| !known.contains(&p.subject()))
+        .collect();
+    assert!(new.is_empty(), "invalid sequence: {new:?}");
+    if let Some(system) = input.first().filter(|m| m.role == Role::System) {
+        let original = assemble::without_note(system);
+        assert_eq!(output[0].role, Role::System);
+        assert!(output[0].text().starts_with(original.text().as_ref()));
+    }
+    if let Some(last_user) = input.iter().rev().find(|m| m.role == Role::User) {
+        assert!(
+            output.iter().any(|m| m == last_user),
+            "the last user message was lost"
+        );
+    }
+    assert!(
+        estimate_messages_tokens(output) <= estimate_messages_tokens(input),
+        "the context grew: {} -> {}",
+        estimate_messages_tokens(input),
+        estimate_messages_tokens(output)
+    );
+}
+
+/// Feeds `messages` one at a time as an agent loop would, compacting (and checking the result)
+/// whenever the preflight says so before an assistant message. Returns the final context and
+/// how many compactions ran.
+pub(crate) fn replay(engine: &mut Lcm, messages: &[Message]) -> (Vec<Message>, usize) {
+    let mut context: Vec<Message> = Vec::new();
+    let mut compactions = 0;
+    for message in messages {
+        if message.role == Role::Assistant && engine.should_compress_preflight(&context) {
+            let compacted = engine
+                .compress(context.clone(), &CompressRequest::default())
+                .expect("compaction succeeds");
+            assert_valid_compaction(&context, &compacted);
+            context = compacted;
+            compactions += 1;
+        }
+        context.push(message.clone());
+    }
+    (context, compactions)
+}
+
+fn stored_jsons(engine: &mut Lcm, session: &str) -> Vec<String> {
+    let store = engine.store().unwrap();
+    let mut statement = store
+        .connection()
+        .prepare("SELECT m.json FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.name = ?1 ORDER BY m.seq")
+        .unwrap();
+    let rows = statement.query_map([session], |row| row.get(0)).unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+fn jsons(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect()
+}
+
+#[test]
+fn fts5_is_compiled_into_the_bundled_sqlite() {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    let enabled: i64 = conn
+        .query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(enabled, 1);
+}
+
+#[test]
+fn a_long_session_compacts_several_times_and_stores_every_message_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path(), 6_000, json!({ "fresh_tail": 8 }));
+    engine.on_session_start("s1", &SessionInfo::default()).unwrap();
+    let messages = synthetic::conversation(7, 120, 1_500);
+    let (context, compactions) = replay(&mut engine, &messages);
+    assert!(compactions >= 3, "only {compactions} compactions");
+    engine.on_session_end("s1", &context).unwrap();
+    assert_eq!(stored_jsons(&mut engine, "s1"), jsons(&messages));
+}
+
+#[test]
+fn compaction_leaves_headroom_so_the_next_turn_does_not_fire_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path(), 8_000, json!({ "fresh_tail": 16 }));
+    engine.on_session_start("s", &SessionInfo::default()).unwrap();
+    let messages = synthetic::conversation(3, 60, 1_200);
+    let mut context = Vec::new();
+    let mut fired_in_a_row = 0;
+    let mut previous_fired = false;
+    for message in &messages {
+        let mut fired = false;
+        if message.role == Role::Assistant && engine.should_compress_preflight(&context) {
+            context = engine
+                .compress(context.clone(), &CompressRequest::default())
+                .unwrap();
+            fired = true;
+        }
+        if fired && previous_fired {
+            fired_in_a_row += 1;
+        }
+        previous_fired = fired;
+        context.push(message.clone());
+    }
+    assert_eq!(fired_in_a_row, 0, "compaction fired on two model calls in a row");
+}
+
+#[test]
+fn feeding_the_same_prefix_twice_stores_nothing_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = synthetic::conversation(11, 50, 1_000);
+    let mut first = engine(dir.path(), 5_000, json!({ "fresh_tail": 6 }));
+    first.on_session_start("s", &SessionInfo::default()).unwrap();
+    let (context, _) = replay(&mut first, &messages);
+    first.on_session_end("s", &context).unwrap();
+    let stored = stored_jsons(&mut first, "s");
+    let summaries = count(&mut first, "summaries");
+
+    // The same engine again, then a second process (a new engine on the same file).
+    first.on_session_start("s", &SessionInfo::default()).unwrap();
+    let (again, _) = replay(&mut first, &messages);
+    first.on_session_end("s", &again).unwrap();
+    let mut second = engine(dir.path(), 5_000, json!({ "fresh_tail": 6 }));
+    second.on_session_start("s", &SessionInfo::default()).unwrap();
+    let (third, _) = replay(&mut second, &messages[..30]);
+    second.on_session_end("s", &third).unwrap();
+
+    assert_eq!(stored_jsons(&mut second, "s"), stored);
+    assert_eq!(
+        count(&mut second, "summaries"),
+        summaries,
+        "a replay wrote summaries again"
+    );
+    assert_eq!(again, context);
+}
+
+pub(crate) fn count(engine: &mut Lcm, table: &str) -> i64 {
+    let store = engine.store().unwrap();
+    store
+        .connection()
+        .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| row.get(0))
+        .unwrap()
+}
+
+#[test]
+fn a_second_engine_sees_the_store_and_sessions_stay_separate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = engine(dir.path(), 5_000, json!({}));
+    first.on_session_start("alpha", &SessionInfo::default()).unwrap();
+    let alpha = vec![
+        Message::system("sys"),
+        Message::user("alpha-only ZEBRA-17 request"),
+    ];
+    first.on_session_end("alpha", &alpha).unwrap();
+    first.on_session_start("beta", &SessionInfo::default()).unwrap();
+    first
+        .on_session_end("beta", &[Message::system("sys"), Message::user("beta request")])
+        .unwrap();
+
+    let mut second = engine(dir.path(), 5_000, json!({}));
+    second.on_session_start("alpha", &SessionInfo::default()).unwrap();
+    let found = second.handle_tool_call("lcm_grep", &json!({ "pattern": "ZEBRA-17" }), None);
+    assert_eq!(found["matches"].as_array().unwrap().len(), 1, "{found}");
+    second.on_session_start("beta", &SessionInfo::default()).unwrap();
+    let found = second.handle_tool_call("lcm_grep", &json!({ "pattern": "ZEBRA-17" }), None);
+    assert_eq!(found["matches"].as_array().unwrap().len(), 0, "{found}");
+    let everywhere = second.handle_tool_call(
+        "lcm_grep",
+        &json!({ "pattern": "ZEBRA-17", "all_sessions": true }),
+        None,
+    );
+    assert_eq!(everywhere["matches"].as_array().unwrap().len(), 1, "{everywhere}");
+}
+
+#[test]
+fn reset_starts_a_new_session_in_the_same_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path(), 5_000, json!({}));
+    engine.on_session_start("s", &SessionInfo::default()).unwrap();
+    engine.handle_tool_call(
+        "lcm_status",
+        &json!({}),
+        Some(&[Message::user("before the reset")]),
+    );
+    engine.on_session_reset();
+    assert_eq!(engine.session_name(), "s#reset-1");
+    let status = engine.handle_tool_call("lcm_status", &json!({}), Some(&[Message::user("after")]));
+    assert_eq!(status["messages"], 1, "{status}");
+    assert_eq!(status["messages_in_store"], 2, "{status}");
+}
+
+#[test]
+fn nothing_to_compact_gives_the_context_back_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path(), 100_000, json!({}));
+    let messages = vec![
+        Message::system("sys"),
+        Message::user("hello"),
+        Message::assistant("hi"),
+    ];
+    let compacted = engine
+        .compress(messages.clone(), &CompressRequest::default())
+        .unwrap();
+    assert_eq!(compacted, messages);
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_its_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    let error = crate::Store::open(&path).err().unwrap();
+    assert!(error.message.contains("schema version 99 is newer"), "{error}");
+}
+
+#[test]
+fn the_store_is_in_wal_mode_with_schema_version_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::Store::open(&dir.path().join("sub/lcm.sqlite")).unwrap();
+    let mode: String = store
+        .connection()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    let version: i64 = store
+        .connection()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!((mode.as_str(), version), ("wal", 1));
+}

@@ -1,0 +1,171 @@
+//! The tools' answers, and every bad input as a one-line JSON error.
+
+use ctxhost_engine_abi::{Engine, Message, SessionInfo};
+use serde_json::{json, Value};
+
+use super::{engine, replay};
+use crate::{synthetic, Lcm};
+
+fn compacted_engine(dir: &std::path::Path) -> (Lcm, Vec<Message>) {
+    let mut engine = engine(dir, 4_000, json!({ "fresh_tail": 4, "fan_in": 2 }));
+    engine.on_session_start("tools", &SessionInfo::default()).unwrap();
+    let mut messages = synthetic::conversation(21, 60, 1_200);
+    messages.insert(
+        1,
+        Message::user("first request: fix coupon-code WH-2024-17 \"quoted\" OR NOT"),
+    );
+    let (context, compactions) = replay(&mut engine, &messages);
+    assert!(compactions >= 2);
+    (engine, context)
+}
+
+fn error_of(answer: &Value) -> &str {
+    answer["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error: {answer}"))
+}
+
+#[test]
+fn bad_inputs_are_one_line_json_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, _) = compacted_engine(dir.path());
+    let cases = [
+        ("lcm_grep", json!({ "pattern": "(unclosed" }), "invalid regex"),
+        ("lcm_grep", json!({}), "needs a `pattern`"),
+        ("lcm_grep", json!({ "pattern": "x", "mode": "fuzzy" }), "`mode`"),
+        ("lcm_grep", json!({ "pattern": "x", "limit": 1000 }), "`limit`"),
+        (
+            "lcm_grep",
+            json!({ "pattern": "x", "since": "yesterday" }),
+            "`since`",
+        ),
+        (
+            "lcm_grep",
+            json!({ "pattern": "x{1000}{1000}{1000}" }),
+            "invalid regex",
+        ),
+        (
+            "lcm_grep",
+            json!({ "pattern": "---", "mode": "full_text" }),
+            "no word",
+        ),
+        (
+            "lcm_expand",
+            json!({ "id": "sum_0000000000000000" }),
+            "unknown id",
+        ),
+        ("lcm_expand", json!({ "id": "banana" }), "unknown id"),
+        ("lcm_expand", json!({ "id": "msg_99999999" }), "unknown id"),
+        ("lcm_describe", json!({ "id": "sum_zz" }), "unknown id"),
+        ("lcm_expand", json!({ "id": 7 }), "must be a string"),
+        ("lcm_status", json!([1]), "must be a JSON object"),
+        ("lcm_nothing", json!({}), "Unknown context engine tool"),
+    ];
+    for (tool, arguments, expected) in cases {
+        let answer = engine.handle_tool_call(tool, &arguments, None);
+        let error = error_of(&answer);
+        assert!(error.contains(expected), "{tool} {arguments}: {error}");
+        assert!(
+            !error.contains('\n'),
+            "{tool} {arguments}: more than one line: {error}"
+        );
+    }
+}
+
+#[test]
+fn a_page_past_the_end_is_an_error_and_pages_cover_every_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, _) = compacted_engine(dir.path());
+    let overview = engine.handle_tool_call("lcm_describe", &json!({}), None);
+    let id = overview["context"]["summaries"][0].as_str().unwrap().to_owned();
+    let described = engine.handle_tool_call("lcm_describe", &json!({ "id": id }), None);
+    let total = described["sources"].as_array().unwrap().len();
+    let mut seen = 0;
+    let mut cursor = 0;
+    loop {
+        let page = engine.handle_tool_call(
+            "lcm_expand",
+            &json!({ "id": id, "max_tokens": 1, "cursor": cursor }),
+            None,
+        );
+        assert!(page.get("error").is_none(), "{page}");
+        seen += page["sources"].as_array().unwrap().len();
+        match page["next_cursor"].as_u64() {
+            Some(next) => {
+                assert!(page["note"].as_str().unwrap().contains("cursor"));
+                cursor = next;
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, total);
+    let past = engine.handle_tool_call("lcm_expand", &json!({ "id": id, "cursor": total }), None);
+    assert!(error_of(&past).contains("past the end"));
+}
+
+#[test]
+fn full_text_accepts_whatever_the_user_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, _) = compacted_engine(dir.path());
+    for typed in [
+        "coupon-code WH-2024-17",
+        "\"quoted\" OR NOT",
+        "WH-2024-17",
+        "2024",
+        "first request:",
+    ] {
+        let answer = engine.handle_tool_call(
+            "lcm_grep",
+            &json!({ "pattern": typed, "mode": "full_text" }),
+            None,
+        );
+        let matches = answer["matches"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{typed}: {answer}"));
+        assert!(!matches.is_empty(), "{typed}: {answer}");
+    }
+}
+
+#[test]
+fn grep_names_the_summary_that_covers_an_old_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, _) = compacted_engine(dir.path());
+    let answer = engine.handle_tool_call("lcm_grep", &json!({ "pattern": "WH-2024-17" }), None);
+    let hit = &answer["matches"][0];
+    assert!(
+        hit["snippet"].as_str().unwrap().contains("WH-2024-17"),
+        "{answer}"
+    );
+    let leaf = hit["summary"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"));
+    let expanded = engine.handle_tool_call("lcm_expand", &json!({ "id": leaf, "max_tokens": 100000 }), None);
+    let jsons: Vec<&str> = expanded["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["json"].as_str().unwrap())
+        .collect();
+    assert!(jsons.iter().any(|json| json.contains("WH-2024-17")), "{expanded}");
+    let summaries = engine.handle_tool_call(
+        "lcm_grep",
+        &json!({ "pattern": ".", "scope": "summaries", "limit": 3 }),
+        None,
+    );
+    assert_eq!(summaries["matches"].as_array().unwrap().len(), 3, "{summaries}");
+}
+
+#[test]
+fn status_reports_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, _) = compacted_engine(dir.path());
+    let status = engine.handle_tool_call("lcm_status", &json!({}), None);
+    assert!(status["bytes_on_disk"].as_u64().unwrap() > 0, "{status}");
+    assert!(status["messages"].as_u64().unwrap() > 60, "{status}");
+    assert!(
+        !status["summaries_by_depth"].as_array().unwrap().is_empty(),
+        "{status}"
+    );
+    assert!(status["compression_ratio"].as_f64().unwrap() > 1.0, "{status}");
+    assert_eq!(engine.get_tool_schemas().len(), 4);
+}

@@ -1,0 +1,106 @@
+//! The plain text searched in a message, and snippets of it.
+
+use ctxhost_engine_abi::Message;
+
+/// What full-text search and regex search see of `message`: its content's text, then each tool
+/// call's name and arguments, one per line. Keys, ids and JSON escapes are left out: they are
+/// noise to a person searching, and indexing them would grow the store.
+pub fn search_text(message: &Message) -> String {
+    let mut text = message.text().into_owned();
+    for call in message.calls() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&call.function.name);
+        text.push(' ');
+        text.push_str(&call.function.arguments);
+    }
+    text
+}
+
+/// The words of `text` as the full-text index sees them, lowercased: runs of letters and digits.
+/// (SQLite's unicode61 tokenizer also folds diacritics; a word with one is kept as written here,
+/// and the index folds it the same way when it is queried.)
+pub fn terms(text: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            if word.chars().any(char::is_uppercase) {
+                std::borrow::Cow::Owned(word.to_lowercase())
+            } else {
+                std::borrow::Cow::Borrowed(word)
+            }
+        })
+}
+
+/// About `width` characters of `text` around the byte range `start..end`, on character
+/// boundaries, with `…` where it was cut and whitespace runs folded to one space.
+pub fn snippet(text: &str, start: usize, end: usize, width: usize) -> String {
+    let start = floor_boundary(text, start.min(text.len()));
+    let end = floor_boundary(text, end.min(text.len())).max(start);
+    let matched = text[start..end].chars().count();
+    let context = width.saturating_sub(matched) / 2;
+    let before: usize = text[..start]
+        .chars()
+        .rev()
+        .take(context)
+        .map(char::len_utf8)
+        .sum();
+    let after: usize = text[end..]
+        .chars()
+        .take(context + (context - before.min(context)))
+        .map(char::len_utf8)
+        .sum();
+    let (from, to) = (start - before, end + after);
+    let mut out = String::new();
+    if from > 0 {
+        out.push('…');
+    }
+    let mut last_space = false;
+    for ch in text[from..to].chars() {
+        if ch.is_whitespace() {
+            if !last_space {
+                out.push(' ');
+            }
+            last_space = true;
+        } else {
+            out.push(ch);
+            last_space = false;
+        }
+    }
+    if to < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+fn floor_boundary(text: &str, mut index: usize) -> usize {
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_engine_abi::ToolCall;
+
+    #[test]
+    fn search_text_holds_content_and_calls() {
+        let mut message = Message::assistant("running it");
+        message.tool_calls = Some(vec![ToolCall::new("c1", "terminal", r#"{"command":"ls"}"#)]);
+        assert_eq!(search_text(&message), "running it\nterminal {\"command\":\"ls\"}");
+    }
+
+    #[test]
+    fn a_snippet_is_cut_around_the_match_on_char_boundaries() {
+        let text = format!("{}NEEDLE{}", "é".repeat(300), "x\n\n".repeat(300));
+        let at = text.find("NEEDLE").unwrap();
+        let cut = snippet(&text, at, at + 6, 40);
+        assert!(cut.starts_with('…') && cut.ends_with('…'), "{cut}");
+        assert!(cut.contains("NEEDLE"));
+        assert!(cut.chars().count() <= 44, "{cut}");
+        assert_eq!(snippet("short", 0, 5, 200), "short");
+    }
+}

@@ -1,0 +1,420 @@
+//! The tools offered to the agent: `lcm_grep`, `lcm_describe`, `lcm_expand`, `lcm_status`.
+//!
+//! JSON in, JSON out. Every bad input (a bad regex, an unknown id, a page past the end, a wrong
+//! type) is a one-line error, `{"error": …}`, never a panic.
+
+use serde_json::{json, Value};
+
+use crate::{
+    assemble::is_summary_id,
+    search::{self, Mode, Query, Scope},
+    store::{Store, StoreError, SummaryKind},
+    time::{format_iso, parse_time},
+    Lcm,
+};
+
+/// The tools' names.
+pub const NAMES: &[&str] = &["lcm_grep", "lcm_describe", "lcm_expand", "lcm_status"];
+
+const DEFAULT_LIMIT: u64 = 50;
+const MAX_LIMIT: u64 = 200;
+const DEFAULT_EXPAND_TOKENS: u64 = 4_000;
+
+/// The schemas `get_tool_schemas` offers.
+pub fn schemas() -> Vec<Value> {
+    vec![
+        json!({
+            "name": "lcm_grep",
+            "description": "Search the whole stored history of this conversation, including everything summarised away. Matches come newest first with a snippet and the summary that covers each.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "pattern": { "type": "string", "description": "A regular expression (mode regex) or plain words (mode full_text)." },
+                    "mode": { "type": "string", "enum": ["regex", "full_text"], "default": "regex" },
+                    "scope": { "type": "string", "enum": ["messages", "summaries", "both"], "default": "messages" },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT },
+                    "since": { "type": ["string", "number"], "description": "Only what was stored at or after this time (ISO 8601 or unix seconds)." },
+                    "before": { "type": ["string", "number"], "description": "Only what was stored before this time." },
+                    "all_sessions": { "type": "boolean", "default": false }
+                },
+                "required": ["pattern"]
+            }
+        }),
+        json!({
+            "name": "lcm_describe",
+            "description": "Describe a summary (kind, depth, tokens, time range, sources, parents) or a message; without an id, an overview of this session's summaries.",
+            "parameters": {
+                "type": "object",
+                "properties": { "id": { "type": "string", "description": "sum_… or msg_…" } }
+            }
+        }),
+        json!({
+            "name": "lcm_expand",
+            "description": "Expand a summary into its sources: for a leaf, the original messages exactly as stored; for a condensed summary, its child summaries. msg_… gives that one message.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "id": { "type": "string" },
+                    "max_tokens": { "type": "integer", "minimum": 1, "default": DEFAULT_EXPAND_TOKENS },
+                    "cursor": { "type": "integer", "minimum": 0, "description": "From a truncated answer's next_cursor." }
+                },
+                "required": ["id"]
+            }
+        }),
+        json!({
+            "name": "lcm_status",
+            "description": "The store: size on disk, messages, summaries by depth, compression ratio, thresholds.",
+            "parameters": { "type": "object", "properties": {} }
+        }),
+    ]
+}
+
+type ToolResult = Result<Value, String>;
+
+fn store_failure(error: StoreError) -> String {
+    format!("store: {error}")
+}
+
+/// Answers tool `name`; the error is the one-line message of `{"error": …}`.
+pub fn handle(engine: &mut Lcm, name: &str, arguments: &Value) -> ToolResult {
+    if !arguments.is_object() && !arguments.is_null() {
+        return Err(format!("{name}: the arguments must be a JSON object"));
+    }
+    engine.load_session().map_err(|error| error.message.to_string())?;
+    let session = engine.session.id;
+    match name {
+        "lcm_grep" => grep(engine, session, arguments),
+        "lcm_describe" => describe(engine, session, arguments),
+        "lcm_expand" => expand(engine, arguments),
+        "lcm_status" => status(engine, session),
+        other => Err(format!("Unknown context engine tool: {other}")),
+    }
+}
+
+fn string_arg<'a>(arguments: &'a Value, key: &str) -> Result<Option<&'a str>, String> {
+    match arguments.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(format!("`{key}` must be a string, got {other}")),
+    }
+}
+
+fn count_arg(arguments: &Value, key: &str, default: u64, max: u64) -> Result<u64, String> {
+    match arguments.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(value) => match value.as_u64() {
+            Some(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(format!("`{key}` must be an integer from 1 to {max}, got {value}")),
+        },
+    }
+}
+
+fn grep(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult {
+    let pattern = string_arg(arguments, "pattern")?.ok_or("lcm_grep needs a `pattern`")?;
+    if pattern.is_empty() {
+        return Err("`pattern` is empty".to_owned());
+    }
+    let mode = match string_arg(arguments, "mode")? {
+        None | Some("regex") => Mode::Regex,
+        Some("full_text") => Mode::FullText,
+        Some(other) => return Err(format!("`mode` must be regex or full_text, got `{other}`")),
+    };
+    let scope = match string_arg(arguments, "scope")? {
+        None | Some("messages") => Scope::Messages,
+        Some("summaries") => Scope::Summaries,
+        Some("both") => Scope::Both,
+        Some(other) => {
+            return Err(format!(
+                "`scope` must be messages, summaries or both, got `{other}`"
+            ))
+        }
+    };
+    let limit = count_arg(arguments, "limit", DEFAULT_LIMIT, MAX_LIMIT)? as usize;
+    let time = |key: &str| -> Result<Option<i64>, String> {
+        match arguments.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => parse_time(value)
+                .map(Some)
+                .map_err(|error| format!("`{key}`: {error}")),
+        }
+    };
+    let all_sessions = arguments
+        .get("all_sessions")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let query = Query {
+        pattern: pattern.to_owned(),
+        mode,
+        scope,
+        limit,
+        since: time("since")?,
+        before: time("before")?,
+        session: if all_sessions {
+            None
+        } else {
+            Some(session.unwrap_or(-1))
+        },
+    };
+    let store = engine.store().map_err(|error| error.message.to_string())?;
+    let started = std::time::Instant::now();
+    let (hits, checked) = search::grep(store.connection(), &query)?;
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let matches = search::hits_json(&hits, |id| covering(store, id)).map_err(store_failure)?;
+    Ok(json!({
+        "pattern": pattern,
+        "mode": if mode == Mode::Regex { "regex" } else { "full_text" },
+        "matches": matches,
+        "truncated": hits.len() >= limit,
+        "checked": checked,
+        "elapsed_ms": elapsed_ms,
+    }))
+}
+
+/// The chain of summaries covering `id`, from the leaf up: `null` for a message no summary
+/// covers yet (it is in the context verbatim).
+fn covering(store: &Store, id: &str) -> Result<Value, StoreError> {
+    let mut chain = Vec::new();
+    let mut current = match parse_message_id(id) {
+        Some(message) => store.leaves_covering(message)?.into_iter().next(),
+        None => store.summary_parents(id)?.into_iter().next(),
+    };
+    while let Some(summary) = current {
+        current = store.summary_parents(&summary)?.into_iter().next();
+        chain.push(summary);
+        if chain.len() > 64 {
+            break;
+        }
+    }
+    Ok(match chain.first() {
+        None => Value::Null,
+        Some(first) => json!({ "id": first, "ancestors": &chain[1..] }),
+    })
+}
+
+fn parse_message_id(id: &str) -> Option<i64> {
+    id.strip_prefix("msg_")?.parse().ok().filter(|n: &i64| *n > 0)
+}
+
+fn unknown_id(id: &str) -> String {
+    format!("unknown id `{id}`: expected sum_ followed by 16 hex digits, or msg_<number>, as lcm_grep and lcm_describe give them")
+}
+
+fn describe(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult {
+    let store = engine.store().map_err(|error| error.message.to_string())?;
+    let Some(id) = string_arg(arguments, "id")? else {
+        return overview(store, session);
+    };
+    if let Some(message_id) = parse_message_id(id) {
+        let message = store
+            .message(message_id)
+            .map_err(store_failure)?
+            .ok_or_else(|| unknown_id(id))?;
+        return Ok(json!({
+            "id": id,
+            "type": "message",
+            "session": message.session,
+            "seq": message.seq,
+            "role": message.role,
+            "tokens": message.tokens,
+            "time": format_iso(message.created_at),
+            "summary": covering(store, id).map_err(store_failure)?,
+        }));
+    }
+    if !is_summary_id(id) {
+        return Err(unknown_id(id));
+    }
+    let summary = store
+        .summary(id)
+        .map_err(store_failure)?
+        .ok_or_else(|| unknown_id(id))?;
+    let sources: Vec<String> = match summary.kind {
+        SummaryKind::Leaf => store
+            .summary_messages(id)
+            .map_err(store_failure)?
+            .into_iter()
+            .map(|m| format!("msg_{m}"))
+            .collect(),
+        SummaryKind::Condensed => store.summary_sources(id).map_err(store_failure)?,
+    };
+    Ok(json!({
+        "id": summary.id,
+        "type": "summary",
+        "kind": summary.kind.as_str(),
+        "depth": summary.depth,
+        "method": summary.method,
+        "tokens": summary.tokens,
+        "earliest": format_iso(summary.earliest_at),
+        "latest": format_iso(summary.latest_at),
+        "descendant_count": summary.descendant_count,
+        "descendant_tokens": summary.descendant_tokens,
+        "sources": sources,
+        "parents": store.summary_parents(id).map_err(store_failure)?,
+    }))
+}
+
+fn overview(store: &Store, session: Option<i64>) -> ToolResult {
+    let Some(session) = session else {
+        return Ok(
+            json!({ "messages": 0, "summaries": [], "context": null, "note": "nothing stored in this session yet" }),
+        );
+    };
+    let (messages, tokens) = store.message_totals(Some(session)).map_err(store_failure)?;
+    let (context, compactions) = store.session_context(session).map_err(store_failure)?;
+    let by_depth = store.summaries_by_depth(Some(session)).map_err(store_failure)?;
+    Ok(json!({
+        "messages": messages,
+        "message_tokens": tokens,
+        "compactions": compactions,
+        "summaries_by_depth": by_depth.iter().map(|(depth, count, tokens, covered)| json!({
+            "depth": depth, "count": count, "tokens": tokens, "covered_tokens": covered,
+        })).collect::<Vec<_>>(),
+        "context": context,
+    }))
+}
+
+fn expand(engine: &mut Lcm, arguments: &Value) -> ToolResult {
+    let id = string_arg(arguments, "id")?.ok_or("lcm_expand needs an `id`")?;
+    let max_tokens = count_arg(arguments, "max_tokens", DEFAULT_EXPAND_TOKENS, u64::MAX)?;
+    let cursor = match arguments.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(value) => value
+            .as_u64()
+            .ok_or_else(|| format!("`cursor` must be a non-negative integer, got {value}"))?
+            as usize,
+    };
+    let store = engine.store().map_err(|error| error.message.to_string())?;
+    if let Some(message_id) = parse_message_id(id) {
+        let message = store
+            .message(message_id)
+            .map_err(store_failure)?
+            .ok_or_else(|| unknown_id(id))?;
+        return Ok(json!({
+            "id": id,
+            "type": "message",
+            "role": message.role,
+            "seq": message.seq,
+            "time": format_iso(message.created_at),
+            "json": message.json,
+        }));
+    }
+    if !is_summary_id(id) {
+        return Err(unknown_id(id));
+    }
+    let summary = store
+        .summary(id)
+        .map_err(store_failure)?
+        .ok_or_else(|| unknown_id(id))?;
+    let total = match summary.kind {
+        SummaryKind::Leaf => store.summary_messages(id).map_err(store_failure)?.len(),
+        SummaryKind::Condensed => store.summary_sources(id).map_err(store_failure)?.len(),
+    };
+    if cursor >= total {
+        return Err(format!(
+            "cursor {cursor} is past the end: `{id}` has {total} sources (cursors 0 to {})",
+            total - 1
+        ));
+    }
+    let mut items = Vec::new();
+    let mut used = 0u64;
+    let mut next = cursor;
+    match summary.kind {
+        SummaryKind::Leaf => {
+            for message_id in &store.summary_messages(id).map_err(store_failure)?[cursor..] {
+                let message = store
+                    .message(*message_id)
+                    .map_err(store_failure)?
+                    .ok_or_else(|| format!("store: msg_{message_id} of `{id}` is missing"))?;
+                if !items.is_empty() && used + message.tokens > max_tokens {
+                    break;
+                }
+                used += message.tokens;
+                next += 1;
+                items.push(json!({
+                    "id": format!("msg_{}", message.id),
+                    "role": message.role,
+                    "seq": message.seq,
+                    "time": format_iso(message.created_at),
+                    "json": message.json,
+                }));
+            }
+        }
+        SummaryKind::Condensed => {
+            for source in &store.summary_sources(id).map_err(store_failure)?[cursor..] {
+                let child = store
+                    .summary(source)
+                    .map_err(store_failure)?
+                    .ok_or_else(|| format!("store: source `{source}` of `{id}` is missing"))?;
+                if !items.is_empty() && used + child.tokens > max_tokens {
+                    break;
+                }
+                used += child.tokens;
+                next += 1;
+                items.push(json!({
+                    "id": child.id,
+                    "kind": child.kind.as_str(),
+                    "depth": child.depth,
+                    "earliest": format_iso(child.earliest_at),
+                    "latest": format_iso(child.latest_at),
+                    "descendant_count": child.descendant_count,
+                    "text": child.text,
+                }));
+            }
+        }
+    }
+    let truncated = next < total;
+    let mut answer = json!({
+        "id": id,
+        "kind": summary.kind.as_str(),
+        "depth": summary.depth,
+        "sources": items,
+        "shown": format!("{} to {} of {total}", cursor, next - 1),
+        "truncated": truncated,
+    });
+    if truncated {
+        answer["next_cursor"] = json!(next);
+        answer["note"] = json!(format!(
+            "truncated at max_tokens {max_tokens}: {} more sources; call lcm_expand with {{\"id\": \"{id}\", \"cursor\": {next}}} for the rest",
+            total - next
+        ));
+    }
+    Ok(answer)
+}
+
+fn status(engine: &mut Lcm, session: Option<i64>) -> ToolResult {
+    let counters = engine.counters;
+    let config = engine.config.clone();
+    let store = engine.store().map_err(|error| error.message.to_string())?;
+    let (messages, message_tokens) = store
+        .message_totals(session.or(Some(-1)))
+        .map_err(store_failure)?;
+    let (all_messages, _) = store.message_totals(None).map_err(store_failure)?;
+    let by_depth = store
+        .summaries_by_depth(session.or(Some(-1)))
+        .map_err(store_failure)?;
+    let bytes = store.bytes_on_disk();
+    let leaf = by_depth.iter().find(|(depth, ..)| *depth == 0);
+    let ratio = leaf
+        .filter(|(_, _, tokens, _)| *tokens > 0)
+        .map(|(_, _, tokens, covered)| *covered as f64 / *tokens as f64);
+    Ok(json!({
+        "database": store.path().display().to_string(),
+        "bytes_on_disk": bytes,
+        "bytes_per_message": bytes.checked_div(all_messages).unwrap_or(0),
+        "schema_version": crate::store::SCHEMA_VERSION,
+        "session": engine.session.name,
+        "messages": messages,
+        "message_tokens": message_tokens,
+        "messages_in_store": all_messages,
+        "summaries_by_depth": by_depth.iter().map(|(depth, count, tokens, covered)| json!({
+            "depth": depth, "count": count, "tokens": tokens, "covered_tokens": covered,
+        })).collect::<Vec<_>>(),
+        "compression_ratio": ratio,
+        "threshold_tokens": counters.threshold_tokens,
+        "context_length": counters.context_length,
+        "compression_count": counters.compression_count,
+        "fresh_tail": config.fresh_tail,
+        "leaf_chunk_tokens": config.leaf_chunk_tokens,
+        "fan_in": config.fan_in,
+        "max_depth": config.max_depth,
+    }))
+}

@@ -1,0 +1,285 @@
+//! The lcm plugin through the real binary: compaction of the bundled example, the tools from the
+//! command line, a second process on the same store, an unreachable summarizer, and processes
+//! killed with SIGKILL in the middle of compactions.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use ctxhost_engine_abi::Message;
+use ctxhost_lcm::synthetic;
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+use crate::support::{ctxhost, example, texts, PluginDir};
+
+fn lcm_tree(config: &str) -> PluginDir {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.config(config);
+    tree
+}
+
+fn run_json(tree: &PluginDir, args: &[&str]) -> Value {
+    let output = tree.run(args);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+}
+
+fn applied(report: &Value) -> usize {
+    report["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["outcome"]["status"] == "applied")
+        .count()
+}
+
+const WAREHOUSE_CONFIG: &str = "context:\n  engine: lcm\nmodel:\n  context_length: 24000\n\
+lcm:\n  database: store/lcm.sqlite\n  fresh_tail: 16\n  leaf_chunk_tokens: 4000\n";
+
+#[test]
+fn the_example_compacts_several_times_and_the_tools_find_and_expand_its_first_message() {
+    let tree = lcm_tree(WAREHOUSE_CONFIG);
+    let transcript = example("transcripts/warehouse-migration.json");
+    let transcript = transcript.to_str().unwrap();
+    let report = run_json(&tree, &["run", transcript, "--json"]);
+    assert_eq!(report["engine"], "lcm");
+    assert!(applied(&report) >= 5, "{}", report["compactions"]);
+    assert!(
+        report["faults"].as_array().unwrap().is_empty(),
+        "{}",
+        report["faults"]
+    );
+    // Relative to the config file's directory.
+    assert!(tree.root().join("store/lcm.sqlite").is_file());
+
+    // A second process replays the transcript, then answers from the whole store.
+    let found = run_json(
+        &tree,
+        &["tool", transcript, "lcm_grep", r#"{"pattern": "issue #700"}"#],
+    );
+    let hit = &found["matches"][0];
+    assert_eq!(hit["role"], "user", "{found}");
+    let leaf = hit["summary"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not summarised: {found}"));
+    let expanded = run_json(
+        &tree,
+        &[
+            "tool",
+            transcript,
+            "lcm_expand",
+            &json!({ "id": leaf, "max_tokens": 1_000_000 }).to_string(),
+        ],
+    );
+    let original: Value = serde_json::from_str::<Value>(&fs::read_to_string(transcript).unwrap()).unwrap()
+        ["messages"][1]
+        .clone();
+    let sources = expanded["sources"].as_array().unwrap();
+    let source = sources
+        .iter()
+        .find(|s| s["id"] == hit["id"])
+        .unwrap_or_else(|| panic!("{expanded}"));
+    let returned: Value = serde_json::from_str(source["json"].as_str().unwrap()).unwrap();
+    assert_eq!(returned, original);
+    assert_eq!(
+        source["json"].as_str().unwrap(),
+        serde_json::to_string(&original).unwrap()
+    );
+
+    // Three replays stored the transcript once.
+    let conn = Connection::open(tree.root().join("store/lcm.sqlite")).unwrap();
+    let stored: i64 = conn
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        stored as usize,
+        report["messages_replayed"].as_u64().unwrap() as usize
+    );
+}
+
+#[test]
+fn the_default_store_is_in_the_data_directory_beside_the_config_file() {
+    let tree = lcm_tree("context:\n  engine: lcm\nmodel:\n  context_length: 16000\n");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config = tree.root().join("config.yaml");
+    let plugins = tree.plugins();
+    let transcript = example("transcripts/coupon-fix.json");
+    let output = ctxhost()
+        .current_dir(elsewhere.path())
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "--plugins-dir",
+            plugins.to_str().unwrap(),
+        ])
+        .args(["run", transcript.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", texts(&output).1);
+    assert!(tree.root().join(".ctxhost/lcm.sqlite").is_file());
+    assert!(
+        fs::read_dir(elsewhere.path()).unwrap().next().is_none(),
+        "nothing written in the current directory"
+    );
+}
+
+#[test]
+fn an_unreachable_summarizer_writes_no_summary_and_keeps_the_context() {
+    let tree = lcm_tree(
+        "context:\n  engine: lcm\nmodel:\n  context_length: 16000\nlcm:\n  database: lcm.sqlite\n\
+auxiliary:\n  compression:\n    model: some-model\n    base_url: http://127.0.0.1:9/v1\n    api_key: x\n    timeout: 5\n",
+    );
+    let transcript = example("transcripts/coupon-fix.json");
+    let report = run_json(&tree, &["run", transcript.to_str().unwrap(), "--json"]);
+    let compactions = report["compactions"].as_array().unwrap();
+    assert!(!compactions.is_empty());
+    assert_eq!(applied(&report), 0, "{}", report["compactions"]);
+    let conn = Connection::open(tree.root().join("lcm.sqlite")).unwrap();
+    let summaries: i64 = conn
+        .query_row("SELECT count(*) FROM summaries", [], |r| r.get(0))
+        .unwrap();
+    let messages: i64 = conn
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(summaries, 0);
+    assert!(messages > 0, "the messages are stored all the same");
+}
+
+/// A long synthetic transcript with a sentinel in its first request.
+fn long_transcript(dir: &Path, turns: usize) -> (PathBuf, Vec<String>) {
+    let mut messages = synthetic::conversation(42, turns, 1_500);
+    messages.insert(
+        1,
+        Message::user("first request: deploy SENTINEL-CRASH-0042 to staging"),
+    );
+    let path = dir.join("long.json");
+    fs::write(&path, json!({ "messages": messages }).to_string()).unwrap();
+    let jsons = messages
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect();
+    (path, jsons)
+}
+
+fn stored_jsons(conn: &Connection) -> Vec<String> {
+    let mut statement = conn.prepare("SELECT json FROM messages ORDER BY seq").unwrap();
+    let rows = statement.query_map([], |row| row.get(0)).unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+/// What a store must satisfy after any crash.
+fn check_store(path: &Path) -> Vec<String> {
+    let conn = Connection::open(path).unwrap();
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let broken_keys: i64 = conn
+        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(broken_keys, 0, "a lineage row points nowhere");
+    let orphans: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM summaries s WHERE \
+             (s.kind = 'leaf' AND s.descendant_count != (SELECT count(*) FROM summary_messages m WHERE m.summary_id = s.id)) \
+             OR (s.kind = 'condensed' AND (SELECT count(*) FROM summary_sources x WHERE x.summary_id = s.id) = 0)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(orphans, 0, "a summary without its whole lineage");
+    stored_jsons(&conn)
+}
+
+#[test]
+fn a_process_killed_in_the_middle_of_compactions_loses_nothing() {
+    let tree = lcm_tree(
+        "context:\n  engine: lcm\nmodel:\n  context_length: 5000\nlcm:\n  database: crash.sqlite\n  fresh_tail: 6\n  fan_in: 2\n",
+    );
+    let (transcript, jsons) = long_transcript(tree.root(), 300);
+    let database = tree.root().join("crash.sqlite");
+    let mut rng = synthetic::Rng::new(7);
+    let mut stored = Vec::new();
+    let mut kills = 0;
+    let started = Instant::now();
+    while kills < 10 && started.elapsed() < Duration::from_secs(10) {
+        let mut child = ctxhost()
+            .current_dir(tree.root())
+            .args(["run", transcript.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20 + rng.below(1_500) as u64));
+        // SIGKILL on Unix: no destructor, no flush, no checkpoint runs.
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.success() {
+            continue; // it finished before the kill
+        }
+        kills += 1;
+        if !database.exists() {
+            continue;
+        }
+        let now = check_store(&database);
+        assert!(now.starts_with(&stored), "a message stored before a kill is gone");
+        assert!(
+            jsons.starts_with(&now),
+            "the store holds something the transcript does not"
+        );
+        stored = now;
+    }
+    assert!(kills >= 3, "only {kills} processes were killed");
+
+    // A complete run after the crashes stores the rest, exactly once.
+    let output = tree.run(&["run", transcript.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", texts(&output).1);
+    assert_eq!(check_store(&database), jsons);
+    let found = run_json(
+        &tree,
+        &[
+            "tool",
+            transcript.to_str().unwrap(),
+            "lcm_grep",
+            r#"{"pattern": "SENTINEL-CRASH-0042"}"#,
+        ],
+    );
+    assert_eq!(found["matches"].as_array().unwrap().len(), 1, "{found}");
+}
+
+#[test]
+fn sessions_are_separate_and_a_new_process_sees_them() {
+    let tree =
+        lcm_tree("context:\n  engine: lcm\nmodel:\n  context_length: 16000\nlcm:\n  database: s.sqlite\n");
+    let write = |name: &str, text: &str| {
+        let path = tree.root().join(format!("{name}.json"));
+        let messages = json!({ "messages": [
+            { "role": "system", "content": "sys" },
+            { "role": "user", "content": text },
+            { "role": "assistant", "content": "ok" },
+        ] });
+        fs::write(&path, messages.to_string()).unwrap();
+        path.display().to_string()
+    };
+    let (a, b) = (
+        write("alpha", "alpha has PLANTED-ALPHA-1"),
+        write("beta", "beta has nothing"),
+    );
+    for transcript in [&a, &b] {
+        assert!(tree.run(&["run", transcript]).status.success());
+    }
+    let grep = r#"{"pattern": "PLANTED-ALPHA-1", "mode": "full_text"}"#;
+    let in_alpha = run_json(&tree, &["tool", &a, "lcm_grep", grep]);
+    let in_beta = run_json(&tree, &["tool", &b, "lcm_grep", grep]);
+    assert_eq!(in_alpha["matches"].as_array().unwrap().len(), 1, "{in_alpha}");
+    assert_eq!(in_beta["matches"].as_array().unwrap().len(), 0, "{in_beta}");
+    let status = run_json(&tree, &["tool", &b, "lcm_status", "{}"]);
+    assert_eq!(status["messages"], 3, "{status}");
+    assert_eq!(status["messages_in_store"], 6, "{status}");
+}
