@@ -67,7 +67,8 @@ fn the_services_answer_the_new_names_and_keep_the_old_ones() {
             "log.max_level",
             "summarizer.info",
             "summarize",
-            "count_tokens"
+            "count_tokens",
+            "paths"
         ])
     );
     assert!(host.call("log.max_level", &Value::Null).unwrap().is_string());
