@@ -7,6 +7,7 @@ mod fallback;
 mod host_services;
 mod loading;
 mod plugins;
+mod reading;
 mod replay;
 mod replay_outputs;
 mod support;
