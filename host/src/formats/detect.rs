@@ -170,12 +170,11 @@ fn detect_text(text: &str) -> Result<Format, Unknown> {
     let has = |key: &str| first.keys.iter().any(|seen| seen == key);
     let has_any = |keys: &[&str]| keys.iter().any(|key| has(key));
     let kind_in = |kinds: &[&str]| first.kind.as_deref().is_some_and(|kind| kinds.contains(&kind));
-    let format = if has("payload") && kind_in(CODEX_RECORD_TYPES) {
-        Format::Codex
-    } else if one_line
+    // A legacy Codex rollout: its meta line without a type, or a bare response item.
+    let legacy_codex = one_line
         && ((!has("type") && !has("role") && !has("messages") && has("id") && has("timestamp"))
-            || (!has("payload") && kind_in(CODEX_ITEM_TYPES)))
-    {
+            || (!has("payload") && kind_in(CODEX_ITEM_TYPES)));
+    let format = if (has("payload") && kind_in(CODEX_RECORD_TYPES)) || legacy_codex {
         Format::Codex
     } else if has("role") {
         Format::OpenaiJsonl

@@ -67,6 +67,28 @@ pub fn read_bytes(format: Format, bytes: &[u8], bad_records: BadRecords) -> Outc
     }
 }
 
+/// Reads `data` as `format` and panics when reading breaks its promises: an error that names no
+/// line (or names it with an empty message). The first byte chooses whether malformed records
+/// are skipped, so that both paths are fuzzed. A panic inside the reader is a failure too.
+pub fn check_reader(format: Format, data: &[u8]) {
+    let bad_records = match data.first() {
+        Some(byte) if byte % 2 == 1 => BadRecords::Skip,
+        _ => BadRecords::Stop,
+    };
+    let outcome = read_bytes(format, data, bad_records);
+    match &outcome.error {
+        None => {}
+        Some(TranscriptError::Malformed { line, message, .. }) => {
+            assert!(*line >= 1, "{format}: an error at line {line}: {message}");
+            assert!(
+                !message.is_empty(),
+                "{format}: an error at line {line} without a message"
+            );
+        }
+        Some(other) => panic!("{format}: an error naming no line: {other}"),
+    }
+}
+
 /// Tells the format of `text` as detection does.
 pub fn detect(text: &str) -> Result<Format, TranscriptError> {
     super::detect_format(Path::new("fuzz-input"), text)
