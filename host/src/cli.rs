@@ -18,7 +18,7 @@ use crate::{
     config::Settings,
     discovery::{discover_plugins, find_plugin},
     engine::EngineHandle,
-    formats::{Format, TranscriptMeta},
+    formats::{BadRecords, Format, ReadOptions, TranscriptMeta},
     loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
     output::prompt_cache::{CacheShape, CacheTtl},
     report::{warn_user, FigureSources, RunReport, Sourced},
@@ -100,6 +100,9 @@ pub struct RunArgs {
     /// Read the transcript as this format instead of detecting it.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// How to read the transcript: which session, what to do with a malformed record.
+    #[command(flatten)]
+    pub reading: ReadingArgs,
     /// Write the final context (OpenAI JSON) here, atomically.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -128,6 +131,61 @@ pub struct RunArgs {
     /// present verbatim); analysis that costs more than the compaction on long transcripts.
     #[arg(long)]
     pub facts: bool,
+}
+
+/// The flags that say how a transcript is read, shared by every command that reads one.
+#[derive(Debug, Default, Args)]
+pub struct ReadingArgs {
+    /// For a file holding several sessions (a Hermes export): the one to read, by its id or the
+    /// start of it [default: the first, with a warning listing the others].
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Leave out a malformed record (one warning each, counted in the report) instead of
+    /// stopping there.
+    #[arg(long)]
+    pub skip_bad_records: bool,
+}
+
+impl ReadingArgs {
+    /// The read options, with `format` forced when given.
+    pub fn options(&self, format: Option<Format>) -> ReadOptions {
+        ReadOptions {
+            format,
+            session: self.session.clone(),
+            bad_records: if self.skip_bad_records {
+                BadRecords::Skip
+            } else {
+                BadRecords::Stop
+            },
+        }
+    }
+}
+
+/// Shows a transcript's warnings as `warning:` lines, each once, as the stream finds them.
+#[derive(Debug, Default)]
+pub(crate) struct TranscriptWarnings {
+    shown: usize,
+}
+
+impl TranscriptWarnings {
+    /// Shows the warnings of `meta` not shown yet.
+    pub(crate) fn show_new(&mut self, path: &Path, meta: &TranscriptMeta) {
+        for warning in meta.warnings.iter().skip(self.shown) {
+            crate::report::warn_user(&format!("{}: {warning}", path.display()));
+        }
+        self.shown = self.shown.max(meta.warnings.len());
+    }
+}
+
+/// The line a failed read ends with: the error, and how to go on past a malformed record when
+/// that is possible.
+pub(crate) fn read_failure(error: &crate::formats::TranscriptError, reading: &ReadingArgs) -> String {
+    match error {
+        crate::formats::TranscriptError::Malformed { skippable: true, .. } if !reading.skip_bad_records => {
+            format!("{error} (pass --skip-bad-records to leave such records out and go on)")
+        }
+        _ => error.to_string(),
+    }
 }
 
 /// A tool's arguments on the command line: a JSON object.
@@ -264,6 +322,7 @@ fn build_report(
         transcript: path.display().to_string(),
         format: format.to_string(),
         transcript_warnings: meta.warnings.clone(),
+        bad_records_skipped: meta.bad_records_skipped,
         engine: engine.name().to_owned(),
         engine_source: engine.origin().into(),
         fallback,

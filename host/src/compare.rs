@@ -35,9 +35,9 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::{
-    cli::{replay_options, resolve_context_length},
+    cli::{read_failure, replay_options, resolve_context_length, ReadingArgs, TranscriptWarnings},
     config::Settings,
-    formats::{open_transcript, Format, TranscriptError, TranscriptMeta},
+    formats::{open_transcript_with, Format, ReadOptions, TranscriptError, TranscriptMeta},
     report::{warn_user, Sourced},
     resolution::{resolve_engine, Registry},
     runner::{replay_stream, FactAccounting, NoEvents, ReplayOptions},
@@ -72,6 +72,9 @@ pub struct CompareArgs {
     /// Read the transcript as this format instead of detecting it.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// How to read the transcript: which session, what to do with a malformed record.
+    #[command(flatten)]
+    pub reading: ReadingArgs,
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -91,15 +94,17 @@ pub struct TranscriptSurvey {
     pub uncompacted_tokens: u64,
     /// What it records about its session.
     pub meta: TranscriptMeta,
+    /// How it was read, to read it again the same way for each engine (its format now known).
+    pub options: ReadOptions,
 }
 
 /// Reads the transcript at `path` once, as a stream, counting its messages and their tokens.
 pub fn survey_transcript(
     path: &Path,
-    format: Option<Format>,
+    options: &ReadOptions,
     counter: TokenCounter,
 ) -> Result<TranscriptSurvey, TranscriptError> {
-    let mut stream = open_transcript(path, format)?;
+    let mut stream = open_transcript_with(path, options)?;
     let (mut messages, mut uncompacted_tokens) = (0, 0);
     for message in stream.by_ref() {
         messages += 1;
@@ -110,6 +115,10 @@ pub fn survey_transcript(
         format: stream.format(),
         messages,
         uncompacted_tokens,
+        options: ReadOptions {
+            format: Some(stream.format()),
+            ..options.clone()
+        },
         meta: stream.into_meta(),
     })
 }
@@ -172,7 +181,7 @@ fn run_one(
     // The replay contains engine faults itself; this only keeps a bug of the host's, met with one
     // engine, from taking the other rows with it.
     let replayed = catch_unwind(AssertUnwindSafe(|| {
-        let stream = open_transcript(&survey.path, Some(survey.format))?;
+        let stream = open_transcript_with(&survey.path, &survey.options)?;
         replay_stream(&mut engine, stream, options, &[], &mut NoEvents)
     }));
     match replayed {
@@ -203,7 +212,10 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 pub fn run_compare(settings: &Settings, args: &CompareArgs) -> Result<()> {
     let planned = plan_engines(settings, &args.engines, &args.set)?;
     let counter = TokenCounter::new(settings.tokenizer);
-    let survey = survey_transcript(&args.transcript, args.format, counter)?;
+    let options = args.reading.options(args.format);
+    let survey = survey_transcript(&args.transcript, &options, counter)
+        .map_err(|error| anyhow::anyhow!(read_failure(&error, &args.reading)))?;
+    TranscriptWarnings::default().show_new(&survey.path, &survey.meta);
     let context_length = resolve_context_length(args.context_length, settings, &survey.meta);
     // Retention is one of the columns compared.
     let options = ReplayOptions {

@@ -35,6 +35,8 @@ pub struct RunReport {
     pub format: String,
     /// What is odd about the transcript itself (its own sequence problems…), as its reader found.
     pub transcript_warnings: Vec<String>,
+    /// Malformed records left out (`--skip-bad-records`), each named in a warning.
+    pub bad_records_skipped: u64,
     /// The engine that ran.
     pub engine: String,
     /// Where it came from: `built-in`, or the plugin's folder and library.
@@ -143,6 +145,13 @@ impl RunReport {
             EngineSource::Registered => "registered by the embedding program".to_owned(),
         };
         let _ = writeln!(out, "transcript  {} ({})", self.transcript, self.format);
+        if self.bad_records_skipped > 0 {
+            let _ = writeln!(
+                out,
+                "            {} malformed records skipped (--skip-bad-records; each named in a warning)",
+                self.bad_records_skipped
+            );
+        }
         let _ = writeln!(out, "engine      {} ({source})", self.engine);
         if let Some(fallback) = &self.fallback {
             let _ = writeln!(out, "            fallback: {fallback}");

@@ -10,6 +10,7 @@ mod lcm;
 mod loading;
 mod messages;
 mod plugins;
+mod reading;
 mod replay;
 mod replay_outputs;
 mod support;

@@ -15,10 +15,12 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
-use super::{build_report, replay_options, resolve_context_length, RunArgs};
+use super::{
+    build_report, read_failure, replay_options, resolve_context_length, RunArgs, TranscriptWarnings,
+};
 use crate::{
     config::Settings,
-    formats::{open_transcript, read_transcript},
+    formats::{open_transcript_with, read_transcript_with},
     output::{
         prompt_cache::{apply_cache_shape, CacheTtl},
         write_json_atomically, EventLog,
@@ -58,10 +60,19 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         bail!("--at scripts commands between messages; `compress` takes the whole transcript at once (use `run --at N:/compress`)");
     }
     // `compress` needs every message at once; the others stream them.
+    let reading = args.reading.options(args.format);
+    let failed = |error| anyhow!(read_failure(&error, &args.reading));
     let (mut stream, mut collected) = match mode {
-        Mode::Compress { .. } => (None, Some(read_transcript(&args.transcript, args.format)?)),
-        _ => (Some(open_transcript(&args.transcript, args.format)?), None),
+        Mode::Compress { .. } => (
+            None,
+            Some(read_transcript_with(&args.transcript, &reading).map_err(failed)?),
+        ),
+        _ => (
+            Some(open_transcript_with(&args.transcript, &reading).map_err(failed)?),
+            None,
+        ),
     };
+    let mut warnings = TranscriptWarnings::default();
     let (path, format, meta) = match (&stream, &collected) {
         (Some(stream), _) => (stream.path().to_owned(), stream.format(), stream.meta().clone()),
         (None, Some(transcript)) => (
@@ -71,6 +82,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         ),
         (None, None) => unreachable!("one of them is open"),
     };
+    warnings.show_new(&path, &meta);
     let name = args.engine.clone().unwrap_or_else(|| settings.engine.clone());
     let resolution = resolve_engine(&name, settings, &Registry::default());
     if let Some(fallback) = &resolution.fallback {
@@ -110,11 +122,13 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
             let messages = std::iter::from_fn(|| {
                 let next = stream.next();
                 bar.set_position(stream.bytes_read());
+                warnings.show_new(stream.path(), stream.meta());
                 next
             });
             let fed = replayer.feed_all(messages);
             bar.finish_and_clear();
             if let Err(error) = fed {
+                let error = read_failure(&error, &args.reading);
                 return Err(anyhow!("{error}; the replay stopped there{}", not_written(args)));
             }
         }

@@ -270,7 +270,7 @@ fn columns_are_aligned_and_a_row_without_figures_spans_them() {
 
 fn survey_example() -> TranscriptSurvey {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/transcripts/coupon-fix.json");
-    survey_transcript(&path, None, TokenCounter::rough()).unwrap()
+    survey_transcript(&path, &ReadOptions::default(), TokenCounter::rough()).unwrap()
 }
 
 #[test]

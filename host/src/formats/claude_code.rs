@@ -28,32 +28,32 @@
 //!   Rebuilding the active branch would need the whole file's `uuid` links before the first
 //!   message; file order keeps the reader a single pass.
 
-use std::{collections::VecDeque, io::BufRead, path::Path};
+use std::{io::BufRead, path::Path};
 
 use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
 
 use super::{
     content_from_parts,
+    driver::{next_queued, Queue, QueuedRecords},
     lines::{JsonLines, LineAt},
-    value_as_text, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
+    value_as_text, Located, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
 };
 
 pub(super) struct ClaudeCodeReader<R> {
     lines: JsonLines<R>,
-    ready: VecDeque<Message>,
+    queue: Queue,
     turn: Option<Turn>,
-    /// Messages handed out or ready so far.
-    emitted: usize,
     /// The last conversation record, and the interface's records since.
     last_uuid: Option<String>,
     between: Vec<String>,
     branches: u64,
-    finished: bool,
 }
 
 /// An assistant message being gathered from its records, with the results that arrived for it.
 struct Turn {
+    /// The line of its first record.
+    line: usize,
     message_id: Option<String>,
     parts: Vec<Value>,
     calls: Vec<ToolCall>,
@@ -63,7 +63,8 @@ struct Turn {
     /// The API message's fields besides role and content, from the last record.
     message_fields: Map<String, Value>,
     merged_uuids: Vec<Value>,
-    results: Vec<Message>,
+    /// The results, with their records' lines.
+    results: Vec<(Message, usize)>,
 }
 
 impl Turn {
@@ -71,12 +72,15 @@ impl Turn {
         results.iter().all(|result| {
             let id = result.tool_call_id.as_deref();
             let called = self.calls.iter().any(|call| Some(call.id.as_str()) == id);
-            let answered = self.results.iter().any(|seen| seen.tool_call_id.as_deref() == id);
+            let answered = self
+                .results
+                .iter()
+                .any(|(seen, _)| seen.tool_call_id.as_deref() == id);
             called && !answered
         })
     }
 
-    fn into_messages(self) -> impl Iterator<Item = Message> {
+    fn into_messages(self) -> impl Iterator<Item = (Message, usize)> {
         let mut extra = self.fields;
         if let Some(usage) = self.message_fields.get("usage").and_then(usage_in_runner_terms) {
             extra.insert("usage".to_owned(), usage);
@@ -98,7 +102,7 @@ impl Turn {
             name: None,
             extra,
         };
-        std::iter::once(assistant).chain(self.results)
+        std::iter::once((assistant, self.line)).chain(self.results)
     }
 }
 
@@ -120,31 +124,24 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     pub(super) fn new(path: &Path, reader: R) -> Self {
         Self {
             lines: JsonLines::new(path, reader),
-            ready: VecDeque::new(),
+            queue: Queue::default(),
             turn: None,
-            emitted: 0,
             last_uuid: None,
             between: Vec::new(),
             branches: 0,
-            finished: false,
         }
-    }
-
-    fn push(&mut self, message: Message) {
-        self.emitted += 1;
-        self.ready.push_back(message);
     }
 
     fn flush_turn(&mut self) {
         if let Some(turn) = self.turn.take() {
-            for message in turn.into_messages() {
-                self.push(message);
+            for (message, line) in turn.into_messages() {
+                self.queue.push(message, line);
             }
         }
     }
 
     /// Reads one record; false at the end of the file.
-    fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
+    fn read_one(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
         let Some((mut record, at)) = self.lines.next_record::<Map<String, Value>>()? else {
             return Ok(false);
         };
@@ -237,10 +234,10 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 .unwrap_or_default();
             meta.compactions.push(RecordedCompaction {
                 line: at.line,
-                messages_before: self.emitted,
+                messages_before: self.queue.queued(),
                 summary,
             });
-            if self.emitted == 0 {
+            if self.queue.queued() == 0 {
                 let warning = "the transcript starts with the summary of an earlier compaction: what came before it is \
                                not in this file, and the summary is not replayed (see the meta's compactions)"
                     .to_owned();
@@ -253,10 +250,11 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         let blocks = match content {
             Some(Value::String(text)) => {
                 self.flush_turn();
-                self.push(Message {
+                let message = Message {
                     extra,
                     ..Message::user(text)
-                });
+                };
+                self.queue.push(message, at.line);
                 return Ok(());
             }
             Some(Value::Array(blocks)) => blocks,
@@ -281,23 +279,28 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         }
         if !results.is_empty() {
             match &mut self.turn {
-                Some(turn) if turn.answers_all(&results) => turn.results.extend(results),
+                Some(turn) if turn.answers_all(&results) => turn
+                    .results
+                    .extend(results.into_iter().map(|result| (result, at.line))),
                 _ => {
                     self.flush_turn();
-                    results.into_iter().for_each(|result| self.push(result));
+                    results
+                        .into_iter()
+                        .for_each(|result| self.queue.push(result, at.line));
                 }
             }
         }
         if !rest.is_empty() {
             self.flush_turn();
-            self.push(Message {
+            let message = Message {
                 role: Role::User,
                 content: content_from_parts(rest),
                 tool_calls: None,
                 tool_call_id: None,
                 name: None,
                 extra,
-            });
+            };
+            self.queue.push(message, at.line);
         }
         Ok(())
     }
@@ -370,6 +373,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         } else {
             self.flush_turn();
             self.turn = Some(Turn {
+                line: at.line,
                 message_id,
                 parts: Vec::new(),
                 calls: Vec::new(),
@@ -426,27 +430,30 @@ fn content_to_text(content: &Value) -> String {
     }
 }
 
-impl<R: BufRead + Send> Source for ClaudeCodeReader<R> {
-    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
-        loop {
-            if let Some(message) = self.ready.pop_front() {
-                return Ok(Some(message));
-            }
-            if self.finished {
-                return Ok(None);
-            }
-            if !self.read_record(meta)? {
-                self.finished = true;
-                self.flush_turn();
-                if self.branches > 0 {
-                    let warning = format!(
-                        "{} records do not continue the record before them (a rewind or an edited prompt): \
-                         the transcript is read in file order, abandoned branches included",
-                        self.branches
-                    );
-                    meta.warn(self.lines.path(), warning);
-                }
-            }
+impl<R: BufRead> QueuedRecords for ClaudeCodeReader<R> {
+    fn queue(&mut self) -> &mut Queue {
+        &mut self.queue
+    }
+
+    fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
+        self.read_one(meta)
+    }
+
+    fn end_of_file(&mut self, meta: &mut TranscriptMeta) {
+        self.flush_turn();
+        if self.branches > 0 {
+            let warning = format!(
+                "{} records do not continue the record before them (a rewind or an edited prompt): \
+                 the transcript is read in file order, abandoned branches included",
+                self.branches
+            );
+            meta.warn(self.lines.path(), warning);
         }
+    }
+}
+
+impl<R: BufRead + Send> Source for ClaudeCodeReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
+        next_queued(self, meta)
     }
 }

@@ -20,34 +20,52 @@
 //!   interface: left out, counted by type.
 //! - `compacted` is a compaction Codex made: left out, its summary listed in
 //!   [`TranscriptMeta::compactions`] (see the module docs of `formats`).
+//! - **Legacy rollouts** (Codex CLI before the `{timestamp, type, payload}` envelope) are read
+//!   too: a first line `{id, timestamp, instructions?, git?}` with no `type` is the session's
+//!   meta, then the response items are bare records (`{"type": "message", role, content}`,
+//!   `function_call`, `function_call_output`, `reasoning`…), mapped as above; the
+//!   `{"record_type": "state"}` lines between them are the interface's, left out and counted.
 
-use std::{collections::VecDeque, io::BufRead, path::Path};
+use std::{io::BufRead, path::Path};
 
 use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
 
 use super::{
     content_from_parts,
+    driver::{next_queued, Queue, QueuedRecords},
     lines::{JsonLines, LineAt},
-    value_as_text, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
+    value_as_text, Located, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
 };
+
+/// The record types of the `{timestamp, type, payload}` envelope.
+const ENVELOPE_TYPES: &[&str] = &[
+    "session_meta",
+    "turn_context",
+    "response_item",
+    "event_msg",
+    "compacted",
+];
 
 pub(super) struct CodexReader<R> {
     lines: JsonLines<R>,
-    ready: VecDeque<Message>,
+    queue: Queue,
     response: Option<Response>,
     /// Reasoning waiting for the assistant message it led to.
     reasoning: Vec<Value>,
-    emitted: usize,
     last_total: Option<Value>,
     seen_session_meta: bool,
-    finished: bool,
+    /// Records read so far.
+    records: usize,
 }
 
 /// One response's assistant message and the outputs of its calls.
 struct Response {
     assistant: Message,
-    outputs: Vec<Message>,
+    /// The line of the record that began it.
+    line: usize,
+    /// The outputs, with their records' lines.
+    outputs: Vec<(Message, usize)>,
     /// A token count has closed it: no more calls join it.
     counted: bool,
 }
@@ -62,43 +80,51 @@ impl<R: BufRead> CodexReader<R> {
     pub(super) fn new(path: &Path, reader: R) -> Self {
         Self {
             lines: JsonLines::new(path, reader),
-            ready: VecDeque::new(),
+            queue: Queue::default(),
             response: None,
             reasoning: Vec::new(),
-            emitted: 0,
             last_total: None,
             seen_session_meta: false,
-            finished: false,
+            records: 0,
         }
-    }
-
-    fn push(&mut self, message: Message) {
-        self.emitted += 1;
-        self.ready.push_back(message);
     }
 
     fn flush_response(&mut self) {
         if let Some(response) = self.response.take() {
-            self.push(response.assistant);
-            response.outputs.into_iter().for_each(|output| self.push(output));
+            self.queue.push(response.assistant, response.line);
+            for (output, line) in response.outputs {
+                self.queue.push(output, line);
+            }
         }
     }
 
     /// Reads one record; false at the end of the file.
-    fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
+    fn read_one(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
         let Some((mut record, at)) = self.lines.next_record::<Map<String, Value>>()? else {
             return Ok(false);
         };
+        self.records += 1;
         let kind = match record.get("type") {
             Some(Value::String(kind)) => kind.clone(),
+            // A legacy rollout: its first line is the session's meta, without a type.
+            None if self.records == 1 && (record.contains_key("id") || record.contains_key("timestamp")) => {
+                self.read_session_meta(record, at, meta);
+                return Ok(true);
+            }
+            None if record.contains_key("record_type") => {
+                let kind = record.get("record_type").map(value_as_text).unwrap_or_default();
+                meta.skip(format!("{kind} (a legacy rollout's record_type)"));
+                return Ok(true);
+            }
             _ => return Err(self.lines.error_at(at, "a Codex record without a `type`")),
         };
-        let known = matches!(
-            kind.as_str(),
-            "session_meta" | "turn_context" | "response_item" | "event_msg" | "compacted"
-        );
-        if !known {
-            meta.skip(kind);
+        if !ENVELOPE_TYPES.contains(&kind.as_str()) {
+            if record.contains_key("payload") {
+                meta.skip(kind);
+            } else {
+                // A legacy rollout's bare response item.
+                self.read_item(record, None, at, meta)?;
+            }
             return Ok(true);
         }
         let payload = match record.shift_remove("payload") {
@@ -111,7 +137,7 @@ impl<R: BufRead> CodexReader<R> {
         };
         let timestamp = record.shift_remove("timestamp");
         match kind.as_str() {
-            "session_meta" => self.read_session_meta(payload, meta),
+            "session_meta" => self.read_session_meta(payload, at, meta),
             "turn_context" => {
                 if meta.model.is_none() {
                     meta.model = payload.get("model").and_then(Value::as_str).map(str::to_owned);
@@ -125,10 +151,10 @@ impl<R: BufRead> CodexReader<R> {
                 let summary = payload.get("message").map(value_as_text).unwrap_or_default();
                 meta.compactions.push(RecordedCompaction {
                     line: at.line,
-                    messages_before: self.emitted,
+                    messages_before: self.queue.queued(),
                     summary,
                 });
-                if self.emitted == 0 {
+                if self.queue.queued() == 0 {
                     let warning = "the transcript starts with the summary of an earlier compaction: what came before it is \
                                not in this file, and the summary is not replayed (see the meta's compactions)"
                     .to_owned();
@@ -140,7 +166,7 @@ impl<R: BufRead> CodexReader<R> {
         Ok(true)
     }
 
-    fn read_session_meta(&mut self, mut payload: Map<String, Value>, meta: &mut TranscriptMeta) {
+    fn read_session_meta(&mut self, mut payload: Map<String, Value>, at: LineAt, meta: &mut TranscriptMeta) {
         if std::mem::replace(&mut self.seen_session_meta, true) {
             meta.skip("session_meta (after the first)");
             return;
@@ -155,7 +181,7 @@ impl<R: BufRead> CodexReader<R> {
             _ => None,
         };
         match prompt.filter(|prompt| !prompt.trim().is_empty()) {
-            Some(prompt) => self.push(Message::system(prompt)),
+            Some(prompt) => self.queue.push(Message::system(prompt), at.line),
             None => {
                 if let Some(base) = base {
                     payload.insert("base_instructions".to_owned(), base);
@@ -185,11 +211,12 @@ impl<R: BufRead> CodexReader<R> {
                 if message.role == Role::Assistant {
                     self.response = Some(Response {
                         assistant: message,
+                        line: at.line,
                         outputs: Vec::new(),
                         counted: false,
                     });
                 } else {
-                    self.push(message);
+                    self.queue.push(message, at.line);
                 }
             }
             "reasoning" => {
@@ -216,6 +243,7 @@ impl<R: BufRead> CodexReader<R> {
                         };
                         self.response = Some(Response {
                             assistant,
+                            line: at.line,
                             outputs: Vec::new(),
                             counted: false,
                         });
@@ -229,10 +257,10 @@ impl<R: BufRead> CodexReader<R> {
                 let output = self.output(item, extra, at)?;
                 let id = output.tool_call_id.as_deref().unwrap_or_default();
                 match &mut self.response {
-                    Some(response) if response.calls(id) => response.outputs.push(output),
+                    Some(response) if response.calls(id) => response.outputs.push((output, at.line)),
                     _ => {
                         self.flush_response();
-                        self.push(output);
+                        self.queue.push(output, at.line);
                     }
                 }
             }
@@ -484,22 +512,25 @@ fn codex_part(part: Value) -> Value {
     }
 }
 
-impl<R: BufRead + Send> Source for CodexReader<R> {
-    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
-        loop {
-            if let Some(message) = self.ready.pop_front() {
-                return Ok(Some(message));
-            }
-            if self.finished {
-                return Ok(None);
-            }
-            if !self.read_record(meta)? {
-                self.finished = true;
-                self.flush_response();
-                if !self.reasoning.is_empty() {
-                    meta.skip("reasoning (no assistant message after it)");
-                }
-            }
+impl<R: BufRead> QueuedRecords for CodexReader<R> {
+    fn queue(&mut self) -> &mut Queue {
+        &mut self.queue
+    }
+
+    fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
+        self.read_one(meta)
+    }
+
+    fn end_of_file(&mut self, meta: &mut TranscriptMeta) {
+        self.flush_response();
+        if !self.reasoning.is_empty() {
+            meta.skip("reasoning (no assistant message after it)");
         }
+    }
+}
+
+impl<R: BufRead + Send> Source for CodexReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
+        next_queued(self, meta)
     }
 }

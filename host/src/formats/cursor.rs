@@ -75,14 +75,25 @@ impl<R: BufRead> JsonCursor<R> {
         }
     }
 
-    /// A malformed-record error at `at`.
+    /// A malformed-record error at `at`, in the document's structure: reading cannot go on.
     pub(super) fn error_at(&self, at: Position, message: impl Into<String>) -> TranscriptError {
+        self.error(at, message, false)
+    }
+
+    /// A value read whole, starting at `at`, that is not what the format says: reading can go on
+    /// after it.
+    pub(super) fn bad_record(&self, at: Position, message: impl Into<String>) -> TranscriptError {
+        self.error(at, message, true)
+    }
+
+    fn error(&self, at: Position, message: impl Into<String>, skippable: bool) -> TranscriptError {
         TranscriptError::Malformed {
             path: self.path.clone(),
             line: at.line,
             column: Some(at.column),
             offset: Some(at.offset),
             message: message.into(),
+            skippable,
         }
     }
 
@@ -201,11 +212,11 @@ impl<R: BufRead> JsonCursor<R> {
         Ok(true)
     }
 
-    /// Reads the next value.
+    /// Reads the next value. A value that is read whole but is not a `T` is a skippable error.
     pub(super) fn value<T: DeserializeOwned>(&mut self) -> Result<T, TranscriptError> {
         let start = self.start_of_value()?;
-        self.scan_value(true)?;
-        serde_json::from_slice(&self.buffer).map_err(|error| self.parse_error(start, &error))
+        let whole = self.scan_value(true)?;
+        serde_json::from_slice(&self.buffer).map_err(|error| self.parse_error(start, &error, whole))
     }
 
     /// The last value read (or refused) parsed again as another type.
@@ -217,11 +228,12 @@ impl<R: BufRead> JsonCursor<R> {
     /// and strings go).
     pub(super) fn skip_value(&mut self) -> Result<(), TranscriptError> {
         self.start_of_value()?;
-        self.scan_value(false)
+        self.scan_value(false).map(drop)
     }
 
-    /// Consumes the next value's bytes, copying them into the buffer when `keep` is set.
-    fn scan_value(&mut self, keep: bool) -> Result<(), TranscriptError> {
+    /// Consumes the next value's bytes, copying them into the buffer when `keep` is set; whether
+    /// the value ended before the file did.
+    fn scan_value(&mut self, keep: bool) -> Result<bool, TranscriptError> {
         if self.buffer.capacity() > KEPT_BUFFER_BYTES {
             // A huge value's buffer is not kept for the rest of the file.
             self.buffer = Vec::new();
@@ -239,7 +251,7 @@ impl<R: BufRead> JsonCursor<R> {
             if chunk.is_empty() {
                 // The file ends inside the value: parsing what there is says where and how.
                 return match keep {
-                    true => Ok(()),
+                    true => Ok(false),
                     false => Err(self.error_here("the file ends inside a value")),
                 };
             }
@@ -249,7 +261,7 @@ impl<R: BufRead> JsonCursor<R> {
             }
             self.consume(used);
             if done {
-                return Ok(());
+                return Ok(true);
             }
         }
     }
@@ -262,28 +274,9 @@ impl<R: BufRead> JsonCursor<R> {
         }
     }
 
-    /// Counts the lines left that hold anything but whitespace, reading them without keeping them.
-    pub(super) fn count_remaining_lines(&mut self) -> Result<usize, TranscriptError> {
-        let (mut count, mut has_content) = (0, false);
-        loop {
-            let buffer = self.fill()?;
-            if buffer.is_empty() {
-                return Ok(count + usize::from(has_content));
-            }
-            for &byte in buffer {
-                match byte {
-                    b'\n' => count += usize::from(std::mem::take(&mut has_content)),
-                    b' ' | b'\t' | b'\r' => {}
-                    _ => has_content = true,
-                }
-            }
-            let all = buffer.len();
-            self.consume(all);
-        }
-    }
-
-    /// serde_json's error on the buffer, placed in the file: the value began at `start`.
-    fn parse_error(&self, start: Position, error: &serde_json::Error) -> TranscriptError {
+    /// serde_json's error on the buffer, placed in the file: the value began at `start`; `whole`
+    /// when it was read to its end, so that reading can go on after it.
+    fn parse_error(&self, start: Position, error: &serde_json::Error, whole: bool) -> TranscriptError {
         let (line, column) = (error.line().max(1), error.column().max(1));
         let at = if line == 1 {
             Position {
@@ -305,7 +298,7 @@ impl<R: BufRead> JsonCursor<R> {
                 offset: start.offset + (line_begins + column - 1) as u64,
             }
         };
-        self.error_at(at, strip_position(error))
+        self.error(at, strip_position(error), whole)
     }
 }
 
@@ -463,13 +456,5 @@ mod tests {
             error,
             "t.json:1:9: expected `,` or `}` after an object's value, found `\"` (byte 8)"
         );
-    }
-
-    #[test]
-    fn remaining_lines_are_counted_without_blank_ones() {
-        let mut cursor = cursor("{}\n{\"a\": 1}\n\n  \n{}");
-        cursor.begin_object("x").unwrap();
-        cursor.next_key(&mut true).unwrap();
-        assert_eq!(cursor.count_remaining_lines().unwrap(), 2);
     }
 }

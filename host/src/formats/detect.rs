@@ -3,21 +3,29 @@
 //! Only the first [`DETECTION_PREFIX_BYTES`] are read. The first top-level value is parsed as far
 //! as that prefix goes, keeping its keys (and the `type` of a record and of its `payload`), so a
 //! truncated value still tells what it is. The rules, in order:
-//! - `[` → OpenAI messages, JSON array;
+//! - `[` whose first element is an event (`source` with `action` or `observation`) → OpenHands
+//!   event stream; any other `[` → OpenAI messages, JSON array;
 //! - `{"type": "session_meta" | "response_item" | …, "payload": …}` → Codex rollout;
+//! - a legacy Codex rollout: a first line `{id, timestamp, …}` with no `type`, `role` or
+//!   `messages`, or a bare response item (`{"type": "message" | "function_call" | …}` without a
+//!   `payload`) → Codex rollout;
 //! - a record with `role` → OpenAI messages, JSONL;
 //! - a record with Claude Code's keys (`parentUuid`, `isSidechain`, `leafUuid`, `uuid`,
 //!   `sessionId`) or types of its own (`file-history-snapshot`, which often opens the file,
 //!   `queue-operation`, `summary`) → Claude Code;
+//! - `trajectory` whose first element is an OpenHands event → OpenHands event stream;
 //! - `history` or `trajectory` → SWE-agent trajectory;
 //! - a Hermes session's own fields (`system_prompt`, `parent_session_id`, `message_count`…), or
 //!   one-line objects with `messages` followed by more lines → Hermes session export;
 //! - `messages`, or a multi-line document whose deciding keys lie beyond the prefix → OpenAI
 //!   messages, JSON object.
+//!
+//! A forced format is checked against the same prefix ([`check_forced`]): a file that looks like
+//! another format is refused, naming both, rather than read as junk.
 
 use std::{fmt, fs::File, io::Read, path::Path};
 
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::{Format, TranscriptError};
 
@@ -31,6 +39,16 @@ const CODEX_RECORD_TYPES: &[&str] = &[
     "turn_context",
     "compacted",
 ];
+/// Response items a legacy Codex rollout writes bare, one a line.
+const CODEX_ITEM_TYPES: &[&str] = &[
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "local_shell_call",
+    "custom_tool_call",
+    "custom_tool_call_output",
+];
 const CLAUDE_CODE_KEYS: &[&str] = &["parentUuid", "isSidechain", "leafUuid", "uuid", "sessionId"];
 const CLAUDE_CODE_RECORD_TYPES: &[&str] = &["file-history-snapshot", "queue-operation", "summary"];
 const HERMES_SESSION_KEYS: &[&str] = &[
@@ -43,41 +61,103 @@ const HERMES_SESSION_KEYS: &[&str] = &[
     "input_tokens",
 ];
 
+/// Why no format was told.
+enum Unknown {
+    /// The start is not JSON: no format could read it.
+    NotJson(String),
+    /// JSON whose keys no format has: forcing a format is how to read it.
+    UnknownKeys(String),
+}
+
+impl Unknown {
+    fn into_error(self, path: &Path) -> TranscriptError {
+        let (Self::NotJson(reason) | Self::UnknownKeys(reason)) = self;
+        TranscriptError::Unrecognised {
+            path: path.to_owned(),
+            reason,
+        }
+    }
+}
+
 /// Reads the start of the file at `path` and tells its format.
 pub(super) fn detect_file(path: &Path) -> Result<Format, TranscriptError> {
+    let prefix = read_prefix(path)?;
+    detect_prefix(&prefix).map_err(|unknown| unknown.into_error(path))
+}
+
+/// Checks that the file at `path` can be read as `forced`: refused when its start looks like
+/// another format (a file of no known shape is left to the reader, since forcing a format is how
+/// to read one).
+pub(super) fn check_forced(path: &Path, forced: Format) -> Result<(), TranscriptError> {
+    let prefix = read_prefix(path)?;
+    let refused = |looks_like, reason| TranscriptError::NotThatFormat {
+        path: path.to_owned(),
+        forced,
+        looks_like,
+        reason,
+    };
+    match detect_prefix(&prefix) {
+        Ok(detected) if fits(forced, detected) => Ok(()),
+        Ok(detected) => Err(refused(Some(detected), String::new())),
+        Err(Unknown::NotJson(reason)) => Err(refused(None, reason)),
+        Err(Unknown::UnknownKeys(_)) => Ok(()),
+    }
+}
+
+/// Whether a file detected as `detected` may be read as `forced`: the same format, or an object
+/// whose start does not decide between the object formats.
+fn fits(forced: Format, detected: Format) -> bool {
+    forced == detected
+        || matches!(
+            (forced, detected),
+            (Format::OpenaiObject, Format::Hermes)
+                | (
+                    Format::Hermes | Format::SweAgent | Format::Openhands,
+                    Format::OpenaiObject
+                )
+        )
+}
+
+fn read_prefix(path: &Path) -> Result<Vec<u8>, TranscriptError> {
     let file = File::open(path).map_err(|source| TranscriptError::read(path, source))?;
     let mut prefix = Vec::with_capacity(DETECTION_PREFIX_BYTES);
     file.take(DETECTION_PREFIX_BYTES as u64)
         .read_to_end(&mut prefix)
         .map_err(|source| TranscriptError::read(path, source))?;
+    Ok(prefix)
+}
+
+fn detect_prefix(prefix: &[u8]) -> Result<Format, Unknown> {
     // The prefix may end inside a character.
-    let text = match std::str::from_utf8(&prefix) {
+    let text = match std::str::from_utf8(prefix) {
         Ok(text) => text,
         Err(error) if error.error_len().is_none() => {
             std::str::from_utf8(&prefix[..error.valid_up_to()]).expect("valid up to here")
         }
-        Err(_) => {
-            return Err(TranscriptError::Unrecognised {
-                path: path.to_owned(),
-                reason: "its start is not UTF-8 text".to_owned(),
-            })
-        }
+        Err(_) => return Err(Unknown::NotJson("its start is not UTF-8 text".to_owned())),
     };
-    detect_format(path, text)
+    detect_text(text)
 }
 
 /// Tells the format from the start of a file (all of it, or a prefix).
 pub fn detect_format(path: &Path, text: &str) -> Result<Format, TranscriptError> {
-    let unrecognised = |reason: String| TranscriptError::Unrecognised {
-        path: path.to_owned(),
-        reason,
-    };
+    detect_text(text).map_err(|unknown| unknown.into_error(path))
+}
+
+fn detect_text(text: &str) -> Result<Format, Unknown> {
     let text = text.trim_start_matches('\u{feff}').trim_start();
     match text.as_bytes().first() {
-        None => return Err(unrecognised("the file is empty".to_owned())),
-        Some(b'[') => return Ok(Format::OpenaiArray),
+        None => return Err(Unknown::NotJson("the file is empty".to_owned())),
+        Some(b'[') => {
+            let element = sniff_first_element(text);
+            return Ok(if is_openhands_event(&element) {
+                Format::Openhands
+            } else {
+                Format::OpenaiArray
+            });
+        }
         Some(b'{') => {}
-        Some(_) => return Err(unrecognised("it starts with neither `[` nor `{`".to_owned())),
+        Some(_) => return Err(Unknown::NotJson("it starts with neither `[` nor `{`".to_owned())),
     }
     // A whole value on the first line is a JSONL record; otherwise the file is one document (or
     // its first line is longer than the prefix).
@@ -89,22 +169,19 @@ pub fn detect_format(path: &Path, text: &str) -> Result<Format, TranscriptError>
     let more_lines = one_line && !text[first_line.len()..].trim().is_empty();
     let has = |key: &str| first.keys.iter().any(|seen| seen == key);
     let has_any = |keys: &[&str]| keys.iter().any(|key| has(key));
-    let format = if has("payload")
-        && first
-            .kind
-            .as_deref()
-            .is_some_and(|kind| CODEX_RECORD_TYPES.contains(&kind))
-    {
+    let kind_in = |kinds: &[&str]| first.kind.as_deref().is_some_and(|kind| kinds.contains(&kind));
+    // A legacy Codex rollout: its meta line without a type, or a bare response item.
+    let legacy_codex = one_line
+        && ((!has("type") && !has("role") && !has("messages") && has("id") && has("timestamp"))
+            || (!has("payload") && kind_in(CODEX_ITEM_TYPES)));
+    let format = if (has("payload") && kind_in(CODEX_RECORD_TYPES)) || legacy_codex {
         Format::Codex
     } else if has("role") {
         Format::OpenaiJsonl
-    } else if has_any(CLAUDE_CODE_KEYS)
-        || first
-            .kind
-            .as_deref()
-            .is_some_and(|kind| CLAUDE_CODE_RECORD_TYPES.contains(&kind))
-    {
+    } else if has_any(CLAUDE_CODE_KEYS) || kind_in(CLAUDE_CODE_RECORD_TYPES) {
         Format::ClaudeCode
+    } else if has("trajectory") && is_openhands_event(&first.element_keys) {
+        Format::Openhands
     } else if has("history") || has("trajectory") {
         Format::SweAgent
     } else if has_any(HERMES_SESSION_KEYS) || (has("messages") && one_line && more_lines) {
@@ -113,7 +190,7 @@ pub fn detect_format(path: &Path, text: &str) -> Result<Format, TranscriptError>
         Format::OpenaiObject
     } else {
         let keys: Vec<String> = first.keys.iter().map(|key| format!("`{key}`")).collect();
-        return Err(unrecognised(format!(
+        return Err(Unknown::UnknownKeys(format!(
             "its first record has the keys {}, which no format it reads has; --format forces one",
             if keys.is_empty() {
                 "(none)".to_owned()
@@ -125,12 +202,27 @@ pub fn detect_format(path: &Path, text: &str) -> Result<Format, TranscriptError>
     Ok(format)
 }
 
+/// Whether keys are an OpenHands event's: `source`, and `action` or `observation`.
+fn is_openhands_event(keys: &[String]) -> bool {
+    let has = |key: &str| keys.iter().any(|seen| seen == key);
+    has("source") && (has("action") || has("observation"))
+}
+
+/// The keys of the first element of the array `text` starts with, as far as the text goes.
+fn sniff_first_element(text: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let _ = FirstElementKeys { keys: &mut keys }.deserialize(&mut serde_json::Deserializer::from_str(text));
+    keys
+}
+
 /// What the first value shows, as far as the text goes.
 #[derive(Debug, Default)]
 struct Sniffed {
     keys: Vec<String>,
     /// The record's `type`, or its `payload`'s.
     kind: Option<String>,
+    /// The keys of the first element of its `trajectory`.
+    element_keys: Vec<String>,
 }
 
 /// Parses the first value of `text` as far as it goes; whether it was whole.
@@ -174,12 +266,128 @@ impl<'de> Visitor<'de> for SniffObject<'_> {
                         self.sniffed.kind = kind.as_str().map(str::to_owned);
                     }
                 }
+                "trajectory" => map.next_value_seed(FirstElementKeys {
+                    keys: &mut self.sniffed.element_keys,
+                })?,
                 // Codex's record type is the outer `type`; the payload's is not needed.
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
+        Ok(())
+    }
+}
+
+/// Any value; when it is an array whose first element is an object, that object's keys are kept
+/// as they are read.
+struct FirstElementKeys<'a> {
+    keys: &'a mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for FirstElementKeys<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FirstElementKeys<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        seq.next_element_seed(KeysOf { keys: self.keys })?;
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        IgnoredAny.visit_map(map).map(drop)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// Any value; an object's keys are kept as they are read.
+struct KeysOf<'a> {
+    keys: &'a mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for KeysOf<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeysOf<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            self.keys.push(key);
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        IgnoredAny.visit_seq(seq).map(drop)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
         Ok(())
     }
 }
@@ -232,6 +440,26 @@ mod tests {
                 Format::SweAgent,
             ),
             ("\u{feff}  {\"history\": []}", Format::SweAgent),
+            (
+                "[\n  {\n    \"id\": 0,\n    \"source\": \"agent\",\n    \"action\": \"system\",",
+                Format::Openhands,
+            ),
+            (
+                "{\"trajectory\": [{\"id\": 0, \"source\": \"user\", \"action\": \"message\"}]}",
+                Format::Openhands,
+            ),
+            (
+                "{\"id\":\"5973b6c0\",\"timestamp\":\"2025-04-23T12:00:00Z\",\"instructions\":null}\n{\"type\":\"message\"",
+                Format::Codex,
+            ),
+            (
+                "{\"type\":\"message\",\"role\":\"user\",\"content\":[]}\n",
+                Format::Codex,
+            ),
+            (
+                "{\n  \"id\": \"s1\",\n  \"system_prompt\": \"You are\",\n  \"messages\": [",
+                Format::Hermes,
+            ),
         ];
         for (text, format) in cases {
             assert_eq!(detect(text), Ok(format), "{text}");

@@ -4,9 +4,13 @@
 //! `token_count`, `reasoning`…).
 //!
 //! - One session is read: the first, or the first whose id starts with
-//!   [`ReadOptions::session`](super::ReadOptions::session). When the file holds more, a warning
-//!   says how many and which one was read. Sessions before the chosen one are parsed past without
-//!   being kept; lines after it are only counted.
+//!   [`ReadOptions::session`](super::ReadOptions::session) (`--session`). When the file holds
+//!   more, a warning says how many, lists their ids (the first 20) and which one was read: the
+//!   first is what `hermes sessions export` writes first, and the warning says how to pick
+//!   another. An id that matches no session is an error listing the ids found. Sessions before
+//!   and after the chosen one are walked past for their ids without their messages being kept.
+//! - Sessions may be one a line (JSONL, as exported) or pretty-printed one after another: the
+//!   reader walks JSON values, not lines.
 //! - `system_prompt` becomes the system message when the session's messages do not start with
 //!   one (Hermes stores the prompt on the session, not as a message). It must come before
 //!   `messages`, as Hermes writes it; after them it stays in the meta, with a warning.
@@ -22,7 +26,8 @@ use ctxhost_engine_abi::{Message, Role};
 use serde_json::{Map, Value};
 
 use super::{
-    cursor::JsonCursor, openai::take_session_meta, value_as_text, Source, TranscriptError, TranscriptMeta,
+    cursor::JsonCursor, list_ids, openai::take_session_meta, pairing::fix_id_types, value_as_text, Located,
+    Source, TranscriptError, TranscriptMeta,
 };
 
 /// How many session ids an error lists at most.
@@ -40,7 +45,7 @@ pub(super) struct HermesReader<R> {
     /// Set once the session to read has been found.
     chosen: Option<Chosen>,
     /// The system prompt's message, waiting in front of the first message.
-    ready: VecDeque<Message>,
+    ready: VecDeque<Located>,
 }
 
 struct Chosen {
@@ -114,25 +119,61 @@ impl<R: BufRead> HermesReader<R> {
         Ok(true)
     }
 
-    /// The chosen session's object has ended: say what else the file holds.
-    fn finish(&mut self, meta: &mut TranscriptMeta) -> Result<(), TranscriptError> {
+    /// The chosen session's object has ended: say what else the file holds. The sessions after
+    /// it are walked for their ids, their messages skipped without being held; a break in them
+    /// ends the walk, not the read (the chosen session is whole).
+    fn finish(&mut self, meta: &mut TranscriptMeta) {
         let chosen = self.chosen.as_ref().expect("called once a session was chosen");
-        let after = self.cursor.count_remaining_lines()?;
+        let (number, id) = (
+            chosen.number,
+            chosen.id.clone().unwrap_or_else(|| "(no id)".to_owned()),
+        );
+        let mut after = 0;
+        let walked = self.walk_sessions_after(&mut after);
         let total = self.sessions + after;
         if total > 1 {
-            let id = chosen.id.as_deref().unwrap_or("(no id)");
-            let how = if self.wanted.is_some() {
-                "as asked"
+            let listed = if total > self.ids.len() {
+                format!("{}, …", list_ids(&self.ids))
             } else {
-                "the first; choose another with a session id"
+                list_ids(&self.ids)
             };
-            let warning = format!(
-                "the file holds {total} sessions; read session {} of {total}, `{id}` ({how})",
-                chosen.number
+            let how = match &self.wanted {
+                Some(_) => format!("read session {number} of {total}, `{id}`, as asked"),
+                None => format!("read the first, `{id}`; pass --session ID to read another"),
+            };
+            meta.warn(
+                self.cursor.path(),
+                format!("the file holds {total} sessions ({listed}); {how}"),
             );
-            meta.warn(self.cursor.path(), warning);
         }
-        Ok(())
+        if let Err(error) = walked {
+            meta.warn(
+                self.cursor.path(),
+                format!("the sessions after the one read were not all read: {error}"),
+            );
+        }
+    }
+
+    /// Reads past the sessions left, counting them in `after` and keeping their ids.
+    fn walk_sessions_after(&mut self, after: &mut usize) -> Result<(), TranscriptError> {
+        loop {
+            match self.cursor.skip_whitespace()? {
+                Some(b'{') => {}
+                Some(_) => return Err(self.cursor.error_here("expected a session, a JSON object")),
+                None => return Ok(()),
+            }
+            self.cursor.begin_object("a session")?;
+            *after += 1;
+            let mut first = true;
+            while let Some(key) = self.cursor.next_key(&mut first)? {
+                if key == "id" && self.ids.len() < LISTED_SESSIONS {
+                    let id = self.cursor.value::<Value>()?;
+                    self.ids.push(value_as_text(&id));
+                } else {
+                    self.cursor.skip_value()?;
+                }
+            }
+        }
     }
 }
 
@@ -162,8 +203,9 @@ fn record_session_field(meta: &mut TranscriptMeta, key: String, value: Value) {
     meta.extra.insert(key, value);
 }
 
-/// A Hermes message: OpenAI's shape, except that older exports store `tool_calls` as JSON text.
-fn message_from_fields(mut fields: Map<String, Value>) -> Result<Message, String> {
+/// A Hermes message: OpenAI's shape, except that older exports store `tool_calls` as JSON text;
+/// with the ids of the wrong type it fixed ([`fix_id_types`]).
+fn message_from_fields(mut fields: Map<String, Value>) -> Result<(Message, Vec<String>), String> {
     if let Some(Value::String(text)) = fields.get("tool_calls") {
         let calls = if text.trim().is_empty() {
             Value::Null
@@ -173,11 +215,14 @@ fn message_from_fields(mut fields: Map<String, Value>) -> Result<Message, String
         };
         fields.insert("tool_calls".to_owned(), calls);
     }
-    serde_json::from_value(Value::Object(fields)).map_err(|error| error.to_string())
+    let fixed = fix_id_types(&mut fields);
+    serde_json::from_value(Value::Object(fields))
+        .map(|message| (message, fixed))
+        .map_err(|error| error.to_string())
 }
 
 impl<R: BufRead + Send> Source for HermesReader<R> {
-    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
         loop {
             if let Some(message) = self.ready.pop_front() {
                 return Ok(Some(message));
@@ -239,7 +284,7 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                         None => {
                             let chosen_here = self.chosen.as_ref().is_some_and(|c| c.number == self.sessions);
                             if chosen_here {
-                                self.finish(meta)?;
+                                self.finish(meta);
                                 self.state = State::Done;
                             } else {
                                 self.state = State::BetweenSessions;
@@ -253,7 +298,8 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                         if std::mem::take(&mut chosen.first_message) {
                             // No messages: the prompt alone still is what the model would start with.
                             if let Some(prompt) = chosen.system_prompt.take() {
-                                self.ready.push_back(Message::system(prompt));
+                                let line = self.cursor.here().line;
+                                self.ready.push_back(Located::new(Message::system(prompt), line));
                             }
                         }
                         self.state = State::Keys { first: false };
@@ -265,18 +311,23 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                         take_session_meta(Some(fields), meta);
                         continue;
                     }
-                    let message =
-                        message_from_fields(fields).map_err(|error| self.cursor.error_at(at, error))?;
+                    let (message, fixed) =
+                        message_from_fields(fields).map_err(|error| self.cursor.bad_record(at, error))?;
+                    meta.pairing_repairs += fixed.len() as u64;
+                    for fix in fixed {
+                        meta.warn(self.cursor.path(), format!("line {}: {fix}", at.line));
+                    }
+                    let message = Located::new(message, at.line);
                     let chosen = self.chosen.as_mut().expect("messages are read once chosen");
                     if std::mem::take(&mut chosen.first_message) {
                         if let Some(prompt) = chosen.system_prompt.take() {
-                            if message.role == Role::System {
+                            if message.message.role == Role::System {
                                 // The messages carry their own: the session's stays a field.
                                 meta.extra
                                     .insert("system_prompt".to_owned(), Value::String(prompt));
                             } else {
                                 self.ready.push_back(message);
-                                return Ok(Some(Message::system(prompt)));
+                                return Ok(Some(Located::new(Message::system(prompt), at.line)));
                             }
                         }
                     }

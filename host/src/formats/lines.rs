@@ -91,6 +91,8 @@ impl<R: BufRead> JsonLines<R> {
                         column: Some(column + skipped),
                         offset: Some(at.offset + (skipped + column - 1) as u64),
                         message: strip_position(&error),
+                        // The line is read: the next one is a record of its own.
+                        skippable: true,
                     })
                 }
             };
@@ -110,7 +112,13 @@ impl<R: BufRead> JsonLines<R> {
             column: None,
             offset: Some(at.offset),
             message: message.into(),
+            skippable: true,
         }
+    }
+
+    /// The line of the last record read (or refused).
+    pub(super) fn last_line(&self) -> usize {
+        self.next.line.saturating_sub(1).max(1)
     }
 }
 

@@ -13,10 +13,18 @@
 //!   [`Message::extra`], in their order, and the session's own fields in [`TranscriptMeta::extra`];
 //! - leaves out records that are not part of what the model was sent (UI events, subagents'
 //!   records, file snapshots…) and counts them in [`TranscriptMeta::skipped`];
-//! - passes a transcript that is broken by itself (a tool call never answered, a result without
-//!   its call) through as it is, and lists its problems in [`TranscriptMeta::sequence_problems`]
-//!   and [`TranscriptMeta::warnings`] once the stream is exhausted, so that the host can tell an
-//!   engine's mistakes from the input's own.
+//! - stops at a malformed record by default; with [`BadRecords::Skip`] a record that was read
+//!   whole but is not what the format says is left out, with a warning naming its line, and
+//!   counted in [`TranscriptMeta::bad_records_skipped`] (a break in the JSON structure itself
+//!   still stops the stream: nothing after it can be placed);
+//! - repairs the tool pairing of a transcript that is broken by itself, the way the compressor
+//!   repairs pairs (kit's `repair_tool_pairs`): a result that answers no call is dropped, a call
+//!   never answered gets a stub result, a `tool_call_id` given as a number is read as its text;
+//!   each repair is one warning naming the record's line (see `pairing`), so that what the
+//!   engine is given, and what `--out` writes, is a sequence a model API accepts;
+//! - lists what is still not a valid sequence after that (a call id used twice) in
+//!   [`TranscriptMeta::sequence_problems`] and [`TranscriptMeta::warnings`] once the stream is
+//!   exhausted, so that the host can tell an engine's mistakes from the input's own.
 //!
 //! Decisions per format (the details are in each reader's file):
 //! - **OpenAI messages**: a JSON array, `{"messages": […]}` whose other keys go to the meta
@@ -39,6 +47,12 @@
 //!   message of the response it closes.
 //! - **SWE-agent trajectory**: the `history` list, with `tool_call_ids` mapped to `tool_call_id`;
 //!   `trajectory` repeats it step by step and is skipped without being held.
+//! - **OpenHands event stream**: a JSON list of events (or `{"trajectory": […]}`): the model's
+//!   response in an action's `tool_call_metadata` becomes one assistant message with its tool
+//!   calls, an observation answering a call a `tool` message, messages of the user and the agent
+//!   user and assistant messages; the interface's events are left out and counted.
+//! - **Pretty-printed JSON** is read like compact JSON by every JSON format: the readers walk the
+//!   document value by value, whatever its line breaks.
 //! - **Earlier compactions** (Claude Code's `isCompactSummary` record, Codex's `compacted`): the
 //!   host replays the original conversation so that the engine under test does the compacting; a
 //!   compaction the recording agent made is the output of *its* engine, not input. Its summary is
@@ -68,15 +82,22 @@ mod claude_code;
 mod codex;
 mod cursor;
 mod detect;
+mod driver;
 mod hermes;
 mod lines;
 mod openai;
+mod openhands;
+mod pairing;
 mod sequence;
 mod swe_agent;
 
 pub use detect::{detect_format, DETECTION_PREFIX_BYTES};
 
+use pairing::PairRepair;
 use sequence::SequenceChecker;
+
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 
 /// A transcript format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
@@ -95,6 +116,17 @@ pub enum Format {
     Codex,
     /// A SWE-agent trajectory (`.traj`): a JSON object with a `history` list.
     SweAgent,
+    /// An OpenHands event stream: a JSON list of events (or `{"trajectory": […]}`).
+    Openhands,
+}
+
+impl Format {
+    /// The name `--format` takes.
+    pub fn flag_name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|value| value.get_name().to_owned())
+            .unwrap_or_default()
+    }
 }
 
 impl fmt::Display for Format {
@@ -107,6 +139,7 @@ impl fmt::Display for Format {
             Self::ClaudeCode => "Claude Code session (JSONL)",
             Self::Codex => "Codex rollout (JSONL)",
             Self::SweAgent => "SWE-agent trajectory",
+            Self::Openhands => "OpenHands event stream (JSON)",
         })
     }
 }
@@ -119,6 +152,19 @@ pub struct ReadOptions {
     /// For a file holding several sessions (Hermes exports): the session to read, the first whose
     /// id starts with this. `None` reads the first session.
     pub session: Option<String>,
+    /// What to do with a malformed record.
+    pub bad_records: BadRecords,
+}
+
+/// What a reader does with a malformed record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BadRecords {
+    /// Stop there: the error names the file and the line.
+    #[default]
+    Stop,
+    /// Leave out a record that was read whole, with a warning naming its line, and go on. A break
+    /// in the JSON structure itself still stops.
+    Skip,
 }
 
 /// What a transcript says about its session besides the messages.
@@ -140,6 +186,11 @@ pub struct TranscriptMeta {
     pub skipped: BTreeMap<String, u64>,
     /// Compactions the recording agent made, whose summaries are left out of the messages.
     pub compactions: Vec<RecordedCompaction>,
+    /// Malformed records left out ([`BadRecords::Skip`]); each has its warning.
+    pub bad_records_skipped: u64,
+    /// Tool pairing repaired: results dropped, stub results inserted, ids read as text; each has
+    /// its warning.
+    pub pairing_repairs: u64,
     /// The session's other fields, as recorded (a Hermes session's token counters, Codex's
     /// `session_meta`, a SWE-agent trajectory's `info`…).
     pub extra: Map<String, Value>,
@@ -151,9 +202,10 @@ impl TranscriptMeta {
         *self.skipped.entry(kind.into()).or_default() += 1;
     }
 
-    /// Adds a warning, and logs it.
+    /// Adds a warning, and logs it (at debug level: the command line shows each warning to the
+    /// user once, as it comes; see [`TranscriptStream::meta`]).
     pub(crate) fn warn(&mut self, path: &Path, warning: String) {
-        tracing::warn!("{}: {warning}", path.display());
+        tracing::debug!("{}: {warning}", path.display());
         self.warnings.push(warning);
     }
 }
@@ -211,6 +263,28 @@ pub enum TranscriptError {
         offset: Option<u64>,
         /// What is wrong.
         message: String,
+        /// Whether the record was read whole, so that reading can go on after it
+        /// ([`BadRecords::Skip`]); false for a break in the JSON structure.
+        skippable: bool,
+    },
+    /// `--format` names a format the file does not look like.
+    #[error(
+        "`{}` does not look like {forced}; {}",
+        path.display(),
+        match looks_like {
+            Some(format) => format!("it looks like {format} (pass --format {})", format.flag_name()),
+            None => reason.clone(),
+        }
+    )]
+    NotThatFormat {
+        /// The file.
+        path: PathBuf,
+        /// The format asked for.
+        forced: Format,
+        /// The format its start shows, when it shows one.
+        looks_like: Option<Format>,
+        /// What was seen, when no format was recognised.
+        reason: String,
     },
     /// The content matches no format this host reads.
     #[error("{}: not a transcript format ctxhost reads ({reason})", path.display())]
@@ -262,14 +336,19 @@ pub fn open_transcript(path: &Path, format: Option<Format>) -> Result<Transcript
 
 /// Opens the transcript at `path` as a stream, as `options` say.
 ///
-/// Detection reads only the first [`DETECTION_PREFIX_BYTES`] bytes. The stream is primed: it reads
+/// Detection reads only the first [`DETECTION_PREFIX_BYTES`] bytes; a forced format is checked
+/// against them too, so that a file of another format is refused up front rather than read as
+/// junk. The stream is primed: it reads
 /// ahead until its first assistant message (at most [`PRIME_MESSAGES`] messages), so that what the
 /// format records before or around the first model call — model, window, session id — is in
 /// [`TranscriptStream::meta`] before the first message is taken. A malformed record in that
 /// stretch fails here.
 pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<TranscriptStream, TranscriptError> {
     let format = match options.format {
-        Some(format) => format,
+        Some(format) => {
+            detect::check_forced(path, format)?;
+            format
+        }
         None => detect::detect_file(path)?,
     };
     let file = File::open(path).map_err(|source| TranscriptError::read(path, source))?;
@@ -280,6 +359,17 @@ pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<Transc
         read: Arc::clone(&bytes_read),
     };
     let reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
+    stream_from(path, format, options, reader, (bytes_read, bytes_total))
+}
+
+/// The stream of `format` over `reader`, primed; `bytes` counts what was read of how much.
+fn stream_from<R: std::io::BufRead + Send + 'static>(
+    path: &Path,
+    format: Format,
+    options: &ReadOptions,
+    reader: R,
+    (bytes_read, bytes_total): (Arc<AtomicU64>, u64),
+) -> Result<TranscriptStream, TranscriptError> {
     let source: Box<dyn Source> = match format {
         Format::OpenaiArray => Box::new(openai::ArrayReader::new(path, reader)),
         Format::OpenaiObject => Box::new(openai::ObjectReader::new(path, reader)),
@@ -288,6 +378,7 @@ pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<Transc
         Format::ClaudeCode => Box::new(claude_code::ClaudeCodeReader::new(path, reader)),
         Format::Codex => Box::new(codex::CodexReader::new(path, reader)),
         Format::SweAgent => Box::new(swe_agent::SweAgentReader::new(path, reader)),
+        Format::Openhands => Box::new(openhands::OpenhandsReader::new(path, reader)),
     };
     let mut stream = TranscriptStream {
         path: path.to_owned(),
@@ -295,8 +386,11 @@ pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<Transc
         meta: TranscriptMeta::default(),
         source,
         primed: VecDeque::new(),
+        repair: PairRepair::default(),
+        repaired: VecDeque::new(),
         checker: SequenceChecker::default(),
-        finished: false,
+        bad_records: options.bad_records,
+        state: StreamState::Reading,
         bytes_read,
         bytes_total,
     };
@@ -332,10 +426,35 @@ pub const PRIME_MESSAGES: usize = 256;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
 
+/// A message and the line of the record it came from (its first record, when several make it).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Located {
+    pub message: Message,
+    pub line: usize,
+}
+
+impl Located {
+    pub(crate) fn new(message: Message, line: usize) -> Self {
+        Self { message, line }
+    }
+}
+
 /// One format's reader: the next message, with what it learns along the way put in the meta.
 trait Source: Send {
     /// The next message, or `None` at the end of the transcript.
-    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError>;
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError>;
+}
+
+/// Where a stream is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreamState {
+    Reading,
+    /// The source is exhausted; the repaired messages are still being handed out.
+    Draining,
+    /// Everything is handed out and the sequence problems are reported.
+    Done,
+    /// An error was returned: nothing follows.
+    Failed,
 }
 
 /// A transcript being read: its meta and, as an iterator, its messages.
@@ -348,8 +467,12 @@ pub struct TranscriptStream {
     meta: TranscriptMeta,
     source: Box<dyn Source>,
     primed: VecDeque<Message>,
+    repair: PairRepair,
+    /// Messages whose pairing is settled, waiting to be handed out.
+    repaired: VecDeque<Message>,
     checker: SequenceChecker,
-    finished: bool,
+    bad_records: BadRecords,
+    state: StreamState,
     /// Bytes of the file read so far (in buffer-sized steps), for a progress bar.
     bytes_read: Arc<AtomicU64>,
     bytes_total: u64,
@@ -375,7 +498,7 @@ impl fmt::Debug for TranscriptStream {
             .field("path", &self.path)
             .field("format", &self.format)
             .field("meta", &self.meta)
-            .field("finished", &self.finished)
+            .field("state", &self.state)
             .finish_non_exhaustive()
     }
 }
@@ -391,7 +514,8 @@ impl TranscriptStream {
         self.format
     }
 
-    /// What the transcript has said about its session so far.
+    /// What the transcript has said about its session so far. Its warnings grow as the stream is
+    /// read: a caller showing them as they come keeps how many it has shown.
     pub fn meta(&self) -> &TranscriptMeta {
         &self.meta
     }
@@ -429,22 +553,50 @@ impl TranscriptStream {
     }
 
     fn pull(&mut self) -> Result<Option<Message>, TranscriptError> {
-        if self.finished {
-            return Ok(None);
-        }
-        match self.source.next_message(&mut self.meta) {
-            Ok(Some(message)) => {
+        loop {
+            if let Some(message) = self.repaired.pop_front() {
                 self.checker.check(&message);
-                Ok(Some(message))
+                return Ok(Some(message));
             }
-            Ok(None) => {
-                self.finished = true;
-                self.report_sequence_problems();
-                Ok(None)
+            match self.state {
+                StreamState::Reading => {}
+                StreamState::Draining => {
+                    self.state = StreamState::Done;
+                    self.report_sequence_problems();
+                    return Ok(None);
+                }
+                StreamState::Done | StreamState::Failed => return Ok(None),
             }
-            Err(error) => {
-                self.finished = true;
-                Err(error)
+            match self.source.next_message(&mut self.meta) {
+                Ok(Some(located)) => {
+                    self.repair
+                        .take(located, &self.path, &mut self.meta, &mut self.repaired)
+                }
+                Ok(None) => {
+                    self.repair.finish(&self.path, &mut self.meta, &mut self.repaired);
+                    self.state = StreamState::Draining;
+                }
+                Err(TranscriptError::Malformed {
+                    line,
+                    column,
+                    offset,
+                    message,
+                    skippable: true,
+                    ..
+                }) if self.bad_records == BadRecords::Skip => {
+                    self.meta.bad_records_skipped += 1;
+                    let place = match column {
+                        Some(column) => format!("line {line}, column {column}"),
+                        None => format!("line {line}"),
+                    };
+                    let byte = offset.map(|o| format!(" (byte {o})")).unwrap_or_default();
+                    let warning = format!("{place}: skipped a malformed record: {message}{byte}");
+                    self.meta.warn(&self.path, warning);
+                }
+                Err(error) => {
+                    self.state = StreamState::Failed;
+                    return Err(error);
+                }
             }
         }
     }
@@ -453,7 +605,7 @@ impl TranscriptStream {
         const LISTED: usize = 10;
         let problems = std::mem::take(&mut self.checker).finish();
         if let Some(first) = problems.first() {
-            tracing::warn!(
+            tracing::debug!(
                 "{}: the transcript itself is not a valid sequence ({} problems, the first: {first}); it is passed through as it is",
                 self.path.display(),
                 problems.len()

@@ -14,7 +14,10 @@ use std::{io::BufRead, path::Path};
 use ctxhost_engine_abi::Message;
 use serde_json::{Map, Value};
 
-use super::{cursor::JsonCursor, lines::JsonLines, value_as_text, Source, TranscriptError, TranscriptMeta};
+use super::{
+    cursor::JsonCursor, lines::JsonLines, pairing::message_with_fixed_ids, value_as_text, Located, Source,
+    TranscriptError, TranscriptMeta,
+};
 
 /// `[message, …]`.
 pub(super) struct ArrayReader<R> {
@@ -38,7 +41,7 @@ impl<R: BufRead> ArrayReader<R> {
 }
 
 impl<R: BufRead + Send> Source for ArrayReader<R> {
-    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
         loop {
             match &mut self.state {
                 ArrayState::Start => {
@@ -48,9 +51,8 @@ impl<R: BufRead + Send> Source for ArrayReader<R> {
                 }
                 ArrayState::Elements { first } => {
                     if self.cursor.next_element(first)? {
-                        match self.cursor.value::<Message>() {
-                            Ok(message) => return Ok(Some(message)),
-                            Err(error) => take_session_meta(self.cursor.reparse(), meta).ok_or(error)?,
+                        if let Some(message) = next_element_message(&mut self.cursor, meta)? {
+                            return Ok(Some(message));
                         }
                         continue;
                     }
@@ -88,7 +90,7 @@ impl<R: BufRead> ObjectReader<R> {
 }
 
 impl<R: BufRead + Send> Source for ObjectReader<R> {
-    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
         loop {
             match &mut self.state {
                 ObjectState::Start => {
@@ -121,9 +123,8 @@ impl<R: BufRead + Send> Source for ObjectReader<R> {
                 }
                 ObjectState::Messages { first } => {
                     if self.cursor.next_element(first)? {
-                        match self.cursor.value::<Message>() {
-                            Ok(message) => return Ok(Some(message)),
-                            Err(error) => take_session_meta(self.cursor.reparse(), meta).ok_or(error)?,
+                        if let Some(message) = next_element_message(&mut self.cursor, meta)? {
+                            return Ok(Some(message));
                         }
                         continue;
                     }
@@ -133,6 +134,44 @@ impl<R: BufRead + Send> Source for ObjectReader<R> {
             }
         }
     }
+}
+
+/// The array element the cursor is at, as a message: `None` for Hermes's `session_meta`, which
+/// goes to the meta.
+fn next_element_message<R: BufRead>(
+    cursor: &mut JsonCursor<R>,
+    meta: &mut TranscriptMeta,
+) -> Result<Option<Located>, TranscriptError> {
+    let at = cursor.start_of_value()?;
+    match cursor.value::<Message>() {
+        Ok(message) => Ok(Some(Located::new(message, at.line))),
+        Err(error) => {
+            if let Some(message) = message_after_fixing_ids(cursor.reparse(), at.line, cursor.path(), meta) {
+                return Ok(Some(Located::new(message, at.line)));
+            }
+            take_session_meta(cursor.reparse(), meta).ok_or(error)?;
+            Ok(None)
+        }
+    }
+}
+
+/// A record that is not a message as it is, read again with the types of its ids fixed (a number
+/// read as text); each fix is a warning naming `line`. `None` when that does not make it one.
+pub(super) fn message_after_fixing_ids(
+    record: Option<Map<String, Value>>,
+    line: usize,
+    path: &Path,
+    meta: &mut TranscriptMeta,
+) -> Option<Message> {
+    let (message, fixed) = message_with_fixed_ids(record?).ok()?;
+    if fixed.is_empty() {
+        return None;
+    }
+    meta.pairing_repairs += fixed.len() as u64;
+    for fix in fixed {
+        meta.warn(path, format!("line {line}: {fix}"));
+    }
+    Some(message)
 }
 
 /// Puts a session-level field where it belongs: `model`, `context_length` and the id in the meta's
@@ -168,11 +207,17 @@ impl<R: BufRead> JsonlReader<R> {
 }
 
 impl<R: BufRead + Send> Source for JsonlReader<R> {
-    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
         loop {
             match self.lines.next_record() {
-                Ok(record) => return Ok(record.map(|(message, _)| message)),
+                Ok(record) => return Ok(record.map(|(message, at)| Located::new(message, at.line))),
                 Err(error @ TranscriptError::Malformed { .. }) => {
+                    let line = self.lines.last_line();
+                    if let Some(message) =
+                        message_after_fixing_ids(self.lines.reparse(), line, self.lines.path(), meta)
+                    {
+                        return Ok(Some(Located::new(message, line)));
+                    }
                     take_session_meta(self.lines.reparse(), meta).ok_or(error)?;
                 }
                 Err(error) => return Err(error),

@@ -15,7 +15,7 @@ use std::{io::BufRead, path::Path};
 use ctxhost_engine_abi::Message;
 use serde_json::{Map, Value};
 
-use super::{cursor::JsonCursor, Source, TranscriptError, TranscriptMeta};
+use super::{cursor::JsonCursor, pairing::fix_id_types, Located, Source, TranscriptError, TranscriptMeta};
 
 pub(super) struct SweAgentReader<R> {
     cursor: JsonCursor<R>,
@@ -41,17 +41,31 @@ impl<R: BufRead> SweAgentReader<R> {
         }
     }
 
-    fn message(&mut self, mut fields: Map<String, Value>) -> Result<Message, String> {
+    /// A history message, with the ids of the wrong type it fixed.
+    fn message(&mut self, mut fields: Map<String, Value>) -> Result<(Message, Vec<String>), String> {
+        let mut fixed = Vec::new();
         if let Some(ids) = fields.shift_remove("tool_call_ids") {
-            let list: Vec<&str> = match &ids {
-                Value::Array(ids) => ids.iter().filter_map(Value::as_str).collect(),
-                Value::String(id) => vec![id.as_str()],
+            let list: Vec<String> = match &ids {
+                Value::Array(ids) => ids
+                    .iter()
+                    .filter_map(|id| match id {
+                        Value::String(id) => Some(id.clone()),
+                        Value::Number(number) => {
+                            fixed.push(format!(
+                                "`tool_call_ids` holds the number {number}, not text; it is read as \"{number}\""
+                            ));
+                            Some(number.to_string())
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+                Value::String(id) => vec![id.clone()],
                 Value::Null => Vec::new(),
                 _ => return Err("`tool_call_ids` is neither a list nor text".to_owned()),
             };
             if !fields.contains_key("tool_call_id") {
                 if let Some(first) = list.first() {
-                    fields.insert("tool_call_id".to_owned(), Value::String((*first).to_owned()));
+                    fields.insert("tool_call_id".to_owned(), Value::String(first.clone()));
                 }
             }
             if list.len() > 1 {
@@ -59,7 +73,10 @@ impl<R: BufRead> SweAgentReader<R> {
                 fields.insert("tool_call_ids".to_owned(), ids);
             }
         }
-        serde_json::from_value(Value::Object(fields)).map_err(|error| error.to_string())
+        fixed.extend(fix_id_types(&mut fields));
+        serde_json::from_value(Value::Object(fields))
+            .map(|message| (message, fixed))
+            .map_err(|error| error.to_string())
     }
 }
 
@@ -81,7 +98,7 @@ fn model_of(replay_config: &Value) -> Option<String> {
 }
 
 impl<R: BufRead + Send> Source for SweAgentReader<R> {
-    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Message>, TranscriptError> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
         loop {
             match &mut self.state {
                 State::Start => {
@@ -136,10 +153,14 @@ impl<R: BufRead + Send> Source for SweAgentReader<R> {
                     }
                     let at = self.cursor.start_of_value()?;
                     let fields = self.cursor.value::<Map<String, Value>>()?;
-                    return self
+                    let (message, fixed) = self
                         .message(fields)
-                        .map(Some)
-                        .map_err(|error| self.cursor.error_at(at, error));
+                        .map_err(|error| self.cursor.bad_record(at, error))?;
+                    meta.pairing_repairs += fixed.len() as u64;
+                    for fix in fixed {
+                        meta.warn(self.cursor.path(), format!("line {}: {fix}", at.line));
+                    }
+                    return Ok(Some(Located::new(message, at.line)));
                 }
                 State::Done => return Ok(None),
             }

@@ -1,5 +1,4 @@
 use ctxhost_engine_abi::Usage;
-use ctxhost_engine_kit::sequence::SequenceProblem;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -241,7 +240,7 @@ fn a_compact_summary_is_listed_where_it_happened_not_replayed() {
 }
 
 #[test]
-fn a_tool_use_left_unanswered_is_passed_through_and_reported() {
+fn a_tool_use_left_unanswered_gets_a_stub_result_and_a_warning_naming_its_line() {
     let text = jsonl(&[
         user("u1", None, json!("run it")),
         assistant(
@@ -253,14 +252,12 @@ fn a_tool_use_left_unanswered_is_passed_through_and_reported() {
         ),
     ]);
     let transcript = read(Format::ClaudeCode, &text);
-    assert_eq!(transcript.messages.len(), 2);
-    assert_eq!(
-        transcript.meta.sequence_problems,
-        vec![SequenceProblem::UnansweredCall { id: "t1".into() }]
-    );
+    assert_eq!(transcript.messages.len(), 3);
+    assert_eq!(transcript.messages[2].tool_call_id.as_deref(), Some("t1"));
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
     assert_eq!(
         transcript.meta.warnings,
-        ["the transcript itself is not a valid sequence: tool call `t1` is never answered"]
+        ["line 2: tool call `t1` is never answered; a stub result stands in for it"]
     );
 }
 

@@ -1,4 +1,3 @@
-use ctxhost_engine_kit::sequence::SequenceProblem;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -197,20 +196,18 @@ fn a_compaction_is_listed_where_it_happened_not_replayed() {
 }
 
 #[test]
-fn an_output_without_its_call_is_passed_through_and_reported() {
+fn an_output_without_its_call_is_dropped_with_a_warning_naming_its_line() {
     let text = jsonl(&[
         record("session_meta", json!({"id": "s"})),
         item(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]})),
         item(json!({"type": "function_call_output", "call_id": "gone", "output": "late"})),
     ]);
     let transcript = read(Format::Codex, &text);
-    assert_eq!(transcript.messages.len(), 2);
+    assert_eq!(transcript.messages.len(), 1);
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
     assert_eq!(
-        transcript.meta.sequence_problems,
-        vec![SequenceProblem::OrphanResult {
-            id: "gone".into(),
-            index: 1
-        }]
+        transcript.meta.warnings,
+        ["line 3: tool result `gone` answers no call of the message before it; it is dropped"]
     );
 }
 
@@ -239,4 +236,34 @@ fn malformed_records_are_errors_with_their_line_and_offset() {
             offset + 20
         )
     );
+}
+
+#[test]
+fn a_legacy_rollout_with_a_header_line_and_bare_items_is_read() {
+    let text = jsonl(&[
+        json!({"id": "5973b6c0-94b8-487b-a530-2aeb6098ae0e", "timestamp": "2025-04-23T12:00:00.000Z", "instructions": "Use rg.", "git": {"branch": "main"}}),
+        json!({"record_type": "state"}),
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Why does the build fail?"}]}),
+        json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Build it."}]}),
+        json!({"type": "function_call", "id": "fc_1", "name": "shell", "arguments": "{\"command\":[\"cargo\",\"build\"]}", "call_id": "call_1"}),
+        json!({"type": "function_call_output", "call_id": "call_1", "output": "{\"output\":\"error[E0432]: unresolved import\",\"metadata\":{\"exit_code\":101}}"}),
+        json!({"record_type": "state"}),
+        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "An unresolved import."}]}),
+    ]);
+    let transcript = read(Format::Codex, &text);
+    let roles: Vec<_> = transcript.messages.iter().map(|m| m.role).collect();
+    use ctxhost_engine_abi::Role::*;
+    assert_eq!(roles, [User, Assistant, Tool, Assistant]);
+    assert_eq!(transcript.messages[1].calls()[0].id, "call_1");
+    assert_eq!(transcript.messages[1].extra["reasoning"][0]["id"], "rs_1");
+    assert!(transcript.messages[2].text().contains("E0432"));
+    let meta = &transcript.meta;
+    assert_eq!(
+        meta.session_id.as_deref(),
+        Some("5973b6c0-94b8-487b-a530-2aeb6098ae0e")
+    );
+    assert_eq!(meta.extra["instructions"], "Use rg.");
+    assert_eq!(meta.extra["git"], json!({"branch": "main"}));
+    assert_eq!(meta.skipped["state (a legacy rollout's record_type)"], 2);
+    assert_eq!(meta.warnings, Vec::<String>::new());
 }

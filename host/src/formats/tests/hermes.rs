@@ -79,7 +79,7 @@ fn the_first_of_several_sessions_is_read_and_the_others_are_named() {
     assert_eq!(transcript.messages[1].text(), "first?");
     assert_eq!(
         transcript.meta.warnings,
-        ["the file holds 3 sessions; read session 1 of 3, `20260321_a` (the first; choose another with a session id)"]
+        ["the file holds 3 sessions (`20260321_a`, `20260322_b`, `20260323_c`); read the first, `20260321_a`; pass --session ID to read another"]
     );
 }
 
@@ -100,7 +100,7 @@ fn a_session_is_chosen_by_the_start_of_its_id() {
     assert_eq!(messages[1].text(), "second?");
     assert_eq!(
         stream.meta().warnings,
-        ["the file holds 2 sessions; read session 2 of 2, `20260322_b` (as asked)"]
+        ["the file holds 2 sessions (`20260321_a`, `20260322_b`); read session 2 of 2, `20260322_b`, as asked"]
     );
 
     let options = ReadOptions {
@@ -136,4 +136,25 @@ fn a_malformed_message_is_an_error_at_its_place() {
         )),
         "{error}"
     );
+}
+
+#[test]
+fn pretty_printed_sessions_one_after_another_are_read_like_jsonl() {
+    let text = format!(
+        "{}\n{}\n",
+        serde_json::to_string_pretty(&session("20260321_a", conversation("first?"))).unwrap(),
+        serde_json::to_string_pretty(&session("20260322_b", conversation("second?"))).unwrap(),
+    );
+    let (_dir, path) = write("sessions.json", &text);
+    let options = ReadOptions {
+        session: Some("20260322_b".into()),
+        ..ReadOptions::default()
+    };
+    let transcript = crate::formats::read_transcript_with(&path, &options).unwrap();
+    assert_eq!(transcript.format, Format::Hermes);
+    assert_eq!(transcript.messages[1].text(), "second?");
+    let single = serde_json::to_string_pretty(&session("s1", conversation("only?"))).unwrap();
+    let transcript = read(Format::Hermes, &single);
+    assert_eq!(transcript.messages[1].text(), "only?");
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
 }

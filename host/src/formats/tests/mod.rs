@@ -9,6 +9,8 @@ use super::{read_transcript, Format, Transcript};
 mod claude_code;
 mod codex;
 mod hermes;
+mod mutation;
+mod openhands;
 mod stream;
 mod swe_agent;
 

@@ -4,7 +4,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::formats::{open_transcript, TranscriptError};
+use crate::formats::{open_transcript, read_transcript_with, BadRecords, ReadOptions, TranscriptError};
 
 #[test]
 fn what_comes_before_the_messages_is_known_before_the_first_is_taken() {
@@ -49,38 +49,180 @@ fn priming_reads_up_to_the_first_assistant_message_so_the_model_is_known() {
 }
 
 #[test]
-fn a_broken_transcript_is_passed_through_with_its_problems_in_the_meta() {
+fn a_broken_pairing_is_repaired_with_one_warning_per_problem_naming_its_line() {
     let text = jsonl(&[
         json!({"role": "user", "content": "go"}),
         json!({"role": "tool", "tool_call_id": "ghost", "content": "orphan"}),
         json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": 7, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}),
+        json!({"role": "tool", "tool_call_id": 7, "content": "seven"}),
     ]);
     let transcript = read(Format::OpenaiJsonl, &text);
-    assert_eq!(transcript.messages.len(), 3);
+    assert_eq!(find_sequence_problems(&transcript.messages), vec![]);
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+    let roles: Vec<_> = transcript.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant,
+            Role::Tool
+        ]
+    );
+    assert_eq!(transcript.messages[2].tool_call_id.as_deref(), Some("c1"));
+    assert_eq!(transcript.messages[4].tool_call_id.as_deref(), Some("7"));
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            "line 2: tool result `ghost` answers no call of the message before it; it is dropped",
+            "line 4: tool call id 7 is a number, not text; it is read as \"7\"",
+            "line 3: tool call `c1` is never answered; a stub result stands in for it",
+            "line 5: `tool_call_id` is the number 7, not text; it is read as \"7\"",
+        ]
+    );
+    assert_eq!(transcript.meta.pairing_repairs, 4);
+}
+
+#[test]
+fn what_the_repair_leaves_is_still_reported_as_the_input_s_own_problem() {
+    let call = |id: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]});
+    let text = jsonl(&[
+        json!({"role": "user", "content": "go"}),
+        call("same"),
+        json!({"role": "tool", "tool_call_id": "same", "content": "1"}),
+        call("same"),
+        json!({"role": "tool", "tool_call_id": "same", "content": "2"}),
+    ]);
+    let transcript = read(Format::OpenaiJsonl, &text);
+    assert_eq!(transcript.messages.len(), 5);
     assert_eq!(
         transcript.meta.sequence_problems,
         find_sequence_problems(&transcript.messages)
     );
+    assert_eq!(transcript.meta.sequence_problems.len(), 2);
+}
+
+#[test]
+fn a_malformed_record_stops_the_stream_by_default_and_is_skipped_when_asked() {
+    let mut text = jsonl(&[
+        json!({"role": "user", "content": "a"}),
+        json!({"role": "assistant", "content": "b"}),
+    ]);
+    text.push_str("{\"role\": \"user\", \"content\": tru}\n{\"content\": \"no role\"}\n");
+    text.push_str(&jsonl(&[json!({"role": "user", "content": "c"})]));
+    let (_dir, path) = write("t.jsonl", &text);
+    let error = read_transcript(&path, None).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            TranscriptError::Malformed {
+                line: 3,
+                skippable: true,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let options = ReadOptions {
+        bad_records: BadRecords::Skip,
+        ..ReadOptions::default()
+    };
+    let transcript = read_transcript_with(&path, &options).unwrap();
+    let texts: Vec<_> = transcript
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["a", "b", "c"]);
+    assert_eq!(transcript.meta.bad_records_skipped, 2);
     assert_eq!(
         transcript.meta.warnings,
         [
-            "the transcript itself is not a valid sequence: message 1: tool result `ghost` answers no preceding tool call",
-            "the transcript itself is not a valid sequence: tool call `c1` is never answered",
+            "line 3, column 32: skipped a malformed record: expected ident (byte 96)",
+            "line 4, column 22: skipped a malformed record: missing field `role` (byte 119)",
         ]
     );
 }
 
 #[test]
-fn a_forced_format_that_does_not_fit_is_an_error_naming_the_place() {
-    let text = jsonl(&[json!({"role": "user", "content": "hi"})]);
+fn a_malformed_element_of_a_json_document_is_skipped_but_a_broken_structure_still_stops() {
+    let text = "[\n  {\"role\": \"user\", \"content\": \"a\"},\n  {\"role\": \"wizard\"},\n  {\"role\": \"user\", \"content\": \"c\"}\n]";
+    let (_dir, path) = write("t.json", text);
+    let options = ReadOptions {
+        bad_records: BadRecords::Skip,
+        ..ReadOptions::default()
+    };
+    let transcript = read_transcript_with(&path, &options).unwrap();
+    assert_eq!(transcript.messages.len(), 2);
+    assert_eq!(transcript.meta.bad_records_skipped, 1);
+    let (_dir, path) = write(
+        "t.json",
+        "[{\"role\": \"user\", \"content\": \"a\"} {\"role\": \"user\"}]",
+    );
+    let error = read_transcript_with(&path, &options).unwrap_err();
+    assert!(
+        matches!(error, TranscriptError::Malformed { skippable: false, .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn pretty_printed_json_reads_as_compact_json_does_in_every_json_format() {
+    let messages = json!([
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]);
+    let documents = [
+        (Format::OpenaiArray, messages.clone()),
+        (Format::OpenaiObject, json!({"model": "m", "messages": messages})),
+        (
+            Format::SweAgent,
+            json!({"trajectory": [], "history": messages, "info": {}}),
+        ),
+    ];
+    for (format, document) in documents {
+        let compact = read(format, &document.to_string());
+        let pretty = read(format, &serde_json::to_string_pretty(&document).unwrap());
+        assert_eq!(pretty.messages, compact.messages, "{format}");
+        assert_eq!(pretty.messages.len(), 3, "{format}");
+    }
+}
+
+#[test]
+fn a_forced_format_that_does_not_match_the_file_says_what_the_file_looks_like() {
+    let openai = jsonl(&[json!({"role": "user", "content": "hi"})]);
     assert_eq!(
-        read_error(Format::ClaudeCode, &text),
-        "transcript:1: a Claude Code record without a `type` (byte 0)"
+        read_error(Format::ClaudeCode, &openai),
+        "`transcript` does not look like Claude Code session (JSONL); it looks like OpenAI messages (JSONL) (pass --format openai-jsonl)"
     );
     assert_eq!(
-        read_error(Format::OpenaiArray, &text),
-        "transcript:1:1: expected a JSON array of messages, found `{` (byte 0)"
+        read_error(Format::OpenaiArray, &openai),
+        "`transcript` does not look like OpenAI messages (JSON array); it looks like OpenAI messages (JSONL) (pass --format openai-jsonl)"
     );
+    let claude_code = jsonl(&[
+        json!({"parentUuid": null, "isSidechain": false, "type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}),
+    ]);
+    assert_eq!(
+        read_error(Format::OpenaiJsonl, &claude_code),
+        "`transcript` does not look like OpenAI messages (JSONL); it looks like Claude Code session (JSONL) (pass --format claude-code)"
+    );
+    assert_eq!(
+        read_error(Format::Codex, "just some notes\n"),
+        "`transcript` does not look like Codex rollout (JSONL); it starts with neither `[` nor `{`"
+    );
+}
+
+#[test]
+fn a_forced_format_reads_json_whose_keys_decide_nothing() {
+    let text = jsonl(&[json!({"mystery": 1, "messages": [{"role": "user", "content": "hi"}]})]);
+    let (_dir, path) = write("t.json", &text);
+    assert!(read_transcript(&path, None).is_ok());
+    let (_dir, path) = write("t.json", "{\"foo\": 1}\n");
+    let error = read_transcript(&path, Some(Format::OpenaiObject)).unwrap_err();
+    assert!(matches!(error, TranscriptError::Malformed { .. }), "{error}");
 }
 
 #[test]

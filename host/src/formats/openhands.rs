@@ -1,0 +1,425 @@
+//! OpenHands event streams: the JSON list of events OpenHands saves as a trajectory (or
+//! `{"trajectory": […]}`, as its server hands one out). Each event has an `id`, a `source`
+//! (`user`, `agent`, `environment`) and either an `action` with its `args` or an `observation`
+//! with its `content` (and `extras`); `tool_call_metadata` ties them to the model's tool calls:
+//! `function_name`, `tool_call_id`, and the whole `model_response` that made the call.
+//!
+//! The mapping follows what OpenHands itself sends the model (its `ConversationMemory`):
+//! - an action with `tool_call_metadata` is one of the calls of `model_response`: the response's
+//!   `choices[0].message` becomes one assistant message, with its content and all its
+//!   `tool_calls`, the first time one of its actions is met (the response's other actions are part
+//!   of it). Without a `model_response`, the call is made from `function_name`, `tool_call_id` and
+//!   the action's `args`. The response's `usage` becomes the message's `"usage"`, its `model` the
+//!   meta's model;
+//! - `finish` is not sent back as a call: OpenHands turns it into the assistant's closing words
+//!   (the response's content, else the action's `final_thought` or `thought`), and so does this
+//!   reader, dropping `finish` calls from the assistant message;
+//! - an observation with `tool_call_metadata` becomes the `tool` message answering its
+//!   `tool_call_id`, its `content` the result;
+//! - `system` is the system message (`args.content`); `message` from the user a user message,
+//!   from the agent an assistant message (`args.content`); `error` and `user_rejected`
+//!   observations without a call are user messages, as OpenHands sends them;
+//! - every other event (agent state changes, recalls, the interface's own) is left out and
+//!   counted; the event's other fields stay in the message's `extra`, minus the bulky
+//!   `tool_call_metadata`;
+//! - a `context_window` in `llm_metrics.token_usages` is the window.
+
+use std::{io::BufRead, path::Path};
+
+use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
+use serde_json::{json, Map, Value};
+
+use super::{
+    cursor::{JsonCursor, Position},
+    pairing::{fix_id_types, kind_of},
+    value_as_text, Located, Source, TranscriptError, TranscriptMeta,
+};
+
+pub(super) struct OpenhandsReader<R> {
+    cursor: JsonCursor<R>,
+    state: State,
+    seen_events: bool,
+    /// The model response whose assistant message was made last.
+    last_response: Option<String>,
+}
+
+enum State {
+    Start,
+    /// Inside `{"trajectory": […], …}`, between keys.
+    Keys {
+        first: bool,
+    },
+    Events {
+        first: bool,
+        in_object: bool,
+    },
+    Done,
+}
+
+impl<R: BufRead> OpenhandsReader<R> {
+    pub(super) fn new(path: &Path, reader: R) -> Self {
+        Self {
+            cursor: JsonCursor::new(path, reader),
+            state: State::Start,
+            seen_events: false,
+            last_response: None,
+        }
+    }
+
+    /// The message an event makes, if any.
+    fn read_event(
+        &mut self,
+        mut event: Map<String, Value>,
+        at: Position,
+        meta: &mut TranscriptMeta,
+    ) -> Result<Option<Message>, TranscriptError> {
+        let source = event
+            .get("source")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let metadata = match event.shift_remove("tool_call_metadata") {
+            Some(Value::Object(metadata)) => Some(metadata),
+            None | Some(Value::Null) => None,
+            Some(other) => {
+                return Err(self.cursor.bad_record(
+                    at,
+                    format!("`tool_call_metadata` is {}, not an object", kind_of(&other)),
+                ))
+            }
+        };
+        if let Some(context_window) = event
+            .get("llm_metrics")
+            .and_then(|metrics| metrics.get("token_usages"))
+            .and_then(Value::as_array)
+            .and_then(|usages| usages.last())
+            .and_then(|usage| usage.get("context_window"))
+            .and_then(Value::as_u64)
+            .filter(|window| *window > 0)
+        {
+            meta.context_length = meta.context_length.or(Some(context_window));
+        }
+        if let Some(action) = event.get("action").and_then(Value::as_str).map(str::to_owned) {
+            return self.read_action(&action, &source, event, metadata, at, meta);
+        }
+        if let Some(observation) = event
+            .get("observation")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        {
+            return self.read_observation(&observation, event, metadata, at, meta);
+        }
+        Err(self.cursor.bad_record(
+            at,
+            "an OpenHands event with neither an `action` nor an `observation`",
+        ))
+    }
+
+    fn read_action(
+        &mut self,
+        action: &str,
+        source: &str,
+        mut event: Map<String, Value>,
+        metadata: Option<Map<String, Value>>,
+        at: Position,
+        meta: &mut TranscriptMeta,
+    ) -> Result<Option<Message>, TranscriptError> {
+        let args = match event.get("args") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(args)) => args.clone(),
+            Some(other) => {
+                let message = format!(
+                    "the `{action}` action's `args` is {}, not an object",
+                    kind_of(other)
+                );
+                return Err(self.cursor.bad_record(at, message));
+            }
+        };
+        let arg_text = |key: &str| {
+            args.get(key)
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+        };
+        match (action, metadata) {
+            ("system", _) => {
+                let content = arg_text("content").unwrap_or_default().to_owned();
+                take_arg(&mut event, "content");
+                Ok(Some(with_extra(Message::system(content), event)))
+            }
+            ("message", None) => {
+                let content = arg_text("content").unwrap_or_default().to_owned();
+                take_arg(&mut event, "content");
+                let message = match source {
+                    "user" => Message::user(content),
+                    _ => Message::assistant(content),
+                };
+                Ok(Some(with_extra(message, event)))
+            }
+            (_, Some(metadata)) => self.response_message(action, event, &args, metadata, at, meta),
+            ("finish", None) if source == "agent" => {
+                let text = arg_text("final_thought")
+                    .or_else(|| arg_text("thought"))
+                    .unwrap_or_default()
+                    .to_owned();
+                Ok(Some(with_extra(Message::assistant(text), event)))
+            }
+            (other, None) => {
+                meta.skip(format!("action ({other}, from the {})", or_unknown(source)));
+                Ok(None)
+            }
+        }
+    }
+
+    /// The assistant message of the model response that made the action's call; `None` when that
+    /// response's message was made already.
+    fn response_message(
+        &mut self,
+        action: &str,
+        event: Map<String, Value>,
+        args: &Map<String, Value>,
+        metadata: Map<String, Value>,
+        at: Position,
+        meta: &mut TranscriptMeta,
+    ) -> Result<Option<Message>, TranscriptError> {
+        let call_id = metadata.get("tool_call_id").map(value_as_text);
+        let response = metadata.get("model_response").filter(|r| r.is_object());
+        let response_id = response
+            .and_then(|r| r.get("id"))
+            .map(value_as_text)
+            .or_else(|| call_id.clone());
+        if response_id.is_some() && response_id == self.last_response {
+            return Ok(None);
+        }
+        self.last_response = response_id;
+        let choice = response.and_then(|r| r.pointer("/choices/0/message"));
+        let mut calls = Vec::new();
+        let mut content = String::new();
+        let mut extra = event;
+        match choice.and_then(Value::as_object) {
+            Some(choice) => {
+                content = choice.get("content").map(value_as_text).unwrap_or_default();
+                if let Some(Value::Array(listed)) = choice.get("tool_calls") {
+                    for call in listed {
+                        let mut fields = Map::new();
+                        fields.insert("tool_calls".to_owned(), Value::Array(vec![call.clone()]));
+                        for fix in fix_id_types(&mut fields) {
+                            meta.pairing_repairs += 1;
+                            meta.warn(self.cursor.path(), format!("line {}: {fix}", at.line));
+                        }
+                        let call = fields["tool_calls"][0].clone();
+                        let call: ToolCall = serde_json::from_value(call).map_err(|error| {
+                            self.cursor.bad_record(
+                                at,
+                                format!("a tool call in `model_response` is malformed: {error}"),
+                            )
+                        })?;
+                        calls.push(call);
+                    }
+                }
+                for key in ["reasoning_content", "reasoning"] {
+                    if let Some(reasoning) = choice.get(key).filter(|r| !r.is_null()) {
+                        extra.insert("reasoning".to_owned(), reasoning.clone());
+                    }
+                }
+            }
+            None => {
+                let (Some(id), Some(name)) = (call_id, metadata.get("function_name").and_then(Value::as_str))
+                else {
+                    return Err(self.cursor.bad_record(
+                        at,
+                        "`tool_call_metadata` has neither a `model_response` nor a `function_name` and `tool_call_id`",
+                    ));
+                };
+                calls.push(ToolCall::new(id, name, Value::Object(args.clone()).to_string()));
+            }
+        }
+        if let Some(response) = response {
+            if meta.model.is_none() {
+                meta.model = response.get("model").and_then(Value::as_str).map(str::to_owned);
+            }
+            if let Some(usage) = response.get("usage").and_then(usage_in_runner_terms) {
+                extra.insert("usage".to_owned(), usage);
+            }
+        }
+        // OpenHands sends `finish` back as the assistant's closing words, not as a call.
+        calls.retain(|call| call.function.name != "finish");
+        if action == "finish" && content.trim().is_empty() {
+            content = ["final_thought", "thought"]
+                .iter()
+                .find_map(|key| args.get(*key).and_then(Value::as_str).filter(|t| !t.is_empty()))
+                .unwrap_or_default()
+                .to_owned();
+        }
+        let message = Message {
+            role: Role::Assistant,
+            content: if content.is_empty() && !calls.is_empty() {
+                Content::Null
+            } else {
+                Content::Text(content)
+            },
+            tool_calls: (!calls.is_empty()).then_some(calls),
+            tool_call_id: None,
+            name: None,
+            extra,
+        };
+        Ok(Some(message))
+    }
+
+    fn read_observation(
+        &mut self,
+        observation: &str,
+        mut event: Map<String, Value>,
+        metadata: Option<Map<String, Value>>,
+        at: Position,
+        meta: &mut TranscriptMeta,
+    ) -> Result<Option<Message>, TranscriptError> {
+        let content = match event.shift_remove("content") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(text)) => text,
+            Some(other) => {
+                let message = format!(
+                    "the `{observation}` observation's `content` is {}, not text",
+                    kind_of(&other)
+                );
+                return Err(self.cursor.bad_record(at, message));
+            }
+        };
+        let id = metadata.as_ref().and_then(|m| m.get("tool_call_id"));
+        match (id, observation) {
+            (Some(id), _) => {
+                let id = match id {
+                    Value::String(id) => id.clone(),
+                    Value::Number(number) => {
+                        meta.pairing_repairs += 1;
+                        let warning = format!(
+                            "line {}: `tool_call_id` is the number {number}, not text; it is read as \"{number}\"",
+                            at.line
+                        );
+                        meta.warn(self.cursor.path(), warning);
+                        number.to_string()
+                    }
+                    other => {
+                        let message = format!("`tool_call_id` is {}, not text", kind_of(other));
+                        return Err(self.cursor.bad_record(at, message));
+                    }
+                };
+                Ok(Some(with_extra(Message::tool(id, content), event)))
+            }
+            (None, "error" | "user_rejected") => Ok(Some(with_extra(Message::user(content), event))),
+            (None, other) => {
+                meta.skip(format!("observation ({other})"));
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// `message` with the event's fields in its `extra`.
+fn with_extra(message: Message, event: Map<String, Value>) -> Message {
+    Message {
+        extra: event,
+        ..message
+    }
+}
+
+/// Removes `args.key`, now that it is the message's content.
+fn take_arg(event: &mut Map<String, Value>, key: &str) {
+    if let Some(Value::Object(args)) = event.get_mut("args") {
+        args.shift_remove(key);
+    }
+}
+
+fn or_unknown(source: &str) -> &str {
+    if source.is_empty() {
+        "unknown source"
+    } else {
+        source
+    }
+}
+
+/// LiteLLM's usage (OpenAI's names) in the runner's.
+fn usage_in_runner_terms(usage: &Value) -> Option<Value> {
+    let prompt = usage.get("prompt_tokens")?.as_u64()?;
+    let mut out = json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+    });
+    if let Some(cached) = usage
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+    {
+        out["cache_read_tokens"] = cached.into();
+    }
+    Some(out)
+}
+
+impl<R: BufRead + Send> Source for OpenhandsReader<R> {
+    fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
+        loop {
+            match &mut self.state {
+                State::Start => {
+                    self.cursor.skip_bom()?;
+                    match self.cursor.skip_whitespace()? {
+                        Some(b'{') => {
+                            self.cursor
+                                .begin_object("an OpenHands trajectory, a JSON object")?;
+                            self.state = State::Keys { first: true };
+                        }
+                        _ => {
+                            self.cursor.begin_array("a JSON list of OpenHands events")?;
+                            self.seen_events = true;
+                            self.state = State::Events {
+                                first: true,
+                                in_object: false,
+                            };
+                        }
+                    }
+                }
+                State::Keys { first } => {
+                    let at = self.cursor.here();
+                    match self.cursor.next_key(first)? {
+                        Some(key) if key == "trajectory" => {
+                            if std::mem::replace(&mut self.seen_events, true) {
+                                return Err(self.cursor.error_at(at, "a second `trajectory` key"));
+                            }
+                            self.cursor.begin_array("the `trajectory` list of events")?;
+                            self.state = State::Events {
+                                first: true,
+                                in_object: true,
+                            };
+                        }
+                        Some(key) => {
+                            let value = self.cursor.value::<Value>()?;
+                            meta.extra.insert(key, value);
+                        }
+                        None => {
+                            self.cursor.expect_end("the trajectory")?;
+                            if !self.seen_events {
+                                return Err(self.cursor.error_here("the object has no `trajectory` list"));
+                            }
+                            self.state = State::Done;
+                        }
+                    }
+                }
+                State::Events { first, in_object } => {
+                    let in_object = *in_object;
+                    if !self.cursor.next_element(first)? {
+                        if in_object {
+                            self.state = State::Keys { first: false };
+                        } else {
+                            self.cursor.expect_end("the list of events")?;
+                            self.state = State::Done;
+                        }
+                        continue;
+                    }
+                    let at = self.cursor.start_of_value()?;
+                    let event = self.cursor.value::<Map<String, Value>>()?;
+                    if let Some(message) = self.read_event(event, at, meta)? {
+                        return Ok(Some(Located::new(message, at.line)));
+                    }
+                }
+                State::Done => return Ok(None),
+            }
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! Tool pairing repaired as the messages stream past, and ids of the wrong type read as text.
+//!
+//! A transcript can be broken by itself: a result that answers no call (its call was cut off, or
+//! the agent logged it twice), a call never answered (the session was interrupted), an id written
+//! as a number. Replayed as it is, the engine is handed, and `--out` writes, a sequence no model
+//! API accepts. So the stream repairs it the way the compressor repairs pairs after removing
+//! messages — kit's [`repair_tool_pairs`], reused as it is — with one warning per repair naming
+//! the record's line:
+//! - the kit's repair only ever looks at the calls of the message heading a *group* (a message
+//!   that is not a tool result, and the results after it), so repairing group by group gives
+//!   what repairing the whole list would. The stream holds a message with calls and its results
+//!   until every call is answered or the group ends, never more: a message without calls, and a
+//!   group whose calls are all answered, go on at once;
+//! - a result answering no open call is dropped, as the kit's repair drops it (a second result
+//!   for one call too);
+//! - a group that ends with calls unanswered goes through the kit's repair, which gives each a
+//!   stub result right after the group's results; its text says that the transcript recorded
+//!   none (rather than the kit's "removed during compaction");
+//! - what the repair does not touch (a call id reused by a later message) is left for the
+//!   sequence check that follows, and reported as the input's own problem.
+
+use std::{collections::VecDeque, path::Path};
+
+use ctxhost_engine_abi::{Content, Message, Role};
+use ctxhost_engine_kit::sequence::{repair_tool_pairs, REMOVED_RESULT_TEXT};
+use serde_json::{Map, Value};
+
+use super::{Located, TranscriptMeta};
+
+/// The text of the result stood in for a call the transcript never answered.
+pub const UNANSWERED_CALL_TEXT: &str =
+    "[no result for this tool call is recorded in the transcript; ctxhost added this stand-in so that the sequence stays valid]";
+
+/// Repairs tool pairing as messages stream past.
+#[derive(Debug, Default)]
+pub(super) struct PairRepair {
+    /// A message with calls still waiting for results, and the results it has had; empty when no
+    /// call is open.
+    group: Vec<Located>,
+    /// The calls of the group not answered yet.
+    open: Vec<String>,
+    /// The calls answered since the last message that was not a tool result.
+    answered: Vec<String>,
+}
+
+impl PairRepair {
+    /// Takes the next message; the messages whose pairing is settled go to `out`.
+    pub(super) fn take(
+        &mut self,
+        located: Located,
+        path: &Path,
+        meta: &mut TranscriptMeta,
+        out: &mut VecDeque<Message>,
+    ) {
+        let line = located.line;
+        if located.message.role != Role::Tool {
+            self.close_group(path, meta, out);
+            self.answered.clear();
+            self.open = located
+                .message
+                .calls()
+                .iter()
+                .map(|call| call.id.clone())
+                .collect();
+            if self.open.is_empty() {
+                out.push_back(located.message);
+            } else {
+                self.group.push(located);
+            }
+            return;
+        }
+        let warning = match located.message.tool_call_id.as_deref() {
+            None => {
+                format!("line {line}: a tool result without a `tool_call_id` answers no call; it is dropped")
+            }
+            Some(id) => match self.open.iter().position(|open_id| open_id == id) {
+                Some(at) => {
+                    let id = self.open.remove(at);
+                    self.answered.push(id);
+                    self.group.push(located);
+                    if self.open.is_empty() {
+                        // Every call is answered: the group goes as it is.
+                        out.extend(self.group.drain(..).map(|located| located.message));
+                    }
+                    return;
+                }
+                None if self.answered.iter().any(|answered| answered == id) => {
+                    format!("line {line}: a second result for tool call `{id}`; it is dropped")
+                }
+                None => format!(
+                    "line {line}: tool result `{id}` answers no call of the message before it; it is dropped"
+                ),
+            },
+        };
+        // What the kit's repair does with a result whose call is not open.
+        meta.pairing_repairs += 1;
+        meta.warn(path, warning);
+    }
+
+    /// The stream has ended: the last group goes to `out`.
+    pub(super) fn finish(&mut self, path: &Path, meta: &mut TranscriptMeta, out: &mut VecDeque<Message>) {
+        self.close_group(path, meta, out);
+    }
+
+    /// The group ends with calls still open: the kit's repair gives each a stub result.
+    fn close_group(&mut self, path: &Path, meta: &mut TranscriptMeta, out: &mut VecDeque<Message>) {
+        let Some(head) = self.group.first() else {
+            return;
+        };
+        let head_line = head.line;
+        for id in &self.open {
+            meta.pairing_repairs += 1;
+            let warning = format!(
+                "line {head_line}: tool call `{id}` is never answered; a stub result stands in for it"
+            );
+            meta.warn(path, warning);
+        }
+        let messages = self.group.drain(..).map(|located| located.message).collect();
+        for mut message in repair_tool_pairs(messages) {
+            let is_stub = message.role == Role::Tool
+                && message.text() == REMOVED_RESULT_TEXT
+                && message.extra.is_empty()
+                && message
+                    .tool_call_id
+                    .as_ref()
+                    .is_some_and(|id| self.open.contains(id));
+            if is_stub {
+                message.content = Content::Text(UNANSWERED_CALL_TEXT.to_owned());
+            }
+            out.push_back(message);
+        }
+        self.open.clear();
+    }
+}
+
+/// Reads ids of the wrong type in a message's fields: a number in `tool_call_id` or in a tool
+/// call's `id` becomes its text; any other non-text `tool_call_id` is removed (the result then
+/// answers no call, and the repair drops it). One description per change, for a warning.
+pub(super) fn fix_id_types(fields: &mut Map<String, Value>) -> Vec<String> {
+    let mut fixed = Vec::new();
+    match fields.get("tool_call_id") {
+        Some(Value::Number(number)) => {
+            let text = number.to_string();
+            fixed.push(format!(
+                "`tool_call_id` is the number {text}, not text; it is read as \"{text}\""
+            ));
+            fields.insert("tool_call_id".to_owned(), Value::String(text));
+        }
+        Some(Value::String(_) | Value::Null) | None => {}
+        Some(other) => {
+            fixed.push(format!(
+                "`tool_call_id` is {}, not text; the result is read without one",
+                kind_of(other)
+            ));
+            fields.shift_remove("tool_call_id");
+        }
+    }
+    if let Some(Value::Array(calls)) = fields.get_mut("tool_calls") {
+        for call in calls.iter_mut() {
+            if let Some(id @ Value::Number(_)) = call.get_mut("id") {
+                let text = id.to_string();
+                fixed.push(format!(
+                    "tool call id {text} is a number, not text; it is read as \"{text}\""
+                ));
+                *id = Value::String(text);
+            }
+        }
+    }
+    fixed
+}
+
+/// A message from its fields, reading ids of the wrong type as [`fix_id_types`] does: the
+/// message and what was fixed, or why it is not a message.
+pub(super) fn message_with_fixed_ids(
+    mut fields: Map<String, Value>,
+) -> Result<(Message, Vec<String>), String> {
+    let fixed = fix_id_types(&mut fields);
+    serde_json::from_value(Value::Object(fields))
+        .map(|message| (message, fixed))
+        .map_err(|error| error.to_string())
+}
+
+/// "a list", "an object"…, for messages.
+pub(super) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_engine_abi::ToolCall;
+    use ctxhost_engine_kit::sequence::find_sequence_problems;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn repaired(messages: Vec<Message>) -> (Vec<Message>, TranscriptMeta) {
+        let mut repair = PairRepair::default();
+        let (mut meta, mut out) = (TranscriptMeta::default(), VecDeque::new());
+        for (index, message) in messages.into_iter().enumerate() {
+            repair.take(
+                Located::new(message, index + 1),
+                Path::new("t"),
+                &mut meta,
+                &mut out,
+            );
+        }
+        repair.finish(Path::new("t"), &mut meta, &mut out);
+        (out.into(), meta)
+    }
+
+    fn calls(ids: &[&str]) -> Message {
+        Message::assistant_calls(ids.iter().map(|id| ToolCall::new(*id, "ls", "{}")).collect())
+    }
+
+    #[test]
+    fn a_valid_sequence_goes_through_untouched_and_without_warnings() {
+        let messages = vec![
+            Message::user("hi"),
+            calls(&["a", "b"]),
+            Message::tool("b", "2"),
+            Message::tool("a", "1"),
+            Message::assistant("done"),
+        ];
+        let (out, meta) = repaired(messages.clone());
+        assert_eq!(out, messages);
+        assert_eq!((meta.warnings.len(), meta.pairing_repairs), (0, 0));
+    }
+
+    #[test]
+    fn orphans_are_dropped_and_unanswered_calls_get_a_stub_each_named_by_line() {
+        let messages = vec![
+            Message::tool("ghost", "before anything"),
+            Message::user("go"),
+            calls(&["a", "b"]),
+            Message::tool("b", "out"),
+            Message::tool("b", "again"),
+            Message {
+                tool_call_id: None,
+                ..Message::tool("", "no id")
+            },
+            Message::user("next"),
+        ];
+        let (out, meta) = repaired(messages);
+        assert_eq!(find_sequence_problems(&out), vec![]);
+        assert_eq!(
+            meta.warnings,
+            [
+                "line 1: tool result `ghost` answers no call of the message before it; it is dropped",
+                "line 5: a second result for tool call `b`; it is dropped",
+                "line 6: a tool result without a `tool_call_id` answers no call; it is dropped",
+                "line 3: tool call `a` is never answered; a stub result stands in for it",
+            ]
+        );
+        assert_eq!(meta.pairing_repairs, 4);
+        let texts: Vec<String> = out.iter().map(|m| m.text().into_owned()).collect();
+        assert_eq!(texts, ["go", "", "out", UNANSWERED_CALL_TEXT, "next"]);
+    }
+
+    #[test]
+    fn a_call_at_the_very_end_is_answered_by_a_stub() {
+        let (out, meta) = repaired(vec![Message::user("go"), calls(&["last"])]);
+        assert_eq!(out.last().unwrap().tool_call_id.as_deref(), Some("last"));
+        assert_eq!(meta.warnings.len(), 1);
+    }
+
+    #[test]
+    fn number_ids_are_read_as_text_and_other_types_are_removed() {
+        let mut fields = json!({"role": "tool", "tool_call_id": 7, "content": "x"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let (message, fixed) = message_with_fixed_ids(fields.clone()).unwrap();
+        assert_eq!(message.tool_call_id.as_deref(), Some("7"));
+        assert_eq!(
+            fixed,
+            ["`tool_call_id` is the number 7, not text; it is read as \"7\""]
+        );
+        fields.insert("tool_call_id".into(), json!({"id": 1}));
+        let (message, fixed) = message_with_fixed_ids(fields).unwrap();
+        assert_eq!(message.tool_call_id, None);
+        assert_eq!(
+            fixed,
+            ["`tool_call_id` is an object, not text; the result is read without one"]
+        );
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": 3, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]});
+        let (message, fixed) = message_with_fixed_ids(call.as_object().cloned().unwrap()).unwrap();
+        assert_eq!(message.calls()[0].id, "3");
+        assert_eq!(fixed.len(), 1);
+    }
+}

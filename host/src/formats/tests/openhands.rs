@@ -1,0 +1,111 @@
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+/// An action with the model response that made its call, and the observation answering it.
+fn call_and_result(id: u64, call: &str, thought: &str, output: &str) -> [Value; 2] {
+    let response = json!({
+        "id": format!("resp-{call}"),
+        "model": "gpt-4o",
+        "choices": [{"message": {"role": "assistant", "content": thought, "tool_calls": [
+            {"id": call, "type": "function", "function": {"name": "execute_bash", "arguments": "{\"command\": \"ls\"}"}}
+        ]}}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 512}},
+    });
+    let metadata = json!({"function_name": "execute_bash", "tool_call_id": call, "model_response": response, "total_calls_in_response": 1});
+    [
+        json!({"id": id, "source": "agent", "action": "run", "args": {"command": "ls"}, "tool_call_metadata": metadata}),
+        json!({"id": id + 1, "source": "agent", "cause": id, "observation": "run", "content": output, "extras": {"exit_code": 0}, "tool_call_metadata": metadata}),
+    ]
+}
+
+fn events() -> Vec<Value> {
+    let mut events = vec![
+        json!({"id": 0, "source": "agent", "action": "system", "args": {"content": "You are OpenHands.", "tools": []}}),
+        json!({"id": 1, "source": "user", "action": "message", "args": {"content": "List the files."}}),
+        json!({"id": 2, "source": "environment", "observation": "agent_state_changed", "content": "", "extras": {"agent_state": "running"}}),
+    ];
+    events.extend(call_and_result(3, "call_1", "Listing.", "README.md"));
+    events.push(json!({"id": 5, "source": "agent", "action": "finish", "args": {"final_thought": "There is a README.", "outputs": {}}}));
+    events
+}
+
+#[test]
+fn events_become_user_assistant_with_calls_and_tool_messages() {
+    let text = serde_json::to_string_pretty(&events()).unwrap();
+    let transcript = read(Format::Openhands, &text);
+    let roles: Vec<_> = transcript.messages.iter().map(|m| m.role).collect();
+    use ctxhost_engine_abi::Role::*;
+    assert_eq!(roles, [System, User, Assistant, Tool, Assistant]);
+    let messages = &transcript.messages;
+    assert_eq!(messages[0].text(), "You are OpenHands.");
+    assert_eq!(messages[2].text(), "Listing.");
+    assert_eq!(messages[2].calls()[0].id, "call_1");
+    assert_eq!(messages[2].calls()[0].function.arguments, "{\"command\": \"ls\"}");
+    assert_eq!(
+        messages[2].extra["usage"],
+        json!({"prompt_tokens": 900, "completion_tokens": 20, "cache_read_tokens": 512})
+    );
+    assert!(!messages[2].extra.contains_key("tool_call_metadata"));
+    assert_eq!(messages[3].tool_call_id.as_deref(), Some("call_1"));
+    assert_eq!(messages[3].text(), "README.md");
+    assert_eq!(messages[3].extra["extras"], json!({"exit_code": 0}));
+    assert_eq!(messages[4].text(), "There is a README.");
+    assert_eq!(transcript.meta.model.as_deref(), Some("gpt-4o"));
+    assert_eq!(transcript.meta.skipped["observation (agent_state_changed)"], 1);
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+}
+
+#[test]
+fn the_calls_of_one_response_make_one_assistant_message() {
+    let response = json!({"id": "r1", "choices": [{"message": {"content": null, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "read", "arguments": "{}"}},
+        {"id": "b", "type": "function", "function": {"name": "read", "arguments": "{}"}},
+    ]}}]});
+    let meta = |id: &str| json!({"function_name": "read", "tool_call_id": id, "model_response": response});
+    let events = json!([
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "go"}},
+        {"id": 2, "source": "agent", "action": "read", "args": {"path": "a"}, "tool_call_metadata": meta("a")},
+        {"id": 3, "source": "agent", "observation": "read", "content": "A", "tool_call_metadata": meta("a")},
+        {"id": 4, "source": "agent", "action": "read", "args": {"path": "b"}, "tool_call_metadata": meta("b")},
+        {"id": 5, "source": "agent", "observation": "read", "content": "B", "tool_call_metadata": meta("b")},
+    ]);
+    let transcript = read(Format::Openhands, &events.to_string());
+    assert_eq!(transcript.messages.len(), 4);
+    assert_eq!(transcript.messages[1].calls().len(), 2);
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+}
+
+#[test]
+fn the_trajectory_object_form_is_read_and_its_other_keys_kept() {
+    let text = json!({"trajectory": events(), "conversation_id": "c-42"}).to_string();
+    let transcript = read(Format::Openhands, &text);
+    assert_eq!(transcript.messages.len(), 5);
+    assert_eq!(transcript.meta.extra["conversation_id"], "c-42");
+}
+
+#[test]
+fn a_call_without_its_model_response_is_made_from_the_metadata() {
+    let events = json!([
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "go"}},
+        {"id": 2, "source": "agent", "action": "run", "args": {"command": "ls"}, "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "c9"}},
+        {"id": 3, "source": "agent", "observation": "run", "content": "ok", "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "c9"}},
+    ]);
+    let transcript = read(Format::Openhands, &events.to_string());
+    let call = &transcript.messages[1].calls()[0];
+    assert_eq!(
+        (call.id.as_str(), call.function.name.as_str()),
+        ("c9", "execute_bash")
+    );
+    assert_eq!(call.function.arguments, "{\"command\":\"ls\"}");
+}
+
+#[test]
+fn an_event_that_is_neither_action_nor_observation_is_an_error_naming_its_line() {
+    let text = "[\n{\"id\": 1, \"source\": \"user\", \"action\": \"message\", \"args\": {\"content\": \"go\"}},\n{\"id\": 2, \"source\": \"agent\"}\n]";
+    assert_eq!(
+        read_error(Format::Openhands, text),
+        "transcript:3:1: an OpenHands event with neither an `action` nor an `observation` (byte 79)"
+    );
+}
