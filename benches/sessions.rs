@@ -153,7 +153,7 @@ const ERRORS: &[&str] = &[
 ];
 
 fn word(rng: &mut Rng) -> &'static str {
-    *rng.pick(WORDS)
+    WORDS[rng.below(WORDS.len())]
 }
 
 fn path(rng: &mut Rng) -> String {
@@ -600,7 +600,11 @@ pub fn research_session(seed: u64, n: usize) -> Vec<Message> {
 /// searches, small edits, dependency pins, commits.
 pub fn debugging_session(seed: u64, n: usize) -> Vec<Message> {
     let mut rng = Rng::new(seed);
-    let style = if seed % 2 == 0 { Style::Json } else { Style::Plain };
+    let style = if seed.is_multiple_of(2) {
+        Style::Json
+    } else {
+        Style::Plain
+    };
     let files: Vec<String> = (0..22).map(|_| path(&mut rng)).collect();
     let errors: Vec<&str> = (0..5).map(|_| *rng.pick(ERRORS)).collect();
     let mut history: Vec<(String, String)> = (0..6).map(|_| (rng.hex(7), sentence(&mut rng, 5))).collect();
@@ -751,7 +755,11 @@ pub fn debugging_session(seed: u64, n: usize) -> Vec<Message> {
 /// up, commits and their hashes.
 pub fn edits_session(seed: u64, n: usize) -> Vec<Message> {
     let mut rng = Rng::new(seed);
-    let style = if seed % 2 == 0 { Style::Plain } else { Style::Json };
+    let style = if seed.is_multiple_of(2) {
+        Style::Plain
+    } else {
+        Style::Json
+    };
     let files: Vec<String> = (0..26).map(|_| path(&mut rng)).collect();
     // The workspace's dependencies: the same names and versions in every build.
     let dependencies: Vec<(String, String)> = (0..30)
