@@ -153,7 +153,7 @@ const ERRORS: &[&str] = &[
 ];
 
 fn word(rng: &mut Rng) -> &'static str {
-    rng.pick::<&str>(WORDS)
+    WORDS[rng.below(WORDS.len())]
 }
 
 fn path(rng: &mut Rng) -> String {

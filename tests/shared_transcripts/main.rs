@@ -275,3 +275,51 @@ fn the_binary_replays_every_shared_transcript() {
         assert_eq!(report["messages_replayed"], expected.roles.iter().sum::<usize>());
     }
 }
+
+/// Kept and total facts over one forced `ctxhost compress --context-length <window>` of each
+/// Hermes and SWE-agent transcript, as the issue-7 tracker measures them (the host's retention
+/// figure, built-in compressor at its defaults).
+fn retention_at(window: u64) -> (u64, u64) {
+    let (mut kept, mut total) = (0, 0);
+    for path in shared_transcripts() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("hermes__") && !name.starts_with("swe-agent__") {
+            continue;
+        }
+        let output = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+            .args([
+                "compress",
+                path.to_str().unwrap(),
+                "--json",
+                "--engine",
+                "compressor",
+            ])
+            .args(["--context-length", &window.to_string()])
+            .current_dir(std::env::temp_dir())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{name}: {stderr}");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        for compaction in report["compactions"].as_array().unwrap() {
+            kept += compaction["retention"]["kept"].as_u64().unwrap_or(0);
+            total += compaction["retention"]["total"].as_u64().unwrap_or(0);
+        }
+    }
+    (kept, total)
+}
+
+#[test]
+fn a_forced_compaction_keeps_90_percent_of_the_facts_at_16k_and_75_percent_at_8k() {
+    for (window, target) in [(16_000, 0.90), (8_000, 0.75)] {
+        let (kept, total) = retention_at(window);
+        assert!(total > 0, "nothing was compacted at {window}");
+        let share = kept as f64 / total as f64;
+        assert!(
+            share >= target,
+            "at {window} tokens {kept} of {total} facts kept ({:.1}%), under {:.0}%",
+            share * 100.0,
+            target * 100.0
+        );
+    }
+}

@@ -24,7 +24,7 @@ use super::{
     sections::Section,
     Summarizer, SummaryError, SummaryRequest,
 };
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
 use crate::{scan::FastMap, summary::facts::cut_at};
 
@@ -173,7 +173,12 @@ impl<'t> Draft<'t> {
     /// would waste the summary's room. One pass of every fact's text over every line.
     fn cover_quoted_facts(&mut self, facts: &Facts<'t>) {
         let patterns: Vec<&str> = facts.facts.iter().map(|fact| fact.text.as_ref()).collect();
-        let Ok(automaton) = AhoCorasick::new(&patterns) else {
+        // A contiguous NFA builds several times faster than a DFA and searches these short lines
+        // about as fast.
+        let Ok(automaton) = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .build(&patterns)
+        else {
             return;
         };
         for candidate in &mut self.candidates {
