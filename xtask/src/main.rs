@@ -3,7 +3,8 @@
 //! - `cargo xtask plugins [--debug]`: builds every workspace package that declares
 //!   `[package.metadata.ctxhost] plugin = "<name>"` and stages its library in
 //!   `plugins/context_engine/<name>/`, next to the committed `plugin.yaml`.
-//! - `cargo xtask bench [FILTER]`: runs the benchmarks and prints the ratios of their targets.
+//! - `cargo xtask bench [FILTER]`: runs the benchmarks and prints the ratios of their targets;
+//!   `cargo xtask bench lcm`: the lcm store's figures beside lossless-hermes-py's.
 
 mod bench;
 mod plugins;
