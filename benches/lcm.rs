@@ -66,6 +66,16 @@ fn stored(engine: &mut Lcm) -> i64 {
         .unwrap()
 }
 
+/// CPU seconds this process has used (Linux: /proc/self/stat), to state a rate that other load on
+/// the machine does not lower; 0 elsewhere.
+fn cpu_seconds() -> f64 {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime, fields 14 and 15 of the whole line; clock ticks are 100 a second on Linux.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     f(); // warm
     let mut times: Vec<f64> = (0..runs)
@@ -98,6 +108,7 @@ fn measure_size(n: usize) -> Value {
 
     let mut engine = engine(&database, 128_000);
     let mut ingest_rate = Value::Null;
+    let mut ingest_cpu_rate = Value::Null;
     if stored(&mut engine) as usize != n {
         drop(engine);
         for suffix in ["", "-wal", "-shm"] {
@@ -105,12 +116,14 @@ fn measure_size(n: usize) -> Value {
         }
         engine = self::engine(&database, 128_000);
         let start = Instant::now();
+        let cpu = cpu_seconds();
         // As compactions feed them: a batch of new messages at a time.
         for batch in messages.chunks(1_000) {
             engine.ingest(batch.to_vec()).unwrap();
         }
         let seconds = start.elapsed().as_secs_f64();
         ingest_rate = json!(n as f64 / seconds);
+        ingest_cpu_rate = json!(n as f64 / (cpu_seconds() - cpu).max(1e-9));
         eprintln!("{n}: built in {seconds:.1} s");
     } else {
         eprintln!("{n}: reusing {}", database.display());
@@ -173,6 +186,7 @@ fn measure_size(n: usize) -> Value {
         "messages": n,
         "stored": count,
         "ingest_msgs_per_s": ingest_rate,
+        "ingest_msgs_per_cpu_s": ingest_cpu_rate,
         "json_bytes_per_message": json_bytes as f64 / n as f64,
         "disk_bytes_per_message": bytes as f64 / n as f64,
         "disk_over_json": bytes as f64 / json_bytes as f64,
@@ -246,9 +260,13 @@ fn main() {
     println!("\n| stored messages | ingest msg/s | disk B/msg (× JSON) | regex `SENTINEL-BENCH-\\d+` | regex `staging` | regex `ENTINEL` | regex `[A-Z]{{8}}-[A-Z]{{5}}` (scan) | regex common word | full text `SENTINEL-BENCH-4242` | expand message | expand leaf |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for r in &results {
-        let rate = r["ingest_msgs_per_s"]
-            .as_f64()
-            .map_or("(reused)".to_owned(), |v| format!("{v:.0}"));
+        let rate = match (
+            r["ingest_msgs_per_s"].as_f64(),
+            r["ingest_msgs_per_cpu_s"].as_f64(),
+        ) {
+            (Some(wall), Some(cpu)) => format!("{wall:.0} ({cpu:.0} per CPU-second)"),
+            _ => "(store reused)".to_owned(),
+        };
         println!(
             "| {} | {rate} | {:.0} ({:.2}×) | {:.2} ms | {:.2} ms | {:.2} ms | {:.0} ms | {:.2} ms | {:.2} ms | {:.3} ms | {:.3} ms |",
             r["messages"],

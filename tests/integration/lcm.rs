@@ -283,3 +283,28 @@ fn sessions_are_separate_and_a_new_process_sees_them() {
     assert_eq!(status["messages"], 3, "{status}");
     assert_eq!(status["messages_in_store"], 6, "{status}");
 }
+
+#[test]
+fn a_transcript_calling_lcm_grep_is_answered_live_from_the_store() {
+    let tree =
+        lcm_tree("context:\n  engine: lcm\nmodel:\n  context_length: 16000\nlcm:\n  database: live.sqlite\n");
+    let path = tree.root().join("live.json");
+    let messages = json!({ "messages": [
+        { "role": "system", "content": "sys" },
+        { "role": "user", "content": "remember the code LIVE-CODE-77" },
+        { "role": "assistant", "content": "noted" },
+        { "role": "user", "content": "what was the code?" },
+        { "role": "assistant", "content": null, "tool_calls": [
+            { "id": "g1", "type": "function", "function": { "name": "lcm_grep", "arguments": "{\"pattern\": \"LIVE-CODE-\\\\d+\"}" } }
+        ] },
+        { "role": "tool", "tool_call_id": "g1", "content": "recorded answer" },
+        { "role": "assistant", "content": "LIVE-CODE-77" },
+    ] });
+    fs::write(&path, messages.to_string()).unwrap();
+    let report = run_json(&tree, &["run", path.to_str().unwrap(), "--json"]);
+    let dispatches = report["tool_dispatches"].as_array().unwrap();
+    assert_eq!(dispatches.len(), 1, "{report}");
+    let live: Value = serde_json::from_str(dispatches[0]["live"].as_str().unwrap()).unwrap();
+    assert_eq!(live["matches"].as_array().unwrap().len(), 1, "{live}");
+    assert_eq!(live["matches"][0]["role"], "user", "{live}");
+}

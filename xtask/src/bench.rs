@@ -10,6 +10,9 @@ use crate::plugins::cargo_program;
 /// Runs every benchmark and prints the ratios.
 pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if filter == Some("lcm") {
+        return run_lcm_benchmarks(&root);
+    }
     let mut timing = vec!["bench", "-p", "ctxhost", "--bench", "engine", "--"];
     timing.extend(filter);
     run(
@@ -54,6 +57,24 @@ pub fn run_retention_table() -> Result<()> {
             .args(["benches/ratios.py", "--retention"])
             .current_dir(&root),
         "benches/ratios.py --retention",
+    )
+}
+
+/// `cargo xtask bench lcm`: the lcm store's figures at 10,000, 100,000 and 1,000,000 messages (the
+/// stores are built once into .cache/lcm-bench/ and reused), then the same figures for
+/// lossless-hermes-py, installed into .cache/py/ by the script, side by side.
+fn run_lcm_benchmarks(root: &Path) -> Result<()> {
+    run(
+        Command::new(cargo_program())
+            .args(["bench", "-p", "ctxhost-lcm", "--bench", "lcm"])
+            .current_dir(root),
+        "the lcm benchmark",
+    )?;
+    run(
+        Command::new("python3")
+            .args(["benches/lcm_compare.py", "1000,10000,100000"])
+            .current_dir(root),
+        "benches/lcm_compare.py",
     )
 }
 

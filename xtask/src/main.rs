@@ -3,7 +3,8 @@
 //! - `cargo xtask plugins [--debug]`: builds every workspace package that declares
 //!   `[package.metadata.ctxhost] plugin = "<name>"` and stages its library in
 //!   `plugins/context_engine/<name>/`, next to the committed `plugin.yaml`.
-//! - `cargo xtask bench [FILTER]`: runs the benchmarks and prints the ratios of their targets.
+//! - `cargo xtask bench [FILTER]`: runs the benchmarks and prints the ratios of their targets;
+//!   `cargo xtask bench lcm`: the lcm store's figures beside lossless-hermes-py's.
 //! - `cargo xtask gen-heavy OUT [--messages N]`: writes the heavy benchmark session to a file.
 //! - `cargo xtask retention`: the fact-retention table alone (part of `bench`).
 

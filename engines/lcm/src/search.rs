@@ -123,7 +123,7 @@ const MAX_CONTAINING_TERMS: usize = 256;
 /// must contain. In a literal, a run of ASCII letters and digits bounded on both sides is a whole
 /// word; bounded on the left only, the start of a word (`"run"*`); otherwise part of a word, and
 /// `containing(run)` lists the stored words holding it (`None`: too many to help).
-pub fn regex_prefilter(pattern: &str, containing: &mut dyn FnMut(&str) -> Option<Vec<String>>) -> Prefilter {
+pub fn regex_prefilter(pattern: &str, vocabulary: &mut dyn Vocabulary) -> Prefilter {
     let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
         return Prefilter::Scan;
     };
@@ -138,7 +138,7 @@ pub fn regex_prefilter(pattern: &str, containing: &mut dyn FnMut(&str) -> Option
         let mut alternatives = Vec::new();
         let mut unconstrained = false;
         for literal in literals {
-            match literal_query(literal.as_bytes(), containing) {
+            match literal_query(literal.as_bytes(), vocabulary) {
                 LiteralQuery::Impossible => {}
                 LiteralQuery::Unconstrained => unconstrained = true,
                 LiteralQuery::Words(words) => alternatives.push(words),
@@ -165,6 +165,39 @@ pub fn regex_prefilter(pattern: &str, containing: &mut dyn FnMut(&str) -> Option
     best
 }
 
+/// The stored words, as the regex prefilter asks about them; `None`: too many to narrow anything.
+pub trait Vocabulary {
+    /// The words that start with `prefix`.
+    fn starting(&mut self, prefix: &str) -> Option<Vec<String>>;
+    /// The words that contain `part`.
+    fn containing(&mut self, part: &str) -> Option<Vec<String>>;
+}
+
+/// The `terms` table.
+struct StoredWords<'a>(&'a Connection);
+
+impl Vocabulary for StoredWords<'_> {
+    fn starting(&mut self, prefix: &str) -> Option<Vec<String>> {
+        // Words are lowercased, and so is the prefix: a range over the primary key.
+        let upper = format!("{prefix}{}", char::MAX);
+        words_where(self.0, "term >= ?1 AND term < ?2", prefix, &upper)
+    }
+
+    fn containing(&mut self, part: &str) -> Option<Vec<String>> {
+        words_where(self.0, "instr(term, ?1) > 0 AND ?2 IS NOT NULL", part, "")
+    }
+}
+
+fn words_where(conn: &Connection, condition: &str, a: &str, b: &str) -> Option<Vec<String>> {
+    let sql = format!("SELECT term FROM terms WHERE {condition} LIMIT ?3");
+    let mut statement = conn.prepare_cached(&sql).ok()?;
+    let rows = statement
+        .query_map(params![a, b, MAX_CONTAINING_TERMS as i64 + 1], |row| row.get(0))
+        .ok()?;
+    let terms: Vec<String> = rows.collect::<Result<_, _>>().ok()?;
+    (terms.len() <= MAX_CONTAINING_TERMS).then_some(terms)
+}
+
 enum LiteralQuery {
     Impossible,
     Unconstrained,
@@ -172,7 +205,7 @@ enum LiteralQuery {
 }
 
 /// The FTS5 conjunction of the words `literal` guarantees.
-fn literal_query(literal: &[u8], containing: &mut dyn FnMut(&str) -> Option<Vec<String>>) -> LiteralQuery {
+fn literal_query(literal: &[u8], vocabulary: &mut dyn Vocabulary) -> LiteralQuery {
     let mut words = Vec::new();
     let mut at = 0;
     while at < literal.len() {
@@ -190,8 +223,14 @@ fn literal_query(literal: &[u8], containing: &mut dyn FnMut(&str) -> Option<Vec<
         let word = String::from_utf8_lossy(&literal[start..at]).to_ascii_lowercase();
         match (starts_word, ends_word) {
             (true, true) => words.push(format!("\"{word}\"")),
-            (true, false) => words.push(format!("\"{word}\"*")),
-            _ => match containing(&word) {
+            // A prefix query makes FTS5 merge every matching word's whole list before the first
+            // row comes out; the words themselves, OR-ed, stream newest first.
+            (true, false) => match vocabulary.starting(&word) {
+                Some(terms) if terms.is_empty() => return LiteralQuery::Impossible,
+                Some(terms) => words.push(any_of(&terms)),
+                None => words.push(format!("\"{word}\"*")),
+            },
+            _ => match vocabulary.containing(&word) {
                 Some(terms) if terms.is_empty() => return LiteralQuery::Impossible,
                 Some(terms) => {
                     let terms: Vec<String> = terms
@@ -213,16 +252,12 @@ fn literal_query(literal: &[u8], containing: &mut dyn FnMut(&str) -> Option<Vec<
     }
 }
 
-/// The stored words containing `part`, or `None` when there are too many to narrow anything.
-fn words_containing(conn: &Connection, part: &str) -> Option<Vec<String>> {
-    let mut statement = conn
-        .prepare_cached("SELECT term FROM terms WHERE instr(term, ?1) > 0 LIMIT ?2")
-        .ok()?;
-    let rows = statement
-        .query_map(params![part, MAX_CONTAINING_TERMS as i64 + 1], |row| row.get(0))
-        .ok()?;
-    let terms: Vec<String> = rows.collect::<Result<_, _>>().ok()?;
-    (terms.len() <= MAX_CONTAINING_TERMS).then_some(terms)
+fn any_of(terms: &[String]) -> String {
+    let terms: Vec<String> = terms
+        .iter()
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect();
+    format!("({})", terms.join(" OR "))
 }
 
 /// Runs `query` over the store: matches newest first, at most `query.limit`, and how many rows
@@ -235,7 +270,7 @@ pub fn grep(conn: &Connection, query: &Query) -> Result<(Vec<Hit>, u64), String>
         Mode::Regex => {
             let regex = compile_regex(&query.pattern)?;
             if query.scope != Scope::Summaries {
-                let prefilter = regex_prefilter(&query.pattern, &mut |part| words_containing(conn, part));
+                let prefilter = regex_prefilter(&query.pattern, &mut StoredWords(conn));
                 let fts = match &prefilter {
                     Prefilter::Scan => None,
                     Prefilter::Fts(fts) => Some(fts.as_str()),
@@ -444,17 +479,33 @@ mod tests {
 
     #[test]
     fn the_prefilter_keeps_only_words_a_match_must_contain() {
-        let vocabulary = ["coupon", "coupons", "recoup", "staging"];
-        let mut containing = |part: &str| {
-            Some(
-                vocabulary
-                    .iter()
-                    .filter(|t| t.contains(part))
-                    .map(|t| t.to_string())
-                    .collect(),
-            )
-        };
-        let mut prefilter = |pattern: &str| regex_prefilter(pattern, &mut containing);
+        struct Words(&'static [&'static str]);
+        impl Vocabulary for Words {
+            fn starting(&mut self, prefix: &str) -> Option<Vec<String>> {
+                Some(
+                    self.0
+                        .iter()
+                        .filter(|t| t.starts_with(prefix))
+                        .map(|t| t.to_string())
+                        .collect(),
+                )
+            }
+            fn containing(&mut self, part: &str) -> Option<Vec<String>> {
+                Some(
+                    self.0
+                        .iter()
+                        .filter(|t| t.contains(part))
+                        .map(|t| t.to_string())
+                        .collect(),
+                )
+            }
+        }
+        let mut words = Words(&["coupon", "coupons", "recoup", "staging", "7f3a", "7f3b"]);
+        let mut prefilter = |pattern: &str| regex_prefilter(pattern, &mut words);
+        assert_eq!(
+            prefilter(r" x-7f3"),
+            Prefilter::Fts("(\"x\" AND (\"7f3a\" OR \"7f3b\"))".to_owned())
+        );
         assert_eq!(
             prefilter(r"SENTINEL-7f3a"),
             Prefilter::Nothing,
@@ -475,7 +526,7 @@ mod tests {
         assert_eq!(prefilter(r".*"), Prefilter::Scan);
         assert_eq!(
             prefilter(r"a|coupon"),
-            Prefilter::Fts("((\"coupon\" OR \"coupons\")) OR ((\"staging\"))".to_owned())
+            Prefilter::Fts("((\"coupon\" OR \"coupons\")) OR ((\"staging\" OR \"7f3a\"))".to_owned())
         );
     }
 
