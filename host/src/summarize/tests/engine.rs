@@ -71,6 +71,10 @@ fn the_services_answer_the_new_names_and_keep_the_old_ones() {
             "paths"
         ])
     );
+    // No config file: the current directory, and the data directory in it.
+    let paths = host.paths().unwrap();
+    assert_eq!(paths.config_dir, std::env::current_dir().unwrap());
+    assert_eq!(paths.data_dir, paths.config_dir.join(".ctxhost"));
     assert!(host.call("log.max_level", &Value::Null).unwrap().is_string());
     assert_eq!(
         host.call("summarizer.info", &Value::Null).unwrap(),
