@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::support::{example, texts, PluginDir};
 
 /// The engines the repository ships: the built-in one and the plugins in `plugins/`.
-const ENGINES: [&str; 2] = ["compressor", "masking"];
+const ENGINES: [&str; 3] = ["compressor", "masking", "lcm"];
 
 /// The bundled config, with its plugins folder pointed at the test's own.
 fn bundled_config(tree: &PluginDir) -> String {
@@ -25,6 +25,7 @@ fn bundled_config(tree: &PluginDir) -> String {
 fn every_bundled_example_replays_with_every_engine_without_refusal_or_overrun() {
     let tree = PluginDir::new();
     tree.engine("masking", "ctxhost_engine_masking");
+    tree.engine("lcm", "ctxhost_engine_lcm");
     let config = bundled_config(&tree);
     let mut transcripts: Vec<_> = fs::read_dir(example("transcripts"))
         .unwrap()
