@@ -32,6 +32,13 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         Command::new(cargo_program()).args(&replay).current_dir(&root),
         "the replay benchmarks",
     )?;
+    // The whole process on the heavy session: `ctxhost compress` and `ctxhost run`, spawned.
+    let mut process = vec!["bench", "-p", "ctxhost", "--bench", "process", "--"];
+    process.extend(filter);
+    run(
+        Command::new(cargo_program()).args(&process).current_dir(&root),
+        "the whole-process benchmarks",
+    )?;
     run(
         Command::new(cargo_program())
             .args(["bench", "-p", "ctxhost", "--bench", "memory"])
