@@ -16,7 +16,6 @@ use std::{
 use criterion::{criterion_group, criterion_main, Criterion};
 
 #[path = "sessions.rs"]
-#[allow(dead_code)] // the retention corpus generators are not used here
 mod sessions;
 
 fn write_jsonl(path: &Path, messages: usize) {
