@@ -8,6 +8,8 @@
 
 use std::{collections::BTreeSet, sync::LazyLock};
 
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
+
 use ctxhost_engine_abi::{Message, Role};
 use regex::Regex;
 use serde::Serialize;
@@ -116,12 +118,15 @@ pub fn find_facts(messages: &[Message]) -> BTreeSet<Fact> {
 /// Measures how many facts of `compacted` (the messages an engine replaced or dropped) survive
 /// verbatim somewhere in `result`.
 pub fn measure_retention(compacted: &[Message], result: &[Message]) -> Retention {
-    let facts = find_facts(compacted);
+    let facts: Vec<Fact> = find_facts(compacted).into_iter().collect();
     let haystack = searchable_text(result);
+    // One pass of every fact over the result, rather than one search of the result per fact:
+    // thousands of facts over a result of 100 KB took most of a compaction's accounting.
+    let found = find_all(&facts, &haystack);
     let mut kept = 0;
     let mut lost = Vec::new();
-    for fact in &facts {
-        if haystack.contains(fact.text.as_str()) {
+    for (fact, found) in facts.iter().zip(found) {
+        if found {
             kept += 1;
         } else if lost.len() < MAX_LISTED_LOSSES {
             lost.push(fact.clone());
@@ -138,6 +143,29 @@ pub fn measure_retention(compacted: &[Message], result: &[Message]) -> Retention
         share,
         lost,
     }
+}
+
+/// For each fact, whether its text occurs in `haystack`.
+fn find_all(facts: &[Fact], haystack: &str) -> Vec<bool> {
+    let mut found = vec![false; facts.len()];
+    let patterns = facts.iter().map(|fact| fact.text.as_str());
+    match AhoCorasick::builder()
+        .kind(Some(AhoCorasickKind::ContiguousNFA))
+        .build(patterns)
+    {
+        Ok(automaton) => {
+            for hit in automaton.find_overlapping_iter(haystack) {
+                found[hit.pattern().as_usize()] = true;
+            }
+        }
+        // Too many or too long patterns for an automaton: one search per fact.
+        Err(_) => {
+            for (fact, found) in facts.iter().zip(&mut found) {
+                *found = haystack.contains(fact.text.as_str());
+            }
+        }
+    }
+    found
 }
 
 /// The messages of `before` that are not in `after` unchanged: what a compaction replaced or
