@@ -6,8 +6,9 @@
 //!   `protect_first_n` messages, moved forward past the results of a head assistant's calls.
 //! - The tail is walked backward from the end, one tool group at a time, while the tail budget
 //!   lasts; it then grows to at least `protect_last_n` messages.
-//! - If head plus tail (plus the summary to come) would still reach the threshold, the tail shrinks
-//!   back toward the budget, group by group: compaction must make progress.
+//! - If head plus tail (plus the room of the summary to come) would still reach the result cap
+//!   (75% of the threshold, see `Budgets::result_cap_tokens`), the tail shrinks back toward the
+//!   budget, group by group: compaction must make progress, and the summary's facts need room.
 //! - The last user message is kept verbatim: the tail reaches back to it when head plus tail
 //!   still leave room, otherwise it is *pinned*, moved to just after the head, so that a long run of
 //!   agent work after the user's last request can still be summarised (the tail cannot make

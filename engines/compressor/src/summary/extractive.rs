@@ -7,14 +7,17 @@
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
 //! - tier 1: other requests (latest first), constraints, error lines the user pasted, commands
 //!   run, failures not resolved later, files the tools touched, the earlier summary's goal;
-//! - tier 2: tool actions with their outcome, error lines from tool output, every path, URL, hash,
-//!   issue number and version seen;
-//! - tier 3: decisions the assistant stated, names in code spans;
+//! - tier 2: the newest tool actions with their outcome, error lines from tool output, every path,
+//!   URL, hash, issue number and version seen;
+//! - tier 3: older tool actions, decisions the assistant stated, names in code spans;
 //! - tier 4: identifiers found only inside file contents.
 //!
-//! Within a tier the newest comes first. A fact already quoted verbatim by a chosen line (a command
-//! inside an action line) is not listed again. An earlier summary's lines follow the new ones of
-//! their section (`previous`); selection and layout are in `draft`.
+//! Within a tier the newest comes first. Everything keeps to the target length; then the facts
+//! alone (identifiers, error lines, commands, requests) may fill the larger room the engine took
+//! from the tail, as compact comma-separated lists by kind. A fact already quoted verbatim by a
+//! chosen line (a path inside a command, a version inside `name-1.2.3`) is not listed again. An
+//! earlier summary's lines follow the new ones of their section (`previous`); selection and layout
+//! are in `draft`.
 
 use std::{borrow::Cow, cmp::Reverse};
 
