@@ -171,3 +171,58 @@ fn a_format_that_does_not_fit_the_file_is_refused_naming_the_one_it_looks_like()
         )
     );
 }
+
+#[test]
+fn compare_reads_the_session_asked_for_and_skips_bad_records_when_asked() {
+    let tree = PluginDir::new();
+    let path = tree.root().join("export.jsonl");
+    let mut text = lines(&[session("s-alpha", "alpha")]);
+    text.push_str("{\"id\": \"s-broken\", \"messages\": [{\"role\": \"wizard\"}]}\n");
+    text.push_str(&lines(&[session("s-beta", "beta")]));
+    fs::write(&path, text).unwrap();
+    let file = path.to_str().unwrap();
+    let output = tree.run(&[
+        "compare",
+        file,
+        "--engines",
+        "compressor",
+        "--session",
+        "s-beta",
+        "--json",
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["messages"], 3,
+        "the system prompt, the question and the answer"
+    );
+
+    let output = tree.run(&[
+        "compare",
+        file,
+        "--engines",
+        "compressor",
+        "--session",
+        "s-broken",
+    ]);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert!(stderr.contains("unknown variant `wizard`"), "{stderr}");
+    assert!(stderr.contains("pass --skip-bad-records"), "{stderr}");
+    let output = tree.run(&[
+        "compare",
+        file,
+        "--engines",
+        "compressor",
+        "--session",
+        "s-broken",
+        "--skip-bad-records",
+        "--json",
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("skipped a malformed record"), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["messages"], 0);
+}

@@ -37,6 +37,7 @@ use super::{
     content_from_parts,
     driver::{next_queued, Queue, QueuedRecords},
     lines::{JsonLines, LineAt},
+    pairing::id_as_text,
     value_as_text, Located, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
 };
 
@@ -48,6 +49,8 @@ pub(super) struct ClaudeCodeReader<R> {
     last_uuid: Option<String>,
     between: Vec<String>,
     branches: u64,
+    /// Ids of the wrong type read as text in the last record, for warnings.
+    id_fixes: Vec<String>,
 }
 
 /// An assistant message being gathered from its records, with the results that arrived for it.
@@ -129,6 +132,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             last_uuid: None,
             between: Vec::new(),
             branches: 0,
+            id_fixes: Vec::new(),
         }
     }
 
@@ -306,18 +310,16 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     }
 
     fn tool_result(
-        &self,
+        &mut self,
         mut block: Map<String, Value>,
         record_fields: &Map<String, Value>,
         at: LineAt,
     ) -> Result<Message, TranscriptError> {
-        let id = match block.shift_remove("tool_use_id") {
-            Some(Value::String(id)) => id,
-            _ => {
-                return Err(self
-                    .lines
-                    .error_at(at, "a `tool_result` block without a `tool_use_id`"))
-            }
+        let id = block.shift_remove("tool_use_id");
+        let Some(id) = id_as_text(id, "a `tool_result`'s `tool_use_id`", &mut self.id_fixes) else {
+            return Err(self
+                .lines
+                .error_at(at, "a `tool_result` block without a `tool_use_id`"));
         };
         block.shift_remove("type");
         let content = match block.shift_remove("content") {
@@ -389,10 +391,12 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         for block in blocks {
             match block_type(&block) {
                 Some("tool_use") => {
-                    let (Some(id), Some(name)) = (
-                        block.get("id").and_then(Value::as_str),
-                        block.get("name").and_then(Value::as_str),
-                    ) else {
+                    let id = id_as_text(
+                        block.get("id").cloned(),
+                        "a `tool_use`'s `id`",
+                        &mut self.id_fixes,
+                    );
+                    let (Some(id), Some(name)) = (id, block.get("name").and_then(Value::as_str)) else {
                         return Err(self
                             .lines
                             .error_at(at, "a `tool_use` block without an `id` and a `name`"));
@@ -436,7 +440,13 @@ impl<R: BufRead> QueuedRecords for ClaudeCodeReader<R> {
     }
 
     fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
-        self.read_one(meta)
+        let more = self.read_one(meta);
+        let line = self.lines.last_line();
+        for fix in self.id_fixes.drain(..) {
+            meta.pairing_repairs += 1;
+            meta.warn(self.lines.path(), format!("line {line}: {fix}"));
+        }
+        more
     }
 
     fn end_of_file(&mut self, meta: &mut TranscriptMeta) {

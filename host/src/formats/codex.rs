@@ -35,6 +35,7 @@ use super::{
     content_from_parts,
     driver::{next_queued, Queue, QueuedRecords},
     lines::{JsonLines, LineAt},
+    pairing::id_as_text,
     value_as_text, Located, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
 };
 
@@ -57,6 +58,8 @@ pub(super) struct CodexReader<R> {
     seen_session_meta: bool,
     /// Records read so far.
     records: usize,
+    /// Ids of the wrong type read as text in the last record, for warnings.
+    id_fixes: Vec<String>,
 }
 
 /// One response's assistant message and the outputs of its calls.
@@ -86,6 +89,7 @@ impl<R: BufRead> CodexReader<R> {
             last_total: None,
             seen_session_meta: false,
             records: 0,
+            id_fixes: Vec::new(),
         }
     }
 
@@ -332,18 +336,16 @@ impl<R: BufRead> CodexReader<R> {
     }
 
     fn call(
-        &self,
+        &mut self,
         kind: &str,
         mut item: Map<String, Value>,
         at: LineAt,
     ) -> Result<ToolCall, TranscriptError> {
-        let id = match item.shift_remove("call_id").or_else(|| item.shift_remove("id")) {
-            Some(Value::String(id)) => id,
-            _ => {
-                return Err(self
-                    .lines
-                    .error_at(at, format!("a `{kind}` item without a `call_id`")))
-            }
+        let id = item.shift_remove("call_id").or_else(|| item.shift_remove("id"));
+        let Some(id) = id_as_text(id, &format!("a `{kind}`'s `call_id`"), &mut self.id_fixes) else {
+            return Err(self
+                .lines
+                .error_at(at, format!("a `{kind}` item without a `call_id`")));
         };
         let (name, arguments) = match kind {
             "local_shell_call" => (
@@ -373,14 +375,14 @@ impl<R: BufRead> CodexReader<R> {
     }
 
     fn output(
-        &self,
+        &mut self,
         mut item: Map<String, Value>,
         mut extra: Map<String, Value>,
         at: LineAt,
     ) -> Result<Message, TranscriptError> {
-        let id = match item.shift_remove("call_id") {
-            Some(Value::String(id)) => id,
-            _ => return Err(self.lines.error_at(at, "a call output without a `call_id`")),
+        let id = item.shift_remove("call_id");
+        let Some(id) = id_as_text(id, "a call output's `call_id`", &mut self.id_fixes) else {
+            return Err(self.lines.error_at(at, "a call output without a `call_id`"));
         };
         let content = match item.shift_remove("output") {
             None | Some(Value::Null) => Content::Text(String::new()),
@@ -518,7 +520,13 @@ impl<R: BufRead> QueuedRecords for CodexReader<R> {
     }
 
     fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
-        self.read_one(meta)
+        let more = self.read_one(meta);
+        let line = self.lines.last_line();
+        for fix in self.id_fixes.drain(..) {
+            meta.pairing_repairs += 1;
+            meta.warn(self.lines.path(), format!("line {line}: {fix}"));
+        }
+        more
     }
 
     fn end_of_file(&mut self, meta: &mut TranscriptMeta) {

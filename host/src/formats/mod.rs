@@ -341,8 +341,9 @@ pub fn open_transcript(path: &Path, format: Option<Format>) -> Result<Transcript
 /// junk. The stream is primed: it reads
 /// ahead until its first assistant message (at most [`PRIME_MESSAGES`] messages), so that what the
 /// format records before or around the first model call — model, window, session id — is in
-/// [`TranscriptStream::meta`] before the first message is taken. A malformed record in that
-/// stretch fails here.
+/// [`TranscriptStream::meta`] before the first message is taken (an assistant message with calls
+/// comes once its results have: the pairing repair holds it until then). A malformed record in
+/// that stretch fails here, unless [`ReadOptions::bad_records`] skips it.
 pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<TranscriptStream, TranscriptError> {
     let format = match options.format {
         Some(format) => {

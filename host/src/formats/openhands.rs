@@ -19,6 +19,9 @@
 //! - `system` is the system message (`args.content`); `message` from the user a user message,
 //!   from the agent an assistant message (`args.content`); `error` and `user_rejected`
 //!   observations without a call are user messages, as OpenHands sends them;
+//! - a `condensation` action is a compaction OpenHands's condenser made: left out, its `summary`
+//!   listed in [`TranscriptMeta::compactions`] (the events it forgot are still in the file, and
+//!   are replayed; see the module docs of `formats`);
 //! - every other event (agent state changes, recalls, the interface's own) is left out and
 //!   counted; the event's other fields stay in the message's `extra`, minus the bulky
 //!   `tool_call_metadata`;
@@ -32,7 +35,7 @@ use serde_json::{json, Map, Value};
 use super::{
     cursor::{JsonCursor, Position},
     pairing::{fix_id_types, kind_of},
-    value_as_text, Located, Source, TranscriptError, TranscriptMeta,
+    value_as_text, Located, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
 };
 
 pub(super) struct OpenhandsReader<R> {
@@ -41,6 +44,8 @@ pub(super) struct OpenhandsReader<R> {
     seen_events: bool,
     /// The model response whose assistant message was made last.
     last_response: Option<String>,
+    /// Messages handed out so far.
+    emitted: usize,
 }
 
 enum State {
@@ -63,6 +68,7 @@ impl<R: BufRead> OpenhandsReader<R> {
             state: State::Start,
             seen_events: false,
             last_response: None,
+            emitted: 0,
         }
     }
 
@@ -154,6 +160,15 @@ impl<R: BufRead> OpenhandsReader<R> {
                     _ => Message::assistant(content),
                 };
                 Ok(Some(with_extra(message, event)))
+            }
+            ("condensation", _) => {
+                let summary = arg_text("summary").unwrap_or_default().to_owned();
+                meta.compactions.push(RecordedCompaction {
+                    line: at.line,
+                    messages_before: self.emitted,
+                    summary,
+                });
+                Ok(None)
             }
             (_, Some(metadata)) => self.response_message(action, event, &args, metadata, at, meta),
             ("finish", None) if source == "agent" => {
@@ -415,6 +430,7 @@ impl<R: BufRead + Send> Source for OpenhandsReader<R> {
                     let at = self.cursor.start_of_value()?;
                     let event = self.cursor.value::<Map<String, Value>>()?;
                     if let Some(message) = self.read_event(event, at, meta)? {
+                        self.emitted += 1;
                         return Ok(Some(Located::new(message, at.line)));
                     }
                 }

@@ -169,6 +169,21 @@ pub(super) fn fix_id_types(fields: &mut Map<String, Value>) -> Vec<String> {
     fixed
 }
 
+/// An id that should be text: text as it is, a number read as its text (what was fixed goes to
+/// `fixes`, for a warning); `None` for anything else. `what` names it in the fix.
+pub(super) fn id_as_text(value: Option<Value>, what: &str, fixes: &mut Vec<String>) -> Option<String> {
+    match value? {
+        Value::String(id) => Some(id),
+        Value::Number(number) => {
+            fixes.push(format!(
+                "{what} is the number {number}, not text; it is read as \"{number}\""
+            ));
+            Some(number.to_string())
+        }
+        _ => None,
+    }
+}
+
 /// A message from its fields, reading ids of the wrong type as [`fix_id_types`] does: the
 /// message and what was fixed, or why it is not a message.
 pub(super) fn message_with_fixed_ids(

@@ -348,3 +348,33 @@ fn interface_records_in_the_chain_are_no_branch() {
     assert_eq!(transcript.meta.warnings, Vec::<String>::new());
     assert_eq!(transcript.meta.skipped["progress"], 1);
 }
+
+#[test]
+fn tool_use_ids_written_as_numbers_are_read_as_text_with_a_warning() {
+    let text = jsonl(&[
+        user("u1", None, json!("run it")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "tool_use", "id": 5, "name": "Bash", "input": {}}]),
+            usage(1, 1),
+        ),
+        user(
+            "u2",
+            Some("a1"),
+            json!([{"type": "tool_result", "tool_use_id": 5, "content": "ok"}]),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    assert_eq!(transcript.messages[1].calls()[0].id, "5");
+    assert_eq!(transcript.messages[2].tool_call_id.as_deref(), Some("5"));
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            "line 2: a `tool_use`'s `id` is the number 5, not text; it is read as \"5\"",
+            "line 3: a `tool_result`'s `tool_use_id` is the number 5, not text; it is read as \"5\"",
+        ]
+    );
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+}

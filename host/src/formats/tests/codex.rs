@@ -267,3 +267,23 @@ fn a_legacy_rollout_with_a_header_line_and_bare_items_is_read() {
     assert_eq!(meta.skipped["state (a legacy rollout's record_type)"], 2);
     assert_eq!(meta.warnings, Vec::<String>::new());
 }
+
+#[test]
+fn call_ids_written_as_numbers_are_read_as_text_with_a_warning() {
+    let text = jsonl(&[
+        item(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]})),
+        item(json!({"type": "function_call", "name": "shell", "arguments": "{}", "call_id": 41})),
+        item(json!({"type": "function_call_output", "call_id": 41, "output": "ok"})),
+    ]);
+    let transcript = read(Format::Codex, &text);
+    assert_eq!(transcript.messages[1].calls()[0].id, "41");
+    assert_eq!(transcript.messages[2].tool_call_id.as_deref(), Some("41"));
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            "line 2: a `function_call`'s `call_id` is the number 41, not text; it is read as \"41\"",
+            "line 3: a call output's `call_id` is the number 41, not text; it is read as \"41\"",
+        ]
+    );
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+}

@@ -109,3 +109,20 @@ fn an_event_that_is_neither_action_nor_observation_is_an_error_naming_its_line()
         "transcript:3:1: an OpenHands event with neither an `action` nor an `observation` (byte 79)"
     );
 }
+
+#[test]
+fn a_condensation_is_listed_as_a_recorded_compaction_and_not_replayed() {
+    let mut events = events();
+    events.insert(
+        5,
+        json!({"id": 9, "source": "agent", "action": "condensation", "args": {"forgotten_event_ids": [3, 4], "summary": "Listed the files: a README."}}),
+    );
+    let transcript = read(Format::Openhands, &serde_json::to_string_pretty(&events).unwrap());
+    assert_eq!(transcript.messages.len(), 5);
+    let compactions = &transcript.meta.compactions;
+    assert_eq!(compactions.len(), 1);
+    assert_eq!(
+        (compactions[0].messages_before, compactions[0].summary.as_str()),
+        (4, "Listed the files: a README.")
+    );
+}
