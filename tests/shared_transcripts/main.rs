@@ -291,6 +291,7 @@ fn retention_at(window: u64) -> (u64, u64) {
                 "compress",
                 path.to_str().unwrap(),
                 "--json",
+                "--facts",
                 "--engine",
                 "compressor",
             ])

@@ -88,7 +88,7 @@ fn measure(binary: &Path, root: &Path, group: &str, file: &Path, window: u64) ->
     let output = Command::new(binary)
         .arg("compress")
         .arg(file)
-        .args(["--context-length", &window.to_string(), "--json"])
+        .args(["--context-length", &window.to_string(), "--json", "--facts"])
         // No config of the repository's (it names a plugin engine): the built-in compressor at
         // its defaults.
         .args(["--config", "/dev/null"])
