@@ -35,7 +35,7 @@ use super::{
     content_from_parts,
     driver::{next_queued, Queue, QueuedRecords},
     lines::{JsonLines, LineAt},
-    pairing::id_as_text,
+    pairing::{id_as_text, report_id_fixes},
     value_as_text, Located, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
 };
 
@@ -521,11 +521,12 @@ impl<R: BufRead> QueuedRecords for CodexReader<R> {
 
     fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
         let more = self.read_one(meta);
-        let line = self.lines.last_line();
-        for fix in self.id_fixes.drain(..) {
-            meta.pairing_repairs += 1;
-            meta.warn(self.lines.path(), format!("line {line}: {fix}"));
-        }
+        report_id_fixes(
+            meta,
+            self.lines.path(),
+            self.lines.last_line(),
+            &mut self.id_fixes,
+        );
         more
     }
 

@@ -169,6 +169,15 @@ pub(super) fn fix_id_types(fields: &mut Map<String, Value>) -> Vec<String> {
     fixed
 }
 
+/// Reports the ids `id_as_text` fixed while reading the record that ended on `line`, one warning
+/// each, and counts them as repairs.
+pub(super) fn report_id_fixes(meta: &mut TranscriptMeta, path: &Path, line: usize, fixes: &mut Vec<String>) {
+    for fix in fixes.drain(..) {
+        meta.pairing_repairs += 1;
+        meta.warn(path, format!("line {line}: {fix}"));
+    }
+}
+
 /// An id that should be text: text as it is, a number read as its text (what was fixed goes to
 /// `fixes`, for a warning); `None` for anything else. `what` names it in the fix.
 pub(super) fn id_as_text(value: Option<Value>, what: &str, fixes: &mut Vec<String>) -> Option<String> {
