@@ -4,7 +4,15 @@ use std::{io::IsTerminal, process::ExitCode};
 
 use clap::Parser;
 use ctxhost::cli::{run_cli, Cli};
-use tracing_subscriber::EnvFilter;
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::{
+    fmt::{
+        format::{FormatEvent, FormatFields, Writer},
+        FmtContext,
+    },
+    registry::LookupSpan,
+    EnvFilter,
+};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -44,6 +52,34 @@ fn init_logging(verbose: u8) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
+        .event_format(OneLine)
         .init();
+}
+
+/// Log lines as the rest of the output speaks: `warning: …`, `error: …`, `info: …`, with the
+/// event's fields (a plugin's `engine="<name>"`) after its message, and no timestamp.
+struct OneLine;
+
+impl<S, N> FormatEvent<S, N> for OneLine
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            Level::ERROR => "error",
+            Level::WARN => "warning",
+            Level::INFO => "info",
+            Level::DEBUG => "debug",
+            Level::TRACE => "trace",
+        };
+        write!(writer, "{level}: ")?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
 }

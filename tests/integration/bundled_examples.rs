@@ -114,6 +114,11 @@ fn a_context_over_the_window_is_reported_and_fails_the_run_when_asked() {
         1,
         "one warning, when it first happens: {stderr}"
     );
+    assert!(
+        stderr.contains("\nwarning: the context went over the window")
+            || stderr.starts_with("warning: the context went over the window"),
+        "{stderr}"
+    );
     let report: Value = serde_json::from_str(&stdout).unwrap();
     let overrun = &report["over_window"];
     assert_eq!(overrun["window"], 4000);
