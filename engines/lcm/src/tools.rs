@@ -195,8 +195,18 @@ fn parse_message_id(id: &str) -> Option<i64> {
     id.strip_prefix("msg_")?.parse().ok().filter(|n: &i64| *n > 0)
 }
 
+/// The error for an id the store does not hold: one that is well formed is simply not there (a
+/// different store, or a session of its own); anything else is not an id at all.
 fn unknown_id(id: &str) -> String {
-    format!("unknown id `{id}`: expected sum_ followed by 16 hex digits, or msg_<number>, as lcm_grep and lcm_describe give them")
+    let well_formed = parse_message_id(id).is_some()
+        || id
+            .strip_prefix("sum_")
+            .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    if well_formed {
+        format!("no `{id}` in this store: use an id that lcm_grep or lcm_describe gave for this store")
+    } else {
+        format!("unknown id `{id}`: expected sum_ followed by 16 hex digits, or msg_<number>, as lcm_grep and lcm_describe give them")
+    }
 }
 
 fn describe(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult {

@@ -52,10 +52,14 @@ fn bad_inputs_are_one_line_json_errors() {
         (
             "lcm_expand",
             json!({ "id": "sum_0000000000000000" }),
-            "unknown id",
+            "no `sum_0000000000000000` in this store",
         ),
         ("lcm_expand", json!({ "id": "banana" }), "unknown id"),
-        ("lcm_expand", json!({ "id": "msg_99999999" }), "unknown id"),
+        (
+            "lcm_expand",
+            json!({ "id": "msg_99999999" }),
+            "no `msg_99999999` in this store",
+        ),
         ("lcm_describe", json!({ "id": "sum_zz" }), "unknown id"),
         ("lcm_expand", json!({ "id": 7 }), "must be a string"),
         ("lcm_status", json!([1]), "must be a JSON object"),
