@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::{
     assemble::is_summary_id,
     search::{self, Mode, Query, Scope},
-    store::{Store, StoreError, SummaryKind},
+    store::{MessageRow, Store, StoreError, SummaryKind},
     time::{format_iso, parse_time},
     Lcm,
 };
@@ -198,15 +198,19 @@ fn parse_message_id(id: &str) -> Option<i64> {
 /// The error for an id the store does not hold: one that is well formed is simply not there (a
 /// different store, or a session of its own); anything else is not an id at all.
 fn unknown_id(id: &str) -> String {
-    let well_formed = parse_message_id(id).is_some()
-        || id
-            .strip_prefix("sum_")
-            .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
-    if well_formed {
+    if parse_message_id(id).is_some() || is_summary_id(id) {
         format!("no `{id}` in this store: use an id that lcm_grep or lcm_describe gave for this store")
     } else {
         format!("unknown id `{id}`: expected sum_ followed by 16 hex digits, or msg_<number>, as lcm_grep and lcm_describe give them")
     }
+}
+
+/// The stored message `msg_<message_id>` (`id`), or the error for an id the store does not hold.
+fn stored_message(store: &Store, id: &str, message_id: i64) -> Result<MessageRow, String> {
+    store
+        .message(message_id)
+        .map_err(store_failure)?
+        .ok_or_else(|| unknown_id(id))
 }
 
 fn describe(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult {
@@ -215,10 +219,7 @@ fn describe(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolRe
         return overview(store, session);
     };
     if let Some(message_id) = parse_message_id(id) {
-        let message = store
-            .message(message_id)
-            .map_err(store_failure)?
-            .ok_or_else(|| unknown_id(id))?;
+        let message = stored_message(store, id, message_id)?;
         return Ok(json!({
             "id": id,
             "type": "message",
@@ -294,10 +295,7 @@ fn expand(engine: &mut Lcm, arguments: &Value) -> ToolResult {
     };
     let store = engine.store().map_err(|error| error.message.to_string())?;
     if let Some(message_id) = parse_message_id(id) {
-        let message = store
-            .message(message_id)
-            .map_err(store_failure)?
-            .ok_or_else(|| unknown_id(id))?;
+        let message = stored_message(store, id, message_id)?;
         return Ok(json!({
             "id": id,
             "type": "message",
