@@ -94,6 +94,10 @@ pub struct RunArgs {
     /// The engine to run, overriding `context.engine`.
     #[arg(long)]
     pub engine: Option<String>,
+    /// An engine that watches the session without changing its context (LCM recording every
+    /// message, telemetry), added to `context.observers`. Repeatable.
+    #[arg(long = "observer", value_name = "NAME")]
+    pub observers: Vec<String>,
     /// The model's window in tokens, overriding config and transcript.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub context_length: Option<u64>,
@@ -113,7 +117,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
     /// Before transcript message N (0-based), run a command as typed in Hermes:
-    /// N:/compress[:focus], N:/new or N:/reset. Repeatable.
+    /// N:/compress[:focus], N:/new, N:/reset or N:/engine:NAME. Repeatable.
     #[arg(long = "at", value_name = "N:COMMAND")]
     pub at: Vec<ScriptedCommand>,
     /// Write --out shaped for Anthropic prompt caching (markers on the system message and the
