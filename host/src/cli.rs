@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::{
     config::Settings,
     discovery::{discover_plugins, find_plugin},
-    engine::EngineHandle,
+    engine::EngineOrigin,
     formats::{BadRecords, Format, ReadOptions, TranscriptMeta},
     loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
     output::prompt_cache::{CacheShape, CacheTtl},
@@ -312,7 +312,7 @@ pub(crate) fn replay_options(
 }
 
 fn build_report(
-    engine: &EngineHandle,
+    (engine, origin): &(String, EngineOrigin),
     (path, format, meta): (&Path, Format, &TranscriptMeta),
     fallback: Option<String>,
     context_length: Sourced<u64>,
@@ -327,8 +327,8 @@ fn build_report(
         format: format.to_string(),
         transcript_warnings: meta.warnings.clone(),
         bad_records_skipped: meta.bad_records_skipped,
-        engine: engine.name().to_owned(),
-        engine_source: engine.origin().into(),
+        engine: engine.clone(),
+        engine_source: origin.into(),
         fallback,
         context_length,
         window: options.model.window(),

@@ -102,11 +102,15 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     if args.facts {
         options.facts = FactAccounting::Measure;
     }
+    // The report names the engine the session started with; `/engine` swaps show as its spans.
+    let started_with = (engine.name().to_owned(), engine.origin().clone());
     let mut log = args.events.as_deref().map(EventLog::create).transpose()?;
     let tally = Rc::new(RefCell::new(Tally::default()));
     let bytes_read = Rc::new(Cell::new(0));
+    let (observers, standby) = attach_observers(settings, args, engine.name());
     let mut watchers = Watchers {
-        observers: attach_observers(settings, args, engine.name()),
+        observers,
+        standby,
         ..Watchers::default()
     };
     watchers.subscribers.add(Rc::clone(&tally));
@@ -180,7 +184,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
                 .fallback
                 .map(|f| format!("`{}` could not be used: {}", f.requested, f.reason));
             let report = build_report(
-                &engine,
+                &started_with,
                 (&path, format, &meta),
                 fallback,
                 context_length,
@@ -257,8 +261,11 @@ fn not_written(args: &RunArgs) -> String {
 
 /// The observers of `context.observers` and `--observer`, each resolved like `context.engine`
 /// but never replaced by the compressor: one that cannot be used is left out with one warning.
-fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> Observers {
+/// The active engine is not attached a second time: it is on standby, to stay on as an observer
+/// if `/engine` swaps it out.
+fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> (Observers, Vec<String>) {
     let mut observers = Observers::new();
+    let mut standby = Vec::new();
     let mut names: Vec<&str> = Vec::new();
     for name in settings.observers.iter().chain(&args.observers) {
         if !names.contains(&name.as_str()) {
@@ -267,9 +274,7 @@ fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> Observ
     }
     for name in names {
         if name == active {
-            warn_user(&format!(
-                "observer `{name}` is the active engine; it is not attached a second time"
-            ));
+            standby.push(name.to_owned());
             continue;
         }
         let attached = try_resolve_engine(name, settings, &Registry::default())
@@ -281,7 +286,7 @@ fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> Observ
             ));
         }
     }
-    observers
+    (observers, standby)
 }
 
 /// The progress bar, as a subscriber: it moves with the bytes read at each model call and counts

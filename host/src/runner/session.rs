@@ -44,6 +44,9 @@ pub struct Watchers<'e> {
     pub subscribers: Subscribers<'e>,
     /// Observer engines.
     pub observers: Observers,
+    /// Engines that stay on as observers when `/engine` swaps them out (configured as observers
+    /// too); any other engine swapped out gets `on_session_end`.
+    pub standby: Vec<String>,
 }
 
 impl<'e> Watchers<'e> {
@@ -62,6 +65,7 @@ pub struct Replayer<'e> {
     context: LiveContext,
     subscribers: Subscribers<'e>,
     observers: Observers,
+    standby: Vec<String>,
     engine_source: Option<EngineSource<'e>>,
     engine_time: Duration,
     /// Set when a hygiene compaction could not bring the context under the hygiene line, so that
@@ -112,6 +116,7 @@ impl<'e> Replayer<'e> {
             context: LiveContext::with_counter(options.token_counter).keeping_json(wants_json),
             subscribers: watchers.subscribers,
             observers: watchers.observers,
+            standby: watchers.standby,
             engine_source: None,
             engine_time: Duration::ZERO,
             hygiene_blocked: false,
@@ -245,6 +250,7 @@ impl<'e> Replayer<'e> {
             }
             if ends_tool_turn {
                 self.settle_unanswered_calls();
+                self.note_threshold(self.context.tokens());
                 if self.call(|engine| engine.should_compress(None)) == Some(true) {
                     self.compact(Trigger::Threshold, None);
                 }
@@ -289,6 +295,7 @@ impl<'e> Replayer<'e> {
     }
 
     fn model_call(&mut self, message: Message) {
+        self.note_threshold(self.context.tokens());
         if self.hygiene_due() {
             self.compact(Trigger::Hygiene, None);
             self.hygiene_blocked = self.hygiene_due();
@@ -303,7 +310,6 @@ impl<'e> Replayer<'e> {
         let prompt_tokens = self.context.tokens();
         let context_messages = self.context.len();
         self.note_tokens(prompt_tokens, false);
-        self.note_threshold(prompt_tokens);
         self.model_calls += 1;
         let recorded = recorded_usage(&message);
         let calls = self.engine_tool_calls(&message);
@@ -527,7 +533,8 @@ impl<'e> Replayer<'e> {
     /// - the new engine gets `update_model`, then `on_session_start` with the same session id
     ///   (`boundary_reason` `engine_swap`); if either fails, it is dropped, with one warning, and
     ///   the old engine stays;
-    /// - the old engine gets `on_session_end` with the current context;
+    /// - the old engine gets `on_session_end` with the current context, unless it is on standby
+    ///   ([`Watchers::standby`]): then it stays on as an observer;
     /// - the new engine owns the context from here on; the tools are read again.
     pub fn swap_engine(&mut self, mut engine: EngineHandle) {
         let to = engine.name().to_owned();
@@ -539,13 +546,20 @@ impl<'e> Replayer<'e> {
         if let Err(error) = started {
             return self.refuse_swap(&to, error.to_string());
         }
-        let session_id = self.session_id.clone();
-        let (old, context) = (&mut *self.engine, &self.context);
-        let ended = timed(&mut self.engine_time, || {
-            old.on_session_end(&session_id, context.messages())
-        });
-        self.record(ended);
         let old = std::mem::replace(&mut *self.engine, engine);
+        let from = old.name().to_owned();
+        if self.standby.contains(&from) {
+            if let Err(error) = self.observers.attach(old) {
+                self.warn(format!("`{from}` cannot stay on as an observer: {error}"));
+            }
+        } else {
+            let mut old = old;
+            let (session_id, context) = (&self.session_id, &self.context);
+            let ended = timed(&mut self.engine_time, || {
+                old.on_session_end(session_id, context.messages())
+            });
+            self.record(ended);
+        }
         self.context.set_keeping_json(self.engine.wants_json());
         self.threshold = self.call(|engine| engine.counters()).map(|c| c.threshold_tokens);
         self.above_threshold = false;
@@ -553,12 +567,11 @@ impl<'e> Replayer<'e> {
         let warnings = self.read_tools();
         self.publish(Fact::EngineSwap {
             message_index: self.position,
-            from: old.name().to_owned(),
+            from: from.clone(),
             to: to.clone(),
             origin: Some(self.engine.origin().to_string()),
             refused: None,
         });
-        let from = old.name().to_owned();
         self.observe(FactKind::EngineSwapped, || FactBody::EngineSwapped { from, to });
         for warning in warnings {
             self.warn(warning);
