@@ -24,7 +24,12 @@ impl Lcm {
             let json = serde_json::to_string(message).expect("a message serialises");
             let hash = store::hash_json(&json);
             let at = self.session.observed;
-            if self.session.refs.get(at).is_some_and(|stored| stored.hash == hash) {
+            if self
+                .session
+                .refs
+                .get(at)
+                .is_some_and(|stored| stored.hash == hash)
+            {
                 self.session.observed += 1;
                 continue;
             }

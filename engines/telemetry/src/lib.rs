@@ -37,7 +37,9 @@ impl Engine for Telemetry {
             block => serde_json::from_value(block.clone())
                 .map_err(|error| EngineError::config(format!("telemetry: {error}")))?,
         };
-        let paths = host.paths().unwrap_or_else(|_| ctxhost_engine_abi::HostPaths::current_dir());
+        let paths = host
+            .paths()
+            .unwrap_or_else(|_| ctxhost_engine_abi::HostPaths::current_dir());
         let path = match config.path {
             Some(path) => paths.config_dir.join(path),
             None => paths.data_dir.join("telemetry.jsonl"),
@@ -46,9 +48,14 @@ impl Engine for Telemetry {
             std::fs::create_dir_all(path.parent().unwrap_or(&paths.config_dir))?;
             File::create(&path)
         };
-        let file = open().map_err(|error| EngineError::config(format!("telemetry: {}: {error}", path.display())))?;
+        let file =
+            open().map_err(|error| EngineError::config(format!("telemetry: {}: {error}", path.display())))?;
         let kinds = config.kinds.unwrap_or_else(|| FactKind::ALL.to_vec());
-        Ok(Self { counters: Counters::default(), kinds, file })
+        Ok(Self {
+            counters: Counters::default(),
+            kinds,
+            file,
+        })
     }
 
     fn counters(&self) -> &Counters {

@@ -511,9 +511,10 @@ impl<'e> Replayer<'e> {
             SessionCommand::Reset => self.reset_session(),
             SessionCommand::New => {
                 self.end_session();
-                self.reset_session();
+                // Nothing is published for a session once it ended: the reset is the new one's.
                 let old = std::mem::take(&mut self.session_id);
                 self.session_id = format!("{}-{}", self.options.session_id, self.sessions + 1);
+                self.reset_session();
                 self.begin_session(Some(NEW_SESSION_REASON), Some(old));
             }
             SessionCommand::Engine { name } => {
