@@ -284,6 +284,12 @@ impl<E: Engine> EngineObject for Guarded<E> {
 
     fn call_ext(&mut self, method: RStr<'_>, request: RStr<'_>) -> RResult<RString, EngineError> {
         guard("call_ext", || {
+            // Facts come often and can be large: read straight into a `Fact`, not a `Value` first.
+            if method.as_str() == EXT_OBSERVE {
+                let fact: Fact = parse_json("fact", request.as_str())?;
+                self.engine.observe(&fact)?;
+                return Ok(RString::from("null"));
+            }
             let request: Value = if request.trim().is_empty() {
                 Value::Null
             } else {

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::{
     ffi::{Counters, EngineError, HostBox, Usage},
     guard::{call_ext_of, guard},
+    observe::Fact,
     sdk::{CompressRequest, Engine, Host, ModelInfo, SessionInfo},
     Message,
 };
@@ -42,6 +43,8 @@ pub trait LinkedEngine: Send {
     ) -> Result<Value, EngineError>;
     fn get_status(&self) -> Result<Value, EngineError>;
     fn call_ext(&mut self, method: &str, request: &Value) -> Result<Value, EngineError>;
+    /// [`Engine::observe`], the fact handed over as it is.
+    fn observe(&mut self, fact: &Fact) -> Result<(), EngineError>;
 }
 
 /// Creates engine `E` from its config block for a host that links it; a panic in `E::new` is an
@@ -138,6 +141,10 @@ impl<E: Engine> LinkedEngine for Linked<E> {
 
     fn get_status(&self) -> Result<Value, EngineError> {
         guard("get_status", || Ok(self.0.get_status())).into_result()
+    }
+
+    fn observe(&mut self, fact: &Fact) -> Result<(), EngineError> {
+        guard("observe", || self.0.observe(fact)).into_result()
     }
 
     fn call_ext(&mut self, method: &str, request: &Value) -> Result<Value, EngineError> {

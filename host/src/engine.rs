@@ -12,8 +12,8 @@ use std::{fmt, path::PathBuf};
 
 use abi_stable::std_types::{ROption, RStr};
 use ctxhost_engine_abi::{
-    ffi::EngineBox, linked::LinkedEngine, messages_from_json, messages_to_json, CompressRequest, Counters,
-    EngineError, ErrorKind, Message, ModelInfo, Role, SessionInfo, Usage,
+    ffi::EngineBox, linked::LinkedEngine, messages_from_json, messages_to_json, observe::EXT_OBSERVE,
+    CompressRequest, Counters, EngineError, ErrorKind, Fact, Message, ModelInfo, Role, SessionInfo, Usage,
 };
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 use serde_json::Value;
@@ -357,6 +357,19 @@ impl EngineHandle {
             Reach::Linked(engine) => return engine.get_status().map_err(self.failed("get_status")),
         };
         self.parse_json("get_status", &text)
+    }
+
+    /// Hands an observer one fact ([`ctxhost_engine_abi::Engine::observe`]); `json` is the fact's
+    /// JSON, written once for every observer that receives it.
+    pub fn observe(&mut self, fact: &Fact, json: &str) -> CallResult<()> {
+        match &mut self.reach {
+            Reach::Boundary(object) => object
+                .call_ext(RStr::from(EXT_OBSERVE), RStr::from(json))
+                .into_result()
+                .map(drop),
+            Reach::Linked(engine) => engine.observe(fact),
+        }
+        .map_err(self.failed("observe"))
     }
 
     /// Calls an extension method; `None` when the engine does not know it.

@@ -15,19 +15,18 @@
 //!   error, and the session goes on exactly as if it had never been attached.
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeSet, VecDeque},
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         mpsc::{self, Receiver, SyncSender, TrySendError},
-        Arc, Mutex,
+        Arc, Mutex, OnceLock,
     },
     thread::JoinHandle,
     time::{Duration, Instant},
 };
 
 use ctxhost_engine_abi::{
-    observe::{EXT_INTERESTS, EXT_OBSERVE},
-    Fact, FactKind, Message, ModelInfo, SessionInfo, Usage,
+    observe::EXT_INTERESTS, Fact, FactBody, FactKind, Message, ModelInfo, SessionInfo, Usage,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -36,6 +35,10 @@ use crate::engine::{EngineCallError, EngineHandle};
 
 /// How many calls an observer's queue holds before the session waits for it.
 pub const QUEUE_CAPACITY: usize = 1024;
+
+/// Calls go to an observer's thread this many at a time (and at once before a tool call and at
+/// the end): waking a thread for every message cost a replay more than the observer's work.
+const BUNDLE: usize = 64;
 
 /// A lifecycle call every observer receives, whatever its interests.
 #[derive(Clone, Debug)]
@@ -52,9 +55,28 @@ pub enum Lifecycle {
     SessionEnd(String, Arc<Vec<Message>>),
 }
 
+/// A fact on its way to the observers that asked for it: its JSON is written once, by the first
+/// observer that needs it, for all of them.
+struct SharedFact {
+    fact: Fact,
+    json: OnceLock<String>,
+}
+
+impl SharedFact {
+    fn json(&self) -> &str {
+        self.json
+            .get_or_init(|| serde_json::to_string(&self.fact).expect("facts serialise"))
+    }
+}
+
+/// At most this many appended messages are handed over in one `observe` call: consecutive
+/// `messages_appended` facts waiting in a queue are merged (one call, one transaction for a
+/// store), which keeps an observer that fell behind from staying behind.
+const MAX_BATCH: usize = 512;
+
 enum Job {
     Lifecycle(Lifecycle),
-    Fact(Arc<Fact>),
+    Fact(Arc<SharedFact>),
     Tool {
         name: String,
         arguments: Value,
@@ -65,24 +87,34 @@ enum Job {
 /// What the session shares with one observer's thread.
 #[derive(Default)]
 struct Shared {
-    /// Why it was detached, once it was.
-    detached: Mutex<Option<String>>,
+    /// Set once it is detached: checked on every call, so no lock on the way.
+    is_detached: AtomicBool,
+    /// Why it was detached.
+    reason: Mutex<Option<String>>,
     facts: AtomicU64,
 }
 
 impl Shared {
     fn detached(&self) -> Option<String> {
-        self.detached
+        if !self.is_detached.load(Ordering::Acquire) {
+            return None;
+        }
+        self.reason
             .lock()
-            .expect("never poisoned: no panic while held")
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
     }
 
+    fn is_detached(&self) -> bool {
+        self.is_detached.load(Ordering::Acquire)
+    }
+
     fn detach(&self, reason: String) {
-        self.detached
+        self.reason
             .lock()
-            .expect("never poisoned: no panic while held")
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
             .get_or_insert(reason);
+        self.is_detached.store(true, Ordering::Release);
     }
 }
 
@@ -92,7 +124,9 @@ struct Worker {
     interests: BTreeSet<FactKind>,
     tools: Vec<String>,
     /// `None` once closed.
-    jobs: Option<SyncSender<Job>>,
+    jobs: Option<SyncSender<Vec<Job>>>,
+    /// Calls not handed over yet.
+    outbox: Vec<Job>,
     thread: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
     waited: Duration,
@@ -157,7 +191,7 @@ impl Observers {
             .iter()
             .filter_map(|schema| schema.get("name").and_then(Value::as_str).map(str::to_owned))
             .collect();
-        let (sender, receiver) = mpsc::sync_channel(QUEUE_CAPACITY);
+        let (sender, receiver) = mpsc::sync_channel(QUEUE_CAPACITY / BUNDLE);
         let shared = Arc::new(Shared::default());
         let name = engine.name().to_owned();
         let origin = engine.origin().to_string();
@@ -174,6 +208,7 @@ impl Observers {
             interests,
             tools,
             jobs: Some(sender),
+            outbox: Vec::with_capacity(BUNDLE),
             thread: Some(thread),
             shared,
             waited: Duration::ZERO,
@@ -186,7 +221,7 @@ impl Observers {
     pub fn wants(&self, kind: FactKind) -> bool {
         self.workers
             .iter()
-            .any(|w| w.interests.contains(&kind) && w.shared.detached().is_none())
+            .any(|w| w.interests.contains(&kind) && !w.shared.is_detached())
     }
 
     /// Delivers the fact `build` makes to every observer that asked for `kind`; `build` runs only
@@ -195,7 +230,10 @@ impl Observers {
         if !self.wants(kind) {
             return;
         }
-        let fact = Arc::new(build());
+        let fact = Arc::new(SharedFact {
+            fact: build(),
+            json: OnceLock::new(),
+        });
         for worker in &mut self.workers {
             if worker.interests.contains(&kind) {
                 worker.send(Job::Fact(Arc::clone(&fact)));
@@ -233,6 +271,7 @@ impl Observers {
             arguments: arguments.clone(),
             reply,
         });
+        worker.flush();
         answer.recv().unwrap_or_else(|_| {
             let why = worker
                 .shared
@@ -246,7 +285,7 @@ impl Observers {
     pub fn newly_detached(&mut self) -> Vec<String> {
         let mut warnings = Vec::new();
         for worker in &mut self.workers {
-            if worker.reported {
+            if worker.reported || !worker.shared.is_detached() {
                 continue;
             }
             if let Some(reason) = worker.shared.detached() {
@@ -263,6 +302,7 @@ impl Observers {
     /// Waits until every observer has handled everything sent to it, then stops their threads.
     pub fn close(&mut self) {
         for worker in &mut self.workers {
+            worker.flush();
             worker.jobs = None;
         }
         for worker in &mut self.workers {
@@ -298,22 +338,35 @@ impl Drop for Observers {
 }
 
 impl Worker {
-    /// Queues `job`, waiting while the queue is full; nothing is sent to a detached observer.
+    /// Queues `job`; it is handed over with the next bundle. Nothing is sent to a detached
+    /// observer.
     fn send(&mut self, job: Job) {
-        if self.shared.detached().is_some() {
+        if self.shared.is_detached() {
             return;
         }
+        self.outbox.push(job);
+        if self.outbox.len() >= BUNDLE {
+            self.flush();
+        }
+    }
+
+    /// Hands over the calls queued so far, waiting while the thread's queue is full.
+    fn flush(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        let bundle = std::mem::replace(&mut self.outbox, Vec::with_capacity(BUNDLE));
         let Some(jobs) = &self.jobs else { return };
-        let job = match jobs.try_send(job) {
+        let bundle = match jobs.try_send(bundle) {
             Ok(()) => return,
-            Err(TrySendError::Full(job)) => job,
+            Err(TrySendError::Full(bundle)) => bundle,
             Err(TrySendError::Disconnected(_)) => {
                 self.shared.detach("its thread stopped".to_owned());
                 return;
             }
         };
         let started = Instant::now();
-        if jobs.send(job).is_err() {
+        if jobs.send(bundle).is_err() {
             self.shared.detach("its thread stopped".to_owned());
         }
         self.waited += started.elapsed();
@@ -322,8 +375,16 @@ impl Worker {
 
 /// An observer's thread: runs its jobs in order until the session closes the queue. After a
 /// failure it only drains the queue (tool calls are answered with the reason).
-fn serve_jobs(mut engine: EngineHandle, jobs: Receiver<Job>, shared: &Shared) {
-    for job in jobs {
+fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, shared: &Shared) {
+    let mut queue = VecDeque::new();
+    loop {
+        if queue.is_empty() {
+            match bundles.recv() {
+                Ok(bundle) => queue.extend(bundle),
+                Err(_) => break,
+            }
+        }
+        let Some(job) = queue.pop_front() else { continue };
         if let Some(reason) = shared.detached() {
             if let Job::Tool { reply, .. } = job {
                 let _ = reply
@@ -334,10 +395,16 @@ fn serve_jobs(mut engine: EngineHandle, jobs: Receiver<Job>, shared: &Shared) {
         let done = match job {
             Job::Lifecycle(call) => run_lifecycle(&mut engine, call),
             Job::Fact(fact) => {
-                let request = serde_json::to_value(&*fact).expect("facts serialise");
-                let observed = engine.call_ext(EXT_OBSERVE, &request).map(drop);
+                let batch = merge_appends(fact, &mut queue, &bundles);
+                let observed = match &batch {
+                    Batch::One(fact) => engine.observe(&fact.fact, fact.json()),
+                    Batch::Merged(fact, _) => {
+                        let json = serde_json::to_string(fact).expect("facts serialise");
+                        engine.observe(fact, &json)
+                    }
+                };
                 if observed.is_ok() {
-                    shared.facts.fetch_add(1, Ordering::Relaxed);
+                    shared.facts.fetch_add(batch.count(), Ordering::Relaxed);
                 }
                 observed
             }
@@ -357,6 +424,68 @@ fn serve_jobs(mut engine: EngineHandle, jobs: Receiver<Job>, shared: &Shared) {
         if let Err(error) = done {
             shared.detach(error.to_string());
         }
+    }
+}
+
+/// One fact as published, or several appends of one session merged into one.
+enum Batch {
+    One(Arc<SharedFact>),
+    Merged(Box<Fact>, u64),
+}
+
+impl Batch {
+    /// How many published facts it stands for.
+    fn count(&self) -> u64 {
+        match self {
+            Self::One(_) => 1,
+            Self::Merged(_, count) => *count,
+        }
+    }
+}
+
+/// `first`, with the `messages_appended` facts of the same session waiting right behind it
+/// (in `queue`, or in bundles already sent) merged in when it is one too.
+fn merge_appends(first: Arc<SharedFact>, queue: &mut VecDeque<Job>, bundles: &Receiver<Vec<Job>>) -> Batch {
+    let appended = |fact: &Fact| match &fact.body {
+        FactBody::MessagesAppended { messages } => Some(messages.len()),
+        _ => None,
+    };
+    let Some(mut size) = appended(&first.fact) else {
+        return Batch::One(first);
+    };
+    let mut merged: Option<(Fact, u64)> = None;
+    while size < MAX_BATCH {
+        if queue.is_empty() {
+            match bundles.try_recv() {
+                Ok(bundle) => queue.extend(bundle),
+                Err(_) => break,
+            }
+        }
+        let count = match queue.front() {
+            Some(Job::Fact(next)) if next.fact.session_id == first.fact.session_id => appended(&next.fact),
+            _ => None,
+        };
+        let Some(count) = count else { break };
+        let Some(Job::Fact(next)) = queue.pop_front() else {
+            unreachable!("the front was checked to be an append")
+        };
+        let (fact, facts) = merged.get_or_insert_with(|| (first.fact.clone(), 1));
+        if let (FactBody::MessagesAppended { messages }, FactBody::MessagesAppended { messages: more }) =
+            (&mut fact.body, &next.fact.body)
+        {
+            messages.extend(more.iter().cloned());
+        }
+        fact.at_message = next.fact.at_message;
+        *facts += 1;
+        size += count;
+    }
+    finish_merge(first, merged)
+}
+
+fn finish_merge(first: Arc<SharedFact>, merged: Option<(Fact, u64)>) -> Batch {
+    match merged {
+        Some((fact, count)) => Batch::Merged(Box::new(fact), count),
+        None => Batch::One(first),
     }
 }
 

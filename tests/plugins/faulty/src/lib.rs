@@ -14,9 +14,9 @@
 //! - `{"user_note": true}`: `compress` is correct and also writes a user-role note right after the
 //!   user's last message, saying how many messages it dropped (a new text each time), and drops
 //!   its earlier notes. The host must not take that note for the user's message.
-//! - `{"observe": "sleep" | "jitter" | "fail" | "panic"}`: as an observer, it asks for every
-//!   kind of fact and, on each, sleeps 2 ms, sleeps 0–3 ms, or (at the `observe_fail_at`-th fact,
-//!   default 5) returns an error or panics.
+//! - `{"observe": "count" | "sleep" | "jitter" | "fail" | "panic"}`: as an observer, it asks for
+//!   every kind of fact and, on each, only counts it, sleeps 2 ms, sleeps 0–3 ms, or (at the
+//!   `observe_fail_at`-th fact, default 5) returns an error or panics.
 //! - otherwise `compress` is correct and simple: it keeps the system message and the last four
 //!   messages, moving the cut back so that no tool group is split.
 //!
@@ -63,7 +63,7 @@ pub const METHODS: [&str; 15] = [
 pub const GENERATION: &str = "faulty-generation-A";
 
 /// What `observe` can ask for.
-pub const OBSERVE_MODES: [&str; 4] = ["sleep", "jitter", "fail", "panic"];
+pub const OBSERVE_MODES: [&str; 5] = ["count", "sleep", "jitter", "fail", "panic"];
 
 /// The kinds of invalid output `invalid_output` can ask for.
 pub const INVALID_OUTPUTS: [&str; 5] = [
