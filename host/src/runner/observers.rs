@@ -498,3 +498,86 @@ fn run_lifecycle(engine: &mut EngineHandle, call: Lifecycle) -> Result<(), Engin
         Lifecycle::SessionEnd(session_id, messages) => engine.on_session_end(&session_id, &messages),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_engine_abi::Message;
+
+    fn fact(session: &str, body: FactBody) -> Job {
+        Job::Fact(Arc::new(SharedFact {
+            fact: Fact {
+                session_id: session.to_owned(),
+                at_message: 0,
+                body,
+            },
+            json: OnceLock::new(),
+        }))
+    }
+
+    fn appended(session: &str, text: &str) -> Job {
+        fact(
+            session,
+            FactBody::MessagesAppended {
+                messages: vec![Message::user(text)],
+            },
+        )
+    }
+
+    fn texts(batch: &Batch) -> Vec<String> {
+        let fact = match batch {
+            Batch::One(fact) => &fact.fact,
+            Batch::Merged(fact, _) => fact,
+        };
+        match &fact.body {
+            FactBody::MessagesAppended { messages } => {
+                messages.iter().map(|m| m.text().into_owned()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn consecutive_appends_of_one_session_are_merged_and_nothing_else_is_taken() {
+        let (sender, bundles) = mpsc::sync_channel(4);
+        // One append in hand, two queued, then a reset, then an append of another session sent
+        // in a later bundle.
+        let mut queue: VecDeque<Job> = [
+            appended("s", "b"),
+            appended("s", "c"),
+            fact("s", FactBody::SessionReset),
+        ]
+        .into_iter()
+        .collect();
+        sender.send(vec![appended("t", "d")]).unwrap();
+        let Job::Fact(first) = appended("s", "a") else {
+            unreachable!()
+        };
+        let batch = merge_appends(first, &mut queue, &bundles);
+        assert_eq!(texts(&batch), ["a", "b", "c"]);
+        assert_eq!(batch.count(), 3);
+        // The reset is next, untouched; the other session's append is still in its bundle.
+        assert!(matches!(queue.front(), Some(Job::Fact(f)) if f.fact.body == FactBody::SessionReset));
+        assert_eq!(queue.len(), 1);
+        let Job::Fact(reset) = queue.pop_front().unwrap() else {
+            unreachable!()
+        };
+        assert!(matches!(
+            merge_appends(reset, &mut queue, &bundles),
+            Batch::One(_)
+        ));
+        assert_eq!(bundles.try_recv().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn appends_of_another_session_are_never_merged_in() {
+        let (_sender, bundles) = mpsc::sync_channel::<Vec<Job>>(1);
+        let mut queue: VecDeque<Job> = [appended("t", "x")].into_iter().collect();
+        let Job::Fact(first) = appended("s", "a") else {
+            unreachable!()
+        };
+        let batch = merge_appends(first, &mut queue, &bundles);
+        assert_eq!(texts(&batch), ["a"]);
+        assert_eq!(queue.len(), 1);
+    }
+}
