@@ -253,7 +253,7 @@ fn a_newer_schema_is_refused_with_its_version() {
 }
 
 #[test]
-fn the_store_is_in_wal_mode_with_schema_version_1() {
+fn the_store_is_in_wal_mode_with_schema_version_2() {
     let dir = tempfile::tempdir().unwrap();
     let store = crate::Store::open(&dir.path().join("sub/lcm.sqlite")).unwrap();
     let mode: String = store
@@ -264,5 +264,32 @@ fn the_store_is_in_wal_mode_with_schema_version_1() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!((mode.as_str(), version), ("wal", 1));
+    assert_eq!((mode.as_str(), version), ("wal", 2));
+}
+
+#[test]
+fn a_version_1_store_is_migrated_to_version_2_keeping_its_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.sqlite");
+    let config = json!({ "database": path, "fresh_tail": 2 });
+    let mut engine = Lcm::new(&config, Host::detached()).unwrap();
+    engine.on_session_start("old", &SessionInfo::default()).unwrap();
+    engine
+        .record_appended(&[Message::system("s"), Message::user("kept across the upgrade")])
+        .unwrap();
+    engine.on_session_end("old", &[]).unwrap();
+    drop(engine);
+    // What a version-1 build left: no table for observed compactions.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE observed_compactions; PRAGMA user_version = 1;")
+        .unwrap();
+    drop(conn);
+    let store = crate::Store::open(&path).unwrap();
+    let version: i64 = store
+        .connection()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+    assert_eq!(store.observed_compactions(None).unwrap(), 0);
+    assert_eq!(store.message_totals(None).unwrap().0, 2);
 }
