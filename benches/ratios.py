@@ -98,7 +98,22 @@ def main():
         "<= ~1.0 = at most linear",
         "{:.2f}x",
     )
+    show_observers()
     show_memory()
+
+
+def show_observers():
+    print()
+    none = mean_ns("observers", "none")
+    show("replay of 10,000 messages, no observer (ms)", none and none / 1e6, fmt="{:.0f}")
+    for label, what, target in [
+        ("idle-1", "one observer asking for no fact (lifecycle only)", "target < 1.05x"),
+        ("count-1", "one observer taking every fact, doing nothing", "target < 1.05x"),
+        ("count-4", "four observers taking every fact, doing nothing", None),
+        ("lcm", "lcm observing (every message stored)", "target < 2x"),
+    ]:
+        with_it = mean_ns("observers", label)
+        show(f"  {what}: / none", ratio(with_it, none), target, "{:.2f}x")
 
 
 def show_memory():

@@ -39,6 +39,13 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         Command::new(cargo_program()).args(&process).current_dir(&root),
         "the whole-process benchmarks",
     )?;
+    // The same replay with observers attached (none, idle, every fact, lcm): under a minute.
+    let mut observers = vec!["bench", "-p", "ctxhost", "--bench", "observers", "--"];
+    observers.extend(filter);
+    run(
+        Command::new(cargo_program()).args(&observers).current_dir(&root),
+        "the observer benchmarks",
+    )?;
     run(
         Command::new(cargo_program())
             .args(["bench", "-p", "ctxhost", "--bench", "memory"])
