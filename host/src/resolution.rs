@@ -165,15 +165,6 @@ fn try_resolve_engine_with(
     if name == DEFAULT_ENGINE {
         return Ok(builtin_compressor_with(settings, services));
     }
-    resolve_named(name, settings, registry, services)
-}
-
-fn resolve_named(
-    name: &str,
-    settings: &Settings,
-    registry: &Registry,
-    services: &Arc<ServiceContext>,
-) -> Result<EngineHandle, ResolveError> {
     let folders =
         discover_plugins(&settings.plugins_dir).map_err(|error| ResolveError::NotFound(error.to_string()))?;
     let in_folder = folders.iter().any(|folder| folder.folder_name == name);
