@@ -165,8 +165,12 @@ pub struct Response {
     pub jsonrpc: String,
     /// The request's id; null when the request's could not be read.
     pub id: Option<Id>,
-    /// What the method returned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What the method returned (`null` is a result, not an absent one).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub result: Option<Value>,
     /// Why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +203,11 @@ impl Response {
         // Every key is a string and every value came from JSON: this cannot fail.
         serde_json::to_string(self).expect("a reply serialises")
     }
+}
+
+/// A field that is there, even as `null`.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// A JSON-RPC error object.

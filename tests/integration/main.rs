@@ -13,4 +13,5 @@ mod plugins;
 mod reading;
 mod replay;
 mod replay_outputs;
+mod serve;
 mod support;

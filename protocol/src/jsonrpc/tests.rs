@@ -150,6 +150,9 @@ fn an_engine_error_keeps_its_kind_across_the_wire() {
 fn a_reply_has_a_result_or_an_error_never_both() {
     let ok = Response::result(Some(Id::Text("x".into())), json!({"value": true})).to_line();
     assert_eq!(ok, r#"{"jsonrpc":"2.0","id":"x","result":{"value":true}}"#);
+    let null = Response::result(Some(Id::Number(2)), Value::Null);
+    let back: Response = serde_json::from_str(&null.to_line()).unwrap();
+    assert_eq!(back.result, Some(Value::Null), "a null result is a result");
     let failed = Response::error(None, RpcError::new(code::PARSE_ERROR, "not JSON")).to_line();
     assert_eq!(
         failed,
