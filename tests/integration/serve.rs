@@ -91,6 +91,25 @@ fn model(context_length: u64) -> Value {
     json!({"model": "example/model", "context_length": context_length})
 }
 
+/// After a server exited cleanly, ending `session`: how many messages lcm's store holds.
+fn stored_after_a_clean_end(
+    status: std::process::ExitStatus,
+    log: &str,
+    session: &str,
+    root: &Path,
+) -> usize {
+    assert!(status.success(), "{log}");
+    assert!(
+        log.contains(&format!("session {session}: ended (on_session_end)")),
+        "{log}"
+    );
+    let store = Connection::open(root.join("store/lcm.sqlite")).unwrap();
+    let stored: i64 = store
+        .query_row("SELECT count(*) FROM messages", [], |row| row.get(0))
+        .unwrap();
+    stored as usize
+}
+
 fn is_error_kind(error: &RpcError, code: i64, kind: Option<&str>) -> bool {
     error.code == code && error.data.as_ref().map(|data| data.kind.as_str()) == kind
 }
@@ -290,16 +309,8 @@ fn lcm_compresses_a_real_transcript_answers_its_tools_and_is_flushed_at_the_end_
 
     // The end of input ends the session with the last context the server saw: lcm stores it.
     let (status, log) = served.finish();
-    assert!(status.success(), "{log}");
-    assert!(
-        log.contains(&format!("session {session}: ended (on_session_end)")),
-        "{log}"
-    );
-    let store = Connection::open(tree.root().join("store/lcm.sqlite")).unwrap();
-    let stored: i64 = store
-        .query_row("SELECT count(*) FROM messages", [], |row| row.get(0))
-        .unwrap();
-    assert!(stored as usize >= messages.len(), "{stored} messages stored");
+    let stored = stored_after_a_clean_end(status, &log, &session, tree.root());
+    assert!(stored >= messages.len(), "{stored} messages stored");
 }
 
 #[test]
@@ -522,16 +533,7 @@ fn a_client_gone_mid_request_stops_the_server_cleanly_ending_its_sessions() {
     drop(writer);
     let output = served.child.wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{log}");
-    assert!(
-        log.contains(&format!("session {session}: ended (on_session_end)")),
-        "{log}"
-    );
-    let store = Connection::open(tree.root().join("store/lcm.sqlite")).unwrap();
-    let stored: i64 = store
-        .query_row("SELECT count(*) FROM messages", [], |row| row.get(0))
-        .unwrap();
-    assert!(stored > 0);
+    assert!(stored_after_a_clean_end(output.status, &log, &session, tree.root()) > 0);
 }
 
 #[test]

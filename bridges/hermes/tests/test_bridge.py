@@ -12,16 +12,9 @@ from agent.context_engine import ContextEngine
 
 from conftest import CTXHOST_BIN, CTXHOST_CONFIG, HERMES_HOME, sequence_problems, transcript
 from hermes_ctxhost import BridgeSettings, CtxhostEngine
+from hermes_ctxhost.engine import COUNTERS
 
 STATUS_FIELDS = {"last_prompt_tokens", "threshold_tokens", "context_length", "usage_percent", "compression_count"}
-COUNTERS = (
-    "last_prompt_tokens",
-    "last_completion_tokens",
-    "last_total_tokens",
-    "threshold_tokens",
-    "context_length",
-    "compression_count",
-)
 
 
 def engine_for(engine: str, binary=CTXHOST_BIN) -> CtxhostEngine:
