@@ -44,5 +44,8 @@ def test_hermes_agent_loop_compacts_through_the_ctxhost_engine(model_server):
         messages = result["messages"]
         assert sequence_problems([m for m in messages if m.get("role") != "system"]) == []
         assert any("Summarise the changes" in str(m.get("content")) for m in messages)
+        assert any(str(m.get("content")).startswith("[CONTEXT COMPACTION]") for m in messages), messages
+        # The model answered on the compacted context: the turn ran to its end.
+        assert messages[-1]["role"] == "assistant" and messages[-1]["content"], result.get("final_response")
     finally:
         engine.close()
