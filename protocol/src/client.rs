@@ -7,10 +7,10 @@
 use std::io::{self, BufRead, Write};
 
 use serde::{de::DeserializeOwned, Serialize};
-use serde_json::Value;
+use serde_json::{value::RawValue, Value};
 
 use crate::{
-    jsonrpc::{Id, Request, Response, RpcError},
+    jsonrpc::{Id, OutgoingRequest, Response, RpcError},
     methods::{method, InitializeParams, Initialized},
     ProtocolVersion, PROTOCOL_VERSION,
 };
@@ -96,12 +96,8 @@ impl<R: BufRead, W: Write> Client<R, W> {
         method: &str,
         params: &P,
     ) -> Result<T, ClientError> {
-        let params = serde_json::to_value(params).map_err(|error| ClientError::Malformed {
-            method: method.to_owned(),
-            problem: format!("the params do not serialise: {error}"),
-        })?;
-        let result = self.call_value(method, params)?;
-        serde_json::from_value(result).map_err(|error| ClientError::Malformed {
+        let result = self.call_raw(method, params)?;
+        serde_json::from_str(result.get()).map_err(|error| ClientError::Malformed {
             method: method.to_owned(),
             problem: error.to_string(),
         })
@@ -109,10 +105,19 @@ impl<R: BufRead, W: Write> Client<R, W> {
 
     /// Sends `method` with `params` and returns its result as JSON.
     pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.call(method, &params)
+    }
+
+    /// Sends `method` with `params` and returns its result as JSON text.
+    fn call_raw<P: Serialize>(&mut self, method: &str, params: &P) -> Result<Box<RawValue>, ClientError> {
         let id = Id::Number(self.next_id);
         self.next_id += 1;
-        let mut line = serde_json::to_string(&Request::new(id.clone(), method, params))
-            .expect("a request of JSON values serialises");
+        let mut line = OutgoingRequest::new(&id, method, params)
+            .to_line()
+            .map_err(|error| ClientError::Malformed {
+                method: method.to_owned(),
+                problem: format!("the params do not serialise: {error}"),
+            })?;
         line.push('\n');
         self.writer.write_all(line.as_bytes())?;
         self.writer.flush()?;

@@ -2,7 +2,7 @@
 
 use ctxhost_engine_abi::{EngineError, ErrorKind};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{value::RawValue, Value};
 
 /// The only `jsonrpc` value there is.
 pub const JSONRPC: &str = "2.0";
@@ -48,91 +48,124 @@ pub enum Id {
     Text(String),
 }
 
-/// A request, as a client sends it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A request, as a server reads it: its params kept as JSON text, read into their type by the
+/// method ([`Request::params`]).
+#[derive(Debug)]
 pub struct Request {
-    /// Always `2.0`.
-    pub jsonrpc: String,
     /// Absent on a notification (no reply is sent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<Id>,
     /// The method.
     pub method: String,
-    /// Its params: an object (or absent, for methods without any).
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub params: Value,
+    /// Its params, an object (absent for methods without any).
+    pub params: Option<Box<RawValue>>,
 }
 
-impl Request {
+/// A request as a client writes it.
+#[derive(Serialize)]
+pub struct OutgoingRequest<'a, P: Serialize> {
+    /// Always `2.0`.
+    pub jsonrpc: &'static str,
+    /// The id its reply will carry.
+    pub id: &'a Id,
+    /// The method.
+    pub method: &'a str,
+    /// Its params.
+    pub params: &'a P,
+}
+
+impl<'a, P: Serialize> OutgoingRequest<'a, P> {
     /// A request with `id`.
-    pub fn new(id: Id, method: &str, params: Value) -> Self {
+    pub fn new(id: &'a Id, method: &'a str, params: &'a P) -> Self {
         Self {
-            jsonrpc: JSONRPC.to_owned(),
-            id: Some(id),
-            method: method.to_owned(),
+            jsonrpc: JSONRPC,
+            id,
+            method,
             params,
         }
     }
 
+    /// The request as one line of JSON, without its newline.
+    pub fn to_line(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
+    }
+}
+
+/// The envelope's fields, read without reading the params.
+#[derive(Deserialize)]
+struct Envelope {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Box<RawValue>>,
+}
+
+impl Request {
     /// Reads one line as a request. A line that is not a request is refused with the error to
     /// send back, and the id when one could be read (JSON-RPC replies to an unreadable id with null).
     pub fn parse(line: &str) -> Result<Self, (Option<Id>, RpcError)> {
-        let value: Value = serde_json::from_str(line).map_err(|error| {
+        let not_json = |error: serde_json::Error| {
             (
                 None,
                 RpcError::new(code::PARSE_ERROR, format!("not JSON: {error}")),
             )
-        })?;
-        let id = value
-            .get("id")
+        };
+        if !line.trim_start().starts_with('{') {
+            let value: Value = serde_json::from_str(line).map_err(not_json)?;
+            let message = format!("a request is a JSON object, got {}", kind_of(&value));
+            return Err((None, RpcError::new(code::INVALID_REQUEST, message)));
+        }
+        let envelope: Envelope = serde_json::from_str(line).map_err(not_json)?;
+        let id = envelope
+            .id
+            .as_ref()
             .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok());
         let invalid = |message: String| (id.clone(), RpcError::new(code::INVALID_REQUEST, message));
-        let Value::Object(fields) = &value else {
-            return Err(invalid(format!(
-                "a request is a JSON object, got {}",
-                kind_of(&value)
-            )));
-        };
-        if fields.get("jsonrpc").and_then(Value::as_str) != Some(JSONRPC) {
+        if envelope.jsonrpc.as_ref().and_then(Value::as_str) != Some(JSONRPC) {
             return Err(invalid(format!("`jsonrpc` must be \"{JSONRPC}\"")));
         }
-        if fields.get("id").is_some_and(|raw| id.is_none() || raw.is_null()) {
+        if envelope
+            .id
+            .as_ref()
+            .is_some_and(|raw| id.is_none() || raw.is_null())
+        {
             return Err(invalid("`id` must be a number or a string".to_owned()));
         }
-        match fields.get("method") {
-            Some(Value::String(_)) => {}
+        let method = match envelope.method {
+            Some(Value::String(method)) => method,
             Some(other) => {
                 return Err(invalid(format!(
                     "`method` must be a string, got {}",
-                    kind_of(other)
+                    kind_of(&other)
                 )))
             }
             None => return Err(invalid("`method` is missing".to_owned())),
-        }
-        match fields.get("params") {
-            None | Some(Value::Null) | Some(Value::Object(_)) => {}
-            Some(other) => {
+        };
+        let params = match envelope.params {
+            Some(raw) if raw.get() == "null" => None,
+            Some(raw) if raw.get().starts_with('{') => Some(raw),
+            Some(raw) => {
+                let kind =
+                    serde_json::from_str::<Value>(raw.get()).map_or("not JSON", |value| kind_of(&value));
                 return Err(invalid(format!(
-                    "`params` must be an object (named params), got {}",
-                    kind_of(other)
-                )))
+                    "`params` must be an object (named params), got {kind}"
+                )));
             }
-        }
-        serde_json::from_value(value.clone()).map_err(|error| invalid(error.to_string()))
+            None => None,
+        };
+        Ok(Self { id, method, params })
     }
 
     /// The params as `T`; an error names the method and the field.
     pub fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
-        parse_params(&self.method, &self.params)
+        parse_params(&self.method, self.params.as_deref().map_or("{}", RawValue::get))
     }
 }
 
-/// Reads `params` of `method` as `T`: absent params read as an empty object; an error names the
-/// method and the path of the field that is wrong (`messages[3]: missing field `role``).
-pub fn parse_params<T: DeserializeOwned>(method: &str, params: &Value) -> Result<T, RpcError> {
-    let empty = Value::Object(serde_json::Map::new());
-    let params = if params.is_null() { &empty } else { params };
-    serde_path_to_error::deserialize(params).map_err(|error| {
+/// Reads `params` (JSON text) of `method` as `T`: an error names the method and the path of the
+/// field that is wrong (`messages[3]: missing field `role``).
+pub fn parse_params<T: DeserializeOwned>(method: &str, params: &str) -> Result<T, RpcError> {
+    let mut deserializer = serde_json::Deserializer::from_str(params);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
         let at = if path == "." {
@@ -142,9 +175,17 @@ pub fn parse_params<T: DeserializeOwned>(method: &str, params: &Value) -> Result
         };
         RpcError::new(
             code::INVALID_PARAMS,
-            format!("invalid params for `{method}`: {at}{inner}"),
+            format!(
+                "invalid params for `{method}`: {at}{}",
+                strip_position(&inner.to_string())
+            ),
         )
     })
+}
+
+/// serde_json appends " at line L column C" to its messages; over the wire that is noise.
+fn strip_position(message: &str) -> &str {
+    message.rfind(" at line ").map_or(message, |at| &message[..at])
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -159,19 +200,19 @@ fn kind_of(value: &Value) -> &'static str {
 }
 
 /// A reply, as the server sends it: `result` or `error`, never both.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Response {
     /// Always `2.0`.
     pub jsonrpc: String,
     /// The request's id; null when the request's could not be read.
     pub id: Option<Id>,
-    /// What the method returned (`null` is a result, not an absent one).
+    /// What the method returned, as JSON text (`null` is a result, not an absent one).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "present"
     )]
-    pub result: Option<Value>,
+    pub result: Option<Box<RawValue>>,
     /// Why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RpcError>,
@@ -179,7 +220,7 @@ pub struct Response {
 
 impl Response {
     /// A successful reply.
-    pub fn result(id: Option<Id>, result: Value) -> Self {
+    pub fn result(id: Option<Id>, result: Box<RawValue>) -> Self {
         Self {
             jsonrpc: JSONRPC.to_owned(),
             id,
@@ -206,8 +247,8 @@ impl Response {
 }
 
 /// A field that is there, even as `null`.
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// A JSON-RPC error object.

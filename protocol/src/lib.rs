@@ -41,6 +41,6 @@ pub mod methods;
 mod version;
 
 pub use client::{Client, ClientError};
-pub use jsonrpc::{code, parse_params, ErrorData, Id, Request, Response, RpcError};
+pub use jsonrpc::{code, parse_params, ErrorData, Id, OutgoingRequest, Request, Response, RpcError};
 pub use methods::*;
 pub use version::{BadVersion, ProtocolVersion, PROTOCOL_VERSION};

@@ -352,7 +352,7 @@ fn malformed_lines_unknown_methods_and_wrong_types_get_errors_and_the_server_goe
     let no_session = served.refused(method::GET_STATUS, json!({}));
     assert_eq!(
         no_session.message,
-        "invalid params for `get_status`: session: invalid type: null, expected a string"
+        "invalid params for `get_status`: missing field `session`"
     );
     let bad_config = served.refused(
         method::SESSION_OPEN,

@@ -14,7 +14,7 @@ use ctxhost_protocol::{
     UpdateModelParams, UsageParams, PROTOCOL_VERSION,
 };
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{value::RawValue, Value};
 
 use super::{session::Session, stdio::Stop, table::SessionTable};
 use crate::{
@@ -26,13 +26,13 @@ use crate::{
 /// The outcome of one request: the result, and whether the server stops after replying.
 pub struct Handled {
     /// The reply's result or error.
-    pub reply: Result<Value, RpcError>,
+    pub reply: Result<Box<RawValue>, RpcError>,
     /// Stop after replying (`shutdown`, an incompatible client).
     pub stop: Option<Stop>,
 }
 
-impl From<Result<Value, RpcError>> for Handled {
-    fn from(reply: Result<Value, RpcError>) -> Self {
+impl From<Result<Box<RawValue>, RpcError>> for Handled {
+    fn from(reply: Result<Box<RawValue>, RpcError>) -> Self {
         Self { reply, stop: None }
     }
 }
@@ -58,7 +58,7 @@ pub fn dispatch(
     if name == method::SHUTDOWN {
         let report = table.end_all();
         return Handled {
-            reply: Ok(serde_json::to_value(report).expect("a report serialises")),
+            reply: to_raw(&report),
             stop: Some(Stop::Asked),
         };
     }
@@ -99,10 +99,10 @@ fn initialize(request: &Request, initialized: &mut bool) -> Handled {
         abi_version: ABI_VERSION,
         capabilities: method::ALL.iter().map(|name| (*name).to_owned()).collect(),
     };
-    Ok(serde_json::to_value(initialized).expect("a handshake serialises")).into()
+    to_raw(&initialized).into()
 }
 
-fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<Value, RpcError> {
+fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let params: OpenParams = request.params()?;
     if !params.observers.is_empty() {
         return Err(RpcError::new(
@@ -158,16 +158,16 @@ fn read_config(source: &ConfigSource, base: &Settings) -> Result<Settings, RpcEr
     }
 }
 
-fn close(request: &Request, table: &mut SessionTable) -> Result<Value, RpcError> {
+fn close(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let params: CloseParams = request.params()?;
     table.get_mut(&params.session)?;
     table
         .close(&params.session, params.messages)
         .map_err(engine_error)?;
-    Ok(Value::Null)
+    to_raw(&Value::Null)
 }
 
-fn session_method(request: &Request, table: &mut SessionTable) -> Result<Value, RpcError> {
+fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let session_id: SessionParams = session_of(request)?;
     let name = request.method.as_str();
     if name == method::SWAP {
@@ -295,11 +295,19 @@ fn session_of(request: &Request) -> Result<SessionParams, RpcError> {
             ),
         ));
     }
-    let session = request.params.get("session").cloned().unwrap_or(Value::Null);
-    ctxhost_protocol::parse_params(&request.method, &serde_json::json!({ "session": session }))
+    /// The session alone; the method's own params are read after it.
+    #[derive(serde::Deserialize)]
+    struct SessionOnly {
+        session: String,
+    }
+    let params = request.params.as_deref().map_or("{}", RawValue::get);
+    let only: SessionOnly = ctxhost_protocol::parse_params(&request.method, params)?;
+    Ok(SessionParams {
+        session: only.session,
+    })
 }
 
-fn compress(session: &mut Session, params: CompressParams) -> Result<Value, RpcError> {
+fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValue>, RpcError> {
     let started = Instant::now();
     let tokens_before = session.tokens.count_messages(&params.messages);
     let call = CompressCall {
@@ -351,7 +359,7 @@ fn compress(session: &mut Session, params: CompressParams) -> Result<Value, RpcE
 /// `swap`: the next engine is resolved with the session's settings, told the model, and started
 /// on the same agent session; only then does the old one end its session. A next engine that
 /// cannot be used, or fails to start, is refused and the session keeps its engine.
-fn swap(request: &Request, table: &mut SessionTable) -> Result<Value, RpcError> {
+fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let params: SwapParams = request.params()?;
     let settings = table.get_mut(&params.session)?.settings.clone();
     let resolution = resolve_engine(&params.engine, &settings, table.registry());
@@ -385,9 +393,14 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Value, RpcError> 
 }
 
 /// The reply to a session's method: `value` and the counters after the call.
-fn answer<T: Serialize>(session: &Session, value: T) -> Result<Value, RpcError> {
+fn answer<T: Serialize>(session: &Session, value: T) -> Result<Box<RawValue>, RpcError> {
     let counters = session.engine.counters().map_err(engine_error)?;
-    serde_json::to_value(Answer { value, counters }).map_err(|error| {
+    to_raw(&Answer { value, counters })
+}
+
+/// A result as JSON text, written once.
+fn to_raw<T: Serialize>(value: &T) -> Result<Box<RawValue>, RpcError> {
+    serde_json::value::to_raw_value(value).map_err(|error| {
         RpcError::new(
             code::INTERNAL_ERROR,
             format!("the answer does not serialise: {error}"),

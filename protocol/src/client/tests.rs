@@ -3,7 +3,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::{code, methods::*};
+use crate::{code, methods::*, Request};
 
 /// A client whose server has already written `replies` (one per line).
 fn client_reading(replies: &[serde_json::Value]) -> Client<&'static [u8], Vec<u8>> {
@@ -36,10 +36,11 @@ fn a_call_writes_one_request_line_and_reads_its_typed_answer() {
     let (_, sent) = client.into_inner();
     let sent = String::from_utf8(sent).unwrap();
     assert_eq!(sent.lines().count(), 1);
-    let request: Request = serde_json::from_str(sent.trim_end()).unwrap();
+    let request = Request::parse(sent.trim_end()).unwrap();
     assert_eq!(request.method, "compress");
-    assert_eq!(request.params["focus_topic"], "tests");
-    assert_eq!(request.params.get("current_tokens"), None);
+    let params: serde_json::Value = serde_json::from_str(request.params.unwrap().get()).unwrap();
+    assert_eq!(params["focus_topic"], "tests");
+    assert_eq!(params.get("current_tokens"), None);
 }
 
 #[test]
