@@ -13,6 +13,7 @@
 
 import atexit
 import copy
+import dataclasses
 import json
 import logging
 import weakref
@@ -106,8 +107,9 @@ class CtxhostEngine(ContextEngine):
         if self._server is not None and self._server.is_alive() and self._session is not None:
             return
         self._drop_server()
-        args = list(self.settings.args)
-        self._server = Server(self.settings.binary, args, "hermes-ctxhost")
+        self._server = Server(
+            self.settings.binary, self.settings.server_args(), "hermes-ctxhost", cwd=self.settings.base_dir
+        )
         _live.add(self)
         params: Dict[str, Any] = {"engine": self.settings.engine}
         if self.settings.config is not None:
@@ -171,6 +173,9 @@ class CtxhostEngine(ContextEngine):
             if counter in counters:
                 setattr(self, counter, int(counters[counter]))
         self.compression_count = int(counters.get("compression_count", 0)) + self._count_carried
+        # Hermes reads threshold_percent too (its preflight); ctxhost's engine decides it.
+        if self.context_length:
+            self.threshold_percent = self.threshold_tokens / self.context_length
 
     def close(self) -> None:
         """Stops the server; its sessions end (``on_session_end``) first."""
@@ -329,9 +334,7 @@ class CtxhostEngine(ContextEngine):
         answer = self._call("swap", engine=engine)
         self._tools = answer["value"].get("tools", [])
         self._served_engine = answer["value"].get("engine")
-        self.settings = type(self.settings)(
-            binary=self.settings.binary, engine=engine, config=self.settings.config, args=self.settings.args
-        )
+        self.settings = dataclasses.replace(self.settings, engine=engine)
 
     def compactions(self) -> List[Dict[str, Any]]:
         """ctxhost's record of every compress of this server's session."""

@@ -28,10 +28,11 @@ class RpcError(Exception):
 class Server:
     """A running ``ctxhost serve``, handshake done."""
 
-    def __init__(self, binary: str, args: List[str], client_name: str):
+    def __init__(self, binary: str, args: List[str], client_name: str, cwd: Optional[str] = None):
         try:
             self.process = subprocess.Popen(
                 [binary, *args, "serve"],
+                cwd=cwd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

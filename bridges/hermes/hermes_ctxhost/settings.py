@@ -20,8 +20,12 @@ class BridgeSettings:
     """The ctxhost engine each session runs."""
     config: Optional[Union[str, Dict[str, Any]]] = None
     """ctxhost's config: a path to its ``config.yaml``, or a mapping with the same keys."""
+    plugins_dir: Optional[str] = None
+    """ctxhost's plugins directory (holding ``context_engine/<name>/``), when the config names none."""
     args: tuple = field(default_factory=tuple)
     """Extra arguments before ``serve`` (e.g. ``-v``)."""
+    base_dir: Optional[str] = None
+    """Where the server runs: relative paths of an inline config are relative to it (HERMES_HOME)."""
 
     @classmethod
     def from_block(cls, block: Optional[Dict[str, Any]], base_dir: Optional[str] = None) -> "BridgeSettings":
@@ -29,9 +33,12 @@ class BridgeSettings:
         block = block or {}
         if not isinstance(block, dict):
             raise SettingsError(f"`ctxhost` must be a mapping, got {type(block).__name__}")
-        unknown = set(block) - {"binary", "engine", "config", "args"}
+        known = {"binary", "engine", "config", "plugins_dir", "args"}
+        unknown = set(block) - known
         if unknown:
-            raise SettingsError(f"unknown key `ctxhost.{sorted(unknown)[0]}` (known: binary, engine, config, args)")
+            raise SettingsError(
+                f"unknown key `ctxhost.{sorted(unknown)[0]}` (known: {', '.join(sorted(known))})"
+            )
         engine = block.get("engine", "compressor")
         if not isinstance(engine, str) or not engine.strip():
             raise SettingsError(f"`ctxhost.engine` must name a ctxhost engine, got {engine!r}")
@@ -51,10 +58,31 @@ class BridgeSettings:
                 raise SettingsError(f"`ctxhost.config`: {config} is not a file")
         elif config is not None and not isinstance(config, dict):
             raise SettingsError(f"`ctxhost.config` must be a path or a mapping, got {type(config).__name__}")
+        plugins_dir = block.get("plugins_dir")
+        if plugins_dir is not None:
+            if not isinstance(plugins_dir, str):
+                raise SettingsError(f"`ctxhost.plugins_dir` must be a path, got {plugins_dir!r}")
+            plugins_dir = _anchor(plugins_dir, base_dir)
+            if not os.path.isdir(plugins_dir):
+                raise SettingsError(f"`ctxhost.plugins_dir`: {plugins_dir} is not a directory")
         args = block.get("args", [])
         if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
             raise SettingsError("`ctxhost.args` must be a list of strings")
-        return cls(binary=found, engine=engine.strip(), config=config, args=tuple(args))
+        return cls(
+            binary=found,
+            engine=engine.strip(),
+            config=config,
+            plugins_dir=plugins_dir,
+            args=tuple(args),
+            base_dir=os.path.abspath(base_dir) if base_dir else None,
+        )
+
+    def server_args(self) -> list:
+        """The arguments before ``serve``."""
+        args = list(self.args)
+        if self.plugins_dir is not None:
+            args += ["--plugins-dir", self.plugins_dir]
+        return args
 
     @classmethod
     def from_hermes_config(cls) -> "BridgeSettings":

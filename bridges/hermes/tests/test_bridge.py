@@ -169,3 +169,28 @@ def test_a_missing_binary_registers_no_engine(tmp_path):
     ctx = Ctx()
     register(ctx)  # HERMES_HOME's config names a binary that exists
     assert [engine.name for engine in ctx.engines] == ["ctxhost"]
+
+
+def test_an_inline_config_and_a_plugins_dir_serve_lcm_and_a_swap_changes_the_engine():
+    from conftest import PLUGINS
+
+    block = {
+        "engine": "lcm",
+        "binary": str(CTXHOST_BIN),
+        "plugins_dir": str(PLUGINS),
+        "config": {"lcm": {"database": "inline/lcm.sqlite"}, "context": {"tokenizer": "rough"}},
+    }
+    engine = started(CtxhostEngine(BridgeSettings.from_block(block, str(HERMES_HOME))), "inline")
+    try:
+        assert engine.served_engine == "lcm"
+        assert "lcm_grep" in [schema["name"] for schema in engine.get_tool_schemas()]
+        engine.compress(transcript("coupon-fix.json"))
+        # Relative paths of an inline config are HERMES_HOME's.
+        assert (HERMES_HOME / "inline" / "lcm.sqlite").is_file()
+        assert engine.threshold_percent == engine.threshold_tokens / engine.context_length
+        engine.swap("compressor")
+        assert engine.served_engine == "compressor"
+        assert engine.get_tool_schemas() == []
+        assert engine.context_length == 64_000, "the swapped-in engine was told the model"
+    finally:
+        engine.close()

@@ -141,8 +141,10 @@ fn read_config(source: &ConfigSource, base: &Settings) -> Result<Settings, RpcEr
         ConfigSource::Path(path) => Settings::load(path).map_err(|error| config_error(&error)),
         ConfigSource::Inline(object) => {
             let text = serde_norway::to_string(object).map_err(|error| config_error(&error))?;
-            let mut settings = Settings::parse(&text, Path::new("session/open config"))
-                .map_err(|error| config_error(&error))?;
+            let mut settings =
+                Settings::parse(&text, Path::new("inline config")).map_err(|error| config_error(&error))?;
+            // No file: engines' relative paths (lcm's database) are the working directory's.
+            settings.source = None;
             let names_plugins_dir = object
                 .get("context")
                 .and_then(|context| context.get("plugins_dir"))
