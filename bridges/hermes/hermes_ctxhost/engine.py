@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import json
 import logging
+import math
 import weakref
 from typing import Any, Dict, List, Optional
 
@@ -58,8 +59,9 @@ def _close_all() -> None:
 class CtxhostEngine(ContextEngine):
     """A context engine served by ``ctxhost serve``."""
 
-    def __init__(self, settings: BridgeSettings):
-        self.settings = settings
+    def __init__(self, settings: Optional[BridgeSettings] = None):
+        # Without settings: the `ctxhost:` block of $HERMES_HOME/config.yaml, as the plugin reads it.
+        self.settings = settings if settings is not None else BridgeSettings.from_hermes_config()
         self._server: Optional[Server] = None
         self._session: Optional[str] = None
         self._tools: List[Dict[str, Any]] = []
@@ -151,14 +153,16 @@ class CtxhostEngine(ContextEngine):
     def _raw(self, method: str, params: Dict[str, Any]) -> Any:
         return self._server.call(method, {"session": self._session, **params})
 
-    def _call(self, method: str, **params: Any) -> Dict[str, Any]:
-        """Calls ``method`` on the session; a dead server is restarted and the call made again
-        once. Raises RpcError (the engine or the request failed) or ServerGone."""
+    def _call(self, method: str, mirror: bool = True, **params: Any) -> Dict[str, Any]:
+        """Calls ``method`` on the session, mirroring the counters of its answer unless told not
+        to; a dead server is restarted and the call made again once. Raises RpcError (the engine
+        or the request failed) or ServerGone."""
         for attempt in (1, 2):
             try:
                 self._ensure_server()
                 answer = self._raw(method, params)
-                self._mirror(answer)
+                if mirror:
+                    self._mirror(answer)
                 return answer
             except ServerGone as error:
                 if attempt == 2:
@@ -173,9 +177,14 @@ class CtxhostEngine(ContextEngine):
             if counter in counters:
                 setattr(self, counter, int(counters[counter]))
         self.compression_count = int(counters.get("compression_count", 0)) + self._count_carried
-        # Hermes reads threshold_percent too (its preflight); ctxhost's engine decides it.
+        # Hermes reads threshold_percent too (its preflight, its checks of
+        # `threshold_tokens == int(context_length * threshold_percent)`); ctxhost's engine decides
+        # the threshold, so the share is derived from it, nudged up past float rounding.
         if self.context_length:
-            self.threshold_percent = self.threshold_tokens / self.context_length
+            share = self.threshold_tokens / self.context_length
+            while int(self.context_length * share) < self.threshold_tokens:
+                share = math.nextafter(share, 1.0)
+            self.threshold_percent = share
 
     def close(self) -> None:
         """Stops the server; its sessions end (``on_session_end``) first."""
@@ -316,15 +325,15 @@ class CtxhostEngine(ContextEngine):
 
     def get_status(self) -> Dict[str, Any]:
         try:
-            status = dict(self._call("get_status")["value"])
+            # A read: the attributes stay as they are (Hermes may have written them).
+            status = dict(self._call("get_status", mirror=False)["value"])
         except (RpcError, ServerGone) as error:
             self._failed("get_status", error)
             status = {}
-        # The fields Hermes's run loop reads, whatever the engine adds.
-        defaults = super().get_status()
-        for key, value in defaults.items():
-            status.setdefault(key, value)
-        status["compression_count"] = self.compression_count
+        # The fields Hermes's run loop reads come from the attributes, as the base class gives
+        # them: they mirror the engine's counters, and Hermes writes some of them itself (e.g.
+        # `last_prompt_tokens = -1` after a compaction, until the next real usage).
+        status.update(super().get_status())
         status.setdefault("engine", self._served_engine)
         return status
 

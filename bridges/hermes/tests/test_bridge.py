@@ -63,6 +63,10 @@ def test_hermes_own_plugin_loader_returns_the_bridges_engine():
         assert (agent_copy.last_prompt_tokens, agent_copy.last_total_tokens) == (1_500, 1_520)
         assert agent_copy.should_compress() is True
         assert agent_copy.should_compress(100) is False
+        # Hermes writes some counters itself; the status shows them as the base class does.
+        agent_copy.last_prompt_tokens = 50_000
+        assert agent_copy.get_status()["last_prompt_tokens"] == 50_000
+        assert agent_copy.threshold_tokens == int(agent_copy.context_length * agent_copy.threshold_percent)
         # A usage without counts (Hermes sends `{}` after a response without usage) is not an error.
         agent_copy.update_from_response({})
         assert agent_copy.last_prompt_tokens == 0
@@ -169,6 +173,8 @@ def test_a_missing_binary_registers_no_engine(tmp_path):
     ctx = Ctx()
     register(ctx)  # HERMES_HOME's config names a binary that exists
     assert [engine.name for engine in ctx.engines] == ["ctxhost"]
+    # Made without arguments, the engine reads the same block.
+    assert CtxhostEngine().settings == ctx.engines[0].settings
 
 
 def test_an_inline_config_and_a_plugins_dir_serve_lcm_and_a_swap_changes_the_engine():
