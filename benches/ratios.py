@@ -99,6 +99,7 @@ def main():
         "{:.2f}x",
     )
     show_observers()
+    show_serve()
     show_memory()
 
 
@@ -114,6 +115,19 @@ def show_observers():
     ]:
         with_it = mean_ns("observers", label)
         show(f"  {what}: / none", ratio(with_it, none), target, "{:.2f}x")
+
+
+def show_serve():
+    """`ctxhost serve` against the same engine in process (benches/serve.rs)."""
+    print()
+    served, local = mean_ns("serve_trivial_call", "served"), mean_ns("serve_trivial_call", "in_process")
+    show("trivial call (`counters`) through `ctxhost serve` (us)", served and served / 1e3, fmt="{:.1f}")
+    show("trivial call in process (ns)", local, fmt="{:.1f}")
+    for n in ("500", "5000"):
+        served, local = mean_ns("serve_compress", "served", n), mean_ns("serve_compress", "in_process", n)
+        show(f"compress {n} messages through serve (ms)", served and served / 1e6)
+        show(f"compress {n} messages in process (ms)", local and local / 1e6)
+        show(f"  served / in process, {n}", ratio(served, local), fmt="{:.2f}x")
 
 
 def show_memory():

@@ -3,6 +3,7 @@
 //! The replaying commands (`run`, `compress`, `status`, `tool`) live in [`run`].
 
 mod run;
+mod serve;
 
 use std::{
     io::IsTerminal,
@@ -84,6 +85,9 @@ pub enum Command {
     Plugins(PluginsCommand),
     /// Replay one transcript through several engines and compare them in one table.
     Compare(crate::compare::CompareArgs),
+    /// Serve engines to an agent in any language: JSON-RPC 2.0, one message a line, on stdin and
+    /// stdout (logs on stderr). The README's "From any other language" is the reference.
+    Serve,
 }
 
 /// Arguments shared by `run` and `compress`.
@@ -232,6 +236,7 @@ pub fn run_cli(cli: Cli) -> Result<()> {
         Command::Plugins(PluginsCommand::List { json }) => list_plugins(&settings, json),
         Command::Plugins(PluginsCommand::Check { name }) => check_one_plugin(&settings, &name),
         Command::Compare(args) => crate::compare::run_compare(&settings, &args),
+        Command::Serve => serve::serve_stdio(&settings),
     }
 }
 

@@ -39,6 +39,7 @@ pub mod output;
 pub mod report;
 pub mod resolution;
 pub mod runner;
+pub mod serve;
 pub mod services;
 pub mod summarize;
 pub mod tokens;

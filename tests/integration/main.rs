@@ -14,4 +14,5 @@ mod plugins;
 mod reading;
 mod replay;
 mod replay_outputs;
+mod serve;
 mod support;

@@ -46,6 +46,13 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         Command::new(cargo_program()).args(&observers).current_dir(&root),
         "the observer benchmarks",
     )?;
+    // `ctxhost serve` against the same engine in process: the pipe, the JSON, the check.
+    let mut serve = vec!["bench", "-p", "ctxhost", "--bench", "serve", "--"];
+    serve.extend(filter);
+    run(
+        Command::new(cargo_program()).args(&serve).current_dir(&root),
+        "the serve benchmarks",
+    )?;
     run(
         Command::new(cargo_program())
             .args(["bench", "-p", "ctxhost", "--bench", "memory"])
