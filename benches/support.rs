@@ -120,7 +120,7 @@ pub fn replay_file(path: &std::path::Path, context_length: u64) -> ctxhost::runn
         config::Settings,
         formats::{open_transcript, Format},
         resolution::builtin_compressor,
-        runner::{replay_stream, NoEvents, ReplayOptions},
+        runner::{replay_stream, ReplayOptions, Watchers},
     };
     let mut engine = builtin_compressor(&Settings::defaults(std::path::Path::new(".")));
     let options = ReplayOptions {
@@ -133,5 +133,5 @@ pub fn replay_file(path: &std::path::Path, context_length: u64) -> ctxhost::runn
         ..ReplayOptions::default()
     };
     let stream = open_transcript(path, Some(Format::OpenaiJsonl)).expect("the transcript opens");
-    replay_stream(&mut engine, stream, &options, &[], &mut NoEvents).expect("the transcript reads")
+    replay_stream(&mut engine, stream, &options, &[], Watchers::default()).expect("the transcript reads")
 }

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::{
     ffi::{Counters, EngineBox, EngineError, EngineObject, EngineObject_TO, ErrorKind, HostBox, Usage},
     message::{messages_from_json, messages_to_json},
+    observe::{Fact, EXT_INTERESTS, EXT_OBSERVE},
     sdk::{CompressRequest, Engine, Host, ModelInfo, SessionInfo},
 };
 
@@ -94,6 +95,30 @@ fn parse_messages(json: RStr<'_>) -> Result<Vec<crate::Message>, EngineError> {
 
 fn to_json(value: &Value) -> RString {
     RString::from(value.to_string())
+}
+
+/// `call_ext` for every engine the SDK wraps: the capability names the SDK itself answers
+/// (`methods`, the observer's `observe` and `observe.interests`), then the engine's own.
+pub(crate) fn call_ext_of<E: Engine>(
+    engine: &mut E,
+    method: &str,
+    request: &Value,
+) -> Result<Value, EngineError> {
+    match method {
+        "methods" => {
+            let mut names = vec!["methods", EXT_OBSERVE, EXT_INTERESTS];
+            names.extend(engine.ext_methods());
+            Ok(serde_json::json!(names))
+        }
+        EXT_INTERESTS => Ok(serde_json::json!(engine.interests())),
+        EXT_OBSERVE => {
+            let fact: Fact = serde_json::from_value(request.clone())
+                .map_err(|error| EngineError::invalid_input(format!("fact: {error}")))?;
+            engine.observe(&fact)?;
+            Ok(Value::Null)
+        }
+        other => engine.call_ext(other, request),
+    }
 }
 
 /// An engine behind the boundary.
@@ -259,17 +284,16 @@ impl<E: Engine> EngineObject for Guarded<E> {
 
     fn call_ext(&mut self, method: RStr<'_>, request: RStr<'_>) -> RResult<RString, EngineError> {
         guard("call_ext", || {
-            if method.as_str() == "methods" {
-                let mut names = self.engine.ext_methods();
-                names.insert(0, "methods");
-                return Ok(to_json(&serde_json::json!(names)));
-            }
             let request: Value = if request.trim().is_empty() {
                 Value::Null
             } else {
                 parse_json("request", request.as_str())?
             };
-            Ok(to_json(&self.engine.call_ext(method.as_str(), &request)?))
+            Ok(to_json(&call_ext_of(
+                &mut self.engine,
+                method.as_str(),
+                &request,
+            )?))
         })
     }
 }

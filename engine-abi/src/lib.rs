@@ -54,6 +54,7 @@ mod guard;
 pub mod linked;
 mod logging;
 mod message;
+pub mod observe;
 mod sdk;
 
 #[doc(hidden)]
@@ -65,6 +66,7 @@ pub use message::{
     is_image_part, messages_from_json, messages_to_json, part_text, Content, FunctionCall, Message, Role,
     ToolCall,
 };
+pub use observe::{Fact, FactBody, FactKind};
 pub use sdk::{
     default_status, CompressRequest, Engine, Host, HostPaths, HostSummary, ModelInfo, SessionInfo,
     SummarizeRequest,

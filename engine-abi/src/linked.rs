@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::{
     ffi::{Counters, EngineError, HostBox, Usage},
-    guard::guard,
+    guard::{call_ext_of, guard},
     sdk::{CompressRequest, Engine, Host, ModelInfo, SessionInfo},
     Message,
 };
@@ -141,14 +141,6 @@ impl<E: Engine> LinkedEngine for Linked<E> {
     }
 
     fn call_ext(&mut self, method: &str, request: &Value) -> Result<Value, EngineError> {
-        guard("call_ext", || {
-            if method == "methods" {
-                let mut names = self.0.ext_methods();
-                names.insert(0, "methods");
-                return Ok(serde_json::json!(names));
-            }
-            self.0.call_ext(method, request)
-        })
-        .into_result()
+        guard("call_ext", || call_ext_of(&mut self.0, method, request)).into_result()
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::{
     ffi::{Counters, EngineError, HostBox, LogLevel, Usage},
+    observe::{Fact, FactKind},
     Message,
 };
 
@@ -342,6 +343,25 @@ pub trait Engine: Send + 'static {
     /// The engine's state for display. Default: the contract's status object.
     fn get_status(&self) -> Value {
         default_status(self.counters())
+    }
+
+    /// The kinds of fact this engine wants when it runs as an observer (`context.observers`).
+    /// Default: none (it still sees the lifecycle through the contract's methods).
+    ///
+    /// Added in ctxhost 0.2 as the capability [`crate::observe::EXT_INTERESTS`]: an older host
+    /// never asks, and never delivers facts.
+    fn interests(&self) -> Vec<FactKind> {
+        Vec::new()
+    }
+
+    /// Receives one fact of a kind named in [`interests`](Engine::interests), in the order the
+    /// session published them, on the observer's own thread. An observer never changes the
+    /// context: this is the only way it hears of the session besides the lifecycle methods. An
+    /// error detaches the observer for the rest of the session (the host warns once).
+    ///
+    /// Added in ctxhost 0.2 as the capability [`crate::observe::EXT_OBSERVE`].
+    fn observe(&mut self, _fact: &Fact) -> Result<(), EngineError> {
+        Ok(())
     }
 
     /// Capabilities beyond the contract, by name. Default: every name is unknown.

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::{
     config::Settings,
     discovery::{discover_plugins, find_plugin},
-    engine::EngineHandle,
+    engine::EngineOrigin,
     formats::{BadRecords, Format, ReadOptions, TranscriptMeta},
     loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
     output::prompt_cache::{CacheShape, CacheTtl},
@@ -98,6 +98,10 @@ pub struct RunArgs {
     /// The engine to run, overriding `context.engine`.
     #[arg(long)]
     pub engine: Option<String>,
+    /// An engine that watches the session without changing its context (LCM recording every
+    /// message, telemetry), added to `context.observers`. Repeatable.
+    #[arg(long = "observer", value_name = "NAME")]
+    pub observers: Vec<String>,
     /// The model's window in tokens, overriding config and transcript.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub context_length: Option<u64>,
@@ -117,7 +121,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
     /// Before transcript message N (0-based), run a command as typed in Hermes:
-    /// N:/compress[:focus], N:/new or N:/reset. Repeatable.
+    /// N:/compress[:focus], N:/new, N:/reset or N:/engine:NAME. Repeatable.
     #[arg(long = "at", value_name = "N:COMMAND")]
     pub at: Vec<ScriptedCommand>,
     /// Write --out shaped for Anthropic prompt caching (markers on the system message and the
@@ -313,7 +317,7 @@ pub(crate) fn replay_options(
 }
 
 fn build_report(
-    engine: &EngineHandle,
+    (engine, origin): &(String, EngineOrigin),
     (path, format, meta): (&Path, Format, &TranscriptMeta),
     fallback: Option<String>,
     context_length: Sourced<u64>,
@@ -328,8 +332,8 @@ fn build_report(
         format: format.to_string(),
         transcript_warnings: meta.warnings.clone(),
         bad_records_skipped: meta.bad_records_skipped,
-        engine: engine.name().to_owned(),
-        engine_source: engine.origin().into(),
+        engine: engine.clone(),
+        engine_source: origin.into(),
         fallback,
         context_length,
         window: options.model.window(),

@@ -40,7 +40,7 @@ use crate::{
     formats::{open_transcript_with, Format, ReadOptions, TranscriptError, TranscriptMeta},
     report::{warn_user, Sourced},
     resolution::{resolve_engine, Registry},
-    runner::{replay_stream, FactAccounting, NoEvents, ReplayOptions},
+    runner::{replay_stream, FactAccounting, ReplayOptions, Watchers},
     tokens::TokenCounter,
 };
 
@@ -182,7 +182,7 @@ fn run_one(
     // engine, from taking the other rows with it.
     let replayed = catch_unwind(AssertUnwindSafe(|| {
         let stream = open_transcript_with(&survey.path, &survey.options)?;
-        replay_stream(&mut engine, stream, options, &[], &mut NoEvents)
+        replay_stream(&mut engine, stream, options, &[], Watchers::default())
     }));
     match replayed {
         Ok(Ok(outcome)) => RowResult::Ran(Box::new(summarise_outcome(

@@ -34,6 +34,8 @@ pub struct Settings {
     pub source: Option<PathBuf>,
     /// `context.engine`: the engine to run.
     pub engine: String,
+    /// `context.observers`: engines that watch the session without changing its context.
+    pub observers: Vec<String>,
     /// The plugins directory (holding `context_engine/<name>/` folders).
     pub plugins_dir: PathBuf,
     /// `context.tokenizer`: what the host counts the context's tokens with.
@@ -86,6 +88,7 @@ struct RawAuxiliary {
 #[serde(default)]
 struct RawContext {
     engine: Option<String>,
+    observers: Vec<String>,
     plugins_dir: Option<PathBuf>,
     tokenizer: Option<String>,
 }
@@ -145,6 +148,7 @@ impl Settings {
         Self {
             source: None,
             engine: DEFAULT_ENGINE.to_owned(),
+            observers: Vec::new(),
             plugins_dir: base_dir.join(DEFAULT_PLUGINS_DIR),
             tokenizer: TokenizerKind::default(),
             model: ModelSettings::default(),
@@ -229,6 +233,7 @@ impl Settings {
         Ok(Self {
             source: Some(path.to_owned()),
             engine: raw.context.engine.unwrap_or_else(|| DEFAULT_ENGINE.to_owned()),
+            observers: raw.context.observers,
             plugins_dir: tidy(&base_dir.join(plugins_dir)),
             tokenizer,
             model: raw.model,
@@ -298,6 +303,12 @@ fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> R
         .compression
         .validate()
         .map_err(|problem| invalid(&format!("auxiliary.compression.{}", problem.key), problem.reason))?;
+    if let Some(blank) = raw.context.observers.iter().find(|name| name.trim().is_empty()) {
+        return Err(invalid(
+            "context.observers",
+            format!("lists an empty engine name ({blank:?})"),
+        ));
+    }
     for (name, block) in &raw.compare {
         if !block.is_object() {
             return Err(invalid(

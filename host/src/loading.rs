@@ -93,6 +93,63 @@ pub enum LoadError {
     },
 }
 
+/// What a library file was when this process first opened it from its own path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+fn stamp_of(path: &Path) -> std::io::Result<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = fs::metadata(path)?;
+    Ok(FileStamp {
+        len: metadata.len(),
+        modified: metadata.modified().ok(),
+        inode: metadata.ino(),
+    })
+}
+
+/// Paths this process opened, with the file as it was then.
+static OPENED: std::sync::Mutex<Vec<(PathBuf, FileStamp)>> = std::sync::Mutex::new(Vec::new());
+
+/// `None` when `path` can be opened as it is (first time, or unchanged since); otherwise a copy of
+/// its current content in `<temp>/ctxhost-libraries/<sha256>/`, the same for the same bytes.
+fn fresh_copy_if_rebuilt(path: &Path) -> Result<Option<PathBuf>, String> {
+    let stamp = stamp_of(path).map_err(|error| error.to_string())?;
+    let mut opened = OPENED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match opened.iter().find(|(known, _)| known == path) {
+        None => {
+            opened.push((path.to_owned(), stamp));
+            return Ok(None);
+        }
+        Some((_, first)) if *first == stamp => return Ok(None),
+        Some(_) => {}
+    }
+    drop(opened);
+    let bytes = fs::read(path).map_err(|error| error.to_string())?;
+    let digest = format!("{:x}", Sha256::digest(&bytes));
+    let dir = std::env::temp_dir().join("ctxhost-libraries").join(&digest);
+    let copy = dir.join(path.file_name().unwrap_or_default());
+    if !copy.exists() {
+        let write = || -> std::io::Result<()> {
+            fs::create_dir_all(&dir)?;
+            let mut file = tempfile::NamedTempFile::new_in(&dir)?;
+            std::io::Write::write_all(&mut file, &bytes)?;
+            file.persist(&copy)?;
+            Ok(())
+        };
+        write().map_err(|error| format!("cannot copy the rebuilt library to {}: {error}", dir.display()))?;
+    }
+    tracing::debug!(
+        "{}: rebuilt since first opened; opening its copy {}",
+        path.display(),
+        copy.display()
+    );
+    Ok(Some(copy))
+}
+
 /// Verifies the file's SHA-256 against `expected` (`sha256:<hex>` or bare hex).
 pub fn verify_checksum(path: &Path, expected: &str) -> Result<(), LoadError> {
     let bytes = fs::read(path).map_err(|error| LoadError::Open {
@@ -113,15 +170,25 @@ pub fn verify_checksum(path: &Path, expected: &str) -> Result<(), LoadError> {
 }
 
 /// Opens the engine library at `path` and checks it can be run.
+///
+/// The dynamic loader hands back the instance it already has for a path it has opened, however
+/// the file changed since. So a library rebuilt in place after this process first opened it (a
+/// live `/engine` swap to a new build) is opened from a copy named by its content instead: the new
+/// code runs, and errors still name the user's path.
 pub fn open_engine_library(path: &Path) -> Result<EngineLibrary, LoadError> {
     let started = Instant::now();
     // Canonical paths make "the same library twice" detectable by the loader's own cache.
     let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    check_object_layout(&path).map_err(|reason| LoadError::Open {
+    let opened_from = fresh_copy_if_rebuilt(&path).map_err(|reason| LoadError::Open {
         path: path.clone(),
         reason,
     })?;
-    let module = lib_header_from_path(&path)
+    let path_to_open = opened_from.as_deref().unwrap_or(&path);
+    check_object_layout(path_to_open).map_err(|reason| LoadError::Open {
+        path: path.clone(),
+        reason,
+    })?;
+    let module = lib_header_from_path(path_to_open)
         .and_then(|header| header.init_root_module::<EngineModuleRef>())
         .map_err(|error| classify(&path, error))?;
     let abi_version = (module.abi_version())();

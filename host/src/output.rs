@@ -15,7 +15,7 @@ use std::{
 
 use tempfile::NamedTempFile;
 
-use crate::runner::{Event, EventSink};
+use crate::runner::{Fact, Subscriber};
 
 pub mod prompt_cache;
 
@@ -130,9 +130,10 @@ impl EventLog {
     }
 }
 
-impl EventSink for EventLog {
-    fn record(&mut self, event: &Event) {
-        if self.failed.is_some() {
+impl Subscriber for EventLog {
+    fn receive(&mut self, event: &Fact) {
+        // The end of the run is the report's summary, not a line of the log.
+        if self.failed.is_some() || matches!(event, Fact::ReplayEnd { .. }) {
             return;
         }
         let written = serde_json::to_writer(&mut self.file, event)
@@ -189,8 +190,8 @@ mod tests {
         assert!(!path.exists());
     }
 
-    fn warning(message: &str) -> Event {
-        Event::Warning {
+    fn warning(message: &str) -> Fact {
+        Fact::Warning {
             message_index: 0,
             message: message.to_owned(),
         }
@@ -201,8 +202,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
         let mut log = EventLog::create(&path).unwrap();
-        log.record(&warning("one"));
-        log.record(&warning("two"));
+        log.receive(&warning("one"));
+        log.receive(&warning("two"));
         assert!(!path.exists(), "nothing at the target before the commit");
         assert_eq!(log.events(), 2);
         log.commit().unwrap();
@@ -222,7 +223,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
         let mut log = EventLog::create(&path).unwrap();
-        log.record(&warning("lost"));
+        log.receive(&warning("lost"));
         drop(log);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }

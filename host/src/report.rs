@@ -156,6 +156,7 @@ impl RunReport {
         if let Some(fallback) = &self.fallback {
             let _ = writeln!(out, "            fallback: {fallback}");
         }
+        render_owners_and_observers(&mut out, &self.outcome);
         let _ = writeln!(
             out,
             "window      {} tokens ({}), usable {}; compaction threshold {} (the engine's)",
@@ -240,6 +241,35 @@ impl RunReport {
             let _ = writeln!(out, "events      {events}");
         }
         out
+    }
+}
+
+/// Which engine owned which span (after `/engine` swaps), and what each observer received.
+fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
+    if outcome.engine_spans.len() > 1 {
+        let spans: Vec<String> = outcome
+            .engine_spans
+            .iter()
+            .map(|span| {
+                let until = span
+                    .until_message
+                    .map_or_else(|| "the end".to_owned(), |at| at.to_string());
+                format!("{} messages {}-{until}", span.engine, span.from_message)
+            })
+            .collect();
+        let _ = writeln!(out, "owners      {}", spans.join("; "));
+    }
+    for (number, observer) in outcome.observers.iter().enumerate() {
+        let label = if number == 0 { "observers" } else { "" };
+        let state = match &observer.detached {
+            Some(reason) => format!("DETACHED: {reason}"),
+            None => "attached to the end".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{label:<11} {} ({}): {} facts observed, queue wait {:.2} ms; {state}",
+            observer.name, observer.origin, observer.facts, observer.queue_wait_ms
+        );
     }
 }
 

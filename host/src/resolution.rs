@@ -130,7 +130,7 @@ pub fn resolve_engine(name: &str, settings: &Settings, registry: &Registry) -> R
             fallback: None,
         };
     }
-    match resolve_named(name, settings, registry, &services) {
+    match try_resolve_engine_with(name, settings, registry, &services) {
         Ok(engine) => Resolution {
             engine,
             fallback: None,
@@ -143,6 +143,29 @@ pub fn resolve_engine(name: &str, settings: &Settings, registry: &Registry) -> R
             }),
         },
     }
+}
+
+/// Resolves the engine named `name` with `settings`, without falling back: the built-in
+/// compressor for `compressor`, otherwise the plugin folder (read afresh) or a registered engine,
+/// or why neither can be used. Used where a fallback would be wrong: an observer, a live swap.
+pub fn try_resolve_engine(
+    name: &str,
+    settings: &Settings,
+    registry: &Registry,
+) -> Result<EngineHandle, ResolveError> {
+    try_resolve_engine_with(name, settings, registry, &ServiceContext::from_settings(settings))
+}
+
+fn try_resolve_engine_with(
+    name: &str,
+    settings: &Settings,
+    registry: &Registry,
+    services: &Arc<ServiceContext>,
+) -> Result<EngineHandle, ResolveError> {
+    if name == DEFAULT_ENGINE {
+        return Ok(builtin_compressor_with(settings, services));
+    }
+    resolve_named(name, settings, registry, services)
 }
 
 fn resolve_named(

@@ -9,6 +9,7 @@ mod host_services;
 mod lcm;
 mod loading;
 mod messages;
+mod observers;
 mod plugins;
 mod reading;
 mod replay;

@@ -161,19 +161,28 @@ fn the_event_log_has_one_json_event_a_line_of_every_kind_in_order() {
         .collect();
     let expected: Vec<(String, u64)> = [
         ("session_start", 0),
+        ("messages_appended", 0),
+        ("messages_appended", 1),
         ("model_call", 2),
+        ("messages_appended", 2),
         ("usage", 2),
         ("error", 2),
         ("tool_dispatch", 3),
+        ("messages_appended", 3),
+        ("messages_appended", 4),
         ("model_call", 5),
+        ("messages_appended", 5),
         ("usage", 5),
         ("error", 5),
         ("command", 6),
         ("compaction", 6),
         ("command", 7),
         ("session_end", 7),
+        ("session_reset", 7),
         ("session_start", 7),
+        ("messages_appended", 7),
         ("model_call", 8),
+        ("messages_appended", 8),
         ("usage", 8),
         ("error", 8),
         ("session_end", 9),
@@ -272,7 +281,7 @@ fn a_bad_at_flag_is_refused_with_its_form() {
     let (_, stderr) = texts(&output);
     assert!(!output.status.success());
     assert!(
-        stderr.contains("expected N:/compress[:focus], N:/new or N:/reset"),
+        stderr.contains("expected N:/compress[:focus], N:/new, N:/reset or N:/engine:NAME"),
         "{stderr}"
     );
 }
@@ -395,7 +404,7 @@ fn tool_refuses_a_tool_the_engine_does_not_offer_and_arguments_that_are_not_an_o
     assert!(!output.status.success());
     assert_eq!(
         stderr.trim(),
-        "error: engine `faulty` offers no tool `lcm_grep` (its tools: faulty_echo, faulty_host_services)"
+        "error: engine `faulty` offers no tool `lcm_grep` (the tools offered: faulty_echo, faulty_host_services)"
     );
     let output = tree.run(&["tool", path.to_str().unwrap(), "faulty_echo", "[1]"]);
     assert!(!output.status.success());

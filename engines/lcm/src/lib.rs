@@ -55,6 +55,7 @@
 pub mod assemble;
 pub mod compact;
 mod config;
+mod observing;
 pub mod search;
 pub mod store;
 pub mod synthetic;
@@ -68,7 +69,8 @@ mod tests;
 use std::path::{Path, PathBuf};
 
 use ctxhost_engine_abi::{
-    default_status, CompressRequest, Counters, Engine, EngineError, Host, Message, Role, SessionInfo,
+    default_status, CompressRequest, Counters, Engine, EngineError, Fact, FactBody, FactKind, Host, Message,
+    Role, SessionInfo,
 };
 use ctxhost_engine_kit::tokens;
 use serde_json::{json, Value};
@@ -98,6 +100,9 @@ pub struct Lcm {
     /// `/reset`s in this session: each starts a session of its own in the store.
     resets: u32,
     last_compaction: Option<Value>,
+    /// Set once the host delivers facts: another engine owns the context, and lcm's store is fed
+    /// by what the session appends, never by a context it did not make.
+    observing: bool,
 }
 
 /// The session the engine is in, and what it knows of its stored messages.
@@ -109,6 +114,8 @@ struct Session {
     /// Its messages in ingestion order.
     refs: Vec<StoredRef>,
     loaded: bool,
+    /// As an observer: how many of `refs` the session has appended so far.
+    observed: usize,
 }
 
 /// One message of a context, placed against the store.
@@ -157,6 +164,7 @@ impl Lcm {
             },
             resets: 0,
             last_compaction: None,
+            observing: false,
         })
     }
 
@@ -413,8 +421,9 @@ impl Engine for Lcm {
     }
 
     fn on_session_end(&mut self, _session_id: &str, messages: &[Message]) -> Result<(), EngineError> {
-        // Flush: whatever the context holds that no compaction saw is stored now.
-        if !messages.is_empty() {
+        // Flush: whatever the context holds that no compaction saw is stored now (an observer has
+        // stored every message as it was appended; the context is another engine's).
+        if !messages.is_empty() && !self.observing {
             self.ingest(messages.to_vec())?;
         }
         if let Some(store) = self.store.take() {
@@ -472,6 +481,25 @@ impl Engine for Lcm {
             fields.insert("stored_messages".into(), self.session.refs.len().into());
         }
         status
+    }
+
+    fn interests(&self) -> Vec<FactKind> {
+        vec![FactKind::MessagesAppended, FactKind::Compacted]
+    }
+
+    fn observe(&mut self, fact: &Fact) -> Result<(), EngineError> {
+        self.observing = true;
+        match &fact.body {
+            FactBody::MessagesAppended { messages } => self.record_appended(messages),
+            FactBody::Compacted {
+                engine,
+                tokens_before,
+                tokens_after,
+                inserted,
+                ..
+            } => self.record_compaction(engine, (*tokens_before, *tokens_after), inserted),
+            _ => Ok(()),
+        }
     }
 
     fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {

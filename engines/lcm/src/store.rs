@@ -23,7 +23,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::Value;
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// A store failure, with the database's path.
 #[derive(Debug)]
@@ -218,6 +218,25 @@ impl std::hash::Hasher for Fnv {
     }
 }
 
+/// A compaction another engine made, as lcm records it while observing.
+#[derive(Clone, Copy, Debug)]
+pub struct ObservedCompaction<'a> {
+    /// The session's row.
+    pub session: i64,
+    /// Messages of the session stored when it happened.
+    pub at_seq: i64,
+    /// The engine that made it.
+    pub engine: &'a str,
+    /// Tokens before.
+    pub tokens_before: u64,
+    /// Tokens after.
+    pub tokens_after: u64,
+    /// The messages its result added, as a JSON array.
+    pub inserted_json: &'a str,
+    /// When it was recorded (ms since the epoch).
+    pub created_at: i64,
+}
+
 const SCHEMA_V1: &str = r#"
 CREATE TABLE sessions (
     id          INTEGER PRIMARY KEY,
@@ -278,6 +297,23 @@ CREATE INDEX summary_sources_by_source ON summary_sources (source_id);
 CREATE TABLE terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
 "#;
 
+/// Version 2: the compactions another engine made while lcm observed the session.
+const SCHEMA_V2: &str = r#"
+CREATE TABLE observed_compactions (
+    id            INTEGER PRIMARY KEY,
+    session_id    INTEGER NOT NULL REFERENCES sessions(id),
+    -- how many messages of the session lcm held when it happened
+    at_seq        INTEGER NOT NULL,
+    engine        TEXT NOT NULL,
+    tokens_before INTEGER NOT NULL,
+    tokens_after  INTEGER NOT NULL,
+    -- the messages the engine's result added (its summaries, notes), as a JSON array
+    inserted      TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    UNIQUE (session_id, at_seq, engine)
+);
+"#;
+
 /// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one version at a time, each step in a
 /// transaction. A file from a newer build is refused rather than guessed at.
 pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
@@ -295,7 +331,12 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
         tx.pragma_update(None, "user_version", 1)?;
         tx.commit()?;
     }
-    // Later versions: `if version < 2 { … }`, each in its own transaction.
+    if version < 2 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(SCHEMA_V2)?;
+        tx.pragma_update(None, "user_version", 2)?;
+        tx.commit()?;
+    }
     Ok(())
 }
 
@@ -441,6 +482,36 @@ impl Store {
             return Err(error.into());
         }
         Ok(ids)
+    }
+
+    /// Records a compaction another engine made (lcm observing); the same one recorded twice (the
+    /// same session replayed again) is kept once.
+    pub fn record_observed_compaction(&self, compaction: &ObservedCompaction<'_>) -> StoreResult<()> {
+        self.conn.execute(
+            "INSERT OR IGNORE INTO observed_compactions
+             (session_id, at_seq, engine, tokens_before, tokens_after, inserted, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                compaction.session,
+                compaction.at_seq,
+                compaction.engine,
+                compaction.tokens_before as i64,
+                compaction.tokens_after as i64,
+                compaction.inserted_json,
+                compaction.created_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// How many compactions by other engines are recorded for `session` (every session: `None`).
+    pub fn observed_compactions(&self, session: Option<i64>) -> StoreResult<u64> {
+        let count: i64 = self.conn.query_row(
+            "SELECT count(*) FROM observed_compactions WHERE ?1 IS NULL OR session_id = ?1",
+            [session],
+            |row| row.get(0),
+        )?;
+        Ok(count as u64)
     }
 
     /// The summary of exactly these ordered sources, if one was written before.

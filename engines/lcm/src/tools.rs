@@ -399,6 +399,9 @@ fn status(engine: &mut Lcm, session: Option<i64>) -> ToolResult {
     let by_depth = store
         .summaries_by_depth(session.or(Some(-1)))
         .map_err(store_failure)?;
+    let observed = store
+        .observed_compactions(session.or(Some(-1)))
+        .map_err(store_failure)?;
     let bytes = store.bytes_on_disk();
     let leaf = by_depth.iter().find(|(depth, ..)| *depth == 0);
     let ratio = leaf
@@ -420,6 +423,7 @@ fn status(engine: &mut Lcm, session: Option<i64>) -> ToolResult {
         "threshold_tokens": counters.threshold_tokens,
         "context_length": counters.context_length,
         "compression_count": counters.compression_count,
+        "observed_compactions": observed,
         "fresh_tail": config.fresh_tail,
         "leaf_chunk_tokens": config.leaf_chunk_tokens,
         "fan_in": config.fan_in,

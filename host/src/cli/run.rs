@@ -9,7 +9,12 @@
 //!   file (an older file of that name stays as it was).
 //! - A progress bar shows on stderr when stderr is a terminal and the transcript is long.
 
-use std::{io::IsTerminal, time::Duration};
+use std::{
+    cell::{Cell, RefCell},
+    io::IsTerminal,
+    rc::Rc,
+    time::Duration,
+};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -26,8 +31,11 @@ use crate::{
         write_json_atomically, EventLog,
     },
     report::warn_user,
-    resolution::{resolve_engine, Registry},
-    runner::{EventSink, FactAccounting, NoEvents, ReplayOutcome, Replayer, Trigger},
+    resolution::{resolve_engine, try_resolve_engine, Registry},
+    runner::{
+        finish_with, Fact, FactAccounting, Observers, ReplayOutcome, Replayer, Subscriber, Tally, Trigger,
+        Watchers,
+    },
 };
 
 /// A transcript at least this long (in bytes) gets a progress bar, when stderr is a terminal.
@@ -94,20 +102,41 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     if args.facts {
         options.facts = FactAccounting::Measure;
     }
+    // The report names the engine the session started with; `/engine` swaps show as its spans.
+    let started_with = (engine.name().to_owned(), engine.origin().clone());
     let mut log = args.events.as_deref().map(EventLog::create).transpose()?;
-    let sink: &mut dyn EventSink = match &mut log {
-        Some(log) => log,
-        None => &mut NoEvents,
+    let tally = Rc::new(RefCell::new(Tally::default()));
+    let bytes_read = Rc::new(Cell::new(0));
+    let (observers, standby) = attach_observers(settings, args, engine.name());
+    let mut watchers = Watchers {
+        observers,
+        standby,
+        ..Watchers::default()
     };
-    let mut replayer = Replayer::start_with_events(&mut engine, &options, sink).with_script(&args.at);
+    watchers.subscribers.add(Rc::clone(&tally));
+    if let Some(log) = &mut log {
+        watchers.subscribers.add(log);
+    }
+    let bar = progress_bar(stream.as_ref().map_or(0, |stream| stream.bytes_total()));
+    watchers.subscribers.add(Progress {
+        bar: bar.clone(),
+        bytes_read: Rc::clone(&bytes_read),
+        compactions: 0,
+    });
+    let mut replayer = Replayer::start_with(&mut engine, &options, watchers)
+        .with_script(&args.at)
+        .with_engine_source(Box::new(|name: &str| {
+            try_resolve_engine(name, settings, &Registry::default()).map_err(|error| error.to_string())
+        }));
     if let Mode::Tool { name, .. } = &mode {
-        if !replayer.tools().iter().any(|tool| tool == name) {
-            let offered = match replayer.tools() {
+        let tools = replayer.tools();
+        if !tools.iter().any(|tool| tool == name) {
+            let offered = match tools.as_slice() {
                 [] => "none".to_owned(),
                 tools => tools.join(", "),
             };
             bail!(
-                "engine `{}` offers no tool `{name}` (its tools: {offered})",
+                "engine `{}` offers no tool `{name}` (the tools offered: {offered})",
                 replayer.engine_name()
             );
         }
@@ -118,16 +147,15 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
             replayer.compact(Trigger::Manual, focus.as_deref());
         }
         (_, Some(stream), _) => {
-            let bar = progress_bar(stream.bytes_total());
             let messages = std::iter::from_fn(|| {
                 let next = stream.next();
-                bar.set_position(stream.bytes_read());
+                bytes_read.set(stream.bytes_read());
                 warnings.show_new(stream.path(), stream.meta());
                 next
             });
             let fed = replayer.feed_all(messages);
-            bar.finish_and_clear();
             if let Err(error) = fed {
+                bar.finish_and_clear();
                 let error = read_failure(&error, &args.reading);
                 return Err(anyhow!("{error}; the replay stopped there{}", not_written(args)));
             }
@@ -142,7 +170,8 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         ),
         _ => None,
     };
-    let mut outcome = replayer.finish();
+    let mut outcome = finish_with(replayer, &tally);
+    bar.finish_and_clear();
     let meta = match stream {
         Some(stream) => stream.into_meta(),
         None => meta,
@@ -155,7 +184,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
                 .fallback
                 .map(|f| format!("`{}` could not be used: {}", f.requested, f.reason));
             let report = build_report(
-                &engine,
+                &started_with,
                 (&path, format, &meta),
                 fallback,
                 context_length,
@@ -230,6 +259,57 @@ fn not_written(args: &RunArgs) -> String {
     }
 }
 
+/// The observers of `context.observers` and `--observer`, each resolved like `context.engine`
+/// but never replaced by the compressor: one that cannot be used is left out with one warning.
+/// The active engine is not attached a second time: it is on standby, to stay on as an observer
+/// if `/engine` swaps it out.
+fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> (Observers, Vec<String>) {
+    let mut observers = Observers::new();
+    let mut standby = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
+    for name in settings.observers.iter().chain(&args.observers) {
+        if !names.contains(&name.as_str()) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        if name == active {
+            standby.push(name.to_owned());
+            continue;
+        }
+        let attached = try_resolve_engine(name, settings, &Registry::default())
+            .map_err(|error| error.to_string())
+            .and_then(|engine| observers.attach(engine).map_err(|error| error.to_string()));
+        if let Err(reason) = attached {
+            warn_user(&format!(
+                "observer `{name}` cannot be used: {reason}; the session goes on without it"
+            ));
+        }
+    }
+    (observers, standby)
+}
+
+/// The progress bar, as a subscriber: it moves with the bytes read at each model call and counts
+/// the compactions.
+struct Progress {
+    bar: ProgressBar,
+    bytes_read: Rc<Cell<u64>>,
+    compactions: usize,
+}
+
+impl Subscriber for Progress {
+    fn receive(&mut self, fact: &Fact) {
+        match fact {
+            Fact::ModelCall { .. } => self.bar.set_position(self.bytes_read.get()),
+            Fact::Compaction(event) if event.applied => {
+                self.compactions += 1;
+                self.bar.set_message(format!("{} compactions", self.compactions));
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A bar over the transcript's bytes when it is long and stderr is a terminal; hidden otherwise,
 /// so tests and CI logs stay clean.
 fn progress_bar(bytes_total: u64) -> ProgressBar {
@@ -237,9 +317,10 @@ fn progress_bar(bytes_total: u64) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(bytes_total);
-    let style =
-        ProgressStyle::with_template("replaying {wide_bar} {binary_bytes}/{binary_total_bytes} ({eta} left)")
-            .expect("the template is valid");
+    let style = ProgressStyle::with_template(
+        "replaying {wide_bar} {binary_bytes}/{binary_total_bytes} {msg} ({eta} left)",
+    )
+    .expect("the template is valid");
     bar.set_style(style);
     bar.enable_steady_tick(Duration::from_millis(200));
     bar

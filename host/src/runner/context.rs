@@ -86,6 +86,13 @@ impl LiveContext {
         self
     }
 
+    /// [`Self::keeping_json`] on a live context (the engine changed: `/engine NAME`).
+    pub fn set_keeping_json(&mut self, keep: bool) {
+        if keep != self.json.is_some() {
+            self.json = keep.then(|| messages_to_json(&self.messages));
+        }
+    }
+
     /// Whether counts go through the cache: only a real tokenizer costs more than a hash.
     fn caches_counts(&self) -> bool {
         self.counter.kind() != TokenizerKind::Rough

@@ -1,9 +1,10 @@
 //! Scripted commands: what a person types in Hermes between turns, replayed at given points.
 //!
 //! A command comes two ways:
-//! - a user message whose whole text (trimmed) is `/compress`, `/compress <focus>`, `/new` or
-//!   `/reset`: a command, not a message, so it never enters the context;
-//! - `--at N:/compress[:focus]`, `--at N:/new`, `--at N:/reset`: run before transcript message `N`
+//! - a user message whose whole text (trimmed) is `/compress`, `/compress <focus>`, `/new`,
+//!   `/reset` or `/engine NAME`: a command, not a message, so it never enters the context;
+//! - `--at N:/compress[:focus]`, `--at N:/new`, `--at N:/reset`, `--at N:/engine:NAME`: run
+//!   before transcript message `N`
 //!   (0-based) is fed; an `N` at or past the transcript's end runs after its last message, and
 //!   one aimed at a tool result runs once that tool turn is over (a person types between turns,
 //!   never between a call and its result).
@@ -28,6 +29,11 @@ pub enum SessionCommand {
     /// `/reset`: the engine's per-session state is reset; the context restarts from the system
     /// message; the session id stays.
     Reset,
+    /// `/engine NAME`: another engine takes over the context, live.
+    Engine {
+        /// The engine asked for, resolved like `context.engine`.
+        name: String,
+    },
 }
 
 impl SessionCommand {
@@ -38,6 +44,13 @@ impl SessionCommand {
             "/new" => return Some(Self::New),
             "/reset" => return Some(Self::Reset),
             _ => {}
+        }
+        if let Some(name) = text.strip_prefix("/engine") {
+            // One word, as `context.engine` takes it: `/engine` alone or `/engines` is no command.
+            let name = name.strip_prefix(char::is_whitespace)?.trim();
+            return (!name.is_empty() && !name.contains(char::is_whitespace)).then(|| Self::Engine {
+                name: name.to_owned(),
+            });
         }
         let rest = text.strip_prefix("/compress")?;
         if rest.is_empty() {
@@ -60,6 +73,7 @@ impl fmt::Display for SessionCommand {
             Self::Compress { focus: Some(focus) } => write!(f, "/compress {focus}"),
             Self::New => f.write_str("/new"),
             Self::Reset => f.write_str("/reset"),
+            Self::Engine { name } => write!(f, "/engine {name}"),
         }
     }
 }
@@ -74,7 +88,7 @@ pub enum CommandSource {
     Flag,
 }
 
-/// A command given by flag: `N:/compress[:focus]`, `N:/new`, `N:/reset`.
+/// A command given by flag: `N:/compress[:focus]`, `N:/new`, `N:/reset`, `N:/engine:NAME`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScriptedCommand {
     /// Run before the transcript message of this 0-based index is fed.
@@ -87,7 +101,7 @@ impl FromStr for ScriptedCommand {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let usage = "expected N:/compress[:focus], N:/new or N:/reset (N: a transcript message index)";
+        let usage = "expected N:/compress[:focus], N:/new, N:/reset or N:/engine:NAME (N: a transcript message index)";
         let (index, command) = text.split_once(':').ok_or_else(|| format!("`{text}`: {usage}"))?;
         let before_message = index
             .trim()
@@ -99,6 +113,8 @@ impl FromStr for ScriptedCommand {
                 focus: Some(focus.trim().to_owned()),
             },
             Some(_) => SessionCommand::Compress { focus: None },
+            None if command.starts_with("/engine:") => SessionCommand::parse(&command.replacen(':', " ", 1))
+                .ok_or_else(|| format!("`{text}`: /engine: needs an engine name; {usage}"))?,
             None => SessionCommand::parse(command).ok_or_else(|| format!("`{text}`: {usage}"))?,
         };
         Ok(Self {
@@ -128,11 +144,20 @@ mod tests {
         );
         assert_eq!(SessionCommand::parse("/new"), Some(SessionCommand::New));
         assert_eq!(SessionCommand::parse("/reset\n"), Some(SessionCommand::Reset));
+        assert_eq!(
+            SessionCommand::parse("/engine masking"),
+            Some(SessionCommand::Engine {
+                name: "masking".into()
+            })
+        );
         for text in [
             "/compressor",
             "please /compress",
             "/new chat",
             "/resets",
+            "/engine",
+            "/engines lcm",
+            "/engine two words",
             "compress",
             "",
         ] {
@@ -155,7 +180,20 @@ mod tests {
         assert_eq!(parse("3:/compress auth").unwrap().command, compress(Some("auth")));
         assert_eq!(parse("7:/new").unwrap().command, SessionCommand::New);
         assert_eq!(parse("7:/reset").unwrap().command, SessionCommand::Reset);
-        for bad in ["/compress", "x:/compress", "-1:/new", "4:/explode", "4:"] {
+        let masking = SessionCommand::Engine {
+            name: "masking".into(),
+        };
+        assert_eq!(parse("20:/engine:masking").unwrap().command, masking);
+        assert_eq!(parse("20:/engine masking").unwrap().command, masking);
+        for bad in [
+            "/compress",
+            "x:/compress",
+            "-1:/new",
+            "4:/explode",
+            "4:",
+            "4:/engine:",
+            "4:/engine",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }

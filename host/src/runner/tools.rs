@@ -36,6 +36,39 @@ pub(super) fn read_tool_names(engine: &str, schemas: &[Value]) -> (Vec<String>, 
     (names, warnings)
 }
 
+/// Which engine answers a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ToolOwner {
+    /// The active engine.
+    Active,
+    /// Observer number `n`, in attachment order.
+    Observer(usize),
+}
+
+/// The tools the agent is offered: the active engine's, then each observer's; a name offered
+/// twice keeps its first owner, with one warning.
+pub(super) fn merge_tool_owners<'a>(
+    active: Vec<String>,
+    observers: impl Iterator<Item = (usize, &'a str, &'a str)>,
+) -> (Vec<(String, ToolOwner)>, Vec<String>) {
+    let mut table: Vec<(String, ToolOwner)> =
+        active.into_iter().map(|name| (name, ToolOwner::Active)).collect();
+    let mut warnings = Vec::new();
+    for (index, observer, tool) in observers {
+        match table.iter().find(|(name, _)| name == tool) {
+            Some((_, owner)) => warnings.push(format!(
+                "observer `{observer}` offers the tool `{tool}`, which {} offers already; the first keeps it",
+                match owner {
+                    ToolOwner::Active => "the active engine".to_owned(),
+                    ToolOwner::Observer(_) => "another observer".to_owned(),
+                }
+            )),
+            None => table.push((tool.to_owned(), ToolOwner::Observer(index))),
+        }
+    }
+    (table, warnings)
+}
+
 /// A call of the transcript to an engine tool, waiting for its result.
 #[derive(Clone, Debug)]
 pub(super) struct PendingCall {

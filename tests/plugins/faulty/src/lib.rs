@@ -14,8 +14,14 @@
 //! - `{"user_note": true}`: `compress` is correct and also writes a user-role note right after the
 //!   user's last message, saying how many messages it dropped (a new text each time), and drops
 //!   its earlier notes. The host must not take that note for the user's message.
+//! - `{"observe": "sleep" | "jitter" | "fail" | "panic"}`: as an observer, it asks for every
+//!   kind of fact and, on each, sleeps 2 ms, sleeps 0–3 ms, or (at the `observe_fail_at`-th fact,
+//!   default 5) returns an error or panics.
 //! - otherwise `compress` is correct and simple: it keeps the system message and the last four
 //!   messages, moving the cut back so that no tool group is split.
+//!
+//! Its status carries [`GENERATION`], which a test rewrites in a copy of the library to stand for
+//! a plugin rebuilt on disk.
 //!
 //! It logs `faulty engine created` (info) in `new` and a warning in `compress`, to test log
 //! forwarding, and offers two tools: `faulty_echo`, which answers its arguments, and
@@ -25,8 +31,8 @@
 //! temporary directories).
 
 use ctxhost_engine_abi::{
-    CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, Role, SessionInfo, ToolCall,
-    Usage,
+    CompressRequest, Counters, Engine, EngineError, Fact, FactKind, Host, Message, ModelInfo, Role,
+    SessionInfo, ToolCall, Usage,
 };
 use ctxhost_engine_kit::sequence::align_start_to_group;
 use serde_json::{json, Value};
@@ -51,6 +57,13 @@ pub const METHODS: [&str; 15] = [
     "counters",
     "call_ext",
 ];
+
+/// This build's generation, in its status. A test rewrites these bytes in a copy of the library
+/// (same length) to make a "rebuilt" plugin whose new behaviour must be what runs.
+pub const GENERATION: &str = "faulty-generation-A";
+
+/// What `observe` can ask for.
+pub const OBSERVE_MODES: [&str; 4] = ["sleep", "jitter", "fail", "panic"];
 
 /// The kinds of invalid output `invalid_output` can ask for.
 pub const INVALID_OUTPUTS: [&str; 5] = [
@@ -78,6 +91,9 @@ pub struct Faulty {
     panic_in: Option<String>,
     invalid_output: Option<String>,
     user_note: bool,
+    observe: Option<String>,
+    observe_fail_at: u64,
+    observed: u64,
 }
 
 impl Faulty {
@@ -187,6 +203,9 @@ impl Engine for Faulty {
             panic_in: read_choice(config, "panic_in", &METHODS)?,
             invalid_output: read_choice(config, "invalid_output", &INVALID_OUTPUTS)?,
             user_note: config.get("user_note").and_then(Value::as_bool).unwrap_or(false),
+            observe: read_choice(config, "observe", &OBSERVE_MODES)?,
+            observe_fail_at: config.get("observe_fail_at").and_then(Value::as_u64).unwrap_or(5),
+            observed: 0,
         };
         engine.panic_if_told("new");
         tracing::info!("faulty engine created");
@@ -302,7 +321,36 @@ impl Engine for Faulty {
 
     fn get_status(&self) -> Value {
         self.panic_if_told("get_status");
-        ctxhost_engine_abi::default_status(&self.counters)
+        let mut status = ctxhost_engine_abi::default_status(&self.counters);
+        status["generation"] = GENERATION.into();
+        status["facts_observed"] = self.observed.into();
+        status
+    }
+
+    fn interests(&self) -> Vec<FactKind> {
+        match self.observe {
+            Some(_) => FactKind::ALL.to_vec(),
+            None => Vec::new(),
+        }
+    }
+
+    fn observe(&mut self, _fact: &Fact) -> Result<(), EngineError> {
+        self.observed += 1;
+        let failing = self.observed == self.observe_fail_at;
+        match self.observe.as_deref() {
+            Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(2)),
+            Some("jitter") => {
+                // Deterministic per fact, uneven across facts: enough to shuffle thread timing.
+                let micros = (self.observed.wrapping_mul(2_654_435_761) >> 7) % 3_000;
+                std::thread::sleep(std::time::Duration::from_micros(micros));
+            }
+            Some("fail") if failing => {
+                return Err(EngineError::other("faulty engine: told to fail in `observe`"))
+            }
+            Some("panic") if failing => panic!("faulty engine: told to panic in `observe`"),
+            _ => {}
+        }
+        Ok(())
     }
 
     fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {

@@ -1,28 +1,41 @@
-//! The replay's event log: one [`Event`] for each thing that happened, in order, handed to an
-//! [`EventSink`] as the replay goes (`--events FILE` writes them as JSON lines).
+//! What a session publishes: one [`Fact`] for each thing that happened, in order, handed to every
+//! [`Subscriber`] as the session goes. The run loop does not know who listens: the event log
+//! (`--events FILE`, one JSON line a fact), the terminal report ([`super::Tally`]), the progress
+//! bar and the observer engines are all subscribers.
 //!
-//! Every event is a JSON object whose `"event"` key names its kind and whose `"message_index"` is
-//! the 0-based index of the transcript message being handled when it happened; an event between
+//! Every fact is a JSON object whose `"event"` key names its kind and whose `"message_index"` is
+//! the 0-based index of the transcript message being handled when it happened; a fact between
 //! messages (a command scripted with `--at N`, the end of the session) carries the index of the
 //! next message, which is the transcript's length at the end.
 //!
 //! Kinds, in the order a replay can produce them:
 //! - `session_start`: the engine, model, window, threshold and tools; again after `/new`, with
 //!   `boundary_reason` and `old_session_id`;
-//! - `warning`: something the host refused at start (a duplicate tool name);
-//! - `command`: `/compress [focus]`, `/new` or `/reset`, typed in the transcript or given by flag;
+//! - `warning`: something the host refused or worked around (a duplicate tool name, an observer
+//!   detached, a swap that could not load);
+//! - `command`: `/compress [focus]`, `/new`, `/reset` or `/engine NAME`, typed in the transcript
+//!   or given by flag;
+//! - `messages_appended`: how many messages of the conversation entered the context;
 //! - `model_call`: the context the model would receive before an assistant message;
+//! - `over_window`: that context (or the final one) is over the usable window;
 //! - `usage`: what `update_from_response` was given, and where it came from;
+//! - `threshold_crossed`: the context reached the active engine's threshold (once per crossing);
 //! - `tool_dispatch`: an engine tool called live, its answer against the recorded one;
 //! - `compaction`: what fired it, tokens and messages before and after, the engine's account;
+//! - `engine_swap`: `/engine NAME` handed the context to another engine, or could not;
 //! - `error`: an engine failure, contained;
+//! - `session_reset`: `/new` or `/reset` restarted the context;
 //! - `session_end`: `on_session_end` with the session's final context (at the end, and before a
-//!   `/new`).
+//!   `/new`);
+//! - `replay_end`: the run is over: the final context's size, the active engine's counters and
+//!   status, the time spent in engines.
 
+use ctxhost_engine_abi::Counters;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{
+    observers::ObserverSummary,
     script::{CommandSource, SessionCommand},
     tools::ToolDispatch,
     CompactionRecord, Outcome,
@@ -42,7 +55,7 @@ pub enum UsageSource {
 /// One thing that happened during a replay.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
+pub enum Fact {
     /// A session started (`on_session_start`).
     SessionStart {
         /// See the module's doc.
@@ -131,8 +144,57 @@ pub enum Event {
     Error {
         /// See the module's doc.
         message_index: usize,
+        /// How many transcript messages had been fed.
+        at_message: usize,
         /// What failed.
         message: String,
+    },
+    /// Messages of the conversation entered the context (the observers receive them whole).
+    MessagesAppended {
+        /// See the module's doc: the first of them.
+        message_index: usize,
+        /// How many.
+        count: usize,
+    },
+    /// The context the model would receive went over the usable window.
+    OverWindow {
+        /// See the module's doc.
+        message_index: usize,
+        /// The context's tokens.
+        tokens: u64,
+        /// The usable window.
+        window: u64,
+        /// Whether this is the final context rather than a model call's.
+        at_end: bool,
+    },
+    /// The context reached the active engine's threshold: once per crossing, not per response.
+    ThresholdCrossed {
+        /// See the module's doc.
+        message_index: usize,
+        /// The context's tokens.
+        tokens: u64,
+        /// The active engine's threshold.
+        threshold: u64,
+    },
+    /// `/engine NAME`: the context handed to another engine, or a swap that did not happen.
+    EngineSwap {
+        /// See the module's doc.
+        message_index: usize,
+        /// The engine that owned the context before.
+        from: String,
+        /// The engine asked for.
+        to: String,
+        /// Where the new engine came from, when it took over.
+        origin: Option<String>,
+        /// Why it did not take over (the old engine stays), when it did not.
+        refused: Option<String>,
+    },
+    /// `/new` or `/reset` restarted the context from the system message.
+    SessionReset {
+        /// See the module's doc.
+        message_index: usize,
+        /// The session's id.
+        session_id: String,
     },
     /// A session ended (`on_session_end`).
     SessionEnd {
@@ -145,12 +207,37 @@ pub enum Event {
         /// Tokens of its final context, as the host counts them.
         tokens: u64,
     },
+    /// The run is over.
+    ReplayEnd {
+        /// See the module's doc: the transcript's length.
+        message_index: usize,
+        /// Transcript messages fed (command messages included).
+        messages_replayed: usize,
+        /// Estimated tokens of the final context.
+        final_tokens: u64,
+        /// Messages in the final context.
+        final_messages: usize,
+        /// Time spent inside the active engines.
+        engine_time_ms: f64,
+        /// The active engine's counters at the end.
+        counters: Option<Counters>,
+        /// The active engine's `get_status` at the end.
+        status: Option<Value>,
+        /// What each observer received, and whether it was detached.
+        observers: Vec<ObserverSummary>,
+    },
 }
 
-impl Event {
+impl Fact {
     /// The kind, as the `"event"` key spells it.
     pub fn kind(&self) -> &'static str {
         match self {
+            Self::MessagesAppended { .. } => "messages_appended",
+            Self::OverWindow { .. } => "over_window",
+            Self::ThresholdCrossed { .. } => "threshold_crossed",
+            Self::EngineSwap { .. } => "engine_swap",
+            Self::SessionReset { .. } => "session_reset",
+            Self::ReplayEnd { .. } => "replay_end",
             Self::SessionStart { .. } => "session_start",
             Self::Warning { .. } => "warning",
             Self::Command { .. } => "command",
@@ -216,29 +303,49 @@ impl CompactionEvent {
     }
 }
 
-/// Where a replay's events go, as they happen.
-pub trait EventSink {
-    /// Takes one event.
-    fn record(&mut self, event: &Event);
+/// What watches a session: it receives every fact, in order, as it happens. A subscriber never
+/// changes the session; the session does not know who subscribes.
+pub trait Subscriber {
+    /// Takes one fact.
+    fn receive(&mut self, fact: &Fact);
 }
 
-/// Drops every event.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoEvents;
-
-impl EventSink for NoEvents {
-    fn record(&mut self, _event: &Event) {}
-}
-
-/// Keeps every event (for tests and embedding programs).
-impl EventSink for Vec<Event> {
-    fn record(&mut self, event: &Event) {
-        self.push(event.clone());
+/// Keeps every fact (for tests and embedding programs).
+impl Subscriber for Vec<Fact> {
+    fn receive(&mut self, fact: &Fact) {
+        self.push(fact.clone());
     }
 }
 
-impl<S: EventSink + ?Sized> EventSink for &mut S {
-    fn record(&mut self, event: &Event) {
-        (**self).record(event);
+impl<S: Subscriber + ?Sized> Subscriber for &mut S {
+    fn receive(&mut self, fact: &Fact) {
+        (**self).receive(fact);
+    }
+}
+
+/// A subscriber the caller keeps a handle on, to read what it gathered once the session is over.
+impl<S: Subscriber + ?Sized> Subscriber for std::rc::Rc<std::cell::RefCell<S>> {
+    fn receive(&mut self, fact: &Fact) {
+        self.borrow_mut().receive(fact);
+    }
+}
+
+/// Every subscriber of a session, in the order they were added.
+#[derive(Default)]
+pub struct Subscribers<'s> {
+    list: Vec<Box<dyn Subscriber + 's>>,
+}
+
+impl<'s> Subscribers<'s> {
+    /// Adds one.
+    pub fn add(&mut self, subscriber: impl Subscriber + 's) {
+        self.list.push(Box::new(subscriber));
+    }
+
+    /// Hands `fact` to each.
+    pub fn publish(&mut self, fact: &Fact) {
+        for subscriber in &mut self.list {
+            subscriber.receive(fact);
+        }
     }
 }

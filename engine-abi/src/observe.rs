@@ -1,0 +1,223 @@
+//! Observing a session: the facts a host publishes, and how an engine asks for them.
+//!
+//! A host runs one **active** engine, which owns the context, and any number of **observers**:
+//! engines that watch the session without ever changing it (LCM recording every message, a
+//! telemetry log). The host publishes [`Fact`]s as the session goes; an observer receives the
+//! kinds it declared in [`Engine::interests`](crate::Engine::interests), in order, through
+//! [`Engine::observe`](crate::Engine::observe).
+//!
+//! Added in ctxhost 0.2 without changing interface version 1: both methods cross as the
+//! `call_ext` capability names [`EXT_OBSERVE`] and [`EXT_INTERESTS`], so a plugin built before
+//! them keeps loading. Such a plugin answers "unknown method" to both; a host then lets it observe
+//! the lifecycle through the contract's own methods only (`update_model`, `on_session_start`,
+//! `update_from_response`, `on_session_reset`, `on_session_end`), which every observer receives
+//! anyway.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Message;
+
+/// The `call_ext` name a host delivers one fact with (its request is the [`Fact`] as JSON).
+pub const EXT_OBSERVE: &str = "observe";
+
+/// The `call_ext` name a host asks an engine's interests with (the answer is a JSON array of
+/// [`FactKind`] names).
+pub const EXT_INTERESTS: &str = "observe.interests";
+
+/// The kinds of [`Fact`], as an observer names them in its interests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactKind {
+    /// [`FactBody::SessionStarted`].
+    SessionStarted,
+    /// [`FactBody::SessionReset`].
+    SessionReset,
+    /// [`FactBody::SessionEnded`].
+    SessionEnded,
+    /// [`FactBody::MessagesAppended`].
+    MessagesAppended,
+    /// [`FactBody::Usage`].
+    Usage,
+    /// [`FactBody::ThresholdCrossed`].
+    ThresholdCrossed,
+    /// [`FactBody::Compacted`].
+    Compacted,
+    /// [`FactBody::ToolCalled`].
+    ToolCalled,
+    /// [`FactBody::EngineSwapped`].
+    EngineSwapped,
+}
+
+impl FactKind {
+    /// Every kind, in the order a session can first publish them.
+    pub const ALL: [FactKind; 9] = [
+        Self::SessionStarted,
+        Self::MessagesAppended,
+        Self::Usage,
+        Self::ThresholdCrossed,
+        Self::Compacted,
+        Self::ToolCalled,
+        Self::EngineSwapped,
+        Self::SessionReset,
+        Self::SessionEnded,
+    ];
+
+    /// The name as it appears in JSON (`messages_appended`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SessionStarted => "session_started",
+            Self::SessionReset => "session_reset",
+            Self::SessionEnded => "session_ended",
+            Self::MessagesAppended => "messages_appended",
+            Self::Usage => "usage",
+            Self::ThresholdCrossed => "threshold_crossed",
+            Self::Compacted => "compacted",
+            Self::ToolCalled => "tool_called",
+            Self::EngineSwapped => "engine_swapped",
+        }
+    }
+}
+
+/// One thing that happened in a session, as an observer receives it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    /// The session it happened in.
+    pub session_id: String,
+    /// How many transcript (or agent) messages had been handled when it happened.
+    pub at_message: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: FactBody,
+}
+
+impl Fact {
+    /// Its kind.
+    pub fn kind(&self) -> FactKind {
+        self.body.kind()
+    }
+}
+
+/// What happened, by kind (`"kind"` in JSON).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FactBody {
+    /// A session started.
+    SessionStarted {
+        /// The active engine.
+        engine: String,
+        /// The model's name.
+        model: String,
+        /// The model's window in tokens.
+        context_length: u64,
+    },
+    /// `/new` or `/reset`: the context restarted.
+    SessionReset,
+    /// The session ended, with its final context.
+    SessionEnded {
+        /// The final context.
+        messages: Vec<Message>,
+    },
+    /// Messages entered the context (from the conversation, never from an engine).
+    MessagesAppended {
+        /// The new messages, as they entered.
+        messages: Vec<Message>,
+    },
+    /// A model response's usage, as the active engine was given it.
+    Usage {
+        /// Prompt tokens.
+        prompt_tokens: u64,
+        /// Completion tokens.
+        completion_tokens: u64,
+        /// Their total.
+        total_tokens: u64,
+        /// Whether it was recorded (by the provider) rather than estimated by the host.
+        recorded: bool,
+    },
+    /// The context reached the active engine's threshold (once per crossing).
+    ThresholdCrossed {
+        /// The context's tokens.
+        tokens: u64,
+        /// The threshold.
+        threshold: u64,
+    },
+    /// The active engine compacted the context.
+    Compacted {
+        /// The engine.
+        engine: String,
+        /// Tokens before.
+        tokens_before: u64,
+        /// Tokens after.
+        tokens_after: u64,
+        /// Messages before.
+        messages_before: u64,
+        /// Messages after.
+        messages_after: u64,
+        /// The messages of the result that were not in the input (the summaries, the notes).
+        inserted: Vec<Message>,
+    },
+    /// An engine tool was called, and answered.
+    ToolCalled {
+        /// The engine that answered.
+        engine: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        arguments: Value,
+        /// Its answer.
+        answer: Value,
+    },
+    /// The active engine was swapped.
+    EngineSwapped {
+        /// The engine that owned the context until now.
+        from: String,
+        /// The engine that owns it from now on.
+        to: String,
+    },
+}
+
+impl FactBody {
+    /// Its kind.
+    pub fn kind(&self) -> FactKind {
+        match self {
+            Self::SessionStarted { .. } => FactKind::SessionStarted,
+            Self::SessionReset => FactKind::SessionReset,
+            Self::SessionEnded { .. } => FactKind::SessionEnded,
+            Self::MessagesAppended { .. } => FactKind::MessagesAppended,
+            Self::Usage { .. } => FactKind::Usage,
+            Self::ThresholdCrossed { .. } => FactKind::ThresholdCrossed,
+            Self::Compacted { .. } => FactKind::Compacted,
+            Self::ToolCalled { .. } => FactKind::ToolCalled,
+            Self::EngineSwapped { .. } => FactKind::EngineSwapped,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fact_reads_as_flat_json_with_its_kind() {
+        let fact = Fact {
+            session_id: "s1".into(),
+            at_message: 3,
+            body: FactBody::MessagesAppended {
+                messages: vec![Message::user("hi")],
+            },
+        };
+        let json = serde_json::to_value(&fact).unwrap();
+        assert_eq!(json["kind"], "messages_appended");
+        assert_eq!(json["session_id"], "s1");
+        assert_eq!(json["messages"][0]["content"], "hi");
+        let back: Fact = serde_json::from_value(json).unwrap();
+        assert_eq!(back, fact);
+    }
+
+    #[test]
+    fn every_kind_is_named_as_json_names_it() {
+        for kind in FactKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
+}

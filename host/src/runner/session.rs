@@ -1,0 +1,912 @@
+//! The run loop: one session driven through a conversation exactly as an agent loop drives it.
+//!
+//! The session owns the live context and is its only writer: only the active engine's `compress`
+//! result replaces it, one compaction at a time. Everything else watches: each thing that happens
+//! is published as a [`Fact`] to the session's [`Subscribers`] (the event log, the report, the
+//! progress bar) and, as the engine-level [`ctxhost_engine_abi::Fact`], to its [`Observers`]. The
+//! session does not know who listens.
+
+use std::{
+    collections::VecDeque,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use ctxhost_engine_abi::{Content, FactBody, FactKind, Message, Role, SessionInfo, Usage};
+use ctxhost_engine_kit::{
+    retention::{compacted_messages, measure_retention},
+    stand_in::group_thousands,
+};
+use serde_json::{json, Value};
+
+use super::{
+    facts::{CompactionEvent, Fact, Subscribers, UsageSource},
+    observers::{Lifecycle, Observers},
+    recorded_usage,
+    script::{CommandSource, ScriptedCommand, SessionCommand},
+    tools::{
+        answers_equal, merge_tool_owners, parse_arguments, read_tool_names, PendingCall, ToolDispatch,
+        ToolOwner,
+    },
+    CompactionRecord, FactAccounting, LiveContext, Outcome, ReplayOptions, Trigger, HYGIENE_MESSAGES,
+    HYGIENE_PERCENT, NEW_SESSION_REASON, SWAP_REASON,
+};
+use crate::engine::{CompressCall, EngineCallError, EngineHandle};
+
+/// Finds an engine by name for `/engine NAME`, afresh (the plugin folder read again, a rebuilt
+/// library loaded as new code), or says why it cannot.
+pub type EngineSource<'e> = Box<dyn FnMut(&str) -> Result<EngineHandle, String> + 'e>;
+
+/// Who watches a session.
+#[derive(Default)]
+pub struct Watchers<'e> {
+    /// Subscribers of the session's facts.
+    pub subscribers: Subscribers<'e>,
+    /// Observer engines.
+    pub observers: Observers,
+    /// Engines that stay on as observers when `/engine` swaps them out (configured as observers
+    /// too); any other engine swapped out gets `on_session_end`.
+    pub standby: Vec<String>,
+}
+
+impl<'e> Watchers<'e> {
+    /// `subscriber` alone.
+    pub fn subscribed(subscriber: impl super::Subscriber + 'e) -> Self {
+        let mut watchers = Self::default();
+        watchers.subscribers.add(subscriber);
+        watchers
+    }
+}
+
+/// The state of one replay.
+pub struct Replayer<'e> {
+    engine: &'e mut EngineHandle,
+    options: ReplayOptions,
+    context: LiveContext,
+    subscribers: Subscribers<'e>,
+    observers: Observers,
+    standby: Vec<String>,
+    engine_source: Option<EngineSource<'e>>,
+    engine_time: Duration,
+    /// Set when a hygiene compaction could not bring the context under the hygiene line, so that
+    /// hygiene does not fire again at every call while the engine cannot do better.
+    hygiene_blocked: bool,
+    /// Facts held back while a session starts, so that `session_start` comes before the errors
+    /// of the calls that start it.
+    held: Option<Vec<Fact>>,
+    /// Commands given by flag, by message index.
+    script: VecDeque<ScriptedCommand>,
+    /// Sessions started (`/new` starts one more).
+    sessions: usize,
+    session_id: String,
+    /// The tools the agent is offered, with the engine that answers each.
+    tools: Vec<(String, ToolOwner)>,
+    /// Calls to engine tools waiting for their results.
+    pending: Vec<PendingCall>,
+    /// Transcript messages fed so far.
+    messages_replayed: usize,
+    model_calls: usize,
+    /// The index of the message being handled; between messages, of the next one.
+    position: usize,
+    /// Whether the end of the transcript has been handled.
+    transcript_ended: bool,
+    /// The transcript's system message as it came, which `/new` and `/reset` restart from.
+    system: Option<Message>,
+    /// The active engine's threshold, read when it started its session.
+    threshold: Option<u64>,
+    /// Whether the context was at or over the threshold at the last model call: a crossing is
+    /// published once, not on every response.
+    above_threshold: bool,
+    /// Whether the first window overrun was warned about.
+    overrun_warned: bool,
+}
+
+impl<'e> Replayer<'e> {
+    /// Tells the engine the model, reads its tools and starts the session; nobody watches.
+    pub fn start(engine: &'e mut EngineHandle, options: &ReplayOptions) -> Self {
+        Self::start_with(engine, options, Watchers::default())
+    }
+
+    /// [`Self::start`], with `watchers` receiving everything as it happens.
+    pub fn start_with(engine: &'e mut EngineHandle, options: &ReplayOptions, watchers: Watchers<'e>) -> Self {
+        let wants_json = engine.wants_json();
+        let mut replayer = Self {
+            engine,
+            options: options.clone(),
+            context: LiveContext::with_counter(options.token_counter).keeping_json(wants_json),
+            subscribers: watchers.subscribers,
+            observers: watchers.observers,
+            standby: watchers.standby,
+            engine_source: None,
+            engine_time: Duration::ZERO,
+            hygiene_blocked: false,
+            held: Some(Vec::new()),
+            script: VecDeque::new(),
+            sessions: 0,
+            session_id: options.session_id.clone(),
+            tools: Vec::new(),
+            pending: Vec::new(),
+            messages_replayed: 0,
+            model_calls: 0,
+            position: 0,
+            transcript_ended: false,
+            system: None,
+            threshold: None,
+            above_threshold: false,
+            overrun_warned: false,
+        };
+        let model = replayer.options.model.clone();
+        replayer.call(|engine| engine.update_model(&model));
+        replayer.observers.lifecycle(Lifecycle::UpdateModel(model));
+        let warnings = replayer.read_tools();
+        replayer.begin_session(None, None);
+        for warning in warnings {
+            replayer.warn(warning);
+        }
+        replayer
+    }
+
+    /// Adds commands to run before given messages (`--at`); in the order given for one message.
+    pub fn with_script(mut self, script: &[ScriptedCommand]) -> Self {
+        let mut script = script.to_vec();
+        script.sort_by_key(|command| command.before_message);
+        self.script = script.into();
+        self
+    }
+
+    /// Lets `/engine NAME` find engines through `source`; without one, `/engine` is refused.
+    pub fn with_engine_source(mut self, source: EngineSource<'e>) -> Self {
+        self.engine_source = Some(source);
+        self
+    }
+
+    /// The active engine's name.
+    pub fn engine_name(&self) -> &str {
+        self.engine.name()
+    }
+
+    /// The tools the agent is offered (the active engine's, then the observers'), as the host
+    /// routes them.
+    pub fn tools(&self) -> Vec<String> {
+        self.tools.iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    /// The context the model would receive next.
+    pub fn context(&self) -> &LiveContext {
+        &self.context
+    }
+
+    /// The active engine's and the observers' tool names; the warnings about them.
+    fn read_tools(&mut self) -> Vec<String> {
+        let schemas = self.call(|engine| engine.get_tool_schemas()).unwrap_or_default();
+        let (active, mut warnings) = read_tool_names(self.engine.name(), &schemas);
+        let observers = self
+            .observers
+            .tools()
+            .map(|(index, tool)| (index, self.observers.name(index), tool));
+        let (table, more) = merge_tool_owners(active, observers);
+        warnings.extend(more);
+        self.tools = table;
+        warnings
+    }
+
+    /// Feeds every message of `messages`, then handles the transcript's end (commands scripted
+    /// past it, calls it never answered). The first error ends it and is returned.
+    pub fn feed_all<E>(&mut self, messages: impl IntoIterator<Item = Result<Message, E>>) -> Result<(), E> {
+        let mut messages = messages.into_iter().peekable();
+        while let Some(message) = messages.next() {
+            let message = message?;
+            let next_is_tool = match messages.peek() {
+                Some(Ok(next)) => next.role == Role::Tool,
+                // The next record is broken: the replay ends there, before more engine work.
+                Some(Err(_)) => return messages.next().expect("peeked").map(drop),
+                None => false,
+            };
+            self.feed(message, next_is_tool);
+        }
+        self.end_transcript();
+        Ok(())
+    }
+
+    /// Takes a whole transcript as the context at once (for a manual compaction of all of it).
+    pub fn load(&mut self, messages: Vec<Message>) {
+        self.position = self.messages_replayed;
+        self.messages_replayed += messages.len();
+        self.system = messages.first().filter(|m| m.role == Role::System).cloned();
+        self.publish_appended(&messages);
+        self.position = self.messages_replayed;
+        self.context.restart(messages);
+    }
+
+    /// Feeds one transcript message; `next_is_tool` says whether a tool result follows it.
+    pub fn feed(&mut self, message: Message, next_is_tool: bool) {
+        let index = self.messages_replayed;
+        // A person types between turns, never between a call and its result: a command aimed
+        // at a tool result runs once the tool turn is over.
+        if message.role != Role::Tool {
+            self.run_script_before(index);
+        }
+        self.position = index;
+        self.messages_replayed += 1;
+        if message.role != Role::Tool {
+            self.settle_unanswered_calls();
+        }
+        let command = (message.role == Role::User)
+            .then(|| SessionCommand::parse(&message.text()))
+            .flatten();
+        if let Some(command) = command {
+            self.run_command(command, CommandSource::Message);
+        } else {
+            let ends_tool_turn = message.role == Role::Tool && !next_is_tool;
+            match message.role {
+                Role::Assistant => self.model_call(message),
+                Role::Tool => self.push_tool_result(message),
+                _ => {
+                    if message.role == Role::System && self.context.is_empty() {
+                        self.system = Some(message.clone());
+                    }
+                    self.append(message);
+                }
+            }
+            if ends_tool_turn {
+                self.settle_unanswered_calls();
+                self.note_threshold(self.context.tokens());
+                if self.call(|engine| engine.should_compress(None)) == Some(true) {
+                    self.compact(Trigger::Threshold, None);
+                }
+            }
+        }
+        self.position = index + 1;
+    }
+
+    /// Appends a message of the conversation and tells who watches; returns its tokens.
+    fn append(&mut self, message: Message) -> u64 {
+        let tokens = self.context.push(message);
+        self.publish_last_appended();
+        tokens
+    }
+
+    /// Tells who watches that the context's last message was appended.
+    fn publish_last_appended(&mut self) {
+        self.publish(Fact::MessagesAppended {
+            message_index: self.position,
+            count: 1,
+        });
+        if self.observers.wants(FactKind::MessagesAppended) {
+            let message = self.context.messages().last().cloned().into_iter().collect();
+            self.observe(FactKind::MessagesAppended, || FactBody::MessagesAppended {
+                messages: message,
+            });
+        }
+    }
+
+    fn publish_appended(&mut self, messages: &[Message]) {
+        if messages.is_empty() {
+            return;
+        }
+        self.publish(Fact::MessagesAppended {
+            message_index: self.position,
+            count: messages.len(),
+        });
+        let body = || FactBody::MessagesAppended {
+            messages: messages.to_vec(),
+        };
+        self.observe(FactKind::MessagesAppended, body);
+    }
+
+    fn model_call(&mut self, message: Message) {
+        self.note_threshold(self.context.tokens());
+        if self.hygiene_due() {
+            self.compact(Trigger::Hygiene, None);
+            self.hygiene_blocked = self.hygiene_due();
+        }
+        let (engine, context) = (&mut *self.engine, &self.context);
+        let preflight = timed(&mut self.engine_time, || {
+            engine.should_compress_preflight(context.messages(), context.json())
+        });
+        if self.record(preflight) == Some(true) {
+            self.compact(Trigger::Preflight, None);
+        }
+        let prompt_tokens = self.context.tokens();
+        let context_messages = self.context.len();
+        self.note_tokens(prompt_tokens, false);
+        self.model_calls += 1;
+        let recorded = recorded_usage(&message);
+        let calls = self.engine_tool_calls(&message);
+        // The model call is what the model received: published before its answer is appended.
+        let completion_tokens = self.context.push(message);
+        let counter = self.context.counter().name().to_owned();
+        self.publish(Fact::ModelCall {
+            message_index: self.position,
+            context_messages,
+            prompt_tokens,
+            prompt_source: UsageSource::Estimated,
+            completion_tokens,
+            completion_source: UsageSource::Estimated,
+            token_counter: counter.clone(),
+        });
+        self.publish_last_appended();
+        let (usage, source) = match recorded {
+            Some(usage) => (usage, UsageSource::Recorded),
+            None => (
+                Usage::new(prompt_tokens, completion_tokens),
+                UsageSource::Estimated,
+            ),
+        };
+        self.publish(Fact::Usage {
+            message_index: self.position,
+            source,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            total_tokens: usage.total_tokens,
+            cache_read_tokens: usage.cache_read_tokens.into_option(),
+            cache_write_tokens: usage.cache_write_tokens.into_option(),
+            reasoning_tokens: usage.reasoning_tokens.into_option(),
+            describes: match source {
+                UsageSource::Recorded => {
+                    "the original run's context, which the engine under test may have compacted differently"
+                        .to_owned()
+                }
+                UsageSource::Estimated => format!("the replayed context, counted with {counter}"),
+            },
+        });
+        self.observe(FactKind::Usage, || FactBody::Usage {
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            total_tokens: usage.total_tokens,
+            recorded: source == UsageSource::Recorded,
+        });
+        self.call(|engine| engine.update_from_response(usage));
+        self.observers.lifecycle(Lifecycle::Usage(usage));
+        self.pending.extend(calls);
+    }
+
+    /// Publishes a crossing of the active engine's threshold, once per crossing.
+    fn note_threshold(&mut self, tokens: u64) {
+        let Some(threshold) = self.threshold.filter(|&t| t > 0) else {
+            return;
+        };
+        let above = tokens >= threshold;
+        if above && !self.above_threshold {
+            self.publish(Fact::ThresholdCrossed {
+                message_index: self.position,
+                tokens,
+                threshold,
+            });
+            self.observe(FactKind::ThresholdCrossed, || FactBody::ThresholdCrossed {
+                tokens,
+                threshold,
+            });
+        }
+        self.above_threshold = above;
+    }
+
+    /// The calls of an assistant message that name one of the offered tools.
+    fn engine_tool_calls(&self, message: &Message) -> Vec<PendingCall> {
+        message
+            .calls()
+            .iter()
+            .filter(|call| self.tools.iter().any(|(name, _)| name == &call.function.name))
+            .map(|call| PendingCall {
+                message_index: self.position,
+                call_id: call.id.clone(),
+                tool: call.function.name.clone(),
+                arguments: call.function.arguments.clone(),
+            })
+            .collect()
+    }
+
+    /// Appends a tool result; one answering an engine tool's call is replaced by the live answer.
+    fn push_tool_result(&mut self, mut message: Message) {
+        let waiting = message
+            .tool_call_id
+            .as_ref()
+            .and_then(|id| self.pending.iter().position(|call| &call.call_id == id));
+        if let Some(waiting) = waiting {
+            let call = self.pending.remove(waiting);
+            let recorded = message.text().into_owned();
+            let live = self.dispatch(&call);
+            message.content = Content::Text(live.clone());
+            self.record_dispatch(ToolDispatch {
+                message_index: self.position,
+                equal: answers_equal(&recorded, &live),
+                call_id: call.call_id,
+                tool: call.tool,
+                arguments: call.arguments,
+                recorded: Some(recorded),
+                live,
+            });
+        }
+        self.append(message);
+    }
+
+    /// Dispatches the engine-tool calls the transcript left unanswered; their answers are logged,
+    /// nothing is inserted.
+    fn settle_unanswered_calls(&mut self) {
+        for call in std::mem::take(&mut self.pending) {
+            let live = self.dispatch(&call);
+            self.record_dispatch(ToolDispatch {
+                message_index: call.message_index,
+                call_id: call.call_id,
+                tool: call.tool,
+                arguments: call.arguments,
+                recorded: None,
+                live,
+                equal: false,
+            });
+        }
+    }
+
+    /// The answer to `call` as JSON text; an engine failure is contained and answered as
+    /// `{"error": …}`, as an agent loop answers the model.
+    fn dispatch(&mut self, call: &PendingCall) -> String {
+        let answer = match parse_arguments(&call.arguments) {
+            Err(problem) => json!({ "error": problem }),
+            Ok(arguments) => self.call_tool(&call.tool, &arguments).unwrap_or_else(|error| {
+                self.fault(&error);
+                json!({ "error": error.to_string() })
+            }),
+        };
+        serde_json::to_string(&answer).expect("JSON values serialise")
+    }
+
+    fn record_dispatch(&mut self, dispatch: ToolDispatch) {
+        let answer = serde_json::from_str(&dispatch.live).unwrap_or(Value::Null);
+        let arguments = parse_arguments(&dispatch.arguments).unwrap_or(Value::Null);
+        let owner = self.tool_owner_name(&dispatch.tool);
+        self.observe(FactKind::ToolCalled, || FactBody::ToolCalled {
+            engine: owner,
+            tool: dispatch.tool.clone(),
+            arguments,
+            answer,
+        });
+        self.publish(Fact::ToolDispatch(dispatch));
+    }
+
+    fn tool_owner_name(&self, tool: &str) -> String {
+        match self.tools.iter().find(|(name, _)| name == tool) {
+            Some((_, ToolOwner::Observer(index))) => self.observers.name(*index).to_owned(),
+            _ => self.engine.name().to_owned(),
+        }
+    }
+
+    /// Calls one of the offered tools against the current context (`ctxhost tool`): the active
+    /// engine's, or an observer's once it has handled everything published so far.
+    pub fn call_tool(&mut self, name: &str, arguments: &Value) -> Result<Value, EngineCallError> {
+        let owner = self
+            .tools
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, owner)| *owner);
+        let answer = match owner {
+            Some(ToolOwner::Observer(index)) => {
+                let answer = self.observers.call_tool(index, name, arguments);
+                self.report_detached_observers();
+                Ok(answer)
+            }
+            _ => {
+                let (engine, context) = (&mut *self.engine, &self.context);
+                timed(&mut self.engine_time, || {
+                    engine.handle_tool_call(name, arguments, Some(context.messages()))
+                })
+            }
+        };
+        answer
+    }
+
+    /// Runs a command a person would type between turns:
+    /// - `/compress [focus]`: a manual compaction now (auto-compaction resumed first);
+    /// - `/reset`: `on_session_reset`; the context restarts from the system message;
+    /// - `/new`: `on_session_end` for the session, `on_session_reset`, the context restarted, then
+    ///   `on_session_start` for a new session id with `boundary_reason` and `old_session_id`;
+    /// - `/engine NAME`: [`Self::swap_engine`] to the engine of that name, found afresh.
+    pub fn run_command(&mut self, command: SessionCommand, source: CommandSource) {
+        self.publish(Fact::Command {
+            message_index: self.position,
+            command: command.clone(),
+            source,
+        });
+        match &command {
+            SessionCommand::Compress { focus } => self.compact(Trigger::Manual, focus.as_deref()),
+            SessionCommand::Reset => self.reset_session(),
+            SessionCommand::New => {
+                self.end_session();
+                // Nothing is published for a session once it ended: the reset is the new one's.
+                let old = std::mem::take(&mut self.session_id);
+                self.session_id = format!("{}-{}", self.options.session_id, self.sessions + 1);
+                self.reset_session();
+                self.begin_session(Some(NEW_SESSION_REASON), Some(old));
+            }
+            SessionCommand::Engine { name } => {
+                let found = match &mut self.engine_source {
+                    Some(source) => source(name),
+                    None => Err("this session was started without a way to load engines".to_owned()),
+                };
+                match found {
+                    Ok(engine) => self.swap_engine(engine),
+                    Err(reason) => self.refuse_swap(name, reason),
+                }
+            }
+        }
+    }
+
+    /// Hands the context to `engine`, at a turn boundary:
+    /// - the new engine gets `update_model`, then `on_session_start` with the same session id
+    ///   (`boundary_reason` `engine_swap`); if either fails, it is dropped, with one warning, and
+    ///   the old engine stays;
+    /// - the old engine gets `on_session_end` with the current context, unless it is on standby
+    ///   ([`Watchers::standby`]): then it stays on as an observer;
+    /// - the new engine owns the context from here on; the tools are read again.
+    pub fn swap_engine(&mut self, mut engine: EngineHandle) {
+        let to = engine.name().to_owned();
+        let model = self.options.model.clone();
+        let info = self.session_info(Some(SWAP_REASON), None);
+        let started = engine
+            .update_model(&model)
+            .and_then(|()| engine.on_session_start(&self.session_id, &info));
+        if let Err(error) = started {
+            return self.refuse_swap(&to, error.to_string());
+        }
+        let old = std::mem::replace(&mut *self.engine, engine);
+        let from = old.name().to_owned();
+        if self.standby.contains(&from) {
+            if let Err(error) = self.observers.attach(old) {
+                self.warn(format!("`{from}` cannot stay on as an observer: {error}"));
+            }
+        } else {
+            let mut old = old;
+            let (session_id, context) = (&self.session_id, &self.context);
+            let ended = timed(&mut self.engine_time, || {
+                old.on_session_end(session_id, context.messages())
+            });
+            self.record(ended);
+        }
+        self.context.set_keeping_json(self.engine.wants_json());
+        self.threshold = self.call(|engine| engine.counters()).map(|c| c.threshold_tokens);
+        self.above_threshold = false;
+        self.hygiene_blocked = false;
+        let warnings = self.read_tools();
+        self.publish(Fact::EngineSwap {
+            message_index: self.position,
+            from: from.clone(),
+            to: to.clone(),
+            origin: Some(self.engine.origin().to_string()),
+            refused: None,
+        });
+        self.observe(FactKind::EngineSwapped, || FactBody::EngineSwapped { from, to });
+        for warning in warnings {
+            self.warn(warning);
+        }
+    }
+
+    fn refuse_swap(&mut self, to: &str, reason: String) {
+        self.warn(format!(
+            "cannot swap to engine `{to}`: {reason}; `{}` stays in charge",
+            self.engine.name()
+        ));
+        self.publish(Fact::EngineSwap {
+            message_index: self.position,
+            from: self.engine.name().to_owned(),
+            to: to.to_owned(),
+            origin: None,
+            refused: Some(reason),
+        });
+    }
+
+    fn run_script_before(&mut self, index: usize) {
+        while self
+            .script
+            .front()
+            .is_some_and(|command| command.before_message <= index)
+        {
+            let scripted = self.script.pop_front().expect("checked");
+            self.position = index.min(self.messages_replayed);
+            self.run_command(scripted.command, CommandSource::Flag);
+        }
+    }
+
+    /// The end of the transcript: commands scripted at or past it, calls it never answered.
+    fn end_transcript(&mut self) {
+        if std::mem::replace(&mut self.transcript_ended, true) {
+            return;
+        }
+        self.position = self.messages_replayed;
+        self.run_script_before(usize::MAX);
+        self.settle_unanswered_calls();
+    }
+
+    fn session_info(&self, boundary_reason: Option<&str>, old_session_id: Option<String>) -> SessionInfo {
+        let model = &self.options.model;
+        SessionInfo {
+            model: model.model.clone(),
+            context_length: model.context_length,
+            platform: "ctxhost".to_owned(),
+            boundary_reason: boundary_reason.map(str::to_owned),
+            old_session_id,
+        }
+    }
+
+    fn begin_session(&mut self, boundary_reason: Option<&str>, old_session_id: Option<String>) {
+        self.held.get_or_insert_with(Vec::new);
+        self.sessions += 1;
+        let info = self.session_info(boundary_reason, old_session_id.clone());
+        let session_id = self.session_id.clone();
+        self.call(|engine| engine.on_session_start(&session_id, &info));
+        self.observers
+            .lifecycle(Lifecycle::SessionStart(session_id.clone(), info.clone()));
+        self.threshold = self.call(|engine| engine.counters()).map(|c| c.threshold_tokens);
+        self.above_threshold = false;
+        let held = self.held.take().unwrap_or_default();
+        self.publish(Fact::SessionStart {
+            message_index: self.position,
+            session_id,
+            engine: self.engine.name().to_owned(),
+            model: info.model.clone(),
+            context_length: info.context_length,
+            window: self.options.model.window(),
+            threshold_tokens: self.threshold,
+            token_counter: self.context.counter().name().to_owned(),
+            tools: self.tools(),
+            boundary_reason: info.boundary_reason,
+            old_session_id,
+        });
+        let engine = self.engine.name().to_owned();
+        self.observe(FactKind::SessionStarted, || FactBody::SessionStarted {
+            engine,
+            model: info.model,
+            context_length: info.context_length,
+        });
+        for fact in held {
+            self.publish(fact);
+        }
+    }
+
+    fn end_session(&mut self) {
+        let session_id = self.session_id.clone();
+        let (engine, context) = (&mut *self.engine, &self.context);
+        let ended = timed(&mut self.engine_time, || {
+            engine.on_session_end(&session_id, context.messages())
+        });
+        self.record(ended);
+        let messages = Arc::new(self.context.messages().to_vec());
+        self.observe(FactKind::SessionEnded, || FactBody::SessionEnded {
+            messages: messages.to_vec(),
+        });
+        self.observers
+            .lifecycle(Lifecycle::SessionEnd(session_id.clone(), messages));
+        self.publish(Fact::SessionEnd {
+            message_index: self.position,
+            session_id,
+            messages: self.context.len(),
+            tokens: self.context.tokens(),
+        });
+    }
+
+    /// `on_session_reset`, and the context restarts from the transcript's system message (as it
+    /// came, without what a compaction may have added to it).
+    fn reset_session(&mut self) {
+        self.call(|engine| engine.on_session_reset());
+        self.observers.lifecycle(Lifecycle::Reset);
+        self.observe(FactKind::SessionReset, || FactBody::SessionReset);
+        self.publish(Fact::SessionReset {
+            message_index: self.position,
+            session_id: self.session_id.clone(),
+        });
+        self.context.restart(self.system.clone().into_iter().collect());
+        self.hygiene_blocked = false;
+        self.above_threshold = false;
+    }
+
+    fn hygiene_due(&self) -> bool {
+        let window = self.options.model.window();
+        let over_tokens = window > 0 && self.context.rough_tokens() * 100 >= window * HYGIENE_PERCENT;
+        !self.hygiene_blocked && (over_tokens || self.context.len() >= HYGIENE_MESSAGES)
+    }
+
+    /// Compacts the context now; on any failure the context stays as it was.
+    ///
+    /// A manual `/compress` first resumes automatic compaction, then asks
+    /// `has_content_to_compress`: when the engine says no, `compress` is not called and the
+    /// record says there was nothing to compact. An engine result equal to its input is recorded
+    /// as nothing to compact too, never as a compaction.
+    pub fn compact(&mut self, trigger: Trigger, focus: Option<&str>) {
+        let mut record = CompactionRecord {
+            at_message: self.messages_replayed,
+            turn: self.model_calls,
+            trigger,
+            focus: focus.map(str::to_owned),
+            tokens_before: self.context.tokens(),
+            tokens_after: self.context.tokens(),
+            messages_before: self.context.len(),
+            messages_after: self.context.len(),
+            duration_ms: 0.0,
+            outcome: Outcome::Applied,
+            retention: None,
+            details: None,
+        };
+        if trigger == Trigger::Manual {
+            self.call(|engine| engine.call_ext("resume_auto_compaction", &Value::Null));
+            let (engine, context) = (&mut *self.engine, &self.context);
+            let has_content = timed(&mut self.engine_time, || {
+                engine.has_content_to_compress(context.messages())
+            });
+            if self.record(has_content) == Some(false) {
+                record.outcome = Outcome::NothingToCompact {
+                    reason: "the engine says everything is still protected".to_owned(),
+                };
+                return self.record_compaction(record, &[]);
+            }
+        }
+        let started = Instant::now();
+        let (engine, context) = (&mut *self.engine, &self.context);
+        let call = CompressCall {
+            current_tokens: Some(record.tokens_before),
+            focus_topic: focus,
+            user_message: context.user_message(),
+        };
+        let result = engine.compress(context.messages(), context.json(), &call);
+        let duration = started.elapsed();
+        self.engine_time += duration;
+        record.duration_ms = duration.as_secs_f64() * 1e3;
+        record.details = self
+            .call(|engine| engine.call_ext("last_compaction", &Value::Null))
+            .flatten();
+        let mut inserted = Vec::new();
+        record.outcome = match result {
+            Ok(messages) if messages.as_slice() == self.context.messages() => Outcome::NothingToCompact {
+                reason: "the engine returned the context as it was".to_owned(),
+            },
+            Ok(messages) => {
+                if self.options.facts == FactAccounting::Measure {
+                    let compacted = compacted_messages(self.context.messages(), &messages);
+                    record.retention = Some(measure_retention(&compacted, &messages));
+                }
+                if self.observers.wants(FactKind::Compacted) {
+                    inserted = compacted_messages(&messages, self.context.messages());
+                }
+                self.context.replace(messages);
+                self.hygiene_blocked = false;
+                Outcome::Applied
+            }
+            Err(error) => {
+                let reason = error.to_string();
+                self.fault(&error);
+                Outcome::Kept { reason }
+            }
+        };
+        record.tokens_after = self.context.tokens();
+        record.messages_after = self.context.len();
+        if record.outcome == Outcome::Applied {
+            self.above_threshold = self.threshold.is_some_and(|t| t > 0 && record.tokens_after >= t);
+        }
+        self.record_compaction(record, &inserted);
+    }
+
+    /// Takes the tokens of a context the model would receive (or of the final one) and reports
+    /// it when it is over the usable window, with a warning the first time.
+    fn note_tokens(&mut self, tokens: u64, at_end: bool) {
+        let window = self.options.model.window();
+        if window == 0 || tokens <= window {
+            return;
+        }
+        self.publish(Fact::OverWindow {
+            message_index: self.position,
+            tokens,
+            window,
+            at_end,
+        });
+        if !std::mem::replace(&mut self.overrun_warned, true) {
+            let at = if self.transcript_ended {
+                "at the end".to_owned()
+            } else {
+                format!("before message {}", self.position)
+            };
+            self.warn(format!(
+                "the context went over the window {at}: {} tokens in a {}-token window, which a model would refuse",
+                group_thousands(tokens as usize),
+                group_thousands(window as usize),
+            ));
+        }
+    }
+
+    fn record_compaction(&mut self, record: CompactionRecord, inserted: &[Message]) {
+        if record.outcome == Outcome::Applied {
+            let engine = self.engine.name().to_owned();
+            self.observe(FactKind::Compacted, || FactBody::Compacted {
+                engine,
+                tokens_before: record.tokens_before,
+                tokens_after: record.tokens_after,
+                messages_before: record.messages_before as u64,
+                messages_after: record.messages_after as u64,
+                inserted: inserted.to_vec(),
+            });
+        }
+        self.publish(Fact::Compaction(CompactionEvent::new(self.position, &record)));
+    }
+
+    /// Ends the transcript and the session, waits for the observers to handle everything, and
+    /// returns the final context.
+    pub fn finish(mut self) -> Vec<Message> {
+        self.end_transcript();
+        self.end_session();
+        let counters = self.call(|engine| engine.counters());
+        let status = self.call(|engine| engine.get_status());
+        self.note_tokens(self.context.tokens(), true);
+        self.observers.close();
+        self.report_detached_observers();
+        self.publish(Fact::ReplayEnd {
+            message_index: self.messages_replayed,
+            messages_replayed: self.messages_replayed,
+            final_tokens: self.context.tokens(),
+            final_messages: self.context.len(),
+            engine_time_ms: self.engine_time.as_secs_f64() * 1e3,
+            counters,
+            status,
+            observers: self.observers.summaries(),
+        });
+        std::mem::take(&mut self.context).into_messages()
+    }
+
+    fn call<T>(&mut self, body: impl FnOnce(&mut EngineHandle) -> Result<T, EngineCallError>) -> Option<T> {
+        let engine = &mut *self.engine;
+        let result = timed(&mut self.engine_time, || body(engine));
+        self.record(result)
+    }
+
+    fn record<T>(&mut self, result: Result<T, EngineCallError>) -> Option<T> {
+        result.map_err(|error| self.fault(&error)).ok()
+    }
+
+    fn fault(&mut self, error: &EngineCallError) {
+        tracing::warn!("{error}; the context is kept as it was");
+        self.publish(Fact::Error {
+            message_index: self.position,
+            at_message: self.messages_replayed,
+            message: error.to_string(),
+        });
+    }
+
+    fn warn(&mut self, message: String) {
+        tracing::warn!("{message}");
+        self.publish(Fact::Warning {
+            message_index: self.position,
+            message,
+        });
+    }
+
+    fn report_detached_observers(&mut self) {
+        for warning in self.observers.newly_detached() {
+            self.warn(warning);
+        }
+    }
+
+    /// Hands `fact` to every subscriber (held back while a session starts).
+    fn publish(&mut self, fact: Fact) {
+        match &mut self.held {
+            Some(held) => held.push(fact),
+            None => self.subscribers.publish(&fact),
+        }
+    }
+
+    /// Delivers the engine-level fact `body` builds to the observers that asked for `kind`;
+    /// nothing is built when none did.
+    fn observe(&mut self, kind: FactKind, body: impl FnOnce() -> FactBody) {
+        if self.observers.is_empty() {
+            return;
+        }
+        let (session_id, at_message) = (self.session_id.clone(), self.messages_replayed as u64);
+        self.observers.deliver(kind, || ctxhost_engine_abi::Fact {
+            session_id,
+            at_message,
+            body: body(),
+        });
+        self.report_detached_observers();
+    }
+}
+
+fn timed<T>(total: &mut Duration, body: impl FnOnce() -> T) -> T {
+    let started = Instant::now();
+    let value = body();
+    *total += started.elapsed();
+    value
+}

@@ -1,0 +1,388 @@
+//! Observers and live swap through the real binary: engines that watch a session never change
+//! it (even when they sleep, fail or panic), lcm observing answers from the whole history, the
+//! telemetry observer hears nothing of a session after it ended, and `/engine NAME` hands the
+//! context to another engine (or, when it cannot load, leaves the old one in charge).
+
+use std::{fs, path::Path};
+
+use serde_json::Value;
+
+use crate::support::{example, texts, PluginDir};
+
+/// A plugins folder with every engine the repository ships, and faulty for misbehaving.
+fn observers_tree(config: &str) -> PluginDir {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config(config);
+    tree
+}
+
+const BASE_CONFIG: &str = "\
+context:
+  engine: compressor
+  tokenizer: rough
+model:
+  default: example/model
+  context_length: 16000
+compression:
+  threshold: 0.50
+  target_ratio: 0.20
+  protect_last_n: 6
+  protect_first_n: 3
+lcm:
+  database: store/lcm.sqlite
+telemetry:
+  path: telemetry.jsonl
+";
+
+fn bundled_transcripts() -> Vec<String> {
+    let mut transcripts: Vec<String> = fs::read_dir(example("transcripts"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path().display().to_string())
+        .collect();
+    transcripts.sort();
+    assert!(transcripts.len() >= 8, "{transcripts:?}");
+    transcripts
+}
+
+/// What a replay gave: the report (JSON) and the final context's bytes.
+fn replay(tree: &PluginDir, transcript: &str, extra: &[&str]) -> (Value, Vec<u8>, String) {
+    let out = tree.root().join("final.json");
+    let _ = fs::remove_file(&out);
+    let mut args = vec!["run", transcript, "--json", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let output = tree.run(&args);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    let report = serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"));
+    (report, fs::read(&out).unwrap(), stderr)
+}
+
+/// The compaction records without their timings, which differ from run to run.
+fn compaction_records(report: &Value) -> Value {
+    fn without_timings(value: &mut Value) {
+        match value {
+            Value::Object(fields) => {
+                fields.retain(|key, _| !key.ends_with("_ms"));
+                fields.values_mut().for_each(without_timings);
+            }
+            Value::Array(items) => items.iter_mut().for_each(without_timings),
+            _ => {}
+        }
+    }
+    let mut records = report["compactions"].clone();
+    without_timings(&mut records);
+    records
+}
+
+#[test]
+fn observers_change_nothing_on_any_bundled_example_with_any_active_engine() {
+    let tree = observers_tree(BASE_CONFIG);
+    let mut compacted = 0;
+    for transcript in bundled_transcripts() {
+        for engine in ["compressor", "masking"] {
+            let case = format!("{engine} on {transcript}");
+            let (alone, alone_context, alone_stderr) = replay(&tree, &transcript, &["--engine", engine]);
+            let watched = ["--engine", engine, "--observer", "lcm", "--observer", "telemetry"];
+            let (report, context, stderr) = replay(&tree, &transcript, &watched);
+            assert_eq!(stderr, alone_stderr, "{case}: the same warnings, and no others");
+            assert!(alone_context == context, "{case}: the final contexts differ");
+            assert_eq!(compaction_records(&report), compaction_records(&alone), "{case}");
+            let observers = report["observers"].as_array().unwrap();
+            assert_eq!(observers.len(), 2, "{case}");
+            for observer in observers {
+                assert!(observer["detached"].is_null(), "{case}: {observer}");
+                assert!(observer["facts"].as_u64().unwrap() > 0, "{case}: {observer}");
+            }
+            compacted += report["compactions"].as_array().unwrap().len();
+        }
+    }
+    assert!(compacted > 20, "the examples compact: {compacted}");
+}
+
+#[test]
+fn an_observer_that_sleeps_fails_or_panics_changes_nothing_and_is_detached_with_one_warning() {
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let alone_tree = observers_tree(BASE_CONFIG);
+    let (alone, alone_context, _) = replay(&alone_tree, &transcript, &[]);
+    for mode in ["sleep", "fail", "panic"] {
+        let config = format!("{BASE_CONFIG}faulty:\n  observe: {mode}\n  observe_fail_at: 40\n");
+        let tree = observers_tree(&config);
+        let (report, context, stderr) = replay(&tree, &transcript, &["--observer", "faulty"]);
+        assert!(context == alone_context, "{mode}: the final contexts differ");
+        assert_eq!(compaction_records(&report), compaction_records(&alone), "{mode}");
+        let observer = &report["observers"][0];
+        let detached = stderr
+            .lines()
+            .filter(|line| line.starts_with("warning: observer `faulty` detached"))
+            .count();
+        if mode == "sleep" {
+            assert!(observer["detached"].is_null(), "{observer}");
+            assert_eq!(detached, 0, "{stderr}");
+        } else {
+            let reason = observer["detached"].as_str().unwrap();
+            assert!(
+                reason.contains(&format!("told to {mode} in `observe`")),
+                "{reason}"
+            );
+            assert_eq!(detached, 1, "{stderr}");
+            // It received facts up to the failing one, and nothing after.
+            assert_eq!(observer["facts"], 39, "{observer}");
+        }
+    }
+}
+
+#[test]
+fn crossings_in_bursts_never_compact_twice_whatever_the_observers_timing() {
+    // A small window: the threshold is crossed again and again; three observers, one of them
+    // sleeping an uneven while on every fact, shift the threads' timing from run to run.
+    let config = format!("{BASE_CONFIG}faulty:\n  observe: jitter\n").replace("16000", "6000");
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let (alone, alone_context, _) = replay(&tree, &transcript, &[]);
+    let records = compaction_records(&alone);
+    assert!(records.as_array().unwrap().len() > 20, "{records:#}");
+    let watched = [
+        "--observer",
+        "faulty",
+        "--observer",
+        "lcm",
+        "--observer",
+        "telemetry",
+    ];
+    for run in 0..8 {
+        let (report, context, _) = replay(&tree, &transcript, &watched);
+        assert!(context == alone_context, "run {run}: the final contexts differ");
+        assert_eq!(compaction_records(&report), records, "run {run}");
+        let mut seen = std::collections::HashSet::new();
+        for record in report["compactions"].as_array().unwrap() {
+            let key = (
+                record["at_message"].clone().to_string(),
+                record["trigger"].to_string(),
+            );
+            assert!(seen.insert(key), "run {run}: two compactions at once: {record}");
+        }
+    }
+}
+
+/// The telemetry observer's lines.
+fn telemetry_lines(tree: &PluginDir) -> Vec<Value> {
+    fs::read_to_string(tree.root().join("telemetry.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn nothing_is_delivered_for_a_session_after_it_ended() {
+    let tree = observers_tree(BASE_CONFIG);
+    let transcript = example("transcripts/coupon-fix.json").display().to_string();
+    replay(
+        &tree,
+        &transcript,
+        &["--observer", "telemetry", "--at", "6:/new", "--at", "9:/reset"],
+    );
+    let lines = telemetry_lines(&tree);
+    let mut ended = Vec::new();
+    for line in &lines {
+        let session = line["session_id"].as_str().unwrap().to_owned();
+        assert!(
+            !ended.contains(&session),
+            "a fact after `{session}` ended: {line}"
+        );
+        if line["kind"] == "session_ended" {
+            ended.push(session);
+        }
+    }
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(ended.len(), 2, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "session_started").count(), 2);
+    assert_eq!(kinds.iter().filter(|k| **k == "session_reset").count(), 2);
+    assert_eq!(kinds.first(), Some(&"session_started"));
+    assert_eq!(kinds.last(), Some(&"session_ended"));
+}
+
+/// A word of the transcript's first messages that `context` no longer holds.
+fn forgotten_word(transcript: &Path, context: &[u8]) -> String {
+    let context = String::from_utf8_lossy(context);
+    let messages: Value = serde_json::from_str(&fs::read_to_string(transcript).unwrap()).unwrap();
+    let early = messages["messages"].as_array().unwrap()[..12]
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    early
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .find(|word| word.len() >= 12 && !context.contains(word))
+        .expect("the compressor summarised some early word away")
+        .to_owned()
+}
+
+#[test]
+fn lcm_observing_finds_what_the_compressor_summarised_away_and_expands_it() {
+    let config = BASE_CONFIG.replace(
+        "engine: compressor",
+        "engine: compressor\n  observers: [lcm, telemetry]",
+    );
+    let tree = observers_tree(&config);
+    let path = example("transcripts/warehouse-migration.json");
+    let transcript = path.display().to_string();
+    let (report, context, _) = replay(&tree, &transcript, &[]);
+    assert!(report["compactions"].as_array().unwrap().len() > 5);
+    assert_eq!(report["engine"], "compressor");
+    let word = forgotten_word(&path, &context);
+    let pattern = format!("{{\"pattern\": \"{word}\"}}");
+    let output = tree.run(&["tool", &transcript, "lcm_grep", &pattern]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let found: Value = serde_json::from_str(&stdout).unwrap();
+    let matches = found["matches"].as_array().unwrap();
+    assert!(!matches.is_empty(), "{word}: {found:#}");
+    // The same session replayed again stored nothing twice.
+    let status = tree.run(&["tool", &transcript, "lcm_status", "{}"]);
+    let status: Value = serde_json::from_str(&texts(&status).0).unwrap();
+    assert_eq!(status["messages"], 373, "{status:#}");
+    assert_eq!(
+        status["observed_compactions"],
+        report["compactions"].as_array().unwrap().len(),
+        "{status:#}"
+    );
+    // lcm_expand of the stored message gives it back exactly.
+    let id = matches[0]["id"].as_str().unwrap();
+    let expand = format!("{{\"id\": \"{id}\"}}");
+    let expanded = tree.run(&["tool", &transcript, "lcm_expand", &expand]);
+    let (stdout, stderr) = texts(&expanded);
+    assert!(expanded.status.success(), "{stderr}");
+    assert!(stdout.contains(&word), "{stdout}");
+}
+
+#[test]
+fn engine_swaps_show_in_the_report_and_a_swap_that_cannot_load_keeps_the_old_engine() {
+    let tree = observers_tree(BASE_CONFIG);
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let events = tree.root().join("events.jsonl");
+    let (report, _, stderr) = replay(
+        &tree,
+        &transcript,
+        &["--at", "20:/engine:masking", "--events", events.to_str().unwrap()],
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let spans: Vec<(String, Value, Value)> = report["engine_spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["engine"].as_str().unwrap().to_owned(),
+                s["from_message"].clone(),
+                s["until_message"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        spans,
+        vec![
+            ("compressor".to_owned(), 0.into(), 20.into()),
+            ("masking".to_owned(), 20.into(), 373.into()),
+        ]
+    );
+    // Compactions after the swap are masking's: it keeps every message.
+    let after: Vec<&Value> = report["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["at_message"].as_u64().unwrap() > 20)
+        .collect();
+    assert!(!after.is_empty());
+    // The compressor had not compacted yet at message 20, and masking keeps every message.
+    assert_eq!(after.len(), report["compactions"].as_array().unwrap().len());
+    assert_eq!(report["final_messages"], 373);
+    let log = fs::read_to_string(&events).unwrap();
+    let swap: Value = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|event| event["event"] == "engine_swap")
+        .unwrap();
+    assert_eq!(swap["from"], "compressor");
+    assert_eq!(swap["to"], "masking");
+    assert!(swap["refused"].is_null());
+    let text = tree.run(&["run", &transcript, "--at", "20:/engine:masking"]);
+    assert!(texts(&text)
+        .0
+        .contains("owners      compressor messages 0-20; masking messages 20-373"));
+
+    let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:nowhere"]);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("cannot swap to engine `nowhere`"),
+        "{stderr}"
+    );
+    assert!(warnings[0].contains("`compressor` stays in charge"), "{stderr}");
+    assert_eq!(report["engine_spans"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_swap_to_a_library_rebuilt_on_disk_since_it_was_first_loaded_runs_the_new_code() {
+    use ctxhost::{
+        config::Settings,
+        resolution::{try_resolve_engine, Registry},
+        runner::{ReplayOptions, Replayer},
+    };
+    let tree = PluginDir::new();
+    let library = tree.engine("faulty", "ctxhost_test_faulty");
+    let config = tree.config("context:\n  engine: compressor\n");
+    let settings = Settings::parse(&fs::read_to_string(&config).unwrap(), &config).unwrap();
+    let generation =
+        |engine: &ctxhost::engine::EngineHandle| engine.get_status().unwrap()["generation"].clone();
+    // First loaded as it was built.
+    let first = try_resolve_engine("faulty", &settings, &Registry::default()).unwrap();
+    assert_eq!(generation(&first), "faulty-generation-A");
+    // Rebuilt in place: the same library with its generation changed, as a new build would be.
+    let bytes = fs::read(&library).unwrap();
+    let (old, new) = (b"faulty-generation-A", b"faulty-generation-B");
+    let at = bytes
+        .windows(old.len())
+        .position(|w| w == old)
+        .expect("the generation is in the library");
+    let mut rebuilt = bytes.clone();
+    rebuilt[at..at + new.len()].copy_from_slice(new);
+    // As a build stages it: a new file renamed over the old one (writing into a library a
+    // process has mapped would change its running code under it).
+    let staged = library.with_extension("new");
+    fs::write(&staged, &rebuilt).unwrap();
+    fs::rename(&staged, &library).unwrap();
+    // A session swaps to it: the new engine is the new code, and the session is the same one.
+    let mut engine = ctxhost::resolution::builtin_compressor(&settings);
+    let options = ReplayOptions {
+        session_id: "swap".into(),
+        ..ReplayOptions::default()
+    };
+    let mut replayer = Replayer::start(&mut engine, &options).with_engine_source(Box::new(|name: &str| {
+        try_resolve_engine(name, &settings, &Registry::default()).map_err(|error| error.to_string())
+    }));
+    replayer.feed(ctxhost_engine_abi::Message::user("hello"), false);
+    replayer.run_command(
+        ctxhost::runner::SessionCommand::Engine {
+            name: "faulty".into(),
+        },
+        ctxhost::runner::CommandSource::Flag,
+    );
+    assert_eq!(replayer.engine_name(), "faulty");
+    let context = replayer.finish();
+    assert_eq!(context.len(), 1);
+    assert_eq!(engine.name(), "faulty");
+    assert_eq!(generation(&engine), "faulty-generation-B");
+    // The first instance is still the old code: libraries are never unloaded.
+    assert_eq!(generation(&first), "faulty-generation-A");
+}
