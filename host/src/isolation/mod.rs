@@ -495,8 +495,10 @@ fn child_error(name: &str, error: RpcError) -> ChildError {
             let kind = error.to_engine_error().kind;
             let prefix = format!("engine `{engine}` failed in `{name}`: ");
             let text = error.message.strip_prefix(&prefix).unwrap_or(&error.message);
-            let label = EngineError::new(kind, "").to_string();
-            let message = text.strip_prefix(label.as_str()).unwrap_or(text);
+            // The kind's label as the error's Display writes it before the message.
+            let shown = EngineError::new(kind, "-").to_string();
+            let label = shown.strip_suffix('-').unwrap_or_default();
+            let message = text.strip_prefix(label).unwrap_or(text);
             ChildError::Engine(EngineError::new(kind, message))
         }
         code::INVALID_OUTPUT => {
