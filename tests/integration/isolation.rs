@@ -16,7 +16,7 @@ use ctxhost::{
 use ctxhost_engine_abi::{messages_from_json, Message, ModelInfo, SessionInfo};
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 
-use crate::support::{example, example_transcript, texts, PluginDir};
+use crate::support::{example_messages, example_transcript, texts, PluginDir};
 
 /// Each bad plugin, and the words that name its end in the report.
 const BAD_PLUGINS: [(&str, &str); 6] = [
@@ -28,14 +28,9 @@ const BAD_PLUGINS: [(&str, &str); 6] = [
     ("panic_abort", "told to panic (built with panic = \"abort\")"),
 ];
 
-/// Short deadlines and a small address space, so that each bad plugin ends quickly.
-const BOUNDS: &str = "isolation:\n  deadlines:\n    start: 5\n    compress: 1\n    handle_tool_call: 1\n    other: 0.5\n  limits:\n    address_space_mb: 256\n";
-
-fn example_messages() -> Vec<Message> {
-    let text = fs::read_to_string(example("transcripts/coupon-fix.json")).unwrap();
-    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    serde_json::from_value(value["messages"].clone()).unwrap()
-}
+/// Deadlines short enough that a hanging plugin ends quickly, long enough that a healthy call never
+/// misses them on a loaded machine; an address space small enough to fill at once.
+const BOUNDS: &str = "isolation:\n  deadlines:\n    start: 10\n    compress: 3\n    handle_tool_call: 3\n    other: 3\n  limits:\n    address_space_mb: 256\n";
 
 /// A plugin tree whose config selects `engine` (and `observers`), isolated, with `faulty:` told
 /// to end its process as `crash` in `method`.

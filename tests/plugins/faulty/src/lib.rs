@@ -72,26 +72,6 @@ pub const GENERATION: &str = "faulty-generation-A";
 /// The ways `crash` can end the process.
 pub const CRASHES: [&str; 6] = ["abort", "segfault", "exit", "hang", "allocate", "panic_abort"];
 
-/// Every method `crash_in` can name: `panic_in`'s and `observe`.
-pub const CRASH_METHODS: [&str; 16] = [
-    "new",
-    "compress",
-    "update_from_response",
-    "should_compress",
-    "should_compress_preflight",
-    "has_content_to_compress",
-    "on_session_start",
-    "on_session_end",
-    "on_session_reset",
-    "update_model",
-    "get_tool_schemas",
-    "handle_tool_call",
-    "get_status",
-    "counters",
-    "call_ext",
-    "observe",
-];
-
 /// What `observe` can ask for.
 pub const OBSERVE_MODES: [&str; 4] = ["sleep", "jitter", "fail", "panic"];
 
@@ -264,7 +244,7 @@ impl Engine for Faulty {
             return Err(EngineError::config(message));
         }
         let crash = match (
-            read_choice(config, "crash_in", &CRASH_METHODS)?,
+            read_choice(config, "crash_in", &[&METHODS[..], &["observe"]].concat())?,
             read_choice(config, "crash", &CRASHES)?,
         ) {
             (Some(method), Some(how)) => Some((method, how)),
