@@ -100,6 +100,7 @@ def main():
     )
     show_observers()
     show_serve()
+    show_isolation()
     show_memory()
 
 
@@ -128,6 +129,21 @@ def show_serve():
         show(f"compress {n} messages through serve (ms)", served and served / 1e6)
         show(f"compress {n} messages in process (ms)", local and local / 1e6)
         show(f"  served / in process, {n}", ratio(served, local), fmt="{:.2f}x")
+
+
+def show_isolation():
+    """`cargo bench -p ctxhost --bench isolation`: the masking plugin in process and in a child."""
+    print()
+    inside, isolated = mean_ns("isolation_trivial", "in_process"), mean_ns("isolation_trivial", "isolated")
+    show("trivial call (should_compress), in process (us)", inside and inside / 1e3, fmt="{:.3f}")
+    show("trivial call (should_compress), isolated (us)", isolated and isolated / 1e3, fmt="{:.1f}")
+    for n in ("500", "5000"):
+        inside = mean_ns("isolation_compress", "in_process", n)
+        isolated = mean_ns("isolation_compress", "isolated", n)
+        show(f"compress {n} messages, in process (ms)", inside and inside / 1e6, fmt="{:.2f}")
+        show(f"compress {n} messages, isolated (ms)", isolated and isolated / 1e6, fmt="{:.2f}")
+        target = "target <= 2x" if n == "5000" else ""
+        show(f"  isolated / in process, {n} messages", ratio(isolated, inside), target, "{:.2f}x")
 
 
 def show_memory():

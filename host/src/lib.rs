@@ -34,6 +34,7 @@ pub mod config;
 pub mod discovery;
 pub mod engine;
 pub mod formats;
+pub mod isolation;
 pub mod loading;
 pub mod output;
 pub mod report;

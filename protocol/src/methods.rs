@@ -46,6 +46,9 @@ pub mod method {
     pub const HANDLE_TOOL_CALL: &str = "handle_tool_call";
     /// The contract's `get_status`.
     pub const GET_STATUS: &str = "get_status";
+    /// An engine's extension method (`call_ext`), added in 1.1: [`CallExtParams`](super::CallExtParams)
+    /// → its JSON answer; a method the engine does not know is an error of kind `unknown_method`.
+    pub const CALL_EXT: &str = "call_ext";
     /// The six counters alone (the cheapest call there is).
     pub const COUNTERS: &str = "counters";
     /// The host's record of every `compress` of the session.
@@ -56,7 +59,7 @@ pub mod method {
     pub const SHUTDOWN: &str = "shutdown";
 
     /// Every method of this version, as `capabilities` lists them.
-    pub const ALL: [&str; 19] = [
+    pub const ALL: [&str; 20] = [
         INITIALIZE,
         SESSION_OPEN,
         SESSION_CLOSE,
@@ -72,6 +75,7 @@ pub mod method {
         GET_TOOL_SCHEMAS,
         HANDLE_TOOL_CALL,
         GET_STATUS,
+        CALL_EXT,
         COUNTERS,
         COMPACTIONS,
         SWAP,
@@ -135,6 +139,10 @@ pub struct OpenParams {
     /// When given, `update_model` is called with it before the reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelInfo>,
+    /// The engine's config block, replacing the one the config gives it (added in 1.1): a host
+    /// running an engine in a child process hands it the block it would have created it with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_config: Option<Value>,
 }
 
 /// The engine a session runs (`session/open`, `swap`).
@@ -310,6 +318,11 @@ pub struct CompressParams {
     /// From a manual `/compress <focus>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus_topic: Option<String>,
+    /// The index in `messages` of the user's last message, when the client knows it by
+    /// provenance (it appended it); the server then checks the result keeps that one instead of
+    /// telling it apart by content (added in 1.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_message: Option<usize>,
 }
 
 /// `compress` value.
@@ -376,6 +389,19 @@ pub struct ToolCallParams {
     /// The current context, for tools that read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<Message>>,
+}
+
+/// `call_ext` params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallExtParams {
+    /// The session.
+    pub session: String,
+    /// The extension method's name (`last_compaction`, `observe`…).
+    pub method: String,
+    /// Its request.
+    #[serde(default)]
+    pub request: Value,
 }
 
 /// `swap` params.

@@ -6,6 +6,7 @@ mod compare;
 mod containment;
 mod fallback;
 mod host_services;
+mod isolation;
 mod lcm;
 mod loading;
 mod messages;

@@ -416,8 +416,10 @@ fn a_client_of_another_major_version_is_refused_and_the_server_exits_saying_why(
         json!({"protocol_version": "2.0", "client_name": "from-the-future"}),
     );
     assert_eq!(refused.code, code::INCOMPATIBLE_VERSION);
-    let expected =
-        "client `from-the-future` speaks protocol 2.0, this server 1.0: incompatible; the server stops";
+    let expected = format!(
+        "client `from-the-future` speaks protocol 2.0, this server {}: incompatible; the server stops",
+        ctxhost_protocol::PROTOCOL_VERSION
+    );
     assert_eq!(refused.message, expected);
     let (status, log) = served.finish();
     assert!(!status.success());

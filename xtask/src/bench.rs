@@ -53,6 +53,13 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         Command::new(cargo_program()).args(&serve).current_dir(&root),
         "the serve benchmarks",
     )?;
+    // Process isolation: a plugin in process and in a child `ctxhost serve`.
+    let mut isolation = vec!["bench", "-p", "ctxhost", "--bench", "isolation", "--"];
+    isolation.extend(filter);
+    run(
+        Command::new(cargo_program()).args(&isolation).current_dir(&root),
+        "the isolation benchmarks",
+    )?;
     run(
         Command::new(cargo_program())
             .args(["bench", "-p", "ctxhost", "--bench", "memory"])

@@ -6,10 +6,10 @@
 
 use std::{path::Path, time::Instant};
 
-use ctxhost_engine_abi::ABI_VERSION;
+use ctxhost_engine_abi::{EngineError, ABI_VERSION};
 use ctxhost_protocol::{
-    code, method, Answer, CloseParams, CompactionOutcome, CompactionRecord, CompressParams, Compressed,
-    ConfigSource, InitializeParams, Initialized, MessagesParams, OpenParams, Request, RpcError,
+    code, method, Answer, CallExtParams, CloseParams, CompactionOutcome, CompactionRecord, CompressParams,
+    Compressed, ConfigSource, InitializeParams, Initialized, MessagesParams, OpenParams, Request, RpcError,
     SessionEndParams, SessionParams, SessionStartParams, ShouldCompressParams, SwapParams, ToolCallParams,
     UpdateModelParams, UsageParams, PROTOCOL_VERSION,
 };
@@ -113,11 +113,19 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
             ),
         ));
     }
-    let settings = match &params.config {
+    let mut settings = match &params.config {
         None => base.clone(),
         Some(source) => read_config(source, base)?,
     };
     let name = params.engine.clone().unwrap_or_else(|| settings.engine.clone());
+    if let Some(block) = params.engine_config.clone() {
+        settings = settings.with_engine_block(&name, block).map_err(|problem| {
+            RpcError::new(
+                code::CONFIG_ERROR,
+                format!("`engine_config`: `{}` {}", problem.key, problem.reason),
+            )
+        })?;
+    }
     let (session, fallback) = table.open(settings, &name);
     if let Some(model) = &params.model {
         let updated = session.engine.update_model(model).map_err(engine_error);
@@ -269,6 +277,30 @@ fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<Raw
             let status = session.engine.get_status().map_err(engine_error)?;
             answer(session, status)
         }
+        method::CALL_EXT => {
+            let params: CallExtParams = request.params()?;
+            match session
+                .engine
+                .call_ext(&params.method, &params.request)
+                .map_err(engine_error)?
+            {
+                Some(value) => answer(session, value),
+                None => {
+                    let error = EngineError::unknown_method(&params.method);
+                    let message = format!(
+                        "engine `{}` does not know the extension method `{}`",
+                        session.engine.name(),
+                        params.method
+                    );
+                    Err(RpcError::engine_failed(
+                        session.engine.name(),
+                        method::CALL_EXT,
+                        &error,
+                        message,
+                    ))
+                }
+            }
+        }
         method::COUNTERS => {
             let _: SessionParams = request.params()?;
             answer(session, ())
@@ -312,10 +344,23 @@ fn session_of(request: &Request) -> Result<SessionParams, RpcError> {
 fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValue>, RpcError> {
     let started = Instant::now();
     let tokens_before = session.tokens.count_messages(&params.messages);
+    // The client's word on which message is the user's, when it gives one; else told by content.
+    let user_message = match params.user_message {
+        Some(index) => Some(params.messages.get(index).ok_or_else(|| {
+            RpcError::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "invalid params for `compress`: user_message: {index} is past the {} messages",
+                    params.messages.len()
+                ),
+            )
+        })?),
+        None => session.find_user_message(&params.messages),
+    };
     let call = CompressCall {
         current_tokens: params.current_tokens,
         focus_topic: params.focus_topic.as_deref(),
-        user_message: session.find_user_message(&params.messages),
+        user_message,
     };
     let result = session.engine.compress(&params.messages, None, &call);
     let duration_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -421,6 +466,9 @@ fn engine_error(error: EngineCallError) -> RpcError {
         } => RpcError::engine_failed(engine, method, error, message),
         EngineCallError::InvalidOutput { engine, method, .. } => {
             RpcError::invalid_output(engine, method, message)
+        }
+        EngineCallError::ProcessLost { engine, method, .. } => {
+            RpcError::engine_failed(engine, method, &EngineError::other(message.clone()), message)
         }
     }
 }

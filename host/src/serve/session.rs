@@ -58,7 +58,7 @@ impl Session {
     }
 
     /// What a client is told about the session's engine.
-    pub fn engine_info(&self, fallback: Option<Fallback>) -> EngineInfo {
+    pub fn engine_info(&mut self, fallback: Option<Fallback>) -> EngineInfo {
         EngineInfo {
             session: self.id.clone(),
             engine: self.engine.name().to_owned(),

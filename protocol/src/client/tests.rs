@@ -28,6 +28,7 @@ fn a_call_writes_one_request_line_and_reads_its_typed_answer() {
         messages: messages.clone(),
         current_tokens: None,
         focus_topic: Some("tests".into()),
+        user_message: Some(1),
     };
     let answer: Answer<Compressed> = client.call(method::COMPRESS, &params).unwrap();
     assert_eq!(answer.value.messages, messages);
