@@ -34,7 +34,7 @@ pub mod code {
     pub const INCOMPATIBLE_VERSION: i64 = -32005;
     /// The session's config (file or inline) cannot be used.
     pub const CONFIG_ERROR: i64 = -32006;
-    /// Something this server does not do yet (e.g. observers).
+    /// Something this server does not do (reserved for capabilities a server may lack).
     pub const UNSUPPORTED: i64 = -32007;
 }
 

@@ -132,8 +132,8 @@ pub struct OpenParams {
     /// The engine, overriding the config's `context.engine`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
-    /// Observer engines (reserved: a server that cannot run them refuses a non-empty list with
-    /// code `UNSUPPORTED`).
+    /// Observer engines, resolved like the engine (never replaced by the compressor): one that
+    /// cannot be used refuses the session with `CONFIG_ERROR`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observers: Vec<String>,
     /// When given, `update_model` is called with it before the reply.

@@ -122,7 +122,10 @@ mod tests {
             );
         }
         let json = serde_json::to_string(&PROTOCOL_VERSION).unwrap();
-        assert_eq!(json, "\"1.0\"");
+        assert_eq!(
+            json,
+            format!("\"{}.{}\"", PROTOCOL_VERSION.major, PROTOCOL_VERSION.minor)
+        );
         assert_eq!(
             serde_json::from_str::<ProtocolVersion>(&json).unwrap(),
             PROTOCOL_VERSION

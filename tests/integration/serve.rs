@@ -369,11 +369,14 @@ fn malformed_lines_unknown_methods_and_wrong_types_get_errors_and_the_server_goe
     assert!(missing_file
         .message
         .starts_with("nowhere/config.yaml: cannot read the config file"));
-    let observers = served.refused(method::SESSION_OPEN, json!({"observers": ["telemetry"]}));
-    assert_eq!(observers.code, code::UNSUPPORTED);
-    assert_eq!(
-        observers.message,
-        "observers are not supported by this server yet (asked for: telemetry)"
+    let observers = served.refused(method::SESSION_OPEN, json!({"observers": ["nowhere"]}));
+    assert_eq!(observers.code, code::CONFIG_ERROR);
+    assert!(
+        observers
+            .message
+            .starts_with("observer `nowhere` cannot be used: "),
+        "{}",
+        observers.message
     );
 
     // Raw lines: not JSON, not UTF-8, not a request. Each gets one error line with a null id.
@@ -560,4 +563,84 @@ fn shutdown_ends_every_started_session_and_says_how_many() {
     );
     let (status, _) = served.finish();
     assert!(status.success());
+}
+
+#[test]
+fn a_served_session_with_lcm_observing_keeps_the_compressors_context_and_finds_what_it_summarised() {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    tree.config(
+        "context:\n  engine: compressor\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\ntelemetry:\n  path: telemetry.jsonl\n",
+    );
+    let config = tree.root().join("config.yaml");
+    let messages = transcript("warehouse-migration.json");
+    // The same calls on a session without observers and on one with them.
+    let mut results = Vec::new();
+    for observers in [json!([]), json!(["lcm", "telemetry"])] {
+        let mut served = Served::start(tree.root());
+        let opened = served.open(json!({"config": config, "model": model(16_000), "observers": observers}));
+        let session = opened.value.session;
+        let tools: Vec<String> = opened
+            .value
+            .tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        let _: Answer<()> = served.call(
+            method::ON_SESSION_START,
+            json!({"session": session, "session_id": "warehouse"}),
+        );
+        let half = messages.len() / 2;
+        let first: Answer<Compressed> = served.call(
+            method::COMPRESS,
+            json!({"session": session, "messages": messages[..half]}),
+        );
+        let mut context = first.value.messages.clone();
+        context.extend_from_slice(&messages[half..]);
+        let second: Answer<Compressed> =
+            served.call(method::COMPRESS, json!({"session": session, "messages": context}));
+        let grep = (!observers.as_array().unwrap().is_empty()).then(|| {
+            let answer: Answer<Value> = served.call(
+                method::HANDLE_TOOL_CALL,
+                json!({"session": session, "name": "lcm_grep", "arguments": {"pattern": "extract_orders_61"}}),
+            );
+            answer.value
+        });
+        let (status, log) = served.finish();
+        assert!(status.success(), "{log}");
+        results.push((second.value.messages, tools, grep));
+    }
+    let (alone, alone_tools, _) = &results[0];
+    let (watched, tools, grep) = &results[1];
+    assert!(alone == watched, "the observers changed the context");
+    assert!(alone_tools.is_empty(), "{alone_tools:?}");
+    assert_eq!(tools, &["lcm_grep", "lcm_describe", "lcm_expand", "lcm_status"]);
+    let grep = grep.as_ref().unwrap();
+    let final_text = serde_json::to_string(watched).unwrap();
+    assert!(
+        !final_text.contains("extract_orders_61"),
+        "the compressor kept it: pick another word"
+    );
+    assert!(!grep["matches"].as_array().unwrap().is_empty(), "{grep:#}");
+    // Telemetry heard the session start and end, the messages once each, and both compactions.
+    let lines: Vec<Value> = std::fs::read_to_string(tree.root().join("telemetry.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "compacted").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.first(), Some(&"session_started"));
+    assert_eq!(kinds.last(), Some(&"session_ended"));
+    let appended: usize = lines
+        .iter()
+        .filter(|l| l["kind"] == "messages_appended")
+        .map(|l| l["messages"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(appended, messages.len());
 }

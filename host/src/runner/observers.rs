@@ -26,7 +26,7 @@ use std::{
 };
 
 use ctxhost_engine_abi::{
-    observe::EXT_INTERESTS, Fact, FactBody, FactKind, Message, ModelInfo, SessionInfo, Usage,
+    observe::EXT_INTERESTS, Fact, FactBody, FactKind, Message, ModelInfo, Role, SessionInfo, Usage,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -123,6 +123,7 @@ struct Worker {
     origin: String,
     interests: BTreeSet<FactKind>,
     tools: Vec<String>,
+    schemas: Vec<Value>,
     /// `None` once closed.
     jobs: Option<SyncSender<Vec<Job>>>,
     /// Calls not handed over yet.
@@ -186,8 +187,8 @@ impl Observers {
             // Built before observers existed: the lifecycle through the contract's methods only.
             _ => BTreeSet::new(),
         };
-        let tools = engine
-            .get_tool_schemas()?
+        let schemas = engine.get_tool_schemas()?;
+        let tools = schemas
             .iter()
             .filter_map(|schema| schema.get("name").and_then(Value::as_str).map(str::to_owned))
             .collect();
@@ -207,6 +208,7 @@ impl Observers {
             origin,
             interests,
             tools,
+            schemas,
             jobs: Some(sender),
             outbox: Vec::with_capacity(BUNDLE),
             thread: Some(thread),
@@ -254,6 +256,18 @@ impl Observers {
             .iter()
             .enumerate()
             .flat_map(|(index, w)| w.tools.iter().map(move |tool| (index, tool.as_str())))
+    }
+
+    /// Each observer's tool schemas, in attachment order.
+    pub fn tool_schemas(&self) -> impl Iterator<Item = &Value> {
+        self.workers.iter().flat_map(|w| w.schemas.iter())
+    }
+
+    /// The observer offering the tool `name`, if one does.
+    pub fn tool_owner(&self, name: &str) -> Option<usize> {
+        self.tools()
+            .find(|(_, tool)| *tool == name)
+            .map(|(index, _)| index)
     }
 
     /// The name of observer `index`.
@@ -489,6 +503,31 @@ fn finish_merge(first: Arc<SharedFact>, merged: Option<(Fact, u64)>) -> Batch {
     }
 }
 
+/// The messages of `after` that are not in `before` (a compaction's summaries and notes, and the
+/// messages it rewrote). Looked up by role, call id and the start of the text, then compared
+/// whole: no message is written out as JSON, which on a long context cost more than the
+/// compaction.
+pub fn inserted_messages(before: &[Message], after: &[Message]) -> Vec<Message> {
+    fn key(message: &Message) -> (Role, Option<&str>, usize, String) {
+        let text = message.text();
+        let start: String = text.chars().take(48).collect();
+        (message.role, message.tool_call_id.as_deref(), text.len(), start)
+    }
+    let mut known: std::collections::HashMap<_, Vec<&Message>> = std::collections::HashMap::new();
+    for message in before {
+        known.entry(key(message)).or_default().push(message);
+    }
+    after
+        .iter()
+        .filter(|message| {
+            !known
+                .get(&key(message))
+                .is_some_and(|candidates| candidates.iter().any(|known| known == message))
+        })
+        .cloned()
+        .collect()
+}
+
 fn run_lifecycle(engine: &mut EngineHandle, call: Lifecycle) -> Result<(), EngineCallError> {
     match call {
         Lifecycle::UpdateModel(model) => engine.update_model(&model),
@@ -579,5 +618,35 @@ mod tests {
         let batch = merge_appends(first, &mut queue, &bundles);
         assert_eq!(texts(&batch), ["a"]);
         assert_eq!(queue.len(), 1);
+    }
+
+    #[test]
+    fn inserted_messages_are_those_the_input_did_not_hold() {
+        let before = vec![
+            Message::system("s"),
+            Message::user("first request, long enough to share its first forty-eight characters"),
+            Message::tool("c1", "output"),
+            Message::user("last request"),
+        ];
+        let after = vec![
+            Message::system("s"),
+            Message::user("[CONTEXT COMPACTION] summary"),
+            // Same start and length as a message of the input, another text.
+            Message::user("first request, long enough to share its first forty-eight characterz"),
+            Message::tool("c1", "[stand-in]"),
+            Message::user("last request"),
+        ];
+        let inserted: Vec<String> = inserted_messages(&before, &after)
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect();
+        assert_eq!(
+            inserted,
+            [
+                "[CONTEXT COMPACTION] summary",
+                "first request, long enough to share its first forty-eight characterz",
+                "[stand-in]"
+            ]
+        );
     }
 }

@@ -762,7 +762,7 @@ impl<'e> Replayer<'e> {
                     record.retention = Some(measure_retention(&compacted, &messages));
                 }
                 if self.observers.wants(FactKind::Compacted) {
-                    inserted = inserted_messages(self.context.messages(), &messages);
+                    inserted = super::observers::inserted_messages(self.context.messages(), &messages);
                 }
                 self.context.replace(messages);
                 self.hygiene_blocked = false;
@@ -904,69 +904,9 @@ impl<'e> Replayer<'e> {
     }
 }
 
-/// The messages of `after` that are not in `before` (a compaction's summaries and notes, and the
-/// messages it rewrote). Looked up by role, call id and the start of the text, then compared
-/// whole: no message is written out as JSON, which on a long context cost more than the
-/// compaction.
-fn inserted_messages(before: &[Message], after: &[Message]) -> Vec<Message> {
-    fn key(message: &Message) -> (Role, Option<&str>, usize, String) {
-        let text = message.text();
-        let start: String = text.chars().take(48).collect();
-        (message.role, message.tool_call_id.as_deref(), text.len(), start)
-    }
-    let mut known: std::collections::HashMap<_, Vec<&Message>> = std::collections::HashMap::new();
-    for message in before {
-        known.entry(key(message)).or_default().push(message);
-    }
-    after
-        .iter()
-        .filter(|message| {
-            !known
-                .get(&key(message))
-                .is_some_and(|candidates| candidates.iter().any(|known| known == message))
-        })
-        .cloned()
-        .collect()
-}
-
 fn timed<T>(total: &mut Duration, body: impl FnOnce() -> T) -> T {
     let started = Instant::now();
     let value = body();
     *total += started.elapsed();
     value
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn inserted_messages_are_those_the_input_did_not_hold() {
-        let before = vec![
-            Message::system("s"),
-            Message::user("first request, long enough to share its first forty-eight characters"),
-            Message::tool("c1", "output"),
-            Message::user("last request"),
-        ];
-        let after = vec![
-            Message::system("s"),
-            Message::user("[CONTEXT COMPACTION] summary"),
-            // Same start and length as a message of the input, another text.
-            Message::user("first request, long enough to share its first forty-eight characterz"),
-            Message::tool("c1", "[stand-in]"),
-            Message::user("last request"),
-        ];
-        let inserted: Vec<String> = inserted_messages(&before, &after)
-            .iter()
-            .map(|m| m.text().into_owned())
-            .collect();
-        assert_eq!(
-            inserted,
-            [
-                "[CONTEXT COMPACTION] summary",
-                "first request, long enough to share its first forty-eight characterz",
-                "[stand-in]"
-            ]
-        );
-    }
 }

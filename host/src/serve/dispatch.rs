@@ -16,11 +16,12 @@ use ctxhost_protocol::{
 use serde::Serialize;
 use serde_json::{value::RawValue, Value};
 
-use super::{session::Session, stdio::Stop, table::SessionTable};
+use super::{session::Session, stdio::Stop, table::SessionTable, watch::Watch};
 use crate::{
     config::Settings,
     engine::{CompressCall, EngineCallError},
-    resolution::resolve_engine,
+    resolution::{resolve_engine, try_resolve_engine},
+    runner::Observers,
 };
 
 /// The outcome of one request: the result, and whether the server stops after replying.
@@ -104,15 +105,6 @@ fn initialize(request: &Request, initialized: &mut bool) -> Handled {
 
 fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let params: OpenParams = request.params()?;
-    if !params.observers.is_empty() {
-        return Err(RpcError::new(
-            code::UNSUPPORTED,
-            format!(
-                "observers are not supported by this server yet (asked for: {})",
-                params.observers.join(", ")
-            ),
-        ));
-    }
     let mut settings = match &params.config {
         None => base.clone(),
         Some(source) => read_config(source, base)?,
@@ -126,8 +118,24 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
             )
         })?;
     }
+    // Observers are resolved like the engine but never replaced by the compressor: one that
+    // cannot be used refuses the session, naming it.
+    let mut observers = Observers::new();
+    for observer in &params.observers {
+        try_resolve_engine(observer, &settings, table.registry())
+            .map_err(|error| error.to_string())
+            .and_then(|engine| observers.attach(engine).map_err(|error| error.to_string()))
+            .map_err(|reason| {
+                RpcError::new(
+                    code::CONFIG_ERROR,
+                    format!("observer `{observer}` cannot be used: {reason}"),
+                )
+            })?;
+    }
     let (session, fallback) = table.open(settings, &name);
+    session.watch = Watch::new(&session.id, observers);
     if let Some(model) = &params.model {
+        session.watch.update_model(model);
         let updated = session.engine.update_model(model).map_err(engine_error);
         if let Err(error) = updated {
             let id = session.id.clone();
@@ -188,6 +196,7 @@ fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<Raw
         method::UPDATE_MODEL => {
             let params: UpdateModelParams = request.params()?;
             session.engine.update_model(&params.model).map_err(engine_error)?;
+            session.watch.update_model(&params.model);
             session.model = Some(params.model);
             answer(session, ())
         }
@@ -197,6 +206,10 @@ fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<Raw
                 .engine
                 .on_session_start(&params.session_id, &params.info)
                 .map_err(engine_error)?;
+            let engine = session.engine.name().to_owned();
+            session
+                .watch
+                .session_started(&params.session_id, &params.info, &engine);
             session.started = Some((params.session_id, params.info));
             answer(session, ())
         }
@@ -206,6 +219,7 @@ fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<Raw
                 .engine
                 .on_session_end(&params.session_id, &params.messages)
                 .map_err(engine_error)?;
+            session.watch.session_ended(&params.session_id, &params.messages);
             if session
                 .started
                 .as_ref()
@@ -218,14 +232,14 @@ fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<Raw
         method::ON_SESSION_RESET => {
             let _: SessionParams = request.params()?;
             session.engine.on_session_reset().map_err(engine_error)?;
+            session.watch.reset();
             answer(session, ())
         }
         method::UPDATE_FROM_RESPONSE => {
             let params: UsageParams = request.params()?;
-            session
-                .engine
-                .update_from_response(params.usage.into())
-                .map_err(engine_error)?;
+            let usage = params.usage.into();
+            session.engine.update_from_response(usage).map_err(engine_error)?;
+            session.watch.usage(usage);
             answer(session, ())
         }
         method::SHOULD_COMPRESS => {
@@ -238,6 +252,7 @@ fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<Raw
         }
         method::SHOULD_COMPRESS_PREFLIGHT => {
             let params: MessagesParams = request.params()?;
+            session.watch.saw(&params.messages);
             let fire = session
                 .engine
                 .should_compress_preflight(&params.messages, None)
@@ -247,6 +262,7 @@ fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<Raw
         }
         method::HAS_CONTENT_TO_COMPRESS => {
             let params: MessagesParams = request.params()?;
+            session.watch.saw(&params.messages);
             let has = session
                 .engine
                 .has_content_to_compress(&params.messages)
@@ -257,16 +273,25 @@ fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<Raw
         method::COMPRESS => compress(session, request.params()?),
         method::GET_TOOL_SCHEMAS => {
             let _: SessionParams = request.params()?;
-            let tools = session.engine.get_tool_schemas().map_err(engine_error)?;
+            let tools = session.tool_schemas().map_err(engine_error)?;
             answer(session, tools)
         }
         method::HANDLE_TOOL_CALL => {
             let params: ToolCallParams = request.params()?;
             let arguments = Value::Object(params.arguments);
-            let result = session
-                .engine
-                .handle_tool_call(&params.name, &arguments, params.messages.as_deref())
-                .map_err(engine_error)?;
+            if let Some(messages) = &params.messages {
+                session.watch.saw(messages);
+            }
+            let observer = (!session.engine_offers(&params.name))
+                .then(|| session.watch.tool_owner(&params.name))
+                .flatten();
+            let result = match observer {
+                Some(index) => session.watch.call_tool(index, &params.name, &arguments),
+                None => session
+                    .engine
+                    .handle_tool_call(&params.name, &arguments, params.messages.as_deref())
+                    .map_err(engine_error)?,
+            };
             if let Some(messages) = params.messages {
                 session.last_messages = messages;
             }
@@ -342,6 +367,7 @@ fn session_of(request: &Request) -> Result<SessionParams, RpcError> {
 }
 
 fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValue>, RpcError> {
+    session.watch.saw(&params.messages);
     let started = Instant::now();
     let tokens_before = session.tokens.count_messages(&params.messages);
     // The client's word on which message is the user's, when it gives one; else told by content.
@@ -387,6 +413,11 @@ fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValu
                 record.messages_after = messages.len();
                 record.tokens_after = session.tokens.count_messages(&messages);
                 session.note_engine_written(&params.messages, &messages);
+                let engine = session.engine.name().to_owned();
+                let tokens = (record.tokens_before, record.tokens_after);
+                session
+                    .watch
+                    .compacted(&engine, &params.messages, &messages, tokens);
             }
             session.records.push(record.clone());
             session.last_messages = messages.clone();
@@ -430,6 +461,8 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
         next.on_session_start(session_id, info).map_err(engine_error)?;
     }
     let mut previous = std::mem::replace(&mut session.engine, next);
+    let to = session.engine.name().to_owned();
+    session.watch.swapped(previous.name(), &to);
     if let Some((session_id, _)) = &session.started {
         if let Err(error) = previous.on_session_end(session_id, &session.last_messages) {
             tracing::warn!("session {}: swapped out: {error}", session.id);

@@ -4,6 +4,7 @@
 //! - [`session`]: one session (its engine, settings, and what the server remembers of it);
 //! - [`table`]: the open sessions and how they end;
 //! - [`dispatch`]: each method on those sessions;
+//! - [`watch`]: a session's observers, told what the calls carry;
 //! - [`stdio`]: the transport (one request a line on stdin, one reply a line on stdout).
 //!
 //! Whatever a line holds, the server answers it and goes on: a malformed line, an unknown method,
@@ -15,6 +16,7 @@ pub mod dispatch;
 pub mod session;
 pub mod stdio;
 pub mod table;
+pub mod watch;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -13,7 +13,12 @@ use std::collections::HashSet;
 use ctxhost_engine_abi::{Message, ModelInfo, Role, SessionInfo};
 use ctxhost_protocol::{CompactionRecord, EngineInfo, Fallback};
 
-use crate::{config::Settings, engine::EngineHandle, resolution::Resolution, tokens::TokenCounter};
+use serde_json::Value;
+
+use super::watch::Watch;
+use crate::{
+    config::Settings, engine::EngineHandle, resolution::Resolution, runner::Observers, tokens::TokenCounter,
+};
 
 /// An open session.
 pub struct Session {
@@ -33,6 +38,8 @@ pub struct Session {
     pub last_messages: Vec<Message>,
     /// Every `compress` of the session.
     pub records: Vec<CompactionRecord>,
+    /// Its observers.
+    pub watch: Watch,
     engine_written: HashSet<String>,
 }
 
@@ -44,7 +51,7 @@ impl Session {
             reason: fallback.reason,
         });
         let session = Self {
-            id,
+            id: id.clone(),
             engine: resolution.engine,
             tokens: TokenCounter::new(settings.tokenizer),
             settings,
@@ -53,6 +60,7 @@ impl Session {
             last_messages: Vec::new(),
             records: Vec::new(),
             engine_written: HashSet::new(),
+            watch: Watch::new(&id, Observers::new()),
         };
         (session, fallback)
     }
@@ -65,11 +73,35 @@ impl Session {
             origin: self.engine.origin().to_string(),
             fallback,
             // An engine whose schemas cannot be read offers no tools; its failure shows in the log.
-            tools: self.engine.get_tool_schemas().unwrap_or_else(|error| {
+            tools: self.tool_schemas().unwrap_or_else(|error| {
                 tracing::warn!("session {}: {error}; the engine offers no tools", self.id);
-                Vec::new()
+                self.watch.tool_schemas()
             }),
         }
+    }
+
+    /// The tools offered: the engine's, then its observers' (a name the engine offers stays the
+    /// engine's).
+    pub fn tool_schemas(&mut self) -> Result<Vec<Value>, crate::engine::EngineCallError> {
+        let mut tools = self.engine.get_tool_schemas()?;
+        let name = |schema: &Value| schema.get("name").and_then(Value::as_str).map(str::to_owned);
+        let taken: HashSet<String> = tools.iter().filter_map(name).collect();
+        tools.extend(
+            self.watch
+                .tool_schemas()
+                .into_iter()
+                .filter(|schema| name(schema).is_none_or(|n| !taken.contains(&n))),
+        );
+        Ok(tools)
+    }
+
+    /// Whether the engine itself offers the tool `name`.
+    pub fn engine_offers(&mut self, name: &str) -> bool {
+        self.engine.get_tool_schemas().is_ok_and(|tools| {
+            tools
+                .iter()
+                .any(|tool| tool.get("name").and_then(Value::as_str) == Some(name))
+        })
     }
 
     /// The user's last message in `messages`: the last user-role message that this server did

@@ -91,5 +91,7 @@ pub fn end_session(session: &mut Session, messages: Option<Vec<Message>>) -> Res
         return Ok(());
     };
     let messages = messages.unwrap_or_else(|| std::mem::take(&mut session.last_messages));
+    session.watch.session_ended(&session_id, &messages);
+    session.watch.close();
     session.engine.on_session_end(&session_id, &messages)
 }

@@ -3,7 +3,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::{code, methods::*, Request};
+use crate::{code, methods::*, Request, PROTOCOL_VERSION};
 
 /// A client whose server has already written `replies` (one per line).
 fn client_reading(replies: &[serde_json::Value]) -> Client<&'static [u8], Vec<u8>> {
@@ -110,7 +110,7 @@ fn the_handshake_refuses_a_server_of_another_major_version() {
     let mut client = client_reading(&[initialized("2.0")]);
     assert_eq!(
         client.initialize("test").unwrap_err().to_string(),
-        "the server speaks protocol 2.0, this client 1.0: incompatible"
+        format!("the server speaks protocol 2.0, this client {PROTOCOL_VERSION}: incompatible")
     );
 }
 
