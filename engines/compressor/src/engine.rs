@@ -5,7 +5,7 @@ use std::time::Instant;
 use ctxhost_engine_abi::{
     default_status, CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, Usage,
 };
-use ctxhost_engine_kit::tokens::estimate_messages_tokens;
+use ctxhost_engine_kit::tokens::estimate_reaches;
 use serde_json::{json, Value};
 
 use crate::{
@@ -247,7 +247,7 @@ impl Engine for Compressor {
     }
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
-        self.automatic_allowed() && estimate_messages_tokens(messages) >= self.counters.threshold_tokens
+        self.automatic_allowed() && estimate_reaches(messages, self.counters.threshold_tokens)
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
