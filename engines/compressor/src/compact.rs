@@ -12,7 +12,7 @@
 //! - The input comes back unchanged when nothing lies between head and tail, when the middle is
 //!   too small to summarise, or when the result would not be smaller than the input.
 
-use std::time::Instant;
+use std::{borrow::Cow, time::Instant};
 
 use ctxhost_engine_abi::Message;
 use ctxhost_engine_kit::{
@@ -78,8 +78,8 @@ pub(crate) struct Settings<'a> {
 
 /// The result of [`compact`].
 pub(crate) struct Compaction {
-    /// The new context, or the input unchanged.
-    pub messages: Vec<Message>,
+    /// The new context; `None` when the input stays as it was.
+    pub messages: Option<Vec<Message>>,
     pub report: CompactionReport,
     /// The summary body now in the context, to remember.
     pub summary_body: Option<String>,
@@ -129,8 +129,9 @@ pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool
     tail_start > head_end && middle_tokens + previous_tokens >= MIN_SUMMARISABLE_TOKENS
 }
 
-/// Compacts `messages`.
-pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<'_>) -> Compaction {
+/// Compacts `messages`, which the caller keeps: the middle is only read, and the head and tail
+/// are copied into the result.
+pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_>) -> Compaction {
     let started = Instant::now();
     let name = ask.name();
     let messages_before = messages.len();
@@ -144,25 +145,24 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         })
         .collect();
     let tokens_before: u64 = estimates.iter().sum();
-    let unchanged = |messages: Vec<Message>, outcome, reason: String| {
+    let unchanged = |outcome, reason: String| {
         let mut report = CompactionReport::unchanged(&name, outcome, reason, tokens_before, messages_before);
         report.focus_topic = settings.focus_topic.map(str::to_owned);
         report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
         Compaction {
-            messages,
+            messages: None,
             report,
             summary_body: None,
             failure: None,
         }
     };
 
-    // Earlier summaries out; the input is kept to hand back when nothing is done.
-    let (original, working, bodies) = if found_summary {
-        let original = messages.clone();
-        let (working, bodies) = take_previous_summaries(messages);
-        (Some(original), working, bodies)
+    // Earlier summaries out, in a copy: the input stays the caller's.
+    let (working, bodies) = if found_summary {
+        let (working, bodies) = take_previous_summaries(messages.to_vec());
+        (Cow::Owned(working), bodies)
     } else {
-        (None, messages, Vec::new())
+        (Cow::Borrowed(messages), Vec::new())
     };
     let previous = if bodies.is_empty() {
         settings.remembered_summary.map(str::to_owned)
@@ -171,7 +171,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     };
 
     // Phase 2.
-    if original.is_some() {
+    if found_summary {
         estimates = working.iter().map(estimate_message_tokens).collect();
     }
     let scale = match settings.current_tokens {
@@ -185,25 +185,24 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     } = find_boundaries(&working, &estimates, &limits_for(settings, scale));
     // The pinned user message moves to just after the head: the request, then the summary of the
     // work so far, then the tail.
-    let (original, working, head_end) = match pinned_user {
+    let (working, head_end) = match pinned_user {
         Some(at) if at > head_end => {
-            let original = original.or_else(|| Some(working.clone()));
-            let mut working = working;
+            let mut working = working.into_owned();
             let pinned = working.remove(at);
             working.insert(head_end, pinned);
             let pinned_estimate = estimates.remove(at);
             estimates.insert(head_end, pinned_estimate);
-            (original, working, head_end + 1)
+            (Cow::Owned(working), head_end + 1)
         }
-        Some(_) => (original, working, head_end + 1),
-        None => (original, working, head_end),
+        Some(_) => (working, head_end + 1),
+        None => (working, head_end),
     };
     if tail_start <= head_end {
         let reason = format!(
             "nothing lies between the protected head ({head_end} messages) and tail ({} messages)",
             working.len() - tail_start
         );
-        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
+        return unchanged(Outcome::NothingToCompress, reason);
     }
     let middle = &working[head_end..tail_start];
     let middle_tokens: u64 = estimates[head_end..tail_start].iter().sum();
@@ -211,7 +210,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     let input_tokens = middle_tokens + previous_tokens;
     if input_tokens < MIN_SUMMARISABLE_TOKENS {
         let reason = format!("the middle ({input_tokens} tokens) is too small to summarise");
-        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
+        return unchanged(Outcome::NothingToCompress, reason);
     }
 
     // Phase 1. A summarizer that reads the messages themselves gets no pruned copy: only the
@@ -275,11 +274,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         }
         Err(error) if error.aborts() => {
             drop(pruned);
-            let mut aborted = unchanged(
-                original.unwrap_or(working),
-                Outcome::Aborted,
-                error.reason().to_owned(),
-            );
+            let mut aborted = unchanged(Outcome::Aborted, error.reason().to_owned());
             aborted.failure = Some(error);
             return aborted;
         }
@@ -326,7 +321,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         let reason = format!(
             "a summary would not be smaller than the {count} messages it replaces ({tokens_after} ≥ {tokens_before} tokens)"
         );
-        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
+        return unchanged(Outcome::NothingToCompress, reason);
     }
 
     let mut report = CompactionReport {
@@ -353,29 +348,11 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
     };
     report.record_pruning(&stats);
-    drop_in_background(working, middle_tokens);
-    drop_in_background(original.unwrap_or_default(), middle_tokens);
     report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
     Compaction {
-        messages: assembled,
+        messages: Some(assembled),
         report,
         summary_body: Some(body),
         failure,
     }
-}
-
-/// Middles at least this big (rough tokens) are freed on a thread of their own.
-const BACKGROUND_DROP_TOKENS: u64 = 250_000;
-
-/// Frees `messages` (the input, now replaced) off the caller's path when they are large: freeing
-/// thousands of tool outputs took a sixth of a compaction of a 2-million-token transcript, and the
-/// agent waits on `compress`. Small inputs are freed here, where a thread would cost more.
-fn drop_in_background(messages: Vec<Message>, middle_tokens: u64) {
-    if messages.is_empty() || middle_tokens < BACKGROUND_DROP_TOKENS {
-        return;
-    }
-    // When no thread can be started, the closure, and the messages with it, are dropped here.
-    let _ = std::thread::Builder::new()
-        .name("compressor-drop".to_owned())
-        .spawn(move || drop(messages));
 }

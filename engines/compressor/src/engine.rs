@@ -13,7 +13,7 @@ use crate::{
     config::{Budgets, CompressorConfig},
     pacing::{AntiThrash, Cooldown, FailureKind},
     report::{CompactionReport, Outcome},
-    summary::{ExtractiveSummarizer, HostSummarizer, Summarizer, SummaryError},
+    summary::{facts::content_pieces, ExtractiveSummarizer, HostSummarizer, Summarizer, SummaryError},
 };
 
 /// `call_ext` name: lift the anti-thrash pause (the host calls it before a manual `/compress`).
@@ -149,84 +149,25 @@ impl Engine for Compressor {
         messages: Vec<Message>,
         request: &CompressRequest,
     ) -> Result<Vec<Message>, EngineError> {
-        let now = Instant::now();
-        let settings = settings(
-            &self.config,
-            self.budgets,
-            self.remembered_summary.as_deref(),
-            request,
-        );
-        let ask = if self.cooldown.is_active(now) {
-            Ask::Skip {
-                name: self.summarizer.name(),
-                reason: format!(
-                    "the summarizer is cooling down for {} s after: {}",
-                    self.cooldown.remaining_secs(now),
-                    self.cooldown.reason().unwrap_or("a failure")
-                ),
+        let compacted = self.compact_borrowed(&messages, request)?;
+        Ok(match compacted {
+            Some(compacted) => {
+                drop_in_background(messages);
+                compacted
             }
-        } else {
-            Ask::Summarizer(self.summarizer.as_mut())
-        };
-        let compaction = compact(messages, &settings, ask);
-        let mut report = compaction.report;
-        match report.outcome {
-            Outcome::Compacted | Outcome::Fallback => {
-                match &compaction.failure {
-                    Some(failure) => {
-                        let pause =
-                            self.cooldown
-                                .on_failure(Instant::now(), failure.reason(), FailureKind::Failed);
-                        tracing::warn!(
-                            "compressor: {failure}; used the fallback summary, next try in {} s",
-                            pause.as_secs()
-                        );
-                    }
-                    None if report.outcome == Outcome::Compacted => self.cooldown.on_success(),
-                    None => {}
-                }
-                self.counters.compression_count += 1;
-                self.thrash.on_compacted();
-                self.remembered_summary = compaction.summary_body;
-                tracing::info!(
-                    "compressor: compacted {} messages into a summary ({} → {} tokens, {:.2} ms)",
-                    report.middle_messages,
-                    report.tokens_before,
-                    report.tokens_after,
-                    report.duration_ms
-                );
-            }
-            Outcome::NothingToCompress => {
-                self.thrash.on_ineffective();
-                tracing::info!(
-                    "compressor: nothing to compress: {}",
-                    report.reason.as_deref().unwrap_or("")
-                );
-            }
-            Outcome::Aborted => {
-                self.thrash.on_ineffective();
-                let mut reason = report.reason.clone().unwrap_or_default();
-                if let Some(SummaryError::TimedOut(why)) = &compaction.failure {
-                    // The cool-down counts from the end of the attempt, which took the whole timeout.
-                    let pause = self
-                        .cooldown
-                        .on_failure(Instant::now(), why, FailureKind::Timeout);
-                    reason.push_str(&format!(
-                        "; not asked again for {} s (the fallback summary is used meanwhile)",
-                        pause.as_secs()
-                    ));
-                }
-                tracing::warn!("compressor: compaction aborted, context kept: {reason}");
-                report.reason = Some(reason.clone());
-                self.last_report = Some(report);
-                return Err(EngineError::unavailable(format!(
-                    "the {} summarizer cannot be reached ({reason}); the context was kept as it was",
-                    self.summarizer.name()
-                )));
-            }
-        }
-        self.last_report = Some(report);
-        Ok(compaction.messages)
+            None => messages,
+        })
+    }
+
+    fn compress_borrowed(
+        &mut self,
+        messages: &[Message],
+        request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError> {
+        // Unchanged is rare (nothing to compact); the copy is then the host's to compare.
+        Ok(self
+            .compact_borrowed(messages, request)?
+            .unwrap_or_else(|| messages.to_vec()))
     }
 
     fn threshold_percent(&self) -> f64 {
@@ -322,4 +263,114 @@ impl Engine for Compressor {
     fn ext_methods(&self) -> Vec<&'static str> {
         vec![EXT_RESUME_AUTO_COMPACTION, EXT_LAST_COMPACTION, EXT_BUDGETS]
     }
+}
+
+impl Compressor {
+    /// One compaction of `messages`, with the engine's bookkeeping (counters, pause, cool-down,
+    /// report); `None` when the context stays as it was.
+    fn compact_borrowed(
+        &mut self,
+        messages: &[Message],
+        request: &CompressRequest,
+    ) -> Result<Option<Vec<Message>>, EngineError> {
+        let now = Instant::now();
+        let settings = settings(
+            &self.config,
+            self.budgets,
+            self.remembered_summary.as_deref(),
+            request,
+        );
+        let ask = if self.cooldown.is_active(now) {
+            Ask::Skip {
+                name: self.summarizer.name(),
+                reason: format!(
+                    "the summarizer is cooling down for {} s after: {}",
+                    self.cooldown.remaining_secs(now),
+                    self.cooldown.reason().unwrap_or("a failure")
+                ),
+            }
+        } else {
+            Ask::Summarizer(self.summarizer.as_mut())
+        };
+        let compaction = compact(messages, &settings, ask);
+        let mut report = compaction.report;
+        match report.outcome {
+            Outcome::Compacted | Outcome::Fallback => {
+                match &compaction.failure {
+                    Some(failure) => {
+                        let pause =
+                            self.cooldown
+                                .on_failure(Instant::now(), failure.reason(), FailureKind::Failed);
+                        tracing::warn!(
+                            "compressor: {failure}; used the fallback summary, next try in {} s",
+                            pause.as_secs()
+                        );
+                    }
+                    None if report.outcome == Outcome::Compacted => self.cooldown.on_success(),
+                    None => {}
+                }
+                self.counters.compression_count += 1;
+                self.thrash.on_compacted();
+                self.remembered_summary = compaction.summary_body;
+                tracing::info!(
+                    "compressor: compacted {} messages into a summary ({} → {} tokens, {:.2} ms)",
+                    report.middle_messages,
+                    report.tokens_before,
+                    report.tokens_after,
+                    report.duration_ms
+                );
+            }
+            Outcome::NothingToCompress => {
+                self.thrash.on_ineffective();
+                tracing::info!(
+                    "compressor: nothing to compress: {}",
+                    report.reason.as_deref().unwrap_or("")
+                );
+            }
+            Outcome::Aborted => {
+                self.thrash.on_ineffective();
+                let mut reason = report.reason.clone().unwrap_or_default();
+                if let Some(SummaryError::TimedOut(why)) = &compaction.failure {
+                    // The cool-down counts from the end of the attempt, which took the whole timeout.
+                    let pause = self
+                        .cooldown
+                        .on_failure(Instant::now(), why, FailureKind::Timeout);
+                    reason.push_str(&format!(
+                        "; not asked again for {} s (the fallback summary is used meanwhile)",
+                        pause.as_secs()
+                    ));
+                }
+                tracing::warn!("compressor: compaction aborted, context kept: {reason}");
+                report.reason = Some(reason.clone());
+                self.last_report = Some(report);
+                return Err(EngineError::unavailable(format!(
+                    "the {} summarizer cannot be reached ({reason}); the context was kept as it was",
+                    self.summarizer.name()
+                )));
+            }
+        }
+        self.last_report = Some(report);
+        Ok(compaction.messages)
+    }
+}
+
+/// Middles at least this big (bytes of content) are freed on a thread of their own.
+const BACKGROUND_DROP_BYTES: usize = 1_000_000;
+
+/// Frees `messages` (an input now replaced) off the caller's path when they are large: freeing
+/// thousands of tool outputs took a sixth of a compaction of a 2-million-token transcript, and the
+/// agent waits on `compress`. Small inputs are freed here, where a thread would cost more.
+fn drop_in_background(messages: Vec<Message>) {
+    let bytes: usize = messages
+        .iter()
+        .flat_map(|message| content_pieces(&message.content))
+        .map(str::len)
+        .sum();
+    if bytes < BACKGROUND_DROP_BYTES {
+        return;
+    }
+    // When no thread can be started, the closure, and the messages with it, are dropped here.
+    let _ = std::thread::Builder::new()
+        .name("compressor-drop".to_owned())
+        .spawn(move || drop(messages));
 }
