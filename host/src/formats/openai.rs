@@ -195,7 +195,7 @@ pub(super) fn record_session_field(meta: &mut TranscriptMeta, key: String, value
 
 /// One message a line.
 pub(super) struct JsonlReader<R> {
-    lines: JsonLines<R>,
+    lines: JsonLines<R, Message>,
 }
 
 impl<R: BufRead> JsonlReader<R> {
