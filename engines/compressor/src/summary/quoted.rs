@@ -145,9 +145,8 @@ mod tests {
         };
         let alphabet = ['a', 'b', '/', '.', '1', 'é'];
         for _ in 0..300 {
-            let mut word = |length: usize| -> String {
-                (0..length).map(|_| alphabet[below(alphabet.len())]).collect()
-            };
+            let mut word =
+                |length: usize| -> String { (0..length).map(|_| alphabet[below(alphabet.len())]).collect() };
             let facts: Vec<String> = (0..12).map(|at| word(1 + at % 11)).collect();
             let text = word(80);
             let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
