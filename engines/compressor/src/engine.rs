@@ -5,7 +5,7 @@ use std::time::Instant;
 use ctxhost_engine_abi::{
     default_status, CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, Usage,
 };
-use ctxhost_engine_kit::tokens::estimate_reaches;
+use ctxhost_engine_kit::{release::release_in_background, tokens::estimate_reaches};
 use serde_json::{json, Value};
 
 use crate::{
@@ -13,7 +13,7 @@ use crate::{
     config::{Budgets, CompressorConfig},
     pacing::{AntiThrash, Cooldown, FailureKind},
     report::{CompactionReport, Outcome},
-    summary::{facts::content_pieces, ExtractiveSummarizer, HostSummarizer, Summarizer, SummaryError},
+    summary::{ExtractiveSummarizer, HostSummarizer, Summarizer, SummaryError},
 };
 
 /// `call_ext` name: lift the anti-thrash pause (the host calls it before a manual `/compress`).
@@ -152,7 +152,7 @@ impl Engine for Compressor {
         let compacted = self.compact_borrowed(&messages, request)?;
         Ok(match compacted {
             Some(compacted) => {
-                drop_in_background(messages);
+                release_in_background(messages, "compressor-drop");
                 compacted
             }
             None => messages,
@@ -352,25 +352,4 @@ impl Compressor {
         self.last_report = Some(report);
         Ok(compaction.messages)
     }
-}
-
-/// Middles at least this big (bytes of content) are freed on a thread of their own.
-const BACKGROUND_DROP_BYTES: usize = 1_000_000;
-
-/// Frees `messages` (an input now replaced) off the caller's path when they are large: freeing
-/// thousands of tool outputs took a sixth of a compaction of a 2-million-token transcript, and the
-/// agent waits on `compress`. Small inputs are freed here, where a thread would cost more.
-fn drop_in_background(messages: Vec<Message>) {
-    let bytes: usize = messages
-        .iter()
-        .flat_map(|message| content_pieces(&message.content))
-        .map(str::len)
-        .sum();
-    if bytes < BACKGROUND_DROP_BYTES {
-        return;
-    }
-    // When no thread can be started, the closure, and the messages with it, are dropped here.
-    let _ = std::thread::Builder::new()
-        .name("compressor-drop".to_owned())
-        .spawn(move || drop(messages));
 }

@@ -27,7 +27,7 @@ use std::{
 
 use ctxhost_engine_abi::{messages_to_json, Message, Role};
 
-use ctxhost_engine_kit::tokens::estimate_message_tokens;
+use ctxhost_engine_kit::{release::release_in_background, tokens::estimate_message_tokens};
 
 use crate::tokens::{TokenCounter, TokenizerKind};
 
@@ -150,7 +150,8 @@ impl LiveContext {
         };
         self.tokens = counts.iter().sum();
         self.counts = counts;
-        drop_in_background(std::mem::replace(&mut self.messages, messages));
+        // Freeing the context a compaction replaced took longer than the compaction.
+        release_in_background(std::mem::replace(&mut self.messages, messages), "context-drop");
     }
 
     /// Writes the JSON of `messages` (kept when wanted) and takes their counts from the cache or
@@ -250,21 +251,6 @@ impl LiveContext {
     /// Takes the messages out.
     pub fn into_messages(self) -> Vec<Message> {
         self.messages
-    }
-}
-
-/// Contexts with at least this many bytes of text are freed on a thread of their own.
-const BACKGROUND_DROP_BYTES: usize = 1_000_000;
-
-/// Frees a replaced context off the replay's path when it is large: after the first compaction of
-/// a transcript of thousands of tool outputs, freeing them took longer than the compaction.
-fn drop_in_background(messages: Vec<Message>) {
-    let bytes: usize = messages.iter().map(|message| message.content.text().len()).sum();
-    if bytes >= BACKGROUND_DROP_BYTES {
-        // When no thread can be started, the closure, and the messages with it, are dropped here.
-        let _ = std::thread::Builder::new()
-            .name("context-drop".to_owned())
-            .spawn(move || drop(messages));
     }
 }
 
