@@ -344,19 +344,22 @@ impl Scan {
                     at += 1;
                     continue;
                 }
-                let Some(found) = memchr::memchr2(b'"', b'\\', &chunk[at..]) else {
+                // Tool output is full of `\n` escapes: jump from quote to quote, and tell an
+                // escaped quote by the backslashes just before it (an odd run escapes it).
+                let from = at;
+                let Some(found) = memchr::memchr(b'"', &chunk[from..]) else {
+                    self.escaped = trailing_backslashes(&chunk[from..]) % 2 == 1;
                     return (chunk.len(), false);
                 };
-                at += found;
-                if chunk[at] == b'\\' {
-                    self.escaped = true;
-                } else {
-                    self.in_string = false;
-                    if self.depth == 0 {
-                        return (at + 1, true);
-                    }
+                let quote = from + found;
+                at = quote + 1;
+                if trailing_backslashes(&chunk[from..quote]) % 2 == 1 {
+                    continue;
                 }
-                at += 1;
+                self.in_string = false;
+                if self.depth == 0 {
+                    return (at, true);
+                }
                 continue;
             }
             let Some(found) = chunk[at..]
@@ -380,6 +383,11 @@ impl Scan {
         }
         (chunk.len(), false)
     }
+}
+
+/// How many backslashes `bytes` ends with.
+fn trailing_backslashes(bytes: &[u8]) -> usize {
+    bytes.iter().rev().take_while(|&&byte| byte == b'\\').count()
 }
 
 /// serde_json's message without its own " at line L column C", which is relative to where it
@@ -456,5 +464,35 @@ mod tests {
             error,
             "t.json:1:9: expected `,` or `}` after an object's value, found `\"` (byte 8)"
         );
+    }
+
+    /// Property: a value's end is found wherever the reads cut it, with strings full of escaped
+    /// quotes and runs of backslashes (an escaped quote never ends a string, an escaped backslash
+    /// before a quote does not escape it).
+    #[test]
+    fn a_value_ends_where_it_ends_however_the_reads_cut_it() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut below = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        let pieces = ["\\", "\"", "a", "\n", "}", "[", "é"];
+        for _ in 0..300 {
+            let text: String = (0..below(40)).map(|_| pieces[below(pieces.len())]).collect();
+            let value = json!({ "role": "tool", "content": text, "more": [text.clone()] }).to_string();
+            let document = format!("{value} ,{{}}");
+            let mut scan = Scan::new(b'{');
+            let (mut at, mut done) = (0, false);
+            while !done {
+                let end = (at + 1 + below(7)).min(document.len());
+                let (used, ended) = scan.advance(&document.as_bytes()[at..end]);
+                at += used;
+                done = ended;
+                assert!(at <= value.len(), "{value}");
+            }
+            assert_eq!(at, value.len(), "{value}");
+        }
     }
 }
