@@ -9,8 +9,11 @@
 //!   replaces older copies of repeated outputs in the tail.
 //! - Phase 3 reads the middle as it was before pruning (the extractive summarizer loses nothing
 //!   to stand-ins).
-//! - The input comes back unchanged when nothing lies between head and tail, when the middle is
-//!   too small to summarise, or when the result would not be smaller than the input.
+//! - The input stays as it was (no new list is made) when nothing lies between head and tail, when
+//!   the middle is too small to summarise, or when the result would not be smaller than the input.
+//! - The input is borrowed: the host keeps its context until it has checked the result, and a copy
+//!   of a 2-million-token context cost as much as the compaction. Only a context holding an
+//!   earlier summary, or a user message to pin, is copied to be rearranged.
 
 use std::{borrow::Cow, time::Instant};
 
