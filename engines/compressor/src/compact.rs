@@ -19,8 +19,11 @@ use std::{borrow::Cow, time::Instant};
 
 use ctxhost_engine_abi::Message;
 use ctxhost_engine_kit::{
-    sequence::repair_tool_pairs,
-    tokens::{estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens},
+    sequence::{align_end_to_group, repair_tool_pairs},
+    tokens::{
+        estimate_message_tokens, estimate_message_tokens_bound, estimate_messages_tokens,
+        estimate_text_tokens,
+    },
 };
 
 use crate::{
@@ -113,6 +116,10 @@ pub(crate) fn limits_for(settings: &Settings<'_>, scale: f64) -> Limits {
 
 /// Whether [`compact`] would find something to summarise: a middle between head and tail, big
 /// enough to be worth a summary (an earlier summary in it counts).
+///
+/// The same answer as `compact`'s boundaries, without counting the characters of every message
+/// (asked before every manual `/compress`, that was a pass over the whole context): see
+/// [`boundary_estimates`].
 pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool {
     let taken;
     let (working, previous_tokens) = if has_summary(messages) {
@@ -124,12 +131,48 @@ pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool
         let remembered = settings.remembered_summary.map_or(0, estimate_text_tokens);
         (messages, remembered)
     };
-    let estimates: Vec<u64> = working.iter().map(estimate_message_tokens).collect();
+    let limits = limits_for(settings, 1.0);
+    let estimates = boundary_estimates(working, &limits);
     let Boundaries {
         head_end, tail_start, ..
-    } = find_boundaries(working, &estimates, &limits_for(settings, 1.0));
-    let middle_tokens: u64 = estimates[head_end..tail_start.max(head_end)].iter().sum();
-    tail_start > head_end && middle_tokens + previous_tokens >= MIN_SUMMARISABLE_TOKENS
+    } = find_boundaries(working, &estimates, &limits);
+    if tail_start <= head_end {
+        return false;
+    }
+    // The middle's size only matters up to the minimum: stop counting there.
+    let mut middle_tokens = previous_tokens;
+    for message in &working[head_end..tail_start] {
+        if middle_tokens >= MIN_SUMMARISABLE_TOKENS {
+            break;
+        }
+        middle_tokens += estimate_message_tokens(message);
+    }
+    middle_tokens >= MIN_SUMMARISABLE_TOKENS
+}
+
+/// Estimates that give the boundaries `find_boundaries` gives with every message counted: the
+/// head's and the newest messages' exact, until those newest reach both the tail budget and the
+/// result cap; the older ones only bounded from above by their byte lengths. Every decision past
+/// that point (the tail budget exceeded, head plus tail at the cap) holds whatever the older
+/// messages count, and a bound only makes the sums larger.
+fn boundary_estimates(messages: &[Message], limits: &Limits) -> Vec<u64> {
+    let enough = limits.tail_budget.max(limits.threshold);
+    let mut estimates: Vec<u64> = messages.iter().map(estimate_message_tokens_bound).collect();
+    let mut newest = 0;
+    for (at, message) in messages.iter().enumerate().rev() {
+        if newest > enough {
+            break;
+        }
+        estimates[at] = estimate_message_tokens(message);
+        newest += estimates[at];
+    }
+    // At least the head `find_boundaries` takes (a system message or not, then past the results
+    // of a head assistant's calls).
+    let head = align_end_to_group(messages, (1 + limits.protect_first_n).min(messages.len()));
+    for (estimate, message) in estimates.iter_mut().zip(messages).take(head) {
+        *estimate = estimate_message_tokens(message);
+    }
+    estimates
 }
 
 /// Compacts `messages`, which the caller keeps: the middle is only read, and the head and tail
@@ -357,5 +400,49 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         report,
         summary_body: Some(body),
         failure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::property::{agent_conversation, Rng};
+    use ctxhost_engine_abi::Content;
+
+    /// Property: boundaries from [`boundary_estimates`] are those of every message counted, on
+    /// conversations whose text is partly multibyte (where a byte bound over-counts), for many
+    /// budgets, caps and protected counts.
+    #[test]
+    fn bounded_estimates_give_the_boundaries_of_exact_ones() {
+        let mut rng = Rng::new(11);
+        for seed in 0..60 {
+            let mut messages = agent_conversation(seed, 40 + rng.below(200));
+            for message in &mut messages {
+                if rng.chance(40) {
+                    let text = message.text().replace(['e', 'o'], "é");
+                    message.content = Content::Text(text);
+                }
+            }
+            let exact: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
+            let total: u64 = exact.iter().sum();
+            for _ in 0..20 {
+                let limits = Limits {
+                    tail_budget: rng.below(total as usize / 2 + 1) as u64,
+                    threshold: if rng.chance(20) {
+                        0
+                    } else {
+                        rng.below(total as usize) as u64
+                    },
+                    summary_allowance: rng.below(3_000) as u64,
+                    protect_first_n: rng.below(6),
+                    protect_last_n: rng.below(30),
+                };
+                assert_eq!(
+                    find_boundaries(&messages, &boundary_estimates(&messages, &limits), &limits),
+                    find_boundaries(&messages, &exact, &limits),
+                    "seed {seed}, {limits:?}"
+                );
+            }
+        }
     }
 }

@@ -34,8 +34,14 @@ pub fn estimate_messages_tokens(messages: &[Message]) -> u64 {
 /// counted. A check made before every model call then costs a few nanoseconds a message instead
 /// of a pass over the whole context (it was a quarter of a replay's time).
 pub fn estimate_reaches(messages: &[Message], threshold: u64) -> bool {
-    let upper_bound: u64 = messages.iter().map(|message| tokens_by(message, str::len)).sum();
+    let upper_bound: u64 = messages.iter().map(estimate_message_tokens_bound).sum();
     upper_bound >= threshold && estimate_messages_tokens(messages) >= threshold
+}
+
+/// An upper bound of [`estimate_message_tokens`] that reads no text: byte lengths for character
+/// counts (a character takes at least one byte).
+pub fn estimate_message_tokens_bound(message: &Message) -> u64 {
+    tokens_by(message, str::len)
 }
 
 /// The rough tokens of `message`, with `length` measuring each text in characters (or a bound).
