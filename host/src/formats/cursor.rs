@@ -573,13 +573,8 @@ mod tests {
     /// before a quote does not escape it).
     #[test]
     fn a_value_ends_where_it_ends_however_the_reads_cut_it() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut below = move |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut rng = crate::tokens::tests::Rng::new(7);
+        let mut below = |bound: usize| rng.below(bound as u64) as usize;
         let pieces = ["\\", "\"", "a", "\n", "}", "[", "é"];
         for _ in 0..300 {
             let text: String = (0..below(40)).map(|_| pieces[below(pieces.len())]).collect();

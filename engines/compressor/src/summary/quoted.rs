@@ -136,13 +136,8 @@ mod tests {
     /// small alphabet so that facts overlap, nest and share their ends.
     #[test]
     fn every_occurrence_an_automaton_finds_is_found() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut below = move |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut rng = crate::tests::property::Rng::new(5);
+        let mut below = |bound: usize| rng.below(bound);
         let alphabet = ['a', 'b', '/', '.', '1', 'é'];
         for _ in 0..300 {
             let mut word =
