@@ -465,7 +465,7 @@ impl EngineHandle {
                     focus_topic: request.focus_topic.map(str::to_owned),
                 };
                 engine
-                    .compress(messages.to_vec(), &sdk_request)
+                    .compress(messages, &sdk_request)
                     .map_err(self.failed("compress"))?
             }
             Reach::Child(_) => {
