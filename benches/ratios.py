@@ -98,7 +98,20 @@ def main():
         "<= ~1.0 = at most linear",
         "{:.2f}x",
     )
+    show_observers()
     show_memory()
+
+
+def show_observers():
+    """The replay of 10,000 tool-heavy messages with observers attached (benches/observers.rs)."""
+    print()
+    alone = mean_ns("observers", "none")
+    show("replay of 10,000 tool-heavy messages, no observer (ms)", alone and alone / 1e6, fmt="{:.0f}")
+    targets = {"idle-1": "target < 1.05x", "count-1": "target < 1.05x", "lcm": "target < 2x"}
+    for label in ("idle-1", "count-1", "count-4", "lcm"):
+        with_them = mean_ns("observers", label)
+        show(f"  with {label} (ms)", with_them and with_them / 1e6, fmt="{:.0f}")
+        show(f"  {label} / none", ratio(with_them, alone), targets.get(label), "{:.2f}x")
 
 
 def show_memory():

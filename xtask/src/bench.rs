@@ -32,6 +32,13 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         Command::new(cargo_program()).args(&replay).current_dir(&root),
         "the replay benchmarks",
     )?;
+    // The 10,000-message replay with 0, 1 and 4 observers, and with lcm storing every message.
+    let mut observers = vec!["bench", "-p", "ctxhost", "--bench", "observers", "--"];
+    observers.extend(filter);
+    run(
+        Command::new(cargo_program()).args(&observers).current_dir(&root),
+        "the observer benchmarks",
+    )?;
     // The whole process on the heavy session: `ctxhost compress` and `ctxhost run`, spawned.
     let mut process = vec!["bench", "-p", "ctxhost", "--bench", "process", "--"];
     process.extend(filter);
