@@ -18,7 +18,7 @@ use std::{
     collections::{BTreeSet, VecDeque},
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
-        mpsc::{self, Receiver, SyncSender, TrySendError},
+        mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError},
         Arc, Mutex, OnceLock,
     },
     thread::JoinHandle,
@@ -26,7 +26,8 @@ use std::{
 };
 
 use ctxhost_engine_abi::{
-    observe::EXT_INTERESTS, Fact, FactBody, FactKind, Message, ModelInfo, SessionInfo, Usage,
+    observe::{EXT_INTERESTS, EXT_OBSERVE_IDLE},
+    Fact, FactBody, FactKind, Message, ModelInfo, SessionInfo, Usage,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -186,6 +187,11 @@ impl Observers {
             // Built before observers existed: the lifecycle through the contract's methods only.
             _ => BTreeSet::new(),
         };
+        // Nothing is queued yet: the first "ran dry", which also tells whether it knows the call.
+        let idle = match engine.call_ext(EXT_OBSERVE_IDLE, &Value::Null)? {
+            Some(_) => Idle::Told,
+            None => Idle::Unknown,
+        };
         let tools = engine
             .get_tool_schemas()?
             .iter()
@@ -199,7 +205,7 @@ impl Observers {
             .name(format!("observer-{name}"))
             .spawn({
                 let shared = Arc::clone(&shared);
-                move || serve_jobs(engine, receiver, &shared)
+                move || serve_jobs(engine, receiver, idle, &shared)
             })
             .expect("a thread can be spawned");
         self.workers.push(Worker {
@@ -375,11 +381,21 @@ impl Worker {
 
 /// An observer's thread: runs its jobs in order until the session closes the queue. After a
 /// failure it only drains the queue (tool calls are answered with the reason).
-fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, shared: &Shared) {
+fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: Idle, shared: &Shared) {
     let mut queue = VecDeque::new();
     loop {
         if queue.is_empty() {
-            match bundles.recv() {
+            let bundle = match bundles.try_recv() {
+                Ok(bundle) => Ok(bundle),
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {
+                    if let Err(error) = idle.tell(&mut engine, shared) {
+                        shared.detach(error.to_string());
+                    }
+                    bundles.recv()
+                }
+            };
+            match bundle {
                 Ok(bundle) => queue.extend(bundle),
                 Err(_) => break,
             }
@@ -405,6 +421,7 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, shared: &Sh
                 };
                 if observed.is_ok() {
                     shared.facts.fetch_add(batch.count(), Ordering::Relaxed);
+                    idle.observed();
                 }
                 observed
             }
@@ -424,6 +441,36 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, shared: &Sh
         if let Err(error) = done {
             shared.detach(error.to_string());
         }
+    }
+}
+
+/// Whether an observer is told its queue ran dry ([`EXT_OBSERVE_IDLE`]): when it is attached,
+/// then once after the facts it handled, before its thread waits for more. A plugin built before
+/// the capability answers "unknown method" at attach and is not asked again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Idle {
+    /// Facts came since it was last told.
+    Unasked,
+    /// Told already, nothing observed since.
+    Told,
+    /// The engine does not know the capability.
+    Unknown,
+}
+
+impl Idle {
+    fn observed(&mut self) {
+        if *self == Self::Told {
+            *self = Self::Unasked;
+        }
+    }
+
+    fn tell(&mut self, engine: &mut EngineHandle, shared: &Shared) -> Result<(), EngineCallError> {
+        if *self != Self::Unasked || shared.is_detached() {
+            return Ok(());
+        }
+        engine.call_ext(EXT_OBSERVE_IDLE, &Value::Null)?;
+        *self = Self::Told;
+        Ok(())
     }
 }
 

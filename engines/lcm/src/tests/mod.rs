@@ -1,5 +1,6 @@
 //! The engine in process, over real SQLite files in temporary directories.
 
+mod observing;
 mod property;
 mod tools;
 
@@ -253,7 +254,7 @@ fn a_newer_schema_is_refused_with_its_version() {
 }
 
 #[test]
-fn the_store_is_in_wal_mode_with_schema_version_1() {
+fn the_store_is_in_wal_mode_at_the_current_schema_version() {
     let dir = tempfile::tempdir().unwrap();
     let store = crate::Store::open(&dir.path().join("sub/lcm.sqlite")).unwrap();
     let mode: String = store
@@ -264,5 +265,5 @@ fn the_store_is_in_wal_mode_with_schema_version_1() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!((mode.as_str(), version), ("wal", 1));
+    assert_eq!((mode.as_str(), version), ("wal", crate::store::SCHEMA_VERSION));
 }
