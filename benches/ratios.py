@@ -99,19 +99,51 @@ def main():
         "{:.2f}x",
     )
     show_observers()
+    show_serve()
+    show_isolation()
     show_memory()
 
 
 def show_observers():
-    """The replay of 10,000 tool-heavy messages with observers attached (benches/observers.rs)."""
     print()
-    alone = mean_ns("observers", "none")
-    show("replay of 10,000 tool-heavy messages, no observer (ms)", alone and alone / 1e6, fmt="{:.0f}")
-    targets = {"idle-1": "target < 1.05x", "count-1": "target < 1.05x", "lcm": "target < 2x"}
-    for label in ("idle-1", "count-1", "count-4", "lcm"):
-        with_them = mean_ns("observers", label)
-        show(f"  with {label} (ms)", with_them and with_them / 1e6, fmt="{:.0f}")
-        show(f"  {label} / none", ratio(with_them, alone), targets.get(label), "{:.2f}x")
+    none = mean_ns("observers", "none")
+    show("replay of 10,000 messages, no observer (ms)", none and none / 1e6, fmt="{:.0f}")
+    for label, what, target in [
+        ("idle-1", "one observer asking for no fact (lifecycle only)", "target < 1.05x"),
+        ("count-1", "one observer taking every fact, doing nothing", "target < 1.05x"),
+        ("count-4", "four observers taking every fact, doing nothing", None),
+        ("lcm", "lcm observing (every message stored)", "target < 2x"),
+    ]:
+        with_it = mean_ns("observers", label)
+        show(f"  {what}: / none", ratio(with_it, none), target, "{:.2f}x")
+
+
+def show_serve():
+    """`ctxhost serve` against the same engine in process (benches/serve.rs)."""
+    print()
+    served, local = mean_ns("serve_trivial_call", "served"), mean_ns("serve_trivial_call", "in_process")
+    show("trivial call (`counters`) through `ctxhost serve` (us)", served and served / 1e3, fmt="{:.1f}")
+    show("trivial call in process (ns)", local, fmt="{:.1f}")
+    for n in ("500", "5000"):
+        served, local = mean_ns("serve_compress", "served", n), mean_ns("serve_compress", "in_process", n)
+        show(f"compress {n} messages through serve (ms)", served and served / 1e6)
+        show(f"compress {n} messages in process (ms)", local and local / 1e6)
+        show(f"  served / in process, {n}", ratio(served, local), fmt="{:.2f}x")
+
+
+def show_isolation():
+    """`cargo bench -p ctxhost --bench isolation`: the masking plugin in process and in a child."""
+    print()
+    inside, isolated = mean_ns("isolation_trivial", "in_process"), mean_ns("isolation_trivial", "isolated")
+    show("trivial call (should_compress), in process (us)", inside and inside / 1e3, fmt="{:.3f}")
+    show("trivial call (should_compress), isolated (us)", isolated and isolated / 1e3, fmt="{:.1f}")
+    for n in ("500", "5000"):
+        inside = mean_ns("isolation_compress", "in_process", n)
+        isolated = mean_ns("isolation_compress", "isolated", n)
+        show(f"compress {n} messages, in process (ms)", inside and inside / 1e6, fmt="{:.2f}")
+        show(f"compress {n} messages, isolated (ms)", isolated and isolated / 1e6, fmt="{:.2f}")
+        target = "target <= 2x" if n == "5000" else ""
+        show(f"  isolated / in process, {n} messages", ratio(isolated, inside), target, "{:.2f}x")
 
 
 def show_memory():

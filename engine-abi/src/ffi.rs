@@ -170,7 +170,7 @@ impl Usage {
 /// Frozen with interface version 1: they are the contract's counters, and the host reads them
 /// every turn, so they cross as one small struct rather than JSON.
 #[repr(C)]
-#[derive(StableAbi, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(StableAbi, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     /// Prompt tokens of the last model response.
     pub last_prompt_tokens: u64,

@@ -25,9 +25,10 @@ pub trait LinkedEngine: Send {
     fn should_compress(&mut self, prompt_tokens: Option<u64>) -> Result<bool, EngineError>;
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError>;
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError>;
+    /// Borrows the messages: the host keeps its context until it has checked the result.
     fn compress(
         &mut self,
-        messages: Vec<Message>,
+        messages: &[Message],
         request: &CompressRequest,
     ) -> Result<Vec<Message>, EngineError>;
     fn on_session_start(&mut self, session_id: &str, info: &SessionInfo) -> Result<(), EngineError>;
@@ -93,10 +94,10 @@ impl<E: Engine> LinkedEngine for Linked<E> {
 
     fn compress(
         &mut self,
-        messages: Vec<Message>,
+        messages: &[Message],
         request: &CompressRequest,
     ) -> Result<Vec<Message>, EngineError> {
-        guard("compress", || self.0.compress(messages, request)).into_result()
+        guard("compress", || self.0.compress_borrowed(messages, request)).into_result()
     }
 
     fn on_session_start(&mut self, session_id: &str, info: &SessionInfo) -> Result<(), EngineError> {

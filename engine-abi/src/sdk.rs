@@ -269,6 +269,19 @@ pub trait Engine: Send + 'static {
         request: &CompressRequest,
     ) -> Result<Vec<Message>, EngineError>;
 
+    /// [`compress`](Engine::compress) on messages the caller keeps. Only a host that links the
+    /// engine into its own binary calls it (a plugin's messages arrive as JSON, parsed into a
+    /// `Vec` that `compress` takes): the host must keep its context until the result is checked,
+    /// and this spares it a copy of the whole context on every compaction. Default: `compress` of
+    /// a copy.
+    fn compress_borrowed(
+        &mut self,
+        messages: &[Message],
+        request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError> {
+        self.compress(messages.to_vec(), request)
+    }
+
     /// The share of the window at which compaction fires, used by the default
     /// [`update_model`](Engine::update_model).
     fn threshold_percent(&self) -> f64 {

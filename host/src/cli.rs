@@ -3,6 +3,7 @@
 //! The replaying commands (`run`, `compress`, `status`, `tool`) live in [`run`].
 
 mod run;
+mod serve;
 
 use std::{
     io::IsTerminal,
@@ -41,6 +42,11 @@ pub struct Cli {
     /// The plugins directory (holding context_engine/<name>/) [default: plugins/ next to the config file].
     #[arg(long, global = true, value_name = "DIR")]
     pub plugins_dir: Option<PathBuf>,
+
+    /// Where plugin engines run, overriding `context.isolation`: in the host's process, or each
+    /// in a child process of its own that cannot take the host down [default: in-process].
+    #[arg(long, global = true, value_enum, value_name = "WHERE")]
+    pub isolation: Option<crate::config::Isolation>,
 
     /// More detail on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -84,6 +90,23 @@ pub enum Command {
     Plugins(PluginsCommand),
     /// Replay one transcript through several engines and compare them in one table.
     Compare(crate::compare::CompareArgs),
+    /// Serve engines to an agent in any language: JSON-RPC 2.0, one message a line, on stdin and
+    /// stdout (logs on stderr). The README's "From any other language" is the reference.
+    Serve(ServeArgs),
+}
+
+/// `serve`'s own flags: the limits a host sets on the child it runs one engine in.
+#[derive(Debug, Default, Args)]
+pub struct ServeArgs {
+    /// Limit this process's address space to MiB (RLIMIT_AS), before any library is opened.
+    #[arg(long, value_name = "MIB", hide = true)]
+    pub limit_address_space_mb: Option<u64>,
+    /// Limit this process's CPU time to seconds (RLIMIT_CPU), before any library is opened.
+    #[arg(long, value_name = "SECONDS", hide = true)]
+    pub limit_cpu_seconds: Option<u64>,
+    /// The host this server runs one engine for: the server ends when that process does.
+    #[arg(long, value_name = "PID", hide = true)]
+    pub parent_pid: Option<u32>,
 }
 
 /// Arguments shared by `run` and `compress`.
@@ -219,7 +242,10 @@ pub enum PluginsCommand {
 
 /// Runs the parsed command line.
 pub fn run_cli(cli: Cli) -> Result<()> {
-    let settings = load_settings(cli.config.as_deref(), cli.plugins_dir.as_deref())?;
+    let mut settings = load_settings(cli.config.as_deref(), cli.plugins_dir.as_deref())?;
+    if let Some(isolation) = cli.isolation {
+        settings.isolation = isolation;
+    }
     match cli.command {
         Command::Run(args) => run::run_transcript(&settings, &args, run::Mode::Replay),
         Command::Compress { focus, run } => {
@@ -232,6 +258,7 @@ pub fn run_cli(cli: Cli) -> Result<()> {
         Command::Plugins(PluginsCommand::List { json }) => list_plugins(&settings, json),
         Command::Plugins(PluginsCommand::Check { name }) => check_one_plugin(&settings, &name),
         Command::Compare(args) => crate::compare::run_compare(&settings, &args),
+        Command::Serve(args) => serve::serve_stdio(&settings, &args),
     }
 }
 
@@ -410,7 +437,7 @@ fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
         opened.abi_version,
         SUPPORTED_ABI_VERSIONS
     );
-    let engine = load_plugin(folder, settings).with_context(|| format!("plugin `{name}`"))?;
+    let mut engine = load_plugin(folder, settings).with_context(|| format!("plugin `{name}`"))?;
     let tools = engine
         .get_tool_schemas()
         .context("reading the engine's tool schemas")?;

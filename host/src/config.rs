@@ -17,8 +17,10 @@ use serde_json::Value;
 use crate::tokens::TokenizerKind;
 
 mod auxiliary;
+mod isolation;
 
 pub use auxiliary::{ApiKey, SummarizerProblem, SummarizerSettings, DEFAULT_API_KEY_ENV, REDACTED};
+pub use isolation::{Deadlines, Isolation, IsolationProblem, IsolationSettings, Limits};
 
 /// The engine used when `context.engine` is not set.
 pub const DEFAULT_ENGINE: &str = "compressor";
@@ -40,6 +42,10 @@ pub struct Settings {
     pub plugins_dir: PathBuf,
     /// `context.tokenizer`: what the host counts the context's tokens with.
     pub tokenizer: TokenizerKind,
+    /// `context.isolation`: whether plugin engines run in the host's process or each in a child.
+    pub isolation: Isolation,
+    /// The `isolation:` block: deadlines, crashes tolerated, limits of a child.
+    pub isolation_settings: IsolationSettings,
     /// The `model:` block.
     pub model: ModelSettings,
     /// The built-in compressor's `compression:` block.
@@ -76,6 +82,7 @@ struct RawConfig {
     compression: CompressorConfig,
     auxiliary: RawAuxiliary,
     compare: BTreeMap<String, Value>,
+    isolation: IsolationSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -91,6 +98,7 @@ struct RawContext {
     observers: Vec<String>,
     plugins_dir: Option<PathBuf>,
     tokenizer: Option<String>,
+    isolation: Option<String>,
 }
 
 /// A config file that cannot be used.
@@ -151,6 +159,8 @@ impl Settings {
             observers: Vec::new(),
             plugins_dir: base_dir.join(DEFAULT_PLUGINS_DIR),
             tokenizer: TokenizerKind::default(),
+            isolation: Isolation::default(),
+            isolation_settings: IsolationSettings::default(),
             model: ModelSettings::default(),
             compression: CompressorConfig::default(),
             summarizer: SummarizerSettings::default(),
@@ -224,6 +234,12 @@ impl Settings {
                 )
             })?,
         };
+        let isolation = match raw.context.isolation.as_deref() {
+            None => Isolation::default(),
+            Some(name) => name
+                .parse()
+                .map_err(|reason| invalid("context.isolation", reason))?,
+        };
         validate(&raw, invalid)?;
         let base_dir = path.parent().unwrap_or(Path::new("."));
         let plugins_dir = raw
@@ -236,6 +252,8 @@ impl Settings {
             observers: raw.context.observers,
             plugins_dir: tidy(&base_dir.join(plugins_dir)),
             tokenizer,
+            isolation,
+            isolation_settings: raw.isolation,
             model: raw.model,
             compression: raw.compression,
             summarizer: raw.auxiliary.compression,
@@ -309,6 +327,9 @@ fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> R
             format!("lists an empty engine name ({blank:?})"),
         ));
     }
+    raw.isolation
+        .validate()
+        .map_err(|problem| invalid(&format!("isolation.{}", problem.key), problem.reason))?;
     for (name, block) in &raw.compare {
         if !block.is_object() {
             return Err(invalid(

@@ -1,12 +1,18 @@
 //! The host's handle on the active engine, built-in or plugin alike.
 //!
-//! Two ways to reach an engine, one handle: a plugin (or an engine registered by an embedding
-//! program) through the stable-ABI object, where messages cross as JSON; an engine linked into
-//! the host (the built-in compressor) as a [`LinkedEngine`], handed the messages themselves.
+//! Three ways to reach an engine, one handle:
+//! - a plugin (or an engine registered by an embedding program) through the stable-ABI object,
+//!   where messages cross as JSON;
+//! - an engine linked into the host (the built-in compressor) as a [`LinkedEngine`], handed the
+//!   messages themselves;
+//! - a plugin in a child process of its own ([`ChildEngine`], `context.isolation: process`), over
+//!   the protocol; its crash, exit or passed deadline is a failed call, and after too many in a
+//!   row the handle puts the built-in compressor in its place, in the same session.
+//!
 //! Either way panics are caught by the SDK's guard, and each method turns an engine failure (an
-//! error, or a caught panic) into an
-//! [`EngineCallError`] naming the engine and the method; `compress` also refuses output that
-//! breaks the rules of [`ctxhost_engine_abi::Engine::compress`] ([`check_compacted`]).
+//! error, a caught panic, a lost process) into an [`EngineCallError`] naming the engine and the
+//! method; `compress` also refuses output that breaks the rules of
+//! [`ctxhost_engine_abi::Engine::compress`] ([`check_compacted`]).
 
 use std::{fmt, path::PathBuf};
 
@@ -17,6 +23,8 @@ use ctxhost_engine_abi::{
 };
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 use serde_json::Value;
+
+use crate::isolation::{ChildEngine, ChildError};
 
 /// Where the active engine came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +75,31 @@ pub enum EngineCallError {
         /// What is wrong with it.
         problem: String,
     },
+    /// The engine's process crashed, exited or passed its deadline (`context.isolation:
+    /// process`); it was killed and reaped, and what it kept in memory is lost.
+    #[error("engine `{engine}` failed in `{method}`: {cause}; {}", then_text(*detached_after))]
+    ProcessLost {
+        /// The engine's name.
+        engine: String,
+        /// The contract method.
+        method: &'static str,
+        /// The signal by name, the exit code or the deadline, and its last words.
+        cause: String,
+        /// Set when this was the last crash tolerated: how many came in a row. The built-in
+        /// compressor has taken the engine's place.
+        detached_after: Option<u32>,
+    },
+}
+
+fn then_text(detached_after: Option<u32>) -> String {
+    match detached_after {
+        None => {
+            "the state the engine kept in memory is lost; the next call starts a fresh process".to_owned()
+        }
+        Some(crashes) => format!(
+            "{crashes} crashes in a row: the engine is detached and the built-in compressor takes over"
+        ),
+    }
 }
 
 impl EngineCallError {
@@ -86,6 +119,8 @@ pub struct EngineHandle {
     reach: Reach,
     name: String,
     origin: EngineOrigin,
+    /// Why the engine first configured was detached, once it was.
+    detached: Option<String>,
 }
 
 /// How the engine is called.
@@ -94,6 +129,16 @@ enum Reach {
     Boundary(EngineBox),
     /// Linked into the host: direct calls.
     Linked(Box<dyn LinkedEngine>),
+    /// In a child process, over the protocol.
+    Child(Box<Isolated>),
+}
+
+/// Makes the engine that takes an isolated engine's place when it is detached.
+pub type Replacement = Box<dyn FnOnce() -> EngineHandle + Send>;
+
+struct Isolated {
+    child: ChildEngine,
+    replacement: Option<Replacement>,
 }
 
 type CallResult<T> = Result<T, EngineCallError>;
@@ -105,6 +150,7 @@ impl EngineHandle {
             reach: Reach::Boundary(object),
             name: name.into(),
             origin,
+            detached: None,
         }
     }
 
@@ -114,7 +160,104 @@ impl EngineHandle {
             reach: Reach::Linked(engine),
             name: name.into(),
             origin,
+            detached: None,
         }
+    }
+
+    /// Wraps an engine running in a child process; `replacement` makes the engine that takes its
+    /// place if it crashes too often.
+    pub fn isolated(
+        child: ChildEngine,
+        replacement: Replacement,
+        name: impl Into<String>,
+        origin: EngineOrigin,
+    ) -> Self {
+        Self {
+            reach: Reach::Child(Box::new(Isolated {
+                child,
+                replacement: Some(replacement),
+            })),
+            name: name.into(),
+            origin,
+            detached: None,
+        }
+    }
+
+    /// The process the engine runs in, when it runs in a child of its own that is alive.
+    pub fn process_id(&self) -> Option<u32> {
+        match &self.reach {
+            Reach::Child(isolated) => isolated.child.pid(),
+            _ => None,
+        }
+    }
+
+    /// Why the engine first configured was detached and the built-in compressor put in its
+    /// place, once that happened.
+    pub fn detached(&self) -> Option<&str> {
+        self.detached.as_deref()
+    }
+
+    /// Calls an isolated engine; a lost process is counted by the child, and the one too many
+    /// detaches it.
+    fn through_child<T>(
+        &mut self,
+        method: &'static str,
+        call: impl FnOnce(&mut ChildEngine) -> Result<T, ChildError>,
+    ) -> CallResult<T> {
+        let Reach::Child(isolated) = &mut self.reach else {
+            unreachable!("called for isolated engines only")
+        };
+        let crashes = isolated.child.crashes_before_detach();
+        match call(&mut isolated.child) {
+            Ok(value) => Ok(value),
+            Err(ChildError::Engine(error)) => Err(self.failed(method)(error)),
+            Err(ChildError::Invalid(problem)) => Err(self.invalid(method, problem)),
+            Err(ChildError::Lost { cause, detach }) => {
+                let error = EngineCallError::ProcessLost {
+                    engine: self.name.clone(),
+                    method,
+                    cause,
+                    detached_after: detach.then_some(crashes),
+                };
+                if detach {
+                    self.detach_child(&error);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Puts the replacement in the isolated engine's place, in the same session: told the model
+    /// and started on the session the engine was in.
+    fn detach_child(&mut self, why: &EngineCallError) {
+        let Reach::Child(isolated) = &mut self.reach else {
+            return;
+        };
+        let Some(make) = isolated.replacement.take() else {
+            return;
+        };
+        let model = isolated.child.model().cloned();
+        let started = isolated.child.started().cloned();
+        let mut next = make();
+        if let Some(model) = &model {
+            if let Err(error) = next.update_model(model) {
+                tracing::warn!("{error}");
+            }
+        }
+        if let Some((session_id, info)) = &started {
+            if let Err(error) = next.on_session_start(session_id, info) {
+                tracing::warn!("{error}");
+            }
+        }
+        let reason = format!(
+            "engine `{}` detached: {why}; `{}` runs from here on",
+            self.name, next.name
+        );
+        tracing::warn!("{reason}");
+        self.detached = Some(reason);
+        self.reach = next.reach;
+        self.name = next.name;
+        self.origin = next.origin;
     }
 
     /// Whether the engine takes its messages as JSON text, so that a caller keeping the context's
@@ -158,6 +301,8 @@ impl EngineHandle {
         match &self.reach {
             Reach::Boundary(object) => object.counters().into_result(),
             Reach::Linked(engine) => engine.counters(),
+            // Every answer carries them: no round trip.
+            Reach::Child(isolated) => Ok(isolated.child.counters()),
         }
         .map_err(self.failed("counters"))
     }
@@ -170,6 +315,7 @@ impl EngineHandle {
                 object.update_model(RStr::from(json.as_str())).into_result()
             }
             Reach::Linked(engine) => engine.update_model(model),
+            Reach::Child(_) => return self.through_child("update_model", |child| child.update_model(model)),
         }
         .map_err(self.failed("update_model"))
     }
@@ -184,6 +330,11 @@ impl EngineHandle {
                     .into_result()
             }
             Reach::Linked(engine) => engine.on_session_start(session_id, info),
+            Reach::Child(_) => {
+                return self.through_child("on_session_start", |child| {
+                    child.on_session_start(session_id, info)
+                })
+            }
         }
         .map_err(self.failed("on_session_start"))
     }
@@ -198,6 +349,11 @@ impl EngineHandle {
                     .into_result()
             }
             Reach::Linked(engine) => engine.on_session_end(session_id, messages),
+            Reach::Child(_) => {
+                return self.through_child("on_session_end", |child| {
+                    child.on_session_end(session_id, messages)
+                })
+            }
         }
         .map_err(self.failed("on_session_end"))
     }
@@ -207,6 +363,7 @@ impl EngineHandle {
         match &mut self.reach {
             Reach::Boundary(object) => object.on_session_reset().into_result(),
             Reach::Linked(engine) => engine.on_session_reset(),
+            Reach::Child(_) => return self.through_child("on_session_reset", ChildEngine::on_session_reset),
         }
         .map_err(self.failed("on_session_reset"))
     }
@@ -216,6 +373,9 @@ impl EngineHandle {
         match &mut self.reach {
             Reach::Boundary(object) => object.update_from_response(usage).into_result(),
             Reach::Linked(engine) => engine.update_from_response(usage),
+            Reach::Child(_) => {
+                return self.through_child("update_from_response", |child| child.update_from_response(usage))
+            }
         }
         .map_err(self.failed("update_from_response"))
     }
@@ -225,6 +385,9 @@ impl EngineHandle {
         match &mut self.reach {
             Reach::Boundary(object) => object.should_compress(prompt_tokens.into()).into_result(),
             Reach::Linked(engine) => engine.should_compress(prompt_tokens),
+            Reach::Child(_) => {
+                return self.through_child("should_compress", |child| child.should_compress(prompt_tokens))
+            }
         }
         .map_err(self.failed("should_compress"))
     }
@@ -244,6 +407,11 @@ impl EngineHandle {
                     .into_result()
             }
             Reach::Linked(engine) => engine.should_compress_preflight(messages),
+            Reach::Child(_) => {
+                return self.through_child("should_compress_preflight", |child| {
+                    child.should_compress_preflight(messages)
+                })
+            }
         }
         .map_err(self.failed("should_compress_preflight"))
     }
@@ -258,6 +426,11 @@ impl EngineHandle {
                     .into_result()
             }
             Reach::Linked(engine) => engine.has_content_to_compress(messages),
+            Reach::Child(_) => {
+                return self.through_child("has_content_to_compress", |child| {
+                    child.has_content_to_compress(messages)
+                })
+            }
         }
         .map_err(self.failed("has_content_to_compress"))
     }
@@ -292,8 +465,22 @@ impl EngineHandle {
                     focus_topic: request.focus_topic.map(str::to_owned),
                 };
                 engine
-                    .compress(messages.to_vec(), &sdk_request)
+                    .compress(messages, &sdk_request)
                     .map_err(self.failed("compress"))?
+            }
+            Reach::Child(_) => {
+                // The user's message by provenance: the caller's reference into `messages`.
+                let user_message = request
+                    .user_message
+                    .and_then(|user| messages.iter().position(|message| std::ptr::eq(message, user)));
+                self.through_child("compress", |child| {
+                    child.compress(
+                        messages,
+                        request.current_tokens,
+                        request.focus_topic,
+                        user_message,
+                    )
+                })?
             }
         };
         check_compacted(messages, &compacted, request.user_message)
@@ -302,7 +489,7 @@ impl EngineHandle {
     }
 
     /// The tools the engine offers.
-    pub fn get_tool_schemas(&self) -> CallResult<Vec<Value>> {
+    pub fn get_tool_schemas(&mut self) -> CallResult<Vec<Value>> {
         let text = match &self.reach {
             Reach::Boundary(object) => object
                 .get_tool_schemas()
@@ -311,6 +498,7 @@ impl EngineHandle {
             Reach::Linked(engine) => {
                 return engine.get_tool_schemas().map_err(self.failed("get_tool_schemas"));
             }
+            Reach::Child(_) => return self.through_child("get_tool_schemas", ChildEngine::get_tool_schemas),
         };
         match self.parse_json("get_tool_schemas", &text)? {
             Value::Array(schemas) => Ok(schemas),
@@ -343,18 +531,24 @@ impl EngineHandle {
                     .handle_tool_call(name, arguments, messages)
                     .map_err(self.failed("handle_tool_call"));
             }
+            Reach::Child(_) => {
+                return self.through_child("handle_tool_call", |child| {
+                    child.handle_tool_call(name, arguments, messages)
+                })
+            }
         };
         self.parse_json("handle_tool_call", &text)
     }
 
     /// The engine's status object.
-    pub fn get_status(&self) -> CallResult<Value> {
+    pub fn get_status(&mut self) -> CallResult<Value> {
         let text = match &self.reach {
             Reach::Boundary(object) => object
                 .get_status()
                 .into_result()
                 .map_err(self.failed("get_status"))?,
             Reach::Linked(engine) => return engine.get_status().map_err(self.failed("get_status")),
+            Reach::Child(_) => return self.through_child("get_status", ChildEngine::get_status),
         };
         self.parse_json("get_status", &text)
     }
@@ -368,6 +562,12 @@ impl EngineHandle {
                 .into_result()
                 .map(drop),
             Reach::Linked(engine) => engine.observe(fact),
+            Reach::Child(_) => {
+                let request = serde_json::to_value(fact).expect("facts serialise");
+                return self
+                    .through_child("observe", |child| child.call_ext(EXT_OBSERVE, &request))
+                    .map(drop);
+            }
         }
         .map_err(self.failed("observe"))
     }
@@ -383,6 +583,9 @@ impl EngineHandle {
                     .map(Answer::Json)
             }
             Reach::Linked(engine) => engine.call_ext(method, request).map(Answer::Value),
+            Reach::Child(_) => {
+                return self.through_child("call_ext", |child| child.call_ext(method, request))
+            }
         };
         match answer {
             Ok(Answer::Json(text)) => self.parse_json("call_ext", &text).map(Some),

@@ -24,6 +24,7 @@ use crate::{
     config::{Settings, DEFAULT_ENGINE},
     discovery::{discover_plugins, find_plugin, LookupError, PluginFolder},
     engine::{EngineHandle, EngineOrigin},
+    isolation::{is_isolated, ChildEngine, ChildSpec, StartError},
     loading::{open_engine_library, verify_checksum, LoadError},
     services::{host_services_for, ServiceContext},
 };
@@ -118,6 +119,14 @@ pub enum ResolveError {
         /// The panic message.
         message: String,
     },
+    /// The engine's child process (`context.isolation: process`) could not be started with it.
+    #[error("{library}: {error}")]
+    Isolated {
+        /// The library.
+        library: String,
+        /// Why.
+        error: StartError,
+    },
 }
 
 /// Resolves the engine named `name` with `settings`, falling back to the built-in compressor.
@@ -165,15 +174,6 @@ fn try_resolve_engine_with(
     if name == DEFAULT_ENGINE {
         return Ok(builtin_compressor_with(settings, services));
     }
-    resolve_named(name, settings, registry, services)
-}
-
-fn resolve_named(
-    name: &str,
-    settings: &Settings,
-    registry: &Registry,
-    services: &Arc<ServiceContext>,
-) -> Result<EngineHandle, ResolveError> {
     let folders =
         discover_plugins(&settings.plugins_dir).map_err(|error| ResolveError::NotFound(error.to_string()))?;
     let in_folder = folders.iter().any(|folder| folder.folder_name == name);
@@ -210,6 +210,9 @@ pub fn load_plugin_with(
     if let Some(checksum) = &manifest.checksum {
         verify_checksum(library, checksum)?;
     }
+    if is_isolated(settings) {
+        return start_isolated(folder, &manifest.name, library, settings);
+    }
     let opened = open_engine_library(library)?;
     let shown = library.display().to_string();
     if opened.engine_name != manifest.name {
@@ -230,6 +233,43 @@ pub fn load_plugin_with(
         library: library.clone(),
     };
     Ok(EngineHandle::new(object, manifest.name.clone(), origin))
+}
+
+/// The plugin in a child `ctxhost serve` of its own, which opens the library and creates the
+/// engine; the built-in compressor (with these settings) takes its place if it is detached.
+fn start_isolated(
+    folder: &PluginFolder,
+    name: &str,
+    library: &std::path::Path,
+    settings: &Settings,
+) -> Result<EngineHandle, ResolveError> {
+    let shown = library.display().to_string();
+    let isolated = |error| ResolveError::Isolated {
+        library: shown.clone(),
+        error,
+    };
+    let spec = ChildSpec::new(&folder.folder_name, settings).map_err(|error| {
+        isolated(StartError::Spawn {
+            program: "this program".to_owned(),
+            error,
+        })
+    })?;
+    let child = ChildEngine::start(spec).map_err(|error| match error {
+        // The child's own reason already names the library.
+        StartError::Refused(reason) => ResolveError::NotFound(reason),
+        other => isolated(other),
+    })?;
+    let fallback_settings = settings.clone();
+    let origin = EngineOrigin::Plugin {
+        dir: folder.dir.clone(),
+        library: library.to_owned(),
+    };
+    Ok(EngineHandle::isolated(
+        child,
+        Box::new(move || builtin_compressor(&fallback_settings)),
+        name,
+        origin,
+    ))
 }
 
 fn factory_error(library: String, error: EngineError) -> ResolveError {

@@ -5,13 +5,7 @@ use std::fs;
 use ctxhost_engine_abi::{messages_from_json, Message};
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 
-use crate::support::{example, example_transcript, texts, PluginDir};
-
-fn example_messages() -> Vec<Message> {
-    let text = fs::read_to_string(example("transcripts/coupon-fix.json")).unwrap();
-    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    serde_json::from_value(value["messages"].clone()).unwrap()
-}
+use crate::support::{example_messages, example_transcript, texts, PluginDir};
 
 /// Runs the example through the faulty engine configured with `block`; returns the report, stderr
 /// and the final context.

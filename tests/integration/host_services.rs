@@ -1,16 +1,9 @@
 //! What the host offers plugin engines through the ABI: a summary and token counts.
 
 use ctxhost::{config::Settings, discovery::discover_plugins, resolution::load_plugin};
-use ctxhost_engine_abi::Message;
 use serde_json::json;
 
-use crate::support::{example, PluginDir};
-
-fn example_messages() -> Vec<Message> {
-    let text = std::fs::read_to_string(example("transcripts/coupon-fix.json")).unwrap();
-    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    serde_json::from_value(value["messages"].clone()).unwrap()
-}
+use crate::support::{example_messages, PluginDir};
 
 #[test]
 fn a_plugin_built_with_the_sdk_obtains_a_summary_and_token_counts_from_the_host() {

@@ -346,10 +346,10 @@ fn a_swap_to_a_library_rebuilt_on_disk_since_it_was_first_loaded_runs_the_new_co
     let config = tree.config("context:\n  engine: compressor\n");
     let settings = Settings::parse(&fs::read_to_string(&config).unwrap(), &config).unwrap();
     let generation =
-        |engine: &ctxhost::engine::EngineHandle| engine.get_status().unwrap()["generation"].clone();
+        |engine: &mut ctxhost::engine::EngineHandle| engine.get_status().unwrap()["generation"].clone();
     // First loaded as it was built.
-    let first = try_resolve_engine("faulty", &settings, &Registry::default()).unwrap();
-    assert_eq!(generation(&first), "faulty-generation-A");
+    let mut first = try_resolve_engine("faulty", &settings, &Registry::default()).unwrap();
+    assert_eq!(generation(&mut first), "faulty-generation-A");
     // Rebuilt in place: the same library with its generation changed, as a new build would be.
     let bytes = fs::read(&library).unwrap();
     let (old, new) = (b"faulty-generation-A", b"faulty-generation-B");
@@ -384,7 +384,7 @@ fn a_swap_to_a_library_rebuilt_on_disk_since_it_was_first_loaded_runs_the_new_co
     let context = replayer.finish();
     assert_eq!(context.len(), 1);
     assert_eq!(engine.name(), "faulty");
-    assert_eq!(generation(&engine), "faulty-generation-B");
+    assert_eq!(generation(&mut engine), "faulty-generation-B");
     // The first instance is still the old code: libraries are never unloaded.
-    assert_eq!(generation(&first), "faulty-generation-A");
+    assert_eq!(generation(&mut first), "faulty-generation-A");
 }

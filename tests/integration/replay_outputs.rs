@@ -362,7 +362,9 @@ fn status_prints_what_get_status_reports_after_the_replay() {
             "threshold_tokens",
             "context_length",
             "usage_percent",
-            "compression_count"
+            "compression_count",
+            "generation",
+            "facts_observed"
         ]
     );
     assert_eq!(status["context_length"], 1000);

@@ -133,3 +133,10 @@ pub fn manifest(name: &str, abi_version: u32) -> String {
 pub fn example_transcript() -> String {
     example("transcripts/coupon-fix.json").display().to_string()
 }
+
+/// The example transcript's messages, as read from its file.
+pub fn example_messages() -> Vec<ctxhost_engine_abi::Message> {
+    let text = fs::read_to_string(example("transcripts/coupon-fix.json")).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    serde_json::from_value(value["messages"].clone()).unwrap()
+}

@@ -18,10 +18,14 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         ("tokens", "the token-counting benchmarks"),
         // A whole replay of 10,000 and 100,000 messages: about two minutes, ten samples each.
         ("replay", "the replay benchmarks"),
-        // The 10,000-message replay with 0, 1 and 4 observers, and with lcm storing every message.
-        ("observers", "the observer benchmarks"),
         // The whole process on the heavy session: `ctxhost compress` and `ctxhost run`, spawned.
         ("process", "the whole-process benchmarks"),
+        // The same replay with observers attached (none, idle, every fact, lcm): under a minute.
+        ("observers", "the observer benchmarks"),
+        // `ctxhost serve` against the same engine in process: the pipe, the JSON, the check.
+        ("serve", "the serve benchmarks"),
+        // Process isolation: a plugin in process and in a child `ctxhost serve`.
+        ("isolation", "the isolation benchmarks"),
     ];
     for (bench, what) in timed {
         let mut args = vec!["bench", "-p", "ctxhost", "--bench", bench, "--"];

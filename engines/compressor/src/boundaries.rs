@@ -4,6 +4,8 @@
 //!
 //! - The head is the system message (when the list starts with one) plus the next
 //!   `protect_first_n` messages, moved forward past the results of a head assistant's calls.
+//!   When that head would take more than a quarter of the result cap, it ends before its first
+//!   tool call (`shrink_head`).
 //! - The tail is walked backward from the end, one tool group at a time, while the tail budget
 //!   lasts; it then grows to at least `protect_last_n` messages.
 //! - If head plus tail (plus the room of the summary to come) would still reach the result cap
@@ -53,6 +55,7 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
         .is_some_and(|message| message.role == Role::System);
     let head_end = (usize::from(starts_with_system) + limits.protect_first_n).min(len);
     let head_end = align_end_to_group(messages, head_end);
+    let head_end = shrink_head(messages, estimates, head_end, limits);
     if head_end >= len {
         return Boundaries {
             head_end: len,
@@ -106,6 +109,25 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
         tail_start: avoid_merging(messages, head_end, pinned_user, tail_start, &too_big),
         pinned_user,
     }
+}
+
+/// Most of the result cap the head may take before its tool groups give way.
+const HEAD_SHARE_DIVISOR: u64 = 4;
+
+/// The head, or, when it takes more than a quarter of the result cap (a small window whose first
+/// turns read a file), only the messages before its first tool call: the instructions and the
+/// first request, which are what the head is kept for. The tool groups then belong to the middle,
+/// where their output is summarised like any other; verbatim, a single file read took a third of
+/// an 8,000-token window's result and left the summary too little room for its facts (issue 7).
+fn shrink_head(messages: &[Message], estimates: &[u64], head_end: usize, limits: &Limits) -> usize {
+    let head_tokens: u64 = estimates[..head_end].iter().sum();
+    if limits.threshold == 0 || head_tokens.saturating_mul(HEAD_SHARE_DIVISOR) <= limits.threshold {
+        return head_end;
+    }
+    messages[..head_end]
+        .iter()
+        .position(Message::has_tool_calls)
+        .unwrap_or(head_end)
 }
 
 /// The index of the last user message.

@@ -9,15 +9,21 @@
 //!   replaces older copies of repeated outputs in the tail.
 //! - Phase 3 reads the middle as it was before pruning (the extractive summarizer loses nothing
 //!   to stand-ins).
-//! - The input comes back unchanged when nothing lies between head and tail, when the middle is
-//!   too small to summarise, or when the result would not be smaller than the input.
+//! - The input stays as it was (no new list is made) when nothing lies between head and tail, when
+//!   the middle is too small to summarise, or when the result would not be smaller than the input.
+//! - The input is borrowed: the host keeps its context until it has checked the result, and a copy
+//!   of a 2-million-token context cost as much as the compaction. Only a context holding an
+//!   earlier summary, or a user message to pin, is copied to be rearranged.
 
-use std::time::Instant;
+use std::{borrow::Cow, time::Instant};
 
 use ctxhost_engine_abi::Message;
 use ctxhost_engine_kit::{
-    sequence::repair_tool_pairs,
-    tokens::{estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens},
+    sequence::{align_end_to_group, repair_tool_pairs},
+    tokens::{
+        estimate_message_tokens, estimate_message_tokens_bound, estimate_messages_tokens,
+        estimate_text_tokens,
+    },
 };
 
 use crate::{
@@ -78,8 +84,8 @@ pub(crate) struct Settings<'a> {
 
 /// The result of [`compact`].
 pub(crate) struct Compaction {
-    /// The new context, or the input unchanged.
-    pub messages: Vec<Message>,
+    /// The new context; `None` when the input stays as it was.
+    pub messages: Option<Vec<Message>>,
     pub report: CompactionReport,
     /// The summary body now in the context, to remember.
     pub summary_body: Option<String>,
@@ -110,6 +116,10 @@ pub(crate) fn limits_for(settings: &Settings<'_>, scale: f64) -> Limits {
 
 /// Whether [`compact`] would find something to summarise: a middle between head and tail, big
 /// enough to be worth a summary (an earlier summary in it counts).
+///
+/// The same answer as `compact`'s boundaries, without counting the characters of every message
+/// (asked before every manual `/compress`, that was a pass over the whole context): see
+/// [`boundary_estimates`].
 pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool {
     let taken;
     let (working, previous_tokens) = if has_summary(messages) {
@@ -121,16 +131,53 @@ pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool
         let remembered = settings.remembered_summary.map_or(0, estimate_text_tokens);
         (messages, remembered)
     };
-    let estimates: Vec<u64> = working.iter().map(estimate_message_tokens).collect();
+    let limits = limits_for(settings, 1.0);
+    let estimates = boundary_estimates(working, &limits);
     let Boundaries {
         head_end, tail_start, ..
-    } = find_boundaries(working, &estimates, &limits_for(settings, 1.0));
-    let middle_tokens: u64 = estimates[head_end..tail_start.max(head_end)].iter().sum();
-    tail_start > head_end && middle_tokens + previous_tokens >= MIN_SUMMARISABLE_TOKENS
+    } = find_boundaries(working, &estimates, &limits);
+    if tail_start <= head_end {
+        return false;
+    }
+    // The middle's size only matters up to the minimum: stop counting there.
+    let mut middle_tokens = previous_tokens;
+    for message in &working[head_end..tail_start] {
+        if middle_tokens >= MIN_SUMMARISABLE_TOKENS {
+            break;
+        }
+        middle_tokens += estimate_message_tokens(message);
+    }
+    middle_tokens >= MIN_SUMMARISABLE_TOKENS
 }
 
-/// Compacts `messages`.
-pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<'_>) -> Compaction {
+/// Estimates that give the boundaries `find_boundaries` gives with every message counted: the
+/// head's and the newest messages' exact, until those newest reach both the tail budget and the
+/// result cap; the older ones only bounded from above by their byte lengths. Every decision past
+/// that point (the tail budget exceeded, head plus tail at the cap) holds whatever the older
+/// messages count, and a bound only makes the sums larger.
+fn boundary_estimates(messages: &[Message], limits: &Limits) -> Vec<u64> {
+    let enough = limits.tail_budget.max(limits.threshold);
+    let mut estimates: Vec<u64> = messages.iter().map(estimate_message_tokens_bound).collect();
+    let mut newest = 0;
+    for (at, message) in messages.iter().enumerate().rev() {
+        if newest > enough {
+            break;
+        }
+        estimates[at] = estimate_message_tokens(message);
+        newest += estimates[at];
+    }
+    // At least the head `find_boundaries` takes (a system message or not, then past the results
+    // of a head assistant's calls).
+    let head = align_end_to_group(messages, (1 + limits.protect_first_n).min(messages.len()));
+    for (estimate, message) in estimates.iter_mut().zip(messages).take(head) {
+        *estimate = estimate_message_tokens(message);
+    }
+    estimates
+}
+
+/// Compacts `messages`, which the caller keeps: the middle is only read, and the head and tail
+/// are copied into the result.
+pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_>) -> Compaction {
     let started = Instant::now();
     let name = ask.name();
     let messages_before = messages.len();
@@ -144,25 +191,24 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         })
         .collect();
     let tokens_before: u64 = estimates.iter().sum();
-    let unchanged = |messages: Vec<Message>, outcome, reason: String| {
+    let unchanged = |outcome, reason: String| {
         let mut report = CompactionReport::unchanged(&name, outcome, reason, tokens_before, messages_before);
         report.focus_topic = settings.focus_topic.map(str::to_owned);
         report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
         Compaction {
-            messages,
+            messages: None,
             report,
             summary_body: None,
             failure: None,
         }
     };
 
-    // Earlier summaries out; the input is kept to hand back when nothing is done.
-    let (original, working, bodies) = if found_summary {
-        let original = messages.clone();
-        let (working, bodies) = take_previous_summaries(messages);
-        (Some(original), working, bodies)
+    // Earlier summaries out, in a copy: the input stays the caller's.
+    let (working, bodies) = if found_summary {
+        let (working, bodies) = take_previous_summaries(messages.to_vec());
+        (Cow::Owned(working), bodies)
     } else {
-        (None, messages, Vec::new())
+        (Cow::Borrowed(messages), Vec::new())
     };
     let previous = if bodies.is_empty() {
         settings.remembered_summary.map(str::to_owned)
@@ -171,7 +217,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     };
 
     // Phase 2.
-    if original.is_some() {
+    if found_summary {
         estimates = working.iter().map(estimate_message_tokens).collect();
     }
     let scale = match settings.current_tokens {
@@ -185,25 +231,24 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     } = find_boundaries(&working, &estimates, &limits_for(settings, scale));
     // The pinned user message moves to just after the head: the request, then the summary of the
     // work so far, then the tail.
-    let (original, working, head_end) = match pinned_user {
+    let (working, head_end) = match pinned_user {
         Some(at) if at > head_end => {
-            let original = original.or_else(|| Some(working.clone()));
-            let mut working = working;
+            let mut working = working.into_owned();
             let pinned = working.remove(at);
             working.insert(head_end, pinned);
             let pinned_estimate = estimates.remove(at);
             estimates.insert(head_end, pinned_estimate);
-            (original, working, head_end + 1)
+            (Cow::Owned(working), head_end + 1)
         }
-        Some(_) => (original, working, head_end + 1),
-        None => (original, working, head_end),
+        Some(_) => (working, head_end + 1),
+        None => (working, head_end),
     };
     if tail_start <= head_end {
         let reason = format!(
             "nothing lies between the protected head ({head_end} messages) and tail ({} messages)",
             working.len() - tail_start
         );
-        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
+        return unchanged(Outcome::NothingToCompress, reason);
     }
     let middle = &working[head_end..tail_start];
     let middle_tokens: u64 = estimates[head_end..tail_start].iter().sum();
@@ -211,7 +256,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
     let input_tokens = middle_tokens + previous_tokens;
     if input_tokens < MIN_SUMMARISABLE_TOKENS {
         let reason = format!("the middle ({input_tokens} tokens) is too small to summarise");
-        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
+        return unchanged(Outcome::NothingToCompress, reason);
     }
 
     // Phase 1. A summarizer that reads the messages themselves gets no pruned copy: only the
@@ -275,11 +320,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         }
         Err(error) if error.aborts() => {
             drop(pruned);
-            let mut aborted = unchanged(
-                original.unwrap_or(working),
-                Outcome::Aborted,
-                error.reason().to_owned(),
-            );
+            let mut aborted = unchanged(Outcome::Aborted, error.reason().to_owned());
             aborted.failure = Some(error);
             return aborted;
         }
@@ -326,7 +367,7 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         let reason = format!(
             "a summary would not be smaller than the {count} messages it replaces ({tokens_after} ≥ {tokens_before} tokens)"
         );
-        return unchanged(original.unwrap_or(working), Outcome::NothingToCompress, reason);
+        return unchanged(Outcome::NothingToCompress, reason);
     }
 
     let mut report = CompactionReport {
@@ -353,29 +394,55 @@ pub(crate) fn compact(messages: Vec<Message>, settings: &Settings<'_>, ask: Ask<
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
     };
     report.record_pruning(&stats);
-    drop_in_background(working, middle_tokens);
-    drop_in_background(original.unwrap_or_default(), middle_tokens);
     report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
     Compaction {
-        messages: assembled,
+        messages: Some(assembled),
         report,
         summary_body: Some(body),
         failure,
     }
 }
 
-/// Middles at least this big (rough tokens) are freed on a thread of their own.
-const BACKGROUND_DROP_TOKENS: u64 = 250_000;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::property::{agent_conversation, Rng};
+    use ctxhost_engine_abi::Content;
 
-/// Frees `messages` (the input, now replaced) off the caller's path when they are large: freeing
-/// thousands of tool outputs took a sixth of a compaction of a 2-million-token transcript, and the
-/// agent waits on `compress`. Small inputs are freed here, where a thread would cost more.
-fn drop_in_background(messages: Vec<Message>, middle_tokens: u64) {
-    if messages.is_empty() || middle_tokens < BACKGROUND_DROP_TOKENS {
-        return;
+    /// Property: boundaries from [`boundary_estimates`] are those of every message counted, on
+    /// conversations whose text is partly multibyte (where a byte bound over-counts), for many
+    /// budgets, caps and protected counts.
+    #[test]
+    fn bounded_estimates_give_the_boundaries_of_exact_ones() {
+        let mut rng = Rng::new(11);
+        for seed in 0..60 {
+            let mut messages = agent_conversation(seed, 40 + rng.below(200));
+            for message in &mut messages {
+                if rng.chance(40) {
+                    let text = message.text().replace(['e', 'o'], "é");
+                    message.content = Content::Text(text);
+                }
+            }
+            let exact: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
+            let total: u64 = exact.iter().sum();
+            for _ in 0..20 {
+                let limits = Limits {
+                    tail_budget: rng.below(total as usize / 2 + 1) as u64,
+                    threshold: if rng.chance(20) {
+                        0
+                    } else {
+                        rng.below(total as usize) as u64
+                    },
+                    summary_allowance: rng.below(3_000) as u64,
+                    protect_first_n: rng.below(6),
+                    protect_last_n: rng.below(30),
+                };
+                assert_eq!(
+                    find_boundaries(&messages, &boundary_estimates(&messages, &limits), &limits),
+                    find_boundaries(&messages, &exact, &limits),
+                    "seed {seed}, {limits:?}"
+                );
+            }
+        }
     }
-    // When no thread can be started, the closure, and the messages with it, are dropped here.
-    let _ = std::thread::Builder::new()
-        .name("compressor-drop".to_owned())
-        .spawn(move || drop(messages));
 }

@@ -5,7 +5,7 @@ use std::time::Instant;
 use ctxhost_engine_abi::{
     default_status, CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, Usage,
 };
-use ctxhost_engine_kit::tokens::estimate_messages_tokens;
+use ctxhost_engine_kit::{release::release_in_background, tokens::estimate_reaches};
 use serde_json::{json, Value};
 
 use crate::{
@@ -149,6 +149,130 @@ impl Engine for Compressor {
         messages: Vec<Message>,
         request: &CompressRequest,
     ) -> Result<Vec<Message>, EngineError> {
+        let compacted = self.compact_borrowed(&messages, request)?;
+        Ok(match compacted {
+            Some(compacted) => {
+                release_in_background(messages, "compressor-drop");
+                compacted
+            }
+            None => messages,
+        })
+    }
+
+    fn compress_borrowed(
+        &mut self,
+        messages: &[Message],
+        request: &CompressRequest,
+    ) -> Result<Vec<Message>, EngineError> {
+        // Unchanged is rare (nothing to compact); the copy is then the host's to compare.
+        Ok(self
+            .compact_borrowed(messages, request)?
+            .unwrap_or_else(|| messages.to_vec()))
+    }
+
+    fn threshold_percent(&self) -> f64 {
+        self.config.threshold
+    }
+
+    fn update_from_response(&mut self, usage: &Usage) {
+        self.counters.last_prompt_tokens = usage.prompt_tokens;
+        self.counters.last_completion_tokens = usage.completion_tokens;
+        self.counters.last_total_tokens = usage.total_tokens;
+        self.thrash
+            .on_prompt(usage.prompt_tokens, self.counters.threshold_tokens);
+    }
+
+    fn should_compress(&mut self, prompt_tokens: Option<u64>) -> bool {
+        let tokens = prompt_tokens.unwrap_or(self.counters.last_prompt_tokens);
+        self.automatic_allowed() && tokens >= self.counters.threshold_tokens
+    }
+
+    fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
+        self.automatic_allowed() && estimate_reaches(messages, self.counters.threshold_tokens)
+    }
+
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
+        let request = CompressRequest::default();
+        has_content(
+            messages,
+            &settings(
+                &self.config,
+                self.budgets,
+                self.remembered_summary.as_deref(),
+                &request,
+            ),
+        )
+    }
+
+    fn on_session_reset(&mut self) {
+        self.counters = Counters {
+            threshold_tokens: self.counters.threshold_tokens,
+            context_length: self.counters.context_length,
+            ..Counters::default()
+        };
+        self.remembered_summary = None;
+        self.thrash.resume();
+        self.cooldown = Cooldown::default();
+    }
+
+    fn update_model(&mut self, model: &ModelInfo) {
+        self.budgets = Budgets::compute(&self.config, model);
+        self.counters.context_length = self.budgets.context_length;
+        self.counters.threshold_tokens = self.budgets.threshold_tokens;
+        if self.thrash.resume() {
+            tracing::info!("automatic compaction resumed: the model changed");
+        }
+    }
+
+    fn get_status(&self) -> Value {
+        let now = Instant::now();
+        let mut status = default_status(&self.counters);
+        let extra = json!({
+            "engine": Self::NAME,
+            "enabled": self.config.enabled,
+            "paused": self.thrash.is_paused(),
+            "ineffective_streak": self.thrash.streak(),
+            "summarizer": self.summarizer.name(),
+            "cooldown_until": self.cooldown.until_unix_secs(now),
+            "cooldown_remaining_s": self.cooldown.remaining_secs(now),
+            "last_summarizer_failure": self.cooldown.reason(),
+            "window": self.budgets.window,
+            "tail_token_budget": self.budgets.tail_token_budget,
+            "max_summary_tokens": self.budgets.max_summary_tokens,
+            "has_summary": self.remembered_summary.is_some(),
+            "last_outcome": self.last_report.as_ref().map(|report| report.outcome),
+        });
+        if let (Value::Object(status), Value::Object(extra)) = (&mut status, extra) {
+            status.extend(extra);
+        }
+        status
+    }
+
+    fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
+        match method {
+            EXT_RESUME_AUTO_COMPACTION => {
+                let was_paused = self.resume_auto_compaction();
+                Ok(json!({ "paused": false, "was_paused": was_paused }))
+            }
+            EXT_LAST_COMPACTION => Ok(serde_json::to_value(&self.last_report).unwrap_or(Value::Null)),
+            EXT_BUDGETS => Ok(serde_json::to_value(self.budgets).unwrap_or(Value::Null)),
+            _ => Err(EngineError::unknown_method(method)),
+        }
+    }
+
+    fn ext_methods(&self) -> Vec<&'static str> {
+        vec![EXT_RESUME_AUTO_COMPACTION, EXT_LAST_COMPACTION, EXT_BUDGETS]
+    }
+}
+
+impl Compressor {
+    /// One compaction of `messages`, with the engine's bookkeeping (counters, pause, cool-down,
+    /// report); `None` when the context stays as it was.
+    fn compact_borrowed(
+        &mut self,
+        messages: &[Message],
+        request: &CompressRequest,
+    ) -> Result<Option<Vec<Message>>, EngineError> {
         let now = Instant::now();
         let settings = settings(
             &self.config,
@@ -227,99 +351,5 @@ impl Engine for Compressor {
         }
         self.last_report = Some(report);
         Ok(compaction.messages)
-    }
-
-    fn threshold_percent(&self) -> f64 {
-        self.config.threshold
-    }
-
-    fn update_from_response(&mut self, usage: &Usage) {
-        self.counters.last_prompt_tokens = usage.prompt_tokens;
-        self.counters.last_completion_tokens = usage.completion_tokens;
-        self.counters.last_total_tokens = usage.total_tokens;
-        self.thrash
-            .on_prompt(usage.prompt_tokens, self.counters.threshold_tokens);
-    }
-
-    fn should_compress(&mut self, prompt_tokens: Option<u64>) -> bool {
-        let tokens = prompt_tokens.unwrap_or(self.counters.last_prompt_tokens);
-        self.automatic_allowed() && tokens >= self.counters.threshold_tokens
-    }
-
-    fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
-        self.automatic_allowed() && estimate_messages_tokens(messages) >= self.counters.threshold_tokens
-    }
-
-    fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
-        let request = CompressRequest::default();
-        has_content(
-            messages,
-            &settings(
-                &self.config,
-                self.budgets,
-                self.remembered_summary.as_deref(),
-                &request,
-            ),
-        )
-    }
-
-    fn on_session_reset(&mut self) {
-        self.counters = Counters {
-            threshold_tokens: self.counters.threshold_tokens,
-            context_length: self.counters.context_length,
-            ..Counters::default()
-        };
-        self.remembered_summary = None;
-        self.thrash.resume();
-        self.cooldown = Cooldown::default();
-    }
-
-    fn update_model(&mut self, model: &ModelInfo) {
-        self.budgets = Budgets::compute(&self.config, model);
-        self.counters.context_length = self.budgets.context_length;
-        self.counters.threshold_tokens = self.budgets.threshold_tokens;
-        if self.thrash.resume() {
-            tracing::info!("automatic compaction resumed: the model changed");
-        }
-    }
-
-    fn get_status(&self) -> Value {
-        let now = Instant::now();
-        let mut status = default_status(&self.counters);
-        let extra = json!({
-            "engine": Self::NAME,
-            "enabled": self.config.enabled,
-            "paused": self.thrash.is_paused(),
-            "ineffective_streak": self.thrash.streak(),
-            "summarizer": self.summarizer.name(),
-            "cooldown_until": self.cooldown.until_unix_secs(now),
-            "cooldown_remaining_s": self.cooldown.remaining_secs(now),
-            "last_summarizer_failure": self.cooldown.reason(),
-            "window": self.budgets.window,
-            "tail_token_budget": self.budgets.tail_token_budget,
-            "max_summary_tokens": self.budgets.max_summary_tokens,
-            "has_summary": self.remembered_summary.is_some(),
-            "last_outcome": self.last_report.as_ref().map(|report| report.outcome),
-        });
-        if let (Value::Object(status), Value::Object(extra)) = (&mut status, extra) {
-            status.extend(extra);
-        }
-        status
-    }
-
-    fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
-        match method {
-            EXT_RESUME_AUTO_COMPACTION => {
-                let was_paused = self.resume_auto_compaction();
-                Ok(json!({ "paused": false, "was_paused": was_paused }))
-            }
-            EXT_LAST_COMPACTION => Ok(serde_json::to_value(&self.last_report).unwrap_or(Value::Null)),
-            EXT_BUDGETS => Ok(serde_json::to_value(self.budgets).unwrap_or(Value::Null)),
-            _ => Err(EngineError::unknown_method(method)),
-        }
-    }
-
-    fn ext_methods(&self) -> Vec<&'static str> {
-        vec![EXT_RESUME_AUTO_COMPACTION, EXT_LAST_COMPACTION, EXT_BUDGETS]
     }
 }

@@ -4,11 +4,13 @@
 //! - [`sequence`]: what a valid message sequence is, how to check one and how to repair tool pairs.
 //! - [`stand_in`]: one-line, informative replacements for tool output an engine drops.
 //! - [`retention`]: how many of the compacted part's facts a result still holds verbatim.
+//! - [`release`]: freeing a large replaced context on a thread of its own.
 //!
 //! Engines are free not to use it; it exists so that the built-in engines and the host measure
 //! and validate the same way.
 #![forbid(unsafe_code)]
 
+pub mod release;
 pub mod retention;
 pub mod sequence;
 pub mod stand_in;

@@ -414,7 +414,7 @@ impl Engine for Lcm {
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
         let threshold = self.threshold();
-        threshold > 0 && tokens::estimate_messages_tokens(messages) >= threshold
+        threshold > 0 && tokens::estimate_reaches(messages, threshold)
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {

@@ -178,7 +178,7 @@ impl Engine for Masking {
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
         let threshold = self.counters.threshold_tokens;
-        threshold > 0 && tokens::estimate_messages_tokens(messages) >= threshold
+        threshold > 0 && tokens::estimate_reaches(messages, threshold)
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {

@@ -182,7 +182,8 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         Mode::Replay | Mode::Compress { .. } => {
             let fallback = resolution
                 .fallback
-                .map(|f| format!("`{}` could not be used: {}", f.requested, f.reason));
+                .map(|f| format!("`{}` could not be used: {}", f.requested, f.reason))
+                .or_else(|| engine.detached().map(str::to_owned));
             let report = build_report(
                 &started_with,
                 (&path, format, &meta),

@@ -42,7 +42,7 @@ use super::{
 };
 
 pub(super) struct ClaudeCodeReader<R> {
-    lines: JsonLines<R>,
+    lines: JsonLines<R, Map<String, Value>>,
     queue: Queue,
     turn: Option<Turn>,
     /// The last conversation record, and the interface's records since.
@@ -146,7 +146,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
 
     /// Reads one record; false at the end of the file.
     fn read_one(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
-        let Some((mut record, at)) = self.lines.next_record::<Map<String, Value>>()? else {
+        let Some((mut record, at)) = self.lines.next_record()? else {
             return Ok(false);
         };
         let kind = match record.get("type") {

@@ -49,7 +49,7 @@ const ENVELOPE_TYPES: &[&str] = &[
 ];
 
 pub(super) struct CodexReader<R> {
-    lines: JsonLines<R>,
+    lines: JsonLines<R, Map<String, Value>>,
     queue: Queue,
     response: Option<Response>,
     /// Reasoning waiting for the assistant message it led to.
@@ -104,7 +104,7 @@ impl<R: BufRead> CodexReader<R> {
 
     /// Reads one record; false at the end of the file.
     fn read_one(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
-        let Some((mut record, at)) = self.lines.next_record::<Map<String, Value>>()? else {
+        let Some((mut record, at)) = self.lines.next_record()? else {
             return Ok(false);
         };
         self.records += 1;

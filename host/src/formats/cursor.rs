@@ -216,12 +216,85 @@ impl<R: BufRead> JsonCursor<R> {
     pub(super) fn value<T: DeserializeOwned>(&mut self) -> Result<T, TranscriptError> {
         let start = self.start_of_value()?;
         let whole = self.scan_value(true)?;
-        serde_json::from_slice(&self.buffer).map_err(|error| self.parse_error(start, &error, whole))
+        serde_json::from_slice(&self.buffer)
+            .map_err(|error| self.parse_error(&self.buffer, start, &error, whole))
     }
 
-    /// The last value read (or refused) parsed again as another type.
-    pub(super) fn reparse<T: DeserializeOwned>(&self) -> Option<T> {
-        serde_json::from_slice(&self.buffer).ok()
+    /// Reads the elements of the array entered, as [`Self::next_element`] and [`Self::value`]
+    /// would one at a time, until about `batch_bytes` of them are read or the array ends, and
+    /// parses them with one deserializer: one per element started with an empty scratch buffer,
+    /// regrown for every tool output full of escapes. An element the batch's deserializer does not
+    /// end where its text ends is parsed alone, for the error `value` gives.
+    pub(super) fn read_elements<T: DeserializeOwned>(
+        &mut self,
+        first: &mut bool,
+        batch_bytes: usize,
+    ) -> (Vec<Element<T>>, ElementsEnd) {
+        if self.buffer.capacity() > KEPT_BUFFER_BYTES {
+            self.buffer = Vec::new();
+        }
+        self.buffer.clear();
+        let mut spans = Vec::new();
+        let end = loop {
+            if self.buffer.len() >= batch_bytes {
+                break ElementsEnd::More;
+            }
+            match self.next_element(first) {
+                Ok(true) => {}
+                Ok(false) => break ElementsEnd::ArrayEnded,
+                Err(error) => break ElementsEnd::Failed(error),
+            }
+            let start = self.buffer.len();
+            let read = self
+                .start_of_value()
+                .and_then(|at| Ok((at, self.append_value(true)?)));
+            match read {
+                Ok((at, whole)) => {
+                    spans.push((at, start..self.buffer.len(), whole));
+                    // Whitespace between the elements, for the deserializer.
+                    self.buffer.push(b' ');
+                    if !whole {
+                        break ElementsEnd::More;
+                    }
+                }
+                Err(error) => break ElementsEnd::Failed(error),
+            }
+        };
+        (self.parse_elements(spans), end)
+    }
+
+    fn parse_elements<T: DeserializeOwned>(
+        &self,
+        spans: Vec<(Position, std::ops::Range<usize>, bool)>,
+    ) -> Vec<Element<T>> {
+        let mut elements = Vec::with_capacity(spans.len());
+        let mut spans = spans.into_iter().peekable();
+        while let Some((_, first, _)) = spans.peek() {
+            let base = first.start;
+            let mut stream = serde_json::Deserializer::from_slice(&self.buffer[base..]).into_iter::<T>();
+            for (at, text, whole) in spans.by_ref() {
+                match stream.next() {
+                    Some(Ok(value)) if base + stream.byte_offset() == text.end => elements.push(Element {
+                        at,
+                        value: Ok(value),
+                        text: None,
+                    }),
+                    _ => {
+                        let text = &self.buffer[text];
+                        let value = serde_json::from_slice(text)
+                            .map_err(|error| self.parse_error(text, at, &error, whole));
+                        elements.push(Element {
+                            at,
+                            value,
+                            text: Some(text.to_vec()),
+                        });
+                        // Start again on the next element.
+                        break;
+                    }
+                }
+            }
+        }
+        elements
     }
 
     /// Skips the next value without keeping it (its syntax is only checked as far as brackets
@@ -239,6 +312,11 @@ impl<R: BufRead> JsonCursor<R> {
             self.buffer = Vec::new();
         }
         self.buffer.clear();
+        self.append_value(keep)
+    }
+
+    /// [`Self::scan_value`] without clearing the buffer first.
+    fn append_value(&mut self, keep: bool) -> Result<bool, TranscriptError> {
         let mut scan = match self.peek()? {
             None => return Err(self.error_here("the file ends where a value should be")),
             Some(first) => Scan::new(first),
@@ -274,9 +352,15 @@ impl<R: BufRead> JsonCursor<R> {
         }
     }
 
-    /// serde_json's error on the buffer, placed in the file: the value began at `start`; `whole`
+    /// serde_json's error on `text`, placed in the file: the value began at `start`; `whole`
     /// when it was read to its end, so that reading can go on after it.
-    fn parse_error(&self, start: Position, error: &serde_json::Error, whole: bool) -> TranscriptError {
+    fn parse_error(
+        &self,
+        text: &[u8],
+        start: Position,
+        error: &serde_json::Error,
+        whole: bool,
+    ) -> TranscriptError {
         let (line, column) = (error.line().max(1), error.column().max(1));
         let at = if line == 1 {
             Position {
@@ -285,13 +369,12 @@ impl<R: BufRead> JsonCursor<R> {
                 ..start
             }
         } else {
-            let line_begins = self
-                .buffer
+            let line_begins = text
                 .iter()
                 .enumerate()
                 .filter(|(_, byte)| **byte == b'\n')
                 .nth(line - 2)
-                .map_or(self.buffer.len(), |(at, _)| at + 1);
+                .map_or(text.len(), |(at, _)| at + 1);
             Position {
                 line: start.line + line - 1,
                 column,
@@ -300,6 +383,25 @@ impl<R: BufRead> JsonCursor<R> {
         };
         self.error(at, strip_position(error), whole)
     }
+}
+
+/// An array element of [`JsonCursor::read_elements`].
+pub(super) struct Element<T> {
+    /// Where it starts.
+    pub at: Position,
+    pub value: Result<T, TranscriptError>,
+    /// Its text, when it is not a `T`: to be read again as something else.
+    pub text: Option<Vec<u8>>,
+}
+
+/// What follows the elements [`JsonCursor::read_elements`] read.
+pub(super) enum ElementsEnd {
+    /// More elements, or the end of the array, to read.
+    More,
+    /// The array's `]`, consumed.
+    ArrayEnded,
+    /// The document is broken there: reading cannot go on.
+    Failed(TranscriptError),
 }
 
 /// Finds where a JSON value ends, a chunk at a time: brackets are counted outside strings.
@@ -344,19 +446,22 @@ impl Scan {
                     at += 1;
                     continue;
                 }
-                let Some(found) = memchr::memchr2(b'"', b'\\', &chunk[at..]) else {
+                // Tool output is full of `\n` escapes: jump from quote to quote, and tell an
+                // escaped quote by the backslashes just before it (an odd run escapes it).
+                let from = at;
+                let Some(found) = memchr::memchr(b'"', &chunk[from..]) else {
+                    self.escaped = trailing_backslashes(&chunk[from..]) % 2 == 1;
                     return (chunk.len(), false);
                 };
-                at += found;
-                if chunk[at] == b'\\' {
-                    self.escaped = true;
-                } else {
-                    self.in_string = false;
-                    if self.depth == 0 {
-                        return (at + 1, true);
-                    }
+                let quote = from + found;
+                at = quote + 1;
+                if trailing_backslashes(&chunk[from..quote]) % 2 == 1 {
+                    continue;
                 }
-                at += 1;
+                self.in_string = false;
+                if self.depth == 0 {
+                    return (at, true);
+                }
                 continue;
             }
             let Some(found) = chunk[at..]
@@ -380,6 +485,11 @@ impl Scan {
         }
         (chunk.len(), false)
     }
+}
+
+/// How many backslashes `bytes` ends with.
+fn trailing_backslashes(bytes: &[u8]) -> usize {
+    bytes.iter().rev().take_while(|&&byte| byte == b'\\').count()
 }
 
 /// serde_json's message without its own " at line L column C", which is relative to where it
@@ -456,5 +566,30 @@ mod tests {
             error,
             "t.json:1:9: expected `,` or `}` after an object's value, found `\"` (byte 8)"
         );
+    }
+
+    /// Property: a value's end is found wherever the reads cut it, with strings full of escaped
+    /// quotes and runs of backslashes (an escaped quote never ends a string, an escaped backslash
+    /// before a quote does not escape it).
+    #[test]
+    fn a_value_ends_where_it_ends_however_the_reads_cut_it() {
+        let mut rng = crate::tokens::tests::Rng::new(7);
+        let mut below = |bound: usize| rng.below(bound as u64) as usize;
+        let pieces = ["\\", "\"", "a", "\n", "}", "[", "é"];
+        for _ in 0..300 {
+            let text: String = (0..below(40)).map(|_| pieces[below(pieces.len())]).collect();
+            let value = json!({ "role": "tool", "content": text, "more": [text.clone()] }).to_string();
+            let document = format!("{value} ,{{}}");
+            let mut scan = Scan::new(b'{');
+            let (mut at, mut done) = (0, false);
+            while !done {
+                let end = (at + 1 + below(7)).min(document.len());
+                let (used, ended) = scan.advance(&document.as_bytes()[at..end]);
+                at += used;
+                done = ended;
+                assert!(at <= value.len(), "{value}");
+            }
+            assert_eq!(at, value.len(), "{value}");
+        }
     }
 }

@@ -9,20 +9,26 @@
 //! details, not a message. Such a record, in any of the three shapes, goes to the meta (its model,
 //! and the record under `extra["session_meta"]`).
 
-use std::{io::BufRead, path::Path};
+use std::{collections::VecDeque, io::BufRead, path::Path};
 
 use ctxhost_engine_abi::Message;
 use serde_json::{Map, Value};
 
 use super::{
-    cursor::JsonCursor, lines::JsonLines, pairing::message_with_fixed_ids, value_as_text, Located, Source,
-    TranscriptError, TranscriptMeta,
+    cursor::{Element, ElementsEnd, JsonCursor},
+    lines::JsonLines,
+    pairing::message_with_fixed_ids,
+    value_as_text, Located, Source, TranscriptError, TranscriptMeta,
 };
+
+/// Bytes of messages read ahead and parsed together (a longer message is read whole).
+const BATCH_BYTES: usize = 256 * 1024;
 
 /// `[message, …]`.
 pub(super) struct ArrayReader<R> {
     cursor: JsonCursor<R>,
     state: ArrayState,
+    batch: Batch,
 }
 
 enum ArrayState {
@@ -36,6 +42,7 @@ impl<R: BufRead> ArrayReader<R> {
         Self {
             cursor: JsonCursor::new(path, reader),
             state: ArrayState::Start,
+            batch: Batch::default(),
         }
     }
 }
@@ -50,11 +57,10 @@ impl<R: BufRead + Send> Source for ArrayReader<R> {
                     self.state = ArrayState::Elements { first: true };
                 }
                 ArrayState::Elements { first } => {
-                    if self.cursor.next_element(first)? {
-                        if let Some(message) = next_element_message(&mut self.cursor, meta)? {
-                            return Ok(Some(message));
-                        }
-                        continue;
+                    match self.batch.next(&mut self.cursor, first, meta)? {
+                        Some(Some(message)) => return Ok(Some(message)),
+                        Some(None) => continue,
+                        None => {}
                     }
                     self.cursor.expect_end("the array of messages")?;
                     self.state = ArrayState::Done;
@@ -70,6 +76,7 @@ pub(super) struct ObjectReader<R> {
     cursor: JsonCursor<R>,
     state: ObjectState,
     seen_messages: bool,
+    batch: Batch,
 }
 
 enum ObjectState {
@@ -85,6 +92,7 @@ impl<R: BufRead> ObjectReader<R> {
             cursor: JsonCursor::new(path, reader),
             state: ObjectState::Start,
             seen_messages: false,
+            batch: Batch::default(),
         }
     }
 }
@@ -122,11 +130,10 @@ impl<R: BufRead + Send> Source for ObjectReader<R> {
                     }
                 }
                 ObjectState::Messages { first } => {
-                    if self.cursor.next_element(first)? {
-                        if let Some(message) = next_element_message(&mut self.cursor, meta)? {
-                            return Ok(Some(message));
-                        }
-                        continue;
+                    match self.batch.next(&mut self.cursor, first, meta)? {
+                        Some(Some(message)) => return Ok(Some(message)),
+                        Some(None) => continue,
+                        None => {}
                     }
                     self.state = ObjectState::Keys { first: false };
                 }
@@ -136,20 +143,55 @@ impl<R: BufRead + Send> Source for ObjectReader<R> {
     }
 }
 
-/// The array element the cursor is at, as a message: `None` for Hermes's `session_meta`, which
-/// goes to the meta.
-fn next_element_message<R: BufRead>(
-    cursor: &mut JsonCursor<R>,
+/// The messages of an array, read ahead a batch at a time ([`JsonCursor::read_elements`]).
+#[derive(Default)]
+struct Batch {
+    elements: VecDeque<Element<Message>>,
+    /// What follows the elements read; `None` before the first batch.
+    end: Option<ElementsEnd>,
+}
+
+impl Batch {
+    /// The next element as a message (`Some(None)` for Hermes's `session_meta`, which goes to the
+    /// meta); `None` once the array's `]` is consumed.
+    fn next<R: BufRead>(
+        &mut self,
+        cursor: &mut JsonCursor<R>,
+        first: &mut bool,
+        meta: &mut TranscriptMeta,
+    ) -> Result<Option<Option<Located>>, TranscriptError> {
+        loop {
+            if let Some(element) = self.elements.pop_front() {
+                return element_message(cursor, element, meta).map(Some);
+            }
+            match self.end.take() {
+                Some(ElementsEnd::ArrayEnded) => return Ok(None),
+                Some(ElementsEnd::Failed(error)) => return Err(error),
+                Some(ElementsEnd::More) | None => {
+                    let (elements, end) = cursor.read_elements(first, BATCH_BYTES);
+                    self.elements.extend(elements);
+                    self.end = Some(end);
+                }
+            }
+        }
+    }
+}
+
+/// An array element as a message: `None` for Hermes's `session_meta`, which goes to the meta.
+fn element_message<R: BufRead>(
+    cursor: &JsonCursor<R>,
+    element: Element<Message>,
     meta: &mut TranscriptMeta,
 ) -> Result<Option<Located>, TranscriptError> {
-    let at = cursor.start_of_value()?;
-    match cursor.value::<Message>() {
+    let Element { at, value, text } = element;
+    match value {
         Ok(message) => Ok(Some(Located::new(message, at.line))),
         Err(error) => {
-            if let Some(message) = message_after_fixing_ids(cursor.reparse(), at.line, cursor.path(), meta) {
+            let reparse = || text.as_deref().and_then(|text| serde_json::from_slice(text).ok());
+            if let Some(message) = message_after_fixing_ids(reparse(), at.line, cursor.path(), meta) {
                 return Ok(Some(Located::new(message, at.line)));
             }
-            take_session_meta(cursor.reparse(), meta).ok_or(error)?;
+            take_session_meta(reparse(), meta).ok_or(error)?;
             Ok(None)
         }
     }
@@ -195,7 +237,7 @@ pub(super) fn record_session_field(meta: &mut TranscriptMeta, key: String, value
 
 /// One message a line.
 pub(super) struct JsonlReader<R> {
-    lines: JsonLines<R>,
+    lines: JsonLines<R, Message>,
 }
 
 impl<R: BufRead> JsonlReader<R> {

@@ -47,7 +47,7 @@ fn a_registered_engine_is_found_after_the_plugin_folders_with_its_config_block()
     let mut registry = Registry::default();
     registry.register::<Echo>().unwrap();
     let (_dir, settings) = settings("context:\n  engine: echo\necho:\n  label: from config\n");
-    let resolution = resolve_engine("echo", &settings, &registry);
+    let mut resolution = resolve_engine("echo", &settings, &registry);
     assert_eq!(resolution.fallback, None);
     assert_eq!(resolution.engine.origin(), &EngineOrigin::Registered);
     assert_eq!(resolution.engine.get_status().unwrap()["label"], "from config");

@@ -27,7 +27,7 @@ use std::{
 
 use ctxhost_engine_abi::{messages_to_json, Message, Role};
 
-use ctxhost_engine_kit::tokens::estimate_message_tokens;
+use ctxhost_engine_kit::{release::release_in_background, tokens::estimate_message_tokens};
 
 use crate::tokens::{TokenCounter, TokenizerKind};
 
@@ -157,7 +157,8 @@ impl LiveContext {
         };
         self.tokens = counts.iter().sum();
         self.counts = counts;
-        self.messages = messages;
+        // Freeing the context a compaction replaced took longer than the compaction.
+        release_in_background(std::mem::replace(&mut self.messages, messages), "context-drop");
     }
 
     /// Writes the JSON of `messages` (kept when wanted) and takes their counts from the cache or

@@ -27,7 +27,7 @@ use std::{
 
 use ctxhost_engine_abi::{
     observe::{EXT_INTERESTS, EXT_OBSERVE_IDLE},
-    Fact, FactBody, FactKind, Message, ModelInfo, SessionInfo, Usage,
+    Fact, FactBody, FactKind, Message, ModelInfo, Role, SessionInfo, Usage,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -124,6 +124,7 @@ struct Worker {
     origin: String,
     interests: BTreeSet<FactKind>,
     tools: Vec<String>,
+    schemas: Vec<Value>,
     /// `None` once closed.
     jobs: Option<SyncSender<Vec<Job>>>,
     /// Calls not handed over yet.
@@ -192,8 +193,8 @@ impl Observers {
             Some(_) => Idle::Told,
             None => Idle::Unknown,
         };
-        let tools = engine
-            .get_tool_schemas()?
+        let schemas = engine.get_tool_schemas()?;
+        let tools = schemas
             .iter()
             .filter_map(|schema| schema.get("name").and_then(Value::as_str).map(str::to_owned))
             .collect();
@@ -213,6 +214,7 @@ impl Observers {
             origin,
             interests,
             tools,
+            schemas,
             jobs: Some(sender),
             outbox: Vec::with_capacity(BUNDLE),
             thread: Some(thread),
@@ -260,6 +262,18 @@ impl Observers {
             .iter()
             .enumerate()
             .flat_map(|(index, w)| w.tools.iter().map(move |tool| (index, tool.as_str())))
+    }
+
+    /// Each observer's tool schemas, in attachment order.
+    pub fn tool_schemas(&self) -> impl Iterator<Item = &Value> {
+        self.workers.iter().flat_map(|w| w.schemas.iter())
+    }
+
+    /// The observer offering the tool `name`, if one does.
+    pub fn tool_owner(&self, name: &str) -> Option<usize> {
+        self.tools()
+            .find(|(_, tool)| *tool == name)
+            .map(|(index, _)| index)
     }
 
     /// The name of observer `index`.
@@ -536,6 +550,31 @@ fn finish_merge(first: Arc<SharedFact>, merged: Option<(Fact, u64)>) -> Batch {
     }
 }
 
+/// The messages of `after` that are not in `before` (a compaction's summaries and notes, and the
+/// messages it rewrote). Looked up by role, call id and the start of the text, then compared
+/// whole: no message is written out as JSON, which on a long context cost more than the
+/// compaction.
+pub fn inserted_messages(before: &[Message], after: &[Message]) -> Vec<Message> {
+    fn key(message: &Message) -> (Role, Option<&str>, usize, String) {
+        let text = message.text();
+        let start: String = text.chars().take(48).collect();
+        (message.role, message.tool_call_id.as_deref(), text.len(), start)
+    }
+    let mut known: std::collections::HashMap<_, Vec<&Message>> = std::collections::HashMap::new();
+    for message in before {
+        known.entry(key(message)).or_default().push(message);
+    }
+    after
+        .iter()
+        .filter(|message| {
+            !known
+                .get(&key(message))
+                .is_some_and(|candidates| candidates.iter().any(|known| known == message))
+        })
+        .cloned()
+        .collect()
+}
+
 fn run_lifecycle(engine: &mut EngineHandle, call: Lifecycle) -> Result<(), EngineCallError> {
     match call {
         Lifecycle::UpdateModel(model) => engine.update_model(&model),
@@ -543,5 +582,118 @@ fn run_lifecycle(engine: &mut EngineHandle, call: Lifecycle) -> Result<(), Engin
         Lifecycle::Usage(usage) => engine.update_from_response(usage),
         Lifecycle::Reset => engine.on_session_reset(),
         Lifecycle::SessionEnd(session_id, messages) => engine.on_session_end(&session_id, &messages),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_engine_abi::Message;
+
+    fn fact(session: &str, body: FactBody) -> Job {
+        Job::Fact(Arc::new(SharedFact {
+            fact: Fact {
+                session_id: session.to_owned(),
+                at_message: 0,
+                body,
+            },
+            json: OnceLock::new(),
+        }))
+    }
+
+    fn appended(session: &str, text: &str) -> Job {
+        fact(
+            session,
+            FactBody::MessagesAppended {
+                messages: vec![Message::user(text)],
+            },
+        )
+    }
+
+    fn texts(batch: &Batch) -> Vec<String> {
+        let fact = match batch {
+            Batch::One(fact) => &fact.fact,
+            Batch::Merged(fact, _) => fact,
+        };
+        match &fact.body {
+            FactBody::MessagesAppended { messages } => {
+                messages.iter().map(|m| m.text().into_owned()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn consecutive_appends_of_one_session_are_merged_and_nothing_else_is_taken() {
+        let (sender, bundles) = mpsc::sync_channel(4);
+        // One append in hand, two queued, then a reset, then an append of another session sent
+        // in a later bundle.
+        let mut queue: VecDeque<Job> = [
+            appended("s", "b"),
+            appended("s", "c"),
+            fact("s", FactBody::SessionReset),
+        ]
+        .into_iter()
+        .collect();
+        sender.send(vec![appended("t", "d")]).unwrap();
+        let Job::Fact(first) = appended("s", "a") else {
+            unreachable!()
+        };
+        let batch = merge_appends(first, &mut queue, &bundles);
+        assert_eq!(texts(&batch), ["a", "b", "c"]);
+        assert_eq!(batch.count(), 3);
+        // The reset is next, untouched; the other session's append is still in its bundle.
+        assert!(matches!(queue.front(), Some(Job::Fact(f)) if f.fact.body == FactBody::SessionReset));
+        assert_eq!(queue.len(), 1);
+        let Job::Fact(reset) = queue.pop_front().unwrap() else {
+            unreachable!()
+        };
+        assert!(matches!(
+            merge_appends(reset, &mut queue, &bundles),
+            Batch::One(_)
+        ));
+        assert_eq!(bundles.try_recv().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn appends_of_another_session_are_never_merged_in() {
+        let (_sender, bundles) = mpsc::sync_channel::<Vec<Job>>(1);
+        let mut queue: VecDeque<Job> = [appended("t", "x")].into_iter().collect();
+        let Job::Fact(first) = appended("s", "a") else {
+            unreachable!()
+        };
+        let batch = merge_appends(first, &mut queue, &bundles);
+        assert_eq!(texts(&batch), ["a"]);
+        assert_eq!(queue.len(), 1);
+    }
+
+    #[test]
+    fn inserted_messages_are_those_the_input_did_not_hold() {
+        let before = vec![
+            Message::system("s"),
+            Message::user("first request, long enough to share its first forty-eight characters"),
+            Message::tool("c1", "output"),
+            Message::user("last request"),
+        ];
+        let after = vec![
+            Message::system("s"),
+            Message::user("[CONTEXT COMPACTION] summary"),
+            // Same start and length as a message of the input, another text.
+            Message::user("first request, long enough to share its first forty-eight characterz"),
+            Message::tool("c1", "[stand-in]"),
+            Message::user("last request"),
+        ];
+        let inserted: Vec<String> = inserted_messages(&before, &after)
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect();
+        assert_eq!(
+            inserted,
+            [
+                "[CONTEXT COMPACTION] summary",
+                "first request, long enough to share its first forty-eight characterz",
+                "[stand-in]"
+            ]
+        );
     }
 }

@@ -762,7 +762,7 @@ impl<'e> Replayer<'e> {
                     record.retention = Some(measure_retention(&compacted, &messages));
                 }
                 if self.observers.wants(FactKind::Compacted) {
-                    inserted = compacted_messages(&messages, self.context.messages());
+                    inserted = super::observers::inserted_messages(self.context.messages(), &messages);
                 }
                 self.context.replace(messages);
                 self.hygiene_blocked = false;

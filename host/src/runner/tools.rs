@@ -162,4 +162,30 @@ mod tests {
             .unwrap_err()
             .starts_with("the arguments are not JSON"));
     }
+
+    #[test]
+    fn a_tool_offered_by_two_engines_keeps_its_first_owner_with_one_warning() {
+        let active = vec!["lcm_grep".to_owned(), "probe".to_owned()];
+        let observers = [
+            (0, "lcm", "lcm_grep"),
+            (0, "lcm", "lcm_expand"),
+            (1, "other", "lcm_expand"),
+        ];
+        let (table, warnings) = merge_tool_owners(active, observers.into_iter());
+        assert_eq!(
+            table,
+            vec![
+                ("lcm_grep".to_owned(), ToolOwner::Active),
+                ("probe".to_owned(), ToolOwner::Active),
+                ("lcm_expand".to_owned(), ToolOwner::Observer(0)),
+            ]
+        );
+        assert_eq!(
+            warnings,
+            vec![
+                "observer `lcm` offers the tool `lcm_grep`, which the active engine offers already; the first keeps it",
+                "observer `other` offers the tool `lcm_expand`, which another observer offers already; the first keeps it",
+            ]
+        );
+    }
 }

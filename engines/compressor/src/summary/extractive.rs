@@ -24,10 +24,10 @@ use std::{borrow::Cow, cmp::Reverse};
 use super::{
     draft::{cut_marked, Draft, Group},
     facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
+    quoted::QuotedFacts,
     sections::Section,
     Summarizer, SummaryError, SummaryRequest,
 };
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
 use crate::{scan::FastMap, summary::facts::cut_at};
 
@@ -173,17 +173,10 @@ impl<'t> Draft<'t> {
     /// A line that quotes a fact verbatim covers it: a command names its path and version
     /// (`pip install x==1.2.3`), a traceback's `/srv/app/src/x.py` holds `src/x.py`,
     /// `warehouse-client-3.7.9` holds `3.7.9`. Once such a line is chosen, listing the fact again
-    /// would waste the summary's room. One pass of every fact's text over every line.
+    /// would waste the summary's room. Every line is searched for every fact (`quoted`).
     fn cover_quoted_facts(&mut self, facts: &Facts<'t>) {
         let patterns: Vec<&str> = facts.facts.iter().map(|fact| fact.text.as_ref()).collect();
-        // A contiguous NFA builds several times faster than a DFA and searches these short lines
-        // about as fast.
-        let Ok(automaton) = AhoCorasick::builder()
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .build(&patterns)
-        else {
-            return;
-        };
+        let quoted = QuotedFacts::new(&patterns);
         for candidate in &mut self.candidates {
             let own = candidate.fact;
             // Relevant Files still lists the files an action line names.
@@ -191,13 +184,13 @@ impl<'t> Draft<'t> {
                 candidate.section,
                 Section::Done | Section::InProgress | Section::Blocked
             );
-            for found in automaton.find_overlapping_iter(candidate.text.as_ref()) {
-                let id = found.pattern().as_usize();
+            let covers = &mut candidate.covers;
+            quoted.for_each_in(candidate.text.as_ref(), |id| {
                 let listed_elsewhere = progress && facts.facts[id].kind == FactKind::Path;
-                if Some(id) != own && !patterns[id].is_empty() && !listed_elsewhere {
-                    candidate.covers.push(id);
+                if Some(id) != own && !listed_elsewhere {
+                    covers.push(id);
                 }
-            }
+            });
         }
     }
 

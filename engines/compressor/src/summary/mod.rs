@@ -26,6 +26,7 @@ pub(crate) mod facts;
 mod host;
 mod patterns;
 mod previous;
+mod quoted;
 mod sections;
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,8 @@
 
 use std::{borrow::Cow, collections::HashSet};
 
+use crate::scan::FastHash;
+
 use super::{
     actions::program_of,
     draft::{Draft, Group},
@@ -126,16 +128,22 @@ impl<'t> Draft<'t> {
     }
 
     fn add_carried(&mut self, facts: &Facts<'t>, carried: Vec<Carried<'t>>) {
-        let known: HashSet<String> = self
+        // Lines the new candidates or facts already say, and repeats, are left out (borrowed
+        // texts and the fast hash: copying every candidate's text cost more than the rest).
+        let new: HashSet<&str, FastHash> = self
             .candidates
             .iter()
-            .map(|candidate| candidate.text.clone().into_owned())
+            .map(|candidate| candidate.text.as_ref())
             .collect();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::with_hasher(FastHash);
+        let carried: Vec<Carried<'t>> = carried
+            .into_iter()
+            .filter(|line| {
+                !new.contains(line.text) && !facts.contains_text(line.text) && seen.insert(line.text)
+            })
+            .collect();
+        drop(new);
         for line in carried {
-            if known.contains(line.text) || facts.contains_text(line.text) || !seen.insert(line.text) {
-                continue;
-            }
             // One tier below new lines of the same kind: when the budget is short, what the
             // earlier summary already condensed gives way before the new middle's facts (the goal,
             // tier 0, always stays).

@@ -83,3 +83,49 @@ fn the_corpus_keeps_75_percent_of_its_facts_at_8k() {
     );
     assert!(share >= 0.75, "kept {kept} of {total} facts at 8k");
 }
+
+/// The bundled examples written to compact (`examples/transcripts/`: a `messages` array each).
+fn bundled_examples() -> Vec<(&'static str, Vec<Message>)> {
+    ["coupon-fix", "warehouse-migration"]
+        .into_iter()
+        .map(|name| {
+            let path = format!(
+                "{}/../../examples/transcripts/{name}.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"));
+            let file: serde_json::Value = serde_json::from_str(&text).expect("an example is JSON");
+            let messages = serde_json::from_value(file["messages"].clone()).expect("its messages");
+            (name, messages)
+        })
+        .collect()
+}
+
+/// The examples' results at a 16,000-token window before the head gave way to the summary's
+/// facts (5,654 + 3,839 tokens, the compressor of c8d0da0).
+const EXAMPLE_RESULT_TOKENS_16K_BEFORE: u64 = 9_493;
+
+#[test]
+fn the_bundled_examples_keep_75_percent_of_their_facts_at_8k_and_90_at_16k_in_no_more_room() {
+    for (window, floor) in [(16_000, 0.90), (8_000, 0.75)] {
+        let (mut kept, mut total, mut result) = (0, 0, 0);
+        for (name, messages) in bundled_examples() {
+            let (input, output, retention) = compact_once(&messages, window);
+            println!(
+                "{name:<20} {window:>6} {input:>7} -> {output:>6} tokens  {}/{}",
+                retention.kept, retention.total
+            );
+            kept += retention.kept;
+            total += retention.total;
+            result += output;
+        }
+        let share = kept as f64 / total as f64;
+        assert!(share >= floor, "kept {kept} of {total} facts at {window}");
+        if window == 16_000 {
+            assert!(
+                result <= EXAMPLE_RESULT_TOKENS_16K_BEFORE,
+                "results of {result} tokens at 16k, more than the {EXAMPLE_RESULT_TOKENS_16K_BEFORE} before"
+            );
+        }
+    }
+}

@@ -3,7 +3,7 @@
 mod corpus;
 mod lifecycle;
 mod phases;
-mod property;
+pub(crate) mod property;
 mod retention;
 mod story;
 mod summarizers;

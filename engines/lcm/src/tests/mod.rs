@@ -319,3 +319,30 @@ fn the_store_is_in_wal_mode_at_the_current_schema_version() {
         .unwrap();
     assert_eq!((mode.as_str(), version), ("wal", crate::store::SCHEMA_VERSION));
 }
+
+#[test]
+fn a_version_1_store_is_migrated_keeping_its_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.sqlite");
+    let config = json!({ "database": path, "fresh_tail": 2 });
+    let mut engine = Lcm::new(&config, Host::detached()).unwrap();
+    engine.on_session_start("old", &SessionInfo::default()).unwrap();
+    engine
+        .record_appended(&[Message::system("s"), Message::user("kept across the upgrade")])
+        .unwrap();
+    engine.on_session_end("old", &[]).unwrap();
+    drop(engine);
+    // What a version-1 build left: no table for observed compactions.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE observed_compactions; PRAGMA user_version = 1;")
+        .unwrap();
+    drop(conn);
+    let store = crate::Store::open(&path).unwrap();
+    let version: i64 = store
+        .connection()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, crate::store::SCHEMA_VERSION);
+    assert_eq!(store.observed_compactions(None).unwrap(), 0);
+    assert_eq!(store.message_totals(None).unwrap().0, 2);
+}

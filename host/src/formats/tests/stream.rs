@@ -231,3 +231,40 @@ fn an_unrecognised_file_is_refused_before_reading() {
     let error = open_transcript(&path, None).unwrap_err();
     assert!(matches!(error, TranscriptError::Unrecognised { .. }), "{error}");
 }
+
+#[test]
+fn a_long_json_array_reads_across_its_batches_as_element_by_element() {
+    // Pretty-printed, some 700 KB: several batches, with a bad element and a `session_meta` in
+    // the middle of one.
+    let elements: Vec<Value> = (0..2_000)
+        .map(|n| match n {
+            700 => json!({"role": "wizard", "content": "not a message"}),
+            1_300 => json!({"role": "session_meta", "model": "m"}),
+            _ => json!({"role": if n % 2 == 0 { "user" } else { "assistant" },
+                        "content": format!("message {n}\n{}\"quoted\"\\", "x".repeat(n % 400))}),
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&Value::Array(elements.clone())).unwrap();
+    let (_dir, path) = write("t.json", &text);
+    let options = ReadOptions {
+        bad_records: BadRecords::Skip,
+        ..ReadOptions::default()
+    };
+    let transcript = read_transcript_with(&path, &options).unwrap();
+    let expected: Vec<Value> = elements
+        .into_iter()
+        .enumerate()
+        .filter(|(n, _)| *n != 700 && *n != 1_300)
+        .map(|(_, element)| element)
+        .collect();
+    assert_eq!(messages_json(&transcript), Value::Array(expected));
+    assert_eq!(transcript.meta.bad_records_skipped, 1);
+    // The error is placed where serde_json stops, after the unknown role.
+    let line = text[..text.find("\"wizard\"").unwrap()].lines().count();
+    assert!(
+        transcript.meta.warnings[0]
+            .starts_with(&format!("line {line}, column 20: skipped a malformed record")),
+        "{:?}",
+        transcript.meta.warnings
+    );
+}

@@ -8,6 +8,13 @@
 //!   `on_session_end`, `on_session_reset`, `update_model`, `get_tool_schemas`,
 //!   `handle_tool_call`, `get_status`, `counters`, `call_ext`). The SDK turns the panic into an
 //!   error; the process must live on.
+//! - `{"crash_in": "<method>", "crash": "abort" | "segfault" | "exit" | "hang" | "allocate" |
+//!   "panic_abort"}`: in that method (any of `panic_in`'s, or `observe`), ends its process the way
+//!   a broken native plugin does: `std::process::abort()`, a write through a null pointer,
+//!   `std::process::exit(3)`, an endless busy loop, allocating (and touching) memory without
+//!   bound, or a panic in a plugin built with `panic = "abort"` (a panic hook that aborts, which is
+//!   what that profile does after printing the message). No host survives these in process; a
+//!   host running the engine in a child process must.
 //! - `{"fail_factory": "<message>"}`: `new` returns a configuration error with that message.
 //! - `{"invalid_output": "orphan_result" | "unanswered_call" | "drop_system" | "drop_last_user" |
 //!   "empty"}`: `compress` returns such an invalid result, which the host must refuse.
@@ -62,6 +69,9 @@ pub const METHODS: [&str; 15] = [
 /// (same length) to make a "rebuilt" plugin whose new behaviour must be what runs.
 pub const GENERATION: &str = "faulty-generation-A";
 
+/// The ways `crash` can end the process.
+pub const CRASHES: [&str; 6] = ["abort", "segfault", "exit", "hang", "allocate", "panic_abort"];
+
 /// What `observe` can ask for.
 pub const OBSERVE_MODES: [&str; 5] = ["count", "sleep", "jitter", "fail", "panic"];
 
@@ -89,6 +99,7 @@ pub struct Faulty {
     counters: Counters,
     host: Host,
     panic_in: Option<String>,
+    crash: Option<(String, String)>,
     invalid_output: Option<String>,
     user_note: bool,
     observe: Option<String>,
@@ -123,6 +134,9 @@ impl Faulty {
     fn panic_if_told(&self, method: &str) {
         if self.panic_in.as_deref() == Some(method) {
             panic!("faulty engine: told to panic in `{method}`");
+        }
+        if let Some((_, how)) = self.crash.as_ref().filter(|(at, _)| at == method) {
+            crash(how, method);
         }
     }
 
@@ -170,6 +184,38 @@ impl Faulty {
     }
 }
 
+/// Ends this process as `how` says; never returns.
+fn crash(how: &str, method: &str) -> ! {
+    match how {
+        "abort" => std::process::abort(),
+        "segfault" => {
+            // SAFETY: none; this is the fault a broken plugin makes, which the test wants.
+            unsafe { std::ptr::null_mut::<u64>().write_volatile(1) };
+            unreachable!("a write through a null pointer ends the process")
+        }
+        "exit" => std::process::exit(3),
+        "hang" => loop {
+            std::hint::spin_loop();
+        },
+        "allocate" => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                // Filled, not only reserved, so that the pages are really taken.
+                hoard.push(vec![1; 64 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        _ => {
+            // What `panic = "abort"` does: the message, then abort, with no unwinding to catch.
+            std::panic::set_hook(Box::new(|info| {
+                eprintln!("{info}");
+                std::process::abort();
+            }));
+            panic!("faulty engine: told to panic (built with panic = \"abort\") in `{method}`");
+        }
+    }
+}
+
 /// The string under `key`, which must be one of `allowed` when given.
 fn read_choice(config: &Value, key: &str, allowed: &[&str]) -> Result<Option<String>, EngineError> {
     match config.get(key) {
@@ -197,10 +243,19 @@ impl Engine for Faulty {
                 .map_or_else(|| message.to_string(), str::to_owned);
             return Err(EngineError::config(message));
         }
+        let crash = match (
+            read_choice(config, "crash_in", &[&METHODS[..], &["observe"]].concat())?,
+            read_choice(config, "crash", &CRASHES)?,
+        ) {
+            (Some(method), Some(how)) => Some((method, how)),
+            (None, None) => None,
+            _ => return Err(EngineError::config("faulty: `crash_in` and `crash` go together")),
+        };
         let engine = Self {
             counters: Counters::default(),
             host,
             panic_in: read_choice(config, "panic_in", &METHODS)?,
+            crash,
             invalid_output: read_choice(config, "invalid_output", &INVALID_OUTPUTS)?,
             user_note: config.get("user_note").and_then(Value::as_bool).unwrap_or(false),
             observe: read_choice(config, "observe", &OBSERVE_MODES)?,
@@ -328,13 +383,16 @@ impl Engine for Faulty {
     }
 
     fn interests(&self) -> Vec<FactKind> {
-        match self.observe {
-            Some(_) => FactKind::ALL.to_vec(),
-            None => Vec::new(),
+        let crashes_observing = self.crash.as_ref().is_some_and(|(method, _)| method == "observe");
+        if self.observe.is_some() || crashes_observing {
+            FactKind::ALL.to_vec()
+        } else {
+            Vec::new()
         }
     }
 
     fn observe(&mut self, _fact: &Fact) -> Result<(), EngineError> {
+        self.panic_if_told("observe");
         self.observed += 1;
         let failing = self.observed == self.observe_fail_at;
         match self.observe.as_deref() {

@@ -1,0 +1,32 @@
+//! `serve`: the engines over JSON-RPC on stdin and stdout, for an agent in any language.
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::{
+    config::Settings,
+    serve::{
+        stdio::{serve_lines, Stop},
+        Server,
+    },
+};
+
+/// Serves until `shutdown`, the end of input, or the client gone; sessions without a config of
+/// their own use `settings`.
+pub(super) fn serve_stdio(settings: &Settings, args: &super::ServeArgs) -> Result<()> {
+    let limits = crate::config::Limits {
+        address_space_mb: args.limit_address_space_mb,
+        cpu_seconds: args.limit_cpu_seconds,
+    };
+    crate::isolation::limits::limit_this_process(&limits).map_err(anyhow::Error::msg)?;
+    if let Some(parent) = args.parent_pid {
+        crate::isolation::limits::end_with_parent(parent).map_err(anyhow::Error::msg)?;
+    }
+    let mut server = Server::new(settings.clone());
+    let stop = serve_lines(&mut server, std::io::stdin().lock(), std::io::stdout().lock())
+        .context("reading requests from stdin")?;
+    if let Stop::Incompatible(message) = stop {
+        bail!(message);
+    }
+    tracing::info!("stopped: {stop:?}");
+    Ok(())
+}

@@ -1,0 +1,507 @@
+//! Each method of the protocol, called on the server's sessions.
+//!
+//! Every engine call goes through the host's [`EngineHandle`](crate::engine::EngineHandle), so
+//! an engine's error or panic comes back as an error reply with its kind, and `compress` results
+//! are checked as the replay checks them. A failed call leaves the session as it was.
+
+use std::{path::Path, time::Instant};
+
+use ctxhost_engine_abi::{EngineError, ABI_VERSION};
+use ctxhost_protocol::{
+    code, method, Answer, CallExtParams, CloseParams, CompactionOutcome, CompactionRecord, CompressParams,
+    Compressed, ConfigSource, InitializeParams, Initialized, MessagesParams, OpenParams, Request, RpcError,
+    SessionEndParams, SessionParams, SessionStartParams, ShouldCompressParams, SwapParams, ToolCallParams,
+    UpdateModelParams, UsageParams, PROTOCOL_VERSION,
+};
+use serde::Serialize;
+use serde_json::{value::RawValue, Value};
+
+use super::{session::Session, stdio::Stop, table::SessionTable, watch::Watch};
+use crate::{
+    config::Settings,
+    engine::{CompressCall, EngineCallError},
+    resolution::{resolve_engine, try_resolve_engine},
+    runner::Observers,
+};
+
+/// The outcome of one request: the result, and whether the server stops after replying.
+pub struct Handled {
+    /// The reply's result or error.
+    pub reply: Result<Box<RawValue>, RpcError>,
+    /// Stop after replying (`shutdown`, an incompatible client).
+    pub stop: Option<Stop>,
+}
+
+impl From<Result<Box<RawValue>, RpcError>> for Handled {
+    fn from(reply: Result<Box<RawValue>, RpcError>) -> Self {
+        Self { reply, stop: None }
+    }
+}
+
+/// Calls `request`'s method.
+pub fn dispatch(
+    request: &Request,
+    base: &Settings,
+    table: &mut SessionTable,
+    initialized: &mut bool,
+) -> Handled {
+    let name = request.method.as_str();
+    if name == method::INITIALIZE {
+        return initialize(request, initialized);
+    }
+    if !*initialized {
+        return Err(RpcError::new(
+            code::NOT_INITIALIZED,
+            format!("`{name}` before `initialize`: the handshake comes first"),
+        ))
+        .into();
+    }
+    if name == method::SHUTDOWN {
+        let report = table.end_all();
+        return Handled {
+            reply: to_raw(&report),
+            stop: Some(Stop::Asked),
+        };
+    }
+    if name == method::SESSION_OPEN {
+        return open(request, base, table).into();
+    }
+    if name == method::SESSION_CLOSE {
+        return close(request, table).into();
+    }
+    session_method(request, table).into()
+}
+
+fn initialize(request: &Request, initialized: &mut bool) -> Handled {
+    let params: InitializeParams = match request.params() {
+        Ok(params) => params,
+        Err(error) => return Err(error).into(),
+    };
+    if !PROTOCOL_VERSION.is_compatible_with(params.protocol_version) {
+        let message = format!(
+            "client `{}` speaks protocol {}, this server {PROTOCOL_VERSION}: incompatible; the server stops",
+            params.client_name, params.protocol_version
+        );
+        return Handled {
+            reply: Err(RpcError::new(code::INCOMPATIBLE_VERSION, message.clone())),
+            stop: Some(Stop::Incompatible(message)),
+        };
+    }
+    *initialized = true;
+    tracing::info!(
+        "client `{}` speaks protocol {}",
+        params.client_name,
+        params.protocol_version
+    );
+    let initialized = Initialized {
+        protocol_version: PROTOCOL_VERSION,
+        server_name: "ctxhost".to_owned(),
+        server_version: env!("CARGO_PKG_VERSION").to_owned(),
+        abi_version: ABI_VERSION,
+        capabilities: method::ALL.iter().map(|name| (*name).to_owned()).collect(),
+    };
+    to_raw(&initialized).into()
+}
+
+fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
+    let params: OpenParams = request.params()?;
+    let mut settings = match &params.config {
+        None => base.clone(),
+        Some(source) => read_config(source, base)?,
+    };
+    let name = params.engine.clone().unwrap_or_else(|| settings.engine.clone());
+    if let Some(block) = params.engine_config.clone() {
+        settings = settings.with_engine_block(&name, block).map_err(|problem| {
+            RpcError::new(
+                code::CONFIG_ERROR,
+                format!("`engine_config`: `{}` {}", problem.key, problem.reason),
+            )
+        })?;
+    }
+    // Observers are resolved like the engine but never replaced by the compressor: one that
+    // cannot be used refuses the session, naming it.
+    let mut observers = Observers::new();
+    for observer in &params.observers {
+        try_resolve_engine(observer, &settings, table.registry())
+            .map_err(|error| error.to_string())
+            .and_then(|engine| observers.attach(engine).map_err(|error| error.to_string()))
+            .map_err(|reason| {
+                RpcError::new(
+                    code::CONFIG_ERROR,
+                    format!("observer `{observer}` cannot be used: {reason}"),
+                )
+            })?;
+    }
+    let (session, fallback) = table.open(settings, &name);
+    session.watch = Watch::new(&session.id, observers);
+    if let Some(model) = &params.model {
+        session.watch.update_model(model);
+        let updated = session.engine.update_model(model).map_err(engine_error);
+        if let Err(error) = updated {
+            let id = session.id.clone();
+            let _ = table.close(&id, None);
+            return Err(error);
+        }
+        session.model = Some(model.clone());
+    }
+    let info = session.engine_info(fallback);
+    answer(session, info)
+}
+
+/// The settings a `session/open` names: a file, or an object with the keys of `config.yaml`
+/// (relative paths in it are the server's working directory's; the server's plugins directory
+/// unless it names one).
+fn read_config(source: &ConfigSource, base: &Settings) -> Result<Settings, RpcError> {
+    let config_error = |error: &dyn std::fmt::Display| RpcError::new(code::CONFIG_ERROR, error.to_string());
+    match source {
+        ConfigSource::Path(path) => Settings::load(path).map_err(|error| config_error(&error)),
+        ConfigSource::Inline(object) => {
+            let text = serde_norway::to_string(object).map_err(|error| config_error(&error))?;
+            let mut settings =
+                Settings::parse(&text, Path::new("inline config")).map_err(|error| config_error(&error))?;
+            // No file: engines' relative paths (lcm's database) are the working directory's.
+            settings.source = None;
+            let names_plugins_dir = object
+                .get("context")
+                .and_then(|context| context.get("plugins_dir"))
+                .is_some();
+            if !names_plugins_dir {
+                settings.plugins_dir = base.plugins_dir.clone();
+            }
+            for warning in &settings.warnings {
+                tracing::warn!("{warning}");
+            }
+            Ok(settings)
+        }
+    }
+}
+
+fn close(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
+    let params: CloseParams = request.params()?;
+    table.get_mut(&params.session)?;
+    table
+        .close(&params.session, params.messages)
+        .map_err(engine_error)?;
+    to_raw(&Value::Null)
+}
+
+fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
+    let session_id: SessionParams = session_of(request)?;
+    let name = request.method.as_str();
+    if name == method::SWAP {
+        return swap(request, table);
+    }
+    let session = table.get_mut(&session_id.session)?;
+    match name {
+        method::UPDATE_MODEL => {
+            let params: UpdateModelParams = request.params()?;
+            session.engine.update_model(&params.model).map_err(engine_error)?;
+            session.watch.update_model(&params.model);
+            session.model = Some(params.model);
+            answer(session, ())
+        }
+        method::ON_SESSION_START => {
+            let params: SessionStartParams = request.params()?;
+            session
+                .engine
+                .on_session_start(&params.session_id, &params.info)
+                .map_err(engine_error)?;
+            let engine = session.engine.name().to_owned();
+            session
+                .watch
+                .session_started(&params.session_id, &params.info, &engine);
+            session.started = Some((params.session_id, params.info));
+            answer(session, ())
+        }
+        method::ON_SESSION_END => {
+            let params: SessionEndParams = request.params()?;
+            session
+                .engine
+                .on_session_end(&params.session_id, &params.messages)
+                .map_err(engine_error)?;
+            session.watch.session_ended(&params.session_id, &params.messages);
+            if session
+                .started
+                .as_ref()
+                .is_some_and(|(id, _)| *id == params.session_id)
+            {
+                session.started = None;
+            }
+            answer(session, ())
+        }
+        method::ON_SESSION_RESET => {
+            let _: SessionParams = request.params()?;
+            session.engine.on_session_reset().map_err(engine_error)?;
+            session.watch.reset();
+            answer(session, ())
+        }
+        method::UPDATE_FROM_RESPONSE => {
+            let params: UsageParams = request.params()?;
+            let usage = params.usage.into();
+            session.engine.update_from_response(usage).map_err(engine_error)?;
+            session.watch.usage(usage);
+            answer(session, ())
+        }
+        method::SHOULD_COMPRESS => {
+            let params: ShouldCompressParams = request.params()?;
+            let fire = session
+                .engine
+                .should_compress(params.prompt_tokens)
+                .map_err(engine_error)?;
+            answer(session, fire)
+        }
+        method::SHOULD_COMPRESS_PREFLIGHT => {
+            let params: MessagesParams = request.params()?;
+            session.watch.saw(&params.messages);
+            let fire = session
+                .engine
+                .should_compress_preflight(&params.messages, None)
+                .map_err(engine_error)?;
+            session.last_messages = params.messages;
+            answer(session, fire)
+        }
+        method::HAS_CONTENT_TO_COMPRESS => {
+            let params: MessagesParams = request.params()?;
+            session.watch.saw(&params.messages);
+            let has = session
+                .engine
+                .has_content_to_compress(&params.messages)
+                .map_err(engine_error)?;
+            session.last_messages = params.messages;
+            answer(session, has)
+        }
+        method::COMPRESS => compress(session, request.params()?),
+        method::GET_TOOL_SCHEMAS => {
+            let _: SessionParams = request.params()?;
+            let tools = session.tool_schemas().map_err(engine_error)?;
+            answer(session, tools)
+        }
+        method::HANDLE_TOOL_CALL => {
+            let params: ToolCallParams = request.params()?;
+            let arguments = Value::Object(params.arguments);
+            if let Some(messages) = &params.messages {
+                session.watch.saw(messages);
+            }
+            let observer = (!session.engine_offers(&params.name))
+                .then(|| session.watch.tool_owner(&params.name))
+                .flatten();
+            let result = match observer {
+                Some(index) => session.watch.call_tool(index, &params.name, &arguments),
+                None => session
+                    .engine
+                    .handle_tool_call(&params.name, &arguments, params.messages.as_deref())
+                    .map_err(engine_error)?,
+            };
+            if let Some(messages) = params.messages {
+                session.last_messages = messages;
+            }
+            answer(session, result)
+        }
+        method::GET_STATUS => {
+            let _: SessionParams = request.params()?;
+            let status = session.engine.get_status().map_err(engine_error)?;
+            answer(session, status)
+        }
+        method::CALL_EXT => {
+            let params: CallExtParams = request.params()?;
+            match session
+                .engine
+                .call_ext(&params.method, &params.request)
+                .map_err(engine_error)?
+            {
+                Some(value) => answer(session, value),
+                None => {
+                    let error = EngineError::unknown_method(&params.method);
+                    let message = format!(
+                        "engine `{}` does not know the extension method `{}`",
+                        session.engine.name(),
+                        params.method
+                    );
+                    Err(RpcError::engine_failed(
+                        session.engine.name(),
+                        method::CALL_EXT,
+                        &error,
+                        message,
+                    ))
+                }
+            }
+        }
+        method::COUNTERS => {
+            let _: SessionParams = request.params()?;
+            answer(session, ())
+        }
+        method::COMPACTIONS => {
+            let _: SessionParams = request.params()?;
+            let records = session.records.clone();
+            answer(session, records)
+        }
+        other => Err(RpcError::new(
+            code::METHOD_NOT_FOUND,
+            format!("unknown method `{other}` (`initialize` lists the methods this server serves)"),
+        )),
+    }
+}
+
+/// The `session` param every session method has, read first so that an unknown method and a
+/// missing session are told apart from wrong params.
+fn session_of(request: &Request) -> Result<SessionParams, RpcError> {
+    if !method::ALL.contains(&request.method.as_str()) {
+        return Err(RpcError::new(
+            code::METHOD_NOT_FOUND,
+            format!(
+                "unknown method `{}` (`initialize` lists the methods this server serves)",
+                request.method
+            ),
+        ));
+    }
+    /// The session alone; the method's own params are read after it.
+    #[derive(serde::Deserialize)]
+    struct SessionOnly {
+        session: String,
+    }
+    let params = request.params.as_deref().map_or("{}", RawValue::get);
+    let only: SessionOnly = ctxhost_protocol::parse_params(&request.method, params)?;
+    Ok(SessionParams {
+        session: only.session,
+    })
+}
+
+fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValue>, RpcError> {
+    session.watch.saw(&params.messages);
+    let started = Instant::now();
+    let tokens_before = session.tokens.count_messages(&params.messages);
+    // The client's word on which message is the user's, when it gives one; else told by content.
+    let user_message = match params.user_message {
+        Some(index) => Some(params.messages.get(index).ok_or_else(|| {
+            RpcError::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "invalid params for `compress`: user_message: {index} is past the {} messages",
+                    params.messages.len()
+                ),
+            )
+        })?),
+        None => session.find_user_message(&params.messages),
+    };
+    let call = CompressCall {
+        current_tokens: params.current_tokens,
+        focus_topic: params.focus_topic.as_deref(),
+        user_message,
+    };
+    let result = session.engine.compress(&params.messages, None, &call);
+    let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+    let details = session
+        .engine
+        .call_ext("last_compaction", &Value::Null)
+        .ok()
+        .flatten();
+    let mut record = CompactionRecord {
+        engine: session.engine.name().to_owned(),
+        focus_topic: params.focus_topic.clone(),
+        messages_before: params.messages.len(),
+        messages_after: params.messages.len(),
+        tokens_before,
+        tokens_after: tokens_before,
+        duration_ms,
+        outcome: CompactionOutcome::Unchanged,
+        details,
+    };
+    match result {
+        Ok(messages) => {
+            if messages != params.messages {
+                record.outcome = CompactionOutcome::Applied;
+                record.messages_after = messages.len();
+                record.tokens_after = session.tokens.count_messages(&messages);
+                session.note_engine_written(&params.messages, &messages);
+                let engine = session.engine.name().to_owned();
+                let tokens = (record.tokens_before, record.tokens_after);
+                session
+                    .watch
+                    .compacted(&engine, &params.messages, &messages, tokens);
+            }
+            session.records.push(record.clone());
+            session.last_messages = messages.clone();
+            answer(session, Compressed { messages, record })
+        }
+        Err(error) => {
+            record.outcome = CompactionOutcome::Failed {
+                reason: error.to_string(),
+            };
+            session.records.push(record);
+            session.last_messages = params.messages;
+            Err(engine_error(error))
+        }
+    }
+}
+
+/// `swap`: the next engine is resolved with the session's settings, told the model, and started
+/// on the same agent session; only then does the old one end its session. A next engine that
+/// cannot be used, or fails to start, is refused and the session keeps its engine.
+fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
+    let params: SwapParams = request.params()?;
+    let settings = table.get_mut(&params.session)?.settings.clone();
+    let resolution = resolve_engine(&params.engine, &settings, table.registry());
+    let session = table.get_mut(&params.session)?;
+    if let Some(fallback) = resolution.fallback {
+        return Err(RpcError::new(
+            code::CONFIG_ERROR,
+            format!(
+                "engine `{}` cannot be used: {}; the session keeps `{}`",
+                fallback.requested,
+                fallback.reason,
+                session.engine.name()
+            ),
+        ));
+    }
+    let mut next = resolution.engine;
+    if let Some(model) = &session.model {
+        next.update_model(model).map_err(engine_error)?;
+    }
+    if let Some((session_id, info)) = &session.started {
+        next.on_session_start(session_id, info).map_err(engine_error)?;
+    }
+    let mut previous = std::mem::replace(&mut session.engine, next);
+    let to = session.engine.name().to_owned();
+    session.watch.swapped(previous.name(), &to);
+    if let Some((session_id, _)) = &session.started {
+        if let Err(error) = previous.on_session_end(session_id, &session.last_messages) {
+            tracing::warn!("session {}: swapped out: {error}", session.id);
+        }
+    }
+    let info = session.engine_info(None);
+    answer(session, info)
+}
+
+/// The reply to a session's method: `value` and the counters after the call.
+fn answer<T: Serialize>(session: &Session, value: T) -> Result<Box<RawValue>, RpcError> {
+    let counters = session.engine.counters().map_err(engine_error)?;
+    to_raw(&Answer { value, counters })
+}
+
+/// A result as JSON text, written once.
+fn to_raw<T: Serialize>(value: &T) -> Result<Box<RawValue>, RpcError> {
+    serde_json::value::to_raw_value(value).map_err(|error| {
+        RpcError::new(
+            code::INTERNAL_ERROR,
+            format!("the answer does not serialise: {error}"),
+        )
+    })
+}
+
+/// An engine call's failure as an error reply with the engine error's kind.
+fn engine_error(error: EngineCallError) -> RpcError {
+    let message = error.to_string();
+    match &error {
+        EngineCallError::Failed {
+            engine,
+            method,
+            error,
+        } => RpcError::engine_failed(engine, method, error, message),
+        EngineCallError::InvalidOutput { engine, method, .. } => {
+            RpcError::invalid_output(engine, method, message)
+        }
+        EngineCallError::ProcessLost { engine, method, .. } => {
+            RpcError::engine_failed(engine, method, &EngineError::other(message.clone()), message)
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `ctxhost serve`: the protocol's server end, driving sessions of engines for a remote agent.
+//!
+//! The wire types are the `ctxhost-protocol` crate's. Here:
+//! - [`session`]: one session (its engine, settings, and what the server remembers of it);
+//! - [`table`]: the open sessions and how they end;
+//! - [`dispatch`]: each method on those sessions;
+//! - [`watch`]: a session's observers, told what the calls carry;
+//! - [`stdio`]: the transport (one request a line on stdin, one reply a line on stdout).
+//!
+//! Whatever a line holds, the server answers it and goes on: a malformed line, an unknown method,
+//! wrong params and an engine's failure or panic are error replies. Only `shutdown`, the end of
+//! input, a client gone (its pipe closed) or an incompatible handshake stop it, and each of them
+//! ends every started session (`on_session_end`) first.
+
+pub mod dispatch;
+pub mod session;
+pub mod stdio;
+pub mod table;
+pub mod watch;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use ctxhost_protocol::{code, Request, Response, RpcError};
+
+use crate::config::Settings;
+
+/// A server: the settings sessions default to, and its sessions.
+pub struct Server {
+    base: Settings,
+    table: table::SessionTable,
+    initialized: bool,
+    stop: Option<stdio::Stop>,
+}
+
+impl Server {
+    /// A server whose sessions default to `base` (the `--config` file, or every default).
+    pub fn new(base: Settings) -> Self {
+        Self {
+            base,
+            table: table::SessionTable::default(),
+            initialized: false,
+            stop: None,
+        }
+    }
+
+    /// Answers one line; `None` for a notification (a request without an id).
+    pub fn handle_line(&mut self, line: &str) -> Option<String> {
+        let request = match Request::parse(line) {
+            Ok(request) => request,
+            Err((id, error)) => return Some(Response::error(id, error).to_line()),
+        };
+        let (base, table, initialized) = (&self.base, &mut self.table, &mut self.initialized);
+        // The engine handle contains engines' panics; this contains the server's own, so that a
+        // bug in one method is one error reply rather than every session lost.
+        let handled = catch_unwind(AssertUnwindSafe(|| {
+            dispatch::dispatch(&request, base, table, initialized)
+        }))
+        .unwrap_or_else(|panic| dispatch::Handled {
+            reply: Err(RpcError::new(
+                code::INTERNAL_ERROR,
+                format!(
+                    "the server failed in `{}`: {}",
+                    request.method,
+                    panic_message(&panic)
+                ),
+            )),
+            stop: None,
+        });
+        if handled.stop.is_some() {
+            self.stop = handled.stop;
+        }
+        let id = request.id?;
+        Some(
+            match handled.reply {
+                Ok(result) => Response::result(Some(id), result),
+                Err(error) => Response::error(Some(id), error),
+            }
+            .to_line(),
+        )
+    }
+
+    /// Why the server stops, once a request asked it to.
+    pub fn stop(&self) -> Option<stdio::Stop> {
+        self.stop.clone()
+    }
+
+    /// Ends every started session; returns how many ended cleanly.
+    pub fn end_all(&mut self) -> usize {
+        self.table.end_all().sessions_ended
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}

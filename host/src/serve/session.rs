@@ -1,0 +1,179 @@
+//! One session: its engine, its settings, and what the server remembers between calls.
+//!
+//! The server keeps no context of its own (the agent owns it); it remembers only what the contract
+//! needs between calls:
+//! - the agent's session id and start info, to end the session (`on_session_end`) at shutdown and
+//!   to start it again on a swapped-in engine;
+//! - the last context a call carried, handed to `on_session_end` when the client gives none;
+//! - which user-role messages it returned from a `compress` that were not in that call's input
+//!   (summaries, notes an engine wrote), so that it can tell the user's last message apart.
+
+use std::collections::HashSet;
+
+use ctxhost_engine_abi::{Message, ModelInfo, Role, SessionInfo};
+use ctxhost_protocol::{CompactionRecord, EngineInfo, Fallback};
+
+use serde_json::Value;
+
+use super::watch::Watch;
+use crate::{
+    config::Settings, engine::EngineHandle, resolution::Resolution, runner::Observers, tokens::TokenCounter,
+};
+
+/// An open session.
+pub struct Session {
+    /// Its id on the wire (`s1`, `s2`…).
+    pub id: String,
+    /// Its engine.
+    pub engine: EngineHandle,
+    /// The settings its engine was resolved with (a swap resolves the next one with them too).
+    pub settings: Settings,
+    /// How the host counts the context's tokens for the compaction record.
+    pub tokens: TokenCounter,
+    /// The model, once `update_model` was called.
+    pub model: Option<ModelInfo>,
+    /// The agent's session, between `on_session_start` and `on_session_end`.
+    pub started: Option<(String, SessionInfo)>,
+    /// The last context a call carried.
+    pub last_messages: Vec<Message>,
+    /// Every `compress` of the session.
+    pub records: Vec<CompactionRecord>,
+    /// Its observers.
+    pub watch: Watch,
+    engine_written: HashSet<String>,
+}
+
+impl Session {
+    /// A session running the engine of `resolution`.
+    pub fn new(id: String, resolution: Resolution, settings: Settings) -> (Self, Option<Fallback>) {
+        let fallback = resolution.fallback.map(|fallback| Fallback {
+            requested: fallback.requested,
+            reason: fallback.reason,
+        });
+        let session = Self {
+            id: id.clone(),
+            engine: resolution.engine,
+            tokens: TokenCounter::new(settings.tokenizer),
+            settings,
+            model: None,
+            started: None,
+            last_messages: Vec::new(),
+            records: Vec::new(),
+            engine_written: HashSet::new(),
+            watch: Watch::new(&id, Observers::new()),
+        };
+        (session, fallback)
+    }
+
+    /// What a client is told about the session's engine.
+    pub fn engine_info(&mut self, fallback: Option<Fallback>) -> EngineInfo {
+        EngineInfo {
+            session: self.id.clone(),
+            engine: self.engine.name().to_owned(),
+            origin: self.engine.origin().to_string(),
+            fallback,
+            // An engine whose schemas cannot be read offers no tools; its failure shows in the log.
+            tools: self.tool_schemas().unwrap_or_else(|error| {
+                tracing::warn!("session {}: {error}; the engine offers no tools", self.id);
+                self.watch.tool_schemas()
+            }),
+        }
+    }
+
+    /// The tools offered: the engine's, then its observers' (a name the engine offers stays the
+    /// engine's).
+    pub fn tool_schemas(&mut self) -> Result<Vec<Value>, crate::engine::EngineCallError> {
+        let mut tools = self.engine.get_tool_schemas()?;
+        let name = |schema: &Value| schema.get("name").and_then(Value::as_str).map(str::to_owned);
+        let taken: HashSet<String> = tools.iter().filter_map(name).collect();
+        tools.extend(
+            self.watch
+                .tool_schemas()
+                .into_iter()
+                .filter(|schema| name(schema).is_none_or(|n| !taken.contains(&n))),
+        );
+        Ok(tools)
+    }
+
+    /// Whether the engine itself offers the tool `name`.
+    pub fn engine_offers(&mut self, name: &str) -> bool {
+        self.engine.get_tool_schemas().is_ok_and(|tools| {
+            tools
+                .iter()
+                .any(|tool| tool.get("name").and_then(Value::as_str) == Some(name))
+        })
+    }
+
+    /// The user's last message in `messages`: the last user-role message that this server did
+    /// not itself return from an earlier `compress` as an engine's own text. The replay knows it
+    /// by provenance (it appended it); over the wire only the content tells, so a user who types
+    /// exactly an earlier summary's text is not told apart from it (the check is then skipped
+    /// for that message and applies to the user message before it).
+    pub fn find_user_message<'m>(&self, messages: &'m [Message]) -> Option<&'m Message> {
+        messages
+            .iter()
+            .rev()
+            .filter(|message| message.role == Role::User)
+            .find(|message| !self.engine_written.contains(&content_key(message)))
+    }
+
+    /// Remembers the user-role messages of `output` that were not in `input`: an engine wrote them.
+    pub fn note_engine_written(&mut self, input: &[Message], output: &[Message]) {
+        let given: HashSet<String> = input
+            .iter()
+            .filter(|message| message.role == Role::User)
+            .map(content_key)
+            .collect();
+        let written: Vec<String> = output
+            .iter()
+            .filter(|message| message.role == Role::User)
+            .map(content_key)
+            .filter(|key| !given.contains(key))
+            .collect();
+        self.engine_written.extend(written);
+    }
+}
+
+fn content_key(message: &Message) -> String {
+    serde_json::to_string(&message.content).expect("message content serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        config::Settings,
+        resolution::{resolve_engine, Registry},
+    };
+
+    fn session() -> Session {
+        let settings = Settings::defaults(std::path::Path::new("."));
+        let resolution = resolve_engine("compressor", &settings, &Registry::default());
+        Session::new("s1".into(), resolution, settings).0
+    }
+
+    #[test]
+    fn the_users_last_message_is_the_last_one_no_compress_returned_as_engine_text() {
+        let mut session = session();
+        let request = Message::user("migrate the orders table");
+        let input = vec![Message::system("s"), request.clone(), Message::assistant("on it")];
+        assert_eq!(session.find_user_message(&input), Some(&request));
+        let summary = Message::user("[CONTEXT COMPACTION] the user asked for a migration");
+        let output = vec![
+            input[0].clone(),
+            request.clone(),
+            summary.clone(),
+            input[2].clone(),
+        ];
+        session.note_engine_written(&input, &output);
+        // The summary comes after the request but is the engine's: the request is still the one.
+        assert_eq!(session.find_user_message(&output), Some(&request));
+        let mut later = output.clone();
+        let next = Message::user("now the invoices table");
+        later.push(next.clone());
+        assert_eq!(session.find_user_message(&later), Some(&next));
+        // A user message kept verbatim by a compress stays the user's.
+        session.note_engine_written(&later, &later);
+        assert_eq!(session.find_user_message(&later), Some(&next));
+    }
+}

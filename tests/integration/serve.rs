@@ -1,0 +1,646 @@
+//! `ctxhost serve` through the real binary: every method over the pipe, several sessions, the
+//! errors a client can cause or meet (malformed lines, unknown methods, wrong types, a version
+//! mismatch, engine failures), and the ways a server stops, each ending its sessions.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::Path,
+    process::{Child, ChildStdin, ChildStdout, Stdio},
+};
+
+use ctxhost::formats::read_transcript;
+use ctxhost_engine_abi::{Message, Role, SessionInfo};
+use ctxhost_protocol::{
+    code, method, Answer, Client, ClientError, CompactionOutcome, CompactionRecord, Compressed, EngineInfo,
+    RpcError, ShutdownReport,
+};
+use pretty_assertions::assert_eq;
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+use crate::support::{ctxhost, example, PluginDir};
+
+/// A running `ctxhost serve` and a client on its pipes.
+struct Served {
+    child: Child,
+    client: Client<BufReader<ChildStdout>, ChildStdin>,
+}
+
+impl Served {
+    /// `ctxhost -v serve` in `dir`, handshake done.
+    fn start(dir: &Path) -> Self {
+        let mut served = Self::spawn(dir);
+        let initialized = served.client.initialize("integration-tests").unwrap();
+        assert_eq!(initialized.capabilities, method::ALL.map(str::to_owned).to_vec());
+        served
+    }
+
+    fn spawn(dir: &Path) -> Self {
+        let mut child = ctxhost()
+            .current_dir(dir)
+            .args(["-v", "serve"])
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ctxhost serve starts");
+        let client = Client::new(
+            BufReader::new(child.stdout.take().unwrap()),
+            child.stdin.take().unwrap(),
+        );
+        Self { child, client }
+    }
+
+    fn call<T: serde::de::DeserializeOwned>(&mut self, method: &str, params: Value) -> T {
+        self.client
+            .call(method, &params)
+            .unwrap_or_else(|error| panic!("{method}: {error}"))
+    }
+
+    fn refused(&mut self, method: &str, params: Value) -> RpcError {
+        match self.client.call_value(method, params) {
+            Err(ClientError::Rpc { error, .. }) => error,
+            other => panic!("{method}: expected an error reply, got {other:?}"),
+        }
+    }
+
+    fn open(&mut self, params: Value) -> Answer<EngineInfo> {
+        self.call(method::SESSION_OPEN, params)
+    }
+
+    /// Closes the input and waits: the exit status and everything the server logged.
+    fn finish(self) -> (std::process::ExitStatus, String) {
+        let (_, stdin) = self.client.into_inner();
+        drop(stdin);
+        let output = self.child.wait_with_output().unwrap();
+        (
+            output.status,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
+fn transcript(name: &str) -> Vec<Message> {
+    read_transcript(&example(&format!("transcripts/{name}")), None)
+        .unwrap()
+        .messages
+}
+
+fn model(context_length: u64) -> Value {
+    json!({"model": "example/model", "context_length": context_length})
+}
+
+/// After a server exited cleanly, ending `session`: how many messages lcm's store holds.
+fn stored_after_a_clean_end(
+    status: std::process::ExitStatus,
+    log: &str,
+    session: &str,
+    root: &Path,
+) -> usize {
+    assert!(status.success(), "{log}");
+    assert!(
+        log.contains(&format!("session {session}: ended (on_session_end)")),
+        "{log}"
+    );
+    let store = Connection::open(root.join("store/lcm.sqlite")).unwrap();
+    let stored: i64 = store
+        .query_row("SELECT count(*) FROM messages", [], |row| row.get(0))
+        .unwrap();
+    stored as usize
+}
+
+fn is_error_kind(error: &RpcError, code: i64, kind: Option<&str>) -> bool {
+    error.code == code && error.data.as_ref().map(|data| data.kind.as_str()) == kind
+}
+
+#[test]
+fn every_contract_method_round_trips_with_the_counters_in_every_reply() {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    let mut served = Served::start(tree.root());
+    let config = json!({"context": {"tokenizer": "rough"}, "compression": {"threshold": 0.5}});
+    let opened = served.open(json!({"config": config, "model": model(16_000)}));
+    assert_eq!(opened.value.engine, "compressor");
+    assert_eq!(opened.value.origin, "built-in");
+    assert_eq!(opened.value.fallback, None);
+    assert_eq!(opened.counters.context_length, 16_000);
+    assert_eq!(opened.counters.threshold_tokens, 8_000);
+    let session = opened.value.session.clone();
+    let s = |extra: Value| {
+        let mut params = json!({"session": session});
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        params
+    };
+
+    let updated: Answer<()> = served.call(method::UPDATE_MODEL, s(json!({"model": model(20_000)})));
+    assert_eq!(updated.counters.threshold_tokens, 10_000);
+    let info = SessionInfo {
+        model: "example/model".into(),
+        context_length: 20_000,
+        platform: "tests".into(),
+        ..SessionInfo::default()
+    };
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        s(json!({"session_id": "conv-1", "info": info})),
+    );
+    let usage = json!({"prompt_tokens": 12_000, "completion_tokens": 300});
+    let after_usage: Answer<()> = served.call(method::UPDATE_FROM_RESPONSE, s(json!({"usage": usage})));
+    assert_eq!(after_usage.counters.last_prompt_tokens, 12_000);
+    assert_eq!(after_usage.counters.last_total_tokens, 12_300);
+    let fire: Answer<bool> = served.call(method::SHOULD_COMPRESS, s(json!({})));
+    assert!(fire.value);
+    let below: Answer<bool> = served.call(method::SHOULD_COMPRESS, s(json!({"prompt_tokens": 9_999})));
+    assert!(!below.value);
+
+    let messages = transcript("coupon-fix.json");
+    // The example is over the 10,000-token threshold by the compressor's estimate.
+    let preflight: Answer<bool> = served.call(
+        method::SHOULD_COMPRESS_PREFLIGHT,
+        s(json!({"messages": messages})),
+    );
+    assert!(preflight.value);
+    let has: Answer<bool> = served.call(method::HAS_CONTENT_TO_COMPRESS, s(json!({"messages": messages})));
+    assert!(has.value);
+    let compressed: Answer<Compressed> = served.call(
+        method::COMPRESS,
+        s(json!({"messages": messages, "current_tokens": 12_000, "focus_topic": "the coupon bug"})),
+    );
+    let result = &compressed.value.messages;
+    assert!(
+        result.len() < messages.len(),
+        "{} → {}",
+        messages.len(),
+        result.len()
+    );
+    assert_eq!(result[0].role, Role::System);
+    assert!(
+        result[0].text().starts_with(messages[0].text().as_ref()),
+        "the system message stays first"
+    );
+    let last_user = messages.iter().rev().find(|m| m.role == Role::User).unwrap();
+    assert!(result.contains(last_user));
+    assert_eq!(compressed.counters.compression_count, 1);
+    let record = &compressed.value.record;
+    assert_eq!(record.outcome, CompactionOutcome::Applied);
+    assert_eq!(
+        (record.messages_before, record.messages_after),
+        (messages.len(), result.len())
+    );
+    assert!(record.tokens_after < record.tokens_before, "{record:?}");
+    assert_eq!(record.focus_topic.as_deref(), Some("the coupon bug"));
+
+    let tools: Answer<Vec<Value>> = served.call(method::GET_TOOL_SCHEMAS, s(json!({})));
+    assert_eq!(tools.value, Vec::<Value>::new());
+    let unknown_tool: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        s(json!({"name": "lcm_grep", "arguments": {}})),
+    );
+    assert_eq!(
+        unknown_tool.value,
+        json!({"error": "Unknown context engine tool: lcm_grep"})
+    );
+    let status: Answer<Value> = served.call(method::GET_STATUS, s(json!({})));
+    assert_eq!(status.value["compression_count"], 1);
+    assert_eq!(status.value["context_length"], 20_000);
+    let counters: Answer<()> = served.call(method::COUNTERS, s(json!({})));
+    assert_eq!(counters.counters, status.counters);
+    let records: Answer<Vec<CompactionRecord>> = served.call(method::COMPACTIONS, s(json!({})));
+    assert_eq!(records.value, vec![record.clone()]);
+    let reset: Answer<()> = served.call(method::ON_SESSION_RESET, s(json!({})));
+    assert_eq!(reset.counters.compression_count, 0);
+    assert_eq!(reset.counters.last_prompt_tokens, 0);
+
+    // Swap to lcm on the same agent session: the window carries over; lcm's tools appear.
+    let swapped: Answer<EngineInfo> = served.call(method::SWAP, s(json!({"engine": "lcm"})));
+    assert_eq!(swapped.value.engine, "lcm");
+    assert!(
+        swapped.value.origin.starts_with("plugin "),
+        "{}",
+        swapped.value.origin
+    );
+    assert_eq!(swapped.counters.context_length, 20_000);
+    let names: Vec<&str> = swapped
+        .value
+        .tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"lcm_grep"), "{names:?}");
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_END,
+        s(json!({"session_id": "conv-1", "messages": result})),
+    );
+    let closed: Value = served.call(method::SESSION_CLOSE, s(json!({})));
+    assert_eq!(closed, Value::Null);
+    let gone = served.refused(method::COUNTERS, s(json!({})));
+    assert_eq!(gone.code, code::UNKNOWN_SESSION);
+
+    let report: ShutdownReport = served.call(method::SHUTDOWN, json!({}));
+    assert_eq!(report, ShutdownReport::default());
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn several_sessions_run_their_own_engines_side_by_side() {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.config("lcm:\n  database: store/lcm.sqlite\n");
+    let mut served = Served::start(tree.root());
+    let config = tree.root().join("config.yaml");
+    let one = served.open(json!({"config": config, "model": model(100_000)}));
+    let two = served.open(json!({"config": config, "engine": "lcm", "model": model(64_000)}));
+    assert_eq!(
+        (one.value.engine.as_str(), two.value.engine.as_str()),
+        ("compressor", "lcm")
+    );
+    assert_ne!(one.value.session, two.value.session);
+    let _: Answer<()> = served.call(
+        method::UPDATE_FROM_RESPONSE,
+        json!({"session": one.value.session, "usage": {"prompt_tokens": 500, "completion_tokens": 5}}),
+    );
+    let first: Answer<()> = served.call(method::COUNTERS, json!({"session": one.value.session}));
+    let second: Answer<()> = served.call(method::COUNTERS, json!({"session": two.value.session}));
+    assert_eq!(first.counters.last_prompt_tokens, 500);
+    assert_eq!(second.counters.last_prompt_tokens, 0);
+    assert_eq!(
+        (first.counters.context_length, second.counters.context_length),
+        (100_000, 64_000)
+    );
+}
+
+#[test]
+fn lcm_compresses_a_real_transcript_answers_its_tools_and_is_flushed_at_the_end_of_input() {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.config(
+        "context:\n  engine: lcm\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\n  fresh_tail: 16\n",
+    );
+    let mut served = Served::start(tree.root());
+    let config = tree.root().join("config.yaml");
+    let opened = served.open(json!({"config": config, "model": model(24_000)}));
+    assert_eq!(opened.value.engine, "lcm");
+    let session = opened.value.session;
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": session, "session_id": "warehouse"}),
+    );
+    let messages = transcript("warehouse-migration.json");
+    let compressed: Answer<Compressed> = served.call(
+        method::COMPRESS,
+        json!({"session": session, "messages": messages}),
+    );
+    assert!(compressed.value.messages.len() < messages.len());
+    assert!(
+        compressed.value.record.details.is_some(),
+        "lcm gives its own account"
+    );
+    let grep: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "lcm_grep", "arguments": {"pattern": "warehouse"}}),
+    );
+    assert!(grep.value.is_object(), "{}", grep.value);
+    assert!(grep.value.get("error").is_none(), "{}", grep.value);
+
+    // The end of input ends the session with the last context the server saw: lcm stores it.
+    let (status, log) = served.finish();
+    let stored = stored_after_a_clean_end(status, &log, &session, tree.root());
+    assert!(stored >= messages.len(), "{stored} messages stored");
+}
+
+#[test]
+fn malformed_lines_unknown_methods_and_wrong_types_get_errors_and_the_server_goes_on() {
+    let tree = PluginDir::new();
+    let mut served = Served::spawn(tree.root());
+    let early = served.refused(method::COUNTERS, json!({"session": "s1"}));
+    assert_eq!(early.code, code::NOT_INITIALIZED);
+    served.client.initialize("tests").unwrap();
+    let session = served.open(json!({})).value.session;
+
+    let unknown = served.refused("compress_everything", json!({}));
+    assert_eq!(unknown.code, code::METHOD_NOT_FOUND);
+    assert_eq!(
+        unknown.message,
+        "unknown method `compress_everything` (`initialize` lists the methods this server serves)"
+    );
+    let wrong = served.refused(
+        method::SHOULD_COMPRESS,
+        json!({"session": session, "prompt_tokens": "many"}),
+    );
+    assert_eq!(wrong.code, code::INVALID_PARAMS);
+    assert_eq!(
+        wrong.message,
+        "invalid params for `should_compress`: prompt_tokens: invalid type: string \"many\", expected u64"
+    );
+    let bad_message = served.refused(
+        method::COMPRESS,
+        json!({"session": session, "messages": [{"role": "user", "content": "hi"}, {"role": "boss"}]}),
+    );
+    assert_eq!(bad_message.code, code::INVALID_PARAMS);
+    assert!(
+        bad_message
+            .message
+            .starts_with("invalid params for `compress`: messages[1].role: unknown variant `boss`"),
+        "{}",
+        bad_message.message
+    );
+    let no_session = served.refused(method::GET_STATUS, json!({}));
+    assert_eq!(
+        no_session.message,
+        "invalid params for `get_status`: missing field `session`"
+    );
+    let bad_config = served.refused(
+        method::SESSION_OPEN,
+        json!({"config": {"compression": {"threshold": 3}}}),
+    );
+    assert_eq!(bad_config.code, code::CONFIG_ERROR);
+    assert!(
+        bad_config.message.contains("`compression.threshold`"),
+        "{}",
+        bad_config.message
+    );
+    let missing_file = served.refused(method::SESSION_OPEN, json!({"config": "nowhere/config.yaml"}));
+    assert_eq!(missing_file.code, code::CONFIG_ERROR);
+    assert!(missing_file
+        .message
+        .starts_with("nowhere/config.yaml: cannot read the config file"));
+    let observers = served.refused(method::SESSION_OPEN, json!({"observers": ["nowhere"]}));
+    assert_eq!(observers.code, code::CONFIG_ERROR);
+    assert!(
+        observers
+            .message
+            .starts_with("observer `nowhere` cannot be used: "),
+        "{}",
+        observers.message
+    );
+
+    // Raw lines: not JSON, not UTF-8, not a request. Each gets one error line with a null id.
+    let (mut reader, mut writer) = served.client.into_inner();
+    let mut replies = Vec::new();
+    for line in [
+        &b"{not json\n"[..],
+        b"\xff\xfe\n",
+        b"[1,2]\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":5}\n",
+    ] {
+        writer.write_all(line).unwrap();
+        writer.flush().unwrap();
+        let mut reply = String::new();
+        reader.read_line(&mut reply).unwrap();
+        let reply: Value = serde_json::from_str(&reply).unwrap();
+        replies.push((reply["id"].clone(), reply["error"]["code"].as_i64().unwrap()));
+    }
+    assert_eq!(
+        replies,
+        [
+            (Value::Null, code::PARSE_ERROR),
+            (Value::Null, code::PARSE_ERROR),
+            (Value::Null, code::INVALID_REQUEST),
+            (json!(5), code::INVALID_REQUEST),
+        ]
+    );
+    // Still serving.
+    served.client = Client::new(reader, writer);
+    let counters: Answer<()> = served.call(method::COUNTERS, json!({"session": session}));
+    assert_eq!(counters.counters.compression_count, 0);
+}
+
+#[test]
+fn a_client_of_another_major_version_is_refused_and_the_server_exits_saying_why() {
+    let tree = PluginDir::new();
+    let mut served = Served::spawn(tree.root());
+    let refused = served.refused(
+        method::INITIALIZE,
+        json!({"protocol_version": "2.0", "client_name": "from-the-future"}),
+    );
+    assert_eq!(refused.code, code::INCOMPATIBLE_VERSION);
+    let expected = format!(
+        "client `from-the-future` speaks protocol 2.0, this server {}: incompatible; the server stops",
+        ctxhost_protocol::PROTOCOL_VERSION
+    );
+    assert_eq!(refused.message, expected);
+    let (status, log) = served.finish();
+    assert!(!status.success());
+    assert!(log.contains(&format!("error: {expected}")), "{log}");
+}
+
+#[test]
+fn engine_failures_are_error_replies_with_their_kind_and_the_session_goes_on() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::start(tree.root());
+    let messages = transcript("coupon-fix.json");
+    let faulty =
+        |block: Value| json!({"engine": "faulty", "config": {"faulty": block}, "model": model(50_000)});
+
+    let panicking = served.open(faulty(json!({"panic_in": "compress"}))).value.session;
+    let panic = served.refused(
+        method::COMPRESS,
+        json!({"session": panicking, "messages": messages}),
+    );
+    assert!(
+        is_error_kind(&panic, code::ENGINE_FAILED, Some("panic")),
+        "{panic:?}"
+    );
+    assert!(
+        panic.message.starts_with("engine `faulty` failed in `compress`"),
+        "{}",
+        panic.message
+    );
+    let records: Answer<Vec<CompactionRecord>> =
+        served.call(method::COMPACTIONS, json!({"session": panicking}));
+    assert!(matches!(
+        records.value[0].outcome,
+        CompactionOutcome::Failed { .. }
+    ));
+    let status: Answer<Value> = served.call(method::GET_STATUS, json!({"session": panicking}));
+    assert_eq!(status.value["compression_count"], 0);
+
+    for (spoil, problem) in [
+        ("drop_last_user", "the last user message was lost"),
+        ("drop_system", "the system message was lost or altered"),
+        ("orphan_result", "not a valid sequence"),
+    ] {
+        let session = served
+            .open(faulty(json!({"invalid_output": spoil})))
+            .value
+            .session;
+        let refused = served.refused(
+            method::COMPRESS,
+            json!({"session": session, "messages": messages}),
+        );
+        assert!(
+            is_error_kind(&refused, code::INVALID_OUTPUT, Some("invalid_output")),
+            "{refused:?}"
+        );
+        assert!(refused.message.contains(problem), "{spoil}: {}", refused.message);
+    }
+
+    // An engine that writes a user-role note after the user's message, compacting again and again:
+    // its note is never taken for the user's message, so each result is accepted.
+    let noting = served.open(faulty(json!({"user_note": true}))).value.session;
+    let mut context = messages.clone();
+    for round in 0..3 {
+        context.push(Message::assistant(format!("round {round} done")));
+        let compressed: Answer<Compressed> =
+            served.call(method::COMPRESS, json!({"session": noting, "messages": context}));
+        context = compressed.value.messages;
+    }
+
+    let factory = served.open(faulty(json!({"fail_factory": "no database here"})));
+    let fallback = factory.value.fallback.expect("the compressor runs instead");
+    assert_eq!(fallback.requested, "faulty");
+    assert!(
+        fallback.reason.contains("no database here"),
+        "{}",
+        fallback.reason
+    );
+    assert_eq!(factory.value.engine, "compressor");
+    let swap = served.refused(
+        method::SWAP,
+        json!({"session": factory.value.session, "engine": "missing"}),
+    );
+    assert_eq!(swap.code, code::CONFIG_ERROR);
+    assert!(
+        swap.message.ends_with("the session keeps `compressor`"),
+        "{}",
+        swap.message
+    );
+}
+
+#[test]
+fn a_client_gone_mid_request_stops_the_server_cleanly_ending_its_sessions() {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.config("context:\n  engine: lcm\nlcm:\n  database: store/lcm.sqlite\n");
+    let mut served = Served::start(tree.root());
+    let config = tree.root().join("config.yaml");
+    let session = served
+        .open(json!({"config": config, "model": model(24_000)}))
+        .value
+        .session;
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": session, "session_id": "gone"}),
+    );
+    let messages = transcript("warehouse-migration.json");
+    // Write a compress and hang up without reading its reply.
+    let (reader, mut writer) = served.client.into_inner();
+    let request = json!({"jsonrpc": "2.0", "id": 99, "method": "compress",
+        "params": {"session": session, "messages": messages}});
+    writeln!(writer, "{request}").unwrap();
+    drop(reader);
+    drop(writer);
+    let output = served.child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(stored_after_a_clean_end(output.status, &log, &session, tree.root()) > 0);
+}
+
+#[test]
+fn shutdown_ends_every_started_session_and_says_how_many() {
+    let tree = PluginDir::new();
+    let mut served = Served::start(tree.root());
+    for id in ["a", "b"] {
+        let session = served.open(json!({"model": model(64_000)})).value.session;
+        let _: Answer<()> = served.call(
+            method::ON_SESSION_START,
+            json!({"session": session, "session_id": id}),
+        );
+    }
+    let _never_started = served.open(json!({}));
+    let report: ShutdownReport = served.call(method::SHUTDOWN, json!({}));
+    assert_eq!(
+        report,
+        ShutdownReport {
+            sessions_ended: 2,
+            problems: vec![]
+        }
+    );
+    let (status, _) = served.finish();
+    assert!(status.success());
+}
+
+#[test]
+fn a_served_session_with_lcm_observing_keeps_the_compressors_context_and_finds_what_it_summarised() {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    tree.config(
+        "context:\n  engine: compressor\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\ntelemetry:\n  path: telemetry.jsonl\n",
+    );
+    let config = tree.root().join("config.yaml");
+    let messages = transcript("warehouse-migration.json");
+    // The same calls on a session without observers and on one with them.
+    let mut results = Vec::new();
+    for observers in [json!([]), json!(["lcm", "telemetry"])] {
+        let mut served = Served::start(tree.root());
+        let opened = served.open(json!({"config": config, "model": model(16_000), "observers": observers}));
+        let session = opened.value.session;
+        let tools: Vec<String> = opened
+            .value
+            .tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        let _: Answer<()> = served.call(
+            method::ON_SESSION_START,
+            json!({"session": session, "session_id": "warehouse"}),
+        );
+        let half = messages.len() / 2;
+        let first: Answer<Compressed> = served.call(
+            method::COMPRESS,
+            json!({"session": session, "messages": messages[..half]}),
+        );
+        let mut context = first.value.messages.clone();
+        context.extend_from_slice(&messages[half..]);
+        let second: Answer<Compressed> =
+            served.call(method::COMPRESS, json!({"session": session, "messages": context}));
+        let grep = (!observers.as_array().unwrap().is_empty()).then(|| {
+            let answer: Answer<Value> = served.call(
+                method::HANDLE_TOOL_CALL,
+                json!({"session": session, "name": "lcm_grep", "arguments": {"pattern": "extract_orders_61"}}),
+            );
+            answer.value
+        });
+        let (status, log) = served.finish();
+        assert!(status.success(), "{log}");
+        results.push((second.value.messages, tools, grep));
+    }
+    let (alone, alone_tools, _) = &results[0];
+    let (watched, tools, grep) = &results[1];
+    assert!(alone == watched, "the observers changed the context");
+    assert!(alone_tools.is_empty(), "{alone_tools:?}");
+    assert_eq!(tools, &["lcm_grep", "lcm_describe", "lcm_expand", "lcm_status"]);
+    let grep = grep.as_ref().unwrap();
+    let final_text = serde_json::to_string(watched).unwrap();
+    assert!(
+        !final_text.contains("extract_orders_61"),
+        "the compressor kept it: pick another word"
+    );
+    assert!(!grep["matches"].as_array().unwrap().is_empty(), "{grep:#}");
+    // Telemetry heard the session start and end, the messages once each, and both compactions.
+    let lines: Vec<Value> = std::fs::read_to_string(tree.root().join("telemetry.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "compacted").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.first(), Some(&"session_started"));
+    assert_eq!(kinds.last(), Some(&"session_ended"));
+    let appended: usize = lines
+        .iter()
+        .filter(|l| l["kind"] == "messages_appended")
+        .map(|l| l["messages"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(appended, messages.len());
+}
