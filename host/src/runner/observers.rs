@@ -656,6 +656,89 @@ mod tests {
     }
 
     #[test]
+    fn an_observer_is_told_when_it_is_attached_and_when_its_queue_runs_dry() {
+        use ctxhost_engine_abi::{
+            linked::instantiate_linked, CompressRequest, Counters, Engine, EngineError, Host,
+        };
+
+        static CALLS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+        struct Recorder(Counters);
+        impl Engine for Recorder {
+            const NAME: &'static str = "recorder";
+            fn new(_config: &Value, _host: Host) -> Result<Self, EngineError> {
+                Ok(Self(Counters::default()))
+            }
+            fn counters(&self) -> &Counters {
+                &self.0
+            }
+            fn counters_mut(&mut self) -> &mut Counters {
+                &mut self.0
+            }
+            fn compress(
+                &mut self,
+                messages: Vec<Message>,
+                _: &CompressRequest,
+            ) -> Result<Vec<Message>, EngineError> {
+                Ok(messages)
+            }
+            fn interests(&self) -> Vec<FactKind> {
+                vec![FactKind::MessagesAppended]
+            }
+            fn observe(&mut self, _fact: &Fact) -> Result<(), EngineError> {
+                CALLS.lock().unwrap().push("observe");
+                Ok(())
+            }
+            fn observe_idle(&mut self) -> Result<(), EngineError> {
+                CALLS.lock().unwrap().push("idle");
+                Ok(())
+            }
+        }
+        let settings = crate::config::Settings::defaults(std::path::Path::new("."));
+        let services = crate::services::ServiceContext::from_settings(&settings);
+        let engine = instantiate_linked::<Recorder>(
+            &Value::Null,
+            crate::services::host_services_for("recorder", &services),
+        )
+        .unwrap();
+        let mut observers = Observers::new();
+        observers
+            .attach(EngineHandle::linked(
+                engine,
+                "recorder",
+                crate::engine::EngineOrigin::BuiltIn,
+            ))
+            .unwrap();
+        assert_eq!(*CALLS.lock().unwrap(), ["idle"], "told at attach");
+        for text in ["a", "b", "c"] {
+            observers.deliver(FactKind::MessagesAppended, || Fact {
+                session_id: "s".into(),
+                at_message: 0,
+                body: FactBody::MessagesAppended {
+                    messages: vec![Message::user(text)],
+                },
+            });
+        }
+        // A tool call hands everything over and is answered after the facts.
+        observers.call_tool(0, "none", &Value::Null);
+        // Then the queue is dry: the observer is told so, on its thread, without anything else
+        // being published. A liveness wait, not a timing.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while CALLS.lock().unwrap().last() != Some(&"idle") || CALLS.lock().unwrap().len() < 3 {
+            assert!(
+                Instant::now() < deadline,
+                "never told: {:?}",
+                CALLS.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        observers.close();
+        let calls = CALLS.lock().unwrap().clone();
+        assert_eq!(calls.first(), Some(&"idle"));
+        assert!(calls.contains(&"observe"), "{calls:?}");
+        assert_eq!(calls.last(), Some(&"idle"), "{calls:?}");
+    }
+
+    #[test]
     fn appends_of_another_session_are_never_merged_in() {
         let (_sender, bundles) = mpsc::sync_channel::<Vec<Job>>(1);
         let mut queue: VecDeque<Job> = [appended("t", "x")].into_iter().collect();
