@@ -723,16 +723,15 @@ mod tests {
         // Then the queue is dry: the observer is told so, on its thread, without anything else
         // being published. A liveness wait, not a timing.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while CALLS.lock().unwrap().last() != Some(&"idle") || CALLS.lock().unwrap().len() < 3 {
-            assert!(
-                Instant::now() < deadline,
-                "never told: {:?}",
-                CALLS.lock().unwrap()
-            );
+        let calls = loop {
+            let calls = CALLS.lock().unwrap().clone();
+            if calls.len() >= 3 && calls.last() == Some(&"idle") {
+                break calls;
+            }
+            assert!(Instant::now() < deadline, "never told: {calls:?}");
             std::thread::sleep(Duration::from_millis(5));
-        }
+        };
         observers.close();
-        let calls = CALLS.lock().unwrap().clone();
         assert_eq!(calls.first(), Some(&"idle"));
         assert!(calls.contains(&"observe"), "{calls:?}");
         assert_eq!(calls.last(), Some(&"idle"), "{calls:?}");
