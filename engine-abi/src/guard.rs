@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::{
     ffi::{Counters, EngineBox, EngineError, EngineObject, EngineObject_TO, ErrorKind, HostBox, Usage},
     message::{messages_from_json, messages_to_json},
-    observe::{Fact, EXT_INTERESTS, EXT_OBSERVE},
+    observe::{Fact, EXT_INTERESTS, EXT_OBSERVE, EXT_OBSERVE_IDLE},
     sdk::{CompressRequest, Engine, Host, ModelInfo, SessionInfo},
 };
 
@@ -106,11 +106,15 @@ pub(crate) fn call_ext_of<E: Engine>(
 ) -> Result<Value, EngineError> {
     match method {
         "methods" => {
-            let mut names = vec!["methods", EXT_OBSERVE, EXT_INTERESTS];
+            let mut names = vec!["methods", EXT_OBSERVE, EXT_INTERESTS, EXT_OBSERVE_IDLE];
             names.extend(engine.ext_methods());
             Ok(serde_json::json!(names))
         }
         EXT_INTERESTS => Ok(serde_json::json!(engine.interests())),
+        EXT_OBSERVE_IDLE => {
+            engine.observe_idle()?;
+            Ok(Value::Null)
+        }
         EXT_OBSERVE => {
             let fact: Fact = serde_json::from_value(request.clone())
                 .map_err(|error| EngineError::invalid_input(format!("fact: {error}")))?;

@@ -21,6 +21,12 @@ use crate::Message;
 /// The `call_ext` name a host delivers one fact with (its request is the [`Fact`] as JSON).
 pub const EXT_OBSERVE: &str = "observe";
 
+/// The `call_ext` name a host tells an observer with that its queue ran dry: every fact
+/// published so far has been delivered (no request; the answer is ignored). An observer that
+/// batches its writes across facts writes them out here, so nothing waits in memory while the
+/// session is quiet.
+pub const EXT_OBSERVE_IDLE: &str = "observe.idle";
+
 /// The `call_ext` name a host asks an engine's interests with (the answer is a JSON array of
 /// [`FactKind`] names).
 pub const EXT_INTERESTS: &str = "observe.interests";

@@ -377,6 +377,18 @@ pub trait Engine: Send + 'static {
         Ok(())
     }
 
+    /// Called on the observer's thread when its queue ran dry: every fact published so far has
+    /// been handed to [`observe`](Engine::observe). An observer that batches work across facts
+    /// (a store writing many facts in one transaction) finishes it here; until then, facts keep
+    /// coming faster than they are handled. An error detaches the observer, as from `observe`.
+    /// Default: nothing to do.
+    ///
+    /// Added in ctxhost 0.2 as the capability [`crate::observe::EXT_OBSERVE_IDLE`]: an older host
+    /// never calls it, so an engine must not rely on it before it has been called once.
+    fn observe_idle(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
+
     /// Capabilities beyond the contract, by name. Default: every name is unknown.
     fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
         Err(EngineError::unknown_method(method))

@@ -13,53 +13,25 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
     if filter == Some("lcm") {
         return run_lcm_benchmarks(&root);
     }
-    let mut timing = vec!["bench", "-p", "ctxhost", "--bench", "engine", "--"];
-    timing.extend(filter);
-    run(
-        Command::new(cargo_program()).args(&timing).current_dir(&root),
-        "the timing benchmarks",
-    )?;
-    let mut tokens = vec!["bench", "-p", "ctxhost", "--bench", "tokens", "--"];
-    tokens.extend(filter);
-    run(
-        Command::new(cargo_program()).args(&tokens).current_dir(&root),
-        "the token-counting benchmarks",
-    )?;
-    // A whole replay of 10,000 and 100,000 messages: about two minutes, ten samples each.
-    let mut replay = vec!["bench", "-p", "ctxhost", "--bench", "replay", "--"];
-    replay.extend(filter);
-    run(
-        Command::new(cargo_program()).args(&replay).current_dir(&root),
-        "the replay benchmarks",
-    )?;
-    // The whole process on the heavy session: `ctxhost compress` and `ctxhost run`, spawned.
-    let mut process = vec!["bench", "-p", "ctxhost", "--bench", "process", "--"];
-    process.extend(filter);
-    run(
-        Command::new(cargo_program()).args(&process).current_dir(&root),
-        "the whole-process benchmarks",
-    )?;
-    // The same replay with observers attached (none, idle, every fact, lcm): under a minute.
-    let mut observers = vec!["bench", "-p", "ctxhost", "--bench", "observers", "--"];
-    observers.extend(filter);
-    run(
-        Command::new(cargo_program()).args(&observers).current_dir(&root),
-        "the observer benchmarks",
-    )?;
-    // `ctxhost serve` against the same engine in process: the pipe, the JSON, the check.
-    let mut serve = vec!["bench", "-p", "ctxhost", "--bench", "serve", "--"];
-    serve.extend(filter);
-    run(
-        Command::new(cargo_program()).args(&serve).current_dir(&root),
-        "the serve benchmarks",
-    )?;
-    // Process isolation: a plugin in process and in a child `ctxhost serve`.
-    let mut isolation = vec!["bench", "-p", "ctxhost", "--bench", "isolation", "--"];
-    isolation.extend(filter);
-    run(
-        Command::new(cargo_program()).args(&isolation).current_dir(&root),
-        "the isolation benchmarks",
-    )?;
+    let timed = [
+        ("engine", "the timing benchmarks"),
+        ("tokens", "the token-counting benchmarks"),
+        // A whole replay of 10,000 and 100,000 messages: about two minutes, ten samples each.
+        ("replay", "the replay benchmarks"),
+        // The whole process on the heavy session: `ctxhost compress` and `ctxhost run`, spawned.
+        ("process", "the whole-process benchmarks"),
+        // The same replay with observers attached (none, idle, every fact, lcm): under a minute.
+        ("observers", "the observer benchmarks"),
+        // `ctxhost serve` against the same engine in process: the pipe, the JSON, the check.
+        ("serve", "the serve benchmarks"),
+        // Process isolation: a plugin in process and in a child `ctxhost serve`.
+        ("isolation", "the isolation benchmarks"),
+    ];
+    for (bench, what) in timed {
+        let mut args = vec!["bench", "-p", "ctxhost", "--bench", bench, "--"];
+        args.extend(filter);
+        run(Command::new(cargo_program()).args(&args).current_dir(&root), what)?;
+    }
     run(
         Command::new(cargo_program())
             .args(["bench", "-p", "ctxhost", "--bench", "memory"])

@@ -103,6 +103,10 @@ pub struct Lcm {
     /// Set once the host delivers facts: another engine owns the context, and lcm's store is fed
     /// by what the session appends, never by a context it did not make.
     observing: bool,
+    /// Appended messages waiting for one transaction (see [`observing`]).
+    pending: observing::Pending,
+    /// Set once the host has said its queue ran dry: from then on, it will say so again.
+    told_idle: bool,
 }
 
 /// The session the engine is in, and what it knows of its stored messages.
@@ -165,6 +169,8 @@ impl Lcm {
             resets: 0,
             last_compaction: None,
             observing: false,
+            pending: observing::Pending::default(),
+            told_idle: false,
         })
     }
 
@@ -232,6 +238,7 @@ impl Lcm {
     ///   otherwise it is new (a different message at that position — say a tool answer replayed
     ///   differently — is stored as a variant, and the position still advances).
     pub fn ingest(&mut self, messages: Vec<Message>) -> Result<Vec<Entry>, EngineError> {
+        self.write_pending()?;
         self.load_session()?;
         let now = time::now_ms();
         let mut cursor = 0usize;
@@ -415,6 +422,7 @@ impl Engine for Lcm {
     }
 
     fn on_session_start(&mut self, session_id: &str, _info: &SessionInfo) -> Result<(), EngineError> {
+        self.write_pending()?;
         self.resets = 0;
         self.switch_session(session_id.to_owned());
         self.load_session()
@@ -423,6 +431,7 @@ impl Engine for Lcm {
     fn on_session_end(&mut self, _session_id: &str, messages: &[Message]) -> Result<(), EngineError> {
         // Flush: whatever the context holds that no compaction saw is stored now (an observer has
         // stored every message as it was appended; the context is another engine's).
+        self.write_pending()?;
         if !messages.is_empty() && !self.observing {
             self.ingest(messages.to_vec())?;
         }
@@ -434,6 +443,10 @@ impl Engine for Lcm {
     }
 
     fn on_session_reset(&mut self) {
+        // Kept for the next write when this one fails: the messages belong to the session before.
+        if let Err(error) = self.write_pending() {
+            tracing::warn!("{}", error.message);
+        }
         self.counters = Counters {
             threshold_tokens: self.counters.threshold_tokens,
             context_length: self.counters.context_length,
@@ -461,6 +474,9 @@ impl Engine for Lcm {
         if !tools::NAMES.contains(&name) {
             return json!({ "error": format!("Unknown context engine tool: {name}") });
         }
+        if let Err(error) = self.write_pending() {
+            return json!({ "error": error.message.as_str() });
+        }
         // The live context may hold messages no compaction has stored yet.
         if let Some(messages) = messages.filter(|messages| !messages.is_empty()) {
             if let Err(error) = self.ingest(messages.to_vec()) {
@@ -478,7 +494,8 @@ impl Engine for Lcm {
         if let Value::Object(fields) = &mut status {
             fields.insert("database".into(), self.database.display().to_string().into());
             fields.insert("session".into(), self.session.name.clone().into());
-            fields.insert("stored_messages".into(), self.session.refs.len().into());
+            let stored = self.session.refs.len() + self.pending.len();
+            fields.insert("stored_messages".into(), stored.into());
         }
         status
     }
@@ -502,6 +519,10 @@ impl Engine for Lcm {
         }
     }
 
+    fn observe_idle(&mut self) -> Result<(), EngineError> {
+        self.idle()
+    }
+
     fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
         match method {
             EXT_LAST_COMPACTION => Ok(self.last_compaction.clone().unwrap_or(Value::Null)),
@@ -511,6 +532,16 @@ impl Engine for Lcm {
 
     fn ext_methods(&self) -> Vec<&'static str> {
         vec![EXT_LAST_COMPACTION]
+    }
+}
+
+impl Drop for Lcm {
+    /// Writes what waits: an engine dropped without `on_session_end` (a host shutting down
+    /// early) still stores every message it was given.
+    fn drop(&mut self) {
+        if let Err(error) = self.write_pending() {
+            tracing::error!("{}", error.message);
+        }
     }
 }
 

@@ -5,6 +5,15 @@
 //!
 //! Storage is append-only and idempotent by position and content, as when lcm is active: the same
 //! session replayed again into the same file stores nothing new.
+//!
+//! Writes are grouped: a session publishes a fact or two per turn, and a transaction per fact
+//! spent most of its time committing (whole pages written to the log, a full-text segment
+//! flushed and merged each time). Once the host has said it tells lcm when its queue runs dry
+//! ([`Engine::observe_idle`](ctxhost_engine_abi::Engine::observe_idle)), appended messages wait
+//! in memory while more facts are queued behind them, and are written in one transaction when
+//! the queue runs dry, when [`MAX_PENDING`] of them wait, or before anything reads the store or
+//! the session changes. A quiet session therefore has nothing waiting: the wait is never longer
+//! than the host's own queue. Under an older host every fact is written at once, as before.
 
 use ctxhost_engine_abi::{EngineError, Message};
 use ctxhost_engine_kit::tokens;
@@ -14,8 +23,26 @@ use crate::{
     text, time, Lcm,
 };
 
+/// At most this many appended messages wait in memory for one transaction.
+pub const MAX_PENDING: usize = 1024;
+
+/// Appended messages not written yet, and the session row they belong to.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    session: i64,
+    rows: Vec<NewMessage>,
+}
+
+impl Pending {
+    /// How many messages wait.
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+}
+
 impl Lcm {
-    /// Stores the messages the session appended that the store does not hold at their position.
+    /// Stores the messages the session appended that the store does not hold at their position
+    /// (at once, or with the next write when the host tells lcm its queue runs dry).
     pub fn record_appended(&mut self, messages: &[Message]) -> Result<(), EngineError> {
         self.load_session()?;
         let now = time::now_ms();
@@ -35,7 +62,7 @@ impl Lcm {
             }
             // A new message, or another one at a position the store knew (the session went
             // differently this time): stored at the end, as a variant, like `ingest` does.
-            let seq = (self.session.refs.len() + rows.len()) as i64;
+            let seq = (self.session.refs.len() + self.pending.rows.len() + rows.len()) as i64;
             rows.push(NewMessage {
                 seq,
                 role: message.role.as_str(),
@@ -50,19 +77,47 @@ impl Lcm {
             return Ok(());
         }
         let session = self.ensure_session_row(now)?;
-        let ids = self
-            .store()?
-            .insert_messages(session, &rows)
-            .map_err(|error| self.store_error(error))?;
-        for (row, id) in rows.iter().zip(ids) {
-            self.session.refs.push(StoredRef {
-                id,
-                hash: row.hash,
-                tokens: row.tokens,
-            });
+        self.pending.session = session;
+        self.pending.rows.append(&mut rows);
+        self.session.observed = self.session.refs.len() + self.pending.rows.len();
+        if !self.told_idle || self.pending.rows.len() >= MAX_PENDING {
+            self.write_pending()?;
         }
-        self.session.observed = self.session.refs.len();
         Ok(())
+    }
+
+    /// Writes the appended messages waiting in memory, in one transaction.
+    pub(crate) fn write_pending(&mut self) -> Result<(), EngineError> {
+        if self.pending.rows.is_empty() {
+            return Ok(());
+        }
+        let Pending { session, rows } = std::mem::take(&mut self.pending);
+        let written = self.store()?.insert_messages(session, &rows);
+        let ids = match written {
+            Ok(ids) => ids,
+            Err(error) => {
+                // Kept for the next attempt: a failed write loses nothing.
+                self.pending = Pending { session, rows };
+                return Err(self.store_error(error));
+            }
+        };
+        // Rows of a session lcm has left since are stored; its positions are not kept.
+        if self.session.id == Some(session) {
+            for (row, id) in rows.iter().zip(ids) {
+                self.session.refs.push(StoredRef {
+                    id,
+                    hash: row.hash,
+                    tokens: row.tokens,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The host's queue ran dry: what waits is written now.
+    pub(crate) fn idle(&mut self) -> Result<(), EngineError> {
+        self.told_idle = true;
+        self.write_pending()
     }
 
     /// Records a compaction the active engine made.
@@ -72,6 +127,7 @@ impl Lcm {
         (tokens_before, tokens_after): (u64, u64),
         inserted: &[Message],
     ) -> Result<(), EngineError> {
+        self.write_pending()?;
         self.load_session()?;
         let now = time::now_ms();
         let session = self.ensure_session_row(now)?;

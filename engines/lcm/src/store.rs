@@ -23,7 +23,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::Value;
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// A store failure, with the database's path.
 #[derive(Debug)]
@@ -314,6 +314,14 @@ CREATE TABLE observed_compactions (
 );
 "#;
 
+/// Version 3: the message index merges its segments 16 at a time instead of 4. Every
+/// transaction adds a segment, and each merge rewrites what it merges: with 4, ingestion rewrote
+/// the index about log4(transactions) times, more than it wrote the messages themselves. A search
+/// reads a few more segments, still well under a millisecond at a million messages.
+const SCHEMA_V3: &str = r#"
+INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 16);
+"#;
+
 /// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one version at a time, each step in a
 /// transaction. A file from a newer build is refused rather than guessed at.
 pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
@@ -325,17 +333,18 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
             ),
         });
     }
-    if version < 1 {
-        let tx = conn.transaction()?;
-        tx.execute_batch(SCHEMA_V1)?;
-        tx.pragma_update(None, "user_version", 1)?;
-        tx.commit()?;
-    }
-    if version < 2 {
-        let tx = conn.transaction()?;
-        tx.execute_batch(SCHEMA_V2)?;
-        tx.pragma_update(None, "user_version", 2)?;
-        tx.commit()?;
+    migrate_to(conn, version, SCHEMA_VERSION)
+}
+
+/// Runs the steps from `version` up to `last`, each in a transaction.
+pub(crate) fn migrate_to(conn: &mut Connection, version: i64, last: i64) -> StoreResult<()> {
+    for (target, step) in [(1, SCHEMA_V1), (2, SCHEMA_V2), (3, SCHEMA_V3)] {
+        if version < target && target <= last {
+            let tx = conn.transaction()?;
+            tx.execute_batch(step)?;
+            tx.pragma_update(None, "user_version", target)?;
+            tx.commit()?;
+        }
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use std::{
     collections::{BTreeSet, VecDeque},
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
-        mpsc::{self, Receiver, SyncSender, TrySendError},
+        mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError},
         Arc, Mutex, OnceLock,
     },
     thread::JoinHandle,
@@ -26,7 +26,8 @@ use std::{
 };
 
 use ctxhost_engine_abi::{
-    observe::EXT_INTERESTS, Fact, FactBody, FactKind, Message, ModelInfo, Role, SessionInfo, Usage,
+    observe::{EXT_INTERESTS, EXT_OBSERVE_IDLE},
+    Fact, FactBody, FactKind, Message, ModelInfo, Role, SessionInfo, Usage,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -187,6 +188,11 @@ impl Observers {
             // Built before observers existed: the lifecycle through the contract's methods only.
             _ => BTreeSet::new(),
         };
+        // Nothing is queued yet: the first "ran dry", which also tells whether it knows the call.
+        let idle = match engine.call_ext(EXT_OBSERVE_IDLE, &Value::Null)? {
+            Some(_) => Idle::Told,
+            None => Idle::Unknown,
+        };
         let schemas = engine.get_tool_schemas()?;
         let tools = schemas
             .iter()
@@ -200,7 +206,7 @@ impl Observers {
             .name(format!("observer-{name}"))
             .spawn({
                 let shared = Arc::clone(&shared);
-                move || serve_jobs(engine, receiver, &shared)
+                move || serve_jobs(engine, receiver, idle, &shared)
             })
             .expect("a thread can be spawned");
         self.workers.push(Worker {
@@ -389,11 +395,21 @@ impl Worker {
 
 /// An observer's thread: runs its jobs in order until the session closes the queue. After a
 /// failure it only drains the queue (tool calls are answered with the reason).
-fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, shared: &Shared) {
+fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: Idle, shared: &Shared) {
     let mut queue = VecDeque::new();
     loop {
         if queue.is_empty() {
-            match bundles.recv() {
+            let bundle = match bundles.try_recv() {
+                Ok(bundle) => Ok(bundle),
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {
+                    if let Err(error) = idle.tell(&mut engine, shared) {
+                        shared.detach(error.to_string());
+                    }
+                    bundles.recv()
+                }
+            };
+            match bundle {
                 Ok(bundle) => queue.extend(bundle),
                 Err(_) => break,
             }
@@ -419,6 +435,7 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, shared: &Sh
                 };
                 if observed.is_ok() {
                     shared.facts.fetch_add(batch.count(), Ordering::Relaxed);
+                    idle.observed();
                 }
                 observed
             }
@@ -438,6 +455,36 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, shared: &Sh
         if let Err(error) = done {
             shared.detach(error.to_string());
         }
+    }
+}
+
+/// Whether an observer is told its queue ran dry ([`EXT_OBSERVE_IDLE`]): when it is attached,
+/// then once after the facts it handled, before its thread waits for more. A plugin built before
+/// the capability answers "unknown method" at attach and is not asked again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Idle {
+    /// Facts came since it was last told.
+    Unasked,
+    /// Told already, nothing observed since.
+    Told,
+    /// The engine does not know the capability.
+    Unknown,
+}
+
+impl Idle {
+    fn observed(&mut self) {
+        if *self == Self::Told {
+            *self = Self::Unasked;
+        }
+    }
+
+    fn tell(&mut self, engine: &mut EngineHandle, shared: &Shared) -> Result<(), EngineCallError> {
+        if *self != Self::Unasked || shared.is_detached() {
+            return Ok(());
+        }
+        engine.call_ext(EXT_OBSERVE_IDLE, &Value::Null)?;
+        *self = Self::Told;
+        Ok(())
     }
 }
 
@@ -606,6 +653,88 @@ mod tests {
             Batch::One(_)
         ));
         assert_eq!(bundles.try_recv().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_observer_is_told_when_it_is_attached_and_when_its_queue_runs_dry() {
+        use ctxhost_engine_abi::{
+            linked::instantiate_linked, CompressRequest, Counters, Engine, EngineError, Host,
+        };
+
+        static CALLS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+        struct Recorder(Counters);
+        impl Engine for Recorder {
+            const NAME: &'static str = "recorder";
+            fn new(_config: &Value, _host: Host) -> Result<Self, EngineError> {
+                Ok(Self(Counters::default()))
+            }
+            fn counters(&self) -> &Counters {
+                &self.0
+            }
+            fn counters_mut(&mut self) -> &mut Counters {
+                &mut self.0
+            }
+            fn compress(
+                &mut self,
+                messages: Vec<Message>,
+                _: &CompressRequest,
+            ) -> Result<Vec<Message>, EngineError> {
+                Ok(messages)
+            }
+            fn interests(&self) -> Vec<FactKind> {
+                vec![FactKind::MessagesAppended]
+            }
+            fn observe(&mut self, _fact: &Fact) -> Result<(), EngineError> {
+                CALLS.lock().unwrap().push("observe");
+                Ok(())
+            }
+            fn observe_idle(&mut self) -> Result<(), EngineError> {
+                CALLS.lock().unwrap().push("idle");
+                Ok(())
+            }
+        }
+        let settings = crate::config::Settings::defaults(std::path::Path::new("."));
+        let services = crate::services::ServiceContext::from_settings(&settings);
+        let engine = instantiate_linked::<Recorder>(
+            &Value::Null,
+            crate::services::host_services_for("recorder", &services),
+        )
+        .unwrap();
+        let mut observers = Observers::new();
+        observers
+            .attach(EngineHandle::linked(
+                engine,
+                "recorder",
+                crate::engine::EngineOrigin::BuiltIn,
+            ))
+            .unwrap();
+        assert_eq!(*CALLS.lock().unwrap(), ["idle"], "told at attach");
+        for text in ["a", "b", "c"] {
+            observers.deliver(FactKind::MessagesAppended, || Fact {
+                session_id: "s".into(),
+                at_message: 0,
+                body: FactBody::MessagesAppended {
+                    messages: vec![Message::user(text)],
+                },
+            });
+        }
+        // A tool call hands everything over and is answered after the facts.
+        observers.call_tool(0, "none", &Value::Null);
+        // Then the queue is dry: the observer is told so, on its thread, without anything else
+        // being published. A liveness wait, not a timing.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let calls = loop {
+            let calls = CALLS.lock().unwrap().clone();
+            if calls.len() >= 3 && calls.last() == Some(&"idle") {
+                break calls;
+            }
+            assert!(Instant::now() < deadline, "never told: {calls:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        observers.close();
+        assert_eq!(calls.first(), Some(&"idle"));
+        assert!(calls.contains(&"observe"), "{calls:?}");
+        assert_eq!(calls.last(), Some(&"idle"), "{calls:?}");
     }
 
     #[test]

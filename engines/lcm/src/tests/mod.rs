@@ -1,5 +1,6 @@
 //! The engine in process, over real SQLite files in temporary directories.
 
+mod observing;
 mod property;
 mod tools;
 
@@ -253,7 +254,59 @@ fn a_newer_schema_is_refused_with_its_version() {
 }
 
 #[test]
-fn the_store_is_in_wal_mode_with_schema_version_2() {
+fn a_version_2_store_is_migrated_and_keeps_its_messages_searchable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.sqlite");
+    let messages = synthetic::conversation(3, 6, 400);
+    let rows: Vec<_> = messages
+        .iter()
+        .enumerate()
+        .map(|(seq, message)| {
+            let json = serde_json::to_string(message).unwrap();
+            crate::store::NewMessage {
+                seq: seq as i64,
+                role: message.role.as_str(),
+                search_text: crate::text::search_text(message),
+                tokens: 1,
+                hash: crate::store::hash_json(&json),
+                json,
+                created_at: 0,
+            }
+        })
+        .collect();
+    {
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        crate::store::migrate_to(&mut conn, 0, 2).unwrap();
+        conn.execute("INSERT INTO sessions (name, created_at) VALUES ('old', 0)", [])
+            .unwrap();
+        let tx = conn.transaction().unwrap();
+        crate::store::insert_messages_in(&tx, 1, &rows).unwrap();
+        tx.commit().unwrap();
+    }
+    let mut lcm = engine(dir.path(), 100_000, json!({}));
+    lcm.on_session_start("old", &SessionInfo::default()).unwrap();
+    let conn = lcm.store().unwrap().connection();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let automerge: i64 = conn
+        .query_row(
+            "SELECT v FROM messages_fts_config WHERE k = 'automerge'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!((version, automerge), (crate::store::SCHEMA_VERSION, 16));
+    assert_eq!(stored_jsons(&mut lcm, "old"), jsons(&messages));
+    let user = messages.iter().find(|m| m.role == Role::User).unwrap();
+    let word = user.text().split_whitespace().last().unwrap().to_owned();
+    let found = lcm.handle_tool_call("lcm_grep", &json!({ "pattern": word, "mode": "full_text" }), None);
+    assert!(!found["matches"].as_array().unwrap().is_empty(), "{found}");
+    // Ingesting the same messages again into the migrated file stores nothing new.
+    lcm.ingest(messages.clone()).unwrap();
+    assert_eq!(count(&mut lcm, "messages"), messages.len() as i64);
+}
+
+#[test]
+fn the_store_is_in_wal_mode_at_the_current_schema_version() {
     let dir = tempfile::tempdir().unwrap();
     let store = crate::Store::open(&dir.path().join("sub/lcm.sqlite")).unwrap();
     let mode: String = store
@@ -264,11 +317,11 @@ fn the_store_is_in_wal_mode_with_schema_version_2() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!((mode.as_str(), version), ("wal", 2));
+    assert_eq!((mode.as_str(), version), ("wal", crate::store::SCHEMA_VERSION));
 }
 
 #[test]
-fn a_version_1_store_is_migrated_to_version_2_keeping_its_messages() {
+fn a_version_1_store_is_migrated_keeping_its_messages() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lcm.sqlite");
     let config = json!({ "database": path, "fresh_tail": 2 });
@@ -289,7 +342,7 @@ fn a_version_1_store_is_migrated_to_version_2_keeping_its_messages() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, crate::store::SCHEMA_VERSION);
     assert_eq!(store.observed_compactions(None).unwrap(), 0);
     assert_eq!(store.message_totals(None).unwrap().0, 2);
 }
