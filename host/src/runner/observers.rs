@@ -319,6 +319,15 @@ impl Observers {
         warnings
     }
 
+    /// Hands every observer the calls queued for it so far, without waiting for their work: a
+    /// live session (`ctxhost serve`) does it after each request, so no fact waits for the next
+    /// bundle to fill.
+    pub fn flush(&mut self) {
+        for worker in &mut self.workers {
+            worker.flush();
+        }
+    }
+
     /// Waits until every observer has handled everything sent to it, then stops their threads.
     pub fn close(&mut self) {
         for worker in &mut self.workers {

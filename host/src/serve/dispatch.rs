@@ -187,6 +187,19 @@ fn close(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, R
 
 fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let session_id: SessionParams = session_of(request)?;
+    let reply = run_session_method(request, table, &session_id);
+    // A live agent may not call again for a while: what its observers were told goes now.
+    if let Ok(session) = table.get_mut(&session_id.session) {
+        session.watch.flush();
+    }
+    reply
+}
+
+fn run_session_method(
+    request: &Request,
+    table: &mut SessionTable,
+    session_id: &SessionParams,
+) -> Result<Box<RawValue>, RpcError> {
     let name = request.method.as_str();
     if name == method::SWAP {
         return swap(request, table);

@@ -173,6 +173,11 @@ impl Watch {
             .lifecycle(Lifecycle::SessionEnd(session_id.to_owned(), final_context));
     }
 
+    /// Hands the observers what they were told so far (after each request).
+    pub fn flush(&mut self) {
+        self.observers.flush();
+    }
+
     /// Waits until every observer has handled everything told, and stops them.
     pub fn close(&mut self) {
         self.observers.close();
