@@ -29,9 +29,11 @@ use super::{
         ToolOwner,
     },
     CompactionRecord, FactAccounting, LiveContext, Outcome, ReplayOptions, Trigger, HYGIENE_MESSAGES,
-    HYGIENE_PERCENT, NEW_SESSION_REASON, SWAP_REASON,
+    HYGIENE_PERCENT, NEW_SESSION_REASON,
 };
 use crate::engine::{CompressCall, EngineCallError, EngineHandle};
+
+mod swap;
 
 /// Finds an engine by name for `/engine NAME`, afresh (the plugin folder read again, a rebuilt
 /// library loaded as new code), or says why it cannot.
@@ -530,69 +532,6 @@ impl<'e> Replayer<'e> {
         }
     }
 
-    /// Hands the context to `engine`, at a turn boundary:
-    /// - the new engine gets `update_model`, then `on_session_start` with the same session id
-    ///   (`boundary_reason` `engine_swap`); if either fails, it is dropped, with one warning, and
-    ///   the old engine stays;
-    /// - the old engine gets `on_session_end` with the current context, unless it is on standby
-    ///   ([`Watchers::standby`]): then it stays on as an observer;
-    /// - the new engine owns the context from here on; the tools are read again.
-    pub fn swap_engine(&mut self, mut engine: EngineHandle) {
-        let to = engine.name().to_owned();
-        let model = self.options.model.clone();
-        let info = self.session_info(Some(SWAP_REASON), None);
-        let started = engine
-            .update_model(&model)
-            .and_then(|()| engine.on_session_start(&self.session_id, &info));
-        if let Err(error) = started {
-            return self.refuse_swap(&to, error.to_string());
-        }
-        let old = std::mem::replace(&mut *self.engine, engine);
-        let from = old.name().to_owned();
-        if self.standby.contains(&from) {
-            if let Err(error) = self.observers.attach(old) {
-                self.warn(format!("`{from}` cannot stay on as an observer: {error}"));
-            }
-        } else {
-            let mut old = old;
-            let (session_id, context) = (&self.session_id, &self.context);
-            let ended = timed(&mut self.engine_time, || {
-                old.on_session_end(session_id, context.messages())
-            });
-            self.record(ended);
-        }
-        self.context.set_keeping_json(self.engine.wants_json());
-        self.threshold = self.call(|engine| engine.counters()).map(|c| c.threshold_tokens);
-        self.above_threshold = false;
-        self.hygiene_blocked = false;
-        let warnings = self.read_tools();
-        self.publish(Fact::EngineSwap {
-            message_index: self.position,
-            from: from.clone(),
-            to: to.clone(),
-            origin: Some(self.engine.origin().to_string()),
-            refused: None,
-        });
-        self.observe(FactKind::EngineSwapped, || FactBody::EngineSwapped { from, to });
-        for warning in warnings {
-            self.warn(warning);
-        }
-    }
-
-    fn refuse_swap(&mut self, to: &str, reason: String) {
-        self.warn(format!(
-            "cannot swap to engine `{to}`: {reason}; `{}` stays in charge",
-            self.engine.name()
-        ));
-        self.publish(Fact::EngineSwap {
-            message_index: self.position,
-            from: self.engine.name().to_owned(),
-            to: to.to_owned(),
-            origin: None,
-            refused: Some(reason),
-        });
-    }
-
     fn run_script_before(&mut self, index: usize) {
         while self
             .script
@@ -668,12 +607,15 @@ impl<'e> Replayer<'e> {
             engine.on_session_end(&session_id, context.messages())
         });
         self.record(ended);
-        let messages = Arc::new(self.context.messages().to_vec());
-        self.observe(FactKind::SessionEnded, || FactBody::SessionEnded {
-            messages: messages.to_vec(),
-        });
-        self.observers
-            .lifecycle(Lifecycle::SessionEnd(session_id.clone(), messages));
+        // The final context is copied only for observers, once for all of them.
+        if !self.observers.is_empty() {
+            let messages = Arc::new(self.context.messages().to_vec());
+            self.observe(FactKind::SessionEnded, || FactBody::SessionEnded {
+                messages: messages.to_vec(),
+            });
+            self.observers
+                .lifecycle(Lifecycle::SessionEnd(session_id.clone(), messages));
+        }
         self.publish(Fact::SessionEnd {
             message_index: self.position,
             session_id,
