@@ -191,3 +191,49 @@ fn a_manual_compress_with_nothing_to_compact_says_so() {
     assert!(stdout.contains("nothing to compact"), "{stdout}");
     assert!(!stdout.contains("outcome compacted"), "{stdout}");
 }
+
+#[test]
+fn the_telemetry_observer_selected_as_the_engine_compacts_nothing_and_an_overrun_is_reported() {
+    // An observer by design: as the active engine it hands every context back unchanged. Never
+    // refused, never a fault, and a context that outgrows the window is said, not hidden.
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    let config = bundled_config(&tree);
+    let mut overruns = 0;
+    for name in ["coupon-fix.json", "warehouse-migration.json"] {
+        let path = example(&format!("transcripts/{name}")).display().to_string();
+        let output = tree.run(&[
+            "run",
+            &path,
+            "--config",
+            &config,
+            "--engine",
+            "telemetry",
+            "--json",
+        ]);
+        let (stdout, stderr) = texts(&output);
+        assert!(output.status.success(), "{name}: {stderr}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(report["engine"], "telemetry", "{name}");
+        assert!(report["faults"].as_array().unwrap().is_empty(), "{name}");
+        for compaction in report["compactions"].as_array().unwrap() {
+            assert_eq!(
+                compaction["outcome"]["status"], "nothing_to_compact",
+                "{name}: {compaction:#}"
+            );
+        }
+        let over = report["peak_tokens"].as_u64().unwrap() > report["window"].as_u64().unwrap();
+        assert_eq!(report["over_window"].is_null(), !over, "{name}");
+        if over {
+            overruns += 1;
+            assert!(
+                stderr.contains("warning: the context went over the window"),
+                "{name}: {stderr}"
+            );
+        }
+    }
+    assert_eq!(
+        overruns, 1,
+        "warehouse-migration outgrows the bundled 16,000-token window"
+    );
+}
