@@ -323,6 +323,10 @@ fn engine_swaps_show_in_the_report_and_a_swap_that_cannot_load_keeps_the_old_eng
         .0
         .contains("owners      compressor messages 0-20; masking messages 20-373"));
 
+    // The tools the report lists are those offered after the swap.
+    let (report, _, _) = replay(&tree, &transcript, &["--at", "20:/engine:lcm"]);
+    assert_eq!(report["tools"][0], "lcm_grep", "{:#}", report["tools"]);
+
     let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:nowhere"]);
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");

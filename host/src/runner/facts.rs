@@ -1,7 +1,8 @@
 //! What a session publishes: one [`Fact`] for each thing that happened, in order, handed to every
 //! [`Subscriber`] as the session goes. The run loop does not know who listens: the event log
-//! (`--events FILE`, one JSON line a fact), the terminal report ([`super::Tally`]), the progress
-//! bar and the observer engines are all subscribers.
+//! (`--events FILE`, one JSON line a fact, all but `replay_end`), the terminal report
+//! ([`super::Tally`]) and the progress bar are subscribers; the observer engines receive the
+//! engine-level facts ([`ctxhost_engine_abi::Fact`]) of the same moments.
 //!
 //! Every fact is a JSON object whose `"event"` key names its kind and whose `"message_index"` is
 //! the 0-based index of the transcript message being handled when it happened; a fact between
@@ -188,6 +189,8 @@ pub enum Fact {
         origin: Option<String>,
         /// Why it did not take over (the old engine stays), when it did not.
         refused: Option<String>,
+        /// The tools offered from now on (the new engine's, then the observers').
+        tools: Vec<String>,
     },
     /// `/new` or `/reset` restarted the context from the system message.
     SessionReset {

@@ -453,15 +453,16 @@ impl<'e> Replayer<'e> {
     }
 
     fn record_dispatch(&mut self, dispatch: ToolDispatch) {
-        let answer = serde_json::from_str(&dispatch.live).unwrap_or(Value::Null);
-        let arguments = parse_arguments(&dispatch.arguments).unwrap_or(Value::Null);
-        let owner = self.tool_owner_name(&dispatch.tool);
-        self.observe(FactKind::ToolCalled, || FactBody::ToolCalled {
-            engine: owner,
-            tool: dispatch.tool.clone(),
-            arguments,
-            answer,
-        });
+        // The answer and arguments are read back from JSON only for an observer that asked.
+        if self.observers.wants(FactKind::ToolCalled) {
+            let owner = self.tool_owner_name(&dispatch.tool);
+            self.observe(FactKind::ToolCalled, || FactBody::ToolCalled {
+                engine: owner,
+                tool: dispatch.tool.clone(),
+                arguments: parse_arguments(&dispatch.arguments).unwrap_or(Value::Null),
+                answer: serde_json::from_str(&dispatch.live).unwrap_or(Value::Null),
+            });
+        }
         self.publish(Fact::ToolDispatch(dispatch));
     }
 

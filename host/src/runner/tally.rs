@@ -114,8 +114,10 @@ impl Subscriber for Tally {
                 message_index,
                 to,
                 refused: None,
+                tools,
                 ..
             } => {
+                outcome.tools.clone_from(tools);
                 let (to, at) = (to.clone(), *message_index);
                 self.open_span(&to, at);
             }

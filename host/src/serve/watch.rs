@@ -164,6 +164,10 @@ impl Watch {
 
     /// `on_session_end` with the final context.
     pub fn session_ended(&mut self, session_id: &str, messages: &[Message]) {
+        // Every served session ends here: the final context is copied only for observers.
+        if self.is_empty() {
+            return;
+        }
         self.saw(messages);
         let final_context = Arc::new(messages.to_vec());
         self.publish(FactKind::SessionEnded, || FactBody::SessionEnded {

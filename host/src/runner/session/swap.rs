@@ -51,6 +51,7 @@ impl Replayer<'_> {
             to: to.clone(),
             origin: Some(self.engine.origin().to_string()),
             refused: None,
+            tools: self.tools(),
         });
         self.observe(FactKind::EngineSwapped, || FactBody::EngineSwapped { from, to });
         for warning in warnings {
@@ -69,6 +70,7 @@ impl Replayer<'_> {
             to: to.to_owned(),
             origin: None,
             refused: Some(reason),
+            tools: self.tools(),
         });
     }
 }
