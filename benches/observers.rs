@@ -11,6 +11,10 @@
 #[path = "support.rs"]
 mod support;
 
+// What the `ctxhost` binary runs with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::{
     fs,
     path::{Path, PathBuf},

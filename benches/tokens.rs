@@ -6,6 +6,10 @@
 #[path = "support.rs"]
 mod support;
 
+// What the `ctxhost` binary runs with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::{
     hint::black_box,
     time::{Duration, Instant},

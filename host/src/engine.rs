@@ -553,17 +553,18 @@ impl EngineHandle {
         self.parse_json("get_status", &text)
     }
 
-    /// Hands an observer one fact ([`ctxhost_engine_abi::Engine::observe`]); `json` is the fact's
-    /// JSON, written once for every observer that receives it.
-    pub fn observe(&mut self, fact: &Fact, json: &str) -> CallResult<()> {
+    /// Hands an observer one fact ([`ctxhost_engine_abi::Engine::observe`]): `json` is the fact's
+    /// JSON, written once for every observer that receives it; `fact` builds it as data, only for
+    /// an engine that takes it so (one linked into the host, or in a child process).
+    pub fn observe(&mut self, json: &str, fact: impl FnOnce() -> Fact) -> CallResult<()> {
         match &mut self.reach {
             Reach::Boundary(object) => object
                 .call_ext(RStr::from(EXT_OBSERVE), RStr::from(json))
                 .into_result()
                 .map(drop),
-            Reach::Linked(engine) => engine.observe(fact),
+            Reach::Linked(engine) => engine.observe(&fact()),
             Reach::Child(_) => {
-                let request = serde_json::to_value(fact).expect("facts serialise");
+                let request = serde_json::to_value(fact()).expect("facts serialise");
                 return self
                     .through_child("observe", |child| child.call_ext(EXT_OBSERVE, &request))
                     .map(drop);

@@ -4,6 +4,7 @@ use std::{io::IsTerminal, process::ExitCode};
 
 use clap::Parser;
 use ctxhost::cli::{run_cli, Cli};
+use mimalloc::MiMalloc;
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::{
     fmt::{
@@ -13,6 +14,12 @@ use tracing_subscriber::{
     registry::LookupSpan,
     EnvFilter,
 };
+
+// The replay allocates a string per message field on one thread and frees many of them on
+// another (observers, the freeing of a replaced context): mimalloc's thread-local heaps take
+// such frees without the lock glibc's arenas wait on.
+#[global_allocator]
+static ALLOCATOR: MiMalloc = MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

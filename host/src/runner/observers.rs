@@ -436,11 +436,8 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
             Job::Fact(fact) => {
                 let batch = merge_appends(fact, &mut queue, &bundles);
                 let observed = match &batch {
-                    Batch::One(fact) => engine.observe(&fact.fact, fact.json()),
-                    Batch::Merged(fact, _) => {
-                        let json = serde_json::to_string(fact).expect("facts serialise");
-                        engine.observe(fact, &json)
-                    }
+                    Batch::One(fact) => engine.observe(fact.json(), || fact.fact.clone()),
+                    Batch::Merged(facts) => engine.observe(&merged_json(facts), || merged_fact(facts)),
                 };
                 if observed.is_ok() {
                     shared.facts.fetch_add(batch.count(), Ordering::Relaxed);
@@ -500,7 +497,8 @@ impl Idle {
 /// One fact as published, or several appends of one session merged into one.
 enum Batch {
     One(Arc<SharedFact>),
-    Merged(Box<Fact>, u64),
+    /// Two or more `messages_appended` facts of one session, in order.
+    Merged(Vec<Arc<SharedFact>>),
 }
 
 impl Batch {
@@ -508,8 +506,49 @@ impl Batch {
     fn count(&self) -> u64 {
         match self {
             Self::One(_) => 1,
-            Self::Merged(_, count) => *count,
+            Self::Merged(facts) => facts.len() as u64,
         }
+    }
+}
+
+/// The appended messages of `facts`, in order.
+fn appended_messages(facts: &[Arc<SharedFact>]) -> impl Iterator<Item = &Message> {
+    facts.iter().flat_map(|shared| match &shared.fact.body {
+        FactBody::MessagesAppended { messages } => messages.as_slice(),
+        _ => &[],
+    })
+}
+
+/// The JSON of one `messages_appended` fact holding the messages of all of `facts`, written from
+/// them in place: copying every message of a merged batch cost the observer's thread as much as
+/// writing it out.
+fn merged_json(facts: &[Arc<SharedFact>]) -> String {
+    #[derive(Serialize)]
+    struct MergedAppends<'a> {
+        session_id: &'a str,
+        at_message: u64,
+        kind: FactKind,
+        messages: Vec<&'a Message>,
+    }
+    let last = &facts.last().expect("a merged batch holds facts").fact;
+    serde_json::to_string(&MergedAppends {
+        session_id: &last.session_id,
+        at_message: last.at_message,
+        kind: FactKind::MessagesAppended,
+        messages: appended_messages(facts).collect(),
+    })
+    .expect("facts serialise")
+}
+
+/// The same fact as data, for an engine that takes it so.
+fn merged_fact(facts: &[Arc<SharedFact>]) -> Fact {
+    let last = &facts.last().expect("a merged batch holds facts").fact;
+    Fact {
+        session_id: last.session_id.clone(),
+        at_message: last.at_message,
+        body: FactBody::MessagesAppended {
+            messages: appended_messages(facts).cloned().collect(),
+        },
     }
 }
 
@@ -523,7 +562,7 @@ fn merge_appends(first: Arc<SharedFact>, queue: &mut VecDeque<Job>, bundles: &Re
     let Some(mut size) = appended(&first.fact) else {
         return Batch::One(first);
     };
-    let mut merged: Option<(Fact, u64)> = None;
+    let mut merged = vec![first];
     while size < MAX_BATCH {
         if queue.is_empty() {
             match bundles.try_recv() {
@@ -532,30 +571,22 @@ fn merge_appends(first: Arc<SharedFact>, queue: &mut VecDeque<Job>, bundles: &Re
             }
         }
         let count = match queue.front() {
-            Some(Job::Fact(next)) if next.fact.session_id == first.fact.session_id => appended(&next.fact),
+            Some(Job::Fact(next)) if next.fact.session_id == merged[0].fact.session_id => {
+                appended(&next.fact)
+            }
             _ => None,
         };
         let Some(count) = count else { break };
         let Some(Job::Fact(next)) = queue.pop_front() else {
             unreachable!("the front was checked to be an append")
         };
-        let (fact, facts) = merged.get_or_insert_with(|| (first.fact.clone(), 1));
-        if let (FactBody::MessagesAppended { messages }, FactBody::MessagesAppended { messages: more }) =
-            (&mut fact.body, &next.fact.body)
-        {
-            messages.extend(more.iter().cloned());
-        }
-        fact.at_message = next.fact.at_message;
-        *facts += 1;
+        merged.push(next);
         size += count;
     }
-    finish_merge(first, merged)
-}
-
-fn finish_merge(first: Arc<SharedFact>, merged: Option<(Fact, u64)>) -> Batch {
-    match merged {
-        Some((fact, count)) => Batch::Merged(Box::new(fact), count),
-        None => Batch::One(first),
+    if merged.len() == 1 {
+        Batch::One(merged.pop().expect("one fact"))
+    } else {
+        Batch::Merged(merged)
     }
 }
 
@@ -621,8 +652,14 @@ mod tests {
 
     fn texts(batch: &Batch) -> Vec<String> {
         let fact = match batch {
-            Batch::One(fact) => &fact.fact,
-            Batch::Merged(fact, _) => fact,
+            Batch::One(fact) => fact.fact.clone(),
+            Batch::Merged(facts) => {
+                // What the engine receives, either way.
+                let fact = merged_fact(facts);
+                let json: Fact = serde_json::from_str(&merged_json(facts)).unwrap();
+                assert_eq!(json, fact);
+                fact
+            }
         };
         match &fact.body {
             FactBody::MessagesAppended { messages } => {
