@@ -204,10 +204,29 @@ enum LiteralQuery {
     Words(String),
 }
 
-/// The FTS5 conjunction of the words `literal` guarantees.
+/// What one run of ASCII letters and digits of a literal allows of the word holding it.
+enum Slot {
+    /// The word is one of these.
+    Words(Vec<String>),
+    /// The word starts with this (too many stored words do to list them).
+    Prefix(String),
+    /// Anything: too many stored words hold the run to narrow anything.
+    Any,
+}
+
+/// At most this many phrases stand for one chain of adjacent words (the alternatives of its
+/// partial words multiplied); beyond it, the chain's words are required one by one.
+const MAX_PHRASES: usize = 64;
+
+/// The FTS5 query of the words `literal` guarantees: each word, and each run of words the literal
+/// shows side by side (only ASCII separators between them) as a phrase. A phrase is what narrows
+/// typed text made of common words: `error rollback` in a store where every message says
+/// `error` and `rollback` somewhere, but only one says them together.
 fn literal_query(literal: &[u8], vocabulary: &mut dyn Vocabulary) -> LiteralQuery {
-    let mut words = Vec::new();
+    // Slots, each with whether it follows the previous one as the next word of the text.
+    let mut slots: Vec<(Slot, bool)> = Vec::new();
     let mut at = 0;
+    let mut previous_end = None;
     while at < literal.len() {
         if !literal[at].is_ascii_alphanumeric() {
             at += 1;
@@ -220,43 +239,113 @@ fn literal_query(literal: &[u8], vocabulary: &mut dyn Vocabulary) -> LiteralQuer
         // Bounded by an ASCII separator inside the literal: the run starts (ends) a word.
         let starts_word = start > 0 && literal[start - 1].is_ascii();
         let ends_word = at < literal.len() && literal[at].is_ascii();
+        // Only ASCII separators since the last run, which ended a word: the next word.
+        let follows = previous_end.is_some_and(|end: usize| literal[end..start].is_ascii()) && starts_word;
+        previous_end = ends_word.then_some(at);
         let word = String::from_utf8_lossy(&literal[start..at]).to_ascii_lowercase();
-        match (starts_word, ends_word) {
-            (true, true) => words.push(format!("\"{word}\"")),
+        let slot = match (starts_word, ends_word) {
+            (true, true) => Slot::Words(vec![word]),
             // A prefix query makes FTS5 merge every matching word's whole list before the first
             // row comes out; the words themselves, OR-ed, stream newest first.
             (true, false) => match vocabulary.starting(&word) {
                 Some(terms) if terms.is_empty() => return LiteralQuery::Impossible,
-                Some(terms) => words.push(any_of(&terms)),
-                None => words.push(format!("\"{word}\"*")),
+                Some(terms) => Slot::Words(terms),
+                None => Slot::Prefix(word),
             },
             _ => match vocabulary.containing(&word) {
                 Some(terms) if terms.is_empty() => return LiteralQuery::Impossible,
-                Some(terms) => {
-                    let terms: Vec<String> = terms
-                        .iter()
-                        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-                        .collect();
-                    words.push(format!("({})", terms.join(" OR ")));
-                }
-                None => {}
+                Some(terms) => Slot::Words(terms),
+                None => Slot::Any,
             },
+        };
+        slots.push((slot, follows));
+    }
+    let mut clauses = Vec::new();
+    let mut chain: Vec<&Slot> = Vec::new();
+    for (slot, follows) in &slots {
+        if !follows || matches!(slot, Slot::Any) {
+            clauses.extend(chain_query(&chain));
+            chain.clear();
+        }
+        if !matches!(slot, Slot::Any) {
+            chain.push(slot);
         }
     }
-    words.sort();
-    words.dedup();
-    if words.is_empty() {
+    clauses.extend(chain_query(&chain));
+    clauses.sort();
+    clauses.dedup();
+    if clauses.is_empty() {
         LiteralQuery::Unconstrained
     } else {
-        LiteralQuery::Words(words.join(" AND "))
+        LiteralQuery::Words(clauses.join(" AND "))
     }
 }
 
-fn any_of(terms: &[String]) -> String {
-    let terms: Vec<String> = terms
+/// The clauses for words that follow one another in the text: one phrase, or a few OR-ed when
+/// some of the words are known only by part; the words one by one when those would be too many.
+fn chain_query(chain: &[&Slot]) -> Vec<String> {
+    let one_by_one = || {
+        chain
+            .iter()
+            .map(|slot| match slot {
+                Slot::Words(terms) if terms.len() == 1 => quoted(&terms[0]),
+                Slot::Words(terms) => any_of(terms),
+                Slot::Prefix(word) => format!("{}*", quoted(word)),
+                Slot::Any => unreachable!("a chain holds no unconstrained word"),
+            })
+            .collect()
+    };
+    let phrases = chain.iter().try_fold(1usize, |count, slot| match slot {
+        Slot::Words(terms) => count.checked_mul(terms.len()).filter(|&n| n <= MAX_PHRASES),
+        _ => Some(count),
+    });
+    if chain.len() < 2 || phrases.is_none() {
+        return one_by_one();
+    }
+    let mut phrases: Vec<String> = vec![String::new()];
+    for slot in chain {
+        let words: &[String] = match slot {
+            Slot::Words(terms) => terms,
+            Slot::Prefix(word) => std::slice::from_ref(word),
+            Slot::Any => unreachable!("a chain holds no unconstrained word"),
+        };
+        phrases = phrases
+            .iter()
+            .flat_map(|phrase| {
+                words.iter().map(move |word| {
+                    if phrase.is_empty() {
+                        word.clone()
+                    } else {
+                        format!("{phrase} {word}")
+                    }
+                })
+            })
+            .collect();
+    }
+    // Only the chain's last word can be known by its start alone (a word that does not end
+    // inside the literal is followed by nothing): FTS5 takes `*` after a phrase for its last word.
+    let star = if matches!(chain.last(), Some(Slot::Prefix(_))) {
+        "*"
+    } else {
+        ""
+    };
+    let phrases: Vec<String> = phrases
         .iter()
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .map(|phrase| format!("{}{star}", quoted(phrase)))
         .collect();
+    if phrases.len() == 1 {
+        phrases
+    } else {
+        vec![format!("({})", phrases.join(" OR "))]
+    }
+}
+
+fn quoted(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+fn any_of(terms: &[String]) -> String {
+    let terms: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
     format!("({})", terms.join(" OR "))
 }
 
@@ -504,7 +593,8 @@ mod tests {
         let mut prefilter = |pattern: &str| regex_prefilter(pattern, &mut words);
         assert_eq!(
             prefilter(r" x-7f3"),
-            Prefilter::Fts("(\"x\" AND (\"7f3a\" OR \"7f3b\"))".to_owned())
+            Prefilter::Fts("((\"x 7f3a\" OR \"x 7f3b\"))".to_owned()),
+            "words side by side in the literal are a phrase"
         );
         assert_eq!(
             prefilter(r"SENTINEL-7f3a"),
@@ -513,7 +603,16 @@ mod tests {
         );
         assert_eq!(
             prefilter(r" error: timeout "),
-            Prefilter::Fts("(\"error\" AND \"timeout\")".to_owned())
+            Prefilter::Fts("(\"error timeout\")".to_owned())
+        );
+        assert_eq!(
+            prefilter(" error é timeout "),
+            Prefilter::Fts("(\"error\" AND \"timeout\")".to_owned()),
+            "a word of its own may stand between them: not a phrase"
+        );
+        assert_eq!(
+            prefilter(r" rollback (always|never) "),
+            Prefilter::Fts("(\"rollback always\") OR (\"rollback never\")".to_owned())
         );
         assert_eq!(
             prefilter(r"oupon"),
@@ -521,7 +620,7 @@ mod tests {
         );
         assert_eq!(
             prefilter(r"(?i)Staging-\d+"),
-            Prefilter::Fts("((\"staging\"))".to_owned())
+            Prefilter::Fts("(\"staging\")".to_owned())
         );
         assert_eq!(prefilter(r".*"), Prefilter::Scan);
         assert_eq!(

@@ -173,3 +173,34 @@ fn status_reports_the_store() {
     assert!(status["compression_ratio"].as_f64().unwrap() > 1.0, "{status}");
     assert_eq!(engine.get_tool_schemas().len(), 4);
 }
+
+#[test]
+fn typed_words_found_together_are_searched_as_a_phrase() {
+    use ctxhost_engine_abi::{Fact, FactBody};
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = super::engine(dir.path(), 1_000_000, json!({}));
+    engine
+        .on_session_start("phrases", &SessionInfo::default())
+        .unwrap();
+    // Every message says `error` and `rollback`, never side by side, except one old message.
+    let mut messages: Vec<Message> = (0..2_000)
+        .map(|n| Message::user(format!("build {n}: error in module {n}, rollback of release {n}")))
+        .collect();
+    messages[17] = Message::user("the deploy failed: error rollback needed on release 17");
+    engine
+        .observe(&Fact {
+            session_id: "phrases".into(),
+            at_message: 0,
+            body: FactBody::MessagesAppended { messages },
+        })
+        .unwrap();
+    let answer = engine.handle_tool_call("lcm_grep", &json!({ "pattern": "error rollback" }), None);
+    let matches = answer["matches"].as_array().unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(matches.len(), 1, "{answer}");
+    assert!(matches[0]["snippet"]
+        .as_str()
+        .unwrap()
+        .contains("error rollback needed"));
+    // Only the message holding the two words together was read: not the 2,000 holding both.
+    assert_eq!(answer["checked"], 1, "{answer}");
+}
