@@ -16,7 +16,7 @@
 
 use std::{fmt, path::PathBuf};
 
-use abi_stable::std_types::{ROption, RStr};
+use abi_stable::std_types::{ROption, RStr, RString};
 use ctxhost_engine_abi::{
     ffi::EngineBox, linked::LinkedEngine, messages_from_json, messages_to_json, observe::EXT_OBSERVE,
     CompressRequest, Counters, EngineError, ErrorKind, Fact, Message, ModelInfo, Role, SessionInfo, Usage,
@@ -260,10 +260,11 @@ impl EngineHandle {
         self.origin = next.origin;
     }
 
-    /// Whether the engine takes its messages as JSON text, so that a caller keeping the context's
-    /// JSON up to date saves the handle from writing it at every call.
+    /// Whether the engine takes its messages as JSON text (a library, or a child process that
+    /// is sent them), so that a caller keeping the context's JSON up to date saves the handle
+    /// from writing it at every call.
     pub fn wants_json(&self) -> bool {
-        matches!(self.reach, Reach::Boundary(_))
+        matches!(self.reach, Reach::Boundary(_) | Reach::Child(_))
     }
 
     /// The engine's name.
@@ -436,7 +437,8 @@ impl EngineHandle {
     }
 
     /// Compacts `messages` and returns the engine's result after checking it keeps the contract
-    /// ([`check_compacted`]). `json` is their JSON when the caller keeps it.
+    /// ([`check_compacted`]). `json` is their JSON when the caller keeps it, compact as
+    /// [`messages_to_json`] writes it (an isolated engine's request line carries it as it is).
     pub fn compress(
         &mut self,
         messages: &[Message],
@@ -476,6 +478,7 @@ impl EngineHandle {
                 self.through_child("compress", |child| {
                     child.compress(
                         messages,
+                        json,
                         request.current_tokens,
                         request.focus_topic,
                         user_message,
@@ -486,6 +489,34 @@ impl EngineHandle {
         check_compacted(messages, &compacted, request.user_message)
             .map_err(|problem| self.invalid("compress", problem))?;
         Ok(compacted)
+    }
+
+    /// Compacts the messages `json` holds and returns the engine's answer as the JSON it wrote,
+    /// unread and unchecked: for `ctxhost serve` answering `compress/unchecked`, whose client (the
+    /// host's handle on an isolated engine) reads and checks it as [`Self::compress`] does. The
+    /// request's `user_message` is not used. An engine that is not reached through JSON has the
+    /// messages read, its result checked by [`Self::compress`], and written.
+    pub fn compress_json(&mut self, json: &str, request: &CompressCall<'_>) -> CallResult<String> {
+        if let Reach::Boundary(object) = &mut self.reach {
+            let focus = request.focus_topic.map(RStr::from);
+            return object
+                .compress(RStr::from(json), request.current_tokens.into(), ROption::from(focus))
+                .into_result()
+                .map(RString::into_string)
+                .map_err(self.failed("compress"));
+        }
+        let messages = messages_from_json(json).map_err(|error| {
+            self.failed("compress")(EngineError::new(
+                ErrorKind::INVALID_INPUT,
+                format!("not a JSON array of messages: {error}"),
+            ))
+        })?;
+        let request = CompressCall {
+            user_message: None,
+            ..*request
+        };
+        let compacted = self.compress(&messages, Some(json), &request)?;
+        Ok(messages_to_json(&compacted))
     }
 
     /// The tools the engine offers.

@@ -6,8 +6,8 @@
 
 use std::io::{self, BufRead, Write};
 
-use serde::{de::DeserializeOwned, Serialize};
-use serde_json::{value::RawValue, Value};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::{
     jsonrpc::{Id, OutgoingRequest, Response, RpcError},
@@ -27,12 +27,21 @@ pub enum ClientError {
         /// The method that got no reply.
         method: String,
     },
-    /// A line from the server is not a JSON-RPC reply, or the result is not of the expected shape.
+    /// A line from the server is not a JSON-RPC reply (or not the reply to the request sent).
     #[error("the server's reply to `{method}` is malformed: {problem}")]
     Malformed {
         /// The method.
         method: String,
         /// What is wrong with the reply.
+        problem: String,
+    },
+    /// A well-formed reply whose result is not of the expected shape: the server is alive and
+    /// answered, but not with what the method returns.
+    #[error("the server's reply to `{method}` is not of the expected shape: {problem}")]
+    UnexpectedResult {
+        /// The method.
+        method: String,
+        /// What is wrong with the result.
         problem: String,
     },
     /// The server answered with an error.
@@ -96,22 +105,7 @@ impl<R: BufRead, W: Write> Client<R, W> {
         method: &str,
         params: &P,
     ) -> Result<T, ClientError> {
-        let result = self.call_raw(method, params)?;
-        serde_json::from_str(result.get()).map_err(|error| ClientError::Malformed {
-            method: method.to_owned(),
-            problem: error.to_string(),
-        })
-    }
-
-    /// Sends `method` with `params` and returns its result as JSON.
-    pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
-        self.call(method, &params)
-    }
-
-    /// Sends `method` with `params` and returns its result as JSON text.
-    fn call_raw<P: Serialize>(&mut self, method: &str, params: &P) -> Result<Box<RawValue>, ClientError> {
-        let id = Id::Number(self.next_id);
-        self.next_id += 1;
+        let id = self.next_id();
         let mut line = OutgoingRequest::new(&id, method, params)
             .to_line()
             .map_err(|error| ClientError::Malformed {
@@ -121,27 +115,49 @@ impl<R: BufRead, W: Write> Client<R, W> {
         line.push('\n');
         self.writer.write_all(line.as_bytes())?;
         self.writer.flush()?;
-        let response = self.read_reply(method, &id)?;
-        match (response.result, response.error) {
-            (_, Some(error)) => Err(ClientError::Rpc {
-                method: method.to_owned(),
-                error,
-            }),
-            (Some(result), None) => Ok(result),
-            (None, None) => Err(ClientError::Malformed {
-                method: method.to_owned(),
-                problem: "neither `result` nor `error`".to_owned(),
-            }),
-        }
+        self.read_reply(method, &id)
     }
 
-    /// Reads lines until the reply to `id`. A reply to another id is a protocol error: this client
-    /// has one request in flight at a time.
-    fn read_reply(&mut self, method: &str, id: &Id) -> Result<Response, ClientError> {
-        let malformed = |problem: String| ClientError::Malformed {
-            method: method.to_owned(),
-            problem,
-        };
+    /// Sends `method` with params already written as JSON text, in pieces written one after the
+    /// other (an object's text once joined), and reads its reply as `T`. The text goes out as it
+    /// is: it must be compact JSON (no line break), as `serde_json` writes it, or the server reads
+    /// a broken line. For params holding a large piece of JSON the caller already has
+    /// ([`crate::compress_params_around`]): it is written to the server, never copied.
+    pub fn call_json<T: DeserializeOwned>(&mut self, method: &str, params: &[&str]) -> Result<T, ClientError> {
+        let id = self.next_id();
+        // The envelope around the params, written as `OutgoingRequest` would write it.
+        let head = OutgoingRequest::new(&id, method, &())
+            .to_line()
+            .expect("an id and a method serialise");
+        let head = head
+            .strip_suffix("null}")
+            .expect("the params are written last");
+        self.writer.write_all(head.as_bytes())?;
+        for piece in params {
+            self.writer.write_all(piece.as_bytes())?;
+        }
+        self.writer.write_all(b"}\n")?;
+        self.writer.flush()?;
+        self.read_reply(method, &id)
+    }
+
+    /// Sends `method` with `params` and returns its result as JSON.
+    pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.call(method, &params)
+    }
+
+    fn next_id(&mut self) -> Id {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    /// Reads lines until the reply to `id`, and its result as `T`. A reply to another id is a
+    /// protocol error: this client has one request in flight at a time.
+    ///
+    /// The reply is read into `T` in one pass over the line, as it comes; only a line that does
+    /// not read that way is read again, to say what is wrong with it.
+    fn read_reply<T: DeserializeOwned>(&mut self, method: &str, id: &Id) -> Result<T, ClientError> {
         loop {
             self.line.clear();
             if self.reader.read_line(&mut self.line)? == 0 {
@@ -149,24 +165,81 @@ impl<R: BufRead, W: Write> Client<R, W> {
                     method: method.to_owned(),
                 });
             }
-            let text = self.line.trim();
-            if text.is_empty() {
+            if self.line.trim().is_empty() {
                 continue;
             }
-            let response: Response = serde_json::from_str(text)
-                .map_err(|error| malformed(format!("not a JSON-RPC reply ({error}): {}", clip(text))))?;
-            match &response.id {
-                Some(got) if got == id => return Ok(response),
-                // A server that could not read the request's id answers with null.
-                None if response.error.is_some() => return Ok(response),
-                other => return Err(malformed(format!("a reply to id {other:?}, expected {id:?}"))),
+            if let Ok(reply) = serde_json::from_str::<TypedResponse<T>>(&self.line) {
+                if reply.id.as_ref() == Some(id) {
+                    match (reply.result, reply.error) {
+                        (_, Some(error)) => {
+                            return Err(ClientError::Rpc {
+                                method: method.to_owned(),
+                                error,
+                            })
+                        }
+                        (Some(result), None) => return Ok(result),
+                        (None, None) => {}
+                    }
+                }
             }
+            return Err(explain_reply::<T>(method, id, self.line.trim()));
         }
     }
-
     /// The reader and writer back, e.g. to close the server's input.
     pub fn into_inner(self) -> (R, W) {
         (self.reader, self.writer)
+    }
+}
+
+/// A reply read straight into the result's type.
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "T: DeserializeOwned"))]
+struct TypedResponse<T> {
+    id: Option<Id>,
+    #[serde(default = "none", deserialize_with = "present")]
+    result: Option<T>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+fn none<T>() -> Option<T> {
+    None
+}
+
+/// A field that is there, even as `null` (a result of `()` is `null`).
+fn present<'de, D: serde::Deserializer<'de>, T: DeserializeOwned>(deserializer: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
+}
+
+/// Why `text`, which did not read as the reply to `id` with a result of the expected type, is
+/// not that reply: the error [`Client::call`] returns for it.
+fn explain_reply<T: DeserializeOwned>(method: &str, id: &Id, text: &str) -> ClientError {
+    let malformed = |problem: String| ClientError::Malformed {
+        method: method.to_owned(),
+        problem,
+    };
+    let response: Response = match serde_json::from_str(text) {
+        Ok(response) => response,
+        Err(error) => return malformed(format!("not a JSON-RPC reply ({error}): {}", clip(text))),
+    };
+    match &response.id {
+        Some(got) if got == id => {}
+        // A server that could not read the request's id answers with null.
+        None if response.error.is_some() => {}
+        other => return malformed(format!("a reply to id {other:?}, expected {id:?}")),
+    }
+    match (response.result, response.error) {
+        (_, Some(error)) => ClientError::Rpc {
+            method: method.to_owned(),
+            error,
+        },
+        (Some(result), None) => ClientError::UnexpectedResult {
+            method: method.to_owned(),
+            problem: serde_json::from_str::<T>(result.get())
+                .err()
+                .map_or_else(|| "the reply does not read in one pass".to_owned(), |error| error.to_string()),
+        },
+        (None, None) => malformed("neither `result` nor `error`".to_owned()),
     }
 }
 

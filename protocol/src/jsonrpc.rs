@@ -1,7 +1,7 @@
 //! The JSON-RPC 2.0 envelope: requests, replies, errors and their codes, one JSON object a line.
 
 use ctxhost_engine_abi::{EngineError, ErrorKind};
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{value::RawValue, Value};
 
 /// The only `jsonrpc` value there is.
@@ -48,16 +48,16 @@ pub enum Id {
     Text(String),
 }
 
-/// A request, as a server reads it: its params kept as JSON text, read into their type by the
-/// method ([`Request::params`]).
+/// A request, as a server reads it: its params kept as JSON text, borrowed from the line, read
+/// into their type by the method ([`Request::params`]).
 #[derive(Debug)]
-pub struct Request {
+pub struct Request<'a> {
     /// Absent on a notification (no reply is sent).
     pub id: Option<Id>,
     /// The method.
     pub method: String,
     /// Its params, an object (absent for methods without any).
-    pub params: Option<Box<RawValue>>,
+    pub params: Option<&'a RawValue>,
 }
 
 /// A request as a client writes it.
@@ -92,17 +92,18 @@ impl<'a, P: Serialize> OutgoingRequest<'a, P> {
 
 /// The envelope's fields, read without reading the params.
 #[derive(Deserialize)]
-struct Envelope {
+struct Envelope<'a> {
     jsonrpc: Option<Value>,
     id: Option<Value>,
     method: Option<Value>,
-    params: Option<Box<RawValue>>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
 }
 
-impl Request {
+impl<'a> Request<'a> {
     /// Reads one line as a request. A line that is not a request is refused with the error to
     /// send back, and the id when one could be read (JSON-RPC replies to an unreadable id with null).
-    pub fn parse(line: &str) -> Result<Self, (Option<Id>, RpcError)> {
+    pub fn parse(line: &'a str) -> Result<Self, (Option<Id>, RpcError)> {
         let not_json = |error: serde_json::Error| {
             (
                 None,
@@ -155,15 +156,16 @@ impl Request {
         Ok(Self { id, method, params })
     }
 
-    /// The params as `T`; an error names the method and the field.
-    pub fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
-        parse_params(&self.method, self.params.as_deref().map_or("{}", RawValue::get))
+    /// The params as `T` (which may borrow from the line); an error names the method and the
+    /// field.
+    pub fn params<T: Deserialize<'a>>(&self) -> Result<T, RpcError> {
+        parse_params(&self.method, self.params.map_or("{}", RawValue::get))
     }
 }
 
 /// Reads `params` (JSON text) of `method` as `T`: an error names the method and the path of the
 /// field that is wrong (`messages[3]: missing field `role``).
-pub fn parse_params<T: DeserializeOwned>(method: &str, params: &str) -> Result<T, RpcError> {
+pub fn parse_params<'a, T: Deserialize<'a>>(method: &str, params: &'a str) -> Result<T, RpcError> {
     // Tracking the path costs on every field of a large context: it is paid only to word an
     // error, by reading the params a second time.
     if let Ok(parsed) = serde_json::from_str(params) {

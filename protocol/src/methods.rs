@@ -40,6 +40,17 @@ pub mod method {
     pub const HAS_CONTENT_TO_COMPRESS: &str = "has_content_to_compress";
     /// The contract's `compress`, its result checked by the host.
     pub const COMPRESS: &str = "compress";
+    /// The contract's `compress` for a client that checks the result itself (added in 1.2):
+    /// [`CompressParams`](super::CompressParams) → [`Unchecked`](super::Unchecked), the engine's
+    /// messages as it wrote them.
+    ///
+    /// - It exists for the host's process isolation, whose engine handle checks every result as
+    ///   it does in process: the server neither reads the messages into values nor checks the
+    ///   result, and keeps no compaction record of it (`compactions` does not list it).
+    /// - An answer that is not JSON is still refused (`INVALID_OUTPUT`): it would break the line.
+    /// - A session with observers gets `compress`'s checked answer (a superset of this one), so
+    ///   that they are told what the context became.
+    pub const COMPRESS_UNCHECKED: &str = "compress/unchecked";
     /// The contract's `get_tool_schemas`.
     pub const GET_TOOL_SCHEMAS: &str = "get_tool_schemas";
     /// The contract's `handle_tool_call`.
@@ -59,7 +70,7 @@ pub mod method {
     pub const SHUTDOWN: &str = "shutdown";
 
     /// Every method of this version, as `capabilities` lists them.
-    pub const ALL: [&str; 20] = [
+    pub const ALL: [&str; 21] = [
         INITIALIZE,
         SESSION_OPEN,
         SESSION_CLOSE,
@@ -72,6 +83,7 @@ pub mod method {
         SHOULD_COMPRESS_PREFLIGHT,
         HAS_CONTENT_TO_COMPRESS,
         COMPRESS,
+        COMPRESS_UNCHECKED,
         GET_TOOL_SCHEMAS,
         HANDLE_TOOL_CALL,
         GET_STATUS,
@@ -333,6 +345,48 @@ pub struct Compressed {
     pub messages: Vec<Message>,
     /// What the host saw of the compaction.
     pub record: CompactionRecord,
+}
+
+/// `compress/unchecked` value: the engine's messages as it wrote them (JSON, on one line).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Unchecked {
+    /// What the engine returned, unread and unchecked.
+    pub messages: Box<serde_json::value::RawValue>,
+}
+
+/// `compress` (or `compress/unchecked`) params as JSON text in three pieces, the context's JSON
+/// array between the two returned here: `{"session":…,"messages":`, the messages, `}`. A client
+/// that keeps its context's JSON sends it as it is ([`crate::Client::call_json`]) rather than
+/// writing every message again. The messages must be compact JSON (no line break), as
+/// `serde_json` writes them.
+pub fn compress_params_around(
+    session: &str,
+    current_tokens: Option<u64>,
+    focus_topic: Option<&str>,
+    user_message: Option<usize>,
+) -> (String, &'static str) {
+    /// Every field but the messages, which go last.
+    #[derive(Serialize)]
+    struct Head<'a> {
+        session: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        current_tokens: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        focus_topic: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        user_message: Option<usize>,
+    }
+    let mut head = serde_json::to_string(&Head {
+        session,
+        current_tokens,
+        focus_topic,
+        user_message,
+    })
+    .expect("strings and numbers serialise");
+    // `{...}` becomes `{...,"messages":`.
+    head.pop();
+    head.push_str(",\"messages\":");
+    (head, "}")
 }
 
 /// The host's record of one `compress`.

@@ -21,10 +21,13 @@ pub mod process;
 
 use std::{ffi::OsString, path::PathBuf, time::Duration};
 
-use ctxhost_engine_abi::{Counters, EngineError, ErrorKind, Message, ModelInfo, SessionInfo, Usage};
+use ctxhost_engine_abi::{
+    messages_to_json, Counters, EngineError, ErrorKind, Message, ModelInfo, SessionInfo, Usage,
+};
 use ctxhost_protocol::{
-    code, method, Answer, CallExtParams, EngineInfo, OpenParams, RpcError, SessionEndParams, SessionParams,
-    SessionStartParams, ShouldCompressParams, ToolCallParams, UpdateModelParams, UsageParams,
+    code, method, compress_params_around, Answer, CallExtParams, EngineInfo, Initialized, OpenParams, RpcError,
+    SessionEndParams, SessionParams, SessionStartParams, ShouldCompressParams, ToolCallParams,
+    UpdateModelParams, UsageParams,
 };
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
@@ -147,6 +150,8 @@ pub struct ChildEngine {
     method_streaks: std::collections::HashMap<&'static str, u32>,
     /// Children started, the first included.
     starts: u32,
+    /// Whether the child serves `compress/unchecked` (an older `isolation.server` may not).
+    unchecked: bool,
 }
 
 impl ChildEngine {
@@ -162,6 +167,7 @@ impl ChildEngine {
             crashes_in_row: 0,
             method_streaks: std::collections::HashMap::new(),
             starts: 0,
+            unchecked: false,
         };
         engine.spawn()?;
         Ok(engine)
@@ -204,10 +210,18 @@ impl ChildEngine {
         };
         let lost_or_refused = |failure| match failure {
             CallFailure::Answered(error) => refused(error),
+            CallFailure::Unexpected(problem) => {
+                StartError::Refused(format!("its process answered the handshake wrongly: {problem}"))
+            }
             CallFailure::Lost(ending) => StartError::Lost(ending),
         };
-        live.call::<_, Value>(method::INITIALIZE, &handshake, deadline)
+        let initialized: Initialized = live
+            .call(method::INITIALIZE, &handshake, deadline)
             .map_err(lost_or_refused)?;
+        self.unchecked = initialized
+            .capabilities
+            .iter()
+            .any(|name| name == method::COMPRESS_UNCHECKED);
         let open = OpenParams {
             engine: Some(self.spec.engine.clone()),
             engine_config: (!self.spec.engine_config.is_null()).then(|| self.spec.engine_config.clone()),
@@ -250,6 +264,18 @@ impl ChildEngine {
         name: &'static str,
         build: impl FnOnce(String) -> P,
     ) -> Result<T, ChildError> {
+        self.call_with(name, |live, session, deadline| {
+            live.call::<P, Answer<T>>(name, &build(session.to_owned()), deadline)
+        })
+    }
+
+    /// Calls `name` through `send`, given the live child, the session and the deadline; starts a
+    /// fresh child first when the last one was lost.
+    fn call_with<T>(
+        &mut self,
+        name: &'static str,
+        send: impl FnOnce(&mut LiveChild, &str, Duration) -> Result<Answer<T>, CallFailure>,
+    ) -> Result<T, ChildError> {
         if self.live.is_none() {
             match self.spawn() {
                 Ok(()) => {}
@@ -262,9 +288,8 @@ impl ChildEngine {
             }
         }
         let deadline = self.spec.bounds.deadlines.of(name);
-        let params = build(self.session.clone());
         let live = self.live.as_mut().expect("started above");
-        match live.call::<P, Answer<T>>(name, &params, deadline) {
+        match send(live, &self.session, deadline) {
             Ok(answer) => {
                 self.counters = answer.counters;
                 self.survived(name);
@@ -274,6 +299,10 @@ impl ChildEngine {
                 // An engine that answers with an error is alive: not a crash.
                 self.survived(name);
                 Err(child_error(name, error))
+            }
+            Err(CallFailure::Unexpected(problem)) => {
+                self.survived(name);
+                Err(ChildError::Invalid(problem))
             }
             Err(CallFailure::Lost(ending)) => {
                 self.live = None;
@@ -372,22 +401,47 @@ impl ChildEngine {
         })
     }
 
-    /// `compress`; `user_message` is the index of the user's last message in `messages`.
+    /// `compress`; `json` is the messages' JSON when the caller keeps it, `user_message` the
+    /// index of the user's last message in `messages`.
+    ///
+    /// A child that serves `compress/unchecked` is sent the context's JSON and returns the
+    /// engine's answer as it came: the engine handle reads and checks it, as for an engine in
+    /// process, and the child does neither a second time. Otherwise `compress`, checked twice.
     pub fn compress(
         &mut self,
         messages: &[Message],
+        json: Option<&str>,
         current_tokens: Option<u64>,
         focus_topic: Option<&str>,
         user_message: Option<usize>,
     ) -> Result<Vec<Message>, ChildError> {
-        let compressed: CompressedMessages = self.call(method::COMPRESS, |session| CompressRef {
-            session,
-            messages,
-            current_tokens,
-            focus_topic,
-            user_message,
-        })?;
-        Ok(compressed.messages)
+        if !self.unchecked {
+            let compressed: CompressedMessages = self.call(method::COMPRESS, |session| CompressRef {
+                session,
+                messages,
+                current_tokens,
+                focus_topic,
+                user_message,
+            })?;
+            return Ok(compressed.messages);
+        }
+        let json = match json {
+            Some(json) => std::borrow::Cow::Borrowed(json),
+            None => std::borrow::Cow::Owned(messages_to_json(messages)),
+        };
+        let compressed = self.call_with(method::COMPRESS, |live, session, deadline| {
+            let (head, tail) = compress_params_around(session, current_tokens, focus_topic, user_message);
+            let wire = method::COMPRESS_UNCHECKED;
+            live.call_json::<Answer<CompressedMessages>>(method::COMPRESS, wire, &[&head, &json, tail], deadline)
+                .map_err(|failure| match failure {
+                    // The child read nothing: an answer that is not messages is the engine's.
+                    CallFailure::Unexpected(problem) => {
+                        CallFailure::Unexpected(format!("not a JSON array of messages: {problem}"))
+                    }
+                    failure => failure,
+                })
+        });
+        Ok(compressed?.messages)
     }
 
     /// `get_tool_schemas`.

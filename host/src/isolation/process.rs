@@ -77,15 +77,20 @@ impl fmt::Display for Ending {
 pub enum CallFailure {
     /// The child answered with an error: it is alive and well.
     Answered(RpcError),
+    /// The child answered, alive, but its result is not what the method returns: what is wrong.
+    Unexpected(String),
     /// The child is gone (it has been reaped).
     Lost(Ending),
 }
+
+/// The protocol's client end on a child's pipes.
+type ChildClient = Client<BufReader<ChildStdout>, ChildStdin>;
 
 /// A running `ctxhost serve` child.
 pub struct LiveChild {
     child: Arc<Mutex<Child>>,
     pid: u32,
-    client: Option<Client<BufReader<ChildStdout>, ChildStdin>>,
+    client: Option<ChildClient>,
     watchdog: Watchdog,
     stderr: Option<JoinHandle<()>>,
     last_words: Arc<Mutex<VecDeque<String>>>,
@@ -137,15 +142,39 @@ impl LiveChild {
         params: &P,
         deadline: Duration,
     ) -> Result<T, CallFailure> {
+        self.call_with(method, deadline, |client| client.call(method, params))
+    }
+
+    /// [`Self::call`] of the wire method `wire` with params already written as JSON text, in
+    /// pieces ([`Client::call_json`]); `method` is the contract's, which a passed deadline names.
+    pub fn call_json<T: DeserializeOwned>(
+        &mut self,
+        method: &str,
+        wire: &str,
+        params: &[&str],
+        deadline: Duration,
+    ) -> Result<T, CallFailure> {
+        self.call_with(method, deadline, |client| client.call_json(wire, params))
+    }
+
+    fn call_with<T>(
+        &mut self,
+        method: &str,
+        deadline: Duration,
+        send: impl FnOnce(&mut ChildClient) -> Result<T, ClientError>,
+    ) -> Result<T, CallFailure> {
         let client = self.client.as_mut().expect("a lost child is not called again");
         // Last words are this call's: what an earlier call printed is not why this one failed.
         lock(&self.last_words).clear();
         self.watchdog.arm(Instant::now() + deadline);
-        let result = client.call(method, params);
+        let result = send(client);
         let fired = self.watchdog.disarm();
         match result {
             Ok(value) if !fired => Ok(value),
             Err(ClientError::Rpc { error, .. }) if !fired => Err(CallFailure::Answered(error)),
+            Err(ClientError::UnexpectedResult { problem, .. }) if !fired => {
+                Err(CallFailure::Unexpected(problem))
+            }
             // A reply that came as the deadline passed is not trusted: the child was killed.
             _ if fired => Err(CallFailure::Lost(self.reap(Some(ExitCause::Deadline {
                 method: method.to_owned(),

@@ -11,12 +11,17 @@ use ctxhost_protocol::{
     code, method, Answer, CallExtParams, CloseParams, CompactionOutcome, CompactionRecord, CompressParams,
     Compressed, ConfigSource, InitializeParams, Initialized, MessagesParams, OpenParams, Request, RpcError,
     SessionEndParams, SessionParams, SessionStartParams, ShouldCompressParams, SwapParams, ToolCallParams,
-    UpdateModelParams, UsageParams, PROTOCOL_VERSION,
+    Unchecked, UpdateModelParams, UsageParams, PROTOCOL_VERSION,
 };
 use serde::Serialize;
 use serde_json::{value::RawValue, Value};
 
-use super::{session::Session, stdio::Stop, table::SessionTable, watch::Watch};
+use super::{
+    session::{LastContext, Session},
+    stdio::Stop,
+    table::SessionTable,
+    watch::Watch,
+};
 use crate::{
     config::Settings,
     engine::{CompressCall, EngineCallError},
@@ -68,6 +73,9 @@ pub fn dispatch(
     }
     if name == method::SESSION_CLOSE {
         return close(request, table).into();
+    }
+    if name == method::COMPRESS_UNCHECKED {
+        return compress_unchecked(request, table).into();
     }
     session_method(request, table).into()
 }
@@ -270,7 +278,7 @@ fn run_session_method(
                 .engine
                 .should_compress_preflight(&params.messages, None)
                 .map_err(engine_error)?;
-            session.last_messages = params.messages;
+            session.last_messages = params.messages.into();
             answer(session, fire)
         }
         method::HAS_CONTENT_TO_COMPRESS => {
@@ -280,7 +288,7 @@ fn run_session_method(
                 .engine
                 .has_content_to_compress(&params.messages)
                 .map_err(engine_error)?;
-            session.last_messages = params.messages;
+            session.last_messages = params.messages.into();
             answer(session, has)
         }
         method::COMPRESS => compress(session, request.params()?),
@@ -306,7 +314,7 @@ fn run_session_method(
                     .map_err(engine_error)?,
             };
             if let Some(messages) = params.messages {
-                session.last_messages = messages;
+                session.last_messages = messages.into();
             }
             answer(session, result)
         }
@@ -433,18 +441,83 @@ fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValu
                     .compacted(&engine, &params.messages, &messages, tokens);
             }
             session.records.push(record.clone());
-            session.last_messages = messages.clone();
-            answer(session, Compressed { messages, record })
+            let compressed = Compressed { messages, record };
+            let reply = answer(session, &compressed);
+            session.last_messages = compressed.messages.into();
+            reply
         }
         Err(error) => {
             record.outcome = CompactionOutcome::Failed {
                 reason: error.to_string(),
             };
             session.records.push(record);
-            session.last_messages = params.messages;
+            session.last_messages = params.messages.into();
             Err(engine_error(error))
         }
     }
+}
+
+/// `compress/unchecked` params: the messages kept as the JSON text they came in.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UncheckedParams<'a> {
+    session: String,
+    #[serde(borrow)]
+    messages: &'a RawValue,
+    #[serde(default)]
+    current_tokens: Option<u64>,
+    #[serde(default, borrow)]
+    focus_topic: Option<std::borrow::Cow<'a, str>>,
+    /// Read for a session with observers, which gets the checked `compress`.
+    #[serde(default)]
+    #[allow(dead_code)]
+    user_message: Option<usize>,
+}
+
+/// `compress/unchecked`: the request's messages handed to the engine as the JSON they came in,
+/// and its answer sent back as it wrote it, for a client that reads and checks it itself (the
+/// host's handle on an isolated engine). Only JSON that would break the reply's line is refused.
+/// A session with observers gets the checked `compress` instead, so that they are told.
+fn compress_unchecked(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
+    let params: UncheckedParams<'_> = request.params()?;
+    let session = table.get_mut(&params.session)?;
+    if !session.watch.is_empty() {
+        let reply = compress(session, request.params()?);
+        session.watch.flush();
+        return reply;
+    }
+    let call = CompressCall {
+        current_tokens: params.current_tokens,
+        focus_topic: params.focus_topic.as_deref(),
+        user_message: None,
+    };
+    let written = session
+        .engine
+        .compress_json(params.messages.get(), &call)
+        .map_err(engine_error)?;
+    let messages = one_line_json(written).map_err(|problem| {
+        let engine = session.engine.name();
+        RpcError::invalid_output(
+            engine,
+            method::COMPRESS,
+            format!("engine `{engine}` returned an invalid result from `compress`: {problem}"),
+        )
+    })?;
+    let unchecked = Unchecked { messages };
+    let reply = answer(session, &unchecked);
+    session.last_messages = LastContext::Json(unchecked.messages);
+    reply
+}
+
+/// `text` as JSON on one line: checked to be JSON, and written again without its line breaks
+/// when it has any (an engine may pretty-print).
+fn one_line_json(text: String) -> Result<Box<RawValue>, String> {
+    let not_json = |error: serde_json::Error| format!("not a JSON array of messages: {error}");
+    if !text.contains('\n') {
+        return RawValue::from_string(text).map_err(not_json);
+    }
+    let value: Value = serde_json::from_str(&text).map_err(not_json)?;
+    Ok(serde_json::value::to_raw_value(&value).expect("a JSON value serialises"))
 }
 
 /// `swap`: the next engine is resolved with the session's settings, told the model, and started
@@ -477,7 +550,7 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
     let to = session.engine.name().to_owned();
     session.watch.swapped(previous.name(), &to);
     if let Some((session_id, _)) = &session.started {
-        if let Err(error) = previous.on_session_end(session_id, &session.last_messages) {
+        if let Err(error) = previous.on_session_end(session_id, session.last_messages.messages()) {
             tracing::warn!("session {}: swapped out: {error}", session.id);
         }
     }

@@ -10,10 +10,10 @@
 
 use std::collections::HashSet;
 
-use ctxhost_engine_abi::{Message, ModelInfo, Role, SessionInfo};
+use ctxhost_engine_abi::{messages_from_json, Message, ModelInfo, Role, SessionInfo};
 use ctxhost_protocol::{CompactionRecord, EngineInfo, Fallback};
 
-use serde_json::Value;
+use serde_json::{value::RawValue, Value};
 
 use super::watch::Watch;
 use crate::{
@@ -35,7 +35,7 @@ pub struct Session {
     /// The agent's session, between `on_session_start` and `on_session_end`.
     pub started: Option<(String, SessionInfo)>,
     /// The last context a call carried.
-    pub last_messages: Vec<Message>,
+    pub last_messages: LastContext,
     /// Every `compress` of the session.
     pub records: Vec<CompactionRecord>,
     /// Its observers.
@@ -57,7 +57,7 @@ impl Session {
             settings,
             model: None,
             started: None,
-            last_messages: Vec::new(),
+            last_messages: LastContext::default(),
             records: Vec::new(),
             engine_written: HashSet::new(),
             watch: Watch::new(&id, Observers::new()),
@@ -132,6 +132,58 @@ impl Session {
             .collect();
         self.engine_written.extend(written);
     }
+}
+
+/// The last context a call carried: messages, or the JSON of an unchecked `compress`'s answer,
+/// read only if a session end needs it (the client that asked for it seldom lets that happen: it
+/// ends the session itself, with its own context).
+#[derive(Debug)]
+pub enum LastContext {
+    /// Read messages.
+    Messages(Vec<Message>),
+    /// An engine's answer as it wrote it.
+    Json(Box<RawValue>),
+}
+
+impl Default for LastContext {
+    fn default() -> Self {
+        Self::Messages(Vec::new())
+    }
+}
+
+impl From<Vec<Message>> for LastContext {
+    fn from(messages: Vec<Message>) -> Self {
+        Self::Messages(messages)
+    }
+}
+
+impl LastContext {
+    /// The messages, read from the JSON the first time they are asked for.
+    pub fn messages(&mut self) -> &[Message] {
+        if let Self::Json(json) = self {
+            *self = Self::Messages(read_last_json(json));
+        }
+        match self {
+            Self::Messages(messages) => messages,
+            Self::Json(_) => &[],
+        }
+    }
+
+    /// The messages, taken out.
+    pub fn take(&mut self) -> Vec<Message> {
+        match std::mem::take(self) {
+            Self::Messages(messages) => messages,
+            Self::Json(json) => read_last_json(&json),
+        }
+    }
+}
+
+/// JSON that does not read as messages (an answer the client refused) counts as no context.
+fn read_last_json(json: &RawValue) -> Vec<Message> {
+    messages_from_json(json.get()).unwrap_or_else(|error| {
+        tracing::warn!("the last context an engine returned is not messages ({error}); none is kept");
+        Vec::new()
+    })
 }
 
 fn content_key(message: &Message) -> String {

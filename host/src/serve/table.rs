@@ -90,7 +90,7 @@ pub fn end_session(session: &mut Session, messages: Option<Vec<Message>>) -> Res
     let Some((session_id, _)) = session.started.take() else {
         return Ok(());
     };
-    let messages = messages.unwrap_or_else(|| std::mem::take(&mut session.last_messages));
+    let messages = messages.unwrap_or_else(|| session.last_messages.take());
     session.watch.session_ended(&session_id, &messages);
     session.watch.close();
     session.engine.on_session_end(&session_id, &messages)

@@ -77,7 +77,7 @@ fn a_server_that_closes_its_output_before_replying_is_reported_as_closed() {
 }
 
 #[test]
-fn replies_that_are_not_json_rpc_or_not_the_expected_shape_are_malformed() {
+fn replies_that_are_not_json_rpc_are_malformed_and_results_of_another_shape_unexpected() {
     let mut client = Client::new("hello there\n".as_bytes(), Vec::new());
     let error = client.call_value("counters", json!({})).unwrap_err();
     assert!(
@@ -96,7 +96,42 @@ fn replies_that_are_not_json_rpc_or_not_the_expected_shape_are_malformed() {
     let error = client
         .call::<_, Answer<bool>>("should_compress", &json!({}))
         .unwrap_err();
-    assert!(matches!(error, ClientError::Malformed { .. }), "{error}");
+    assert!(
+        matches!(&error, ClientError::UnexpectedResult { problem, .. } if problem.starts_with("invalid type: string \"yes\", expected a boolean")),
+        "{error}"
+    );
+}
+
+#[test]
+fn params_written_as_json_text_reach_the_server_as_the_typed_params_would() {
+    let messages = vec![Message::system("s"), Message::user("line one\nline \"two\"")];
+    let reply = json!({"jsonrpc": "2.0", "id": 1, "result": {"value": {"messages": messages}, "counters": counters()}});
+    let mut client = client_reading(&[reply]);
+    let json = serde_json::to_string(&messages).unwrap();
+    let (head, tail) = compress_params_around("s1", Some(1_200), Some("the \"focus\""), Some(1));
+    let answer: Answer<Unchecked> = client
+        .call_json(method::COMPRESS_UNCHECKED, &[&head, &json, tail])
+        .unwrap();
+    assert_eq!(answer.value.messages.get(), json);
+    let (_, sent) = client.into_inner();
+    let sent = String::from_utf8(sent).unwrap();
+    assert_eq!(sent.lines().count(), 1, "one line: {sent}");
+    let request = Request::parse(sent.trim_end()).unwrap();
+    assert_eq!(request.method, method::COMPRESS_UNCHECKED);
+    assert_eq!(request.id, Some(crate::Id::Number(1)));
+    let read: CompressParams = request.params().unwrap();
+    assert_eq!(
+        read,
+        CompressParams {
+            session: "s1".into(),
+            messages,
+            current_tokens: Some(1_200),
+            focus_topic: Some("the \"focus\"".into()),
+            user_message: Some(1),
+        }
+    );
+    let (head, tail) = compress_params_around("s2", None, None, None);
+    assert_eq!(format!("{head}[]{tail}"), r#"{"session":"s2","messages":[]}"#);
 }
 
 #[test]
