@@ -500,7 +500,11 @@ impl EngineHandle {
         if let Reach::Boundary(object) = &mut self.reach {
             let focus = request.focus_topic.map(RStr::from);
             return object
-                .compress(RStr::from(json), request.current_tokens.into(), ROption::from(focus))
+                .compress(
+                    RStr::from(json),
+                    request.current_tokens.into(),
+                    ROption::from(focus),
+                )
                 .into_result()
                 .map(RString::into_string)
                 .map_err(self.failed("compress"));

@@ -123,15 +123,17 @@ impl<R: BufRead, W: Write> Client<R, W> {
     /// is: it must be compact JSON (no line break), as `serde_json` writes it, or the server reads
     /// a broken line. For params holding a large piece of JSON the caller already has
     /// ([`crate::compress_params_around`]): it is written to the server, never copied.
-    pub fn call_json<T: DeserializeOwned>(&mut self, method: &str, params: &[&str]) -> Result<T, ClientError> {
+    pub fn call_json<T: DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: &[&str],
+    ) -> Result<T, ClientError> {
         let id = self.next_id();
         // The envelope around the params, written as `OutgoingRequest` would write it.
         let head = OutgoingRequest::new(&id, method, &())
             .to_line()
             .expect("an id and a method serialise");
-        let head = head
-            .strip_suffix("null}")
-            .expect("the params are written last");
+        let head = head.strip_suffix("null}").expect("the params are written last");
         self.writer.write_all(head.as_bytes())?;
         for piece in params {
             self.writer.write_all(piece.as_bytes())?;
@@ -207,7 +209,9 @@ fn none<T>() -> Option<T> {
 }
 
 /// A field that is there, even as `null` (a result of `()` is `null`).
-fn present<'de, D: serde::Deserializer<'de>, T: DeserializeOwned>(deserializer: D) -> Result<Option<T>, D::Error> {
+fn present<'de, D: serde::Deserializer<'de>, T: DeserializeOwned>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
     T::deserialize(deserializer).map(Some)
 }
 
@@ -235,9 +239,10 @@ fn explain_reply<T: DeserializeOwned>(method: &str, id: &Id, text: &str) -> Clie
         },
         (Some(result), None) => ClientError::UnexpectedResult {
             method: method.to_owned(),
-            problem: serde_json::from_str::<T>(result.get())
-                .err()
-                .map_or_else(|| "the reply does not read in one pass".to_owned(), |error| error.to_string()),
+            problem: serde_json::from_str::<T>(result.get()).err().map_or_else(
+                || "the reply does not read in one pass".to_owned(),
+                |error| error.to_string(),
+            ),
         },
         (None, None) => malformed("neither `result` nor `error`".to_owned()),
     }

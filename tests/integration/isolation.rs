@@ -310,3 +310,65 @@ fn after_a_crash_a_fresh_child_is_in_the_session_and_the_old_one_is_reaped() {
         "the last child is reaped when the handle goes"
     );
 }
+
+/// The engine `faulty` resolved as `isolation` says, its `compress` spoiling its answer as
+/// `spoil` says, told the model.
+fn spoiling(spoil: &str, isolation: Isolation) -> (PluginDir, EngineHandle) {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config(&format!(
+        "context:\n  engine: faulty\nmodel:\n  context_length: 16000\n{BOUNDS}faulty:\n  invalid_output: {spoil}\n"
+    ));
+    let mut settings = isolated_settings(&tree);
+    settings.isolation = isolation;
+    let resolution = resolve_engine("faulty", &settings, &Registry::default());
+    assert!(resolution.fallback.is_none(), "{:?}", resolution.fallback);
+    let mut engine = resolution.engine;
+    let model = ModelInfo {
+        model: "m".into(),
+        context_length: 16_000,
+        ..ModelInfo::default()
+    };
+    engine.update_model(&model).unwrap();
+    (tree, engine)
+}
+
+#[test]
+fn an_isolated_engines_answer_that_breaks_the_contract_is_refused_as_in_process_and_its_process_lives_on() {
+    let messages = example_messages();
+    let json = ctxhost_engine_abi::messages_to_json(&messages);
+    let call = CompressCall {
+        user_message: messages
+            .iter()
+            .rev()
+            .find(|m| m.role == ctxhost_engine_abi::Role::User),
+        ..CompressCall::default()
+    };
+    for spoil in ["drop_system", "drop_last_user", "orphan_result", "empty"] {
+        let (_in_tree, mut in_process) = spoiling(spoil, Isolation::InProcess);
+        let (_tree, mut isolated) = spoiling(spoil, Isolation::Process);
+        let pid = isolated.process_id().expect("a child runs the engine");
+        // With the context's JSON kept by the caller (as the replay keeps it), and without.
+        for given in [Some(json.as_str()), None] {
+            let expected = in_process.compress(&messages, given, &call).unwrap_err();
+            let refused = isolated.compress(&messages, given, &call).unwrap_err();
+            assert_eq!(refused.to_string(), expected.to_string(), "{spoil}");
+            assert!(
+                refused
+                    .to_string()
+                    .contains("returned an invalid result from `compress`"),
+                "{spoil}: {refused}"
+            );
+        }
+        assert_eq!(
+            isolated.process_id(),
+            Some(pid),
+            "{spoil}: a bad answer is not a crash"
+        );
+        assert_eq!(
+            isolated.counters().unwrap(),
+            in_process.counters().unwrap(),
+            "{spoil}: the counters as the engine keeps them"
+        );
+    }
+}

@@ -9,10 +9,10 @@ use std::{
 };
 
 use ctxhost::formats::read_transcript;
-use ctxhost_engine_abi::{Message, Role, SessionInfo};
+use ctxhost_engine_abi::{messages_from_json, Message, Role, SessionInfo};
 use ctxhost_protocol::{
     code, method, Answer, Client, ClientError, CompactionOutcome, CompactionRecord, Compressed, EngineInfo,
-    RpcError, ShutdownReport,
+    RpcError, ShutdownReport, Unchecked,
 };
 use pretty_assertions::assert_eq;
 use rusqlite::Connection;
@@ -643,4 +643,54 @@ fn a_served_session_with_lcm_observing_keeps_the_compressors_context_and_finds_w
         .map(|l| l["messages"].as_array().unwrap().len())
         .sum();
     assert_eq!(appended, messages.len());
+}
+
+#[test]
+fn compress_unchecked_hands_back_the_engines_answer_as_written_while_compress_still_refuses_it() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    let mut served = Served::start(tree.root());
+    let messages = transcript("coupon-fix.json");
+    let telemetry = tree.root().join("telemetry.jsonl");
+    let spoiling = |observers: Value| {
+        json!({"engine": "faulty", "model": model(50_000), "observers": observers,
+               "config": {"faulty": {"invalid_output": "drop_system"}, "telemetry": {"path": telemetry}}})
+    };
+    let session = served.open(spoiling(json!([]))).value.session;
+    let request = json!({"session": session, "messages": messages});
+    // A protocol client (the Hermes bridge) asking for `compress` gets the server's check.
+    let refused = served.refused(method::COMPRESS, request.clone());
+    assert!(
+        is_error_kind(&refused, code::INVALID_OUTPUT, Some("invalid_output")),
+        "{refused:?}"
+    );
+    // `compress/unchecked` hands back what the engine wrote, for a client that checks it itself.
+    let unchecked: Answer<Unchecked> = served.call(method::COMPRESS_UNCHECKED, request);
+    let written = messages_from_json(unchecked.value.messages.get()).unwrap();
+    assert!(!written.is_empty());
+    assert!(
+        written.iter().all(|m| m.role != Role::System),
+        "as the engine wrote it"
+    );
+    assert_eq!(unchecked.counters.compression_count, 2);
+    let records: Answer<Vec<CompactionRecord>> =
+        served.call(method::COMPACTIONS, json!({"session": session}));
+    assert_eq!(records.value.len(), 1, "only the checked call is recorded");
+
+    // With observers, the server checks anyway: they are told only what the context became.
+    let watched = served.open(spoiling(json!(["telemetry"]))).value.session;
+    let refused = served.refused(
+        method::COMPRESS_UNCHECKED,
+        json!({"session": watched, "messages": messages}),
+    );
+    assert!(
+        is_error_kind(&refused, code::INVALID_OUTPUT, Some("invalid_output")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.message.contains("the system message was lost or altered"),
+        "{}",
+        refused.message
+    );
 }

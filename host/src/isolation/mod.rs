@@ -25,8 +25,8 @@ use ctxhost_engine_abi::{
     messages_to_json, Counters, EngineError, ErrorKind, Message, ModelInfo, SessionInfo, Usage,
 };
 use ctxhost_protocol::{
-    code, method, compress_params_around, Answer, CallExtParams, EngineInfo, Initialized, OpenParams, RpcError,
-    SessionEndParams, SessionParams, SessionStartParams, ShouldCompressParams, ToolCallParams,
+    code, compress_params_around, method, Answer, CallExtParams, EngineInfo, Initialized, OpenParams,
+    RpcError, SessionEndParams, SessionParams, SessionStartParams, ShouldCompressParams, ToolCallParams,
     UpdateModelParams, UsageParams,
 };
 use serde::{de::DeserializeOwned, Serialize};
@@ -432,14 +432,19 @@ impl ChildEngine {
         let compressed = self.call_with(method::COMPRESS, |live, session, deadline| {
             let (head, tail) = compress_params_around(session, current_tokens, focus_topic, user_message);
             let wire = method::COMPRESS_UNCHECKED;
-            live.call_json::<Answer<CompressedMessages>>(method::COMPRESS, wire, &[&head, &json, tail], deadline)
-                .map_err(|failure| match failure {
-                    // The child read nothing: an answer that is not messages is the engine's.
-                    CallFailure::Unexpected(problem) => {
-                        CallFailure::Unexpected(format!("not a JSON array of messages: {problem}"))
-                    }
-                    failure => failure,
-                })
+            live.call_json::<Answer<CompressedMessages>>(
+                method::COMPRESS,
+                wire,
+                &[&head, &json, tail],
+                deadline,
+            )
+            .map_err(|failure| match failure {
+                // The child read nothing: an answer that is not messages is the engine's.
+                CallFailure::Unexpected(problem) => {
+                    CallFailure::Unexpected(format!("not a JSON array of messages: {problem}"))
+                }
+                failure => failure,
+            })
         });
         Ok(compressed?.messages)
     }

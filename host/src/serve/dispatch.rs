@@ -380,7 +380,7 @@ fn session_of(request: &Request) -> Result<SessionParams, RpcError> {
     struct SessionOnly {
         session: String,
     }
-    let params = request.params.as_deref().map_or("{}", RawValue::get);
+    let params = request.params.map_or("{}", RawValue::get);
     let only: SessionOnly = ctxhost_protocol::parse_params(&request.method, params)?;
     Ok(SessionParams {
         session: only.session,
@@ -589,5 +589,23 @@ fn engine_error(error: EngineCallError) -> RpcError {
         EngineCallError::ProcessLost { engine, method, .. } => {
             RpcError::engine_failed(engine, method, &EngineError::other(message.clone()), message)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unchecked_answer_goes_back_on_one_line_and_one_that_is_not_json_is_refused() {
+        let compact = r#"[{"role":"user","content":"a\nb"}]"#;
+        assert_eq!(one_line_json(compact.to_owned()).unwrap().get(), compact);
+        let pretty = "[\n  {\n    \"role\": \"user\",\n    \"content\": \"a\\nb\"\n  }\n]";
+        assert_eq!(one_line_json(pretty.to_owned()).unwrap().get(), compact);
+        let refused = one_line_json("[{\"role\":".to_owned()).unwrap_err();
+        assert!(
+            refused.starts_with("not a JSON array of messages: EOF while parsing"),
+            "{refused}"
+        );
     }
 }
