@@ -11,7 +11,7 @@ use std::{
     collections::VecDeque,
     fmt,
     io::{self, BufRead, BufReader, Write},
-    os::unix::process::ExitStatusExt,
+    os::{fd::AsFd, unix::process::ExitStatusExt},
     process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio},
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread::JoinHandle,
@@ -25,6 +25,9 @@ use super::limits::signal_name;
 
 /// How many of the child's last non-log lines are kept.
 const LAST_WORDS: usize = 3;
+
+/// The size asked for the pipes to and from a child (Linux's default `pipe-max-size`).
+const PIPE_SIZE: i32 = 1 << 20;
 
 /// How long a child that closed its output is given to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(1);
@@ -107,6 +110,12 @@ impl LiveChild {
         let pid = child.id();
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
+        // A `compress` carries the whole context each way: through a pipe of the default 64 KiB
+        // that is a wake-up of the other side for every 64 KiB. Where the system allows less,
+        // the default stays (only the time differs).
+        for pipe in [stdin.as_fd(), stdout.as_fd()] {
+            let _ = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+        }
         let stderr = child.stderr.take().expect("piped");
         let last_words = Arc::new(Mutex::new(VecDeque::new()));
         let stderr = std::thread::Builder::new()
