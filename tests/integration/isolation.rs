@@ -254,6 +254,17 @@ fn in_process_the_same_plugins_take_the_host_down() {
     }
 }
 
+/// A `compress` of `messages`, whose last user message the caller appended.
+fn compress_call(messages: &[Message]) -> CompressCall<'_> {
+    CompressCall {
+        user_message: messages
+            .iter()
+            .rev()
+            .find(|m| m.role == ctxhost_engine_abi::Role::User),
+        ..CompressCall::default()
+    }
+}
+
 fn isolated_settings(tree: &PluginDir) -> Settings {
     let mut settings = Settings::load(&tree.root().join("config.yaml")).unwrap();
     settings.isolation = Isolation::Process;
@@ -283,13 +294,7 @@ fn after_a_crash_a_fresh_child_is_in_the_session_and_the_old_one_is_reaped() {
     engine.on_session_start("s", &SessionInfo::default()).unwrap();
     let first = engine.process_id().expect("a child runs the engine");
     let messages = example_messages();
-    let call = CompressCall {
-        user_message: messages
-            .iter()
-            .rev()
-            .find(|m| m.role == ctxhost_engine_abi::Role::User),
-        ..CompressCall::default()
-    };
+    let call = compress_call(&messages);
     let error = engine.compress(&messages, None, &call).unwrap_err();
     assert!(error.to_string().contains("SIGSEGV"), "{error}");
     assert_eq!(engine.process_id(), None, "the crashed child is gone");
@@ -337,13 +342,7 @@ fn spoiling(spoil: &str, isolation: Isolation) -> (PluginDir, EngineHandle) {
 fn an_isolated_engines_answer_that_breaks_the_contract_is_refused_as_in_process_and_its_process_lives_on() {
     let messages = example_messages();
     let json = ctxhost_engine_abi::messages_to_json(&messages);
-    let call = CompressCall {
-        user_message: messages
-            .iter()
-            .rev()
-            .find(|m| m.role == ctxhost_engine_abi::Role::User),
-        ..CompressCall::default()
-    };
+    let call = compress_call(&messages);
     for spoil in ["drop_system", "drop_last_user", "orphan_result", "empty"] {
         let (_in_tree, mut in_process) = spoiling(spoil, Isolation::InProcess);
         let (_tree, mut isolated) = spoiling(spoil, Isolation::Process);

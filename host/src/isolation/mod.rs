@@ -404,9 +404,10 @@ impl ChildEngine {
     /// `compress`; `json` is the messages' JSON when the caller keeps it, `user_message` the
     /// index of the user's last message in `messages`.
     ///
-    /// A child that serves `compress/unchecked` is sent the context's JSON and returns the
-    /// engine's answer as it came: the engine handle reads and checks it, as for an engine in
-    /// process, and the child does neither a second time. Otherwise `compress`, checked twice.
+    /// The request carries the context's JSON as it is. A child that serves `compress/unchecked`
+    /// returns the engine's answer as it came: the engine handle reads and checks it, as for an
+    /// engine in process, and the child does neither a second time. Otherwise `compress`, whose
+    /// answer the child has checked too.
     pub fn compress(
         &mut self,
         messages: &[Message],
@@ -415,23 +416,18 @@ impl ChildEngine {
         focus_topic: Option<&str>,
         user_message: Option<usize>,
     ) -> Result<Vec<Message>, ChildError> {
-        if !self.unchecked {
-            let compressed: CompressedMessages = self.call(method::COMPRESS, |session| CompressRef {
-                session,
-                messages,
-                current_tokens,
-                focus_topic,
-                user_message,
-            })?;
-            return Ok(compressed.messages);
-        }
         let json = match json {
             Some(json) => std::borrow::Cow::Borrowed(json),
             None => std::borrow::Cow::Owned(messages_to_json(messages)),
         };
+        let unchecked = self.unchecked;
         let compressed = self.call_with(method::COMPRESS, |live, session, deadline| {
             let (head, tail) = compress_params_around(session, current_tokens, focus_topic, user_message);
-            let wire = method::COMPRESS_UNCHECKED;
+            let wire = if unchecked {
+                method::COMPRESS_UNCHECKED
+            } else {
+                method::COMPRESS
+            };
             live.call_json::<Answer<CompressedMessages>>(
                 method::COMPRESS,
                 wire,
@@ -440,7 +436,7 @@ impl ChildEngine {
             )
             .map_err(|failure| match failure {
                 // The child read nothing: an answer that is not messages is the engine's.
-                CallFailure::Unexpected(problem) => {
+                CallFailure::Unexpected(problem) if unchecked => {
                     CallFailure::Unexpected(format!("not a JSON array of messages: {problem}"))
                 }
                 failure => failure,
@@ -513,20 +509,6 @@ impl Drop for ChildEngine {
     }
 }
 
-/// [`CompressParams`](ctxhost_protocol::CompressParams) borrowing the messages, so the context is
-/// not copied to be written.
-#[derive(Serialize)]
-struct CompressRef<'a> {
-    session: String,
-    messages: &'a [Message],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    current_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    focus_topic: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    user_message: Option<usize>,
-}
-
 /// [`MessagesParams`](ctxhost_protocol::MessagesParams) borrowing the messages.
 #[derive(Serialize)]
 struct MessagesRef<'a> {
@@ -534,7 +516,9 @@ struct MessagesRef<'a> {
     messages: &'a [Message],
 }
 
-/// The part of [`Compressed`](ctxhost_protocol::Compressed) the host uses (the child's record is the host's to make again).
+/// The part of [`Compressed`](ctxhost_protocol::Compressed) (and all of
+/// [`Unchecked`](ctxhost_protocol::Unchecked)) the host uses: the child's record is the host's to
+/// make again.
 #[derive(serde::Deserialize)]
 struct CompressedMessages {
     messages: Vec<Message>,

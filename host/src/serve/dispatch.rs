@@ -2,7 +2,8 @@
 //!
 //! Every engine call goes through the host's [`EngineHandle`](crate::engine::EngineHandle), so
 //! an engine's error or panic comes back as an error reply with its kind, and `compress` results
-//! are checked as the replay checks them. A failed call leaves the session as it was.
+//! are checked as the replay checks them (`compress/unchecked` leaves that to its client, the
+//! host's handle on an isolated engine). A failed call leaves the session as it was.
 
 use std::{path::Path, time::Instant};
 
