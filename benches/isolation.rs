@@ -92,8 +92,8 @@ fn compress(c: &mut Criterion) {
     group.sample_size(20);
     for n in [500, 5_000] {
         let messages = support::tool_heavy_conversation(n);
-        // The replay keeps the context's JSON for an in-process plugin; an isolated one writes
-        // its own request.
+        // The replay keeps the context's JSON for a plugin's library, in process or isolated
+        // (`wants_json`): the library reads it, or the request to the child carries it.
         let json = messages_to_json(&messages);
         let call = CompressCall {
             user_message: messages.iter().rev().find(|m| m.role == Role::User),
