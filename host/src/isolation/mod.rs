@@ -38,6 +38,10 @@ use crate::config::{Isolation, IsolationSettings, Settings};
 /// How long a child is given to end its session and exit when the host is done with it.
 const FINISH_GRACE: Duration = Duration::from_secs(5);
 
+/// The address space the child's allocator reserves at a time when it runs under
+/// `address_space_mb` (mimalloc's option; its default is 1 GiB).
+const CHILD_ARENA_RESERVE: &str = "32MiB";
+
 /// How to start a child for one engine.
 #[derive(Clone, Debug)]
 pub struct ChildSpec {
@@ -196,6 +200,12 @@ impl ChildEngine {
     fn spawn(&mut self) -> Result<(), StartError> {
         let mut command = std::process::Command::new(&self.spec.program);
         command.args(&self.spec.args);
+        if self.spec.bounds.limits.address_space_mb.is_some() {
+            // The binary's allocator (mimalloc) reserves 1 GiB of address space up front, which
+            // RLIMIT_AS counts: under a small limit the child could not even open its library.
+            // Reserved in small pieces, the limit counts what the engine allocates.
+            command.env("MIMALLOC_ARENA_RESERVE", CHILD_ARENA_RESERVE);
+        }
         let mut live = LiveChild::spawn(command).map_err(|error| StartError::Spawn {
             program: self.spec.program.display().to_string(),
             error,
