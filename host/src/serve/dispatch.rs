@@ -12,17 +12,12 @@ use ctxhost_protocol::{
     code, method, Answer, CallExtParams, CloseParams, CompactionOutcome, CompactionRecord, CompressParams,
     Compressed, ConfigSource, InitializeParams, Initialized, MessagesParams, OpenParams, Request, RpcError,
     SessionEndParams, SessionParams, SessionStartParams, ShouldCompressParams, SwapParams, ToolCallParams,
-    Unchecked, UpdateModelParams, UsageParams, PROTOCOL_VERSION,
+    UpdateModelParams, UsageParams, PROTOCOL_VERSION,
 };
 use serde::Serialize;
 use serde_json::{value::RawValue, Value};
 
-use super::{
-    session::{LastContext, Session},
-    stdio::Stop,
-    table::SessionTable,
-    watch::Watch,
-};
+use super::{session::Session, stdio::Stop, table::SessionTable, unchecked, watch::Watch};
 use crate::{
     config::Settings,
     engine::{CompressCall, EngineCallError},
@@ -76,7 +71,10 @@ pub fn dispatch(
         return close(request, table).into();
     }
     if name == method::COMPRESS_UNCHECKED {
-        return compress_unchecked(request, table).into();
+        return request
+            .params()
+            .and_then(|params| unchecked::compress_unchecked(params, table))
+            .into();
     }
     session_method(request, table).into()
 }
@@ -388,7 +386,8 @@ fn session_of(request: &Request) -> Result<SessionParams, RpcError> {
     })
 }
 
-fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValue>, RpcError> {
+/// `compress`, checked.
+pub(super) fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValue>, RpcError> {
     session.watch.saw(&params.messages);
     let started = Instant::now();
     let tokens_before = session.tokens.count_messages(&params.messages);
@@ -458,69 +457,6 @@ fn compress(session: &mut Session, params: CompressParams) -> Result<Box<RawValu
     }
 }
 
-/// `compress/unchecked` params: the messages kept as the JSON text they came in.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UncheckedParams<'a> {
-    session: String,
-    #[serde(borrow)]
-    messages: &'a RawValue,
-    #[serde(default)]
-    current_tokens: Option<u64>,
-    #[serde(default, borrow)]
-    focus_topic: Option<std::borrow::Cow<'a, str>>,
-    /// Read for a session with observers, which gets the checked `compress`.
-    #[serde(default)]
-    #[allow(dead_code)]
-    user_message: Option<usize>,
-}
-
-/// `compress/unchecked`: the request's messages handed to the engine as the JSON they came in,
-/// and its answer sent back as it wrote it, for a client that reads and checks it itself (the
-/// host's handle on an isolated engine). Only JSON that would break the reply's line is refused.
-/// A session with observers gets the checked `compress` instead, so that they are told.
-fn compress_unchecked(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
-    let params: UncheckedParams<'_> = request.params()?;
-    let session = table.get_mut(&params.session)?;
-    if !session.watch.is_empty() {
-        let reply = compress(session, request.params()?);
-        session.watch.flush();
-        return reply;
-    }
-    let call = CompressCall {
-        current_tokens: params.current_tokens,
-        focus_topic: params.focus_topic.as_deref(),
-        user_message: None,
-    };
-    let written = session
-        .engine
-        .compress_json(params.messages.get(), &call)
-        .map_err(engine_error)?;
-    let messages = one_line_json(written).map_err(|problem| {
-        let engine = session.engine.name();
-        RpcError::invalid_output(
-            engine,
-            method::COMPRESS,
-            format!("engine `{engine}` returned an invalid result from `compress`: {problem}"),
-        )
-    })?;
-    let unchecked = Unchecked { messages };
-    let reply = answer(session, &unchecked);
-    session.last_messages = LastContext::Json(unchecked.messages);
-    reply
-}
-
-/// `text` as JSON on one line: checked to be JSON, and written again without its line breaks
-/// when it has any (an engine may pretty-print).
-fn one_line_json(text: String) -> Result<Box<RawValue>, String> {
-    let not_json = |error: serde_json::Error| format!("not a JSON array of messages: {error}");
-    if !text.contains('\n') {
-        return RawValue::from_string(text).map_err(not_json);
-    }
-    let value: Value = serde_json::from_str(&text).map_err(not_json)?;
-    Ok(serde_json::value::to_raw_value(&value).expect("a JSON value serialises"))
-}
-
 /// `swap`: the next engine is resolved with the session's settings, told the model, and started
 /// on the same agent session; only then does the old one end its session. A next engine that
 /// cannot be used, or fails to start, is refused and the session keeps its engine.
@@ -560,7 +496,7 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
 }
 
 /// The reply to a session's method: `value` and the counters after the call.
-fn answer<T: Serialize>(session: &Session, value: T) -> Result<Box<RawValue>, RpcError> {
+pub(super) fn answer<T: Serialize>(session: &Session, value: T) -> Result<Box<RawValue>, RpcError> {
     let counters = session.engine.counters().map_err(engine_error)?;
     to_raw(&Answer { value, counters })
 }
@@ -576,7 +512,7 @@ fn to_raw<T: Serialize>(value: &T) -> Result<Box<RawValue>, RpcError> {
 }
 
 /// An engine call's failure as an error reply with the engine error's kind.
-fn engine_error(error: EngineCallError) -> RpcError {
+pub(super) fn engine_error(error: EngineCallError) -> RpcError {
     let message = error.to_string();
     match &error {
         EngineCallError::Failed {
@@ -590,23 +526,5 @@ fn engine_error(error: EngineCallError) -> RpcError {
         EngineCallError::ProcessLost { engine, method, .. } => {
             RpcError::engine_failed(engine, method, &EngineError::other(message.clone()), message)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_unchecked_answer_goes_back_on_one_line_and_one_that_is_not_json_is_refused() {
-        let compact = r#"[{"role":"user","content":"a\nb"}]"#;
-        assert_eq!(one_line_json(compact.to_owned()).unwrap().get(), compact);
-        let pretty = "[\n  {\n    \"role\": \"user\",\n    \"content\": \"a\\nb\"\n  }\n]";
-        assert_eq!(one_line_json(pretty.to_owned()).unwrap().get(), compact);
-        let refused = one_line_json("[{\"role\":".to_owned()).unwrap_err();
-        assert!(
-            refused.starts_with("not a JSON array of messages: EOF while parsing"),
-            "{refused}"
-        );
     }
 }

@@ -4,6 +4,7 @@
 //! - [`session`]: one session (its engine, settings, and what the server remembers of it);
 //! - [`table`]: the open sessions and how they end;
 //! - [`dispatch`]: each method on those sessions;
+//! - [`unchecked`]: `compress/unchecked`, for a client that checks the result itself;
 //! - [`watch`]: a session's observers, told what the calls carry;
 //! - [`stdio`]: the transport (one request a line on stdin, one reply a line on stdout).
 //!
@@ -16,11 +17,13 @@ pub mod dispatch;
 pub mod session;
 pub mod stdio;
 pub mod table;
+pub mod unchecked;
 pub mod watch;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use ctxhost_protocol::{code, Request, Response, RpcError};
+use ctxhost_protocol::{code, method, Id, Request, Response, RpcError};
+use serde_json::value::RawValue;
 
 use crate::config::Settings;
 
@@ -45,38 +48,28 @@ impl Server {
 
     /// Answers one line; `None` for a notification (a request without an id).
     pub fn handle_line(&mut self, line: &str) -> Option<String> {
+        if self.initialized {
+            if let Some((id, params)) = unchecked::read_request(line) {
+                let table = &mut self.table;
+                let reply = contain(method::COMPRESS_UNCHECKED, || {
+                    unchecked::compress_unchecked(params, table).into()
+                })
+                .reply;
+                return Some(respond(id, reply));
+            }
+        }
         let request = match Request::parse(line) {
             Ok(request) => request,
             Err((id, error)) => return Some(Response::error(id, error).to_line()),
         };
         let (base, table, initialized) = (&self.base, &mut self.table, &mut self.initialized);
-        // The engine handle contains engines' panics; this contains the server's own, so that a
-        // bug in one method is one error reply rather than every session lost.
-        let handled = catch_unwind(AssertUnwindSafe(|| {
+        let handled = contain(&request.method, || {
             dispatch::dispatch(&request, base, table, initialized)
-        }))
-        .unwrap_or_else(|panic| dispatch::Handled {
-            reply: Err(RpcError::new(
-                code::INTERNAL_ERROR,
-                format!(
-                    "the server failed in `{}`: {}",
-                    request.method,
-                    panic_message(&panic)
-                ),
-            )),
-            stop: None,
         });
         if handled.stop.is_some() {
             self.stop = handled.stop;
         }
-        let id = request.id?;
-        Some(
-            match handled.reply {
-                Ok(result) => Response::result(Some(id), result),
-                Err(error) => Response::error(Some(id), error),
-            }
-            .to_line(),
-        )
+        Some(respond(request.id?, handled.reply))
     }
 
     /// Why the server stops, once a request asked it to.
@@ -88,6 +81,27 @@ impl Server {
     pub fn end_all(&mut self) -> usize {
         self.table.end_all().sessions_ended
     }
+}
+
+/// Runs one method. The engine handle contains engines' panics; this contains the server's own,
+/// so that a bug in one method is one error reply rather than every session lost.
+fn contain(method: &str, run: impl FnOnce() -> dispatch::Handled) -> dispatch::Handled {
+    catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|panic| dispatch::Handled {
+        reply: Err(RpcError::new(
+            code::INTERNAL_ERROR,
+            format!("the server failed in `{method}`: {}", panic_message(&panic)),
+        )),
+        stop: None,
+    })
+}
+
+/// The reply line to request `id`.
+fn respond(id: Id, reply: Result<Box<RawValue>, RpcError>) -> String {
+    match reply {
+        Ok(result) => Response::result(Some(id), result),
+        Err(error) => Response::error(Some(id), error),
+    }
+    .to_line()
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
