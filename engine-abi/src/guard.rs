@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::{
     ffi::{Counters, EngineBox, EngineError, EngineObject, EngineObject_TO, ErrorKind, HostBox, Usage},
     message::{messages_from_json, messages_to_json},
-    observe::{Fact, EXT_INTERESTS, EXT_OBSERVE, EXT_OBSERVE_IDLE},
+    observe::{Fact, RawFact, EXT_INTERESTS, EXT_OBSERVE, EXT_OBSERVE_IDLE},
     sdk::{CompressRequest, Engine, Host, ModelInfo, SessionInfo},
 };
 
@@ -288,10 +288,10 @@ impl<E: Engine> EngineObject for Guarded<E> {
 
     fn call_ext(&mut self, method: RStr<'_>, request: RStr<'_>) -> RResult<RString, EngineError> {
         guard("call_ext", || {
-            // Facts come often and can be large: read straight into a `Fact`, not a `Value` first.
+            // Facts come often and can be large: handed over as the JSON they are, never read
+            // into a `Value` first (the engine reads them into a `Fact`, or only what it needs).
             if method.as_str() == EXT_OBSERVE {
-                let fact: Fact = parse_json("fact", request.as_str())?;
-                self.engine.observe(&fact)?;
+                self.engine.observe_raw(&RawFact::new(request.as_str()))?;
                 return Ok(RString::from("null"));
             }
             let request: Value = if request.trim().is_empty() {

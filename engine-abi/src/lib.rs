@@ -66,7 +66,7 @@ pub use message::{
     is_image_part, messages_from_json, messages_to_json, part_text, Content, FunctionCall, Message, Role,
     ToolCall,
 };
-pub use observe::{Fact, FactBody, FactKind};
+pub use observe::{Fact, FactBody, FactKind, FactView, RawFact};
 pub use sdk::{
     default_status, CompressRequest, Engine, Host, HostPaths, HostSummary, ModelInfo, SessionInfo,
     SummarizeRequest,

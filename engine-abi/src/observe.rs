@@ -12,11 +12,18 @@
 //! the lifecycle through the contract's own methods only (`update_model`, `on_session_start`,
 //! `update_from_response`, `on_session_reset`, `on_session_end`), which every observer receives
 //! anyway.
+//!
+//! An observer that stores what it is given can read a fact without copying it:
+//! [`Engine::observe_raw`](crate::Engine::observe_raw) hands it the fact's JSON as a [`RawFact`],
+//! whose [`view`](RawFact::view) reads the kind and the session and leaves each message as the
+//! bytes the host wrote.
+
+use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{value::RawValue, Value};
 
-use crate::Message;
+use crate::{EngineError, Message};
 
 /// The `call_ext` name a host delivers one fact with (its request is the [`Fact`] as JSON).
 pub const EXT_OBSERVE: &str = "observe";
@@ -199,6 +206,59 @@ impl FactBody {
     }
 }
 
+/// One fact as the host sent it: its JSON, not read yet.
+///
+/// Added in ctxhost 0.2.1 with [`Engine::observe_raw`](crate::Engine::observe_raw); the host
+/// sends facts as it always did, so nothing changes for either side of an older build.
+#[derive(Clone, Copy, Debug)]
+pub struct RawFact<'a> {
+    json: &'a str,
+}
+
+impl<'a> RawFact<'a> {
+    /// The fact whose JSON is `json`.
+    pub fn new(json: &'a str) -> Self {
+        Self { json }
+    }
+
+    /// The JSON exactly as the host sent it.
+    pub fn json(&self) -> &'a str {
+        self.json
+    }
+
+    /// The whole fact, read into owned values (what [`Engine::observe`](crate::Engine::observe)
+    /// is given). Errors of kind [`crate::ErrorKind::INVALID_INPUT`] say what is wrong with it.
+    pub fn to_fact(&self) -> Result<Fact, EngineError> {
+        serde_json::from_str(self.json).map_err(|error| EngineError::invalid_input(format!("fact: {error}")))
+    }
+
+    /// The fact's kind and session, and the messages it carries, each left as its JSON text: an
+    /// observer that stores messages keeps the bytes it received instead of reading every string
+    /// into a `Message` and writing it out again. Only the JSON's syntax is checked; a message
+    /// is read when the observer reads it.
+    pub fn view(&self) -> Result<FactView<'a>, EngineError> {
+        serde_json::from_str(self.json).map_err(|error| EngineError::invalid_input(format!("fact: {error}")))
+    }
+}
+
+/// What [`RawFact::view`] reads of a fact.
+#[derive(Clone, Debug, Deserialize)]
+#[non_exhaustive]
+pub struct FactView<'a> {
+    /// The session it happened in.
+    #[serde(borrow)]
+    pub session_id: Cow<'a, str>,
+    /// As [`Fact::at_message`].
+    pub at_message: u64,
+    /// What happened.
+    pub kind: FactKind,
+    /// The messages of a [`FactBody::MessagesAppended`] or a [`FactBody::SessionEnded`], each as
+    /// the JSON text the host wrote (`serde_json::from_str(raw.get())` reads one into a
+    /// [`Message`]); empty for the other kinds.
+    #[serde(borrow, default)]
+    pub messages: Vec<&'a RawValue>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +278,50 @@ mod tests {
         assert_eq!(json["messages"][0]["content"], "hi");
         let back: Fact = serde_json::from_value(json).unwrap();
         assert_eq!(back, fact);
+    }
+
+    #[test]
+    fn a_raw_fact_leaves_each_message_as_the_bytes_the_host_wrote() {
+        let messages = vec![
+            Message::user("line one\nline \"two\" é"),
+            Message::tool("c1", "exit 0"),
+        ];
+        let fact = Fact {
+            session_id: "s1".into(),
+            at_message: 7,
+            body: FactBody::MessagesAppended {
+                messages: messages.clone(),
+            },
+        };
+        let json = serde_json::to_string(&fact).unwrap();
+        let raw = RawFact::new(&json);
+        let view = raw.view().unwrap();
+        assert_eq!(
+            (view.session_id.as_ref(), view.at_message, view.kind),
+            ("s1", 7, FactKind::MessagesAppended)
+        );
+        let texts: Vec<&str> = view.messages.iter().map(|raw| raw.get()).collect();
+        let written: Vec<String> = messages
+            .iter()
+            .map(|m| serde_json::to_string(m).unwrap())
+            .collect();
+        assert_eq!(texts, written);
+        assert_eq!(raw.to_fact().unwrap(), fact);
+    }
+
+    #[test]
+    fn a_raw_fact_of_another_kind_has_no_messages_and_a_broken_one_says_so() {
+        let json = r#"{"session_id":"s","at_message":1,"kind":"usage","prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"recorded":true}"#;
+        let view = RawFact::new(json).view().unwrap();
+        assert_eq!(view.kind, FactKind::Usage);
+        assert!(view.messages.is_empty());
+        for broken in [
+            r#"{"session_id":"s","at_message":1,"kind":"messages_appended","messages":[{"#,
+            "{}",
+        ] {
+            let error = RawFact::new(broken).view().unwrap_err();
+            assert!(error.message.starts_with("fact: "), "{}", error.message);
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::{
     ffi::{Counters, EngineError, HostBox, LogLevel, Usage},
-    observe::{Fact, FactKind},
+    observe::{Fact, FactKind, RawFact},
     Message,
 };
 
@@ -375,6 +375,21 @@ pub trait Engine: Send + 'static {
     /// Added in ctxhost 0.2 as the capability [`crate::observe::EXT_OBSERVE`].
     fn observe(&mut self, _fact: &Fact) -> Result<(), EngineError> {
         Ok(())
+    }
+
+    /// [`observe`](Engine::observe) for a fact that crossed the library boundary, given as the
+    /// JSON the host sent. Default: read it into a [`Fact`] and call `observe`, so an engine that
+    /// does not override it sees no difference.
+    ///
+    /// Override it when reading every message into a [`Message`] costs more than the work done
+    /// with it: an engine that stores messages can keep the bytes it received
+    /// ([`RawFact::view`]). A host that links the engine into its own binary still calls
+    /// `observe` with the fact it holds, so `observe` must do the same work.
+    ///
+    /// Added in ctxhost 0.2.1: the host sends the same `observe` call as before, and only the SDK
+    /// routes it here, so neither an older host nor an older plugin notices.
+    fn observe_raw(&mut self, fact: &RawFact<'_>) -> Result<(), EngineError> {
+        self.observe(&fact.to_fact()?)
     }
 
     /// Called on the observer's thread when its queue ran dry: every fact published so far has
