@@ -8,16 +8,16 @@
 //!
 //! The `MESSAGES`-message tool-heavy session (`benches/support.rs`, 1–3 KB tool outputs) is cut
 //! into `messages_appended` facts of `BATCH` messages, written as JSON as the host writes them
-//! (not timed), then read back as the SDK reads them and handed to `Lcm::observe`, into a fresh
-//! SQLite file. Prints the time of each part and the messages stored per second, of wall time and
-//! of this thread's CPU time.
+//! (not timed), then handed to `Lcm::observe_raw` as the plugin receives them (lcm reads them
+//! itself), into a fresh SQLite file. Prints the time of each part and the messages stored per
+//! second, of wall time and of this thread's CPU time.
 
 #[path = "../../benches/support.rs"]
 mod support;
 
 use std::time::Instant;
 
-use ctxhost_engine_abi::{Engine, Fact, FactBody, Host, ModelInfo, SessionInfo};
+use ctxhost_engine_abi::{Engine, Fact, FactBody, Host, ModelInfo, RawFact, SessionInfo};
 use ctxhost_lcm::Lcm;
 use serde_json::json;
 
@@ -56,16 +56,16 @@ fn main() {
         .on_session_start("profile", &SessionInfo::default())
         .expect("the store opens");
 
-    let (mut parsing, mut observing) = (0.0, 0.0);
+    // The host says its queue ran dry before the first fact; from then on lcm groups its writes,
+    // as in the benchmark, where lcm's queue stays full.
+    engine.observe_idle().expect("nothing waits yet");
     let start = Instant::now();
     let cpu = cpu_seconds();
     for json in &facts {
-        let parse = Instant::now();
-        let fact: Fact = serde_json::from_str(json).expect("a fact reads back");
-        let observe = Instant::now();
-        engine.observe(&fact).expect("lcm stores the messages");
-        parsing += (observe - parse).as_secs_f64();
-        observing += observe.elapsed().as_secs_f64();
+        // As the plugin receives a fact: its JSON, read by the engine itself.
+        engine
+            .observe_raw(&RawFact::new(json))
+            .expect("lcm stores the messages");
     }
     let end = Instant::now();
     engine.on_session_end("profile", &[]).expect("the session ends");
@@ -73,11 +73,10 @@ fn main() {
     let total = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu;
     println!(
-        "{count} messages ({:.1} MB of facts) in facts of {batch}: read {:.0} ms, observe {:.0} ms, \
+        "{count} messages ({:.1} MB of facts) in facts of {batch}: observe {:.0} ms (reading included), \
          session end {:.0} ms; {:.0} messages/s, {:.0} per CPU-second",
         bytes as f64 / 1e6,
-        parsing * 1e3,
-        observing * 1e3,
+        (end - start).as_secs_f64() * 1e3,
         ending * 1e3,
         count as f64 / total,
         count as f64 / cpu,

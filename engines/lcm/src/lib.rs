@@ -56,6 +56,7 @@ pub mod assemble;
 pub mod compact;
 mod config;
 mod observing;
+pub mod raw;
 pub mod search;
 pub mod store;
 pub mod synthetic;
@@ -70,7 +71,7 @@ use std::path::{Path, PathBuf};
 
 use ctxhost_engine_abi::{
     default_status, CompressRequest, Counters, Engine, EngineError, Fact, FactBody, FactKind, Host, Message,
-    Role, SessionInfo,
+    RawFact, Role, SessionInfo,
 };
 use ctxhost_engine_kit::tokens;
 use serde_json::{json, Value};
@@ -517,6 +518,16 @@ impl Engine for Lcm {
             } => self.record_compaction(engine, (*tokens_before, *tokens_after), inserted),
             _ => Ok(()),
         }
+    }
+
+    /// Appended messages are stored as the bytes the host sent; every other fact is read whole.
+    fn observe_raw(&mut self, fact: &RawFact<'_>) -> Result<(), EngineError> {
+        let view = fact.view()?;
+        if view.kind != FactKind::MessagesAppended {
+            return self.observe(&fact.to_fact()?);
+        }
+        self.observing = true;
+        self.record_appended_raw(&view.messages)
     }
 
     fn observe_idle(&mut self) -> Result<(), EngineError> {

@@ -15,10 +15,14 @@
 //! the session changes. A quiet session therefore has nothing waiting: the wait is never longer
 //! than the host's own queue. Under an older host every fact is written at once, as before.
 
+use std::borrow::Cow;
+
 use ctxhost_engine_abi::{EngineError, Message};
 use ctxhost_engine_kit::tokens;
+use serde_json::value::RawValue;
 
 use crate::{
+    raw,
     store::{self, NewMessage, ObservedCompaction, StoredRef},
     text, time, Lcm,
 };
@@ -40,15 +44,58 @@ impl Pending {
     }
 }
 
+/// One appended message as lcm was given it.
+enum Appended<'a> {
+    /// Read by the SDK into a `Message` (a host that links lcm, or `observe` called directly).
+    Parsed(&'a Message),
+    /// The JSON text the host sent ([`Lcm::record_appended_raw`]).
+    Raw(&'a RawValue),
+}
+
+impl Appended<'_> {
+    /// The exact JSON stored: the bytes received, or the message written as the host writes it.
+    fn json(&self) -> Cow<'_, str> {
+        match self {
+            Self::Parsed(message) => {
+                Cow::Owned(serde_json::to_string(message).expect("a message serialises"))
+            }
+            Self::Raw(raw) => Cow::Borrowed(raw.get()),
+        }
+    }
+
+    /// The message as far as its search text and token estimate go.
+    fn searchable(&self) -> Result<Cow<'_, Message>, EngineError> {
+        match self {
+            Self::Parsed(message) => Ok(Cow::Borrowed(*message)),
+            Self::Raw(raw) => raw::read_searchable(raw.get())
+                .map(Cow::Owned)
+                .map_err(|error| EngineError::invalid_input(format!("fact: a message: {error}"))),
+        }
+    }
+}
+
 impl Lcm {
     /// Stores the messages the session appended that the store does not hold at their position
     /// (at once, or with the next write when the host tells lcm its queue runs dry).
     pub fn record_appended(&mut self, messages: &[Message]) -> Result<(), EngineError> {
+        self.record(messages.iter().map(Appended::Parsed))
+    }
+
+    /// [`record_appended`](Lcm::record_appended) for messages as the host wrote them (the
+    /// plugin's path, [`ctxhost_engine_abi::RawFact::view`]): each is stored as the bytes
+    /// received, and only what its search text needs is read. The host writes a message exactly
+    /// as `serde_json` writes a `Message`, so both paths store the same bytes, and a store
+    /// filled by one is aligned with by the other.
+    pub fn record_appended_raw(&mut self, messages: &[&RawValue]) -> Result<(), EngineError> {
+        self.record(messages.iter().map(|raw| Appended::Raw(raw)))
+    }
+
+    fn record<'a>(&mut self, messages: impl Iterator<Item = Appended<'a>>) -> Result<(), EngineError> {
         self.load_session()?;
         let now = time::now_ms();
         let mut rows = Vec::new();
         for message in messages {
-            let json = serde_json::to_string(message).expect("a message serialises");
+            let json = message.json();
             let hash = store::hash_json(&json);
             let at = self.session.observed;
             if self
@@ -63,12 +110,19 @@ impl Lcm {
             // A new message, or another one at a position the store knew (the session went
             // differently this time): stored at the end, as a variant, like `ingest` does.
             let seq = (self.session.refs.len() + self.pending.rows.len() + rows.len()) as i64;
+            let searchable = message.searchable()?;
+            let role = searchable.role.as_str();
+            let tokens = tokens::estimate_message_tokens(&searchable).min(u64::from(u32::MAX)) as u32;
+            let search_text = match searchable {
+                Cow::Borrowed(message) => text::search_text(message),
+                Cow::Owned(message) => text::into_search_text(message),
+            };
             rows.push(NewMessage {
                 seq,
-                role: message.role.as_str(),
-                search_text: text::search_text(message),
-                tokens: tokens::estimate_message_tokens(message).min(u64::from(u32::MAX)) as u32,
-                json,
+                role,
+                search_text,
+                tokens,
+                json: json.into_owned(),
                 hash,
                 created_at: now,
             });

@@ -1,12 +1,25 @@
 //! The plain text searched in a message, and snippets of it.
 
-use ctxhost_engine_abi::Message;
+use ctxhost_engine_abi::{Content, Message};
 
 /// What full-text search and regex search see of `message`: its content's text, then each tool
 /// call's name and arguments, one per line. Keys, ids and JSON escapes are left out: they are
 /// noise to a person searching, and indexing them would grow the store.
 pub fn search_text(message: &Message) -> String {
-    let mut text = message.text().into_owned();
+    with_calls(message.text().into_owned(), message)
+}
+
+/// [`search_text`] of a message no longer needed: its text is reused, not copied (a tool output
+/// is most of what lcm stores).
+pub fn into_search_text(mut message: Message) -> String {
+    let text = match std::mem::take(&mut message.content) {
+        Content::Text(text) => text,
+        other => other.text().into_owned(),
+    };
+    with_calls(text, &message)
+}
+
+fn with_calls(mut text: String, message: &Message) -> String {
     for call in message.calls() {
         if !text.is_empty() {
             text.push('\n');
@@ -91,6 +104,13 @@ mod tests {
         let mut message = Message::assistant("running it");
         message.tool_calls = Some(vec![ToolCall::new("c1", "terminal", r#"{"command":"ls"}"#)]);
         assert_eq!(search_text(&message), "running it\nterminal {\"command\":\"ls\"}");
+        assert_eq!(into_search_text(message.clone()), search_text(&message));
+        let mut parts = Message::user("");
+        parts.content = Content::Parts(vec![
+            serde_json::json!({"type": "text", "text": "a"}),
+            serde_json::json!({"type": "text", "text": "b"}),
+        ]);
+        assert_eq!(into_search_text(parts.clone()), "a\nb");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use ctxhost_engine_abi::{Engine, Fact, FactBody, Message, SessionInfo};
+use ctxhost_engine_abi::{Engine, Fact, FactBody, Message, RawFact, SessionInfo, ToolCall};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -84,4 +84,80 @@ fn waiting_appends_are_written_when_too_many_the_session_changes_or_the_engine_g
     lcm.observe(&appended(&messages[2..4])).unwrap();
     drop(lcm);
     assert_eq!(on_disk(dir.path(), "second#reset-1"), jsons(&messages[2..4]));
+}
+
+/// The rows of session `name`, every column but the time, as another connection sees them.
+fn rows_on_disk(dir: &Path, name: &str) -> Vec<(i64, String, String, i64, i64)> {
+    let conn = rusqlite::Connection::open(dir.join("lcm.sqlite")).unwrap();
+    let mut statement = conn
+        .prepare(
+            "SELECT m.seq, m.role, m.json, m.tokens, m.hash FROM messages m JOIN sessions s \
+             ON s.id = m.session_id WHERE s.name = ?1 ORDER BY m.seq",
+        )
+        .unwrap();
+    let rows = statement
+        .query_map([name], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+        })
+        .unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+#[test]
+fn a_fact_read_raw_stores_and_finds_exactly_what_the_parsed_fact_does() {
+    let mut messages = synthetic::conversation(3, 40, 400);
+    let mut call = Message::assistant_calls(vec![ToolCall::new(
+        "c7",
+        "terminal",
+        r#"{"command":"grep -R \"Größe\" src/"}"#,
+    )]);
+    call.extra.insert("reasoning".into(), json!({"summary": ["ÉTÉ-2024"]}));
+    messages.push(call);
+    messages.push(Message::tool("c7", "src/a.rs:3: let größe = 1;\tÉTÉ-2024\n🦀 done"));
+    // As the host sends it: the fact written by serde_json.
+    let fact = serde_json::to_string(&appended(&messages)).unwrap();
+    let (parsed_dir, raw_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut parsed = engine(parsed_dir.path(), 100_000, json!({}));
+    let mut raw = engine(raw_dir.path(), 100_000, json!({}));
+    for lcm in [&mut parsed, &mut raw] {
+        lcm.on_session_start("s", &SessionInfo::default()).unwrap();
+    }
+    parsed.observe(&serde_json::from_str(&fact).unwrap()).unwrap();
+    raw.observe_raw(&RawFact::new(&fact)).unwrap();
+    let stored = rows_on_disk(raw_dir.path(), "s");
+    assert_eq!(stored, rows_on_disk(parsed_dir.path(), "s"));
+    assert_eq!(
+        stored.iter().map(|row| row.2.clone()).collect::<Vec<_>>(),
+        jsons(&messages)
+    );
+    // Matches compared without their time (each store wrote its rows at its own moment).
+    let matches = |lcm: &mut crate::Lcm, arguments: &serde_json::Value| -> Vec<serde_json::Value> {
+        let found = lcm.handle_tool_call("lcm_grep", arguments, None);
+        let mut matches = found["matches"].as_array().cloned().unwrap_or_default();
+        for found in &mut matches {
+            found.as_object_mut().unwrap().retain(|key, _| key != "time");
+        }
+        matches
+    };
+    for (pattern, mode) in [("ÉTÉ-2024", "full_text"), ("größe", "regex"), ("TÉ-20", "regex")] {
+        let arguments = json!({ "pattern": pattern, "mode": mode });
+        let found = matches(&mut raw, &arguments);
+        assert_eq!(found, matches(&mut parsed, &arguments), "{pattern}");
+        assert!(!found.is_empty(), "{pattern}");
+    }
+    // The same messages in the context of lcm as the active engine: aligned, nothing new stored.
+    let context: Vec<Message> = messages.clone();
+    raw.handle_tool_call("lcm_status", &json!({}), Some(&context));
+    assert_eq!(rows_on_disk(raw_dir.path(), "s").len(), messages.len());
+}
+
+#[test]
+fn a_raw_fact_whose_message_is_not_a_message_is_refused_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lcm = engine(dir.path(), 100_000, json!({}));
+    lcm.on_session_start("s", &SessionInfo::default()).unwrap();
+    let fact = r#"{"session_id":"s","at_message":0,"kind":"messages_appended","messages":[{"role":"user","content":"fine"},{"content":"no role"}]}"#;
+    let error = lcm.observe_raw(&RawFact::new(fact)).unwrap_err();
+    assert_eq!(error.message.as_str(), "fact: a message: missing field `role` at line 1 column 21");
+    assert!(on_disk(dir.path(), "s").is_empty());
 }
