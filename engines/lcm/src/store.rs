@@ -473,14 +473,17 @@ impl Store {
         {
             let mut insert = tx.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
             for message in messages {
-                for term in crate::text::terms(&message.search_text) {
-                    if !terms.contains(term.as_ref()) {
-                        insert.execute([term.as_ref()])?;
-                        let term: Box<str> = term.into();
-                        added.push(term.clone());
-                        terms.insert(term);
+                let mut written = Ok(());
+                crate::text::for_each_term(&message.search_text, |term| {
+                    if written.is_ok() && !terms.contains(term) {
+                        written = insert.execute([term]).map(|_| {
+                            let term: Box<str> = term.into();
+                            added.push(term.clone());
+                            terms.insert(term);
+                        });
                     }
-                }
+                });
+                written?;
             }
         }
         if let Err(error) = tx.commit() {

@@ -46,6 +46,41 @@ pub fn terms(text: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
         })
 }
 
+/// Calls `f` with each of [`terms`]`(text)`, in order, allocating nothing.
+///
+/// Every stored message goes through this (the `terms` table is kept up to date on each write), so
+/// ASCII text, nearly all of it, is split byte by byte and lowercased into one reused buffer;
+/// other text goes through [`terms`].
+pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
+    if !text.is_ascii() {
+        return terms(text).for_each(|term| f(&term));
+    }
+    let bytes = text.as_bytes();
+    let mut lowered = String::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        let mut upper = false;
+        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+            upper |= bytes[at].is_ascii_uppercase();
+            at += 1;
+        }
+        let word = &text[start..at];
+        if upper {
+            lowered.clear();
+            lowered.push_str(word);
+            lowered.make_ascii_lowercase();
+            f(&lowered);
+        } else {
+            f(word);
+        }
+    }
+}
+
 /// About `width` characters of `text` around the byte range `start..end`, on character
 /// boundaries, with `…` where it was cut and whitespace runs folded to one space.
 pub fn snippet(text: &str, start: usize, end: usize, width: usize) -> String {
@@ -111,6 +146,22 @@ mod tests {
             serde_json::json!({"type": "text", "text": "b"}),
         ]);
         assert_eq!(into_search_text(parts.clone()), "a\nb");
+    }
+
+    #[test]
+    fn each_term_is_the_same_word_whatever_the_text() {
+        for text in [
+            "Step 12: please FIX issue #112 in src/mod_12.rs",
+            "terminal {\"command\":\"cargo test -p mod_3\"}\nExit code: 1",
+            "Größe: ÉTÉ 3 déjà-vu, ΑΒΓ and ascii",
+            "",
+            "  --  ",
+        ] {
+            let mut each = Vec::new();
+            for_each_term(text, |term| each.push(term.to_owned()));
+            let expected: Vec<String> = terms(text).map(|term| term.into_owned()).collect();
+            assert_eq!(each, expected, "{text}");
+        }
     }
 
     #[test]
