@@ -394,11 +394,13 @@ impl Store {
         conn.pragma_update(None, "page_size", 16_384).map_err(wrap)?;
         // 32 MiB of page cache: full-text index merges during ingestion stay in memory.
         conn.pragma_update(None, "cache_size", -32_768).map_err(wrap)?;
+        // NORMAL in WAL mode: a power loss may drop the last transactions, never corrupt; a killed
+        // process loses nothing committed. Set before WAL mode, so that creating a store does not
+        // switch to WAL under the default (FULL): two fsyncs fewer (strace), a few milliseconds
+        // when the disk is busy.
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
             .map_err(wrap)?;
-        // NORMAL in WAL mode: a power loss may drop the last transactions, never corrupt; a killed
-        // process loses nothing committed.
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", true).map_err(wrap)?;
         migrate(&mut conn).map_err(|error| StoreError {
             message: format!("{}: {}", path.display(), error.message),
