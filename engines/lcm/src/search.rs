@@ -225,24 +225,16 @@ const MAX_PHRASES: usize = 64;
 fn literal_query(literal: &[u8], vocabulary: &mut dyn Vocabulary) -> LiteralQuery {
     // Slots, each with whether it follows the previous one as the next word of the text.
     let mut slots: Vec<(Slot, bool)> = Vec::new();
-    let mut at = 0;
     let mut previous_end = None;
-    while at < literal.len() {
-        if !literal[at].is_ascii_alphanumeric() {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        while at < literal.len() && literal[at].is_ascii_alphanumeric() {
-            at += 1;
-        }
+    for run in text::ascii_word_ranges(literal) {
+        let (start, end) = (run.start, run.end);
         // Bounded by an ASCII separator inside the literal: the run starts (ends) a word.
         let starts_word = start > 0 && literal[start - 1].is_ascii();
-        let ends_word = at < literal.len() && literal[at].is_ascii();
+        let ends_word = end < literal.len() && literal[end].is_ascii();
         // Only ASCII separators since the last run, which ended a word: the next word.
-        let follows = previous_end.is_some_and(|end: usize| literal[end..start].is_ascii()) && starts_word;
-        previous_end = ends_word.then_some(at);
-        let word = String::from_utf8_lossy(&literal[start..at]).to_ascii_lowercase();
+        let follows = previous_end.is_some_and(|last: usize| literal[last..start].is_ascii()) && starts_word;
+        previous_end = ends_word.then_some(end);
+        let word = String::from_utf8_lossy(&literal[start..end]).to_ascii_lowercase();
         let slot = match (starts_word, ends_word) {
             (true, true) => Slot::Words(vec![word]),
             // A prefix query makes FTS5 merge every matching word's whole list before the first

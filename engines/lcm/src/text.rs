@@ -1,5 +1,7 @@
 //! The plain text searched in a message, and snippets of it.
 
+use std::ops::Range;
+
 use ctxhost_engine_abi::{Content, Message};
 
 /// What full-text search and regex search see of `message`: its content's text, then each tool
@@ -55,22 +57,10 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     if !text.is_ascii() {
         return terms(text).for_each(|term| f(&term));
     }
-    let bytes = text.as_bytes();
     let mut lowered = String::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        if !bytes[at].is_ascii_alphanumeric() {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        let mut upper = false;
-        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
-            upper |= bytes[at].is_ascii_uppercase();
-            at += 1;
-        }
-        let word = &text[start..at];
-        if upper {
+    for range in ascii_word_ranges(text.as_bytes()) {
+        let word = &text[range];
+        if word.bytes().any(|byte| byte.is_ascii_uppercase()) {
             lowered.clear();
             lowered.push_str(word);
             lowered.make_ascii_lowercase();
@@ -79,6 +69,21 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
             f(word);
         }
     }
+}
+
+/// The byte ranges of the runs of ASCII letters and digits in `bytes`, in order.
+pub(crate) fn ascii_word_ranges(bytes: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() && !bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+        }
+        let start = at;
+        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+        }
+        (start < at).then_some(start..at)
+    })
 }
 
 /// About `width` characters of `text` around the byte range `start..end`, on character
