@@ -111,9 +111,13 @@ fn a_fact_read_raw_stores_and_finds_exactly_what_the_parsed_fact_does() {
         "terminal",
         r#"{"command":"grep -R \"Größe\" src/"}"#,
     )]);
-    call.extra.insert("reasoning".into(), json!({"summary": ["ÉTÉ-2024"]}));
+    call.extra
+        .insert("reasoning".into(), json!({"summary": ["ÉTÉ-2024"]}));
     messages.push(call);
-    messages.push(Message::tool("c7", "src/a.rs:3: let größe = 1;\tÉTÉ-2024\n🦀 done"));
+    messages.push(Message::tool(
+        "c7",
+        "src/a.rs:3: let größe = 1;\tÉTÉ-2024\n🦀 done",
+    ));
     // As the host sends it: the fact written by serde_json.
     let fact = serde_json::to_string(&appended(&messages)).unwrap();
     let (parsed_dir, raw_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -158,6 +162,9 @@ fn a_raw_fact_whose_message_is_not_a_message_is_refused_and_stores_nothing() {
     lcm.on_session_start("s", &SessionInfo::default()).unwrap();
     let fact = r#"{"session_id":"s","at_message":0,"kind":"messages_appended","messages":[{"role":"user","content":"fine"},{"content":"no role"}]}"#;
     let error = lcm.observe_raw(&RawFact::new(fact)).unwrap_err();
-    assert_eq!(error.message.as_str(), "fact: a message: missing field `role` at line 1 column 21");
+    assert_eq!(
+        error.message.as_str(),
+        "fact: a message: missing field `role` at line 1 column 21"
+    );
     assert!(on_disk(dir.path(), "s").is_empty());
 }
