@@ -25,6 +25,8 @@ use serde_json::{value::RawValue, Value};
 
 use crate::{EngineError, Message};
 
+mod parse;
+
 /// The `call_ext` name a host delivers one fact with (its request is the [`Fact`] as JSON).
 pub const EXT_OBSERVE: &str = "observe";
 
@@ -93,7 +95,10 @@ impl FactKind {
 }
 
 /// One thing that happened in a session, as an observer receives it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Read from JSON in one pass (see `observe/parse.rs`): the keys may come in any order, and
+/// unknown keys are ignored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Fact {
     /// The session it happened in.
     pub session_id: String,
