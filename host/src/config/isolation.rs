@@ -135,6 +135,9 @@ impl Deadlines {
     }
 }
 
+/// The smallest address-space limit a child is given, in MiB.
+pub const MIN_ADDRESS_SPACE_MB: u64 = 128;
+
 /// Resource limits of a child; `None` leaves the limit as the host's.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -179,12 +182,17 @@ impl IsolationSettings {
         if self.crashes_before_detach == 0 {
             return problem("crashes_before_detach".into(), "must be at least 1, got 0".into());
         }
-        // A Rust process maps tens of MiB before it runs any engine code: below this the child
-        // could not even start, which would look like a crash of the engine.
-        if let Some(mb) = self.limits.address_space_mb.filter(|mb| *mb < 64) {
+        // An idle child maps about 87 MiB (the binary, its threads' stacks, the allocator's
+        // first reservation) before it opens a library: below this the library could not be
+        // mapped, which would look like a broken plugin.
+        if let Some(mb) = self
+            .limits
+            .address_space_mb
+            .filter(|mb| *mb < MIN_ADDRESS_SPACE_MB)
+        {
             return problem(
                 "limits.address_space_mb".into(),
-                format!("must be at least 64 (MiB), got {mb}"),
+                format!("must be at least {MIN_ADDRESS_SPACE_MB} (MiB), got {mb}"),
             );
         }
         if self.limits.cpu_seconds == Some(0) {
@@ -244,7 +252,7 @@ mod tests {
             ),
             (
                 "isolation:\n  limits:\n    address_space_mb: 10\n",
-                "/work/config.yaml:3: `isolation.limits.address_space_mb` must be at least 64 (MiB), got 10",
+                "/work/config.yaml:3: `isolation.limits.address_space_mb` must be at least 128 (MiB), got 10",
             ),
         ] {
             assert_eq!(parse(text).unwrap_err().to_string(), expected);
