@@ -14,7 +14,7 @@
 //! method; `compress` also refuses output that breaks the rules of
 //! [`ctxhost_engine_abi::Engine::compress`] ([`check_compacted`]).
 
-use std::{fmt, path::PathBuf};
+use std::{borrow::Cow, fmt, path::PathBuf};
 
 use abi_stable::std_types::{ROption, RStr, RString};
 use ctxhost_engine_abi::{
@@ -591,7 +591,7 @@ impl EngineHandle {
     /// Hands an observer one fact ([`ctxhost_engine_abi::Engine::observe`]): `json` is the fact's
     /// JSON, written once for every observer that receives it; `fact` builds it as data, only for
     /// an engine that takes it so (one linked into the host, or in a child process).
-    pub fn observe(&mut self, json: &str, fact: impl FnOnce() -> Fact) -> CallResult<()> {
+    pub fn observe<'f>(&mut self, json: &str, fact: impl FnOnce() -> Cow<'f, Fact>) -> CallResult<()> {
         match &mut self.reach {
             Reach::Boundary(object) => object
                 .call_ext(RStr::from(EXT_OBSERVE), RStr::from(json))
@@ -599,7 +599,7 @@ impl EngineHandle {
                 .map(drop),
             Reach::Linked(engine) => engine.observe(&fact()),
             Reach::Child(_) => {
-                let request = serde_json::to_value(fact()).expect("facts serialise");
+                let request = serde_json::to_value(&*fact()).expect("facts serialise");
                 return self
                     .through_child("observe", |child| child.call_ext(EXT_OBSERVE, &request))
                     .map(drop);

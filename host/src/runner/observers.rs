@@ -15,6 +15,7 @@
 //!   error, and the session goes on exactly as if it had never been attached.
 
 use std::{
+    borrow::Cow,
     collections::{BTreeSet, VecDeque},
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -436,8 +437,10 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
             Job::Fact(fact) => {
                 let batch = merge_appends(fact, &mut queue, &bundles);
                 let observed = match &batch {
-                    Batch::One(fact) => engine.observe(fact.json(), || fact.fact.clone()),
-                    Batch::Merged(facts) => engine.observe(&merged_json(facts), || merged_fact(facts)),
+                    Batch::One(fact) => engine.observe(fact.json(), || Cow::Borrowed(&fact.fact)),
+                    Batch::Merged(facts) => {
+                        engine.observe(&merged_json(facts), || Cow::Owned(merged_fact(facts)))
+                    }
                 };
                 if observed.is_ok() {
                     shared.facts.fetch_add(batch.count(), Ordering::Relaxed);
