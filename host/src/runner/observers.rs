@@ -523,8 +523,8 @@ fn appended_messages(facts: &[Arc<SharedFact>]) -> impl Iterator<Item = &Message
 }
 
 /// The JSON of one `messages_appended` fact holding the messages of all of `facts`, written from
-/// them in place: copying every message of a merged batch cost the observer's thread as much as
-/// writing it out.
+/// them in place rather than from a merged copy: a batch holds up to [`MAX_BATCH`] messages,
+/// each already copied once for its fact.
 fn merged_json(facts: &[Arc<SharedFact>]) -> String {
     #[derive(Serialize)]
     struct MergedAppends<'a> {
