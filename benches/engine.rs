@@ -23,16 +23,7 @@ use ctxhost::{
 use ctxhost_compressor::Compressor;
 use ctxhost_engine_abi::{messages_to_json, CompressRequest, Engine, Host, Message, ModelInfo};
 
-/// A window small enough that every benchmark transcript is far over the threshold.
-const CONTEXT_LENGTH: u64 = 100_000;
-
-fn model() -> ModelInfo {
-    ModelInfo {
-        model: "bench".into(),
-        context_length: CONTEXT_LENGTH,
-        ..ModelInfo::default()
-    }
-}
+use support::model;
 
 fn compressor_library() -> PathBuf {
     let exe = std::env::current_exe().unwrap();

@@ -24,20 +24,11 @@ use ctxhost::{
     engine::{CompressCall, EngineHandle},
     resolution::builtin_compressor,
 };
-use ctxhost_engine_abi::{Message, ModelInfo, Role};
+use ctxhost_engine_abi::{Message, Role};
 use ctxhost_protocol::{method, Answer, Client, Compressed, EngineInfo, SessionParams};
 use serde_json::json;
 
-/// The window of the engine benchmarks: every transcript here is far over the threshold.
-const CONTEXT_LENGTH: u64 = 100_000;
-
-fn model() -> ModelInfo {
-    ModelInfo {
-        model: "bench".into(),
-        context_length: CONTEXT_LENGTH,
-        ..ModelInfo::default()
-    }
-}
+use support::model;
 
 fn in_process() -> EngineHandle {
     let mut engine = builtin_compressor(&Settings::defaults(std::path::Path::new(".")));

@@ -1,6 +1,6 @@
 //! Synthetic, deterministic tool-heavy conversations for the benchmarks.
 
-use ctxhost_engine_abi::{Message, ToolCall};
+use ctxhost_engine_abi::{Message, ModelInfo, ToolCall};
 
 /// The heavy session and the retention corpus, shared with xtask and the compressor's tests.
 #[allow(unused_imports)] // not every benchmark uses them
@@ -8,6 +8,17 @@ pub use sessions::heavy_session;
 
 #[path = "sessions.rs"]
 pub mod sessions;
+
+/// The engine benchmarks' model: a 100,000-token window, so that every transcript they compact
+/// is far over the threshold.
+#[allow(dead_code)] // used by the engine and serve benchmarks, not by every file that includes this one
+pub fn model() -> ModelInfo {
+    ModelInfo {
+        model: "bench".into(),
+        context_length: 100_000,
+        ..ModelInfo::default()
+    }
+}
 
 /// A conversation of about `n` messages: a system prompt, then turns of a user request, assistant
 /// tool calls with 1–3 KB outputs (shell runs, file reads, searches), and assistant replies.

@@ -287,11 +287,11 @@ fn chain_query(chain: &[&Slot]) -> Vec<String> {
             })
             .collect()
     };
-    let phrases = chain.iter().try_fold(1usize, |count, slot| match slot {
+    let phrase_count = chain.iter().try_fold(1usize, |count, slot| match slot {
         Slot::Words(terms) => count.checked_mul(terms.len()).filter(|&n| n <= MAX_PHRASES),
         _ => Some(count),
     });
-    if chain.len() < 2 || phrases.is_none() {
+    if chain.len() < 2 || phrase_count.is_none() {
         return one_by_one();
     }
     let mut phrases: Vec<String> = vec![String::new()];
