@@ -1,6 +1,6 @@
 //! What observers cost a replay: the 10,000-message tool-heavy JSONL transcript replayed through
-//! the built-in compressor alone, with one observer that asks for no fact (`telemetry` with
-//! `kinds: []`: the lifecycle only), with one and with four observers that receive every fact and
+//! the built-in compressor alone, with one and with four observers that ask for no fact
+//! (`telemetry` with `kinds: []`: the lifecycle only), with one and with four observers that receive every fact and
 //! do nothing with it (the `faulty` test plugin in its `count` mode: each fact still crosses the
 //! library boundary as JSON on the observer's thread), and with lcm observing (every message
 //! stored in a fresh SQLite file). Run with `cargo xtask bench` (figures through
@@ -114,10 +114,11 @@ fn observers(c: &mut Criterion) {
     group.sample_size(10);
     group.warm_up_time(Duration::from_millis(500));
     group.throughput(Throughput::Bytes(bytes));
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         ("none", &[]),
         // Attached, asking for no fact: the lifecycle through the contract's methods only.
         ("idle-1", &["telemetry"]),
+        ("idle-4", &["telemetry", "telemetry", "telemetry", "telemetry"]),
         ("count-1", &["faulty"]),
         ("count-4", &["faulty", "faulty", "faulty", "faulty"]),
         ("lcm", &["lcm"]),

@@ -110,7 +110,9 @@ def show_observers():
     show("replay of 10,000 messages, no observer (ms)", none and none / 1e6, fmt="{:.0f}")
     for label, what, target in [
         ("idle-1", "one observer asking for no fact (lifecycle only)", "target < 1.05x"),
-        ("count-1", "one observer taking every fact, doing nothing", "target < 1.05x"),
+        ("idle-4", "four observers asking for no fact", "target < 1.20x (5% each)"),
+        # Every message crosses the library boundary as JSON: the host writes it, the SDK parses it.
+        ("count-1", "one observer taking every fact, doing nothing", None),
         ("count-4", "four observers taking every fact, doing nothing", None),
         ("lcm", "lcm observing (every message stored)", "target < 2x"),
     ]:
