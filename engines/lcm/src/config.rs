@@ -39,6 +39,10 @@ pub struct LcmConfig {
     pub max_summarizer_calls: u32,
     /// At most this many seconds of summarising per compaction.
     pub max_sweep_seconds: u64,
+    /// `lcm_grep` searches stored messages newest first for about this many milliseconds per
+    /// call; what it has not reached by then, it says, with the `before_id` that continues the
+    /// search (0: each call searches one step and stops).
+    pub grep_budget_ms: u64,
 }
 
 impl Default for LcmConfig {
@@ -56,6 +60,7 @@ impl Default for LcmConfig {
             max_depth: 1,
             max_summarizer_calls: 12,
             max_sweep_seconds: 120,
+            grep_budget_ms: crate::search::GREP_BUDGET_MS,
         }
     }
 }
