@@ -12,7 +12,10 @@
 use std::time::Duration;
 
 use regex::{Regex, RegexBuilder};
-use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{
+    literal::{ExtractKind, Extractor},
+    Class, Hir, HirKind,
+};
 use rusqlite::{params, types::Type, Connection, Row};
 use serde_json::{json, Value};
 
@@ -142,6 +145,7 @@ pub fn regex_prefilter(pattern: &str, vocabulary: &mut dyn Vocabulary) -> Prefil
     let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
         return Prefilter::Scan;
     };
+    let hir = fold_ascii_case(hir);
     let mut best = Prefilter::Scan;
     for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
         let mut extractor = Extractor::new();
@@ -178,6 +182,45 @@ pub fn regex_prefilter(pattern: &str, vocabulary: &mut dyn Vocabulary) -> Prefil
         }
     }
     best
+}
+
+/// `hir` with each class of exactly an ASCII letter's two cases (what `(?i)` makes of a letter)
+/// as the lowercase letter: the index ignores ASCII case, and the literals of `(?i)Error Rollback`
+/// are then one word pair instead of 2^13 spellings, too many for the extractor to list.
+/// Classes that also hold a non-ASCII character (`(?i)k` holds the Kelvin sign) stay classes.
+fn fold_ascii_case(hir: Hir) -> Hir {
+    let pair = |a: u32, b: u32, c: u32, d: u32| {
+        (a == b && c == d)
+            .then(|| char::from_u32(a).zip(char::from_u32(c)))
+            .flatten()
+            .filter(|(upper, lower)| upper.is_ascii_uppercase() && upper.to_ascii_lowercase() == *lower)
+            .map(|(_, lower)| Hir::literal(lower.to_string().into_bytes()))
+    };
+    match hir.into_kind() {
+        HirKind::Class(Class::Unicode(class)) => match class.ranges() {
+            [a, b] => pair(a.start().into(), a.end().into(), b.start().into(), b.end().into()),
+            _ => None,
+        }
+        .unwrap_or_else(|| Hir::class(Class::Unicode(class))),
+        HirKind::Class(Class::Bytes(class)) => match class.ranges() {
+            [a, b] => pair(a.start().into(), a.end().into(), b.start().into(), b.end().into()),
+            _ => None,
+        }
+        .unwrap_or_else(|| Hir::class(Class::Bytes(class))),
+        HirKind::Concat(subs) => Hir::concat(subs.into_iter().map(fold_ascii_case).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(fold_ascii_case).collect()),
+        HirKind::Repetition(mut repetition) => {
+            repetition.sub = Box::new(fold_ascii_case(*repetition.sub));
+            Hir::repetition(repetition)
+        }
+        HirKind::Capture(mut capture) => {
+            capture.sub = Box::new(fold_ascii_case(*capture.sub));
+            Hir::capture(capture)
+        }
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(literal) => Hir::literal(literal.0),
+        HirKind::Look(look) => Hir::look(look),
+    }
 }
 
 /// The stored words, as the regex prefilter asks about them; `None`: too many to narrow anything.
@@ -621,6 +664,11 @@ mod tests {
         assert_eq!(
             prefilter(r"(?i)Staging-\d+"),
             Prefilter::Fts("(\"staging\")".to_owned())
+        );
+        assert_eq!(
+            prefilter(r"(?i) Error: TIMEOUT "),
+            Prefilter::Fts("(\"error timeout\")".to_owned()),
+            "a case-insensitive phrase is one phrase, not one per spelling"
         );
         assert_eq!(prefilter(r".*"), Prefilter::Scan);
         assert_eq!(

@@ -29,11 +29,11 @@ const MIN_WINDOW: i64 = 512;
 
 /// Each window is at most this many times wider than the one before: the cost per id measured on
 /// a narrow window may not hold for a much wider one.
-const GROWTH: i64 = 8;
+const GROWTH: i64 = 16;
 
 /// The share of the time left a window is sized to take, the rest being the error of its
 /// estimate.
-const SAFETY: f64 = 0.75;
+const SAFETY: f64 = 0.85;
 
 /// The deadline is looked at after this many rows.
 const CHECK_EVERY: u64 = 16;
