@@ -421,17 +421,13 @@ pub fn grep(conn: &Connection, query: &Query) -> Result<Found, String> {
         Mode::Regex => {
             let regex = compile_regex(&query.pattern)?;
             if query.scope != Scope::Summaries {
-                let candidates = match regex_prefilter(&query.pattern, &mut StoredWords(conn)) {
-                    Prefilter::Scan => Some(String::new()),
-                    Prefilter::Fts(fts) => Some(fts),
+                let prefilter = regex_prefilter(&query.pattern, &mut StoredWords(conn));
+                let candidates = match &prefilter {
+                    Prefilter::Scan => Some(Candidates::Every),
+                    Prefilter::Fts(fts) => Some(Candidates::Matching(fts)),
                     Prefilter::Nothing => None,
                 };
-                if let Some(fts) = &candidates {
-                    let candidates = if fts.is_empty() {
-                        Candidates::Every
-                    } else {
-                        Candidates::Matching(fts)
-                    };
+                if let Some(candidates) = candidates {
                     reached = grep_messages_regex(conn, query, &regex, candidates, &mut hits, &mut checked)
                         .map_err(sql)?;
                 }
