@@ -92,71 +92,29 @@ pub fn newest_first(
     if top < 1 {
         return Ok(Reached::Everything);
     }
+    let walk = Walk {
+        conn,
+        query,
+        top,
+        newest_stored,
+        deadline,
+    };
     match candidates {
-        Candidates::Every => scan(conn, query, top, newest_stored, deadline, visit),
-        Candidates::Matching(fts) => windows(conn, query, fts, top, newest_stored, deadline, visit),
+        Candidates::Every => walk.scan(visit),
+        Candidates::Matching(fts) => walk.windows(fts, visit),
     }
 }
 
-fn scan(
-    conn: &Connection,
-    query: &Query,
+/// One walk: from `top` down, until `deadline`.
+struct Walk<'a> {
+    conn: &'a Connection,
+    query: &'a Query,
     top: i64,
     newest_stored: i64,
     deadline: Instant,
-    visit: &mut dyn FnMut(&Row<'_>) -> rusqlite::Result<bool>,
-) -> rusqlite::Result<Reached> {
-    let mut statement = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM messages m WHERE m.id <= ?4 AND {FILTERS} ORDER BY m.id DESC"
-    ))?;
-    let mut rows = statement.query(params![query.session, query.since, query.before, top])?;
-    let mut seen = 0u64;
-    while let Some(row) = rows.next()? {
-        if !visit(row)? {
-            return Ok(Reached::Enough);
-        }
-        seen += 1;
-        let id: i64 = row.get(0)?;
-        if seen.is_multiple_of(CHECK_EVERY) && id > 1 && Instant::now() >= deadline {
-            return Ok(Reached::Deadline {
-                newest: top,
-                oldest: id,
-                stored: newest_stored,
-            });
-        }
-    }
-    Ok(Reached::Everything)
 }
 
-/// Whether FTS5 reads `fts` as holding a phrase: a quoted string of more than one word (any
-/// character but a letter or digit may separate words; erring towards yes only costs a
-/// narrower window).
-fn has_phrase(fts: &str) -> bool {
-    let mut quoted = false;
-    let mut word_seen = false;
-    let mut chars = fts.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '"' {
-            if quoted && chars.peek() == Some(&'"') {
-                chars.next();
-                if word_seen {
-                    return true;
-                }
-                continue;
-            }
-            quoted = !quoted;
-            word_seen = false;
-        } else if quoted && !c.is_alphanumeric() && word_seen {
-            return true;
-        } else if quoted && c.is_alphanumeric() {
-            word_seen = true;
-        }
-    }
-    false
-}
-
-/// The next window of ids below `hi` and the order to read it in, or `None` when the time left
-/// does not pay for one.
+/// The next window of ids below the last and the order to read it in.
 struct Plan {
     lo: i64,
     ascending: bool,
@@ -164,95 +122,173 @@ struct Plan {
     reads: i64,
 }
 
-fn windows(
-    conn: &Connection,
-    query: &Query,
-    fts: &str,
-    top: i64,
-    newest_stored: i64,
-    deadline: Instant,
-    visit: &mut dyn FnMut(&Row<'_>) -> rusqlite::Result<bool>,
-) -> rusqlite::Result<Reached> {
-    let mut message = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM messages m WHERE m.id = ?4 AND {FILTERS}"
-    ))?;
-    let phrase = has_phrase(fts);
-    let mut ids = Vec::new();
-    let mut hi = top;
-    let mut width = FIRST_WINDOW;
-    // Seconds per id read, reading and checking included, as the last window cost.
-    let mut cost: Option<f64> = None;
-    // The oldest id FTS5 matched so far: reading upwards, it stops there at the latest.
-    let mut oldest_match = newest_stored + 1;
-    let mut seen = 0u64;
-    let deadline_at = |oldest: i64| Reached::Deadline {
-        newest: top,
-        oldest,
-        stored: newest_stored,
-    };
-    while hi >= 1 {
-        let up = if phrase { oldest_match - hi - 1 } else { 0 };
-        let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64() * SAFETY;
-        let plan = match cost {
-            // A phrase read downwards goes on to the oldest message: the window may as well.
-            None if phrase && up > hi => Some(Plan {
-                lo: 1,
-                ascending: false,
-                reads: hi,
-            }),
-            None => Some(Plan {
-                lo: (hi - width + 1).max(1),
-                ascending: phrase,
-                reads: up + width,
-            }),
-            Some(cost) if phrase && cost * hi as f64 <= left => Some(Plan {
-                lo: 1,
-                ascending: false,
-                reads: hi,
-            }),
-            Some(cost) => {
-                let affordable = (left / cost.max(1e-12)) as i64 - up;
-                width = (width * GROWTH).min(affordable);
-                (width >= MIN_WINDOW).then(|| Plan {
+impl Walk<'_> {
+    /// Out of time, every message from `top` down to `oldest` searched.
+    fn stopped_at(&self, oldest: i64) -> Reached {
+        Reached::Deadline {
+            newest: self.top,
+            oldest,
+            stored: self.newest_stored,
+        }
+    }
+
+    /// Whether to stop after the `seen`th row, `id`, was searched.
+    fn out_of_time(&self, seen: u64, id: i64) -> bool {
+        seen.is_multiple_of(CHECK_EVERY) && id > 1 && Instant::now() >= self.deadline
+    }
+
+    fn scan(&self, visit: &mut dyn FnMut(&Row<'_>) -> rusqlite::Result<bool>) -> rusqlite::Result<Reached> {
+        let (conn, query, top) = (self.conn, self.query, self.top);
+        let mut statement = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages m WHERE m.id <= ?4 AND {FILTERS} ORDER BY m.id DESC"
+        ))?;
+        let mut rows = statement.query(params![query.session, query.since, query.before, top])?;
+        let mut seen = 0u64;
+        while let Some(row) = rows.next()? {
+            if !visit(row)? {
+                return Ok(Reached::Enough);
+            }
+            seen += 1;
+            let id: i64 = row.get(0)?;
+            if self.out_of_time(seen, id) {
+                return Ok(self.stopped_at(id));
+            }
+        }
+        Ok(Reached::Everything)
+    }
+
+    fn windows(
+        &self,
+        fts: &str,
+        visit: &mut dyn FnMut(&Row<'_>) -> rusqlite::Result<bool>,
+    ) -> rusqlite::Result<Reached> {
+        let (conn, query, deadline) = (self.conn, self.query, self.deadline);
+        let mut message = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages m WHERE m.id = ?4 AND {FILTERS}"
+        ))?;
+        let phrase = has_phrase(fts);
+        let mut ids = Vec::new();
+        let mut hi = self.top;
+        let mut width = FIRST_WINDOW;
+        // Seconds per id read, reading and checking included, as the last window cost.
+        let mut cost: Option<f64> = None;
+        // The oldest id FTS5 matched so far: reading upwards, it stops there at the latest.
+        let mut oldest_match = self.newest_stored + 1;
+        let mut seen = 0u64;
+        while hi >= 1 {
+            let up = if phrase { oldest_match - hi - 1 } else { 0 };
+            let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64() * SAFETY;
+            let plan = match cost {
+                // A phrase read downwards goes on to the oldest message: the window may as well.
+                None if phrase && up > hi => Some(Plan {
+                    lo: 1,
+                    ascending: false,
+                    reads: hi,
+                }),
+                None => Some(Plan {
                     lo: (hi - width + 1).max(1),
                     ascending: phrase,
                     reads: up + width,
-                })
-            }
-        };
-        let Some(plan) = plan else {
-            return Ok(deadline_at(hi + 1));
-        };
-        let started = Instant::now();
-        let mut rowids = conn.prepare_cached(if plan.ascending {
+                }),
+                Some(cost) if phrase && cost * hi as f64 <= left => Some(Plan {
+                    lo: 1,
+                    ascending: false,
+                    reads: hi,
+                }),
+                Some(cost) => {
+                    let affordable = (left / cost.max(1e-12)) as i64 - up;
+                    width = (width * GROWTH).min(affordable);
+                    (width >= MIN_WINDOW).then(|| Plan {
+                        lo: (hi - width + 1).max(1),
+                        ascending: phrase,
+                        reads: up + width,
+                    })
+                }
+            };
+            let Some(plan) = plan else {
+                return Ok(self.stopped_at(hi + 1));
+            };
+            let started = Instant::now();
+            let mut rowids = conn.prepare_cached(if plan.ascending {
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY rowid ASC"
         } else {
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY rowid DESC"
         })?;
-        ids.clear();
-        for id in rowids.query_map(params![fts, plan.lo, hi], |row| row.get::<_, i64>(0))? {
-            ids.push(id?);
-        }
-        if plan.ascending {
-            ids.reverse();
-        }
-        if let Some(&oldest) = ids.last() {
-            oldest_match = oldest_match.min(oldest);
-        }
-        for &id in &ids {
-            let mut rows = message.query(params![query.session, query.since, query.before, id])?;
-            if let Some(row) = rows.next()? {
-                if !visit(row)? {
-                    return Ok(Reached::Enough);
+            ids.clear();
+            for id in rowids.query_map(params![fts, plan.lo, hi], |row| row.get::<_, i64>(0))? {
+                ids.push(id?);
+            }
+            if plan.ascending {
+                ids.reverse();
+            }
+            if let Some(&oldest) = ids.last() {
+                oldest_match = oldest_match.min(oldest);
+            }
+            for &id in &ids {
+                let mut rows = message.query(params![query.session, query.since, query.before, id])?;
+                if let Some(row) = rows.next()? {
+                    if !visit(row)? {
+                        return Ok(Reached::Enough);
+                    }
+                }
+                seen += 1;
+                if self.out_of_time(seen, id) {
+                    return Ok(self.stopped_at(id));
                 }
             }
-            seen += 1;
-            if seen.is_multiple_of(CHECK_EVERY) && id > 1 && Instant::now() >= deadline {
-                return Ok(deadline_at(id));
-            }
+            cost = Some(started.elapsed().as_secs_f64() / plan.reads.max(1) as f64);
+            hi = plan.lo - 1;
         }
-        cost = Some(started.elapsed().as_secs_f64() / plan.reads.max(1) as f64);
-        hi = plan.lo - 1;
+        Ok(Reached::Everything)
     }
-    Ok(Reached::Everything)
+}
+
+/// Whether FTS5 reads `fts` as holding a phrase: a quoted string of more than one word (any
+/// character but a letter or digit may separate words). Only speed depends on it: a wrong yes
+/// reads a window upwards that could have been read downwards, and the other way round.
+fn has_phrase(fts: &str) -> bool {
+    let mut quoted = false;
+    // In the current string: a word seen, and something that is not a letter or digit after it.
+    let (mut word, mut gap) = (false, false);
+    let mut chars = fts.chars().peekable();
+    while let Some(c) = chars.next() {
+        // Inside a string, `""` is a quote character, which separates words.
+        if c == '"' && !(quoted && chars.next_if_eq(&'"').is_some()) {
+            quoted = !quoted;
+            (word, gap) = (false, false);
+        } else if quoted && c.is_alphanumeric() {
+            if gap {
+                return true;
+            }
+            word = true;
+        } else if quoted && word {
+            gap = true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_phrase;
+
+    #[test]
+    fn a_phrase_is_a_quoted_string_of_more_than_one_word() {
+        for fts in [
+            r#""error rollback""#,
+            r#""coupon-code""#,
+            r#"("x" OR "a""b")"#,
+            r#""error timeout"*"#,
+        ] {
+            assert!(has_phrase(fts), "{fts}");
+        }
+        for fts in [
+            r#""error" AND "rollback""#,
+            r#"("coupon" OR "coupons")"#,
+            r#""staging"*"#,
+            r#""""x""""#,
+        ] {
+            assert!(!has_phrase(fts), "{fts}");
+        }
+    }
 }
