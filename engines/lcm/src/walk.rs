@@ -84,6 +84,14 @@ pub fn newest_first(
     visit: &mut dyn FnMut(&Row<'_>) -> rusqlite::Result<bool>,
 ) -> rusqlite::Result<Reached> {
     let deadline = Instant::now() + budget;
+    // One read transaction for the whole walk: one snapshot, and one lock taken instead of one
+    // per statement (each candidate is a statement of its own; taking and dropping the lock was
+    // a few `fcntl` and `fstat` calls each time).
+    let _snapshot = if conn.is_autocommit() {
+        Some(conn.unchecked_transaction()?)
+    } else {
+        None
+    };
     let newest_stored: i64 =
         conn.query_row("SELECT coalesce(max(id), 0) FROM messages", [], |row| row.get(0))?;
     let top = query
