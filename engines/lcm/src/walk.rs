@@ -83,7 +83,10 @@ pub fn newest_first(
     budget: Duration,
     visit: &mut dyn FnMut(&Row<'_>) -> rusqlite::Result<bool>,
 ) -> rusqlite::Result<Reached> {
-    let deadline = Instant::now() + budget;
+    // A budget too long to add to the clock is as good as none (a year is already none).
+    let deadline = Instant::now()
+        .checked_add(budget)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 86_400));
     // One read transaction for the whole walk: one snapshot, and one lock taken instead of one
     // per statement (each candidate is a statement of its own; taking and dropping the lock was
     // a few `fcntl` and `fstat` calls each time).
