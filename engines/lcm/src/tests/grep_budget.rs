@@ -222,3 +222,52 @@ fn a_partial_answer_says_how_far_it_searched_and_how_to_go_on() {
         );
     }
 }
+
+#[test]
+fn summaries_come_once_the_messages_are_all_searched_as_in_one_unbounded_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = super::engine(dir.path(), 4_000, json!({ "leaf_chunk_tokens": 600 }));
+    engine
+        .on_session_start("budget", &ctxhost_engine_abi::SessionInfo::default())
+        .unwrap();
+    let (_, compactions) = super::replay(&mut engine, &synthetic::conversation(11, 60, 800));
+    assert!(compactions > 2, "{compactions} compactions");
+    for arguments in [
+        json!({ "pattern": "warehouse", "scope": "both", "limit": 200 }),
+        json!({ "pattern": "[a-z]{5}\\.[a-z]{4}", "scope": "both", "limit": 200 }),
+        json!({ "pattern": "migration", "mode": "full_text", "scope": "both", "limit": 200 }),
+        json!({ "pattern": "[0-9]{4}", "scope": "summaries" }),
+    ] {
+        engine.config.grep_budget_ms = 600_000;
+        let whole = engine.handle_tool_call("lcm_grep", &arguments, None);
+        assert!(whole.get("partial").is_none(), "{whole}");
+        let whole = whole["matches"].as_array().unwrap().clone();
+        assert!(
+            whole.iter().any(|m| m["role"] == "summary"),
+            "{arguments}: no summary found"
+        );
+
+        engine.config.grep_budget_ms = 0;
+        let mut step = arguments.clone();
+        let mut steps = Vec::new();
+        let mut calls = 0;
+        loop {
+            let answer = engine.handle_tool_call("lcm_grep", &step, None);
+            calls += 1;
+            let matches = answer["matches"].as_array().unwrap();
+            if answer.get("partial").is_some() {
+                assert!(matches.iter().all(|m| m["role"] != "summary"), "{answer}");
+            }
+            steps.extend(matches.iter().cloned());
+            match answer.get("next_before_id") {
+                Some(next) => step["before_id"] = next.clone(),
+                None => break,
+            }
+        }
+        assert_eq!(steps, whole, "{arguments} in {calls} calls");
+        assert!(
+            calls > 1 || arguments["scope"] == "summaries",
+            "{arguments}: the messages took one call"
+        );
+    }
+}
