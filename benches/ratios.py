@@ -7,6 +7,7 @@ import sys
 TARGET = pathlib.Path(__file__).resolve().parent.parent / "target"
 ROOT = TARGET / "criterion"
 MEMORY = TARGET / "bench-memory.json"
+LCM = TARGET.parent / ".cache" / "lcm-bench" / "results.json"
 
 
 def mean_ns(*parts):
@@ -191,6 +192,36 @@ def show_memory():
         )
 
 
+def show_lcm_grep():
+    """`lcm_grep` latency from the last `cargo bench -p ctxhost-lcm --bench lcm` (benches/lcm.rs)."""
+    if not LCM.is_file():
+        print(f"\nlcm_grep: n/a ({LCM} not found; run `cargo bench -p ctxhost-lcm --bench lcm`)")
+        return
+    sizes = json.loads(LCM.read_text())["sizes"]
+    print("\nlcm_grep, median call (ms) at " + " / ".join(f"{r['messages']:,}" for r in sizes)
+          + " stored messages; target < 100 ms at 1,000,000")
+    for case, first in enumerate(sizes[0]["grep"]):
+        cells, notes = [], []
+        for r in sizes:
+            figures = r["grep"][case]["figures"]
+            cells.append(f"{figures['ms']:.2f}")
+            if figures["partial"]:
+                end = figures["to_the_end"]
+                notes.append(f"at {r['messages']:,}: partial, {figures['searched']:,} searched; "
+                             f"all in {end['calls']} calls of at most {end['slowest_call_ms']:.0f} ms")
+        million = next((r["grep"][case]["figures"] for r in sizes if r["messages"] == 1_000_000), None)
+        if million is None:
+            verdict = ""
+        elif million["ms"] >= 100:
+            verdict = "MISSED"
+        else:
+            verdict = "under 100 ms, partial" if million["partial"] else "met"
+        label = f"{first['label']}: {first['arguments']['pattern']}"
+        print(f"  {label[:70]:<70} {' / '.join(cells):>26}   {verdict}")
+        for note in notes:
+            print(f"  {'':<70}   {note}")
+
+
 def retention():
     path = ROOT.parent / "bench-retention.json"
     if not path.is_file():
@@ -237,6 +268,10 @@ if __name__ == "__main__":
     if "--retention" in sys.argv:
         retention_table()
         sys.exit(0)
+    if "--lcm" in sys.argv:
+        show_lcm_grep()
+        sys.exit(0)
     main()
+    show_lcm_grep()
     retention()
     retention_table()

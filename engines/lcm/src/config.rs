@@ -6,6 +6,9 @@ use ctxhost_engine_abi::EngineError;
 use serde::Deserialize;
 use serde_json::Value;
 
+/// The longest `lcm.grep_budget_ms`: a tool call that searches longer holds the agent up anyway.
+const MAX_GREP_BUDGET_MS: u64 = 600_000;
+
 /// The engine's settings, from its `lcm:` block. Every key is optional.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default)]
@@ -39,6 +42,10 @@ pub struct LcmConfig {
     pub max_summarizer_calls: u32,
     /// At most this many seconds of summarising per compaction.
     pub max_sweep_seconds: u64,
+    /// `lcm_grep` searches stored messages newest first for about this many milliseconds per
+    /// call; what it has not reached by then, it says, with the `before_id` that continues the
+    /// search (0: each call searches one step and stops).
+    pub grep_budget_ms: u64,
 }
 
 impl Default for LcmConfig {
@@ -56,6 +63,7 @@ impl Default for LcmConfig {
             max_depth: 1,
             max_summarizer_calls: 12,
             max_sweep_seconds: 120,
+            grep_budget_ms: crate::search::GREP_BUDGET_MS,
         }
     }
 }
@@ -100,6 +108,12 @@ impl LcmConfig {
         positive("condensed_target_tokens", self.condensed_target_tokens)?;
         positive("max_summarizer_calls", u64::from(self.max_summarizer_calls))?;
         positive("max_sweep_seconds", self.max_sweep_seconds)?;
+        if self.grep_budget_ms > MAX_GREP_BUDGET_MS {
+            return Err(EngineError::config(format!(
+                "lcm.grep_budget_ms must be at most {MAX_GREP_BUDGET_MS} (ten minutes), got {}",
+                self.grep_budget_ms
+            )));
+        }
         if self.fan_in < 2 {
             return Err(EngineError::config(format!(
                 "lcm.fan_in must be at least 2, got {}",
@@ -132,6 +146,16 @@ mod tests {
         );
         let error = LcmConfig::from_json(&json!({ "fan_in": 1 })).unwrap_err();
         assert!(error.message.as_str().contains("lcm.fan_in"), "{error:?}");
+        let error = LcmConfig::from_json(&json!({ "grep_budget_ms": u64::MAX })).unwrap_err();
+        assert!(
+            error
+                .message
+                .as_str()
+                .starts_with("lcm.grep_budget_ms must be at most"),
+            "{error:?}"
+        );
+        let zero = LcmConfig::from_json(&json!({ "grep_budget_ms": 0 })).unwrap();
+        assert_eq!(zero.grep_budget_ms, 0, "each call searches one step");
     }
 
     #[test]

@@ -57,12 +57,15 @@ pub mod compact;
 mod config;
 mod observing;
 pub mod raw;
+pub mod raw_filter;
 pub mod search;
 pub mod store;
+pub mod stored_text;
 pub mod synthetic;
 pub mod text;
 pub mod time;
 mod tools;
+pub mod walk;
 
 #[cfg(test)]
 mod tests;

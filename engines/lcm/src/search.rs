@@ -6,18 +6,32 @@
 //!   match must contain are extracted from the pattern; the whole words among them become an
 //!   FTS5 query that narrows the candidates, which the regex then checks. A pattern without such
 //!   a word is checked against every message, newest first, stopping at the limit.
+//! - Stored messages are read newest first for a time budget ([`crate::walk`]); a search that
+//!   runs out of time answers what it found and how far it got.
+
+use std::time::Duration;
 
 use regex::{Regex, RegexBuilder};
-use regex_syntax::hir::literal::{ExtractKind, Extractor};
-use rusqlite::{params, Connection};
+use regex_syntax::hir::{
+    literal::{ExtractKind, Extractor},
+    Class, Hir, HirKind,
+};
+use rusqlite::{params, types::Type, Connection, Row};
 use serde_json::{json, Value};
 
-use ctxhost_engine_abi::Message;
+use crate::{
+    raw_filter::RawFilter,
+    store::StoreResult,
+    stored_text, text,
+    walk::{self, Candidates, Reached},
+};
 
-use crate::{store::StoreResult, text};
+/// How long one `lcm_grep` call searches stored messages, by default (`lcm.grep_budget_ms`):
+/// with the answer built after it, under the 100 ms a search of a million messages is held to.
+pub const GREP_BUDGET_MS: u64 = 60;
 
 /// The largest compiled regex, in bytes.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
+pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// Characters of a snippet.
 const SNIPPET_CHARS: usize = 200;
@@ -59,6 +73,10 @@ pub struct Query {
     pub before: Option<i64>,
     /// Only this session (`None`: every session).
     pub session: Option<i64>,
+    /// Only messages with a smaller id (continuing a search that ran out of time).
+    pub before_id: Option<i64>,
+    /// How long to search stored messages before answering with what was found.
+    pub budget: Duration,
 }
 
 /// One match.
@@ -127,6 +145,7 @@ pub fn regex_prefilter(pattern: &str, vocabulary: &mut dyn Vocabulary) -> Prefil
     let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
         return Prefilter::Scan;
     };
+    let hir = fold_ascii_case(hir);
     let mut best = Prefilter::Scan;
     for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
         let mut extractor = Extractor::new();
@@ -163,6 +182,45 @@ pub fn regex_prefilter(pattern: &str, vocabulary: &mut dyn Vocabulary) -> Prefil
         }
     }
     best
+}
+
+/// `hir` with each class of exactly an ASCII letter's two cases (what `(?i)` makes of a letter)
+/// as the lowercase letter: the index ignores ASCII case, and the literals of `(?i)Error Rollback`
+/// are then one word pair instead of 2^13 spellings, too many for the extractor to list.
+/// Classes that also hold a non-ASCII character (`(?i)k` holds the Kelvin sign) stay classes.
+fn fold_ascii_case(hir: Hir) -> Hir {
+    let pair = |a: u32, b: u32, c: u32, d: u32| {
+        (a == b && c == d)
+            .then(|| char::from_u32(a).zip(char::from_u32(c)))
+            .flatten()
+            .filter(|(upper, lower)| upper.is_ascii_uppercase() && upper.to_ascii_lowercase() == *lower)
+            .map(|(_, lower)| Hir::literal(lower.to_string().into_bytes()))
+    };
+    match hir.into_kind() {
+        HirKind::Class(Class::Unicode(class)) => match class.ranges() {
+            [a, b] => pair(a.start().into(), a.end().into(), b.start().into(), b.end().into()),
+            _ => None,
+        }
+        .unwrap_or_else(|| Hir::class(Class::Unicode(class))),
+        HirKind::Class(Class::Bytes(class)) => match class.ranges() {
+            [a, b] => pair(a.start().into(), a.end().into(), b.start().into(), b.end().into()),
+            _ => None,
+        }
+        .unwrap_or_else(|| Hir::class(Class::Bytes(class))),
+        HirKind::Concat(subs) => Hir::concat(subs.into_iter().map(fold_ascii_case).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(fold_ascii_case).collect()),
+        HirKind::Repetition(mut repetition) => {
+            repetition.sub = Box::new(fold_ascii_case(*repetition.sub));
+            Hir::repetition(repetition)
+        }
+        HirKind::Capture(mut capture) => {
+            capture.sub = Box::new(fold_ascii_case(*capture.sub));
+            Hir::capture(capture)
+        }
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(literal) => Hir::literal(literal.0),
+        HirKind::Look(look) => Hir::look(look),
+    }
 }
 
 /// The stored words, as the regex prefilter asks about them; `None`: too many to narrow anything.
@@ -341,27 +399,40 @@ fn any_of(terms: &[String]) -> String {
     format!("({})", terms.join(" OR "))
 }
 
-/// Runs `query` over the store: matches newest first, at most `query.limit`, and how many rows
-/// the regex checked.
-pub fn grep(conn: &Connection, query: &Query) -> Result<(Vec<Hit>, u64), String> {
+/// What a search found, and how far it got.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Matches, newest first, at most the query's limit.
+    pub hits: Vec<Hit>,
+    /// Stored messages a regex was checked against.
+    pub checked: u64,
+    /// How far the search of stored messages got in its budget.
+    pub reached: Reached,
+}
+
+/// Runs `query` over the store: matches newest first, at most `query.limit`. Stored messages are
+/// searched newest first for `query.budget`; summaries only once every message was searched.
+pub fn grep(conn: &Connection, query: &Query) -> Result<Found, String> {
     let mut hits = Vec::new();
     let mut checked = 0u64;
+    let mut reached = Reached::Everything;
     let sql = |error: rusqlite::Error| format!("search failed: {error}");
     match query.mode {
         Mode::Regex => {
             let regex = compile_regex(&query.pattern)?;
             if query.scope != Scope::Summaries {
                 let prefilter = regex_prefilter(&query.pattern, &mut StoredWords(conn));
-                let fts = match &prefilter {
-                    Prefilter::Scan => None,
-                    Prefilter::Fts(fts) => Some(fts.as_str()),
-                    Prefilter::Nothing => Some(""),
+                let candidates = match &prefilter {
+                    Prefilter::Scan => Some(Candidates::Every),
+                    Prefilter::Fts(fts) => Some(Candidates::Matching(fts)),
+                    Prefilter::Nothing => None,
                 };
-                if prefilter != Prefilter::Nothing {
-                    grep_messages_regex(conn, query, &regex, fts, &mut hits, &mut checked).map_err(sql)?;
+                if let Some(candidates) = candidates {
+                    reached = grep_messages_regex(conn, query, &regex, candidates, &mut hits, &mut checked)
+                        .map_err(sql)?;
                 }
             }
-            if query.scope != Scope::Messages && hits.len() < query.limit {
+            if query.scope != Scope::Messages && hits.len() < query.limit && reached == Reached::Everything {
                 grep_summaries(conn, query, Some(&regex), None, &mut hits).map_err(sql)?;
             }
         }
@@ -370,15 +441,19 @@ pub fn grep(conn: &Connection, query: &Query) -> Result<(Vec<Hit>, u64), String>
                 .ok_or_else(|| format!("`{}` holds no word to search for", query.pattern))?;
             let finder = first_word_finder(&query.pattern);
             if query.scope != Scope::Summaries {
-                grep_messages_fts(conn, query, &fts, finder.as_ref(), &mut hits).map_err(sql)?;
+                reached = grep_messages_fts(conn, query, &fts, finder.as_ref(), &mut hits).map_err(sql)?;
             }
-            if query.scope != Scope::Messages && hits.len() < query.limit {
+            if query.scope != Scope::Messages && hits.len() < query.limit && reached == Reached::Everything {
                 grep_summaries(conn, query, finder.as_ref(), Some(&fts), &mut hits).map_err(sql)?;
             }
         }
     }
     hits.truncate(query.limit);
-    Ok((hits, checked))
+    Ok(Found {
+        hits,
+        checked,
+        reached,
+    })
 }
 
 /// Finds the first word of a full-text pattern in a text, for the snippet.
@@ -405,55 +480,46 @@ fn hit_for(id: String, role: String, time: i64, text: &str, finder: Option<&Rege
     }
 }
 
-fn message_text(json: &str) -> String {
-    serde_json::from_str::<Message>(json).map_or_else(|_| json.to_owned(), |m| text::search_text(&m))
+/// The JSON of a row of [`walk::COLUMNS`].
+fn row_json<'r>(row: &'r Row<'_>) -> rusqlite::Result<&'r [u8]> {
+    row.get_ref(3)?
+        .as_bytes()
+        .map_err(|error| rusqlite::Error::FromSqlConversionFailure(3, Type::Text, Box::new(error)))
+}
+
+fn message_hit(row: &Row<'_>, text: &str, finder: Option<&Regex>) -> rusqlite::Result<Hit> {
+    let id: i64 = row.get(0)?;
+    Ok(hit_for(
+        format!("msg_{id}"),
+        row.get(1)?,
+        row.get(2)?,
+        text,
+        finder,
+    ))
 }
 
 fn grep_messages_regex(
     conn: &Connection,
     query: &Query,
     regex: &Regex,
-    prefilter: Option<&str>,
+    candidates: Candidates<'_>,
     hits: &mut Vec<Hit>,
     checked: &mut u64,
-) -> rusqlite::Result<()> {
-    let filters = "(?1 IS NULL OR m.session_id = ?1) AND (?2 IS NULL OR m.created_at >= ?2) \
-                   AND (?3 IS NULL OR m.created_at < ?3)";
-    let sql = match prefilter {
-        Some(_) => format!(
-            "SELECT m.id, m.role, m.created_at, m.json FROM messages_fts f JOIN messages m ON m.id = f.rowid \
-             WHERE messages_fts MATCH ?4 AND {filters} ORDER BY f.rowid DESC"
-        ),
-        None => format!(
-            "SELECT m.id, m.role, m.created_at, m.json FROM messages m WHERE {filters} ORDER BY m.id DESC"
-        ),
-    };
-    let mut statement = conn.prepare_cached(&sql)?;
-    let mut rows = match prefilter {
-        Some(fts) => statement.query(params![query.session, query.since, query.before, fts])?,
-        None => statement.query(params![query.session, query.since, query.before])?,
-    };
-    while let Some(row) = rows.next()? {
-        let json: String = row.get(3)?;
-        // Cheap rejection on the raw JSON first is unsafe (escapes differ), so every candidate
-        // is parsed; the prefilter keeps the candidates few.
+) -> rusqlite::Result<Reached> {
+    let mut text = String::new();
+    let raw = RawFilter::new(&query.pattern);
+    walk::newest_first(conn, query, candidates, query.budget, &mut |row| {
         *checked += 1;
-        let text = message_text(&json);
-        if regex.is_match(&text) {
-            let id: i64 = row.get(0)?;
-            hits.push(hit_for(
-                format!("msg_{id}"),
-                row.get(1)?,
-                row.get(2)?,
-                &text,
-                Some(regex),
-            ));
-            if hits.len() >= query.limit {
-                break;
-            }
+        let json = row_json(row)?;
+        if raw.as_ref().is_some_and(|raw| raw.rules_out(json)) {
+            return Ok(true);
         }
-    }
-    Ok(())
+        stored_text::search_text_into(json, &mut text);
+        if regex.is_match(&text) {
+            hits.push(message_hit(row, &text, Some(regex))?);
+        }
+        Ok(hits.len() < query.limit)
+    })
 }
 
 fn grep_messages_fts(
@@ -462,32 +528,13 @@ fn grep_messages_fts(
     fts: &str,
     finder: Option<&Regex>,
     hits: &mut Vec<Hit>,
-) -> rusqlite::Result<()> {
-    let mut statement = conn.prepare_cached(
-        "SELECT m.id, m.role, m.created_at, m.json FROM messages_fts f JOIN messages m ON m.id = f.rowid \
-         WHERE messages_fts MATCH ?4 AND (?1 IS NULL OR m.session_id = ?1) \
-         AND (?2 IS NULL OR m.created_at >= ?2) AND (?3 IS NULL OR m.created_at < ?3) \
-         ORDER BY f.rowid DESC LIMIT ?5",
-    )?;
-    let mut rows = statement.query(params![
-        query.session,
-        query.since,
-        query.before,
-        fts,
-        query.limit as i64
-    ])?;
-    while let Some(row) = rows.next()? {
-        let id: i64 = row.get(0)?;
-        let json: String = row.get(3)?;
-        hits.push(hit_for(
-            format!("msg_{id}"),
-            row.get(1)?,
-            row.get(2)?,
-            &message_text(&json),
-            finder,
-        ));
-    }
-    Ok(())
+) -> rusqlite::Result<Reached> {
+    let mut text = String::new();
+    walk::newest_first(conn, query, Candidates::Matching(fts), query.budget, &mut |row| {
+        stored_text::search_text_into(row_json(row)?, &mut text);
+        hits.push(message_hit(row, &text, finder)?);
+        Ok(hits.len() < query.limit)
+    })
 }
 
 fn grep_summaries(
@@ -613,6 +660,11 @@ mod tests {
         assert_eq!(
             prefilter(r"(?i)Staging-\d+"),
             Prefilter::Fts("(\"staging\")".to_owned())
+        );
+        assert_eq!(
+            prefilter(r"(?i) Error: TIMEOUT "),
+            Prefilter::Fts("(\"error timeout\")".to_owned()),
+            "a case-insensitive phrase is one phrase, not one per spelling"
         );
         assert_eq!(prefilter(r".*"), Prefilter::Scan);
         assert_eq!(

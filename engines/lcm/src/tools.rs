@@ -3,6 +3,8 @@
 //! JSON in, JSON out. Every bad input (a bad regex, an unknown id, a page past the end, a wrong
 //! type) is a one-line error, `{"error": …}`, never a panic.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use crate::{
@@ -10,6 +12,7 @@ use crate::{
     search::{self, Mode, Query, Scope},
     store::{MessageRow, Store, StoreError, SummaryKind},
     time::{format_iso, parse_time},
+    walk::Reached,
     Lcm,
 };
 
@@ -25,7 +28,7 @@ pub fn schemas() -> Vec<Value> {
     vec![
         json!({
             "name": "lcm_grep",
-            "description": "Search the whole stored history of this conversation, including everything summarised away. Matches come newest first with a snippet and the summary that covers each.",
+            "description": "Search the whole stored history of this conversation, including everything summarised away. Matches come newest first with a snippet and the summary that covers each. Each call searches for a bounded time, newest first; when that is not enough to reach the oldest message, the answer says `partial: true`, how far it searched, and the `next_before_id` that continues the search.",
             "parameters": {
                 "type": "object",
                 "properties": {
@@ -35,7 +38,8 @@ pub fn schemas() -> Vec<Value> {
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT },
                     "since": { "type": ["string", "number"], "description": "Only what was stored at or after this time (ISO 8601 or unix seconds)." },
                     "before": { "type": ["string", "number"], "description": "Only what was stored before this time." },
-                    "all_sessions": { "type": "boolean", "default": false }
+                    "all_sessions": { "type": "boolean", "default": false },
+                    "before_id": { "type": ["string", "integer"], "description": "Only messages older than this msg_… id. A search that runs out of time answers `partial: true` with the matches found so far and `next_before_id`: call again with the same arguments and that before_id to search the older messages." }
                 },
                 "required": ["pattern"]
             }
@@ -142,6 +146,16 @@ fn grep(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult
         .get("all_sessions")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let before_id = match arguments.get("before_id") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            value
+                .as_str()
+                .and_then(parse_message_id)
+                .or_else(|| value.as_i64().filter(|n| *n > 0))
+                .ok_or_else(|| format!("`before_id` must be a message id (msg_<number>), got {value}"))?,
+        ),
+    };
     let query = Query {
         pattern: pattern.to_owned(),
         mode,
@@ -154,20 +168,45 @@ fn grep(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult
         } else {
             Some(session.unwrap_or(-1))
         },
+        before_id,
+        budget: Duration::from_millis(engine.config.grep_budget_ms),
     };
     let store = engine.store().map_err(|error| error.message.to_string())?;
     let started = std::time::Instant::now();
-    let (hits, checked) = search::grep(store.connection(), &query)?;
+    let found = search::grep(store.connection(), &query)?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let matches = search::hits_json(&hits, |id| covering(store, id)).map_err(store_failure)?;
-    Ok(json!({
+    let matches = search::hits_json(&found.hits, |id| covering(store, id)).map_err(store_failure)?;
+    let mut answer = json!({
         "pattern": pattern,
         "mode": if mode == Mode::Regex { "regex" } else { "full_text" },
         "matches": matches,
-        "truncated": hits.len() >= limit,
-        "checked": checked,
+        "truncated": found.hits.len() >= limit,
+        "checked": found.checked,
         "elapsed_ms": elapsed_ms,
-    }))
+    });
+    if let Reached::Deadline {
+        newest,
+        oldest,
+        stored,
+    } = found.reached
+    {
+        let searched = newest - oldest + 1;
+        answer["partial"] = json!(true);
+        answer["searched"] = json!({
+            "newest": format!("msg_{newest}"),
+            "oldest": format!("msg_{oldest}"),
+            "messages": searched,
+            "stored": stored,
+        });
+        answer["next_before_id"] = json!(format!("msg_{oldest}"));
+        answer["note"] = json!(format!(
+            "partial: searched the {searched} stored messages from msg_{newest} down to msg_{oldest} \
+             (of {stored} in the store) in the {} ms budget; call lcm_grep again with the same \
+             arguments and \"before_id\": \"msg_{oldest}\" to search the older ones",
+            query.budget.as_millis()
+        ));
+    }
+    Ok(answer)
 }
 
 /// The chain of summaries covering `id`, from the leaf up: `null` for a message no summary

@@ -1,5 +1,6 @@
 //! The engine in process, over real SQLite files in temporary directories.
 
+mod grep_budget;
 mod observing;
 mod property;
 mod tools;

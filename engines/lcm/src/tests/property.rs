@@ -51,6 +51,27 @@ fn reachable(engine: &mut Lcm, context: &[Message]) -> Vec<(i64, String)> {
     found
 }
 
+/// Every match of `lcm_grep` with `arguments`, calling again with each partial answer's
+/// `next_before_id` until an answer is complete.
+fn grep_to_the_end(engine: &mut Lcm, mut arguments: Value) -> Vec<Value> {
+    let mut matches = Vec::new();
+    for _ in 0..10_000 {
+        let answer = engine.handle_tool_call("lcm_grep", &arguments, None);
+        matches.extend(
+            answer["matches"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{answer}"))
+                .iter()
+                .cloned(),
+        );
+        match answer.get("next_before_id") {
+            Some(next) => arguments["before_id"] = next.clone(),
+            None => return matches,
+        }
+    }
+    panic!("lcm_grep {arguments} never completes")
+}
+
 fn plant_sentinel(messages: &mut [Message], rng: &mut Rng, sentinel: &str) -> usize {
     let at = 1 + rng.below(messages.len() - 1);
     let message = &mut messages[at];
@@ -77,6 +98,8 @@ fn every_message_stays_reachable_and_exact_after_any_number_of_compactions() {
             "leaf_chunk_tokens": 300 + rng.below(3_000),
             "fan_in": 2 + rng.below(4),
             "max_depth": 1 + rng.below(3),
+            // Every other seed answers each lcm_grep call after the least search it makes.
+            "grep_budget_ms": if seed % 2 == 0 { 0 } else { 60 },
         });
         let mut engine = engine(dir.path(), window, config.clone());
         engine.on_session_start("prop", &SessionInfo::default()).unwrap();
@@ -112,11 +135,15 @@ fn every_message_stays_reachable_and_exact_after_any_number_of_compactions() {
             "seed {seed}: an expansion differs from its original"
         );
 
-        for mode in ["regex", "full_text"] {
-            let answer =
-                engine.handle_tool_call("lcm_grep", &json!({ "pattern": sentinel, "mode": mode }), None);
-            let matches = answer["matches"].as_array().unwrap_or_else(|| panic!("{answer}"));
-            assert_eq!(matches.len(), 1, "seed {seed} {mode}: {answer}");
+        // The sentinel as typed, and as a regex with no word to narrow on, which reads every
+        // message: followed through every partial answer.
+        for (pattern, mode) in [
+            (sentinel.clone(), "regex"),
+            (sentinel.clone(), "full_text"),
+            (r"[A-Z]{8}-[0-9]+-[0-9a-f]{4}".to_owned(), "regex"),
+        ] {
+            let matches = grep_to_the_end(&mut engine, json!({ "pattern": pattern, "mode": mode }));
+            assert_eq!(matches.len(), 1, "seed {seed} {pattern} {mode}: {matches:?}");
             let expanded = engine.handle_tool_call("lcm_expand", &json!({ "id": matches[0]["id"] }), None);
             assert_eq!(
                 expanded["json"].as_str().unwrap(),
