@@ -282,7 +282,18 @@ mod tests {
 
     #[test]
     fn lines_are_counted_as_lines_counts_them() {
-        for text in ["", "\n", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n", "\r\n", "a\n\nb\n", "é\r"] {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\r\nb\r\n",
+            "\n\n",
+            "\r\n",
+            "a\n\nb\n",
+            "é\r",
+        ] {
             assert_eq!(count_lines(text), text.lines().count(), "{text:?}");
         }
     }

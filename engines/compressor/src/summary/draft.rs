@@ -165,17 +165,25 @@ impl<'t> Draft<'t> {
                 self.focus_words.iter().any(|word| lower.contains(word.as_str()))
             };
         }
-        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
         // Ties (lines of an earlier summary all have recency 0) go to the later line, which is the
-        // newer one: a short budget drops the oldest carried detail first.
-        order.sort_by_key(|&at| {
-            let candidate = &self.candidates[at];
-            (
-                candidate.tier,
-                Reverse(candidate.recency),
-                Reverse(candidate.display),
-            )
-        });
+        // newer one: a short budget drops the oldest carried detail first. The position breaks
+        // the remaining ties, as a stable sort would, so an unstable sort of whole keys gives the
+        // same order without reading the candidates at every comparison.
+        let mut keyed: Vec<(u8, Reverse<usize>, Reverse<i64>, usize)> = self
+            .candidates
+            .iter()
+            .enumerate()
+            .map(|(at, candidate)| {
+                (
+                    candidate.tier,
+                    Reverse(candidate.recency),
+                    Reverse(candidate.display),
+                    at,
+                )
+            })
+            .collect();
+        keyed.sort_unstable();
+        let order: Vec<usize> = keyed.into_iter().map(|(.., at)| at).collect();
         let mut chosen = Selection {
             picked: vec![false; self.candidates.len()],
             covered: vec![false; self.fact_count],

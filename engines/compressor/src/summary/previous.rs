@@ -135,7 +135,7 @@ impl<'t> Draft<'t> {
             .iter()
             .map(|candidate| candidate.text.as_ref())
             .collect();
-        let mut seen = HashSet::with_hasher(FastHash);
+        let mut seen = HashSet::with_capacity_and_hasher(carried.len(), FastHash);
         let carried: Vec<Carried<'t>> = carried
             .into_iter()
             .filter(|line| {
