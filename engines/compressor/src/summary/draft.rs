@@ -264,33 +264,29 @@ impl Selection {
 }
 
 fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
-    let mut out = String::new();
-    for section in Section::ALL {
+    // The chosen lines by section, in one pass; written straight into the summary (a string per
+    // item, then joined, cost as much as choosing them).
+    let mut by_section: [Vec<&Candidate<'_>>; Section::ALL.len()] = Default::default();
+    let mut length = 0;
+    for (candidate, _) in candidates.iter().zip(picked).filter(|(_, picked)| **picked) {
+        by_section[candidate.section.index()].push(candidate);
+        length += candidate.text.len() + 8;
+    }
+    let mut out = String::with_capacity(length + 512);
+    for (section, items) in Section::ALL.into_iter().zip(&mut by_section) {
         if section == Section::Done {
             out.push_str("## Progress\n");
         }
         out.push_str(section.heading());
         out.push('\n');
-        let mut items: Vec<&Candidate<'_>> = candidates
-            .iter()
-            .zip(picked)
-            .filter(|(candidate, picked)| **picked && candidate.section == section)
-            .map(|(candidate, _)| candidate)
-            .collect();
         items.sort_by_key(|candidate| (candidate.group, candidate.display));
         if items.is_empty() {
             out.push_str("- ");
             out.push_str(NONE_ITEM);
             out.push('\n');
         }
-        let mut at = 0;
-        while at < items.len() {
-            let group = items[at].group;
-            let end = items[at..]
-                .iter()
-                .position(|item| item.group != group)
-                .map_or(items.len(), |n| at + n);
-            let members = &items[at..end];
+        for members in items.chunk_by(|a, b| a.group == b.group) {
+            let group = members[0].group;
             match group {
                 Group::None => {
                     for item in members {
@@ -301,24 +297,33 @@ fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
                 }
                 _ if group.inline() => {
                     let quote = if group == Group::Names { "`" } else { "" };
-                    let joined: Vec<String> = members
-                        .iter()
-                        .map(|item| format!("{quote}{}{quote}", item.text))
-                        .collect();
-                    out.push_str(&format!("- {} {}\n", group.label(), joined.join(", ")));
+                    out.push_str("- ");
+                    out.push_str(group.label());
+                    out.push(' ');
+                    for (at, item) in members.iter().enumerate() {
+                        if at > 0 {
+                            out.push_str(", ");
+                        }
+                        out.push_str(quote);
+                        out.push_str(&item.text);
+                        out.push_str(quote);
+                    }
+                    out.push('\n');
                 }
                 _ => {
-                    out.push_str(&format!("- {}\n", group.label()));
+                    out.push_str("- ");
+                    out.push_str(group.label());
+                    out.push('\n');
+                    let quote = if group == Group::Commands { "`" } else { "" };
                     for item in members {
-                        if group == Group::Commands {
-                            out.push_str(&format!("  - `{}`\n", item.text));
-                        } else {
-                            out.push_str(&format!("  - {}\n", item.text));
-                        }
+                        out.push_str("  - ");
+                        out.push_str(quote);
+                        out.push_str(&item.text);
+                        out.push_str(quote);
+                        out.push('\n');
                     }
                 }
             }
-            at = end;
         }
         if !matches!(section, Section::Done | Section::InProgress) {
             out.push('\n');
