@@ -4,7 +4,7 @@
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
 use super::sections::{Section, NONE_ITEM, TEMPLATE_HEADINGS};
-use crate::scan::FastMap;
+use crate::scan::{FastHash, FastMap};
 
 /// Sub-lists of a section: the files of Relevant Files by what was done to them, the kinds of
 /// Critical Context. Identifiers are listed compactly, comma-separated, one list per kind: a
@@ -112,13 +112,15 @@ pub(super) struct Draft<'t> {
 /// Shortest cut of an item that must be kept.
 const MIN_ALWAYS_CHARS: usize = 80;
 impl<'t> Draft<'t> {
-    pub(super) fn new(fact_count: usize, focus_words: Vec<String>) -> Self {
+    /// A draft for `fact_count` facts, with room for `lines` candidates: the list is large (a line
+    /// for each fact), and growing it copied it into fresh memory at every doubling.
+    pub(super) fn new(fact_count: usize, lines: usize, focus_words: Vec<String>) -> Self {
         Self {
-            candidates: Vec::new(),
+            candidates: Vec::with_capacity(lines),
             fact_count,
             focus_words,
             resolved: HashSet::new(),
-            fact_candidates: FastMap::default(),
+            fact_candidates: FastMap::with_capacity_and_hasher(fact_count, FastHash),
         }
     }
 

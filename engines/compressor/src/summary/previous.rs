@@ -143,6 +143,7 @@ impl<'t> Draft<'t> {
             })
             .collect();
         drop(new);
+        self.candidates.reserve(carried.len());
         for line in carried {
             // One tier below new lines of the same kind: when the budget is short, what the
             // earlier summary already condensed gives way before the new middle's facts (the goal,
