@@ -411,4 +411,17 @@ mod properties {
         }
         assert!(read > 100_000, "only {read} bytes of examples");
     }
+
+    /// Every extension and extensionless file name the reference knew, and near misses.
+    #[test]
+    fn the_fused_classifier_knows_the_reference_file_names() {
+        let mut texts: Vec<String> = super::FILE_NAMES.iter().map(|name| (*name).to_owned()).collect();
+        for ext in super::FILE_EXTENSIONS {
+            texts.extend([format!("app.{ext}"), format!("app.{ext}x"), format!("app.x{ext}")]);
+        }
+        texts.extend(["Makefiles", "Dockerfil", "a.YAML", "a.Py"].map(str::to_owned));
+        for text in texts {
+            assert_eq!(fused(&text), reference(&text), "{text}");
+        }
+    }
 }
