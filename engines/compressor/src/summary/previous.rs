@@ -130,9 +130,16 @@ impl<'t> Draft<'t> {
     fn add_carried(&mut self, facts: &Facts<'t>, carried: Vec<Carried<'t>>) {
         // Lines the new candidates or facts already say, and repeats, are left out (borrowed
         // texts and the fast hash: copying every candidate's text cost more than the rest).
+        // A line listing a fact as it reads is found by the facts' own map: only the other lines
+        // (requests, actions, a long command's cut) are gathered here.
         let new: HashSet<&str, FastHash> = self
             .candidates
             .iter()
+            .filter(|candidate| {
+                candidate
+                    .fact
+                    .is_none_or(|id| facts.facts[id].text.as_ref() != candidate.text.as_ref())
+            })
             .map(|candidate| candidate.text.as_ref())
             .collect();
         let mut seen = HashSet::with_capacity_and_hasher(carried.len(), FastHash);
