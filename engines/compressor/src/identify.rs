@@ -226,7 +226,7 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
 }
 
 /// `token` without the punctuation that surrounds identifiers in prose and markdown.
-fn trim_token(token: &str) -> &str {
+pub(crate) fn trim_token(token: &str) -> &str {
     let bytes = token.as_bytes();
     let mut start = 0;
     let mut end = bytes.len();
@@ -240,13 +240,13 @@ fn trim_token(token: &str) -> &str {
 }
 
 /// Where `://` starts in `token`.
-fn find_scheme_end(token: &str) -> Option<usize> {
+pub(crate) fn find_scheme_end(token: &str) -> Option<usize> {
     let bytes = token.as_bytes();
     let colon = bytes.iter().position(|&byte| byte == b':')?;
     bytes[colon..].starts_with(b"://").then_some(colon)
 }
 
-fn is_digits(text: &str) -> bool {
+pub(crate) fn is_digits(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit())
 }
 
@@ -276,7 +276,7 @@ fn is_version(token: &str) -> bool {
 }
 
 /// A commit or content hash: 7–64 lowercase hex digits with both a digit and a letter.
-fn is_hash(token: &str) -> bool {
+pub(crate) fn is_hash(token: &str) -> bool {
     (7..=64).contains(&token.len())
         && token
             .bytes()
