@@ -2,80 +2,170 @@
 //! token at a time.
 //!
 //! Hand-written rather than one regex per kind: classification runs on every token the scan meets,
-//! and most tokens are plain words rejected after a single pass over their bytes.
+//! and most tokens are rejected by the shape the scanner gathered while finding them, without
+//! reading their bytes again.
 
 use crate::summary::facts::FactKind;
 
-/// Extensions that make a bare word a file name, sorted for a binary search.
-const FILE_EXTENSIONS: &[&str] = &[
-    "bash", "c", "cc", "cfg", "cjs", "conf", "cpp", "cs", "css", "csv", "db", "diff", "dll", "env", "ex",
-    "exs", "go", "gradle", "gz", "h", "hpp", "hs", "html", "ini", "ipynb", "java", "jpg", "js", "json",
-    "jsonl", "jsx", "kt", "lock", "log", "lua", "md", "mjs", "ml", "nix", "patch", "pdf", "php", "png",
-    "proto", "py", "pyi", "rb", "rs", "scala", "scss", "sh", "so", "sql", "sqlite", "svelte", "svg", "swift",
-    "tf", "toml", "ts", "tsx", "txt", "vue", "wasm", "whl", "xml", "yaml", "yml", "zip", "zsh",
-];
-
+/// Whether `ext` is an extension that makes a bare word a file name. A `match` rather than a
+/// binary search of a sorted list: the compiler switches on the length and the bytes, where the
+/// search compared whole strings at every step.
 fn is_file_extension(ext: &str) -> bool {
-    FILE_EXTENSIONS.binary_search(&ext).is_ok()
+    matches!(
+        ext,
+        "bash"
+            | "c"
+            | "cc"
+            | "cfg"
+            | "cjs"
+            | "conf"
+            | "cpp"
+            | "cs"
+            | "css"
+            | "csv"
+            | "db"
+            | "diff"
+            | "dll"
+            | "env"
+            | "ex"
+            | "exs"
+            | "go"
+            | "gradle"
+            | "gz"
+            | "h"
+            | "hpp"
+            | "hs"
+            | "html"
+            | "ini"
+            | "ipynb"
+            | "java"
+            | "jpg"
+            | "js"
+            | "json"
+            | "jsonl"
+            | "jsx"
+            | "kt"
+            | "lock"
+            | "log"
+            | "lua"
+            | "md"
+            | "mjs"
+            | "ml"
+            | "nix"
+            | "patch"
+            | "pdf"
+            | "php"
+            | "png"
+            | "proto"
+            | "py"
+            | "pyi"
+            | "rb"
+            | "rs"
+            | "scala"
+            | "scss"
+            | "sh"
+            | "so"
+            | "sql"
+            | "sqlite"
+            | "svelte"
+            | "svg"
+            | "swift"
+            | "tf"
+            | "toml"
+            | "ts"
+            | "tsx"
+            | "txt"
+            | "vue"
+            | "wasm"
+            | "whl"
+            | "xml"
+            | "yaml"
+            | "yml"
+            | "zip"
+            | "zsh"
+    )
 }
 
-/// Names that are files without an extension.
-const FILE_NAMES: &[&str] = &[
-    "Makefile",
-    "Dockerfile",
-    "Gemfile",
-    "Rakefile",
-    "Justfile",
-    "Procfile",
-];
-
-/// What a token is made of, from one pass over its bytes.
-#[derive(Default)]
-struct Shape {
-    slash: bool,
-    dot: bool,
-    colon: bool,
-    hash: bool,
-    at_or_dash: bool,
-    equals: bool,
-    digit: bool,
-    /// Every byte is `0-9a-f`.
-    hex: bool,
+/// Whether `token` names a file that has no extension.
+fn is_file_name(token: &str) -> bool {
+    matches!(
+        token,
+        "Makefile" | "Dockerfile" | "Gemfile" | "Rakefile" | "Justfile" | "Procfile"
+    )
 }
+
+/// What a token is made of: which identifier punctuation and digits it holds, and whether it is
+/// all lowercase hex. The scanner builds it while finding the token (`scan::for_each_token`), one
+/// table lookup per byte, so that most tokens are rejected without reading their bytes again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Shape(u16);
 
 impl Shape {
-    fn of(token: &str) -> Self {
-        let mut shape = Shape {
-            hex: true,
-            ..Shape::default()
+    const SLASH: u16 = 1;
+    const DOT: u16 = 1 << 1;
+    const COLON: u16 = 1 << 2;
+    const HASH: u16 = 1 << 3;
+    const AT_OR_DASH: u16 = 1 << 4;
+    const EQUALS: u16 = 1 << 5;
+    const DIGIT: u16 = 1 << 6;
+    /// A byte outside `0-9a-f`.
+    const NOT_HEX: u16 = 1 << 7;
+    /// The bytes only identifiers carry: path and URL punctuation, `#`, `@`, `=`, digits.
+    const MARKS: u16 =
+        Self::SLASH | Self::DOT | Self::COLON | Self::HASH | Self::AT_OR_DASH | Self::EQUALS | Self::DIGIT;
+    const PUNCTUATION: u16 = Self::MARKS & !Self::DIGIT;
+
+    /// What one byte adds to a token's shape.
+    pub(crate) const fn of_byte(byte: u8) -> Self {
+        let mark = match byte {
+            b'/' => Self::SLASH,
+            b'.' => Self::DOT,
+            b':' => Self::COLON,
+            b'#' => Self::HASH,
+            b'@' | b'-' => Self::AT_OR_DASH,
+            b'=' => Self::EQUALS,
+            b'0'..=b'9' => Self::DIGIT,
+            _ => 0,
         };
-        for &byte in token.as_bytes() {
-            match byte {
-                b'/' => shape.slash = true,
-                b'.' => shape.dot = true,
-                b':' => shape.colon = true,
-                b'#' => shape.hash = true,
-                b'@' | b'-' => shape.at_or_dash = true,
-                b'=' => shape.equals = true,
-                b'0'..=b'9' => shape.digit = true,
-                _ => {}
-            }
-            shape.hex &= matches!(byte, b'0'..=b'9' | b'a'..=b'f');
-        }
-        shape
+        let hex = matches!(byte, b'0'..=b'9' | b'a'..=b'f');
+        Self(mark | if hex { 0 } else { Self::NOT_HEX })
+    }
+
+    /// The shape of a whole token.
+    #[cfg(test)]
+    pub(crate) fn of(token: &str) -> Self {
+        Self(token.bytes().fold(0, |bits, byte| bits | Self::of_byte(byte).0))
+    }
+
+    pub(crate) const fn bits(self) -> u16 {
+        self.0
+    }
+
+    /// The shape made of `bits` (from [`bits`](Self::bits), or'ed together; others are ignored).
+    pub(crate) const fn from_bits(bits: u16) -> Self {
+        Self(bits & (Self::MARKS | Self::NOT_HEX))
+    }
+
+    /// Holds a digit or identifier punctuation.
+    pub(crate) const fn is_marked(self) -> bool {
+        self.0 & Self::MARKS != 0
+    }
+
+    fn has(self, bit: u16) -> bool {
+        self.0 & bit != 0
     }
 }
 
-/// The kind of identifier `token` is, and the part of it to keep.
-pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
-    let shape = Shape::of(token);
+/// The kind of identifier `token` is, and the part of it to keep; `shape` is the token's (as
+/// [`Shape::of`] gives it).
+pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &str)> {
+    let has = |bit| shape.has(bit);
     // Most tokens are plain words: reject them before any real work.
-    let plain = !(shape.slash || shape.dot || shape.colon || shape.hash || shape.at_or_dash || shape.equals);
-    if plain {
+    if !has(Shape::PUNCTUATION) {
         let capitalised = token.as_bytes().first().is_some_and(u8::is_ascii_uppercase);
-        return if shape.hex && shape.digit && is_hash(token) {
+        return if !has(Shape::NOT_HEX) && has(Shape::DIGIT) && is_hash(token) {
             Some((FactKind::Hash, token))
-        } else if capitalised && FILE_NAMES.contains(&token) {
+        } else if capitalised && is_file_name(token) {
             Some((FactKind::Path, token))
         } else {
             None
@@ -85,7 +175,7 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
     if token.len() < 3 || token.len() > 300 {
         return None;
     }
-    if shape.colon {
+    if has(Shape::COLON) {
         if let Some(scheme_end) = find_scheme_end(token) {
             let scheme = &token[..scheme_end];
             let known = matches!(
@@ -95,16 +185,16 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
             return (known && token.len() > scheme_end + 4).then_some((FactKind::Url, token));
         }
     }
-    if shape.dot && token.starts_with("www.") && token.len() > 7 {
+    if has(Shape::DOT) && token.starts_with("www.") && token.len() > 7 {
         return Some((FactKind::Url, token));
     }
     // `--manifest-path=a/b.toml`: the value is what matters.
-    let token = if shape.equals {
+    let token = if has(Shape::EQUALS) {
         token.rsplit_once('=').map_or(token, |(_, value)| value)
     } else {
         token
     };
-    if shape.hash {
+    if has(Shape::HASH) {
         if let Some(number) = token.strip_prefix('#') {
             return (is_digits(number) && number.len() <= 7).then_some((FactKind::Issue, token));
         }
@@ -112,22 +202,23 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
             return (repository.contains('/') && is_digits(number)).then_some((FactKind::Issue, token));
         }
     }
-    if shape.digit && shape.dot && is_version(token) {
+    let digit_and_dot = has(Shape::DIGIT) && has(Shape::DOT);
+    if digit_and_dot && is_version(token) {
         return Some((FactKind::Version, token));
     }
-    if shape.digit && shape.colon {
+    if has(Shape::DIGIT) && has(Shape::COLON) {
         let hex = token.rsplit_once(':').map_or(token, |(_, hex)| hex);
         if is_hash(hex) {
             return Some((FactKind::Hash, hex));
         }
     }
-    if shape.slash || shape.dot {
+    if has(Shape::SLASH) || has(Shape::DOT) {
         if let Some(path) = as_path(token) {
             return Some((FactKind::Path, path));
         }
     }
     // `pytest-7.4.0`, `serde@1.0.210`: a name with its version.
-    if shape.digit && shape.dot && shape.at_or_dash {
+    if digit_and_dot && has(Shape::AT_OR_DASH) {
         let (name, version) = token.rsplit_once(['-', '@'])?;
         return (!name.is_empty() && is_version(version)).then_some((FactKind::Version, token));
     }
@@ -135,7 +226,7 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
 }
 
 /// `token` without the punctuation that surrounds identifiers in prose and markdown.
-fn trim_token(token: &str) -> &str {
+pub(crate) fn trim_token(token: &str) -> &str {
     let bytes = token.as_bytes();
     let mut start = 0;
     let mut end = bytes.len();
@@ -149,33 +240,43 @@ fn trim_token(token: &str) -> &str {
 }
 
 /// Where `://` starts in `token`.
-fn find_scheme_end(token: &str) -> Option<usize> {
+pub(crate) fn find_scheme_end(token: &str) -> Option<usize> {
     let bytes = token.as_bytes();
     let colon = bytes.iter().position(|&byte| byte == b':')?;
     bytes[colon..].starts_with(b"://").then_some(colon)
 }
 
-fn is_digits(text: &str) -> bool {
+pub(crate) fn is_digits(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit())
 }
 
 /// `v1.2`, `1.2.3`, `v0.11.3-beta.1`, `2.0.0+build`: two parts with a `v`, three without.
 fn is_version(token: &str) -> bool {
-    let (prefixed, rest) = match token.strip_prefix(['v', 'V']) {
-        Some(rest) => (true, rest),
-        None => (false, token),
+    let (prefixed, rest) = match token.as_bytes() {
+        [b'v' | b'V', rest @ ..] => (true, rest),
+        bytes => (false, bytes),
     };
-    let core = rest.split(['-', '+']).next().unwrap_or("");
-    let parts = core.split('.').count();
-    let numeric = core.split('.').all(is_digits);
-    let suffix_ok = rest[core.len()..]
-        .bytes()
-        .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'+' | b'.'));
-    numeric && suffix_ok && (parts >= 3 || (prefixed && parts == 2))
+    // The core (up to a `-` or `+`) is numbers joined by dots, none of them empty.
+    let core_end = rest
+        .iter()
+        .position(|&byte| matches!(byte, b'-' | b'+'))
+        .unwrap_or(rest.len());
+    let (mut parts, mut digits) = (1, 0);
+    for &byte in &rest[..core_end] {
+        match byte {
+            b'0'..=b'9' => digits += 1,
+            b'.' if digits > 0 => (parts, digits) = (parts + 1, 0),
+            _ => return false,
+        }
+    }
+    let suffix_ok = rest[core_end..]
+        .iter()
+        .all(|&byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'+' | b'.'));
+    digits > 0 && suffix_ok && (parts >= 3 || (prefixed && parts == 2))
 }
 
 /// A commit or content hash: 7–64 lowercase hex digits with both a digit and a letter.
-fn is_hash(token: &str) -> bool {
+pub(crate) fn is_hash(token: &str) -> bool {
     (7..=64).contains(&token.len())
         && token
             .bytes()
@@ -185,6 +286,9 @@ fn is_hash(token: &str) -> bool {
 }
 
 /// The path in `token` (without a `:line:column` suffix), when it is one.
+///
+/// One pass over the path's bytes gathers what the rules ask about: the scan meets a candidate
+/// path in most lines of a log.
 fn as_path(token: &str) -> Option<&str> {
     // `src/app.py:42`, `src/app.py:42:5`, `docs/a.md:40:text` (grep): the path before the line.
     let path = match token.split_once(':') {
@@ -192,27 +296,39 @@ fn as_path(token: &str) -> Option<&str> {
         Some(_) => return None,
         None => token,
     };
-    let allowed = |byte: u8| {
-        byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.' | b'/' | b'~' | b'@' | b'+')
-    };
-    if path.len() < 3 || !path.bytes().all(allowed) || !path.bytes().any(|byte| byte.is_ascii_alphabetic()) {
+    if path.len() < 3 {
         return None;
     }
-    let last = path.rsplit('/').next().unwrap_or(path);
-    let extension = last
-        .rsplit_once('.')
-        .filter(|(stem, _)| !stem.is_empty())
-        .map(|(_, ext)| ext);
-    if !path.contains('/') {
+    let (mut alphabetic, mut slashes, mut segments, mut dot_dot) = (false, 0, 0, false);
+    let (mut last_slash, mut last_dot) = (None, None);
+    let mut previous = b'/';
+    for (at, &byte) in path.as_bytes().iter().enumerate() {
+        match byte {
+            b'/' => (slashes, last_slash) = (slashes + 1, Some(at)),
+            b'.' => (dot_dot, last_dot) = (dot_dot || previous == b'.', Some(at)),
+            b'_' | b'-' | b'~' | b'@' | b'+' | b'0'..=b'9' => {}
+            _ if byte.is_ascii_alphabetic() => alphabetic = true,
+            _ => return None,
+        }
+        segments += usize::from(byte != b'/' && previous == b'/');
+        previous = byte;
+    }
+    if !alphabetic {
+        return None;
+    }
+    // After the last dot of the last segment, when something stands before that dot.
+    let last_start = last_slash.map_or(0, |slash| slash + 1);
+    let extension = last_dot
+        .filter(|&dot| dot > last_start)
+        .map(|dot| &path[dot + 1..]);
+    if slashes == 0 {
         return extension.is_some_and(is_file_extension).then_some(path);
     }
-    if path.starts_with("//") || (path.contains("..") && !path.starts_with("../")) {
+    if path.starts_with("//") || (dot_dot && !path.starts_with("../")) {
         return None;
     }
     let anchored =
         path.starts_with('/') || path.starts_with("~/") || path.starts_with("./") || path.starts_with("../");
-    let segments = path.split('/').filter(|segment| !segment.is_empty()).count();
-    let slashes = path.bytes().filter(|byte| *byte == b'/').count();
     let looks_like_file = extension.is_some_and(|ext| {
         !ext.is_empty() && ext.len() <= 10 && ext.bytes().any(|b| b.is_ascii_alphabetic())
     });
@@ -228,8 +344,8 @@ mod tests {
 
     fn kinds(text: &str) -> Vec<(FactKind, String)> {
         let mut found = Vec::new();
-        for_each_token(text, |token| {
-            if let Some((kind, fact)) = classify_token(token) {
+        for_each_token(text, |token, shape| {
+            if let Some((kind, fact)) = classify_token(token, shape) {
                 found.push((kind, fact.to_owned()));
             }
         });
@@ -265,10 +381,5 @@ mod tests {
                 (FactKind::Path, "Cargo.toml".to_owned()),
             ]
         );
-    }
-
-    #[test]
-    fn the_extension_list_is_sorted_for_its_binary_search() {
-        assert!(FILE_EXTENSIONS.windows(2).all(|pair| pair[0] < pair[1]));
     }
 }

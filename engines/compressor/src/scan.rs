@@ -9,7 +9,7 @@ use std::hash::{BuildHasher, Hasher};
 
 use ctxhost_engine_abi::Message;
 
-pub(crate) use crate::identify::classify_token;
+pub(crate) use crate::identify::{classify_token, Shape};
 use crate::summary::facts::content_pieces;
 
 /// Bodies longer than this are scanned only at their ends: a fetched page or a log of a few
@@ -103,64 +103,60 @@ pub(crate) fn floor_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
-/// A byte that is part of a word.
-const WORD: u8 = 0;
 /// A byte that ends a token: whitespace, quotes, brackets, commas, a JSON escape's backslash.
-const DELIMITER: u8 = 1;
-/// A byte only identifiers carry: path and URL punctuation, `#`, `@`, `=`, digits.
-const MARK: u8 = 2;
+const DELIMITER: u16 = 1 << 15;
 
-const fn byte_classes() -> [u8; 256] {
-    let mut table = [WORD; 256];
+/// For each byte: [`DELIMITER`], or the [`Shape`] bits it gives the token holding it.
+const fn byte_flags() -> [u16; 256] {
+    let mut table = [0u16; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = Shape::of_byte(byte as u8).bits();
+        byte += 1;
+    }
     let delimiters = b" \t\r\n\"'`()<>[]{},;|\\";
     let mut i = 0;
     while i < delimiters.len() {
         table[delimiters[i] as usize] = DELIMITER;
         i += 1;
     }
-    let marks = b"/.#:@-=0123456789";
-    let mut i = 0;
-    while i < marks.len() {
-        table[marks[i] as usize] = MARK;
-        i += 1;
-    }
     table
 }
 
-static BYTE_CLASSES: [u8; 256] = byte_classes();
+static BYTE_FLAGS: [u16; 256] = byte_flags();
 
-/// Calls `f` with every token of `text` that may be an identifier: runs between whitespace,
-/// quotes, brackets, commas and JSON escapes (`\n` inside a JSON string ends a token too) that
-/// hold a digit or identifier punctuation, or start with a capital (`Makefile`). Plain words,
-/// most of any text, never reach `f`.
-pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
+/// Calls `f` with every token of `text` that may be an identifier, and its [`Shape`]: runs between
+/// whitespace, quotes, brackets, commas and JSON escapes (`\n` inside a JSON string ends a token
+/// too) that hold a digit or identifier punctuation (`/.#:@-=`), or start with a capital
+/// (`Makefile`). Plain words, most of any text, never reach `f`.
+///
+/// One table lookup per byte gives both where tokens end and what they are made of, so the
+/// classifier never reads a token's bytes again to reject it. The byte after a backslash is a
+/// delimiter too when it is ASCII (the escaped character of `\n`, `\"`…): skipping it, as this
+/// scanner once did, ends the token at the backslash all the same.
+pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str, Shape)) {
     let bytes = text.as_bytes();
     let mut start = 0;
-    let mut marked = false;
-    let mut i = 0;
-    while i < bytes.len() {
-        let byte = bytes[i];
-        match BYTE_CLASSES[byte as usize] {
-            DELIMITER => {
-                if i - start >= 3 && (marked || bytes[start].is_ascii_uppercase()) {
-                    f(&text[start..i]);
-                }
-                i += 1;
-                // Skip the escaped character of `\n`, `\"`, `\t`… (ASCII only, to stay on a boundary).
-                if byte == b'\\' && i < bytes.len() && bytes[i].is_ascii() {
-                    i += 1;
-                }
-                start = i;
-                marked = false;
-            }
-            class => {
-                marked |= class == MARK;
-                i += 1;
-            }
+    let mut flags = 0u16;
+    let mut escape_pending = false;
+    for (at, &byte) in bytes.iter().enumerate() {
+        let class = BYTE_FLAGS[usize::from(byte)];
+        let escaped = escape_pending && byte.is_ascii();
+        escape_pending = byte == b'\\' && !escaped;
+        if class & DELIMITER == 0 && !escaped {
+            flags |= class;
+            continue;
         }
+        let shape = Shape::from_bits(flags);
+        if at - start >= 3 && (shape.is_marked() || bytes[start].is_ascii_uppercase()) {
+            f(&text[start..at], shape);
+        }
+        start = at + 1;
+        flags = 0;
     }
-    if bytes.len() - start >= 3 && (marked || bytes[start].is_ascii_uppercase()) {
-        f(&text[start..]);
+    let shape = Shape::from_bits(flags);
+    if bytes.len() - start >= 3 && (shape.is_marked() || bytes[start].is_ascii_uppercase()) {
+        f(&text[start..], shape);
     }
 }
 

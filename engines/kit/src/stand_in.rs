@@ -151,8 +151,7 @@ fn first_number(arguments: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
 
 /// `exit N, L lines output` when the exit code can be read, else `L lines output`.
 fn shell_outcome(output: &str) -> String {
-    let lines = output.lines().count();
-    let lines = format!("{} lines output", group_thousands(lines));
+    let lines = format!("{} lines output", group_thousands(count_lines(output)));
     match exit_code(output) {
         Some(code) => format!("exit {code}, {lines}"),
         None => lines,
@@ -178,6 +177,24 @@ fn exit_code(output: &str) -> Option<i64> {
             .parse()
             .ok()
     })
+}
+
+/// What `output.lines().count()` gives, by counting newlines: `lines()` stopped at every line
+/// (2% of the heavy session's `run`, by perf). Counted in one-byte counters, 255 bytes at a time,
+/// which the compiler turns into vector adds (a `usize` counter kept them to four lanes).
+fn count_lines(output: &str) -> usize {
+    let newlines: usize = output
+        .as_bytes()
+        .chunks(255)
+        .map(|chunk| {
+            usize::from(
+                chunk
+                    .iter()
+                    .fold(0u8, |count, &byte| count + u8::from(byte == b'\n')),
+            )
+        })
+        .sum();
+    newlines + usize::from(!output.is_empty() && !output.ends_with('\n'))
 }
 
 fn count_nonblank_lines(output: &str) -> usize {
@@ -272,5 +289,28 @@ mod tests {
         assert_eq!(group_thousands(999), "999");
         assert_eq!(group_thousands(1_000), "1,000");
         assert_eq!(group_thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn lines_are_counted_as_lines_counts_them() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\r\nb\r\n",
+            "\n\n",
+            "\r\n",
+            "a\n\nb\n",
+            "é\r",
+        ] {
+            assert_eq!(count_lines(text), text.lines().count(), "{text:?}");
+        }
+        // Across the 255-byte chunks the count is made of, and with every byte a newline.
+        for length in [254, 255, 256, 600, 1_000] {
+            let text = "ab\n".repeat(length / 3) + &"\n".repeat(length);
+            assert_eq!(count_lines(&text), text.lines().count(), "{length}");
+        }
     }
 }

@@ -61,8 +61,8 @@ impl<'a> Facts<'a> {
             let mut strings = Vec::new();
             collect_short_strings(arguments, &mut strings);
             for text in strings {
-                for_each_token(text, |token| {
-                    if let Some((kind, fact)) = classify_token(token) {
+                for_each_token(text, |token, shape| {
+                    if let Some((kind, fact)) = classify_token(token, shape) {
                         self.add_copy(kind, fact, Source::Arguments, index);
                     }
                 });

@@ -4,7 +4,7 @@
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
 use super::sections::{Section, NONE_ITEM, TEMPLATE_HEADINGS};
-use crate::scan::FastMap;
+use crate::scan::{FastHash, FastMap};
 
 /// Sub-lists of a section: the files of Relevant Files by what was done to them, the kinds of
 /// Critical Context. Identifiers are listed compactly, comma-separated, one list per kind: a
@@ -112,13 +112,15 @@ pub(super) struct Draft<'t> {
 /// Shortest cut of an item that must be kept.
 const MIN_ALWAYS_CHARS: usize = 80;
 impl<'t> Draft<'t> {
-    pub(super) fn new(fact_count: usize, focus_words: Vec<String>) -> Self {
+    /// A draft for `fact_count` facts, with room for `lines` candidates: the list is large (a line
+    /// for each fact), and growing it copied it into fresh memory at every doubling.
+    pub(super) fn new(fact_count: usize, lines: usize, focus_words: Vec<String>) -> Self {
         Self {
-            candidates: Vec::new(),
+            candidates: Vec::with_capacity(lines),
             fact_count,
             focus_words,
             resolved: HashSet::new(),
-            fact_candidates: FastMap::default(),
+            fact_candidates: FastMap::with_capacity_and_hasher(fact_count, FastHash),
         }
     }
 
@@ -165,17 +167,25 @@ impl<'t> Draft<'t> {
                 self.focus_words.iter().any(|word| lower.contains(word.as_str()))
             };
         }
-        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
         // Ties (lines of an earlier summary all have recency 0) go to the later line, which is the
-        // newer one: a short budget drops the oldest carried detail first.
-        order.sort_by_key(|&at| {
-            let candidate = &self.candidates[at];
-            (
-                candidate.tier,
-                Reverse(candidate.recency),
-                Reverse(candidate.display),
-            )
-        });
+        // newer one: a short budget drops the oldest carried detail first. The position breaks
+        // the remaining ties, as a stable sort would, so an unstable sort of whole keys gives the
+        // same order without reading the candidates at every comparison.
+        let mut keyed: Vec<(u8, Reverse<usize>, Reverse<i64>, usize)> = self
+            .candidates
+            .iter()
+            .enumerate()
+            .map(|(at, candidate)| {
+                (
+                    candidate.tier,
+                    Reverse(candidate.recency),
+                    Reverse(candidate.display),
+                    at,
+                )
+            })
+            .collect();
+        keyed.sort_unstable();
+        let order: Vec<usize> = keyed.into_iter().map(|(.., at)| at).collect();
         let mut chosen = Selection {
             picked: vec![false; self.candidates.len()],
             covered: vec![false; self.fact_count],
@@ -256,33 +266,29 @@ impl Selection {
 }
 
 fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
-    let mut out = String::new();
-    for section in Section::ALL {
+    // The chosen lines by section, in one pass; written straight into the summary (a string per
+    // item, then joined, cost as much as choosing them).
+    let mut by_section: [Vec<&Candidate<'_>>; Section::ALL.len()] = Default::default();
+    let mut length = 0;
+    for (candidate, _) in candidates.iter().zip(picked).filter(|(_, picked)| **picked) {
+        by_section[candidate.section.index()].push(candidate);
+        length += candidate.text.len() + 8;
+    }
+    let mut out = String::with_capacity(length + 512);
+    for (section, items) in Section::ALL.into_iter().zip(&mut by_section) {
         if section == Section::Done {
             out.push_str("## Progress\n");
         }
         out.push_str(section.heading());
         out.push('\n');
-        let mut items: Vec<&Candidate<'_>> = candidates
-            .iter()
-            .zip(picked)
-            .filter(|(candidate, picked)| **picked && candidate.section == section)
-            .map(|(candidate, _)| candidate)
-            .collect();
         items.sort_by_key(|candidate| (candidate.group, candidate.display));
         if items.is_empty() {
             out.push_str("- ");
             out.push_str(NONE_ITEM);
             out.push('\n');
         }
-        let mut at = 0;
-        while at < items.len() {
-            let group = items[at].group;
-            let end = items[at..]
-                .iter()
-                .position(|item| item.group != group)
-                .map_or(items.len(), |n| at + n);
-            let members = &items[at..end];
+        for members in items.chunk_by(|a, b| a.group == b.group) {
+            let group = members[0].group;
             match group {
                 Group::None => {
                     for item in members {
@@ -293,24 +299,33 @@ fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
                 }
                 _ if group.inline() => {
                     let quote = if group == Group::Names { "`" } else { "" };
-                    let joined: Vec<String> = members
-                        .iter()
-                        .map(|item| format!("{quote}{}{quote}", item.text))
-                        .collect();
-                    out.push_str(&format!("- {} {}\n", group.label(), joined.join(", ")));
+                    out.push_str("- ");
+                    out.push_str(group.label());
+                    out.push(' ');
+                    for (at, item) in members.iter().enumerate() {
+                        if at > 0 {
+                            out.push_str(", ");
+                        }
+                        out.push_str(quote);
+                        out.push_str(&item.text);
+                        out.push_str(quote);
+                    }
+                    out.push('\n');
                 }
                 _ => {
-                    out.push_str(&format!("- {}\n", group.label()));
+                    out.push_str("- ");
+                    out.push_str(group.label());
+                    out.push('\n');
+                    let quote = if group == Group::Commands { "`" } else { "" };
                     for item in members {
-                        if group == Group::Commands {
-                            out.push_str(&format!("  - `{}`\n", item.text));
-                        } else {
-                            out.push_str(&format!("  - {}\n", item.text));
-                        }
+                        out.push_str("  - ");
+                        out.push_str(quote);
+                        out.push_str(&item.text);
+                        out.push_str(quote);
+                        out.push('\n');
                     }
                 }
             }
-            at = end;
         }
         if !matches!(section, Section::Done | Section::InProgress) {
             out.push('\n');

@@ -58,7 +58,14 @@ impl ExtractiveSummarizer {
         let focus_words = focus_words(request.focus_topic);
         let scan_budget = scan_budget(request.middle, fact_chars);
         let facts = extract_facts(request.middle, &focus_words, scan_budget);
-        let mut draft = Draft::new(facts.facts.len(), focus_words);
+        // A line for each fact, request, constraint, decision and action, and a few more.
+        let lines = facts.facts.len()
+            + facts.requests.len()
+            + facts.constraints.len()
+            + facts.decisions.len()
+            + facts.actions.len()
+            + 8;
+        let mut draft = Draft::new(facts.facts.len(), lines, focus_words);
         draft.add_new(&facts, request.focus_topic, request.previous_summary.is_some());
         if let Some(previous) = request.previous_summary {
             draft.add_previous(&facts, previous);

@@ -12,7 +12,10 @@ use ctxhost_engine_abi::{part_text, Content, Message, Role, ToolCall};
 use ctxhost_engine_kit::sequence::align_start_to_group;
 
 use super::{is_summary_text, patterns::CONSTRAINT_WORDS, patterns::DECISION_WORDS};
-use crate::scan::{capped_pieces, FastMap};
+use crate::scan::{capped_pieces, FastHash, FastMap};
+
+/// Room made for this many facts a message before reading a middle.
+const FACTS_PER_MESSAGE: usize = 8;
 
 /// The user's messages get this share of the scan budget of their own.
 const USER_SCAN_SHARE: usize = 4;
@@ -238,6 +241,9 @@ pub(crate) fn extract_facts<'a>(
         // With no request in the middle, the work continues one from before it.
         open_at_end: true,
         focus: focus_flags(middle, focus_words),
+        // About as many facts as a middle of tool output holds, so the map rarely regrows (its
+        // rehashing, which hashes every fact again, was 1% of a long replay).
+        by_text: FastMap::with_capacity_and_hasher(middle.len() * FACTS_PER_MESSAGE, FastHash),
         ..Facts::default()
     };
     let (scan_from, user_scan_from) = scan_starts(middle, scan_budget);

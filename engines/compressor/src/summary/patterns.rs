@@ -237,8 +237,8 @@ const MAX_ERROR_LINE: usize = 300;
 impl<'a> Facts<'a> {
     /// Paths, URLs, hashes, issue numbers and versions in `text`.
     pub(super) fn scan_identifiers(&mut self, text: &'a str, source: Source, index: usize) {
-        for_each_token(text, |token| {
-            if let Some((kind, fact)) = classify_token(token) {
+        for_each_token(text, |token, shape| {
+            if let Some((kind, fact)) = classify_token(token, shape) {
                 self.add(kind, Cow::Borrowed(fact), source, index);
             }
         });

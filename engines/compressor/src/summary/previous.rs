@@ -130,12 +130,19 @@ impl<'t> Draft<'t> {
     fn add_carried(&mut self, facts: &Facts<'t>, carried: Vec<Carried<'t>>) {
         // Lines the new candidates or facts already say, and repeats, are left out (borrowed
         // texts and the fast hash: copying every candidate's text cost more than the rest).
+        // A line listing a fact as it reads is found by the facts' own map: only the other lines
+        // (requests, actions, a long command's cut) are gathered here.
         let new: HashSet<&str, FastHash> = self
             .candidates
             .iter()
+            .filter(|candidate| {
+                candidate
+                    .fact
+                    .is_none_or(|id| facts.facts[id].text.as_ref() != candidate.text.as_ref())
+            })
             .map(|candidate| candidate.text.as_ref())
             .collect();
-        let mut seen = HashSet::with_hasher(FastHash);
+        let mut seen = HashSet::with_capacity_and_hasher(carried.len(), FastHash);
         let carried: Vec<Carried<'t>> = carried
             .into_iter()
             .filter(|line| {
@@ -143,6 +150,7 @@ impl<'t> Draft<'t> {
             })
             .collect();
         drop(new);
+        self.candidates.reserve(carried.len());
         for line in carried {
             // One tier below new lines of the same kind: when the budget is short, what the
             // earlier summary already condensed gives way before the new middle's facts (the goal,

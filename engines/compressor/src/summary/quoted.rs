@@ -6,7 +6,9 @@
 //! where it ends instead:
 //!
 //! - facts are grouped in one hash map by their last bytes (up to 8, as a number);
-//! - a bitmap over the last two bytes of every fact rejects most positions of a line at once;
+//! - a bitmap over the last two bytes of every fact rejects most positions of a line at once,
+//!   and a second one over a hash of the last three bytes most of the rest (in a summary's lines,
+//!   most positions end like some fact: `.py`, digits);
 //! - at the positions it lets through, each key length in use is looked up, and a fact whose key
 //!   matches is compared whole.
 //!
@@ -28,6 +30,10 @@ pub(crate) struct QuotedFacts<'f> {
     key_lengths: Vec<usize>,
     /// Bit `b0 | b1 << 8` is set when a fact of two or more bytes ends with bytes `b0 b1`.
     two_byte_ends: Vec<u64>,
+    /// Bit [`three_byte_bit`] of its last three bytes is set for every fact of three or more.
+    three_byte_ends: Vec<u64>,
+    /// Some fact is shorter than three bytes.
+    has_short: bool,
     /// Facts of a single byte, by that byte.
     one_byte: [bool; 256],
 }
@@ -40,6 +46,8 @@ impl<'f> QuotedFacts<'f> {
             by_end: FastMap::default(),
             key_lengths: Vec::new(),
             two_byte_ends: vec![0; (1 << 16) / 64],
+            three_byte_ends: vec![0; (1 << THREE_BYTE_BITS) / 64],
+            has_short: false,
             one_byte: [false; 256],
         };
         for (id, fact) in facts.iter().enumerate() {
@@ -52,6 +60,13 @@ impl<'f> QuotedFacts<'f> {
                     let bit = usize::from(*before) | usize::from(*last) << 8;
                     index.two_byte_ends[bit / 64] |= 1 << (bit % 64);
                 }
+            }
+            match bytes {
+                [.., a, b, c] => {
+                    let bit = three_byte_bit(*a, *b, *c);
+                    index.three_byte_ends[bit / 64] |= 1 << (bit % 64);
+                }
+                _ => index.has_short = true,
             }
             if !index.key_lengths.contains(&length) {
                 index.key_lengths.push(length);
@@ -78,7 +93,18 @@ impl<'f> QuotedFacts<'f> {
             if !ends_two && !self.one_byte[usize::from(last)] {
                 continue;
             }
+            // A fact of three bytes or more ending here ends with these three bytes.
+            let ends_three = end >= 3 && {
+                let bit = three_byte_bit(bytes[end - 3], bytes[end - 2], last);
+                self.three_byte_ends[bit / 64] & (1 << (bit % 64)) != 0
+            };
+            if !ends_three && !self.has_short {
+                continue;
+            }
             for &length in self.key_lengths.iter().take_while(|&&length| length <= end) {
+                if length >= 3 && !ends_three {
+                    break;
+                }
                 let Some(ids) = self.by_end.get(&(length, key(&bytes[end - length..end]))) else {
                     continue;
                 };
@@ -90,6 +116,15 @@ impl<'f> QuotedFacts<'f> {
             }
         }
     }
+}
+
+/// Bits of the three-byte bitmap: 256 K bits, 32 KB.
+const THREE_BYTE_BITS: u32 = 18;
+
+/// Where the three bytes `a b c` fall in the three-byte bitmap (a multiplicative hash).
+fn three_byte_bit(a: u8, b: u8, c: u8) -> usize {
+    let word = u32::from(a) | u32::from(b) << 8 | u32::from(c) << 16;
+    (word.wrapping_mul(0x9E37_79B1) >> (32 - THREE_BYTE_BITS)) as usize
 }
 
 /// Up to eight bytes as a number.
@@ -139,10 +174,13 @@ mod tests {
         let mut rng = crate::tests::property::Rng::new(5);
         let mut below = |bound: usize| rng.below(bound);
         let alphabet = ['a', 'b', '/', '.', '1', 'é'];
-        for _ in 0..300 {
+        for round in 0..600 {
             let mut word =
                 |length: usize| -> String { (0..length).map(|_| alphabet[below(alphabet.len())]).collect() };
-            let facts: Vec<String> = (0..12).map(|at| word(1 + at % 11)).collect();
+            // Every other round, no fact is shorter than three bytes (no short facts to look for at
+            // positions the three-byte bitmap rejects).
+            let shortest = if round % 2 == 0 { 1 } else { 3 };
+            let facts: Vec<String> = (0..12).map(|at| word(shortest + at % 11)).collect();
             let text = word(80);
             let facts: Vec<&str> = facts.iter().map(String::as_str).collect();
             let automaton = AhoCorasick::new(&facts).unwrap();

@@ -4,6 +4,7 @@ mod corpus;
 mod lifecycle;
 mod phases;
 pub(crate) mod property;
+mod reference_scan;
 mod retention;
 mod story;
 mod summarizers;
