@@ -42,9 +42,9 @@ pub struct LcmConfig {
     pub max_summarizer_calls: u32,
     /// At most this many seconds of summarising per compaction.
     pub max_sweep_seconds: u64,
-    /// `lcm_grep` searches stored messages newest first for about this many milliseconds per
-    /// call; what it has not reached by then, it says, with the `before_id` that continues the
-    /// search (0: each call searches one step and stops).
+    /// `lcm_grep` searches stored messages, then summaries, newest first for about this many
+    /// milliseconds per call; what it has not reached by then, it says, with the `before_id` that
+    /// continues the search (0: each call searches one step and stops).
     pub grep_budget_ms: u64,
 }
 

@@ -9,7 +9,7 @@
 //! - Stored messages are read newest first for a time budget ([`crate::walk`]); a search that
 //!   runs out of time answers what it found and how far it got.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use regex::{Regex, RegexBuilder};
 use regex_syntax::hir::{
@@ -75,6 +75,9 @@ pub struct Query {
     pub session: Option<i64>,
     /// Only messages with a smaller id (continuing a search that ran out of time).
     pub before_id: Option<i64>,
+    /// No message, and only summaries with a smaller number: continuing a search that searched
+    /// every message and ran out of time among the summaries.
+    pub before_summary: Option<i64>,
     /// How long to search stored messages before answering with what was found.
     pub budget: Duration,
 }
@@ -408,19 +411,39 @@ pub struct Found {
     pub checked: u64,
     /// How far the search of stored messages got in its budget.
     pub reached: Reached,
+    /// Where the search of summaries stopped when it ran out of time; `None` when it was not
+    /// reached or finished.
+    pub summaries_stopped: Option<SummariesStopped>,
+}
+
+/// The summaries a search had searched when its time ran out, newest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummariesStopped {
+    /// The newest summary searched.
+    pub newest: String,
+    /// The oldest summary searched: a later search continues below it.
+    pub oldest: String,
+    /// How many summaries were searched.
+    pub searched: u64,
 }
 
 /// Runs `query` over the store: matches newest first, at most `query.limit`. Stored messages are
-/// searched newest first for `query.budget`; summaries only once every message was searched.
+/// searched newest first for `query.budget`; summaries only once every message was searched, in
+/// what is left of it.
 pub fn grep(conn: &Connection, query: &Query) -> Result<Found, String> {
+    let started = Instant::now();
     let mut hits = Vec::new();
     let mut checked = 0u64;
     let mut reached = Reached::Everything;
+    let mut summaries_stopped = None;
     let sql = |error: rusqlite::Error| format!("search failed: {error}");
+    // A continued search that reached the summaries has searched every message already.
+    let messages = query.scope != Scope::Summaries && query.before_summary.is_none();
+    let deadline = started.checked_add(query.budget);
     match query.mode {
         Mode::Regex => {
             let regex = compile_regex(&query.pattern)?;
-            if query.scope != Scope::Summaries {
+            if messages {
                 let prefilter = regex_prefilter(&query.pattern, &mut StoredWords(conn));
                 let candidates = match &prefilter {
                     Prefilter::Scan => Some(Candidates::Every),
@@ -433,18 +456,21 @@ pub fn grep(conn: &Connection, query: &Query) -> Result<Found, String> {
                 }
             }
             if query.scope != Scope::Messages && hits.len() < query.limit && reached == Reached::Everything {
-                grep_summaries(conn, query, Some(&regex), None, &mut hits).map_err(sql)?;
+                summaries_stopped =
+                    grep_summaries(conn, query, Some(&regex), None, deadline, &mut hits).map_err(sql)?;
             }
         }
         Mode::FullText => {
             let fts = quote_full_text(&query.pattern)
                 .ok_or_else(|| format!("`{}` holds no word to search for", query.pattern))?;
             let finder = first_word_finder(&query.pattern);
-            if query.scope != Scope::Summaries {
+            if messages {
                 reached = grep_messages_fts(conn, query, &fts, finder.as_ref(), &mut hits).map_err(sql)?;
             }
             if query.scope != Scope::Messages && hits.len() < query.limit && reached == Reached::Everything {
-                grep_summaries(conn, query, finder.as_ref(), Some(&fts), &mut hits).map_err(sql)?;
+                summaries_stopped =
+                    grep_summaries(conn, query, finder.as_ref(), Some(&fts), deadline, &mut hits)
+                        .map_err(sql)?;
             }
         }
     }
@@ -453,6 +479,7 @@ pub fn grep(conn: &Connection, query: &Query) -> Result<Found, String> {
         hits,
         checked,
         reached,
+        summaries_stopped,
     })
 }
 
@@ -537,44 +564,67 @@ fn grep_messages_fts(
     })
 }
 
+/// Searches summaries newest first (below `query.before_summary`) until the limit, the last one,
+/// or `deadline` (`None`: none). At least one summary is searched, so that a search continued
+/// call after call ends; it stops for the deadline only while another one is waiting.
 fn grep_summaries(
     conn: &Connection,
     query: &Query,
     regex: Option<&Regex>,
     fts: Option<&str>,
+    deadline: Option<Instant>,
     hits: &mut Vec<Hit>,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<Option<SummariesStopped>> {
     let filters = "(?1 IS NULL OR s.session_id = ?1) AND (?2 IS NULL OR s.latest_at >= ?2) \
-                   AND (?3 IS NULL OR s.earliest_at < ?3)";
+                   AND (?3 IS NULL OR s.earliest_at < ?3) AND (?5 IS NULL OR s.num < ?5)";
     let sql = match fts {
         Some(_) => format!(
             "SELECT s.id, s.latest_at, s.text FROM summaries_fts f JOIN summaries s ON s.num = f.rowid \
              WHERE summaries_fts MATCH ?4 AND {filters} ORDER BY s.num DESC"
         ),
-        None => {
-            format!("SELECT s.id, s.latest_at, s.text FROM summaries s WHERE {filters} ORDER BY s.num DESC")
-        }
+        // `?4`, the full-text query, is NULL here: bound all the same, so one call binds both.
+        None => format!(
+            "SELECT s.id, s.latest_at, s.text FROM summaries s WHERE ?4 IS NULL AND {filters} \
+             ORDER BY s.num DESC"
+        ),
     };
     let mut statement = conn.prepare_cached(&sql)?;
-    let mut rows = match fts {
-        Some(fts) => statement.query(params![query.session, query.since, query.before, fts])?,
-        None => statement.query(params![query.session, query.since, query.before])?,
-    };
+    let mut rows = statement.query(params![
+        query.session,
+        query.since,
+        query.before,
+        fts,
+        query.before_summary
+    ])?;
+    // What was searched so far, which is what the answer says if time runs out.
+    let mut searched: Option<SummariesStopped> = None;
     while hits.len() < query.limit {
         let Some(row) = rows.next()? else { break };
+        if searched.is_some() && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return Ok(searched);
+        }
+        let id: String = row.get(0)?;
+        let time: i64 = row.get(1)?;
         let text: String = row.get(2)?;
+        match &mut searched {
+            Some(searched) => {
+                searched.oldest.clone_from(&id);
+                searched.searched += 1;
+            }
+            None => {
+                searched = Some(SummariesStopped {
+                    newest: id.clone(),
+                    oldest: id.clone(),
+                    searched: 1,
+                })
+            }
+        }
         if fts.is_none() && !regex.is_some_and(|regex| regex.is_match(&text)) {
             continue;
         }
-        hits.push(hit_for(
-            row.get(0)?,
-            "summary".to_owned(),
-            row.get(1)?,
-            &text,
-            regex,
-        ));
+        hits.push(hit_for(id, "summary".to_owned(), time, &text, regex));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The answer's JSON for `hits`.

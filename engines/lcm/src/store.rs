@@ -616,6 +616,15 @@ impl Store {
             .optional()?)
     }
 
+    /// The number of the summary `id` (summaries are numbered in the order they were written).
+    pub fn summary_num(&self, id: &str) -> StoreResult<Option<i64>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT num FROM summaries WHERE id = ?1")?
+            .query_row([id], |row| row.get(0))
+            .optional()?)
+    }
+
     /// A leaf's message row ids, in order.
     pub fn summary_messages(&self, id: &str) -> StoreResult<Vec<i64>> {
         let mut statement = self

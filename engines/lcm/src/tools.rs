@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::{
     assemble::is_summary_id,
-    search::{self, Mode, Query, Scope},
+    search::{self, Mode, Query, Scope, SummariesStopped},
     store::{MessageRow, Store, StoreError, SummaryKind},
     time::{format_iso, parse_time},
     walk::Reached,
@@ -28,7 +28,7 @@ pub fn schemas() -> Vec<Value> {
     vec![
         json!({
             "name": "lcm_grep",
-            "description": "Search the whole stored history of this conversation, including everything summarised away. Matches come newest first with a snippet and the summary that covers each. Each call searches for a bounded time, newest first; when that is not enough to reach the oldest message, the answer says `partial: true`, how far it searched, and the `next_before_id` that continues the search.",
+            "description": "Search the whole stored history of this conversation, including everything summarised away. Matches come newest first with a snippet and the summary that covers each. Each call searches for a bounded time, newest first; when that is not enough to reach the oldest message (or summary), the answer says `partial: true`, how far it searched, and the `next_before_id` that continues the search.",
             "parameters": {
                 "type": "object",
                 "properties": {
@@ -39,7 +39,7 @@ pub fn schemas() -> Vec<Value> {
                     "since": { "type": ["string", "number"], "description": "Only what was stored at or after this time (ISO 8601 or unix seconds)." },
                     "before": { "type": ["string", "number"], "description": "Only what was stored before this time." },
                     "all_sessions": { "type": "boolean", "default": false },
-                    "before_id": { "type": ["string", "integer"], "description": "Only messages older than this msg_… id. A search that runs out of time answers `partial: true` with the matches found so far and `next_before_id`: call again with the same arguments and that before_id to search the older messages." }
+                    "before_id": { "type": ["string", "integer"], "description": "Continues a search that answered `partial: true`: the `next_before_id` it gave (a msg_… id: only older messages; a sum_… id: every message was searched, only older summaries). Call again with the same arguments and that before_id." }
                 },
                 "required": ["pattern"]
             }
@@ -146,15 +146,33 @@ fn grep(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult
         .get("all_sessions")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let before_id = match arguments.get("before_id") {
+    // A message id continues the search of messages; a summary id, which a partial answer gives
+    // once every message was searched, continues the search of summaries.
+    let before = match arguments.get("before_id") {
         None | Some(Value::Null) => None,
-        Some(value) => Some(
+        Some(Value::String(id)) if is_summary_id(id) => Some(Before::Summary(id.clone())),
+        Some(value) => Some(Before::Message(
             value
                 .as_str()
                 .and_then(parse_message_id)
                 .or_else(|| value.as_i64().filter(|n| *n > 0))
-                .ok_or_else(|| format!("`before_id` must be a message id (msg_<number>), got {value}"))?,
-        ),
+                .ok_or_else(|| {
+                    format!("`before_id` must be a message id (msg_<number>) or a summary id a partial answer gave, got {value}")
+                })?,
+        )),
+    };
+    let budget = Duration::from_millis(engine.config.grep_budget_ms);
+    let store = engine.store().map_err(|error| error.message.to_string())?;
+    let (before_id, before_summary) = match before {
+        None => (None, None),
+        Some(Before::Message(id)) => (Some(id), None),
+        Some(Before::Summary(id)) => {
+            let num = store
+                .summary_num(&id)
+                .map_err(store_failure)?
+                .ok_or_else(|| format!("`before_id`: {}", unknown_id(&id)))?;
+            (None, Some(num))
+        }
     };
     let query = Query {
         pattern: pattern.to_owned(),
@@ -169,9 +187,9 @@ fn grep(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult
             Some(session.unwrap_or(-1))
         },
         before_id,
-        budget: Duration::from_millis(engine.config.grep_budget_ms),
+        before_summary,
+        budget,
     };
-    let store = engine.store().map_err(|error| error.message.to_string())?;
     let started = std::time::Instant::now();
     let found = search::grep(store.connection(), &query)?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -206,6 +224,25 @@ fn grep(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult
             query.budget.as_millis()
         ));
     }
+    if let Some(stopped) = &found.summaries_stopped {
+        let SummariesStopped {
+            newest,
+            oldest,
+            searched,
+        } = stopped;
+        answer["partial"] = json!(true);
+        answer["searched"] = json!({
+            "messages": "all",
+            "summaries": { "newest": newest, "oldest": oldest, "count": searched },
+        });
+        answer["next_before_id"] = json!(oldest);
+        answer["note"] = json!(format!(
+            "partial: every stored message was searched, and the {searched} summaries from {newest} \
+             down to {oldest} in the {} ms budget; call lcm_grep again with the same arguments and \
+             \"before_id\": \"{oldest}\" to search the older summaries",
+            query.budget.as_millis()
+        ));
+    }
     Ok(answer)
 }
 
@@ -228,6 +265,14 @@ fn covering(store: &Store, id: &str) -> Result<Value, StoreError> {
         None => Value::Null,
         Some(first) => json!({ "id": first, "ancestors": &chain[1..] }),
     })
+}
+
+/// Where a continued `lcm_grep` goes on from.
+enum Before {
+    /// Below this message id.
+    Message(i64),
+    /// Every message searched; below this summary.
+    Summary(String),
 }
 
 fn parse_message_id(id: &str) -> Option<i64> {

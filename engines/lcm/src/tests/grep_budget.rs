@@ -71,12 +71,21 @@ fn continued(store: &Store, query: &Query) -> (Vec<Hit>, usize) {
         let found = grep(store.connection(), &step).unwrap();
         calls += 1;
         hits.extend(found.hits);
-        match found.reached {
-            Reached::Deadline { oldest, newest, .. } if hits.len() < query.limit => {
+        if hits.len() >= query.limit {
+            break;
+        }
+        step.limit = query.limit - hits.len();
+        match (found.reached, found.summaries_stopped) {
+            (Reached::Deadline { oldest, newest, .. }, _) => {
                 assert!(oldest <= newest, "{oldest} > {newest}");
                 assert!(step.before_id.is_none_or(|before| newest < before));
                 step.before_id = Some(oldest);
-                step.limit = query.limit - hits.len();
+            }
+            (_, Some(stopped)) => {
+                let below = store.summary_num(&stopped.oldest).unwrap();
+                assert!(below.is_some(), "{stopped:?}");
+                assert!(step.before_summary.is_none_or(|before| below < Some(before)));
+                step.before_summary = below;
             }
             _ => break,
         }
@@ -119,6 +128,7 @@ fn a_search_continued_in_steps_finds_what_one_unbounded_search_finds() {
                     before,
                     session,
                     before_id: None,
+                    before_summary: None,
                     budget: Duration::from_secs(3_600),
                 };
                 let whole = grep(store.connection(), &query).unwrap();
@@ -152,6 +162,7 @@ fn a_search_below_an_id_finds_only_older_messages() {
         before: None,
         session: None,
         before_id,
+        before_summary: None,
         budget: Duration::from_secs(3_600),
     };
     let all: Vec<String> = grep(store.connection(), &query(None))
@@ -212,6 +223,10 @@ fn a_partial_answer_says_how_far_it_searched_and_how_to_go_on() {
 
     for (bad, says) in [
         (json!("sum_0"), "`before_id` must be a message id"),
+        (
+            json!("sum_0123456789abcdef"),
+            "no `sum_0123456789abcdef` in this store",
+        ),
         (json!(-4), "`before_id` must be a message id"),
         (json!({}), "`before_id` must be a message id"),
     ] {
@@ -251,23 +266,35 @@ fn summaries_come_once_the_messages_are_all_searched_as_in_one_unbounded_call() 
         let mut step = arguments.clone();
         let mut steps = Vec::new();
         let mut calls = 0;
+        let mut summary_calls = 0;
         loop {
             let answer = engine.handle_tool_call("lcm_grep", &step, None);
             calls += 1;
             let matches = answer["matches"].as_array().unwrap();
-            if answer.get("partial").is_some() {
-                assert!(matches.iter().all(|m| m["role"] != "summary"), "{answer}");
+            let continued_in_summaries = step["before_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("sum_"));
+            if continued_in_summaries {
+                // Every message was searched by the calls before.
+                summary_calls += 1;
+                assert!(matches.iter().all(|m| m["role"] == "summary"), "{answer}");
             }
             steps.extend(matches.iter().cloned());
             match answer.get("next_before_id") {
                 Some(next) => step["before_id"] = next.clone(),
                 None => break,
             }
+            assert!(calls < 10_000, "{arguments}: the search does not end");
         }
         assert_eq!(steps, whole, "{arguments} in {calls} calls");
         assert!(
             calls > 1 || arguments["scope"] == "summaries",
             "{arguments}: the messages took one call"
+        );
+        // With no time at all, the summaries too are searched a few at a time.
+        assert!(
+            summary_calls > 1,
+            "{arguments}: the summaries took {summary_calls} continued calls"
         );
     }
 }
