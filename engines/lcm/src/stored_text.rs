@@ -22,6 +22,7 @@ use crate::text;
 pub fn search_text_into(json: &[u8], out: &mut String) {
     out.clear();
     let Ok(json_str) = std::str::from_utf8(json) else {
+        // Not text at all (a file written by something else): searched as what it shows.
         out.push_str(&String::from_utf8_lossy(json));
         return;
     };
@@ -39,13 +40,9 @@ pub fn search_text_into(json: &[u8], out: &mut String) {
         }
         return;
     }
-    match std::str::from_utf8(json) {
-        Ok(json) => match serde_json::from_str::<Message>(json) {
-            Ok(message) => out.push_str(&text::search_text(&message)),
-            Err(_) => out.push_str(json),
-        },
-        // Not text at all (a file written by something else): searched as what it shows.
-        Err(_) => out.push_str(&String::from_utf8_lossy(json)),
+    match serde_json::from_str::<Message>(json_str) {
+        Ok(message) => out.push_str(&text::search_text(&message)),
+        Err(_) => out.push_str(json_str),
     }
 }
 
