@@ -232,7 +232,7 @@ fn grep(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolResult
         } = stopped;
         answer["partial"] = json!(true);
         answer["searched"] = json!({
-            "messages": "all",
+            "every_message": true,
             "summaries": { "newest": newest, "oldest": oldest, "count": searched },
         });
         answer["next_before_id"] = json!(oldest);

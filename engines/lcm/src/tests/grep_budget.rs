@@ -280,6 +280,11 @@ fn summaries_come_once_the_messages_are_all_searched_as_in_one_unbounded_call() 
                 assert!(matches.iter().all(|m| m["role"] == "summary"), "{answer}");
             }
             steps.extend(matches.iter().cloned());
+            if let Some(summaries) = answer["searched"].get("summaries") {
+                // Out of time among the summaries: it says so, and continues below the oldest.
+                assert_eq!(answer["searched"]["every_message"], true, "{answer}");
+                assert_eq!(answer["next_before_id"], summaries["oldest"], "{answer}");
+            }
             match answer.get("next_before_id") {
                 Some(next) => step["before_id"] = next.clone(),
                 None => break,
