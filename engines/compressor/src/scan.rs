@@ -138,6 +138,44 @@ const fn interesting_bytes() -> [bool; 256] {
 
 static INTERESTING: [bool; 256] = interesting_bytes();
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` that lies strictly between `low` and `high` (both at most
+/// 128), and of no other: no carry or borrow crosses from one byte to the next.
+const fn bytes_between(word: u64, low: u64, high: u64) -> u64 {
+    let low_bits = word & (ONES * 127);
+    (ONES * (127 + high)).wrapping_sub(low_bits) & !word & (low_bits + ONES * (127 - low)) & HIGH_BITS
+}
+
+/// The high bit of each byte of `word` equal to `byte`; a byte above a match may be marked too
+/// (a borrow), never one below it, so the lowest mark is exact.
+const fn bytes_equal(word: u64, byte: u64) -> u64 {
+    let word = word ^ (ONES * byte);
+    word.wrapping_sub(ONES) & !word & HIGH_BITS
+}
+
+/// Where the first of [`INTERESTING`] is in `bytes` from `from` on, eight bytes at a time: `-./0-9:`,
+/// `@A-Z`, `#` and `=`.
+fn find_interesting(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let found = bytes_between(word, 0x2c, 0x3b)
+            | bytes_between(word, 0x3f, 0x5b)
+            | bytes_equal(word, u64::from(b'#'))
+            | bytes_equal(word, u64::from(b'='));
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&byte| INTERESTING[usize::from(byte)])
+        .map(|found| at + found)
+}
+
 /// Calls `f` with every token of `text` that may be an identifier, and its [`Shape`]: runs between
 /// whitespace, quotes, brackets, commas and JSON escapes (`\n` inside a JSON string ends a token
 /// too) that hold a digit or identifier punctuation (`/.#:@-=`), or start with a capital
@@ -162,11 +200,7 @@ pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str, Shape
     let is_delimiter = |byte: u8| BYTE_FLAGS[usize::from(byte)] & DELIMITER != 0;
     // Where a token may start with no escape pending.
     let mut from = 0;
-    while let Some(found) = bytes[from..]
-        .iter()
-        .position(|&byte| INTERESTING[usize::from(byte)])
-    {
-        let found = from + found;
+    while let Some(found) = find_interesting(bytes, from) {
         let mut at = bytes[from..found]
             .iter()
             .rposition(|&byte| byte != b'\\' && is_delimiter(byte))
@@ -270,6 +304,33 @@ mod tests {
             sentence_around(text, at, at + 4, 300).0,
             " You must not touch the API."
         );
+    }
+
+    /// Property: the eight-byte search finds the first byte the table marks, on every byte value
+    /// at every position of a word, after any prefix.
+    #[test]
+    fn the_word_search_finds_the_first_interesting_byte() {
+        let mut rng = crate::tests::property::Rng::new(3);
+        for _ in 0..50_000 {
+            let length = rng.below(40);
+            let bytes: Vec<u8> = (0..length)
+                .map(|_| match rng.below(3) {
+                    0 => b'a' + rng.below(26) as u8,
+                    1 => b' ',
+                    _ => rng.below(256) as u8,
+                })
+                .collect();
+            let from = rng.below(length + 1);
+            let expected = bytes[from..]
+                .iter()
+                .position(|&byte| INTERESTING[usize::from(byte)])
+                .map(|found| from + found);
+            assert_eq!(
+                find_interesting(&bytes, from),
+                expected,
+                "in {bytes:?} from {from}"
+            );
+        }
     }
 
     #[test]
