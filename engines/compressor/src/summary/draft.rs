@@ -233,10 +233,10 @@ impl<'t> Draft<'t> {
     }
 }
 
-/// What the summary kept of the middle's facts and of the earlier summary's lines (`-vv`): the
+/// What the summary kept of the middle's facts and of the earlier summary's items (`-vv`): the
 /// figures that tell whether reading less of a middle could leave what the summary keeps as it is
-/// (only when some of the middle's facts are dropped while none of the earlier summary's lines
-/// is kept).
+/// (only when some of the middle's facts are dropped while none of the earlier summary's items
+/// that rank below them is kept).
 fn log_choice(candidates: &[Candidate<'_>], chosen: &Selection, fact_budget: usize) {
     let (mut facts, mut facts_kept, mut oldest_kept, mut newest) = (0, 0, usize::MAX, 0);
     let (mut carried, mut carried_kept, mut carried_chars) = (0, 0, 0);
@@ -262,7 +262,7 @@ fn log_choice(candidates: &[Candidate<'_>], chosen: &Selection, fact_budget: usi
     }
     tracing::debug!(
         "summary: {facts_kept}/{facts} facts of the middle kept, the oldest kept from message {} of {newest}; \
-         {carried_kept}/{carried} lines of the earlier summary kept ({carried_chars} chars); {} of {fact_budget} chars used",
+         {carried_kept}/{carried} items of the earlier summary kept ({carried_chars} chars); {} of {fact_budget} chars used",
         oldest_kept.min(newest),
         chosen.used
     );
