@@ -9,6 +9,7 @@
 //! - Tool pairs are repaired last (kit's `repair_tool_pairs`).
 
 use ctxhost_engine_abi::{part_text, Content, Message, Role};
+use ctxhost_engine_kit::tokens::estimate_message_tokens;
 use serde_json::json;
 
 use crate::summary::{is_summary_text, summary_body, SUMMARY_END, SUMMARY_MARKER};
@@ -58,6 +59,33 @@ pub(crate) fn take_previous_summaries(messages: Vec<Message>) -> (Vec<Message>, 
         }
     }
     (kept, bodies)
+}
+
+/// Like [`take_previous_summaries`] on a copy of `messages`, keeping the estimate of each message
+/// that stays (`estimates`, one per message) and estimating only what a merged summary leaves of
+/// its message: counting the characters of the whole context again, at every compaction after the
+/// first, was a pass over it for nothing.
+pub(crate) fn take_previous_summaries_estimated(
+    messages: &[Message],
+    estimates: &[u64],
+) -> (Vec<Message>, Vec<String>, Vec<u64>) {
+    let mut bodies = Vec::new();
+    let mut kept = Vec::with_capacity(messages.len());
+    let mut kept_estimates = Vec::with_capacity(messages.len());
+    for (message, &estimate) in messages.iter().zip(estimates) {
+        if !carries_summary(message) {
+            kept.push(message.clone());
+            kept_estimates.push(estimate);
+            continue;
+        }
+        let (body, rest) = split_summary(message.clone());
+        bodies.extend(body);
+        if let Some(rest) = rest {
+            kept_estimates.push(estimate_message_tokens(&rest));
+            kept.push(rest);
+        }
+    }
+    (kept, bodies, kept_estimates)
 }
 
 /// Whether any message carries a summary (cheap: looks at the start of each text).

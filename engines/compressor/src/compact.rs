@@ -29,7 +29,7 @@ use ctxhost_engine_kit::{
 use crate::{
     assemble::{
         append_system_note, assemble, carries_summary, has_summary, summary_message_text,
-        take_previous_summaries,
+        take_previous_summaries, take_previous_summaries_estimated,
     },
     boundaries::{find_boundaries, Boundaries, Limits},
     config::{Budgets, CompressorConfig, SUMMARY_TOKENS_CEILING},
@@ -205,7 +205,8 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
 
     // Earlier summaries out, in a copy: the input stays the caller's.
     let (working, bodies) = if found_summary {
-        let (working, bodies) = take_previous_summaries(messages.to_vec());
+        let (working, bodies, kept_estimates) = take_previous_summaries_estimated(messages, &estimates);
+        estimates = kept_estimates;
         (Cow::Owned(working), bodies)
     } else {
         (Cow::Borrowed(messages), Vec::new())
@@ -217,9 +218,6 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
     };
 
     // Phase 2.
-    if found_summary {
-        estimates = working.iter().map(estimate_message_tokens).collect();
-    }
     let scale = match settings.current_tokens {
         Some(real) if tokens_before > 0 => (real as f64 / tokens_before as f64).clamp(1.0, MAX_CALIBRATION),
         _ => 1.0,

@@ -20,7 +20,9 @@ pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
     };
     let name = call.function.name.as_str();
     let arguments = parse_arguments(&call.function.arguments);
-    let chars = output.chars().count();
+    // Counted only for the stand-ins that say it: a shell's or a search's output is described by
+    // its lines, and counting its characters too read the largest outputs once more for nothing.
+    let chars = || output.chars().count();
     match ToolKind::of(name) {
         ToolKind::Shell => match first_string(&arguments, &["command", "cmd", "script", "input"]) {
             Some(command) => format!("[{name}] ran `{}` -> {}", quote(command), shell_outcome(output)),
@@ -40,9 +42,9 @@ pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
                 Some(path) => format!(
                     "[{name}] read {}{from} ({} chars)",
                     quote(path),
-                    group_thousands(chars)
+                    group_thousands(chars())
                 ),
-                None => format!("[{name}] read a file{from} ({} chars)", group_thousands(chars)),
+                None => format!("[{name}] read a file{from} ({} chars)", group_thousands(chars())),
             }
         }
         ToolKind::Search => {
@@ -71,10 +73,10 @@ pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
             let target = path.map(|path| format!(" {}", quote(path))).unwrap_or_default();
             format!(
                 "[{name}] changed{target} ({} chars of output cleared)",
-                group_thousands(chars)
+                group_thousands(chars())
             )
         }
-        ToolKind::Other => format!("[{name}] ({} chars of output cleared)", group_thousands(chars)),
+        ToolKind::Other => format!("[{name}] ({} chars of output cleared)", group_thousands(chars())),
     }
 }
 

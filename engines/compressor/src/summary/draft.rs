@@ -226,8 +226,46 @@ impl<'t> Draft<'t> {
                 }
             }
         }
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            log_choice(&self.candidates, &chosen, fact_budget);
+        }
         render_sections(&self.candidates, &chosen.picked)
     }
+}
+
+/// What the summary kept of the middle's facts and of the earlier summary's items (`-vv`): the
+/// figures that tell whether reading less of a middle could leave what the summary keeps as it is
+/// (only when some of the middle's facts are dropped while none of the earlier summary's items
+/// that rank below them is kept).
+fn log_choice(candidates: &[Candidate<'_>], chosen: &Selection, fact_budget: usize) {
+    let (mut facts, mut facts_kept, mut oldest_kept, mut newest) = (0, 0, usize::MAX, 0);
+    let (mut carried, mut carried_kept, mut carried_chars) = (0, 0, 0);
+    for (candidate, &picked) in candidates.iter().zip(&chosen.picked) {
+        match candidate.fact {
+            Some(fact) if candidate.keeps_fact => {
+                facts += 1;
+                newest = newest.max(candidate.recency);
+                if picked || chosen.covered[fact] {
+                    facts_kept += 1;
+                    oldest_kept = oldest_kept.min(candidate.recency);
+                }
+            }
+            None if candidate.recency == 0 && !candidate.always => {
+                carried += 1;
+                if picked {
+                    carried_kept += 1;
+                    carried_chars += candidate.text.chars().count();
+                }
+            }
+            _ => {}
+        }
+    }
+    tracing::debug!(
+        "summary: {facts_kept}/{facts} facts of the middle kept, the oldest kept from message {} of {newest}; \
+         {carried_kept}/{carried} items of the earlier summary kept ({carried_chars} chars); {} of {fact_budget} chars used",
+        oldest_kept.min(newest),
+        chosen.used
+    );
 }
 
 struct Selection {

@@ -7,10 +7,11 @@
 //!
 //! - facts are grouped in one hash map by their last bytes (up to 8, as a number);
 //! - a bitmap over the last two bytes of every fact rejects most positions of a line at once,
-//!   and a second one over a hash of the last three bytes most of the rest (in a summary's lines,
+//!   and a table over a hash of the last three bytes most of the rest (in a summary's lines,
 //!   most positions end like some fact: `.py`, digits);
-//! - at the positions it lets through, each key length in use is looked up, and a fact whose key
-//!   matches is compared whole.
+//! - at the positions it lets through, only the key lengths of the facts that end like that (the
+//!   table holds them as bits) are looked up, and a fact whose key matches is compared whole:
+//!   looking up every key length in use was most of the search.
 //!
 //! Building costs one map insertion per fact; a search costs a bitmap test per byte of the line,
 //! plus a comparison per candidate end. Overlapping occurrences are all reported, as the automaton's
@@ -30,8 +31,9 @@ pub(crate) struct QuotedFacts<'f> {
     key_lengths: Vec<usize>,
     /// Bit `b0 | b1 << 8` is set when a fact of two or more bytes ends with bytes `b0 b1`.
     two_byte_ends: Vec<u64>,
-    /// Bit [`three_byte_bit`] of its last three bytes is set for every fact of three or more.
-    three_byte_ends: Vec<u64>,
+    /// At [`three_byte_slot`] of its last three bytes, bit `key length - 3` is set for every fact
+    /// of three bytes or more.
+    three_byte_lengths: Vec<u8>,
     /// Some fact is shorter than three bytes.
     has_short: bool,
     /// Facts of a single byte, by that byte.
@@ -46,7 +48,7 @@ impl<'f> QuotedFacts<'f> {
             by_end: FastMap::default(),
             key_lengths: Vec::new(),
             two_byte_ends: vec![0; (1 << 16) / 64],
-            three_byte_ends: vec![0; (1 << THREE_BYTE_BITS) / 64],
+            three_byte_lengths: vec![0; 1 << THREE_BYTE_BITS],
             has_short: false,
             one_byte: [false; 256],
         };
@@ -62,10 +64,7 @@ impl<'f> QuotedFacts<'f> {
                 }
             }
             match bytes {
-                [.., a, b, c] => {
-                    let bit = three_byte_bit(*a, *b, *c);
-                    index.three_byte_ends[bit / 64] |= 1 << (bit % 64);
-                }
+                [.., a, b, c] => index.three_byte_lengths[three_byte_slot(*a, *b, *c)] |= 1 << (length - 3),
                 _ => index.has_short = true,
             }
             if !index.key_lengths.contains(&length) {
@@ -93,17 +92,18 @@ impl<'f> QuotedFacts<'f> {
             if !ends_two && !self.one_byte[usize::from(last)] {
                 continue;
             }
-            // A fact of three bytes or more ending here ends with these three bytes.
-            let ends_three = end >= 3 && {
-                let bit = three_byte_bit(bytes[end - 3], bytes[end - 2], last);
-                self.three_byte_ends[bit / 64] & (1 << (bit % 64)) != 0
+            // The key lengths of the facts of three bytes or more that end with these three bytes.
+            let lengths = if end >= 3 {
+                self.three_byte_lengths[three_byte_slot(bytes[end - 3], bytes[end - 2], last)]
+            } else {
+                0
             };
-            if !ends_three && !self.has_short {
+            if lengths == 0 && !self.has_short {
                 continue;
             }
             for &length in self.key_lengths.iter().take_while(|&&length| length <= end) {
-                if length >= 3 && !ends_three {
-                    break;
+                if length >= 3 && lengths & (1 << (length - 3)) == 0 {
+                    continue;
                 }
                 let Some(ids) = self.by_end.get(&(length, key(&bytes[end - length..end]))) else {
                     continue;
@@ -118,11 +118,11 @@ impl<'f> QuotedFacts<'f> {
     }
 }
 
-/// Bits of the three-byte bitmap: 256 K bits, 32 KB.
-const THREE_BYTE_BITS: u32 = 18;
+/// Slots of the three-byte table: 64 K, 64 KB.
+const THREE_BYTE_BITS: u32 = 16;
 
-/// Where the three bytes `a b c` fall in the three-byte bitmap (a multiplicative hash).
-fn three_byte_bit(a: u8, b: u8, c: u8) -> usize {
+/// Where the three bytes `a b c` fall in the three-byte table (a multiplicative hash).
+fn three_byte_slot(a: u8, b: u8, c: u8) -> usize {
     let word = u32::from(a) | u32::from(b) << 8 | u32::from(c) << 16;
     (word.wrapping_mul(0x9E37_79B1) >> (32 - THREE_BYTE_BITS)) as usize
 }

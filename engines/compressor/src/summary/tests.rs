@@ -66,3 +66,66 @@ fn a_summary_is_recognised_by_its_marker_alone_or_merged() {
     ));
     assert_eq!(summary_body("hello"), None);
 }
+
+/// The read rule the README states: a middle under 1 MB is read whole, because while an earlier
+/// summary's items are kept, every fact the middle yields outranks them. Here a middle of 150 tool
+/// groups (about 330 KB), each naming a URL, a path and a hash of its own, and an earlier summary
+/// listing far more URLs than the room holds: every fact of the middle is in the summary, down to
+/// the oldest message, and the earlier summary's items fill only what is left. A read that stopped
+/// early, or a cap on it, would drop the oldest and fail this.
+#[test]
+fn every_fact_of_the_middle_outranks_the_earlier_summarys_items() {
+    let mut middle = vec![Message::user("keep the page fetcher working")];
+    let fact_of = |at: usize| {
+        [
+            format!("https://mirror.example.net/r/{at}/index.html"),
+            format!("src/pages/page_{at}.html"),
+            format!("{:07x}", 0xabc_0000 + at),
+        ]
+    };
+    for at in 0..150 {
+        let id = format!("c{at}");
+        let command = serde_json::json!({ "command": format!("fetch {at}") }).to_string();
+        middle.push(Message::assistant_calls(vec![ToolCall::new(
+            &id, "terminal", command,
+        )]));
+        let [url, path, hash] = fact_of(at);
+        middle.push(Message::tool(
+            &id,
+            format!(
+                "fetched {url} into {path} at {hash}\n{}",
+                "plain words of the page body ".repeat(70)
+            ),
+        ));
+    }
+    let earlier: Vec<String> = (0..3_000)
+        .map(|at| format!("https://old.example.com/item/{at}"))
+        .collect();
+    let previous = format!(
+        "## Goal\n- keep the page fetcher working\n\n## Critical Context\n- URLs: {}",
+        earlier.join(", ")
+    );
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: Some(&previous),
+        focus_topic: None,
+        target_tokens: 10_000,
+        input_tokens: 120_000,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 40_000, 48_000);
+    for at in 0..150 {
+        for fact in fact_of(at) {
+            assert!(
+                summary.contains(&fact),
+                "{fact} (message {}) is missing",
+                2 * at + 2
+            );
+        }
+    }
+    let carried = summary.matches("https://old.example.com/item/").count();
+    assert!(
+        (100..2_000).contains(&carried),
+        "{carried} of the earlier summary's 3,000 URLs kept"
+    );
+}
