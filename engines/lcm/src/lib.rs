@@ -66,6 +66,7 @@ pub mod text;
 pub mod time;
 mod tools;
 pub mod walk;
+mod writer;
 
 #[cfg(test)]
 mod tests;
@@ -108,7 +109,9 @@ pub struct Lcm {
     /// by what the session appends, never by a context it did not make.
     observing: bool,
     /// Appended messages waiting for one transaction (see [`observing`]).
-    pending: observing::Pending,
+    pending: writer::Batch,
+    /// The thread writing appended messages while the host keeps lcm busy; it holds the store.
+    writer: Option<writer::Writer>,
     /// Set once the host has said its queue ran dry: from then on, it will say so again.
     told_idle: bool,
 }
@@ -173,7 +176,8 @@ impl Lcm {
             resets: 0,
             last_compaction: None,
             observing: false,
-            pending: observing::Pending::default(),
+            pending: writer::Batch::default(),
+            writer: None,
             told_idle: false,
         })
     }
@@ -197,8 +201,9 @@ impl Lcm {
         EngineError::other(format!("lcm store {}: {error}", self.database.display()))
     }
 
-    /// The open store, opened on first use.
+    /// The open store, opened on first use, once the writer thread has written what it holds.
     pub fn store(&mut self) -> Result<&mut Store, EngineError> {
+        self.settle()?;
         if self.store.is_none() {
             let store =
                 Store::open(&self.database).map_err(|error| EngineError::other(format!("lcm: {error}")))?;
@@ -440,7 +445,7 @@ impl Engine for Lcm {
             self.ingest(messages.to_vec())?;
         }
         if let Some(store) = self.store.take() {
-            store.checkpoint().map_err(|error| self.store_error(error))?;
+            store.make_durable().map_err(|error| self.store_error(error))?;
         }
         self.session.loaded = false;
         Ok(())
@@ -498,8 +503,7 @@ impl Engine for Lcm {
         if let Value::Object(fields) = &mut status {
             fields.insert("database".into(), self.database.display().to_string().into());
             fields.insert("session".into(), self.session.name.clone().into());
-            let stored = self.session.refs.len() + self.pending.len();
-            fields.insert("stored_messages".into(), stored.into());
+            fields.insert("stored_messages".into(), self.unsettled().into());
         }
         status
     }
