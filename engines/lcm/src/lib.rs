@@ -112,6 +112,8 @@ pub struct Lcm {
     pending: writer::Batch,
     /// The thread writing appended messages while the host keeps lcm busy; it holds the store.
     writer: Option<writer::Writer>,
+    /// The words of the `terms` table, once read (see [`store::Terms`]).
+    terms: Option<store::Terms>,
     /// Set once the host has said its queue ran dry: from then on, it will say so again.
     told_idle: bool,
 }
@@ -178,6 +180,7 @@ impl Lcm {
             observing: false,
             pending: writer::Batch::default(),
             writer: None,
+            terms: None,
             told_idle: false,
         })
     }
@@ -355,10 +358,17 @@ impl Lcm {
             }
         };
         let (positions, rows): (Vec<usize>, Vec<NewMessage>) = pending.into_iter().unzip();
+        let mut known = self.take_terms()?;
+        let mut terms = Vec::new();
+        for row in &rows {
+            known.add(&row.search_text, &mut terms);
+        }
         let ids = self
             .store()?
-            .insert_messages(session, &rows)
+            .insert_observed(session, &rows, &[], &terms)
             .map_err(|error| self.store_error(error))?;
+        // Not put back when the write fails: it knew words the file does not hold.
+        self.terms = Some(known);
         for ((at, row), id) in positions.into_iter().zip(&rows).zip(ids) {
             self.session.refs.push(StoredRef {
                 id,

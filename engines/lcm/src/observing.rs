@@ -89,9 +89,12 @@ impl Lcm {
             self.settle()?;
         }
         self.load_session()?;
+        // Taken for the loop; if a message is refused, it is read again from the file, since it
+        // knows the words of messages that will not be stored.
+        let mut known = self.take_terms()?;
+        let mut terms = Vec::new();
         let now = time::now_ms();
         let mut rows = Vec::new();
-        let mut terms = Terms::default();
         for message in messages {
             let json = message.json();
             let hash = store::hash_json(&json);
@@ -116,7 +119,7 @@ impl Lcm {
                 Cow::Owned(message) => text::into_search_text(message),
             };
             // Here rather than on the writer thread, which is the busier of the two.
-            terms.add(&search_text);
+            known.add(&search_text, &mut terms);
             rows.push(NewMessage {
                 seq,
                 role,
@@ -127,13 +130,14 @@ impl Lcm {
                 created_at: now,
             });
         }
+        self.terms = Some(known);
         if rows.is_empty() {
             return Ok(());
         }
         let session = self.ensure_session_row(now)?;
         self.pending.session = session;
         self.pending.rows.append(&mut rows);
-        self.pending.terms.extend(terms);
+        self.pending.terms.append(&mut terms);
         self.session.observed = self.unsettled();
         if !self.told_idle {
             self.write_pending()?;
@@ -141,6 +145,16 @@ impl Lcm {
             self.hand_over()?;
         }
         Ok(())
+    }
+
+    /// The words the `terms` table holds or will, read from the file if not known; the caller
+    /// puts them back in `self.terms`.
+    pub(crate) fn take_terms(&mut self) -> Result<Terms, EngineError> {
+        if let Some(terms) = self.terms.take() {
+            return Ok(terms);
+        }
+        let loaded = Terms::load(self.store()?);
+        loaded.map_err(|error| self.store_error(error))
     }
 
     /// The session's messages lcm has stored, is storing or holds to store.
@@ -192,8 +206,9 @@ impl Lcm {
         self.store = store;
         if let Some(lost) = lost {
             // What the thread committed before it panicked is known only to the file: the
-            // session's positions are read from it again.
+            // session's positions and the words are read from it again.
             self.session.loaded = false;
+            self.terms = None;
             return Err(EngineError::other(format!(
                 "lcm store {}: the writer thread panicked; {lost} messages were not stored",
                 self.database.display()

@@ -198,53 +198,79 @@ pub struct MessageRow {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
-    /// The `terms` table in memory, loaded on the first insertion, so that ingestion only
-    /// writes terms it has never seen.
-    terms: Option<HashSet<Box<str>, BuildFnv>>,
 }
 
-/// The distinct words of some messages' search text, as the `terms` table holds them: gathered
-/// where the messages are read, so that the thread writing them only looks up each word once.
+/// The words of the `terms` table (and of messages on their way to it) in memory, so that
+/// storing a message looks each of its words up here and writes only those never seen. lcm keeps
+/// it where it reads the messages, beside the thread that writes them.
 #[derive(Clone, Debug, Default)]
-pub struct Terms(HashSet<Box<str>, BuildFnv>);
+pub struct Terms(HashSet<Box<str>, BuildWordHash>);
 
 impl Terms {
-    /// Adds the words of `text` ([`crate::text::for_each_term`]).
-    pub fn add(&mut self, text: &str) {
+    /// Every word the table holds.
+    pub fn load(store: &Store) -> StoreResult<Self> {
+        let mut statement = store.conn.prepare("SELECT term FROM terms")?;
+        let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+        let terms = rows
+            .map(|term| term.map(String::into_boxed_str))
+            .collect::<Result<HashSet<_, BuildWordHash>, _>>()?;
+        Ok(Self(terms))
+    }
+
+    /// Pushes onto `new` each word of `text` ([`crate::text::for_each_term`]) not known yet, and
+    /// knows it from then on.
+    pub fn add(&mut self, text: &str, new: &mut Vec<Box<str>>) {
         crate::text::for_each_term(text, |term| {
             if !self.0.contains(term) {
-                self.0.insert(term.into());
+                let term: Box<str> = term.into();
+                new.push(term.clone());
+                self.0.insert(term);
             }
         });
     }
-
-    /// Adds every word of `other`.
-    pub fn extend(&mut self, other: Terms) {
-        self.0.extend(other.0);
-    }
 }
 
-/// FNV-1a: words are short, and SipHash's resistance to chosen keys buys nothing here.
+/// A multiply-rotate hash taking 8 bytes at a step (as rustc's FxHash): every word of every stored
+/// message is looked up, and SipHash's resistance to chosen keys buys nothing here (byte-at-a-time
+/// FNV-1a was a tenth of lcm's reading thread).
 #[derive(Clone, Copy, Debug, Default)]
-struct BuildFnv;
+struct BuildWordHash;
 
-struct Fnv(u64);
+struct WordHash(u64);
 
-impl std::hash::BuildHasher for BuildFnv {
-    type Hasher = Fnv;
-    fn build_hasher(&self) -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
+const WORD_HASH_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl std::hash::BuildHasher for BuildWordHash {
+    type Hasher = WordHash;
+    fn build_hasher(&self) -> WordHash {
+        WordHash(0)
     }
 }
 
-impl std::hash::Hasher for Fnv {
+impl WordHash {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(WORD_HASH_SEED);
+    }
+}
+
+impl std::hash::Hasher for WordHash {
     fn finish(&self) -> u64 {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
         }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
     }
 }
 
@@ -447,7 +473,6 @@ impl Store {
         Ok(Self {
             conn,
             path: path.to_owned(),
-            terms: None,
         })
     }
 
@@ -496,60 +521,38 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Stores `messages` in one transaction; returns their row ids.
+    /// Stores `messages` in one transaction, with every word of their search text; returns their
+    /// row ids.
     pub fn insert_messages(&mut self, session: i64, messages: &[NewMessage]) -> StoreResult<Vec<i64>> {
-        let mut terms = Terms::default();
+        let (mut known, mut words) = (Terms::default(), Vec::new());
         for message in messages {
-            terms.add(&message.search_text);
+            known.add(&message.search_text, &mut words);
         }
-        self.insert_observed(session, messages, &[], &terms)
+        self.insert_observed(session, messages, &[], &words)
     }
 
-    /// Stores `messages` and records `compactions` in one transaction; returns the messages' row
-    /// ids. `terms` are the words of the messages' search text ([`Terms::add`]); a compaction
-    /// recorded before (the same session replayed again) is kept once.
+    /// Stores `messages`, records `compactions` and adds `terms` to the `terms` table, in one
+    /// transaction; returns the messages' row ids. A compaction or a word recorded before (the
+    /// same session replayed again) is kept once.
     pub fn insert_observed(
         &mut self,
         session: i64,
         messages: &[NewMessage],
         compactions: &[ObservedCompaction],
-        terms: &Terms,
+        terms: &[Box<str>],
     ) -> StoreResult<Vec<i64>> {
-        if self.terms.is_none() {
-            let mut statement = self.conn.prepare("SELECT term FROM terms")?;
-            let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
-            let terms = rows
-                .map(|term| term.map(String::into_boxed_str))
-                .collect::<Result<HashSet<_, BuildFnv>, _>>()?;
-            drop(statement);
-            self.terms = Some(terms);
-        }
-        let known = self.terms.as_mut().expect("loaded above");
         let tx = self.conn.transaction()?;
         let ids = insert_messages_in(&tx, session, messages)?;
         for compaction in compactions {
             insert_compaction_in(&tx, compaction)?;
         }
-        let mut added = Vec::new();
-        let written = (|| {
+        {
             let mut insert = tx.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
-            for term in &terms.0 {
-                if !known.contains(term) {
-                    insert.execute([&**term])?;
-                    added.push(term.clone());
-                    known.insert(term.clone());
-                }
+            for term in terms {
+                insert.execute([&**term])?;
             }
-            Ok::<_, rusqlite::Error>(())
-        })();
-        let committed = written.and_then(|()| tx.commit());
-        if let Err(error) = committed {
-            // The terms never reached the file: forget them, so a later insertion writes them.
-            for term in added {
-                known.remove(&term);
-            }
-            return Err(error.into());
         }
+        tx.commit()?;
         Ok(ids)
     }
 

@@ -18,7 +18,7 @@ use std::{
     thread::JoinHandle,
 };
 
-use crate::store::{NewMessage, ObservedCompaction, Store, StoreError, StoredRef, Terms};
+use crate::store::{NewMessage, ObservedCompaction, Store, StoreError, StoredRef};
 
 /// Appended messages of one session, and the compactions recorded among them, written in one
 /// transaction.
@@ -30,8 +30,8 @@ pub(crate) struct Batch {
     pub rows: Vec<NewMessage>,
     /// The compactions, in order.
     pub compactions: Vec<ObservedCompaction>,
-    /// The words of the messages' search text.
-    pub terms: Terms,
+    /// The words of the messages' search text the `terms` table may not hold yet.
+    pub terms: Vec<Box<str>>,
 }
 
 impl Batch {

@@ -211,7 +211,12 @@ fn a_write_refused_on_the_writer_thread_is_reported_and_loses_nothing() {
         .or_else(|| lcm.settle().err())
         .expect("the refusal is reported");
     assert!(error.message.contains("refused by the test"), "{}", error.message);
-    assert!(accepted.len() > MAX_PENDING, "a batch went to the thread");
+    // The first batch went to the thread when the queue first ran dry, after 700 messages.
+    assert!(
+        accepted.len() > 700,
+        "reported before any write: {}",
+        accepted.len()
+    );
     assert_eq!(
         on_disk(dir.path(), "s"),
         ["{\"role\":\"user\",\"content\":\"before\"}"]
