@@ -10,6 +10,7 @@
 //! fails comes back unwritten with every batch after it, so nothing is lost or reordered.
 
 use std::{
+    path::PathBuf,
     sync::{
         atomic::{AtomicBool, Ordering},
         mpsc::{self, Receiver, SyncSender},
@@ -59,6 +60,55 @@ pub(crate) struct Writer {
     failed: Arc<AtomicBool>,
 }
 
+/// A thread that syncs the store's write-ahead log after the writer's commits, while the writer
+/// goes on: commits do not sync (synchronous=NORMAL), and the session's end syncs the log
+/// ([`Store::make_durable`]), which then waits only for what was written since the last sync
+/// here (15-20 ms for a 10,000-message session's 24 MB otherwise, all of it at the end).
+pub(crate) struct LogSyncer {
+    wake: Option<SyncSender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LogSyncer {
+    /// Starts the thread for the log of the store at `database`.
+    pub fn start(database: &std::path::Path) -> std::io::Result<Self> {
+        let mut wal = database.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal = PathBuf::from(wal);
+        // One wake-up waiting at most: commits during a sync are covered by the next one.
+        let (wake, woken) = mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("lcm-log-sync".into())
+            .spawn(move || {
+                for () in woken {
+                    // Errors are the session end's to report: its own sync is the one that counts.
+                    if let Ok(file) = std::fs::File::open(&wal) {
+                        let _ = file.sync_data();
+                    }
+                }
+            })?;
+        Ok(Self {
+            wake: Some(wake),
+            thread: Some(thread),
+        })
+    }
+
+    /// What wakes the thread.
+    fn waker(&self) -> SyncSender<()> {
+        self.wake.clone().expect("open until dropped")
+    }
+}
+
+impl Drop for LogSyncer {
+    /// Waits for the sync under way: the thread runs the plugin's code, which must still be loaded.
+    fn drop(&mut self) {
+        self.wake = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// What [`Writer::settle`] gives back.
 pub(crate) struct Settled {
     /// The store, unless the thread panicked with it.
@@ -72,12 +122,14 @@ pub(crate) struct Settled {
 impl Writer {
     /// Starts the thread with `store`. One batch waits while another is written: the caller
     /// prepares the next batch meanwhile, and waits when it gets further ahead than that.
-    pub fn start(store: Store) -> std::io::Result<Self> {
+    /// After each commit it wakes `syncer`.
+    pub fn start(store: Store, syncer: &LogSyncer) -> std::io::Result<Self> {
         let (batches, received) = mpsc::sync_channel(1);
         let failed = Arc::new(AtomicBool::new(false));
+        let wake = syncer.waker();
         let thread = std::thread::Builder::new().name("lcm-writer".into()).spawn({
             let failed = Arc::clone(&failed);
-            move || write_all(store, received, &failed)
+            move || write_all(store, received, &failed, &wake)
         })?;
         Ok(Self {
             batches: Some(batches),
@@ -126,7 +178,12 @@ impl Writer {
 }
 
 /// The thread: each batch in one transaction, in order; after a failure, the rest unwritten.
-fn write_all(mut store: Store, batches: Receiver<Batch>, failed: &AtomicBool) -> (Store, Vec<Outcome>) {
+fn write_all(
+    mut store: Store,
+    batches: Receiver<Batch>,
+    failed: &AtomicBool,
+    wake: &SyncSender<()>,
+) -> (Store, Vec<Outcome>) {
     let mut outcomes = Vec::new();
     for batch in batches {
         if failed.load(Ordering::Relaxed) {
@@ -146,6 +203,8 @@ fn write_all(mut store: Store, batches: Receiver<Batch>, failed: &AtomicBool) ->
                     })
                     .collect();
                 outcomes.push(Outcome::Written(batch.session, refs));
+                // Full means a sync is already due.
+                let _ = wake.try_send(());
             }
             Err(error) => {
                 failed.store(true, Ordering::Release);
