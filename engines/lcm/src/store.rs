@@ -255,7 +255,9 @@ impl WordHash {
 
 impl std::hash::Hasher for WordHash {
     fn finish(&self) -> u64 {
-        self.0
+        // The low bits pick the bucket: after one multiplication they depend only on a word's
+        // first bytes, the high bits on all of them.
+        self.0.rotate_left(26)
     }
     fn write(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
@@ -264,9 +266,13 @@ impl std::hash::Hasher for WordHash {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last));
+            // Byte by byte: most words are shorter than 8 bytes, and copying a length known only
+            // at run time is a call to `memcpy`.
+            let last = rest
+                .iter()
+                .rev()
+                .fold(0u64, |word, &byte| (word << 8) | u64::from(byte));
+            self.add(last);
         }
     }
     fn write_u8(&mut self, byte: u8) {
