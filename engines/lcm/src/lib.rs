@@ -114,8 +114,8 @@ pub struct Lcm {
     writer: Option<writer::Writer>,
     /// The words of the `terms` table, once read (see [`store::Terms`]).
     terms: Option<store::Terms>,
-    /// Syncs the log behind the writer thread, once that has run (see [`writer::LogSyncer`]).
-    syncer: Option<writer::LogSyncer>,
+    /// Checkpoints the store behind the writer thread, once that has run (see [`writer::Checkpointer`]).
+    checkpointer: Option<writer::Checkpointer>,
     /// Set once the host has said its queue ran dry: from then on, it will say so again.
     told_idle: bool,
 }
@@ -183,7 +183,7 @@ impl Lcm {
             pending: writer::Batch::default(),
             writer: None,
             terms: None,
-            syncer: None,
+            checkpointer: None,
             told_idle: false,
         })
     }

@@ -31,7 +31,7 @@ use crate::{
     raw,
     store::{self, NewMessage, ObservedCompaction, StoredRef, Terms},
     text, time,
-    writer::{Batch, LogSyncer, Outcome, Settled, Writer},
+    writer::{Batch, Checkpointer, Outcome, Settled, Writer},
     Lcm,
 };
 
@@ -176,13 +176,13 @@ impl Lcm {
             self.store()?;
             let store = self.store.take().expect("opened above");
             // The thread holds the store from here until `settle` takes it back.
-            if self.syncer.is_none() {
-                let syncer = LogSyncer::start(&self.database).map_err(|error| {
-                    EngineError::other(format!("lcm: cannot start its log sync thread: {error}"))
+            if self.checkpointer.is_none() {
+                let checkpointer = Checkpointer::start(&self.database).map_err(|error| {
+                    EngineError::other(format!("lcm: cannot start its checkpoint thread: {error}"))
                 });
-                self.syncer = Some(syncer?);
+                self.checkpointer = Some(checkpointer?);
             }
-            let started = Writer::start(store, self.syncer.as_ref().expect("started above"));
+            let started = Writer::start(store, self.checkpointer.as_ref().expect("started above"));
             self.writer = Some(started.map_err(|error| {
                 EngineError::other(format!("lcm: cannot start its writer thread: {error}"))
             })?);

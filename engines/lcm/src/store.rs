@@ -19,7 +19,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use rusqlite::{config::DbConfig, params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::Value;
 
 /// The schema this build writes.
@@ -27,8 +27,8 @@ pub const SCHEMA_VERSION: i64 = 3;
 
 /// The log is copied into the file once it holds this many pages (16 KiB each, 64 MiB), not
 /// SQLite's 1,000: a 10,000-message session writes about 18 MB of log, and each checkpoint waits
-/// for two syncs (30 ms of a 10,000-message replay, on lcm's writer thread). A process that opens
-/// the store after a session reads the log to index it: about 1 ms for 18 MB.
+/// for two syncs (30 ms of a 10,000-message replay, on lcm's writer thread). Closing the store
+/// copies what is left and removes the log.
 pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 4096;
 
 /// Bytes the log's file keeps after a checkpoint has emptied it.
@@ -464,10 +464,8 @@ impl Store {
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
             .map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", true).map_err(wrap)?;
-        // Closing does not checkpoint: the session's end syncs the log instead
-        // ([`Store::make_durable`]), and the next writer checkpoints it as it grows.
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
-            .map_err(wrap)?;
+        // Closing still checkpoints (SQLite's default): once no process has the store open, it is
+        // one self-contained file a user can copy, with no log beside it.
         conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
             .map_err(wrap)?;
         // A checkpoint that emptied a log grown past this by one long session shrinks its file.
@@ -786,8 +784,9 @@ impl Store {
     /// write-ahead log, which holds every transaction since the last checkpoint. Commits during a
     /// session do not sync (synchronous=NORMAL); a checkpoint here would have copied the log into
     /// the file and synced both (25-45 ms at the end of a 10,000-message session on this
-    /// machine). The copy is left to the next writer's automatic checkpoint, which bounds the
-    /// log at about [`WAL_AUTOCHECKPOINT_PAGES`] pages plus one session's writes.
+    /// machine) while a live agent waits for its next turn. The copy is left to the automatic
+    /// checkpoint, which bounds the log at about [`WAL_AUTOCHECKPOINT_PAGES`] pages plus one
+    /// transaction's writes, and to closing the store.
     pub fn make_durable(&self) -> StoreResult<()> {
         let mut wal = self.path.clone().into_os_string();
         wal.push("-wal");

@@ -91,6 +91,31 @@ fn waiting_appends_are_written_when_too_many_the_session_changes_or_the_engine_g
     assert_eq!(on_disk(dir.path(), "second#reset-1"), jsons(&messages[2..4]));
 }
 
+/// Once no process has the store open it is one file: copied alone (as a user backs it up), it
+/// holds every message the session stored, with no write-ahead log left beside it.
+#[test]
+fn a_closed_store_is_one_file_that_holds_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lcm = engine(dir.path(), 100_000, json!({}));
+    lcm.on_session_start("s", &SessionInfo::default()).unwrap();
+    lcm.observe_idle().unwrap();
+    let messages = synthetic::conversation(11, 400, 300);
+    for chunk in messages.chunks(50) {
+        lcm.observe(&appended(chunk)).unwrap();
+    }
+    lcm.on_session_end("s", &messages).unwrap();
+    drop(lcm);
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "lcm.sqlite")
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new(), "files beside the closed store");
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.path().join("lcm.sqlite"), copy.path().join("lcm.sqlite")).unwrap();
+    assert_eq!(on_disk(copy.path(), "s"), jsons(&messages));
+}
+
 /// The rows of session `name`, every column but the time, as another connection sees them.
 fn rows_on_disk(dir: &Path, name: &str) -> Vec<(i64, String, String, i64, i64)> {
     let conn = rusqlite::Connection::open(dir.join("lcm.sqlite")).unwrap();
