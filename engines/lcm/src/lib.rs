@@ -66,6 +66,7 @@ pub mod text;
 pub mod time;
 mod tools;
 pub mod walk;
+mod writer;
 
 #[cfg(test)]
 mod tests;
@@ -108,7 +109,13 @@ pub struct Lcm {
     /// by what the session appends, never by a context it did not make.
     observing: bool,
     /// Appended messages waiting for one transaction (see [`observing`]).
-    pending: observing::Pending,
+    pending: writer::Batch,
+    /// The thread writing appended messages while the host keeps lcm busy; it holds the store.
+    writer: Option<writer::Writer>,
+    /// The words of the `terms` table, once read (see [`store::Terms`]).
+    terms: Option<store::Terms>,
+    /// Checkpoints the store behind the writer thread, once that has run (see [`writer::Checkpointer`]).
+    checkpointer: Option<writer::Checkpointer>,
     /// Set once the host has said its queue ran dry: from then on, it will say so again.
     told_idle: bool,
 }
@@ -173,7 +180,10 @@ impl Lcm {
             resets: 0,
             last_compaction: None,
             observing: false,
-            pending: observing::Pending::default(),
+            pending: writer::Batch::default(),
+            writer: None,
+            terms: None,
+            checkpointer: None,
             told_idle: false,
         })
     }
@@ -197,8 +207,9 @@ impl Lcm {
         EngineError::other(format!("lcm store {}: {error}", self.database.display()))
     }
 
-    /// The open store, opened on first use.
+    /// The open store, opened on first use, once the writer thread has written what it holds.
     pub fn store(&mut self) -> Result<&mut Store, EngineError> {
+        self.settle()?;
         if self.store.is_none() {
             let store =
                 Store::open(&self.database).map_err(|error| EngineError::other(format!("lcm: {error}")))?;
@@ -350,10 +361,17 @@ impl Lcm {
             }
         };
         let (positions, rows): (Vec<usize>, Vec<NewMessage>) = pending.into_iter().unzip();
+        let mut known = self.take_terms()?;
+        let mut terms = Vec::new();
+        for row in &rows {
+            known.add(&row.search_text, &mut terms);
+        }
         let ids = self
             .store()?
-            .insert_messages(session, &rows)
+            .insert_observed(session, &rows, &[], &terms)
             .map_err(|error| self.store_error(error))?;
+        // Not put back when the write fails: it knew words the file does not hold.
+        self.terms = Some(known);
         for ((at, row), id) in positions.into_iter().zip(&rows).zip(ids) {
             self.session.refs.push(StoredRef {
                 id,
@@ -440,7 +458,7 @@ impl Engine for Lcm {
             self.ingest(messages.to_vec())?;
         }
         if let Some(store) = self.store.take() {
-            store.checkpoint().map_err(|error| self.store_error(error))?;
+            store.make_durable().map_err(|error| self.store_error(error))?;
         }
         self.session.loaded = false;
         Ok(())
@@ -498,8 +516,7 @@ impl Engine for Lcm {
         if let Value::Object(fields) = &mut status {
             fields.insert("database".into(), self.database.display().to_string().into());
             fields.insert("session".into(), self.session.name.clone().into());
-            let stored = self.session.refs.len() + self.pending.len();
-            fields.insert("stored_messages".into(), stored.into());
+            fields.insert("stored_messages".into(), self.unsettled().into());
         }
         status
     }

@@ -14,6 +14,12 @@
 //! the queue runs dry, when [`MAX_PENDING`] of them wait, or before anything reads the store or
 //! the session changes. A quiet session therefore has nothing waiting: the wait is never longer
 //! than the host's own queue. Under an older host every fact is written at once, as before.
+//!
+//! Once the host tells lcm when its queue runs dry, those transactions run on lcm's writer thread
+//! ([`crate::writer`]): a batch goes to it when the queue runs dry or [`MAX_PENDING`] messages
+//! wait, and lcm reads the next facts while SQLite stores it. Anything that reads the store or
+//! changes the session waits for the thread first; a write that failed is reported by the next
+//! call.
 
 use std::borrow::Cow;
 
@@ -23,26 +29,14 @@ use serde_json::value::RawValue;
 
 use crate::{
     raw,
-    store::{self, NewMessage, ObservedCompaction, StoredRef},
-    text, time, Lcm,
+    store::{self, NewMessage, ObservedCompaction, StoredRef, Terms},
+    text, time,
+    writer::{Batch, Checkpointer, Outcome, Settled, Writer},
+    Lcm,
 };
 
 /// At most this many appended messages wait in memory for one transaction.
 pub const MAX_PENDING: usize = 1024;
-
-/// Appended messages not written yet, and the session row they belong to.
-#[derive(Debug, Default)]
-pub(crate) struct Pending {
-    session: i64,
-    rows: Vec<NewMessage>,
-}
-
-impl Pending {
-    /// How many messages wait.
-    pub(crate) fn len(&self) -> usize {
-        self.rows.len()
-    }
-}
 
 /// One appended message as lcm was given it.
 enum Appended<'a> {
@@ -91,7 +85,14 @@ impl Lcm {
     }
 
     fn record<'a>(&mut self, messages: impl Iterator<Item = Appended<'a>>) -> Result<(), EngineError> {
+        if self.writer.as_ref().is_some_and(Writer::failed) {
+            self.settle()?;
+        }
         self.load_session()?;
+        // Taken for the loop; if a message is refused, it is read again from the file, since it
+        // knows the words of messages that will not be stored.
+        let mut known = self.take_terms()?;
+        let mut terms = Vec::new();
         let now = time::now_ms();
         let mut rows = Vec::new();
         for message in messages {
@@ -109,7 +110,7 @@ impl Lcm {
             }
             // A new message, or another one at a position the store knew (the session went
             // differently this time): stored at the end, as a variant, like `ingest` does.
-            let seq = (self.session.refs.len() + self.pending.rows.len() + rows.len()) as i64;
+            let seq = (self.unsettled() + rows.len()) as i64;
             let searchable = message.searchable()?;
             let role = searchable.role.as_str();
             let tokens = tokens::estimate_message_tokens(&searchable).min(u64::from(u32::MAX)) as u32;
@@ -117,6 +118,8 @@ impl Lcm {
                 Cow::Borrowed(message) => text::search_text(message),
                 Cow::Owned(message) => text::into_search_text(message),
             };
+            // Here rather than on the writer thread, which is the busier of the two.
+            known.add(&search_text, &mut terms);
             rows.push(NewMessage {
                 seq,
                 role,
@@ -127,34 +130,151 @@ impl Lcm {
                 created_at: now,
             });
         }
+        self.terms = Some(known);
         if rows.is_empty() {
             return Ok(());
         }
         let session = self.ensure_session_row(now)?;
         self.pending.session = session;
         self.pending.rows.append(&mut rows);
-        self.session.observed = self.session.refs.len() + self.pending.rows.len();
-        if !self.told_idle || self.pending.rows.len() >= MAX_PENDING {
+        self.pending.terms.append(&mut terms);
+        self.session.observed = self.unsettled();
+        if !self.told_idle {
             self.write_pending()?;
+        } else if self.pending.rows.len() >= MAX_PENDING {
+            self.hand_over()?;
         }
         Ok(())
     }
 
-    /// Writes the appended messages waiting in memory, in one transaction.
-    pub(crate) fn write_pending(&mut self) -> Result<(), EngineError> {
-        if self.pending.rows.is_empty() {
+    /// The words the `terms` table holds or will, read from the file if not known; the caller
+    /// puts them back in `self.terms`.
+    pub(crate) fn take_terms(&mut self) -> Result<Terms, EngineError> {
+        if let Some(terms) = self.terms.take() {
+            return Ok(terms);
+        }
+        let loaded = Terms::load(self.store()?);
+        loaded.map_err(|error| self.store_error(error))
+    }
+
+    /// The session's messages lcm has stored, is storing or holds to store.
+    pub(crate) fn unsettled(&self) -> usize {
+        let writing = self.writer.as_ref().map_or(0, Writer::rows);
+        self.session.refs.len() + writing + self.pending.rows.len()
+    }
+
+    /// Hands the appended messages waiting in memory to the writer thread, started with the
+    /// store if it is not running, without waiting for them to be written.
+    fn hand_over(&mut self) -> Result<(), EngineError> {
+        if self.writer.as_ref().is_some_and(Writer::failed) {
+            self.settle()?;
+        }
+        if self.pending.is_empty() {
             return Ok(());
         }
-        let Pending { session, rows } = std::mem::take(&mut self.pending);
-        let written = self.store()?.insert_messages(session, &rows);
+        if self.writer.is_none() {
+            self.store()?;
+            let store = self.store.take().expect("opened above");
+            // The thread holds the store from here until `settle` takes it back.
+            if self.checkpointer.is_none() {
+                let checkpointer = Checkpointer::start(&self.database).map_err(|error| {
+                    EngineError::other(format!("lcm: cannot start its checkpoint thread: {error}"))
+                });
+                self.checkpointer = Some(checkpointer?);
+            }
+            let started = Writer::start(store, self.checkpointer.as_ref().expect("started above"));
+            self.writer = Some(started.map_err(|error| {
+                EngineError::other(format!("lcm: cannot start its writer thread: {error}"))
+            })?);
+        }
+        let batch = std::mem::take(&mut self.pending);
+        let writer = self.writer.as_mut().expect("started above");
+        if let Err(batch) = writer.send(batch) {
+            // The thread is gone; `settle` says why, and the batch waits for the next attempt.
+            self.pending = batch;
+            return self.settle();
+        }
+        Ok(())
+    }
+
+    /// Waits for the writer thread, if it runs, and takes the store back: what it wrote is
+    /// remembered, and what it could not write waits in memory again, in order, for the next
+    /// attempt.
+    pub(crate) fn settle(&mut self) -> Result<(), EngineError> {
+        let Some(writer) = self.writer.take() else {
+            return Ok(());
+        };
+        let Settled {
+            store,
+            outcomes,
+            lost,
+        } = writer.settle();
+        self.store = store;
+        if let Some(lost) = lost {
+            // What the thread committed before it panicked is known only to the file: the
+            // session's positions and the words are read from it again.
+            self.session.loaded = false;
+            self.terms = None;
+            return Err(EngineError::other(format!(
+                "lcm store {}: the writer thread panicked; {lost} messages were not stored",
+                self.database.display()
+            )));
+        }
+        let mut unwritten: Vec<Batch> = Vec::new();
+        let mut failure = None;
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Written(session, refs) => {
+                    // Rows of a session lcm has left since are stored; its positions are not kept.
+                    if self.session.id == Some(session) {
+                        self.session.refs.extend(refs);
+                    }
+                }
+                Outcome::Unwritten(batch, error) => {
+                    failure = failure.or(error);
+                    unwritten.push(batch);
+                }
+            }
+        }
+        let Some(first) = unwritten.first() else {
+            return Ok(());
+        };
+        // Every batch goes to the thread from the session lcm is in, and the session changes
+        // only after settling: what waits is all one session's.
+        let mut waiting = Batch {
+            session: first.session,
+            ..Batch::default()
+        };
+        for batch in unwritten.into_iter().chain([std::mem::take(&mut self.pending)]) {
+            waiting.rows.extend(batch.rows);
+            waiting.compactions.extend(batch.compactions);
+            waiting.terms.extend(batch.terms);
+        }
+        self.pending = waiting;
+        let error = failure.expect("the first batch not written is the one that failed");
+        Err(self.store_error(error))
+    }
+
+    /// Writes the appended messages waiting in memory, in one transaction, after those the writer
+    /// thread holds.
+    pub(crate) fn write_pending(&mut self) -> Result<(), EngineError> {
+        self.settle()?;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.pending);
+        let written =
+            self.store()?
+                .insert_observed(batch.session, &batch.rows, &batch.compactions, &batch.terms);
         let ids = match written {
             Ok(ids) => ids,
             Err(error) => {
                 // Kept for the next attempt: a failed write loses nothing.
-                self.pending = Pending { session, rows };
+                self.pending = batch;
                 return Err(self.store_error(error));
             }
         };
+        let Batch { session, rows, .. } = batch;
         // Rows of a session lcm has left since are stored; its positions are not kept.
         if self.session.id == Some(session) {
             for (row, id) in rows.iter().zip(ids) {
@@ -168,10 +288,11 @@ impl Lcm {
         Ok(())
     }
 
-    /// The host's queue ran dry: what waits is written now.
+    /// The host's queue ran dry: what waits goes to the writer thread now (waiting, if need be,
+    /// only for the batch before it to be taken: there is nothing else to do).
     pub(crate) fn idle(&mut self) -> Result<(), EngineError> {
         self.told_idle = true;
-        self.write_pending()
+        self.hand_over()
     }
 
     /// Records a compaction the active engine made.
@@ -181,23 +302,26 @@ impl Lcm {
         (tokens_before, tokens_after): (u64, u64),
         inserted: &[Message],
     ) -> Result<(), EngineError> {
-        self.write_pending()?;
         self.load_session()?;
         let now = time::now_ms();
         let session = self.ensure_session_row(now)?;
-        let inserted_json = serde_json::to_string(inserted).expect("messages serialise");
         let compaction = ObservedCompaction {
             session,
             at_seq: self.session.observed as i64,
-            engine,
+            engine: engine.to_owned(),
             tokens_before,
             tokens_after,
-            inserted_json: &inserted_json,
+            inserted_json: serde_json::to_string(inserted).expect("messages serialise"),
             created_at: now,
         };
-        self.store()?
-            .record_observed_compaction(&compaction)
-            .map_err(|error| self.store_error(error))
+        // With the messages appended around it, in their transaction: a compaction every few
+        // hundred messages would otherwise cut every batch short.
+        self.pending.session = session;
+        self.pending.compactions.push(compaction);
+        if !self.told_idle {
+            self.write_pending()?;
+        }
+        Ok(())
     }
 
     fn ensure_session_row(&mut self, now: i64) -> Result<i64, EngineError> {

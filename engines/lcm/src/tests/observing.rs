@@ -42,6 +42,7 @@ fn appends_wait_only_while_the_host_has_more_queued() {
     lcm.observe_idle().unwrap();
     lcm.observe(&appended(&messages[3..5])).unwrap();
     lcm.observe(&appended(&messages[5..6])).unwrap();
+    lcm.settle().unwrap();
     assert_eq!(
         on_disk(dir.path(), "s").len(),
         3,
@@ -49,6 +50,8 @@ fn appends_wait_only_while_the_host_has_more_queued() {
     );
     assert_eq!(lcm.get_status()["stored_messages"], 6);
     lcm.observe_idle().unwrap();
+    // Handed to the writer thread, which has written them once lcm has waited for it.
+    lcm.settle().unwrap();
     assert_eq!(on_disk(dir.path(), "s"), jsons(&messages[..6]));
     // A tool answers from everything observed, the waiting messages included.
     lcm.observe(&appended(&[Message::user("deploy KEYWORD-4711 now")]))
@@ -75,6 +78,8 @@ fn waiting_appends_are_written_when_too_many_the_session_changes_or_the_engine_g
     for message in &messages {
         lcm.observe(&appended(std::slice::from_ref(message))).unwrap();
     }
+    // Waiting for the writer thread writes nothing that still waits in memory.
+    lcm.settle().unwrap();
     assert_eq!(on_disk(dir.path(), "first"), jsons(&messages[..MAX_PENDING]));
     lcm.on_session_start("second", &SessionInfo::default()).unwrap();
     assert_eq!(on_disk(dir.path(), "first"), jsons(&messages));
@@ -84,6 +89,31 @@ fn waiting_appends_are_written_when_too_many_the_session_changes_or_the_engine_g
     lcm.observe(&appended(&messages[2..4])).unwrap();
     drop(lcm);
     assert_eq!(on_disk(dir.path(), "second#reset-1"), jsons(&messages[2..4]));
+}
+
+/// Once no process has the store open it is one file: copied alone (as a user backs it up), it
+/// holds every message the session stored, with no write-ahead log left beside it.
+#[test]
+fn a_closed_store_is_one_file_that_holds_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lcm = engine(dir.path(), 100_000, json!({}));
+    lcm.on_session_start("s", &SessionInfo::default()).unwrap();
+    lcm.observe_idle().unwrap();
+    let messages = synthetic::conversation(11, 400, 300);
+    for chunk in messages.chunks(50) {
+        lcm.observe(&appended(chunk)).unwrap();
+    }
+    lcm.on_session_end("s", &messages).unwrap();
+    drop(lcm);
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "lcm.sqlite")
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new(), "files beside the closed store");
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.path().join("lcm.sqlite"), copy.path().join("lcm.sqlite")).unwrap();
+    assert_eq!(on_disk(copy.path(), "s"), jsons(&messages));
 }
 
 /// The rows of session `name`, every column but the time, as another connection sees them.
@@ -167,4 +197,62 @@ fn a_raw_fact_whose_message_is_not_a_message_is_refused_and_stores_nothing() {
         "fact: a message: missing field `role` at line 1 column 21"
     );
     assert!(on_disk(dir.path(), "s").is_empty());
+}
+
+#[test]
+fn a_write_refused_on_the_writer_thread_is_reported_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lcm = engine(dir.path(), 100_000, json!({}));
+    lcm.on_session_start("s", &SessionInfo::default()).unwrap();
+    lcm.observe_idle().unwrap();
+    lcm.observe(&appended(&[Message::user("before")])).unwrap();
+    lcm.observe_idle().unwrap();
+    lcm.settle().unwrap();
+    // Another connection makes every insertion fail, as a full disk or a lost file would.
+    let other = rusqlite::Connection::open(dir.path().join("lcm.sqlite")).unwrap();
+    other
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON messages \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    let mut accepted = vec![Message::user("before")];
+    let mut error = None;
+    for i in 0..3 * MAX_PENDING {
+        let message = Message::user(format!("message {i}"));
+        match lcm.observe(&appended(std::slice::from_ref(&message))) {
+            Ok(()) => accepted.push(message),
+            Err(refused) => {
+                error = Some(refused);
+                break;
+            }
+        }
+        if i % 700 == 699 {
+            // The queue ran dry now and then: those go to the thread too.
+            lcm.observe_idle().unwrap_or_else(|refused| error = Some(refused));
+        }
+    }
+    let error = error
+        .or_else(|| lcm.settle().err())
+        .expect("the refusal is reported");
+    assert!(error.message.contains("refused by the test"), "{}", error.message);
+    // The first batch went to the thread when the queue first ran dry, after 700 messages.
+    assert!(
+        accepted.len() > 700,
+        "reported before any write: {}",
+        accepted.len()
+    );
+    assert_eq!(
+        on_disk(dir.path(), "s"),
+        ["{\"role\":\"user\",\"content\":\"before\"}"]
+    );
+    assert_eq!(lcm.get_status()["stored_messages"], accepted.len());
+    // Once writes succeed again, everything accepted is stored, in order, exactly once.
+    other.execute_batch("DROP TRIGGER refuse").unwrap();
+    lcm.observe_idle().unwrap();
+    lcm.settle().unwrap();
+    assert_eq!(on_disk(dir.path(), "s"), jsons(&accepted));
+    let last = accepted.last().unwrap().text().into_owned();
+    let found = lcm.handle_tool_call("lcm_grep", &json!({ "pattern": format!("{last}$") }), None);
+    assert_eq!(found["matches"].as_array().map(Vec::len), Some(1), "{found}");
 }
