@@ -30,6 +30,16 @@ fn on_disk(dir: &Path, name: &str) -> Vec<String> {
     rows.collect::<Result<_, _>>().unwrap()
 }
 
+/// lcm in session `session` of a fresh store, told by the host that its queue runs dry (so it
+/// hands appends to its writer thread).
+fn observing_from_idle(session: &str) -> (tempfile::TempDir, crate::Lcm) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lcm = engine(dir.path(), 100_000, json!({}));
+    lcm.on_session_start(session, &SessionInfo::default()).unwrap();
+    lcm.observe_idle().unwrap();
+    (dir, lcm)
+}
+
 #[test]
 fn appends_wait_only_while_the_host_has_more_queued() {
     let dir = tempfile::tempdir().unwrap();
@@ -68,10 +78,7 @@ fn appends_wait_only_while_the_host_has_more_queued() {
 
 #[test]
 fn waiting_appends_are_written_when_too_many_the_session_changes_or_the_engine_goes() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut lcm = engine(dir.path(), 100_000, json!({}));
-    lcm.on_session_start("first", &SessionInfo::default()).unwrap();
-    lcm.observe_idle().unwrap();
+    let (dir, mut lcm) = observing_from_idle("first");
     let messages: Vec<Message> = (0..MAX_PENDING + 10)
         .map(|i| Message::user(format!("message {i}")))
         .collect();
@@ -95,10 +102,7 @@ fn waiting_appends_are_written_when_too_many_the_session_changes_or_the_engine_g
 /// holds every message the session stored, with no write-ahead log left beside it.
 #[test]
 fn a_closed_store_is_one_file_that_holds_everything() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut lcm = engine(dir.path(), 100_000, json!({}));
-    lcm.on_session_start("s", &SessionInfo::default()).unwrap();
-    lcm.observe_idle().unwrap();
+    let (dir, mut lcm) = observing_from_idle("s");
     let messages = synthetic::conversation(11, 400, 300);
     for chunk in messages.chunks(50) {
         lcm.observe(&appended(chunk)).unwrap();
@@ -201,10 +205,7 @@ fn a_raw_fact_whose_message_is_not_a_message_is_refused_and_stores_nothing() {
 
 #[test]
 fn a_write_refused_on_the_writer_thread_is_reported_and_loses_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut lcm = engine(dir.path(), 100_000, json!({}));
-    lcm.on_session_start("s", &SessionInfo::default()).unwrap();
-    lcm.observe_idle().unwrap();
+    let (dir, mut lcm) = observing_from_idle("s");
     lcm.observe(&appended(&[Message::user("before")])).unwrap();
     lcm.observe_idle().unwrap();
     lcm.settle().unwrap();
