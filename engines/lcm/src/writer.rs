@@ -105,7 +105,8 @@ impl Checkpointer {
 }
 
 impl Drop for Checkpointer {
-    /// Waits for the sync under way: the thread runs the plugin's code, which must still be loaded.
+    /// Waits for the checkpoint under way: the thread runs the plugin's code, which must still be
+    /// loaded.
     fn drop(&mut self) {
         self.wake = None;
         if let Some(thread) = self.thread.take() {
@@ -208,7 +209,7 @@ fn write_all(
                     })
                     .collect();
                 outcomes.push(Outcome::Written(batch.session, refs));
-                // Full means a sync is already due.
+                // Full means a checkpoint is already due.
                 let _ = wake.try_send(());
             }
             Err(error) => {
