@@ -8,13 +8,14 @@ use std::{
     collections::BTreeMap,
     fmt, fs, io,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use ctxhost_compressor::{CompressorConfig, ConfigProblem};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::tokens::TokenizerKind;
+use crate::{runner::DEFAULT_OBSERVER_TIMEOUT, tokens::TokenizerKind};
 
 mod auxiliary;
 mod isolation;
@@ -24,6 +25,9 @@ pub use isolation::{Deadlines, Isolation, IsolationProblem, IsolationSettings, L
 
 /// The engine used when `context.engine` is not set.
 pub const DEFAULT_ENGINE: &str = "compressor";
+
+/// The longest `context.observer_timeout`, in seconds: a day, which is as good as no limit.
+const MAX_OBSERVER_TIMEOUT_S: f64 = 86_400.0;
 
 /// Where the plugins directory is when neither config nor flag says: `plugins/` next to the
 /// config file.
@@ -38,6 +42,9 @@ pub struct Settings {
     pub engine: String,
     /// `context.observers`: engines that watch the session without changing its context.
     pub observers: Vec<String>,
+    /// `context.observer_timeout` (seconds): how long the session waits on an observer that
+    /// finishes no call (its queue full, a tool call, the end) before it detaches it.
+    pub observer_timeout: Duration,
     /// The plugins directory (holding `context_engine/<name>/` folders).
     pub plugins_dir: PathBuf,
     /// `context.tokenizer`: what the host counts the context's tokens with.
@@ -96,6 +103,7 @@ struct RawAuxiliary {
 struct RawContext {
     engine: Option<String>,
     observers: Vec<String>,
+    observer_timeout: Option<f64>,
     plugins_dir: Option<PathBuf>,
     tokenizer: Option<String>,
     isolation: Option<String>,
@@ -157,6 +165,7 @@ impl Settings {
             source: None,
             engine: DEFAULT_ENGINE.to_owned(),
             observers: Vec::new(),
+            observer_timeout: DEFAULT_OBSERVER_TIMEOUT,
             plugins_dir: base_dir.join(DEFAULT_PLUGINS_DIR),
             tokenizer: TokenizerKind::default(),
             isolation: Isolation::default(),
@@ -250,6 +259,10 @@ impl Settings {
             source: Some(path.to_owned()),
             engine: raw.context.engine.unwrap_or_else(|| DEFAULT_ENGINE.to_owned()),
             observers: raw.context.observers,
+            observer_timeout: raw
+                .context
+                .observer_timeout
+                .map_or(DEFAULT_OBSERVER_TIMEOUT, Duration::from_secs_f64),
             plugins_dir: tidy(&base_dir.join(plugins_dir)),
             tokenizer,
             isolation,
@@ -321,6 +334,14 @@ fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> R
         .compression
         .validate()
         .map_err(|problem| invalid(&format!("auxiliary.compression.{}", problem.key), problem.reason))?;
+    if let Some(seconds) = raw.context.observer_timeout {
+        if !(seconds > 0.0 && seconds <= MAX_OBSERVER_TIMEOUT_S) {
+            return Err(invalid(
+                "context.observer_timeout",
+                format!("must be a number of seconds above 0 and at most {MAX_OBSERVER_TIMEOUT_S} (a day), got {seconds}"),
+            ));
+        }
+    }
     if let Some(blank) = raw.context.observers.iter().find(|name| name.trim().is_empty()) {
         return Err(invalid(
             "context.observers",
@@ -477,6 +498,26 @@ mod tests {
             serde_json::json!({"keep_last": 4})
         );
         assert_eq!(settings.engine_block("lcm"), Value::Null);
+    }
+
+    #[test]
+    fn the_observer_timeout_is_in_seconds_and_must_be_above_zero_and_at_most_a_day() {
+        assert_eq!(parse("").unwrap().observer_timeout, DEFAULT_OBSERVER_TIMEOUT);
+        let settings = parse("context:\n  observer_timeout: 2.5\n").unwrap();
+        assert_eq!(settings.observer_timeout, Duration::from_millis(2_500));
+        for bad in ["0", "-1", "100000", ".nan"] {
+            let error = parse(&format!(
+                "context:\n  engine: compressor\n  observer_timeout: {bad}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                error.starts_with(
+                    "/work/config.yaml:3: `context.observer_timeout` must be a number of seconds above 0"
+                ),
+                "{bad}: {error}"
+            );
+        }
     }
 
     #[test]

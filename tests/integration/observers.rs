@@ -7,7 +7,7 @@ use std::{fs, path::Path};
 
 use serde_json::Value;
 
-use crate::support::{example, texts, PluginDir};
+use crate::support::{example, run_ctxhost_within, texts, PluginDir};
 
 /// A plugins folder with every engine the repository ships, and faulty for misbehaving.
 fn observers_tree(config: &str) -> PluginDir {
@@ -137,6 +137,58 @@ fn an_observer_that_sleeps_fails_or_panics_changes_nothing_and_is_detached_with_
             assert!((39..600).contains(&facts), "{observer}");
         }
     }
+}
+
+#[test]
+fn an_observer_that_never_returns_is_detached_after_the_observer_timeout_and_changes_nothing() {
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let (alone, alone_context, _) = replay(&observers_tree(BASE_CONFIG), &transcript, &[]);
+    let config = format!("{BASE_CONFIG}faulty:\n  observe: hang\n  observe_fail_at: 40\n").replacen(
+        "context:\n",
+        "context:\n  observer_timeout: 1\n",
+        1,
+    );
+    let tree = observers_tree(&config);
+    let out = tree.root().join("final.json");
+    let args = [
+        "run",
+        &transcript,
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+        "--observer",
+        "faulty",
+    ];
+    // Without the timeout this run never ends: the session would wait for the observer forever.
+    let output = run_ctxhost_within(tree.root(), &args, std::time::Duration::from_secs(120));
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        fs::read(&out).unwrap() == alone_context,
+        "the final contexts differ"
+    );
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(compaction_records(&report), compaction_records(&alone));
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("warning: observer `faulty` detached"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("it finished no call in 1 s (stuck in `observe`; `context.observer_timeout`"),
+        "{}",
+        warnings[0]
+    );
+    let observer = &report["observers"][0];
+    assert!(
+        observer["detached"]
+            .as_str()
+            .unwrap()
+            .contains("stuck in `observe`"),
+        "{observer}"
+    );
 }
 
 #[test]

@@ -54,6 +54,40 @@ pub fn run_ctxhost(dir: &Path, args: &[&str]) -> Output {
         .expect("ctxhost runs")
 }
 
+/// Runs ctxhost in `dir`, killing it if it has not ended after `limit`: for a test of something
+/// that would otherwise hang the test run. Its output goes through files, which never fill up.
+pub fn run_ctxhost_within(dir: &Path, args: &[&str], limit: std::time::Duration) -> Output {
+    let (stdout, stderr) = (dir.join("ctxhost.stdout"), dir.join("ctxhost.stderr"));
+    let mut child = ctxhost()
+        .current_dir(dir)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(fs::File::create(&stdout).unwrap())
+        .stderr(fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("ctxhost starts");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "ctxhost {args:?} was still running after {limit:?}; stderr: {}",
+                fs::read_to_string(&stderr).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: fs::read(&stdout).unwrap(),
+        stderr: fs::read(&stderr).unwrap(),
+    }
+}
+
 /// stdout and stderr as text.
 pub fn texts(output: &Output) -> (String, String) {
     (

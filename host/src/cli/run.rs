@@ -265,7 +265,7 @@ fn not_written(args: &RunArgs) -> String {
 /// The active engine is not attached a second time: it is on standby, to stay on as an observer
 /// if `/engine` swaps it out.
 fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> (Observers, Vec<String>) {
-    let mut observers = Observers::new();
+    let mut observers = Observers::with_timeout(settings.observer_timeout);
     let mut standby = Vec::new();
     let mut names: Vec<&str> = Vec::new();
     for name in settings.observers.iter().chain(&args.observers) {

@@ -13,19 +13,24 @@
 //!   active engine's context, which is not the observer's).
 //! - An observer that fails or panics is detached: it receives nothing more, its tools answer an
 //!   error, and the session goes on exactly as if it had never been attached.
+//! - So is one that gets stuck: whenever the session waits on an observer (its queue is full, a
+//!   tool call, the end), it waits as long as the observer keeps finishing calls, and gives up
+//!   once none has finished for the observer timeout (`context.observer_timeout`). A plugin that
+//!   never returns cannot hang the host; its thread is left to itself.
 
 use std::{
     borrow::Cow,
     collections::{BTreeSet, VecDeque},
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
-        mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError},
+        atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering},
+        mpsc::{self, RecvTimeoutError},
         Arc, Mutex, OnceLock,
     },
     thread::JoinHandle,
     time::{Duration, Instant},
 };
 
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TryRecvError, TrySendError};
 use ctxhost_engine_abi::{
     observe::{EXT_INTERESTS, EXT_OBSERVE_IDLE},
     Fact, FactBody, FactKind, Message, ModelInfo, Role, SessionInfo, Usage,
@@ -37,6 +42,14 @@ use crate::engine::{EngineCallError, EngineHandle};
 
 /// How many calls an observer's queue holds before the session waits for it.
 pub const QUEUE_CAPACITY: usize = 1024;
+
+/// How long the session waits on an observer that finishes no call before it detaches it
+/// (`context.observer_timeout`). Generous: a store that syncs a large log to a slow disk at the
+/// end of a session takes seconds, and an observer that keeps finishing calls is never cut off.
+pub const DEFAULT_OBSERVER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How often a session waiting on an observer looks whether it still finishes calls.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 /// Calls go to an observer's thread this many at a time (and at once before a tool call and at
 /// the end): waking a thread for every message cost a replay more than the observer's work, and
@@ -96,6 +109,52 @@ struct Shared {
     /// Why it was detached.
     reason: Mutex<Option<String>>,
     facts: AtomicU64,
+    /// Calls into the engine finished so far: a session waiting on the observer sees it move.
+    finished: AtomicU64,
+    /// The [`Call`] it is in, for the warning when it is stuck there.
+    current: AtomicU8,
+    /// Set when the session stopped waiting for it: its thread is left to itself.
+    is_stuck: AtomicBool,
+}
+
+/// A call into an observer engine, as the warning names it when the observer is stuck in it.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Call {
+    /// In the host's code, between calls.
+    Between,
+    Observe,
+    ObserveIdle,
+    UpdateModel,
+    SessionStart,
+    Usage,
+    Reset,
+    SessionEnd,
+    Tool,
+}
+
+impl Call {
+    const NAMES: [&'static str; 9] = [
+        "none (between calls)",
+        "observe",
+        "observe_idle",
+        "update_model",
+        "on_session_start",
+        "update_from_response",
+        "on_session_reset",
+        "on_session_end",
+        "handle_tool_call",
+    ];
+
+    fn of(call: &Lifecycle) -> Self {
+        match call {
+            Lifecycle::UpdateModel(_) => Self::UpdateModel,
+            Lifecycle::SessionStart(..) => Self::SessionStart,
+            Lifecycle::Usage(_) => Self::Usage,
+            Lifecycle::Reset => Self::Reset,
+            Lifecycle::SessionEnd(..) => Self::SessionEnd,
+        }
+    }
 }
 
 impl Shared {
@@ -120,6 +179,62 @@ impl Shared {
             .get_or_insert(reason);
         self.is_detached.store(true, Ordering::Release);
     }
+
+    /// Runs `work`, one call into the engine, marked as `call` while it runs.
+    fn calling<T>(&self, call: Call, work: impl FnOnce() -> T) -> T {
+        self.current.store(call as u8, Ordering::Relaxed);
+        let result = work();
+        self.current.store(Call::Between as u8, Ordering::Relaxed);
+        self.finished.fetch_add(1, Ordering::Release);
+        result
+    }
+
+    fn is_stuck(&self) -> bool {
+        self.is_stuck.load(Ordering::Acquire)
+    }
+
+    /// Detaches it as stuck: it finished no call for `stall`.
+    fn give_up(&self, stall: Duration) {
+        let call = Call::NAMES
+            .get(usize::from(self.current.load(Ordering::Relaxed)))
+            .copied()
+            .unwrap_or("an unknown call");
+        self.is_stuck.store(true, Ordering::Release);
+        self.detach(format!(
+            "it finished no call in {} s (stuck in `{call}`; `context.observer_timeout` sets how long the session waits)",
+            stall.as_secs_f64()
+        ));
+    }
+}
+
+/// What one try at something the session waits on gave.
+enum Try<T> {
+    Done(T),
+    Again,
+    Gone,
+}
+
+/// Tries `attempt` (given how long it may block) until it is done, for as long as the observer's
+/// thread keeps finishing calls. `None` when its thread is gone, or when it finished no call for
+/// `stall`: then it is detached as stuck, and the session stops waiting for it.
+fn wait_on<T>(shared: &Shared, stall: Duration, mut attempt: impl FnMut(Duration) -> Try<T>) -> Option<T> {
+    let mut finished = shared.finished.load(Ordering::Acquire);
+    let mut since = Instant::now();
+    loop {
+        let left = stall.saturating_sub(since.elapsed());
+        match attempt(left.min(LOOK_EVERY)) {
+            Try::Done(value) => return Some(value),
+            Try::Gone => return None,
+            Try::Again => {}
+        }
+        let now = shared.finished.load(Ordering::Acquire);
+        if now != finished {
+            (finished, since) = (now, Instant::now());
+        } else if since.elapsed() >= stall {
+            shared.give_up(stall);
+            return None;
+        }
+    }
 }
 
 struct Worker {
@@ -129,10 +244,14 @@ struct Worker {
     tools: Vec<String>,
     schemas: Vec<Value>,
     /// `None` once closed.
-    jobs: Option<SyncSender<Vec<Job>>>,
+    jobs: Option<Sender<Vec<Job>>>,
     /// Calls not handed over yet.
     outbox: Vec<Job>,
     thread: Option<JoinHandle<()>>,
+    /// Disconnected when the thread has returned: what closing waits on, with a timeout.
+    done: Receiver<()>,
+    /// How long the session waits on it while it finishes no call.
+    stall: Duration,
     shared: Arc<Shared>,
     waited: Duration,
     /// Whether the session was told it was detached.
@@ -159,15 +278,31 @@ pub struct ObserverSummary {
 }
 
 /// The observers of one session.
-#[derive(Default)]
 pub struct Observers {
     workers: Vec<Worker>,
+    /// How long the session waits on an observer that finishes no call.
+    stall: Duration,
+}
+
+impl Default for Observers {
+    fn default() -> Self {
+        Self::with_timeout(DEFAULT_OBSERVER_TIMEOUT)
+    }
 }
 
 impl Observers {
     /// No observers.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// No observers; the session will wait at most `stall` on one that finishes no call (a zero
+    /// timeout is taken as the smallest wait there is, not as no limit).
+    pub fn with_timeout(stall: Duration) -> Self {
+        Self {
+            workers: Vec::new(),
+            stall,
+        }
     }
 
     /// Whether there are none.
@@ -201,7 +336,8 @@ impl Observers {
             .iter()
             .filter_map(|schema| schema.get("name").and_then(Value::as_str).map(str::to_owned))
             .collect();
-        let (sender, receiver) = mpsc::sync_channel(QUEUE_CAPACITY / BUNDLE);
+        let (sender, receiver) = crossbeam_channel::bounded(QUEUE_CAPACITY / BUNDLE);
+        let (ended, done) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(Shared::default());
         let name = engine.name().to_owned();
         let origin = engine.origin().to_string();
@@ -209,7 +345,10 @@ impl Observers {
             .name(format!("observer-{name}"))
             .spawn({
                 let shared = Arc::clone(&shared);
-                move || serve_jobs(engine, receiver, idle, &shared)
+                move || {
+                    let _ended = ended;
+                    serve_jobs(engine, receiver, idle, &shared);
+                }
             })
             .expect("a thread can be spawned");
         self.workers.push(Worker {
@@ -221,6 +360,8 @@ impl Observers {
             jobs: Some(sender),
             outbox: Vec::with_capacity(BUNDLE),
             thread: Some(thread),
+            done,
+            stall: self.stall,
             shared,
             waited: Duration::ZERO,
             reported: false,
@@ -295,7 +436,14 @@ impl Observers {
             reply,
         });
         worker.flush();
-        answer.recv().unwrap_or_else(|_| {
+        let answer = wait_on(&worker.shared, worker.stall, |slice| {
+            match answer.recv_timeout(slice) {
+                Ok(answer) => Try::Done(answer),
+                Err(RecvTimeoutError::Timeout) => Try::Again,
+                Err(RecvTimeoutError::Disconnected) => Try::Gone,
+            }
+        });
+        answer.unwrap_or_else(|| {
             let why = worker
                 .shared
                 .detached()
@@ -332,16 +480,28 @@ impl Observers {
     }
 
     /// Waits until every observer has handled everything sent to it, then stops their threads.
+    /// A stuck observer's thread is left to itself.
     pub fn close(&mut self) {
         for worker in &mut self.workers {
             worker.flush();
             worker.jobs = None;
         }
         for worker in &mut self.workers {
-            if let Some(thread) = worker.thread.take() {
-                if thread.join().is_err() {
-                    worker.shared.detach("its thread panicked".to_owned());
+            let Some(thread) = worker.thread.take() else {
+                continue;
+            };
+            if worker.shared.is_stuck() {
+                continue;
+            }
+            let returned = wait_on(&worker.shared, worker.stall, |slice| {
+                match worker.done.recv_timeout(slice) {
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => Try::Again,
+                    // Nothing is ever sent: the thread returned, and its end of the channel with it.
+                    _ => Try::Done(()),
                 }
+            });
+            if returned.is_some() && thread.join().is_err() {
+                worker.shared.detach("its thread panicked".to_owned());
             }
         }
     }
@@ -389,16 +549,27 @@ impl Worker {
         }
         let bundle = std::mem::replace(&mut self.outbox, Vec::with_capacity(BUNDLE));
         let Some(jobs) = &self.jobs else { return };
-        let bundle = match jobs.try_send(bundle) {
+        let mut bundle = match jobs.try_send(bundle) {
             Ok(()) => return,
-            Err(TrySendError::Full(bundle)) => bundle,
+            Err(TrySendError::Full(bundle)) => Some(bundle),
             Err(TrySendError::Disconnected(_)) => {
                 self.shared.detach("its thread stopped".to_owned());
                 return;
             }
         };
         let started = Instant::now();
-        if jobs.send(bundle).is_err() {
+        let sent = wait_on(&self.shared, self.stall, |slice| {
+            match jobs.send_timeout(bundle.take().expect("held until sent"), slice) {
+                Ok(()) => Try::Done(()),
+                Err(SendTimeoutError::Timeout(back)) => {
+                    bundle = Some(back);
+                    Try::Again
+                }
+                Err(SendTimeoutError::Disconnected(_)) => Try::Gone,
+            }
+        });
+        if sent.is_none() {
+            // Stuck (detached already), or its thread ended.
             self.shared.detach("its thread stopped".to_owned());
         }
         self.waited += started.elapsed();
@@ -435,13 +606,18 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
             continue;
         }
         let done = match job {
-            Job::Lifecycle(call) => run_lifecycle(&mut engine, call),
+            Job::Lifecycle(call) => shared.calling(Call::of(&call), || run_lifecycle(&mut engine, call)),
             Job::Fact(fact) => {
                 let batch = merge_appends(fact, &mut queue, &bundles);
                 let observed = match &batch {
-                    Batch::One(fact) => engine.observe(fact.json(), || Cow::Borrowed(&fact.fact)),
+                    Batch::One(fact) => shared.calling(Call::Observe, || {
+                        engine.observe(fact.json(), || Cow::Borrowed(&fact.fact))
+                    }),
                     Batch::Merged(facts) => {
-                        engine.observe(&merged_json(facts), || Cow::Owned(merged_fact(facts)))
+                        let json = merged_json(facts);
+                        shared.calling(Call::Observe, || {
+                            engine.observe(&json, || Cow::Owned(merged_fact(facts)))
+                        })
                     }
                 };
                 if observed.is_ok() {
@@ -455,7 +631,7 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
                 arguments,
                 reply,
             } => {
-                let answer = engine.handle_tool_call(&name, &arguments, None);
+                let answer = shared.calling(Call::Tool, || engine.handle_tool_call(&name, &arguments, None));
                 let _ = reply.send(match &answer {
                     Ok(answer) => answer.clone(),
                     Err(error) => json!({ "error": error.to_string() }),
@@ -493,7 +669,9 @@ impl Idle {
         if *self != Self::Unasked || shared.is_detached() {
             return Ok(());
         }
-        engine.call_ext(EXT_OBSERVE_IDLE, &Value::Null)?;
+        shared.calling(Call::ObserveIdle, || {
+            engine.call_ext(EXT_OBSERVE_IDLE, &Value::Null)
+        })?;
         *self = Self::Told;
         Ok(())
     }
@@ -676,7 +854,7 @@ mod tests {
 
     #[test]
     fn consecutive_appends_of_one_session_are_merged_and_nothing_else_is_taken() {
-        let (sender, bundles) = mpsc::sync_channel(4);
+        let (sender, bundles) = crossbeam_channel::bounded(4);
         // One append in hand, two queued, then a reset, then an append of another session sent
         // in a later bundle.
         let mut queue: VecDeque<Job> = [
@@ -790,7 +968,7 @@ mod tests {
 
     #[test]
     fn appends_of_another_session_are_never_merged_in() {
-        let (_sender, bundles) = mpsc::sync_channel::<Vec<Job>>(1);
+        let (_sender, bundles) = crossbeam_channel::bounded::<Vec<Job>>(1);
         let mut queue: VecDeque<Job> = [appended("t", "x")].into_iter().collect();
         let Job::Fact(first) = appended("s", "a") else {
             unreachable!()
@@ -828,5 +1006,179 @@ mod tests {
                 "[stand-in]"
             ]
         );
+    }
+
+    /// A gate a test engine blocks on until the test opens it at its end, so that the thread the
+    /// session left behind can finish.
+    struct Gate {
+        open: Mutex<bool>,
+        opened: std::sync::Condvar,
+    }
+
+    impl Gate {
+        const fn new() -> Self {
+            Self {
+                open: Mutex::new(false),
+                opened: std::sync::Condvar::new(),
+            }
+        }
+
+        fn wait(&self) {
+            let mut open = self.open.lock().unwrap();
+            while !*open {
+                open = self.opened.wait(open).unwrap();
+            }
+        }
+
+        fn open(&self) {
+            *self.open.lock().unwrap() = true;
+            self.opened.notify_all();
+        }
+    }
+
+    /// Where a [`Stuck`] engine gets stuck: in `observe` ([`IN_OBSERVE`]), in `on_session_end`
+    /// ([`AT_THE_END`]), or nowhere ([`SLOW`]: every `update_from_response` takes 20 ms).
+    const IN_OBSERVE: usize = 0;
+    const AT_THE_END: usize = 1;
+    const SLOW: usize = 2;
+    static GATES: [Gate; 2] = [Gate::new(), Gate::new()];
+
+    struct Stuck<const WHERE: usize>(ctxhost_engine_abi::Counters);
+
+    impl<const WHERE: usize> ctxhost_engine_abi::Engine for Stuck<WHERE> {
+        const NAME: &'static str = "stuck";
+        fn new(_: &Value, _: ctxhost_engine_abi::Host) -> Result<Self, ctxhost_engine_abi::EngineError> {
+            Ok(Self(Default::default()))
+        }
+        fn counters(&self) -> &ctxhost_engine_abi::Counters {
+            &self.0
+        }
+        fn counters_mut(&mut self) -> &mut ctxhost_engine_abi::Counters {
+            &mut self.0
+        }
+        fn compress(
+            &mut self,
+            messages: Vec<Message>,
+            _: &ctxhost_engine_abi::CompressRequest,
+        ) -> Result<Vec<Message>, ctxhost_engine_abi::EngineError> {
+            Ok(messages)
+        }
+        fn interests(&self) -> Vec<FactKind> {
+            vec![FactKind::MessagesAppended]
+        }
+        fn observe(&mut self, _: &Fact) -> Result<(), ctxhost_engine_abi::EngineError> {
+            if WHERE == IN_OBSERVE {
+                GATES[IN_OBSERVE].wait();
+            }
+            Ok(())
+        }
+        fn update_from_response(&mut self, _: &Usage) {
+            if WHERE == SLOW {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        fn on_session_end(&mut self, _: &str, _: &[Message]) -> Result<(), ctxhost_engine_abi::EngineError> {
+            if WHERE == AT_THE_END {
+                GATES[AT_THE_END].wait();
+            }
+            Ok(())
+        }
+    }
+
+    fn observing<const WHERE: usize>(stall: Duration) -> Observers {
+        let settings = crate::config::Settings::defaults(std::path::Path::new("."));
+        let services = crate::services::ServiceContext::from_settings(&settings);
+        let engine = ctxhost_engine_abi::linked::instantiate_linked::<Stuck<WHERE>>(
+            &Value::Null,
+            crate::services::host_services_for("stuck", &services),
+        )
+        .unwrap();
+        let mut observers = Observers::with_timeout(stall);
+        observers
+            .attach(EngineHandle::linked(
+                engine,
+                "stuck",
+                crate::engine::EngineOrigin::BuiltIn,
+            ))
+            .unwrap();
+        observers
+    }
+
+    fn deliver_appends(observers: &mut Observers, count: usize) {
+        for index in 0..count {
+            observers.deliver(FactKind::MessagesAppended, || Fact {
+                session_id: "s".into(),
+                at_message: index as u64,
+                body: FactBody::MessagesAppended {
+                    messages: vec![Message::user(format!("message {index}"))],
+                },
+            });
+        }
+    }
+
+    #[test]
+    fn an_observer_stuck_in_observe_is_detached_and_the_session_stops_waiting_for_it() {
+        let mut observers = observing::<IN_OBSERVE>(Duration::from_millis(200));
+        // More than its queue holds: without a limit, the session would wait here forever.
+        deliver_appends(&mut observers, QUEUE_CAPACITY * 3);
+        let warnings = observers.newly_detached();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0]
+                .starts_with("observer `stuck` detached: it finished no call in 0.2 s (stuck in `observe`;"),
+            "{}",
+            warnings[0]
+        );
+        // Its tools answer the reason at once, and nothing more is sent to it.
+        let answer = observers.call_tool(0, "anything", &Value::Null);
+        assert!(
+            answer["error"].as_str().unwrap().contains("stuck in `observe`"),
+            "{answer}"
+        );
+        deliver_appends(&mut observers, 10);
+        observers.close();
+        let summary = &observers.summaries()[0];
+        assert!(
+            summary
+                .detached
+                .as_deref()
+                .unwrap()
+                .contains("stuck in `observe`"),
+            "{summary:?}"
+        );
+        assert_eq!(summary.facts, 0, "it finished no observe call");
+        GATES[IN_OBSERVE].open();
+    }
+
+    #[test]
+    fn an_observer_stuck_at_the_end_of_the_session_does_not_keep_it_from_ending() {
+        let mut observers = observing::<AT_THE_END>(Duration::from_millis(200));
+        deliver_appends(&mut observers, 3);
+        observers.lifecycle(Lifecycle::SessionEnd("s".into(), Arc::new(Vec::new())));
+        observers.close();
+        let summary = &observers.summaries()[0];
+        assert!(
+            summary
+                .detached
+                .as_deref()
+                .unwrap()
+                .contains("stuck in `on_session_end`"),
+            "{summary:?}"
+        );
+        assert_eq!(summary.facts, 3, "everything before the end was observed");
+        GATES[AT_THE_END].open();
+    }
+
+    #[test]
+    fn a_slow_observer_that_keeps_finishing_calls_is_never_cut_off() {
+        // Forty calls of 20 ms each: the session waits for them at the end about four times the
+        // observer timeout in all, never that long for one call.
+        let mut observers = observing::<SLOW>(Duration::from_millis(200));
+        for _ in 0..40 {
+            observers.lifecycle(Lifecycle::Usage(Usage::new(100, 10)));
+        }
+        observers.close();
+        let summary = &observers.summaries()[0];
+        assert_eq!(summary.detached, None, "{summary:?}");
     }
 }

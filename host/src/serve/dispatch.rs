@@ -127,7 +127,7 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     }
     // Observers are resolved like the engine but never replaced by the compressor: one that
     // cannot be used refuses the session, naming it.
-    let mut observers = Observers::new();
+    let mut observers = Observers::with_timeout(settings.observer_timeout);
     for observer in &params.observers {
         try_resolve_engine(observer, &settings, table.registry())
             .map_err(|error| error.to_string())

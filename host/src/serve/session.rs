@@ -54,13 +54,13 @@ impl Session {
             id: id.clone(),
             engine: resolution.engine,
             tokens: TokenCounter::new(settings.tokenizer),
+            watch: Watch::new(&id, Observers::with_timeout(settings.observer_timeout)),
             settings,
             model: None,
             started: None,
             last_messages: LastContext::default(),
             records: Vec::new(),
             engine_written: HashSet::new(),
-            watch: Watch::new(&id, Observers::new()),
         };
         (session, fallback)
     }

@@ -21,9 +21,9 @@
 //! - `{"user_note": true}`: `compress` is correct and also writes a user-role note right after the
 //!   user's last message, saying how many messages it dropped (a new text each time), and drops
 //!   its earlier notes. The host must not take that note for the user's message.
-//! - `{"observe": "count" | "sleep" | "jitter" | "fail" | "panic"}`: as an observer, it asks for
-//!   every kind of fact and, on each, only counts it, sleeps 2 ms, sleeps 0–3 ms, or (at the
-//!   `observe_fail_at`-th fact, default 5) returns an error or panics.
+//! - `{"observe": "count" | "sleep" | "jitter" | "fail" | "panic" | "hang"}`: as an observer, it
+//!   asks for every kind of fact and, on each, only counts it, sleeps 2 ms, sleeps 0–3 ms, or (at
+//!   the `observe_fail_at`-th fact, default 5) returns an error, panics, or never returns.
 //! - otherwise `compress` is correct and simple: it keeps the system message and the last four
 //!   messages, moving the cut back so that no tool group is split.
 //!
@@ -73,7 +73,7 @@ pub const GENERATION: &str = "faulty-generation-A";
 pub const CRASHES: [&str; 6] = ["abort", "segfault", "exit", "hang", "allocate", "panic_abort"];
 
 /// What `observe` can ask for.
-pub const OBSERVE_MODES: [&str; 5] = ["count", "sleep", "jitter", "fail", "panic"];
+pub const OBSERVE_MODES: [&str; 6] = ["count", "sleep", "jitter", "fail", "panic", "hang"];
 
 /// The kinds of invalid output `invalid_output` can ask for.
 pub const INVALID_OUTPUTS: [&str; 5] = [
@@ -406,6 +406,9 @@ impl Engine for Faulty {
                 return Err(EngineError::other("faulty engine: told to fail in `observe`"))
             }
             Some("panic") if failing => panic!("faulty engine: told to panic in `observe`"),
+            Some("hang") if failing => loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            },
             _ => {}
         }
         Ok(())
