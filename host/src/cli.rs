@@ -4,9 +4,10 @@
 
 mod run;
 mod serve;
+pub(crate) mod stdout;
 
 use std::{
-    io::IsTerminal,
+    io::Write as _,
     path::{Path, PathBuf},
 };
 
@@ -15,6 +16,7 @@ use clap::{Args, Parser, Subcommand};
 use ctxhost_engine_abi::ModelInfo;
 use serde_json::Value;
 
+use self::stdout::host_stdout;
 use crate::{
     config::Settings,
     discovery::{discover_plugins, find_plugin},
@@ -242,6 +244,10 @@ pub enum PluginsCommand {
 
 /// Runs the parsed command line.
 pub fn run_cli(cli: Cli) -> Result<()> {
+    // Before any plugin is loaded: what a plugin prints must not reach a program reading stdout.
+    if let Err(error) = stdout::keep_for_the_host() {
+        tracing::debug!("stdout is shared with plugins: {error}");
+    }
     let mut settings = load_settings(cli.config.as_deref(), cli.plugins_dir.as_deref())?;
     if let Some(isolation) = cli.isolation {
         settings.isolation = isolation;
@@ -387,16 +393,16 @@ fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(());
     }
     let root = settings.plugins_dir.join(crate::discovery::CONTEXT_ENGINE_DIR);
     if folders.is_empty() {
-        println!("no plugin folders in {}", root.display());
+        writeln!(host_stdout(), "no plugin folders in {}", root.display())?;
         return Ok(());
     }
-    println!("plugins in {}", root.display());
-    let color = std::io::stdout().is_terminal();
+    writeln!(host_stdout(), "plugins in {}", root.display())?;
+    let color = stdout::is_terminal();
     for folder in &folders {
         let manifest = folder.manifest.as_ref();
         let library = folder
@@ -410,15 +416,16 @@ fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
             Err(problem) if color => format!("\x1b[31munusable\x1b[0m: {problem}"),
             Err(problem) => format!("unusable: {problem}"),
         };
-        println!(
+        writeln!(
+            host_stdout(),
             "  {:<16} {:<9} abi {:<3} {:<40} {status}",
             folder.name(),
             manifest.map_or("-", |m| m.version.as_str()),
             manifest.map_or("-".to_owned(), |m| m.abi_version.to_string()),
             library.unwrap_or_else(|| "-".to_owned()),
-        );
+        )?;
         if let Some(manifest) = manifest {
-            println!("  {:<16} {}", "", manifest.description);
+            writeln!(host_stdout(), "  {:<16} {}", "", manifest.description)?;
         }
     }
     Ok(())
@@ -429,14 +436,15 @@ fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
     let folder = find_plugin(&folders, name, &settings.plugins_dir)?;
     let library = folder.library.as_deref().context("the folder names no library")?;
     let opened = open_engine_library(library)?;
-    println!("plugin `{name}`: {}", library.display());
-    println!(
+    writeln!(host_stdout(), "plugin `{name}`: {}", library.display())?;
+    writeln!(
+        host_stdout(),
         "  opened in {:.2} ms; engine `{}`, engine ABI version {} (this host runs {:?})",
         opened.load_time.as_secs_f64() * 1e3,
         opened.engine_name,
         opened.abi_version,
         SUPPORTED_ABI_VERSIONS
-    );
+    )?;
     let mut engine = load_plugin(folder, settings).with_context(|| format!("plugin `{name}`"))?;
     let tools = engine
         .get_tool_schemas()
@@ -445,18 +453,20 @@ fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
         .iter()
         .filter_map(|tool| tool.get("name")?.as_str())
         .collect();
-    println!(
+    writeln!(
+        host_stdout(),
         "  created with its config block; tools: {}",
         if names.is_empty() {
             "none".into()
         } else {
             names.join(", ")
         }
-    );
-    println!(
+    )?;
+    writeln!(
+        host_stdout(),
         "  status: {}",
         engine.get_status().context("reading the engine's status")?
-    );
-    println!("plugin `{name}` loads");
+    )?;
+    writeln!(host_stdout(), "plugin `{name}` loads")?;
     Ok(())
 }

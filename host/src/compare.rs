@@ -27,6 +27,7 @@
 //! transcript and runs the engines; [`CompareReport`] holds the figures and renders the table.
 
 use std::{
+    io::Write as _,
     panic::{catch_unwind, AssertUnwindSafe},
     path::{Path, PathBuf},
 };
@@ -35,7 +36,10 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::{
-    cli::{read_failure, replay_options, resolve_context_length, ReadingArgs, TranscriptWarnings},
+    cli::{
+        read_failure, replay_options, resolve_context_length, stdout::host_stdout, ReadingArgs,
+        TranscriptWarnings,
+    },
     config::Settings,
     formats::{open_transcript_with, Format, ReadOptions, TranscriptError, TranscriptMeta},
     report::{warn_user, Sourced},
@@ -224,9 +228,9 @@ pub fn run_compare(settings: &Settings, args: &CompareArgs) -> Result<()> {
     };
     let report = compare_engines(planned, &survey, context_length, &options);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", report.render_text());
+        write!(host_stdout(), "{}", report.render_text())?;
     }
     Ok(())
 }

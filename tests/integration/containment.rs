@@ -189,3 +189,52 @@ fn each_method_that_panics_fails_alone_and_the_engine_stays_usable() {
         );
     }
 }
+
+#[test]
+fn a_plugin_printing_on_stdout_corrupts_neither_the_report_nor_the_protocol_of_an_isolated_engine() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let quiet = "context:\n  engine: faulty\nmodel:\n  context_length: 16000\nfaulty:\n  observe: count\n";
+    tree.config(quiet);
+    let transcript = example_transcript();
+    let alone = tree.run(&["run", &transcript, "--json", "--engine", "compressor"]);
+    let (alone_stdout, _) = texts(&alone);
+    let alone: serde_json::Value = serde_json::from_str(&alone_stdout).unwrap();
+    tree.config(&format!("{quiet}  chatty: true\n"));
+    let cases: [(&str, &[&str]); 3] = [
+        ("active", &[]),
+        ("observer", &["--engine", "compressor", "--observer", "faulty"]),
+        // The child `ctxhost serve` speaks to the host on its stdout.
+        ("isolated", &["--isolation", "process"]),
+    ];
+    for (case, extra) in cases {
+        let mut args = vec!["run", transcript.as_str(), "--json"];
+        args.extend_from_slice(extra);
+        let output = tree.run(&args);
+        let (stdout, stderr) = texts(&output);
+        assert!(output.status.success(), "{case}: {stderr}");
+        let report: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|error| panic!("{case}: stdout is not the report alone ({error}): {stdout}"));
+        assert!(stderr.contains("faulty says: created"), "{case}: {stderr}");
+        let said = if case == "observer" {
+            "faulty says: observe"
+        } else {
+            "faulty says: compress"
+        };
+        assert!(stderr.contains(said), "{case}: {stderr}");
+        assert!(report["fallback"].is_null(), "{case}: {report}");
+        assert_eq!(report["faults"], serde_json::json!([]), "{case}");
+        if case == "observer" {
+            assert_eq!(
+                report["compactions"].as_array().map(Vec::len),
+                alone["compactions"].as_array().map(Vec::len)
+            );
+            assert!(report["observers"][0]["detached"].is_null(), "{case}: {report}");
+        } else {
+            assert!(
+                !report["compactions"].as_array().unwrap().is_empty(),
+                "{case}: {report}"
+            );
+        }
+    }
+}

@@ -11,7 +11,7 @@
 
 use std::{
     cell::{Cell, RefCell},
-    io::IsTerminal,
+    io::{IsTerminal, Write as _},
     rc::Rc,
     time::Duration,
 };
@@ -21,7 +21,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
 use super::{
-    build_report, read_failure, replay_options, resolve_context_length, RunArgs, TranscriptWarnings,
+    build_report, read_failure, replay_options, resolve_context_length, stdout::host_stdout, RunArgs,
+    TranscriptWarnings,
 };
 use crate::{
     config::Settings,
@@ -194,9 +195,9 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
                 args,
             );
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                print!("{}", report.render_text());
+                write!(host_stdout(), "{}", report.render_text())?;
             }
         }
         Mode::Status => {
@@ -204,11 +205,11 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
                 let why = outcome.faults.last().map_or("no answer", |f| f.message.as_str());
                 anyhow!("the engine's status could not be read: {why}")
             })?;
-            println!("{}", serde_json::to_string_pretty(&status)?);
+            writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&status)?)?;
         }
         Mode::Tool { .. } => {
             let answer = answer.expect("a tool was called");
-            println!("{}", serde_json::to_string_pretty(&answer)?);
+            writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&answer)?)?;
         }
     }
     match overrun {

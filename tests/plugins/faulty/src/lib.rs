@@ -21,6 +21,8 @@
 //! - `{"user_note": true}`: `compress` is correct and also writes a user-role note right after the
 //!   user's last message, saying how many messages it dropped (a new text each time), and drops
 //!   its earlier notes. The host must not take that note for the user's message.
+//! - `{"chatty": true}`: it prints a line on stdout when created, in `compress` and in `observe`,
+//!   as a plugin left with a debugging `println!` does.
 //! - `{"observe": "count" | "sleep" | "jitter" | "fail" | "panic" | "hang"}`: as an observer, it
 //!   asks for every kind of fact and, on each, only counts it, sleeps 2 ms, sleeps 0–3 ms, or (at
 //!   the `observe_fail_at`-th fact, default 5) returns an error, panics, or never returns.
@@ -102,12 +104,21 @@ pub struct Faulty {
     crash: Option<(String, String)>,
     invalid_output: Option<String>,
     user_note: bool,
+    chatty: bool,
     observe: Option<String>,
     observe_fail_at: u64,
     observed: u64,
 }
 
 impl Faulty {
+    /// With `chatty: true`, prints on the process's stdout, as a plugin left with a debugging
+    /// `println!` does: the host must keep it out of what it prints there itself.
+    fn chat(&self, what: &str) {
+        if self.chatty {
+            println!("faulty says: {what}");
+        }
+    }
+
     /// Uses the host's services the way a real plugin would: a summary and token counts.
     fn ask_host(&self, messages: &[Message]) -> Value {
         let texts: Vec<String> = messages.iter().map(|m| m.text().into_owned()).collect();
@@ -258,11 +269,13 @@ impl Engine for Faulty {
             crash,
             invalid_output: read_choice(config, "invalid_output", &INVALID_OUTPUTS)?,
             user_note: config.get("user_note").and_then(Value::as_bool).unwrap_or(false),
+            chatty: config.get("chatty").and_then(Value::as_bool).unwrap_or(false),
             observe: read_choice(config, "observe", &OBSERVE_MODES)?,
             observe_fail_at: config.get("observe_fail_at").and_then(Value::as_u64).unwrap_or(5),
             observed: 0,
         };
         engine.panic_if_told("new");
+        engine.chat("created");
         tracing::info!("faulty engine created");
         Ok(engine)
     }
@@ -283,6 +296,7 @@ impl Engine for Faulty {
     ) -> Result<Vec<Message>, EngineError> {
         tracing::warn!("faulty engine compressing {} messages", messages.len());
         self.panic_if_told("compress");
+        self.chat("compress");
         let before = messages.len();
         let mut kept = Self::keep_system_and_tail(messages);
         if self.user_note {
@@ -393,6 +407,7 @@ impl Engine for Faulty {
 
     fn observe(&mut self, _fact: &Fact) -> Result<(), EngineError> {
         self.panic_if_told("observe");
+        self.chat("observe");
         self.observed += 1;
         let failing = self.observed == self.observe_fail_at;
         match self.observe.as_deref() {
