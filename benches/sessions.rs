@@ -6,6 +6,8 @@
 //! - [`heavy_session`]: a long coding-agent session, tool outputs of several KB (logs, listings,
 //!   diffs, fetched pages) mixed with short turns; ~1.7 KB of JSON a message, so 5,000 messages
 //!   are ~8.7 MB and ~2 million rough tokens.
+//! - [`tool_heavy_conversation`]: the replay and observer benchmarks' session, lighter: requests,
+//!   tool calls and 1–3 KB outputs (test runs, file reads, searches); 10,000 messages are ~10 MB.
 //! - [`corpus`]: the retention corpus, a few hundred messages each: web research (search results
 //!   and fetched pages full of URLs), debugging (long logs, error lines, tracebacks) and multi-file
 //!   edits (diffs, commit hashes, issue numbers).
@@ -872,4 +874,85 @@ pub fn edits_session(seed: u64, n: usize) -> Vec<Message> {
     w.finish(format!(
         "Push the branch and open the PR for #{issue}; list every commit in its description."
     ))
+}
+
+/// A conversation of about `n` messages: a system prompt, then turns of a user request, assistant
+/// tool calls with 1–3 KB outputs (shell runs, file reads, searches), and assistant replies.
+pub fn tool_heavy_conversation(n: usize) -> Vec<Message> {
+    let mut messages = vec![Message::system(
+        "You are a coding agent in /srv/app. Use the tools.",
+    )];
+    let mut step = 0usize;
+    while messages.len() < n {
+        if step.is_multiple_of(25) {
+            messages.push(Message::user(format!(
+                "Step {step}: please fix issue #{} in src/mod_{step}.rs",
+                100 + step
+            )));
+        }
+        let id = format!("call_{step}");
+        let (name, arguments, output) = match step % 3 {
+            0 => (
+                "terminal",
+                format!(r#"{{"command":"cargo test -p mod_{step}"}}"#),
+                test_run_output(step),
+            ),
+            1 => (
+                "read_file",
+                format!(r#"{{"path":"src/mod_{step}.rs","offset":1}}"#),
+                listing_output(step),
+            ),
+            _ => (
+                "search_files",
+                format!(r#"{{"pattern":"fn handle_{step}","path":"src"}}"#),
+                hits_output(step),
+            ),
+        };
+        messages.push(Message::assistant_calls(vec![ToolCall::new(
+            id.clone(),
+            name,
+            arguments,
+        )]));
+        messages.push(Message::tool(id, output));
+        if step % 5 == 4 {
+            messages.push(Message::assistant(format!(
+                "Checked step {step}; moving on to the next module."
+            )));
+        }
+        step += 1;
+    }
+    messages.truncate(n.max(2));
+    if messages.last().is_some_and(|m| m.has_tool_calls()) {
+        messages.pop();
+    }
+    messages
+}
+
+fn test_run_output(step: usize) -> String {
+    let mut out = String::new();
+    for line in 0..30 + step % 20 {
+        out.push_str(&format!("test mod_{step}::case_{line} ... ok (0.{line:02}s)\n"));
+    }
+    out.push_str(&format!(
+        "error[E0308]: mismatched types in src/mod_{step}.rs:{}\nExit code: 1\n",
+        10 + step % 90
+    ));
+    out
+}
+
+fn listing_output(step: usize) -> String {
+    (1..=40 + step % 30)
+        .map(|line| format!("{line:4}| let value_{line} = compute_{step}(input, {line});\n"))
+        .collect()
+}
+
+fn hits_output(step: usize) -> String {
+    (0..20 + step % 25)
+        .map(|hit| {
+            format!(
+                "src/mod_{hit}.rs:{}: fn handle_{step}(req: Request) -> Response\n",
+                hit * 7
+            )
+        })
+        .collect()
 }

@@ -44,14 +44,18 @@ enum Command {
     /// Print the fact-retention table (16k and 8k windows; the made-up corpus, the examples and
     /// ../shared's Hermes and SWE-agent transcripts), as `bench` does, without the timings.
     Retention,
-    /// Write the heavy benchmark session (tool outputs of several KB; 5,000 messages are ~8.7 MB)
-    /// to a file: OpenAI JSONL when it ends in .jsonl, else a JSON array.
+    /// Write a benchmark session to a file: OpenAI JSONL when it ends in .jsonl, else a JSON
+    /// array. By default the heavy session (tool outputs of several KB; 5,000 messages are
+    /// ~8.7 MB); `--shape tool-heavy --messages 10000` is the one the observers benchmark replays.
     GenHeavy {
         /// Where to write it.
         out: PathBuf,
         /// How many messages.
         #[arg(long, default_value_t = 5_000)]
         messages: usize,
+        /// Which session.
+        #[arg(long, value_enum, default_value_t = generate::Shape::Heavy)]
+        shape: generate::Shape,
     },
 }
 
@@ -75,7 +79,9 @@ fn main() -> ExitCode {
         }
         Command::Bench { filter } => bench::run_benchmarks(filter.as_deref()),
         Command::Retention => bench::run_retention_table(),
-        Command::GenHeavy { out, messages } => generate::write_heavy_session(&out, messages).map(|_| ()),
+        Command::GenHeavy { out, messages, shape } => {
+            generate::write_session(&out, shape, messages).map(|_| ())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
