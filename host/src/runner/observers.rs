@@ -1116,6 +1116,10 @@ mod tests {
         }
     }
 
+    fn detached_for(summary: &ObserverSummary) -> &str {
+        summary.detached.as_deref().expect("it was detached")
+    }
+
     #[test]
     fn an_observer_stuck_in_observe_is_detached_and_the_session_stops_waiting_for_it() {
         let mut observers = observing::<IN_OBSERVE>(Duration::from_millis(200));
@@ -1139,11 +1143,7 @@ mod tests {
         observers.close();
         let summary = &observers.summaries()[0];
         assert!(
-            summary
-                .detached
-                .as_deref()
-                .unwrap()
-                .contains("stuck in `observe`"),
+            detached_for(summary).contains("stuck in `observe`"),
             "{summary:?}"
         );
         assert_eq!(summary.facts, 0, "it finished no observe call");
@@ -1158,11 +1158,7 @@ mod tests {
         observers.close();
         let summary = &observers.summaries()[0];
         assert!(
-            summary
-                .detached
-                .as_deref()
-                .unwrap()
-                .contains("stuck in `on_session_end`"),
+            detached_for(summary).contains("stuck in `on_session_end`"),
             "{summary:?}"
         );
         assert_eq!(summary.facts, 3, "everything before the end was observed");
