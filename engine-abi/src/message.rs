@@ -361,13 +361,69 @@ pub fn messages_from_json(json: &str) -> Result<Vec<Message>, serde_json::Error>
 
 /// Writes messages as a JSON array, as they cross the boundary.
 pub fn messages_to_json(messages: &[Message]) -> String {
+    // Sized once from the texts: grown by doubling from empty, the buffer of a context passed
+    // through each size in turn, and each size took fresh memory pages from the allocator (for
+    // an observer that does nothing but get the final context, a tenth of the replay's memory).
+    let mut json = Vec::with_capacity(json_size_hint(messages));
     // Serialising these types cannot fail: every map key is a string.
-    serde_json::to_string(messages).expect("messages always serialise")
+    serde_json::to_writer(&mut json, messages).expect("messages always serialise");
+    String::from_utf8(json).expect("serde_json writes UTF-8")
+}
+
+/// About the bytes of `messages` as JSON: their texts, a quarter more for escapes, and the keys.
+fn json_size_hint(messages: &[Message]) -> usize {
+    let text_bytes = |message: &Message| -> usize {
+        let content = match &message.content {
+            Content::Null => 0,
+            Content::Text(text) => text.len(),
+            // A part's text, or a guess for an image or another kind: a hint, not a measure.
+            Content::Parts(parts) => parts
+                .iter()
+                .map(|part| part_text(part).map_or(256, |text| text.len() + 32))
+                .sum(),
+        };
+        let calls: usize = message
+            .calls()
+            .iter()
+            .map(|call| call.id.len() + call.function.name.len() + call.function.arguments.len() + 64)
+            .sum();
+        let ids = message.tool_call_id.as_ref().map_or(0, String::len)
+            + message.name.as_ref().map_or(0, String::len);
+        content + calls + ids + 64 * message.extra.len()
+    };
+    messages
+        .iter()
+        .map(|message| {
+            let bytes = text_bytes(message);
+            bytes + bytes / 4 + 64
+        })
+        .sum::<usize>()
+        + 2
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_context_is_written_as_json_in_the_buffer_first_sized_for_it() {
+        let output = "line \"quoted\"\tand tabbed\n".repeat(200);
+        let messages = vec![
+            Message::system("You are terse."),
+            Message::user("list the files"),
+            Message::assistant_calls(vec![ToolCall::new("c1", "ls", r#"{"path":"."}"#)]),
+            Message::tool("c1", output),
+            Message::assistant("Done."),
+        ];
+        let json = messages_to_json(&messages);
+        assert_eq!(json, serde_json::to_string(&messages).unwrap());
+        assert!(
+            json_size_hint(&messages) >= json.len(),
+            "{} < {}",
+            json_size_hint(&messages),
+            json.len()
+        );
+    }
 
     #[test]
     fn unknown_keys_survive_a_round_trip_in_their_order() {
