@@ -837,9 +837,10 @@ impl<'e> Replayer<'e> {
         if self.observers.is_empty() {
             return;
         }
-        let (session_id, at_message) = (self.session_id.clone(), self.messages_replayed as u64);
+        // The session's id is copied only into a fact someone asked for.
+        let (session_id, at_message) = (&self.session_id, self.messages_replayed as u64);
         self.observers.deliver(kind, || ctxhost_engine_abi::Fact {
-            session_id,
+            session_id: session_id.clone(),
             at_message,
             body: body(),
         });
