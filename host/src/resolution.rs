@@ -29,10 +29,11 @@ use crate::{
     services::{host_services_for, ServiceContext},
 };
 
-type Factory = Box<dyn Fn(&str, HostBox) -> Result<EngineBox, EngineError>>;
+/// Shared, so that an observer's thread creates its engine with a copy of the registry.
+type Factory = Arc<dyn Fn(&str, HostBox) -> Result<EngineBox, EngineError> + Send + Sync>;
 
 /// Engines registered by a program that embeds the host, by name.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Registry {
     factories: BTreeMap<String, Factory>,
 }
@@ -48,7 +49,7 @@ impl Registry {
         if E::NAME == DEFAULT_ENGINE || self.factories.contains_key(E::NAME) {
             return Err(NameTaken(E::NAME.to_owned()));
         }
-        let factory: Factory = Box::new(|config, services| instantiate::<E>(config, services));
+        let factory: Factory = Arc::new(|config, services| instantiate::<E>(config, services));
         self.factories.insert(E::NAME.to_owned(), factory);
         Ok(())
     }

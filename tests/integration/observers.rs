@@ -192,6 +192,67 @@ fn an_observer_that_never_returns_is_detached_after_the_observer_timeout_and_cha
 }
 
 #[test]
+fn an_observer_that_never_finishes_starting_is_left_out_after_the_observer_timeout() {
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let (alone, alone_context, _) = replay(&observers_tree(BASE_CONFIG), &transcript, &[]);
+    // Stuck in `new`, then in a call made while attaching it.
+    for (method, stuck_in) in [
+        ("new", "`new` (loading or creating the engine)"),
+        ("get_tool_schemas", "`get_tool_schemas`"),
+    ] {
+        let config = format!("{BASE_CONFIG}faulty:\n  crash_in: {method}\n  crash: hang\n").replacen(
+            "context:\n",
+            "context:\n  observer_timeout: 1\n",
+            1,
+        );
+        let tree = observers_tree(&config);
+        let out = tree.root().join("final.json");
+        let args = [
+            "run",
+            &transcript,
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+            "--observer",
+            "faulty",
+        ];
+        // Without the timeout this run never ends: attaching the observer would wait forever.
+        let output = run_ctxhost_within(tree.root(), &args, std::time::Duration::from_secs(120));
+        let (stdout, stderr) = texts(&output);
+        assert!(output.status.success(), "{method}: {stderr}");
+        assert!(
+            fs::read(&out).unwrap() == alone_context,
+            "{method}: the final contexts differ"
+        );
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(
+            compaction_records(&report),
+            compaction_records(&alone),
+            "{method}"
+        );
+        let warnings: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.contains("observer `faulty`"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{method}: {stderr}");
+        assert!(
+            warnings[0].starts_with(&format!(
+                "warning: observer `faulty` cannot be used: it finished no call in 1 s (stuck in {stuck_in}; "
+            )),
+            "{method}: {}",
+            warnings[0]
+        );
+        assert!(
+            report["observers"].as_array().is_none_or(Vec::is_empty),
+            "{method}: it was never attached: {}",
+            report["observers"]
+        );
+    }
+}
+
+#[test]
 fn crossings_in_bursts_never_compact_twice_whatever_the_observers_timing() {
     // A small window: the threshold is crossed again and again; three observers, one of them
     // sleeping an uneven while on every fact, shift the threads' timing from run to run.

@@ -279,10 +279,13 @@ fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> (Obser
             standby.push(name.to_owned());
             continue;
         }
-        let attached = try_resolve_engine(name, settings, &Registry::default())
-            .map_err(|error| error.to_string())
-            .and_then(|engine| observers.attach(engine).map_err(|error| error.to_string()));
-        if let Err(reason) = attached {
+        let create = {
+            let (name, settings) = (name.to_owned(), settings.clone());
+            move || {
+                try_resolve_engine(&name, &settings, &Registry::default()).map_err(|error| error.to_string())
+            }
+        };
+        if let Err(reason) = observers.start(name, create) {
             warn_user(&format!(
                 "observer `{name}` cannot be used: {reason}; the session goes on without it"
             ));

@@ -131,19 +131,25 @@ enum Call {
     Reset,
     SessionEnd,
     Tool,
+    New,
+    Interests,
+    ToolSchemas,
 }
 
 impl Call {
-    const NAMES: [&'static str; 9] = [
+    const NAMES: [&'static str; 12] = [
         "none (between calls)",
-        "observe",
-        "observe_idle",
-        "update_model",
-        "on_session_start",
-        "update_from_response",
-        "on_session_reset",
-        "on_session_end",
-        "handle_tool_call",
+        "`observe`",
+        "`observe_idle`",
+        "`update_model`",
+        "`on_session_start`",
+        "`update_from_response`",
+        "`on_session_reset`",
+        "`on_session_end`",
+        "`handle_tool_call`",
+        "`new` (loading or creating the engine)",
+        "`interests`",
+        "`get_tool_schemas`",
     ];
 
     fn of(call: &Lifecycle) -> Self {
@@ -201,7 +207,7 @@ impl Shared {
             .unwrap_or("an unknown call");
         self.is_stuck.store(true, Ordering::Release);
         self.detach(format!(
-            "it finished no call in {} s (stuck in `{call}`; `context.observer_timeout` sets how long the session waits)",
+            "it finished no call in {} s (stuck in {call}; `context.observer_timeout` sets how long the session waits)",
             stall.as_secs_f64()
         ));
     }
@@ -315,48 +321,73 @@ impl Observers {
         self.workers.iter().map(|w| w.name.as_str()).collect()
     }
 
-    /// Attaches `engine` as an observer: asks its interests and tools here, then hands it to a
-    /// thread of its own. An engine that fails to answer is not attached.
-    pub fn attach(&mut self, mut engine: EngineHandle) -> Result<(), EngineCallError> {
-        let interests = match engine.call_ext(EXT_INTERESTS, &Value::Null)? {
-            Some(Value::Array(kinds)) => kinds
-                .into_iter()
-                .filter_map(|kind| serde_json::from_value::<FactKind>(kind).ok())
-                .collect(),
-            // Built before observers existed: the lifecycle through the contract's methods only.
-            _ => BTreeSet::new(),
-        };
-        // Nothing is queued yet: the first "ran dry", which also tells whether it knows the call.
-        let idle = match engine.call_ext(EXT_OBSERVE_IDLE, &Value::Null)? {
-            Some(_) => Idle::Told,
-            None => Idle::Unknown,
-        };
-        let schemas = engine.get_tool_schemas()?;
-        let tools = schemas
-            .iter()
-            .filter_map(|schema| schema.get("name").and_then(Value::as_str).map(str::to_owned))
-            .collect();
+    /// Attaches `engine`, which exists already (an engine swapped out that stays on), as an
+    /// observer: see [`start`](Observers::start).
+    pub fn attach(&mut self, engine: EngineHandle) -> Result<(), String> {
+        let name = engine.name().to_owned();
+        self.start(&name, move || Ok(engine))
+    }
+
+    /// Starts an observer named `name` on a thread of its own: `create` (resolving and creating
+    /// the engine) runs there, then its interests and tools are asked there, while the session
+    /// waits as it waits on any call. An engine that cannot be created or fails to answer is not
+    /// attached, and neither is one stuck in those calls for the observer timeout: a plugin whose
+    /// `new` never returns cannot hang the session (its thread is left to itself).
+    pub fn start(
+        &mut self,
+        name: &str,
+        create: impl FnOnce() -> Result<EngineHandle, String> + Send + 'static,
+    ) -> Result<(), String> {
         let (sender, receiver) = crossbeam_channel::bounded(QUEUE_CAPACITY / BUNDLE);
         let (ended, done) = crossbeam_channel::bounded::<()>(0);
+        let (introduce, introduced) = crossbeam_channel::bounded(1);
         let shared = Arc::new(Shared::default());
-        let name = engine.name().to_owned();
-        let origin = engine.origin().to_string();
         let thread = std::thread::Builder::new()
             .name(format!("observer-{name}"))
             .spawn({
                 let shared = Arc::clone(&shared);
                 move || {
                     let _ended = ended;
-                    serve_jobs(engine, receiver, idle, &shared);
+                    let started = shared.calling(Call::New, create).and_then(|mut engine| {
+                        let introduction = introduction(&mut engine, &shared)?;
+                        Ok((engine, introduction))
+                    });
+                    let (engine, introduction) = match started {
+                        Ok(started) => started,
+                        Err(reason) => {
+                            let _ = introduce.send(Err(reason));
+                            return;
+                        }
+                    };
+                    let idle = introduction.idle;
+                    // A session that gave up waiting is gone: the engine is dropped here.
+                    if introduce.send(Ok(introduction)).is_ok() {
+                        serve_jobs(engine, receiver, idle, &shared);
+                    }
                 }
             })
-            .expect("a thread can be spawned");
+            .map_err(|error| format!("its thread could not be started: {error}"))?;
+        let answered = wait_on(&shared, self.stall, |slice| {
+            match introduced.recv_timeout(slice) {
+                Ok(answer) => Try::Done(answer),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => Try::Again,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Try::Gone,
+            }
+        });
+        let introduction = match answered {
+            Some(answer) => answer?,
+            None => {
+                return Err(shared
+                    .detached()
+                    .unwrap_or_else(|| "its thread stopped while starting".to_owned()))
+            }
+        };
         self.workers.push(Worker {
-            name,
-            origin,
-            interests,
-            tools,
-            schemas,
+            name: introduction.name,
+            origin: introduction.origin,
+            interests: introduction.interests,
+            tools: introduction.tools,
+            schemas: introduction.schemas,
             jobs: Some(sender),
             outbox: Vec::with_capacity(BUNDLE),
             thread: Some(thread),
@@ -574,6 +605,57 @@ impl Worker {
         }
         self.waited += started.elapsed();
     }
+}
+
+/// What an observer says of itself when it is attached.
+struct Introduction {
+    name: String,
+    origin: String,
+    interests: BTreeSet<FactKind>,
+    idle: Idle,
+    tools: Vec<String>,
+    schemas: Vec<Value>,
+}
+
+/// Asks `engine` what it wants and offers, on its own thread.
+fn introduction(engine: &mut EngineHandle, shared: &Shared) -> Result<Introduction, String> {
+    let failed = |error: EngineCallError| error.to_string();
+    let interests = match shared
+        .calling(Call::Interests, || engine.call_ext(EXT_INTERESTS, &Value::Null))
+        .map_err(failed)?
+    {
+        Some(Value::Array(kinds)) => kinds
+            .into_iter()
+            .filter_map(|kind| serde_json::from_value::<FactKind>(kind).ok())
+            .collect(),
+        // Built before observers existed: the lifecycle through the contract's methods only.
+        _ => BTreeSet::new(),
+    };
+    // Nothing is queued yet: the first "ran dry", which also tells whether it knows the call.
+    let idle = match shared
+        .calling(Call::ObserveIdle, || {
+            engine.call_ext(EXT_OBSERVE_IDLE, &Value::Null)
+        })
+        .map_err(failed)?
+    {
+        Some(_) => Idle::Told,
+        None => Idle::Unknown,
+    };
+    let schemas = shared
+        .calling(Call::ToolSchemas, || engine.get_tool_schemas())
+        .map_err(failed)?;
+    let tools = schemas
+        .iter()
+        .filter_map(|schema| schema.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    Ok(Introduction {
+        name: engine.name().to_owned(),
+        origin: engine.origin().to_string(),
+        interests,
+        idle,
+        tools,
+        schemas,
+    })
 }
 
 /// An observer's thread: runs its jobs in order until the session closes the queue. After a

@@ -129,15 +129,16 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     // cannot be used refuses the session, naming it.
     let mut observers = Observers::with_timeout(settings.observer_timeout);
     for observer in &params.observers {
-        try_resolve_engine(observer, &settings, table.registry())
-            .map_err(|error| error.to_string())
-            .and_then(|engine| observers.attach(engine).map_err(|error| error.to_string()))
-            .map_err(|reason| {
-                RpcError::new(
-                    code::CONFIG_ERROR,
-                    format!("observer `{observer}` cannot be used: {reason}"),
-                )
-            })?;
+        let create = {
+            let (name, settings, registry) = (observer.clone(), settings.clone(), table.registry().clone());
+            move || try_resolve_engine(&name, &settings, &registry).map_err(|error| error.to_string())
+        };
+        observers.start(observer, create).map_err(|reason| {
+            RpcError::new(
+                code::CONFIG_ERROR,
+                format!("observer `{observer}` cannot be used: {reason}"),
+            )
+        })?;
     }
     let (session, fallback) = table.open(settings, &name);
     session.watch = Watch::new(&session.id, observers);

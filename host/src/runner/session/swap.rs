@@ -29,8 +29,8 @@ impl Replayer<'_> {
         let old = std::mem::replace(&mut *self.engine, engine);
         let from = old.name().to_owned();
         if self.standby.contains(&from) {
-            if let Err(error) = self.observers.attach(old) {
-                self.warn(format!("`{from}` cannot stay on as an observer: {error}"));
+            if let Err(reason) = self.observers.attach(old) {
+                self.warn(format!("`{from}` cannot stay on as an observer: {reason}"));
             }
         } else {
             let mut old = old;
