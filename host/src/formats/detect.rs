@@ -105,16 +105,17 @@ pub(super) fn check_forced(path: &Path, forced: Format) -> Result<(), Transcript
 }
 
 /// Whether a file detected as `detected` may be read as `forced`: the same format, or an object
-/// whose start does not decide between the object formats.
+/// whose start does not decide between the object formats. A Hermes export is never read as an
+/// OpenAI object: that reader would leave its `system_prompt` and window in the meta and stop at
+/// its second session.
 fn fits(forced: Format, detected: Format) -> bool {
     forced == detected
         || matches!(
             (forced, detected),
-            (Format::OpenaiObject, Format::Hermes)
-                | (
-                    Format::Hermes | Format::SweAgent | Format::Openhands,
-                    Format::OpenaiObject
-                )
+            (
+                Format::Hermes | Format::SweAgent | Format::Openhands,
+                Format::OpenaiObject
+            )
         )
 }
 

@@ -216,6 +216,41 @@ fn a_forced_format_that_does_not_match_the_file_says_what_the_file_looks_like() 
 }
 
 #[test]
+fn a_hermes_export_is_not_read_as_an_openai_object() {
+    // Read as an object, a session loses its `system_prompt` (the system message) and its window
+    // without a word; several sessions stop at a parser error after the first.
+    let session = |id: &str| {
+        json!({"id": id, "system_prompt": "You are terse.", "model_config": {"context_length": 32000},
+               "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    };
+    let expected = "`transcript` does not look like OpenAI messages (JSON object); it looks like Hermes session export (JSONL) (pass --format hermes)";
+    assert_eq!(
+        read_error(Format::OpenaiObject, &jsonl(&[session("s1")])),
+        expected
+    );
+    assert_eq!(
+        read_error(Format::OpenaiObject, &jsonl(&[session("s1"), session("s2")])),
+        expected
+    );
+    // A session without the fields only Hermes writes, several of them one a line.
+    let bare = |id: &str| json!({"id": id, "messages": [{"role": "user", "content": "hi"}]});
+    assert_eq!(
+        read_error(Format::OpenaiObject, &jsonl(&[bare("s1"), bare("s2")])),
+        expected
+    );
+    // The other way round is harmless: an OpenAI object reads as a session of its own.
+    let object = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let (_dir, path) = write("t.json", &object);
+    assert_eq!(
+        read_transcript(&path, Some(Format::Hermes))
+            .unwrap()
+            .messages
+            .len(),
+        1
+    );
+}
+
+#[test]
 fn a_forced_format_reads_json_whose_keys_decide_nothing() {
     let text = jsonl(&[json!({"mystery": 1, "messages": [{"role": "user", "content": "hi"}]})]);
     let (_dir, path) = write("t.json", &text);
