@@ -381,7 +381,9 @@ fn known_sections() -> [(&'static str, &'static [&'static str]); 4] {
 /// keys, the warning naming that key. Keys far from every known one are left alone: Hermes's own
 /// settings (`model.provider`, `model.base_url`…) share these sections.
 fn misspelt_key_warning(key: &str) -> Option<String> {
-    let (section, name) = key.rsplit_once('.')?;
+    let Some((section, name)) = key.rsplit_once('.') else {
+        return misspelt_section_warning(key);
+    };
     let (_, known) = known_sections()
         .into_iter()
         .find(|(known, _)| *known == section)?;
@@ -393,6 +395,20 @@ fn misspelt_key_warning(key: &str) -> Option<String> {
     Some(format!(
         "unknown key `{key}`, ignored; did you mean `{section}.{closest}`?"
     ))
+}
+
+/// For an ignored top-level `key` one letter away from one of the host's sections (a letter
+/// missing, added, changed or swapped, or only its case), the warning naming that section: all
+/// of the section's settings would be ignored. Only that close, since the top level also holds
+/// Hermes's other sections and plugin engines' blocks, named freely (`context_engine`,
+/// `auxiliary_models`).
+fn misspelt_section_warning(key: &str) -> Option<String> {
+    use serde_aux::serde_introspection::serde_introspect;
+    let lowercase = key.to_lowercase();
+    let closest = serde_introspect::<RawConfig>()
+        .iter()
+        .find(|section| strsim::osa_distance(&lowercase, section) <= 1)?;
+    Some(format!("unknown key `{key}`, ignored; did you mean `{closest}`?"))
 }
 
 /// `dir/sub/../plugins` → `dir/plugins`, so reports show the path a person would write. Paths
@@ -480,6 +496,27 @@ mod tests {
         assert_eq!(parse(text).unwrap().warnings, Vec::<String>::new());
         let hermes = "model:\n  default: m\n  provider: openrouter\n  base_url: http://x\n  api_key: k\ncontext:\n  colour: blue\n";
         assert_eq!(parse(hermes).unwrap().warnings, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_misspelt_section_is_warned_about_since_everything_in_it_is_ignored() {
+        let settings = parse(
+            "contxt:\n  engine: masking\nModel:\n  context_length: 16000\ncompresion:\n  threshold: 0.4\n",
+        )
+        .unwrap();
+        assert_eq!(
+            settings.warnings,
+            [
+                "/work/config.yaml:1: unknown key `contxt`, ignored; did you mean `context`?",
+                "/work/config.yaml:3: unknown key `Model`, ignored; did you mean `model`?",
+                "/work/config.yaml:5: unknown key `compresion`, ignored; did you mean `compression`?",
+            ]
+        );
+        assert_eq!(settings.engine, "compressor");
+        // Hermes's other sections and plugin blocks, however close in spelling, are not typos.
+        let text =
+            "memory:\n  a: 1\nmasking:\n  keep_last: 2\ncontext_engine:\n  x: 1\nauxiliary_models:\n  y: 2\n";
+        assert_eq!(parse(text).unwrap().warnings, Vec::<String>::new());
     }
 
     #[test]
