@@ -71,7 +71,7 @@ pub struct Settings {
 
 /// The `model:` block.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 pub struct ModelSettings {
     /// `model.default`: the model's name.
     pub default: Option<String>,
@@ -82,7 +82,8 @@ pub struct ModelSettings {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+// The sections read as the user wrote them: an error names "a mapping", not these types.
+#[serde(default, expecting = "a mapping of settings")]
 struct RawConfig {
     context: RawContext,
     model: ModelSettings,
@@ -93,13 +94,13 @@ struct RawConfig {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 struct RawAuxiliary {
     compression: SummarizerSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 struct RawContext {
     engine: Option<String>,
     observers: Vec<String>,
@@ -517,6 +518,45 @@ mod tests {
         let text =
             "memory:\n  a: 1\nmasking:\n  keep_last: 2\ncontext_engine:\n  x: 1\nauxiliary_models:\n  y: 2\n";
         assert_eq!(parse(text).unwrap().warnings, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_section_that_is_not_a_mapping_is_an_error_in_the_users_words() {
+        // Not the names of the host's own types (`expected struct RawContext`).
+        for (text, expected) in [
+            (
+                "context: 5\n",
+                "context: invalid type: integer `5`, expected a mapping of settings",
+            ),
+            (
+                "model: x\n",
+                "model: invalid type: string \"x\", expected a mapping of settings",
+            ),
+            (
+                "compression: [1]\n",
+                "compression: invalid type: sequence, expected a mapping of settings",
+            ),
+            (
+                "auxiliary: 3\n",
+                "auxiliary: invalid type: integer `3`, expected a mapping of settings",
+            ),
+            (
+                "auxiliary:\n  compression: 3\n",
+                "auxiliary.compression: invalid type: integer `3`, expected a mapping of settings",
+            ),
+            (
+                "isolation: 1\n",
+                "isolation: invalid type: integer `1`, expected a mapping of settings",
+            ),
+            (
+                "isolation:\n  deadlines: 5\n",
+                "isolation.deadlines: invalid type: integer `5`, expected a mapping of settings",
+            ),
+            ("[1]\n", "invalid type: sequence, expected a mapping of settings"),
+        ] {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.ends_with(expected), "{text:?}: {error}");
+        }
     }
 
     #[test]
