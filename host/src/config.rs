@@ -388,11 +388,7 @@ fn misspelt_key_warning(key: &str) -> Option<String> {
     let (_, known) = known_sections()
         .into_iter()
         .find(|(known, _)| *known == section)?;
-    let (_, closest) = known
-        .iter()
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), *candidate))
-        .filter(|(score, _)| *score >= 0.88)
-        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let closest = ctxhost_engine_kit::keys::closest_key(name, known)?;
     Some(format!(
         "unknown key `{key}`, ignored; did you mean `{section}.{closest}`?"
     ))

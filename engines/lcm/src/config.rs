@@ -69,8 +69,12 @@ impl Default for LcmConfig {
 }
 
 impl LcmConfig {
-    /// Reads the block (`null` gives the defaults) and checks it.
+    /// Reads the block (`null` gives the defaults) and checks it. A key spelt like one of its
+    /// own is warned about (see [`Self::misspelt_keys`]); other unknown keys are ignored.
     pub fn from_json(block: &Value) -> Result<Self, EngineError> {
+        for warning in Self::misspelt_keys(block) {
+            tracing::warn!("{warning}");
+        }
         let config: Self = if block.is_null() {
             Self::default()
         } else {
@@ -79,6 +83,13 @@ impl LcmConfig {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The keys of `block` that this engine does not know but that are spelt like one it does,
+    /// each as a warning naming both.
+    pub fn misspelt_keys(block: &Value) -> Vec<String> {
+        let known = serde_aux::serde_introspection::serde_introspect::<Self>();
+        ctxhost_engine_kit::keys::misspelt_keys("lcm", block, known)
     }
 
     /// Checks every value, naming the key of the first impossible one.
@@ -156,6 +167,21 @@ mod tests {
         );
         let zero = LcmConfig::from_json(&json!({ "grep_budget_ms": 0 })).unwrap();
         assert_eq!(zero.grep_budget_ms, 0, "each call searches one step");
+    }
+
+    #[test]
+    fn a_misspelt_key_is_named_with_the_key_it_looks_like() {
+        // `databse` ignored silently put the store in the default place, where a later
+        // `lcm_grep` with the corrected config does not look.
+        let block = json!({ "databse": "x.sqlite", "fresh_tial": 3, "threshold": 0.5, "notes": 1 });
+        assert_eq!(
+            LcmConfig::misspelt_keys(&block),
+            [
+                "lcm.databse: unknown setting, ignored; did you mean `lcm.database`?",
+                "lcm.fresh_tial: unknown setting, ignored; did you mean `lcm.fresh_tail`?",
+            ]
+        );
+        assert_eq!(LcmConfig::from_json(&block).unwrap().database, None);
     }
 
     #[test]
