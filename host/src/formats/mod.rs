@@ -396,7 +396,34 @@ fn stream_from<R: std::io::BufRead + Send + 'static>(
         bytes_total,
     };
     stream.prime()?;
+    if format != Format::Hermes {
+        if let Some(wanted) = &options.session {
+            check_single_session(&mut stream, wanted)?;
+        }
+    }
     Ok(stream)
+}
+
+/// `--session` given for a format that holds one session: its id, when recorded, must be the one
+/// asked for (as a Hermes export's would); without one, the session is read and a warning says
+/// that `--session` chose nothing.
+fn check_single_session(stream: &mut TranscriptStream, wanted: &str) -> Result<(), TranscriptError> {
+    match stream.meta.session_id.clone() {
+        Some(id) if id.starts_with(wanted) => Ok(()),
+        Some(id) => Err(TranscriptError::NoSuchSession {
+            path: stream.path.clone(),
+            wanted: wanted.to_owned(),
+            seen: vec![id],
+        }),
+        None => {
+            let warning = format!(
+                "--session `{wanted}` chose nothing: this file ({}) holds one session and records no id; it is read",
+                stream.format
+            );
+            stream.meta.warn(&stream.path, warning);
+            Ok(())
+        }
+    }
 }
 
 /// Reads the whole transcript at `path`, detecting its format unless `format` forces one.

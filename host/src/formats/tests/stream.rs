@@ -4,7 +4,9 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::formats::{open_transcript, read_transcript_with, BadRecords, ReadOptions, TranscriptError};
+use crate::formats::{
+    open_transcript, open_transcript_with, read_transcript_with, BadRecords, ReadOptions, TranscriptError,
+};
 
 #[test]
 fn what_comes_before_the_messages_is_known_before_the_first_is_taken() {
@@ -247,6 +249,34 @@ fn a_hermes_export_is_not_read_as_an_openai_object() {
             .messages
             .len(),
         1
+    );
+}
+
+#[test]
+fn a_session_asked_of_a_file_of_one_session_is_checked_against_its_id() {
+    let with_session = |session: &str| ReadOptions {
+        session: Some(session.into()),
+        ..ReadOptions::default()
+    };
+    // Claude Code records its session's id: another id is an error, as in a Hermes export.
+    let claude_code = jsonl(&[
+        json!({"parentUuid": null, "isSidechain": false, "type": "user", "uuid": "u1", "sessionId": "5d1c0b0e-aaaa", "message": {"role": "user", "content": "hi"}}),
+    ]);
+    let (_dir, path) = write("session.jsonl", &claude_code);
+    assert!(open_transcript_with(&path, &with_session("5d1c")).is_ok());
+    let error = open_transcript_with(&path, &with_session("abc"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.ends_with("no session whose id starts with `abc` (the file holds `5d1c0b0e-aaaa`)"),
+        "{error}"
+    );
+    // A format that records no id: read, and said that --session did not choose anything.
+    let (_dir, path) = write("t.json", r#"[{"role": "user", "content": "hi"}]"#);
+    let transcript = read_transcript_with(&path, &with_session("abc")).unwrap();
+    assert_eq!(
+        transcript.meta.warnings,
+        ["--session `abc` chose nothing: this file (OpenAI messages (JSON array)) holds one session and records no id; it is read"]
     );
 }
 
