@@ -129,10 +129,12 @@ fn read_prefix(path: &Path) -> Result<Vec<u8>, TranscriptError> {
 }
 
 fn detect_prefix(prefix: &[u8]) -> Result<Format, Unknown> {
-    // The prefix may end inside a character.
+    // The prefix may end inside a character, or hold a byte that is not UTF-8 after the text
+    // that tells the format: that byte is one record's problem, which its reader reports with
+    // its line (and --skip-bad-records skips), not the whole file's.
     let text = match std::str::from_utf8(prefix) {
         Ok(text) => text,
-        Err(error) if error.error_len().is_none() => {
+        Err(error) if error.error_len().is_none() || error.valid_up_to() > 0 => {
             std::str::from_utf8(&prefix[..error.valid_up_to()]).expect("valid up to here")
         }
         Err(_) => return Err(Unknown::NotJson("its start is not UTF-8 text".to_owned())),

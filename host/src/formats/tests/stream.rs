@@ -1,7 +1,7 @@
 use ctxhost_engine_abi::Role;
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
 use crate::formats::{
@@ -278,6 +278,45 @@ fn a_session_asked_of_a_file_of_one_session_is_checked_against_its_id() {
         transcript.meta.warnings,
         ["--session `abc` chose nothing: this file (OpenAI messages (JSON array)) holds one session and records no id; it is read"]
     );
+}
+
+#[test]
+fn a_byte_that_is_not_utf8_in_one_record_is_that_records_error_not_the_files() {
+    // One corrupted byte on line 4 made the whole file "not a transcript format" (its start, the
+    // first 64 KiB, is not UTF-8), even with --skip-bad-records.
+    let records: Vec<Value> = (0..6)
+        .map(|n| json!({"role": if n % 2 == 0 { "user" } else { "assistant" }, "content": format!("message {n}")}))
+        .collect();
+    let mut bytes = jsonl(&records).into_bytes();
+    let line_4 = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(2)
+        .unwrap()
+        .0
+        + 1;
+    bytes.insert(line_4 + 30, 0xff);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    std::fs::write(&path, &bytes).unwrap();
+
+    let error = read_transcript(&path, None).unwrap_err();
+    assert!(
+        matches!(error, TranscriptError::Malformed { line: 4, .. }),
+        "{error}"
+    );
+    let options = ReadOptions {
+        bad_records: BadRecords::Skip,
+        ..ReadOptions::default()
+    };
+    let transcript = read_transcript_with(&path, &options).unwrap();
+    assert_eq!(transcript.messages.len(), 5);
+    assert_eq!(transcript.meta.bad_records_skipped, 1);
+    // A file that is not text from its first byte is still refused as such.
+    std::fs::write(&path, [0xff, 0xfe, b'[', b']']).unwrap();
+    let error = read_transcript(&path, None).unwrap_err().to_string();
+    assert!(error.ends_with("(its start is not UTF-8 text)"), "{error}");
 }
 
 #[test]
