@@ -11,7 +11,7 @@ const MAX_GREP_BUDGET_MS: u64 = 600_000;
 
 /// The engine's settings, from its `lcm:` block. Every key is optional.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 pub struct LcmConfig {
     /// The SQLite file. Relative paths are resolved against the config file's directory; default
     /// `<data_dir>/lcm.sqlite`, the data directory being the host's (`.ctxhost/` beside the config
@@ -188,5 +188,11 @@ mod tests {
     fn a_wrong_type_is_an_error() {
         let error = LcmConfig::from_json(&json!({ "fresh_tail": "many" })).unwrap_err();
         assert!(error.message.as_str().starts_with("lcm: "), "{error:?}");
+        // In the user's words, not the name of the engine's own type (`expected struct LcmConfig`).
+        let error = LcmConfig::from_json(&json!(7)).unwrap_err();
+        assert_eq!(
+            error.message.as_str(),
+            "lcm: invalid type: integer `7`, expected a mapping of settings"
+        );
     }
 }
