@@ -332,9 +332,9 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                         message_from_fields(fields).map_err(|error| self.cursor.bad_record(at, error))?;
                     meta.pairing_repairs += fixed.len() as u64;
                     for fix in fixed {
-                        meta.warn(self.cursor.path(), format!("line {}: {fix}", at.line));
+                        meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
                     }
-                    let message = Located::new(message, at.line);
+                    let message = Located::at(message, at);
                     let chosen = self.chosen.as_mut().expect("messages are read once chosen");
                     if std::mem::take(&mut chosen.first_message) {
                         if let Some(prompt) = chosen.system_prompt.take() {
@@ -344,7 +344,7 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                                     .insert("system_prompt".to_owned(), Value::String(prompt));
                             } else {
                                 self.ready.push_back(message);
-                                return Ok(Some(Located::new(Message::system(prompt), at.line)));
+                                return Ok(Some(Located::at(Message::system(prompt), at)));
                             }
                         }
                     }

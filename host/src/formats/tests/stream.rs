@@ -320,6 +320,41 @@ fn a_byte_that_is_not_utf8_in_one_record_is_that_records_error_not_the_files() {
 }
 
 #[test]
+fn a_repair_in_a_one_line_json_file_names_the_records_column_too() {
+    // Every record of a JSON array written on one line is on line 1: the column finds it.
+    let messages = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "orphan"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": 7, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "user", "content": "bye"}
+    ])
+    .to_string();
+    let column = |needle: &str| {
+        let record_end = messages.find(needle).unwrap();
+        messages[..record_end].rfind("{\"role\"").unwrap() + 1
+    };
+    let (_dir, path) = write("t.json", &messages);
+    let transcript = read_transcript(&path, None).unwrap();
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            format!(
+                "line 1, column {}: tool result `ghost` answers no call of the message before it; it is dropped",
+                column("\"ghost\"")
+            ),
+            format!(
+                "line 1, column {}: tool call id 7 is a number, not text; it is read as \"7\"",
+                column("\"id\":7")
+            ),
+            format!(
+                "line 1, column {}: tool call `7` is never answered; a stub result stands in for it",
+                column("\"id\":7")
+            ),
+        ]
+    );
+}
+
+#[test]
 fn a_forced_format_reads_json_whose_keys_decide_nothing() {
     let text = jsonl(&[json!({"mystery": 1, "messages": [{"role": "user", "content": "hi"}]})]);
     let (_dir, path) = write("t.json", &text);
