@@ -355,6 +355,24 @@ fn a_repair_in_a_one_line_json_file_names_the_records_column_too() {
 }
 
 #[test]
+fn an_openai_object_is_not_read_as_a_trajectory() {
+    // Its `messages` decide the format: forcing SWE-agent or OpenHands read the whole file and
+    // then said the trajectory had no `history`.
+    let object = serde_json::to_string_pretty(
+        &json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "history_note": 1}),
+    )
+    .unwrap();
+    assert_eq!(
+        read_error(Format::SweAgent, &object),
+        "`transcript` does not look like SWE-agent trajectory; it looks like OpenAI messages (JSON object) (pass --format openai-object)"
+    );
+    assert_eq!(
+        read_error(Format::Openhands, &object),
+        "`transcript` does not look like OpenHands event stream (JSON); it looks like OpenAI messages (JSON object) (pass --format openai-object)"
+    );
+}
+
+#[test]
 fn a_forced_format_reads_json_whose_keys_decide_nothing() {
     let text = jsonl(&[json!({"mystery": 1, "messages": [{"role": "user", "content": "hi"}]})]);
     let (_dir, path) = write("t.json", &text);
