@@ -14,7 +14,7 @@ use serde::{
 use serde_json::{Map, Value};
 
 /// Who wrote a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Instructions for the model.
@@ -35,6 +35,36 @@ impl Role {
             Role::User => "user",
             Role::Assistant => "assistant",
             Role::Tool => "tool",
+        }
+    }
+}
+
+const ROLES: &[&str] = &["system", "user", "assistant", "tool"];
+
+// Read as text rather than derived: serde_json's derived enums answer "expected value" for a
+// role written as a number or null, which reads as if the value were missing.
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(RoleVisitor)
+    }
+}
+
+struct RoleVisitor;
+
+impl Visitor<'_> for RoleVisitor {
+    type Value = Role;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a role: `system`, `user`, `assistant` or `tool`")
+    }
+
+    fn visit_str<E: de::Error>(self, role: &str) -> Result<Role, E> {
+        match role {
+            "system" => Ok(Role::System),
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            "tool" => Ok(Role::Tool),
+            other => Err(E::unknown_variant(other, ROLES)),
         }
     }
 }
@@ -473,6 +503,34 @@ mod tests {
     fn a_message_without_a_role_is_refused() {
         let error = serde_json::from_str::<Message>(r#"{"content":"hi"}"#).unwrap_err();
         assert!(error.to_string().contains("missing field `role`"), "{error}");
+    }
+
+    #[test]
+    fn a_role_that_is_not_text_says_what_it_got_and_what_a_role_is() {
+        // serde_json's derived enums answer "expected value" for a number, which reads as if the
+        // value were missing.
+        for (json, got) in [
+            (r#"{"role":17,"content":"hi"}"#, "integer `17`"),
+            (r#"{"role":null,"content":"hi"}"#, "null"),
+            (r#"{"role":["user"],"content":"hi"}"#, "sequence"),
+        ] {
+            let error = serde_json::from_str::<Message>(json).unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!(
+                    "invalid type: {got}, expected a role: `system`, `user`, `assistant` or `tool`"
+                )),
+                "{json}: {error}"
+            );
+        }
+        let error = serde_json::from_str::<Message>(r#"{"role":"wizard"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(
+                "unknown variant `wizard`, expected one of `system`, `user`, `assistant`, `tool`"
+            ),
+            "{error}"
+        );
     }
 
     #[test]

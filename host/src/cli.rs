@@ -14,6 +14,7 @@ use std::{
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use ctxhost_engine_abi::ModelInfo;
+use ctxhost_engine_kit::stand_in::group_thousands;
 use serde_json::Value;
 
 use self::stdout::host_stdout;
@@ -323,10 +324,19 @@ pub(crate) fn replay_options(
         .clone()
         .or_else(|| meta.model.clone())
         .unwrap_or_default();
-    let max_tokens = settings
-        .model
-        .max_tokens
-        .filter(|reserved| *reserved < context_length);
+    // The config checks it against model.context_length; a window from --context-length or the
+    // transcript can still leave it no room, and then it is not reserved, with a word.
+    let max_tokens = settings.model.max_tokens.filter(|&reserved| {
+        let fits = reserved < context_length;
+        if !fits {
+            warn_user(&format!(
+                "model.max_tokens ({}) leaves nothing of the {}-token window; it is not reserved",
+                group_thousands(reserved as usize),
+                group_thousands(context_length as usize)
+            ));
+        }
+        fits
+    });
     let session_id = meta.session_id.clone().unwrap_or_else(|| {
         path.file_stem()
             .map_or("session".to_owned(), |stem| stem.to_string_lossy().into_owned())

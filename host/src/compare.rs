@@ -182,6 +182,9 @@ fn run_one(
         };
     }
     let mut engine = resolution.engine;
+    // Rows replay one after another: a warning met during one (the window overrun, an engine's
+    // own) is labelled `compare="<row>"`, or nothing would say which engine it came from.
+    let _row = tracing::warn_span!("row", compare = ?choice.label).entered();
     // The replay contains engine faults itself; this only keeps a bug of the host's, met with one
     // engine, from taking the other rows with it.
     let replayed = catch_unwind(AssertUnwindSafe(|| {

@@ -71,7 +71,7 @@ pub struct Settings {
 
 /// The `model:` block.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 pub struct ModelSettings {
     /// `model.default`: the model's name.
     pub default: Option<String>,
@@ -82,7 +82,8 @@ pub struct ModelSettings {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+// The sections read as the user wrote them: an error names "a mapping", not these types.
+#[serde(default, expecting = "a mapping of settings")]
 struct RawConfig {
     context: RawContext,
     model: ModelSettings,
@@ -93,13 +94,13 @@ struct RawConfig {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 struct RawAuxiliary {
     compression: SummarizerSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 struct RawContext {
     engine: Option<String>,
     observers: Vec<String>,
@@ -381,18 +382,30 @@ fn known_sections() -> [(&'static str, &'static [&'static str]); 4] {
 /// keys, the warning naming that key. Keys far from every known one are left alone: Hermes's own
 /// settings (`model.provider`, `model.base_url`…) share these sections.
 fn misspelt_key_warning(key: &str) -> Option<String> {
-    let (section, name) = key.rsplit_once('.')?;
+    let Some((section, name)) = key.rsplit_once('.') else {
+        return misspelt_section_warning(key);
+    };
     let (_, known) = known_sections()
         .into_iter()
         .find(|(known, _)| *known == section)?;
-    let (_, closest) = known
-        .iter()
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), *candidate))
-        .filter(|(score, _)| *score >= 0.88)
-        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let closest = ctxhost_engine_kit::keys::closest_key(name, known)?;
     Some(format!(
         "unknown key `{key}`, ignored; did you mean `{section}.{closest}`?"
     ))
+}
+
+/// For an ignored top-level `key` one letter away from one of the host's sections (a letter
+/// missing, added, changed or swapped, or only its case), the warning naming that section: all
+/// of the section's settings would be ignored. Only that close, since the top level also holds
+/// Hermes's other sections and plugin engines' blocks, named freely (`context_engine`,
+/// `auxiliary_models`).
+fn misspelt_section_warning(key: &str) -> Option<String> {
+    use serde_aux::serde_introspection::serde_introspect;
+    let lowercase = key.to_lowercase();
+    let closest = serde_introspect::<RawConfig>()
+        .iter()
+        .find(|section| strsim::osa_distance(&lowercase, section) <= 1)?;
+    Some(format!("unknown key `{key}`, ignored; did you mean `{closest}`?"))
 }
 
 /// `dir/sub/../plugins` → `dir/plugins`, so reports show the path a person would write. Paths
@@ -480,6 +493,66 @@ mod tests {
         assert_eq!(parse(text).unwrap().warnings, Vec::<String>::new());
         let hermes = "model:\n  default: m\n  provider: openrouter\n  base_url: http://x\n  api_key: k\ncontext:\n  colour: blue\n";
         assert_eq!(parse(hermes).unwrap().warnings, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_misspelt_section_is_warned_about_since_everything_in_it_is_ignored() {
+        let settings = parse(
+            "contxt:\n  engine: masking\nModel:\n  context_length: 16000\ncompresion:\n  threshold: 0.4\n",
+        )
+        .unwrap();
+        assert_eq!(
+            settings.warnings,
+            [
+                "/work/config.yaml:1: unknown key `contxt`, ignored; did you mean `context`?",
+                "/work/config.yaml:3: unknown key `Model`, ignored; did you mean `model`?",
+                "/work/config.yaml:5: unknown key `compresion`, ignored; did you mean `compression`?",
+            ]
+        );
+        assert_eq!(settings.engine, "compressor");
+        // Hermes's other sections and plugin blocks, however close in spelling, are not typos.
+        let text =
+            "memory:\n  a: 1\nmasking:\n  keep_last: 2\ncontext_engine:\n  x: 1\nauxiliary_models:\n  y: 2\n";
+        assert_eq!(parse(text).unwrap().warnings, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_section_that_is_not_a_mapping_is_an_error_in_the_users_words() {
+        // Not the names of the host's own types (`expected struct RawContext`).
+        for (text, expected) in [
+            (
+                "context: 5\n",
+                "context: invalid type: integer `5`, expected a mapping of settings",
+            ),
+            (
+                "model: x\n",
+                "model: invalid type: string \"x\", expected a mapping of settings",
+            ),
+            (
+                "compression: [1]\n",
+                "compression: invalid type: sequence, expected a mapping of settings",
+            ),
+            (
+                "auxiliary: 3\n",
+                "auxiliary: invalid type: integer `3`, expected a mapping of settings",
+            ),
+            (
+                "auxiliary:\n  compression: 3\n",
+                "auxiliary.compression: invalid type: integer `3`, expected a mapping of settings",
+            ),
+            (
+                "isolation: 1\n",
+                "isolation: invalid type: integer `1`, expected a mapping of settings",
+            ),
+            (
+                "isolation:\n  deadlines: 5\n",
+                "isolation.deadlines: invalid type: integer `5`, expected a mapping of settings",
+            ),
+            ("[1]\n", "invalid type: sequence, expected a mapping of settings"),
+        ] {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.ends_with(expected), "{text:?}: {error}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::{
     fmt::{
         format::{FormatEvent, FormatFields, Writer},
-        FmtContext,
+        FmtContext, FormattedFields,
     },
     registry::LookupSpan,
     EnvFilter,
@@ -64,7 +64,8 @@ fn init_logging(verbose: u8) {
 }
 
 /// Log lines as the rest of the output speaks: `warning: …`, `error: …`, `info: …`, with the
-/// event's fields (a plugin's `engine="<name>"`) after its message, and no timestamp.
+/// event's fields (a plugin's `engine="<name>"`) and its spans' after its message, and no
+/// timestamp.
 struct OneLine;
 
 impl<S, N> FormatEvent<S, N> for OneLine
@@ -87,6 +88,14 @@ where
         };
         write!(writer, "{level}: ")?;
         ctx.field_format().format_fields(writer.by_ref(), event)?;
+        // The fields of the spans around the event (`compare` names the row being replayed).
+        for span in ctx.event_scope().into_iter().flat_map(|scope| scope.from_root()) {
+            if let Some(fields) = span.extensions().get::<FormattedFields<N>>() {
+                if !fields.is_empty() {
+                    write!(writer, " {fields}")?;
+                }
+            }
+        }
         writeln!(writer)
     }
 }

@@ -231,3 +231,23 @@ fn a_label_with_no_configuration_is_one_line_and_nothing_runs() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no named configuration `tight`"), "{stderr}");
 }
+
+#[test]
+fn a_warning_met_during_one_row_names_the_row() {
+    // Several engines replay one after another: "the context went over the window" alone does
+    // not say which of them let it.
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    let telemetry = tree.root().join("telemetry.jsonl");
+    tree.config(&format!(
+        "model:\n  context_length: 8000\ntelemetry:\n  path: {}\n",
+        telemetry.display()
+    ));
+    let (_, stderr) = compare(&tree, &["--engines", "compressor,telemetry"]);
+    let over: Vec<_> = stderr
+        .lines()
+        .filter(|line| line.starts_with("warning: the context went over the window"))
+        .collect();
+    assert_eq!(over.len(), 1, "{stderr}");
+    assert!(over[0].ends_with(r#" compare="telemetry""#), "{stderr}");
+}

@@ -505,3 +505,18 @@ fn a_swap_to_a_library_rebuilt_on_disk_since_it_was_first_loaded_runs_the_new_co
     // The first instance is still the old code: libraries are never unloaded.
     assert_eq!(generation(&mut first), "faulty-generation-A");
 }
+
+#[test]
+fn an_observer_block_that_is_not_a_mapping_is_named_in_the_users_words() {
+    // Not the name of the plugin's own type (`expected struct Config`).
+    let tree =
+        observers_tree(&BASE_CONFIG.replace("telemetry:\n  path: telemetry.jsonl\n", "telemetry: 7\n"));
+    let transcript = example("transcripts/coupon-fix.json").display().to_string();
+    let output = tree.run(&["run", &transcript, "--observer", "telemetry"]);
+    let (_, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("telemetry: invalid type: integer `7`, expected a mapping of settings; the session goes on without it"),
+        "{stderr}"
+    );
+}

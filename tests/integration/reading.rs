@@ -145,8 +145,8 @@ fn a_broken_pairing_is_warned_about_and_the_output_is_a_valid_sequence() {
     assert_eq!(
         warnings(&stderr),
         [
-            format!("warning: {file}: line 6: tool call `c1` is never answered; a stub result stands in for it"),
-            format!("warning: {file}: line 24: tool result `c1` answers no call of the message before it; it is dropped"),
+            format!("warning: {file}: line 6, column 3: tool call `c1` is never answered; a stub result stands in for it"),
+            format!("warning: {file}: line 24, column 3: tool result `c1` answers no call of the message before it; it is dropped"),
         ]
     );
     let context = ctxhost_engine_abi::messages_from_json(&fs::read_to_string(&out).unwrap()).unwrap();

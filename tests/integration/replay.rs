@@ -84,6 +84,28 @@ fn compress_runs_one_manual_compaction_with_a_focus() {
 }
 
 #[test]
+fn an_output_reservation_the_window_leaves_no_room_for_is_named_not_dropped() {
+    // model.max_tokens is checked against model.context_length when the config is read; a window
+    // from --context-length (or the transcript) could make it impossible, and it vanished.
+    let tree = PluginDir::new();
+    tree.config("model:\n  context_length: 16000\n  max_tokens: 8000\n");
+    let output = tree.run(&["run", &example_transcript(), "--context-length", "8000"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: model.max_tokens (8,000) leaves nothing of the 8,000-token window; it is not reserved"
+        ),
+        "{stderr}"
+    );
+    assert!(stdout.contains("usable 8,000"), "{stdout}");
+    let output = tree.run(&["run", &example_transcript(), "--context-length", "20000"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(!stderr.contains("max_tokens"), "{stderr}");
+    assert!(stdout.contains("usable 12,000"), "{stdout}");
+}
+
+#[test]
 fn a_bad_config_value_is_one_line_naming_file_line_and_key() {
     let tree = PluginDir::new();
     tree.config("context:\n  engine: compressor\ncompression:\n  threshold: 3\n");

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// The keys of the `compression:` block, with Hermes's names and the built-in defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 pub struct CompressorConfig {
     /// Automatic compaction on or off. A manual `/compress` works either way.
     pub enabled: bool,

@@ -11,7 +11,7 @@ const MAX_GREP_BUDGET_MS: u64 = 600_000;
 
 /// The engine's settings, from its `lcm:` block. Every key is optional.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 pub struct LcmConfig {
     /// The SQLite file. Relative paths are resolved against the config file's directory; default
     /// `<data_dir>/lcm.sqlite`, the data directory being the host's (`.ctxhost/` beside the config
@@ -69,8 +69,12 @@ impl Default for LcmConfig {
 }
 
 impl LcmConfig {
-    /// Reads the block (`null` gives the defaults) and checks it.
+    /// Reads the block (`null` gives the defaults) and checks it. A key spelt like one of its
+    /// own is warned about (see [`Self::misspelt_keys`]); other unknown keys are ignored.
     pub fn from_json(block: &Value) -> Result<Self, EngineError> {
+        for warning in Self::misspelt_keys(block) {
+            tracing::warn!("{warning}");
+        }
         let config: Self = if block.is_null() {
             Self::default()
         } else {
@@ -79,6 +83,13 @@ impl LcmConfig {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The keys of `block` that this engine does not know but that are spelt like one it does,
+    /// each as a warning naming both.
+    pub fn misspelt_keys(block: &Value) -> Vec<String> {
+        let known = serde_aux::serde_introspection::serde_introspect::<Self>();
+        ctxhost_engine_kit::keys::misspelt_keys("lcm", block, known)
     }
 
     /// Checks every value, naming the key of the first impossible one.
@@ -159,8 +170,29 @@ mod tests {
     }
 
     #[test]
+    fn a_misspelt_key_is_named_with_the_key_it_looks_like() {
+        // `databse` ignored silently put the store in the default place, where a later
+        // `lcm_grep` with the corrected config does not look.
+        let block = json!({ "databse": "x.sqlite", "fresh_tial": 3, "threshold": 0.5, "notes": 1 });
+        assert_eq!(
+            LcmConfig::misspelt_keys(&block),
+            [
+                "lcm.databse: unknown setting, ignored; did you mean `lcm.database`?",
+                "lcm.fresh_tial: unknown setting, ignored; did you mean `lcm.fresh_tail`?",
+            ]
+        );
+        assert_eq!(LcmConfig::from_json(&block).unwrap().database, None);
+    }
+
+    #[test]
     fn a_wrong_type_is_an_error() {
         let error = LcmConfig::from_json(&json!({ "fresh_tail": "many" })).unwrap_err();
         assert!(error.message.as_str().starts_with("lcm: "), "{error:?}");
+        // In the user's words, not the name of the engine's own type (`expected struct LcmConfig`).
+        let error = LcmConfig::from_json(&json!(7)).unwrap_err();
+        assert_eq!(
+            error.message.as_str(),
+            "lcm: invalid type: integer `7`, expected a mapping of settings"
+        );
     }
 }

@@ -28,12 +28,12 @@ impl Default for MaskingConfig {
     }
 }
 
-/// The keys this block knows; any other is ignored with a debug log.
+/// The keys this block knows; any other is ignored (see [`MaskingConfig::from_json`]).
 const KNOWN_KEYS: [&str; 3] = ["threshold", "keep_last", "min_chars"];
 
 impl MaskingConfig {
     /// Reads and validates the config block: `null` gives the defaults, unknown keys are ignored
-    /// (with a debug log), a wrong type or an impossible value is an [`EngineError::config`] that
+    /// (with a warning when spelt like a known one, else a debug log), a wrong type or an impossible value is an [`EngineError::config`] that
     /// names the key.
     pub fn from_json(block: &Value) -> Result<Self, EngineError> {
         let map = match block {
@@ -46,6 +46,9 @@ impl MaskingConfig {
                 )))
             }
         };
+        for warning in Self::misspelt_keys(block) {
+            tracing::warn!("{warning}");
+        }
         for key in map.keys().filter(|key| !KNOWN_KEYS.contains(&key.as_str())) {
             tracing::debug!("masking.{key}: unknown setting, ignored");
         }
@@ -57,6 +60,12 @@ impl MaskingConfig {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The keys of `block` that masking does not know but that are spelt like one it does, each
+    /// as a warning naming both.
+    pub fn misspelt_keys(block: &Value) -> Vec<String> {
+        ctxhost_engine_kit::keys::misspelt_keys("masking", block, &KNOWN_KEYS)
     }
 
     /// Checks the values that types alone cannot: `threshold` in (0, 1], `keep_last` ≥ 1.

@@ -253,6 +253,16 @@ fn defaults_apply_to_a_missing_block() {
 }
 
 #[test]
+fn a_misspelt_key_is_named_with_the_key_it_looks_like() {
+    let block = json!({ "keep_lastt": 2, "min_chars": 50, "unknown": true });
+    assert_eq!(
+        MaskingConfig::misspelt_keys(&block),
+        ["masking.keep_lastt: unknown setting, ignored; did you mean `masking.keep_last`?"]
+    );
+    assert_eq!(MaskingConfig::from_json(&block).unwrap().keep_last, 10);
+}
+
+#[test]
 fn the_threshold_sets_the_firing_point() {
     let engine = engine_with_window(json!({ "threshold": 0.5 }), 10_000);
     assert_eq!(engine.counters().threshold_tokens, 5_000);

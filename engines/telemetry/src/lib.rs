@@ -15,7 +15,7 @@ use serde_json::Value;
 
 /// The `telemetry:` block.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of settings")]
 struct Config {
     path: Option<PathBuf>,
     kinds: Option<Vec<FactKind>>,

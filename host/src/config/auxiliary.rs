@@ -33,7 +33,7 @@ const RESERVED_BODY_KEYS: [&str; 3] = ["model", "messages", "stream"];
 
 /// The `auxiliary.compression:` block.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 pub struct SummarizerSettings {
     /// The model's name; empty means no model.
     pub model: String,

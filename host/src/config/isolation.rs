@@ -61,7 +61,7 @@ impl FromStr for Isolation {
 
 /// The `isolation:` block.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of settings")]
 pub struct IsolationSettings {
     /// Seconds each kind of call may take.
     pub deadlines: Deadlines,
@@ -88,7 +88,7 @@ impl Default for IsolationSettings {
 
 /// Seconds a call may take before the child is killed.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of settings")]
 pub struct Deadlines {
     /// Starting a child: spawn, handshake, the library opened and the engine created.
     pub start: f64,

@@ -35,6 +35,13 @@ pub(super) struct Position {
     pub offset: u64,
 }
 
+impl Position {
+    /// `line L, column C`, for a warning about the value that starts here.
+    pub(super) fn place(&self) -> String {
+        format!("line {}, column {}", self.line, self.column)
+    }
+}
+
 /// A buffer grown past this by a huge value is given back before the next value is read.
 pub(super) const KEPT_BUFFER_BYTES: usize = 16 << 20;
 

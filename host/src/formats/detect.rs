@@ -82,7 +82,9 @@ impl Unknown {
 /// Reads the start of the file at `path` and tells its format.
 pub(super) fn detect_file(path: &Path) -> Result<Format, TranscriptError> {
     let prefix = read_prefix(path)?;
-    detect_prefix(&prefix).map_err(|unknown| unknown.into_error(path))
+    detect_prefix(&prefix)
+        .map(|detected| detected.format)
+        .map_err(|unknown| unknown.into_error(path))
 }
 
 /// Checks that the file at `path` can be read as `forced`: refused when its start looks like
@@ -98,24 +100,32 @@ pub(super) fn check_forced(path: &Path, forced: Format) -> Result<(), Transcript
     };
     match detect_prefix(&prefix) {
         Ok(detected) if fits(forced, detected) => Ok(()),
-        Ok(detected) => Err(refused(Some(detected), String::new())),
+        Ok(detected) => Err(refused(Some(detected.format), String::new())),
         Err(Unknown::NotJson(reason)) => Err(refused(None, reason)),
         Err(Unknown::UnknownKeys(_)) => Ok(()),
     }
 }
 
-/// Whether a file detected as `detected` may be read as `forced`: the same format, or an object
-/// whose start does not decide between the object formats.
-fn fits(forced: Format, detected: Format) -> bool {
-    forced == detected
-        || matches!(
-            (forced, detected),
-            (Format::OpenaiObject, Format::Hermes)
-                | (
-                    Format::Hermes | Format::SweAgent | Format::Openhands,
-                    Format::OpenaiObject
-                )
-        )
+/// Whether a file detected as `detected` may be read as `forced`: the same format, an OpenAI
+/// object read as the Hermes session it also is, or an object whose start does not decide
+/// between the object formats. A Hermes export is never read as an OpenAI object: that reader
+/// would leave its `system_prompt` and window in the meta and stop at its second session.
+fn fits(forced: Format, detected: Detected) -> bool {
+    forced == detected.format
+        || match (forced, detected.format) {
+            (Format::Hermes, Format::OpenaiObject) => true,
+            (Format::SweAgent | Format::Openhands, Format::OpenaiObject) => !detected.decided,
+            _ => false,
+        }
+}
+
+/// A format told from the start of a file.
+#[derive(Clone, Copy)]
+struct Detected {
+    format: Format,
+    /// Whether keys of its own told it; false for a multi-line document read as an OpenAI
+    /// object for want of any deciding key in the prefix.
+    decided: bool,
 }
 
 fn read_prefix(path: &Path) -> Result<Vec<u8>, TranscriptError> {
@@ -127,11 +137,13 @@ fn read_prefix(path: &Path) -> Result<Vec<u8>, TranscriptError> {
     Ok(prefix)
 }
 
-fn detect_prefix(prefix: &[u8]) -> Result<Format, Unknown> {
-    // The prefix may end inside a character.
+fn detect_prefix(prefix: &[u8]) -> Result<Detected, Unknown> {
+    // The prefix may end inside a character, or hold a byte that is not UTF-8 after the text
+    // that tells the format: that byte is one record's problem, which its reader reports with
+    // its line (and --skip-bad-records skips), not the whole file's.
     let text = match std::str::from_utf8(prefix) {
         Ok(text) => text,
-        Err(error) if error.error_len().is_none() => {
+        Err(error) if error.error_len().is_none() || error.valid_up_to() > 0 => {
             std::str::from_utf8(&prefix[..error.valid_up_to()]).expect("valid up to here")
         }
         Err(_) => return Err(Unknown::NotJson("its start is not UTF-8 text".to_owned())),
@@ -141,20 +153,26 @@ fn detect_prefix(prefix: &[u8]) -> Result<Format, Unknown> {
 
 /// Tells the format from the start of a file (all of it, or a prefix).
 pub fn detect_format(path: &Path, text: &str) -> Result<Format, TranscriptError> {
-    detect_text(text).map_err(|unknown| unknown.into_error(path))
+    detect_text(text)
+        .map(|detected| detected.format)
+        .map_err(|unknown| unknown.into_error(path))
 }
 
-fn detect_text(text: &str) -> Result<Format, Unknown> {
+fn detect_text(text: &str) -> Result<Detected, Unknown> {
+    let decided = |format| Detected {
+        format,
+        decided: true,
+    };
     let text = text.trim_start_matches('\u{feff}').trim_start();
     match text.as_bytes().first() {
         None => return Err(Unknown::NotJson("the file is empty".to_owned())),
         Some(b'[') => {
             let element = sniff_first_element(text);
-            return Ok(if is_openhands_event(&element) {
+            return Ok(decided(if is_openhands_event(&element) {
                 Format::Openhands
             } else {
                 Format::OpenaiArray
-            });
+            }));
         }
         Some(b'{') => {}
         Some(_) => return Err(Unknown::NotJson("it starts with neither `[` nor `{`".to_owned())),
@@ -186,8 +204,13 @@ fn detect_text(text: &str) -> Result<Format, Unknown> {
         Format::SweAgent
     } else if has_any(HERMES_SESSION_KEYS) || (has("messages") && one_line && more_lines) {
         Format::Hermes
-    } else if has("messages") || !one_line {
+    } else if has("messages") {
         Format::OpenaiObject
+    } else if !one_line {
+        return Ok(Detected {
+            format: Format::OpenaiObject,
+            decided: false,
+        });
     } else {
         let keys: Vec<String> = first.keys.iter().map(|key| format!("`{key}`")).collect();
         return Err(Unknown::UnknownKeys(format!(
@@ -199,7 +222,7 @@ fn detect_text(text: &str) -> Result<Format, Unknown> {
             }
         )));
     };
-    Ok(format)
+    Ok(decided(format))
 }
 
 /// Whether keys are an OpenHands event's: `source`, and `action` or `observation`.

@@ -7,7 +7,8 @@
 //!   [`ReadOptions::session`](super::ReadOptions::session) (`--session`). When the file holds
 //!   more, a warning says how many, lists their ids (the first 20) and which one was read: the
 //!   first is what `hermes sessions export` writes first, and the warning says how to pick
-//!   another. An id that matches no session is an error listing the ids found. Sessions before
+//!   another. An id that matches no session is an error listing the ids found; a start that
+//!   several ids share reads the first, and the warning says how many it matched. Sessions before
 //!   and after the chosen one are walked past for their ids without their messages being kept.
 //! - Sessions may be one a line (JSONL, as exported) or pretty-printed one after another: the
 //!   reader walks JSON values, not lines.
@@ -42,6 +43,8 @@ pub(super) struct HermesReader<R> {
     /// Sessions met so far, and the ids of the first ones.
     sessions: usize,
     ids: Vec<String>,
+    /// Sessions after the one read whose id starts as asked too: the start was ambiguous.
+    also_wanted: usize,
     /// Set once the session to read has been found.
     chosen: Option<Chosen>,
     /// The system prompt's message, waiting in front of the first message.
@@ -72,6 +75,7 @@ impl<R: BufRead> HermesReader<R> {
             fields: Map::new(),
             sessions: 0,
             ids: Vec::new(),
+            also_wanted: 0,
             chosen: None,
             ready: VecDeque::new(),
         }
@@ -138,6 +142,10 @@ impl<R: BufRead> HermesReader<R> {
                 list_ids(&self.ids)
             };
             let how = match &self.wanted {
+                Some(wanted) if self.also_wanted > 0 => format!(
+                    "`{wanted}` starts {} of their ids; read the first of them, session {number} of {total}, `{id}`; pass more of the id to read another",
+                    self.also_wanted + 1
+                ),
                 Some(_) => format!("read session {number} of {total}, `{id}`, as asked"),
                 None => format!("read the first, `{id}`; pass --session ID to read another"),
             };
@@ -166,9 +174,18 @@ impl<R: BufRead> HermesReader<R> {
             *after += 1;
             let mut first = true;
             while let Some(key) = self.cursor.next_key(&mut first)? {
-                if key == "id" && self.ids.len() < LISTED_SESSIONS {
-                    let id = self.cursor.value::<Value>()?;
-                    self.ids.push(value_as_text(&id));
+                if key == "id" {
+                    let id = value_as_text(&self.cursor.value::<Value>()?);
+                    if self
+                        .wanted
+                        .as_ref()
+                        .is_some_and(|wanted| id.starts_with(wanted.as_str()))
+                    {
+                        self.also_wanted += 1;
+                    }
+                    if self.ids.len() < LISTED_SESSIONS {
+                        self.ids.push(id);
+                    }
                 } else {
                     self.cursor.skip_value()?;
                 }
@@ -315,9 +332,9 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                         message_from_fields(fields).map_err(|error| self.cursor.bad_record(at, error))?;
                     meta.pairing_repairs += fixed.len() as u64;
                     for fix in fixed {
-                        meta.warn(self.cursor.path(), format!("line {}: {fix}", at.line));
+                        meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
                     }
-                    let message = Located::new(message, at.line);
+                    let message = Located::at(message, at);
                     let chosen = self.chosen.as_mut().expect("messages are read once chosen");
                     if std::mem::take(&mut chosen.first_message) {
                         if let Some(prompt) = chosen.system_prompt.take() {
@@ -327,7 +344,7 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                                     .insert("system_prompt".to_owned(), Value::String(prompt));
                             } else {
                                 self.ready.push_back(message);
-                                return Ok(Some(Located::new(Message::system(prompt), at.line)));
+                                return Ok(Some(Located::at(Message::system(prompt), at)));
                             }
                         }
                     }

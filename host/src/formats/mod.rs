@@ -396,7 +396,34 @@ fn stream_from<R: std::io::BufRead + Send + 'static>(
         bytes_total,
     };
     stream.prime()?;
+    if format != Format::Hermes {
+        if let Some(wanted) = &options.session {
+            check_single_session(&mut stream, wanted)?;
+        }
+    }
     Ok(stream)
+}
+
+/// `--session` given for a format that holds one session: its id, when recorded, must be the one
+/// asked for (as a Hermes export's would); without one, the session is read and a warning says
+/// that `--session` chose nothing.
+fn check_single_session(stream: &mut TranscriptStream, wanted: &str) -> Result<(), TranscriptError> {
+    match stream.meta.session_id.clone() {
+        Some(id) if id.starts_with(wanted) => Ok(()),
+        Some(id) => Err(TranscriptError::NoSuchSession {
+            path: stream.path.clone(),
+            wanted: wanted.to_owned(),
+            seen: vec![id],
+        }),
+        None => {
+            let warning = format!(
+                "--session `{wanted}` chose nothing: this file ({}) holds one session and records no id; it is read",
+                stream.format
+            );
+            stream.meta.warn(&stream.path, warning);
+            Ok(())
+        }
+    }
 }
 
 /// Reads the whole transcript at `path`, detecting its format unless `format` forces one.
@@ -427,16 +454,45 @@ pub const PRIME_MESSAGES: usize = 256;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
 
-/// A message and the line of the record it came from (its first record, when several make it).
+/// A message and the line of the record it came from (its first record, when several make it),
+/// with the record's column where a reader knows it: in a JSON document written on one line,
+/// every record is on line 1.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Located {
     pub message: Message,
     pub line: usize,
+    pub column: Option<usize>,
 }
 
 impl Located {
     pub(crate) fn new(message: Message, line: usize) -> Self {
-        Self { message, line }
+        Self {
+            message,
+            line,
+            column: None,
+        }
+    }
+
+    /// A message whose record starts at `at`.
+    fn at(message: Message, at: cursor::Position) -> Self {
+        Self {
+            message,
+            line: at.line,
+            column: Some(at.column),
+        }
+    }
+
+    /// Where the record is, for a warning: `line L` or `line L, column C`.
+    pub(crate) fn place(&self) -> String {
+        place(self.line, self.column)
+    }
+}
+
+/// `line L`, or `line L, column C` when the column is known.
+fn place(line: usize, column: Option<usize>) -> String {
+    match column {
+        Some(column) => format!("line {line}, column {column}"),
+        None => format!("line {line}"),
     }
 }
 
@@ -586,10 +642,7 @@ impl TranscriptStream {
                     ..
                 }) if self.bad_records == BadRecords::Skip => {
                     self.meta.bad_records_skipped += 1;
-                    let place = match column {
-                        Some(column) => format!("line {line}, column {column}"),
-                        None => format!("line {line}"),
-                    };
+                    let place = place(line, column);
                     let byte = offset.map(|o| format!(" (byte {o})")).unwrap_or_default();
                     let warning = format!("{place}: skipped a malformed record: {message}{byte}");
                     self.meta.warn(&self.path, warning);

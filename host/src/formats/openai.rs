@@ -185,11 +185,11 @@ fn element_message<R: BufRead>(
 ) -> Result<Option<Located>, TranscriptError> {
     let Element { at, value, text } = element;
     match value {
-        Ok(message) => Ok(Some(Located::new(message, at.line))),
+        Ok(message) => Ok(Some(Located::at(message, at))),
         Err(error) => {
             let reparse = || text.as_deref().and_then(|text| serde_json::from_slice(text).ok());
-            if let Some(message) = message_after_fixing_ids(reparse(), at.line, cursor.path(), meta) {
-                return Ok(Some(Located::new(message, at.line)));
+            if let Some(message) = message_after_fixing_ids(reparse(), &at.place(), cursor.path(), meta) {
+                return Ok(Some(Located::at(message, at)));
             }
             take_session_meta(reparse(), meta).ok_or(error)?;
             Ok(None)
@@ -201,7 +201,7 @@ fn element_message<R: BufRead>(
 /// read as text); each fix is a warning naming `line`. `None` when that does not make it one.
 pub(super) fn message_after_fixing_ids(
     record: Option<Map<String, Value>>,
-    line: usize,
+    place: &str,
     path: &Path,
     meta: &mut TranscriptMeta,
 ) -> Option<Message> {
@@ -211,7 +211,7 @@ pub(super) fn message_after_fixing_ids(
     }
     meta.pairing_repairs += fixed.len() as u64;
     for fix in fixed {
-        meta.warn(path, format!("line {line}: {fix}"));
+        meta.warn(path, format!("{place}: {fix}"));
     }
     Some(message)
 }
@@ -255,9 +255,12 @@ impl<R: BufRead + Send> Source for JsonlReader<R> {
                 Ok(record) => return Ok(record.map(|(message, at)| Located::new(message, at.line))),
                 Err(error @ TranscriptError::Malformed { .. }) => {
                     let line = self.lines.last_line();
-                    if let Some(message) =
-                        message_after_fixing_ids(self.lines.reparse(), line, self.lines.path(), meta)
-                    {
+                    if let Some(message) = message_after_fixing_ids(
+                        self.lines.reparse(),
+                        &format!("line {line}"),
+                        self.lines.path(),
+                        meta,
+                    ) {
                         return Ok(Some(Located::new(message, line)));
                     }
                     take_session_meta(self.lines.reparse(), meta).ok_or(error)?;

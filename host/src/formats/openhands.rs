@@ -219,7 +219,7 @@ impl<R: BufRead> OpenhandsReader<R> {
                         fields.insert("tool_calls".to_owned(), Value::Array(vec![call.clone()]));
                         for fix in fix_id_types(&mut fields) {
                             meta.pairing_repairs += 1;
-                            meta.warn(self.cursor.path(), format!("line {}: {fix}", at.line));
+                            meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
                         }
                         let call = fields["tool_calls"][0].clone();
                         let call: ToolCall = serde_json::from_value(call).map_err(|error| {
@@ -431,7 +431,7 @@ impl<R: BufRead + Send> Source for OpenhandsReader<R> {
                     let event = self.cursor.value::<Map<String, Value>>()?;
                     if let Some(message) = self.read_event(event, at, meta)? {
                         self.emitted += 1;
-                        return Ok(Some(Located::new(message, at.line)));
+                        return Ok(Some(Located::at(message, at)));
                     }
                 }
                 State::Done => return Ok(None),

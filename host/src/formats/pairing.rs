@@ -52,7 +52,6 @@ impl PairRepair {
         meta: &mut TranscriptMeta,
         out: &mut VecDeque<Message>,
     ) {
-        let line = located.line;
         if located.message.role != Role::Tool {
             self.close_group(path, meta, out);
             self.answered.clear();
@@ -71,7 +70,10 @@ impl PairRepair {
         }
         let warning = match located.message.tool_call_id.as_deref() {
             None => {
-                format!("line {line}: a tool result without a `tool_call_id` answers no call; it is dropped")
+                format!(
+                    "{}: a tool result without a `tool_call_id` answers no call; it is dropped",
+                    located.place()
+                )
             }
             Some(id) => match self.open.iter().position(|open_id| open_id == id) {
                 Some(at) => {
@@ -85,10 +87,14 @@ impl PairRepair {
                     return;
                 }
                 None if self.answered.iter().any(|answered| answered == id) => {
-                    format!("line {line}: a second result for tool call `{id}`; it is dropped")
+                    format!(
+                        "{}: a second result for tool call `{id}`; it is dropped",
+                        located.place()
+                    )
                 }
                 None => format!(
-                    "line {line}: tool result `{id}` answers no call of the message before it; it is dropped"
+                    "{}: tool result `{id}` answers no call of the message before it; it is dropped",
+                    located.place()
                 ),
             },
         };
@@ -107,12 +113,11 @@ impl PairRepair {
         let Some(head) = self.group.first() else {
             return;
         };
-        let head_line = head.line;
+        let head_place = head.place();
         for id in &self.open {
             meta.pairing_repairs += 1;
-            let warning = format!(
-                "line {head_line}: tool call `{id}` is never answered; a stub result stands in for it"
-            );
+            let warning =
+                format!("{head_place}: tool call `{id}` is never answered; a stub result stands in for it");
             meta.warn(path, warning);
         }
         let messages = self.group.drain(..).map(|located| located.message).collect();

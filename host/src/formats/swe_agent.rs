@@ -158,9 +158,9 @@ impl<R: BufRead + Send> Source for SweAgentReader<R> {
                         .map_err(|error| self.cursor.bad_record(at, error))?;
                     meta.pairing_repairs += fixed.len() as u64;
                     for fix in fixed {
-                        meta.warn(self.cursor.path(), format!("line {}: {fix}", at.line));
+                        meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
                     }
-                    return Ok(Some(Located::new(message, at.line)));
+                    return Ok(Some(Located::at(message, at)));
                 }
                 State::Done => return Ok(None),
             }

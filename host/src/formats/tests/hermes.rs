@@ -117,6 +117,28 @@ fn a_session_is_chosen_by_the_start_of_its_id() {
 }
 
 #[test]
+fn an_id_start_that_several_sessions_share_says_so() {
+    let text = jsonl(&[
+        session("20260321_a", conversation("first?")),
+        session("20260322_b", conversation("second?")),
+        session("20260322_c", conversation("third?")),
+    ]);
+    let (_dir, path) = write("sessions.jsonl", &text);
+    let options = ReadOptions {
+        session: Some("202603".into()),
+        ..ReadOptions::default()
+    };
+    let mut stream = open_transcript_with(&path, &options).unwrap();
+    assert_eq!(stream.meta().session_id.as_deref(), Some("20260321_a"));
+    let messages: Vec<_> = stream.by_ref().map(Result::unwrap).collect();
+    assert_eq!(messages[1].text(), "first?");
+    assert_eq!(
+        stream.meta().warnings,
+        ["the file holds 3 sessions (`20260321_a`, `20260322_b`, `20260322_c`); `202603` starts 3 of their ids; read the first of them, session 1 of 3, `20260321_a`; pass more of the id to read another"]
+    );
+}
+
+#[test]
 fn a_malformed_message_is_an_error_at_its_place() {
     let first = format!("{}\n", session("s1", json!([])));
     let text = format!("{first}{{\"id\": \"s2\", \"messages\": [{{\"role\": \"user\", \"content\": \"a\"}}, {{\"content\": \"no role\"}}]}}\n");

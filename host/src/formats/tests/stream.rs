@@ -1,10 +1,12 @@
 use ctxhost_engine_abi::Role;
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
-use crate::formats::{open_transcript, read_transcript_with, BadRecords, ReadOptions, TranscriptError};
+use crate::formats::{
+    open_transcript, open_transcript_with, read_transcript_with, BadRecords, ReadOptions, TranscriptError,
+};
 
 #[test]
 fn what_comes_before_the_messages_is_known_before_the_first_is_taken() {
@@ -212,6 +214,161 @@ fn a_forced_format_that_does_not_match_the_file_says_what_the_file_looks_like() 
     assert_eq!(
         read_error(Format::Codex, "just some notes\n"),
         "`transcript` does not look like Codex rollout (JSONL); it starts with neither `[` nor `{`"
+    );
+}
+
+#[test]
+fn a_hermes_export_is_not_read_as_an_openai_object() {
+    // Read as an object, a session loses its `system_prompt` (the system message) and its window
+    // without a word; several sessions stop at a parser error after the first.
+    let session = |id: &str| {
+        json!({"id": id, "system_prompt": "You are terse.", "model_config": {"context_length": 32000},
+               "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    };
+    let expected = "`transcript` does not look like OpenAI messages (JSON object); it looks like Hermes session export (JSONL) (pass --format hermes)";
+    assert_eq!(
+        read_error(Format::OpenaiObject, &jsonl(&[session("s1")])),
+        expected
+    );
+    assert_eq!(
+        read_error(Format::OpenaiObject, &jsonl(&[session("s1"), session("s2")])),
+        expected
+    );
+    // A session without the fields only Hermes writes, several of them one a line.
+    let bare = |id: &str| json!({"id": id, "messages": [{"role": "user", "content": "hi"}]});
+    assert_eq!(
+        read_error(Format::OpenaiObject, &jsonl(&[bare("s1"), bare("s2")])),
+        expected
+    );
+    // The other way round is harmless: an OpenAI object reads as a session of its own.
+    let object = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let (_dir, path) = write("t.json", &object);
+    assert_eq!(
+        read_transcript(&path, Some(Format::Hermes))
+            .unwrap()
+            .messages
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_session_asked_of_a_file_of_one_session_is_checked_against_its_id() {
+    let with_session = |session: &str| ReadOptions {
+        session: Some(session.into()),
+        ..ReadOptions::default()
+    };
+    // Claude Code records its session's id: another id is an error, as in a Hermes export.
+    let claude_code = jsonl(&[
+        json!({"parentUuid": null, "isSidechain": false, "type": "user", "uuid": "u1", "sessionId": "5d1c0b0e-aaaa", "message": {"role": "user", "content": "hi"}}),
+    ]);
+    let (_dir, path) = write("session.jsonl", &claude_code);
+    assert!(open_transcript_with(&path, &with_session("5d1c")).is_ok());
+    let error = open_transcript_with(&path, &with_session("abc"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.ends_with("no session whose id starts with `abc` (the file holds `5d1c0b0e-aaaa`)"),
+        "{error}"
+    );
+    // A format that records no id: read, and said that --session did not choose anything.
+    let (_dir, path) = write("t.json", r#"[{"role": "user", "content": "hi"}]"#);
+    let transcript = read_transcript_with(&path, &with_session("abc")).unwrap();
+    assert_eq!(
+        transcript.meta.warnings,
+        ["--session `abc` chose nothing: this file (OpenAI messages (JSON array)) holds one session and records no id; it is read"]
+    );
+}
+
+#[test]
+fn a_byte_that_is_not_utf8_in_one_record_is_that_records_error_not_the_files() {
+    // One corrupted byte on line 4 made the whole file "not a transcript format" (its start, the
+    // first 64 KiB, is not UTF-8), even with --skip-bad-records.
+    let records: Vec<Value> = (0..6)
+        .map(|n| json!({"role": if n % 2 == 0 { "user" } else { "assistant" }, "content": format!("message {n}")}))
+        .collect();
+    let mut bytes = jsonl(&records).into_bytes();
+    let line_4 = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(2)
+        .unwrap()
+        .0
+        + 1;
+    bytes.insert(line_4 + 30, 0xff);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    std::fs::write(&path, &bytes).unwrap();
+
+    let error = read_transcript(&path, None).unwrap_err();
+    assert!(
+        matches!(error, TranscriptError::Malformed { line: 4, .. }),
+        "{error}"
+    );
+    let options = ReadOptions {
+        bad_records: BadRecords::Skip,
+        ..ReadOptions::default()
+    };
+    let transcript = read_transcript_with(&path, &options).unwrap();
+    assert_eq!(transcript.messages.len(), 5);
+    assert_eq!(transcript.meta.bad_records_skipped, 1);
+    // A file that is not text from its first byte is still refused as such.
+    std::fs::write(&path, [0xff, 0xfe, b'[', b']']).unwrap();
+    let error = read_transcript(&path, None).unwrap_err().to_string();
+    assert!(error.ends_with("(its start is not UTF-8 text)"), "{error}");
+}
+
+#[test]
+fn a_repair_in_a_one_line_json_file_names_the_records_column_too() {
+    // Every record of a JSON array written on one line is on line 1: the column finds it.
+    let messages = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "orphan"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": 7, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "user", "content": "bye"}
+    ])
+    .to_string();
+    let column = |needle: &str| {
+        let record_end = messages.find(needle).unwrap();
+        messages[..record_end].rfind("{\"role\"").unwrap() + 1
+    };
+    let (_dir, path) = write("t.json", &messages);
+    let transcript = read_transcript(&path, None).unwrap();
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            format!(
+                "line 1, column {}: tool result `ghost` answers no call of the message before it; it is dropped",
+                column("\"ghost\"")
+            ),
+            format!(
+                "line 1, column {}: tool call id 7 is a number, not text; it is read as \"7\"",
+                column("\"id\":7")
+            ),
+            format!(
+                "line 1, column {}: tool call `7` is never answered; a stub result stands in for it",
+                column("\"id\":7")
+            ),
+        ]
+    );
+}
+
+#[test]
+fn an_openai_object_is_not_read_as_a_trajectory() {
+    // Its `messages` decide the format: forcing SWE-agent or OpenHands read the whole file and
+    // then said the trajectory had no `history`.
+    let object = serde_json::to_string_pretty(
+        &json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "history_note": 1}),
+    )
+    .unwrap();
+    assert_eq!(
+        read_error(Format::SweAgent, &object),
+        "`transcript` does not look like SWE-agent trajectory; it looks like OpenAI messages (JSON object) (pass --format openai-object)"
+    );
+    assert_eq!(
+        read_error(Format::Openhands, &object),
+        "`transcript` does not look like OpenHands event stream (JSON); it looks like OpenAI messages (JSON object) (pass --format openai-object)"
     );
 }
 
