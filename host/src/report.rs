@@ -263,6 +263,7 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
         let label = if number == 0 { "observers" } else { "" };
         let state = match &observer.detached {
             Some(reason) => format!("DETACHED: {reason}"),
+            None if observer.took_over => "stopped observing to take over the context".to_owned(),
             None => "attached to the end".to_owned(),
         };
         let _ = writeln!(

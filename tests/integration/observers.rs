@@ -452,6 +452,49 @@ fn engine_swaps_show_in_the_report_and_a_swap_that_cannot_load_keeps_the_old_eng
 }
 
 #[test]
+fn a_swap_to_an_engine_that_observes_makes_it_stop_observing_first() {
+    let config = BASE_CONFIG.replace(
+        "engine: compressor",
+        "engine: compressor\n  observers: [lcm, telemetry]",
+    );
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:lcm"]);
+    // Two instances of lcm on one store failed on its unique keys, and offered each tool twice.
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let spans = report["engine_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    assert_eq!(spans[1]["engine"], "lcm", "{spans:#?}");
+    let observers: Vec<(&str, bool)> = report["observers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["name"].as_str().unwrap(), o["detached"].is_null()))
+        .collect();
+    assert_eq!(observers, [("lcm", true), ("telemetry", true)], "{report:#}");
+    assert_eq!(report["observers"][0]["took_over"], true);
+    assert!(report["observers"][1].get("took_over").is_none());
+    let tools = report["tools"].as_array().unwrap();
+    let grep_offers = tools.iter().filter(|tool| *tool == "lcm_grep").count();
+    assert_eq!(grep_offers, 1, "{tools:?}");
+    // Every message is stored once: what lcm observed, then what it was given as the engine.
+    let status = tree.run(&["tool", &transcript, "lcm_status", "{}"]);
+    let (stdout, stderr) = texts(&status);
+    assert!(status.status.success(), "{stderr}");
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["messages"], 373, "{status:#}");
+    let text = tree.run(&["run", &transcript, "--at", "20:/engine:lcm"]);
+    let (stdout, stderr) = texts(&text);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(
+        stdout.contains("lcm (plugin") && stdout.contains("stopped observing to take over the context"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_swap_to_a_library_rebuilt_on_disk_since_it_was_first_loaded_runs_the_new_code() {
     use ctxhost::{
         config::Settings,

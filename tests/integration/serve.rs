@@ -646,6 +646,49 @@ fn a_served_session_with_lcm_observing_keeps_the_compressors_context_and_finds_w
 }
 
 #[test]
+fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.config("context:\n  engine: compressor\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\n");
+    let config = tree.root().join("config.yaml");
+    let messages = transcript("warehouse-migration.json");
+    let mut served = Served::start(tree.root());
+    let opened = served.open(json!({"config": config, "model": model(16_000), "observers": ["lcm"]}));
+    let session = opened.value.session;
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": session, "session_id": "warehouse"}),
+    );
+    let half = messages.len() / 2;
+    let first: Answer<Compressed> = served.call(
+        method::COMPRESS,
+        json!({"session": session, "messages": messages[..half]}),
+    );
+    let swapped: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
+    assert_eq!(swapped.value.engine, "lcm");
+    let mut context = first.value.messages.clone();
+    context.extend_from_slice(&messages[half..]);
+    // Two instances of lcm writing one store failed here on its unique keys.
+    let _: Answer<Compressed> =
+        served.call(method::COMPRESS, json!({"session": session, "messages": context}));
+    let status: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "lcm_status", "arguments": {}}),
+    );
+    let (exit, log) = served.finish();
+    assert!(exit.success(), "{log}");
+    assert!(!log.contains("WARN") && !log.contains("error"), "{log}");
+    // Every message is stored (what lcm observed, then what it was given as the engine; the
+    // compressor's summary and the tail around it are new messages to it).
+    assert!(status.value.get("error").is_none(), "{:#}", status.value);
+    assert!(
+        status.value["messages"].as_u64().unwrap() >= messages.len() as u64,
+        "{:#}",
+        status.value
+    );
+}
+
+#[test]
 fn compress_unchecked_hands_back_the_engines_answer_as_written_while_compress_still_refuses_it() {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");

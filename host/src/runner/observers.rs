@@ -262,6 +262,9 @@ struct Worker {
     waited: Duration,
     /// Whether the session was told it was detached.
     reported: bool,
+    /// Set once it stopped observing to take over the context: its tools are the active
+    /// engine's from then on.
+    retired: bool,
 }
 
 /// What one observer did, for the report.
@@ -279,6 +282,9 @@ pub struct ObserverSummary {
     pub tools: Vec<String>,
     /// Why it was detached, when it was.
     pub detached: Option<String>,
+    /// Set when it stopped observing because its engine took over the context (`/engine`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub took_over: bool,
     /// Time the session waited on its full queue.
     pub queue_wait_ms: f64,
 }
@@ -396,6 +402,7 @@ impl Observers {
             shared,
             waited: Duration::ZERO,
             reported: false,
+            retired: false,
         });
         Ok(())
     }
@@ -436,12 +443,16 @@ impl Observers {
         self.workers
             .iter()
             .enumerate()
+            .filter(|(_, w)| !w.retired)
             .flat_map(|(index, w)| w.tools.iter().map(move |tool| (index, tool.as_str())))
     }
 
     /// Each observer's tool schemas, in attachment order.
     pub fn tool_schemas(&self) -> impl Iterator<Item = &Value> {
-        self.workers.iter().flat_map(|w| w.schemas.iter())
+        self.workers
+            .iter()
+            .filter(|w| !w.retired)
+            .flat_map(|w| w.schemas.iter())
     }
 
     /// The observer offering the tool `name`, if one does.
@@ -518,23 +529,35 @@ impl Observers {
             worker.jobs = None;
         }
         for worker in &mut self.workers {
-            let Some(thread) = worker.thread.take() else {
-                continue;
-            };
-            if worker.shared.is_stuck() {
-                continue;
-            }
-            let returned = wait_on(&worker.shared, worker.stall, |slice| {
-                match worker.done.recv_timeout(slice) {
-                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => Try::Again,
-                    // Nothing is ever sent: the thread returned, and its end of the channel with it.
-                    _ => Try::Done(()),
-                }
-            });
-            if returned.is_some() && thread.join().is_err() {
-                worker.shared.detach("its thread panicked".to_owned());
-            }
+            worker.wait_for_thread();
         }
+    }
+
+    /// The observer named `name` stops observing because its engine takes over the context
+    /// (`/engine NAME` while it observes): it ends the session it observed (`on_session_end` with
+    /// the session's id and context, when one is under way), handles everything sent to it and stops, before the engine that takes over
+    /// starts on the same session. Two instances of one engine would otherwise write one store
+    /// at once. It stays in the report, its tools are no longer offered, and nothing more is sent
+    /// to it. `false` when no observer of that name is attached (or it was detached already).
+    pub fn retire(&mut self, name: &str, ending: Option<(&str, &[Message])>) -> bool {
+        let Some(worker) = self
+            .workers
+            .iter_mut()
+            .find(|w| w.name == name && !w.retired && !w.shared.is_detached())
+        else {
+            return false;
+        };
+        if let Some((session_id, context)) = ending {
+            worker.send(Job::Lifecycle(Lifecycle::SessionEnd(
+                session_id.to_owned(),
+                Arc::new(context.to_vec()),
+            )));
+        }
+        worker.flush();
+        worker.jobs = None;
+        worker.wait_for_thread();
+        worker.retired = true;
+        true
     }
 
     /// What each observer did.
@@ -548,6 +571,7 @@ impl Observers {
                 facts: w.shared.facts.load(Ordering::Relaxed),
                 tools: w.tools.clone(),
                 detached: w.shared.detached(),
+                took_over: w.retired,
                 queue_wait_ms: w.waited.as_secs_f64() * 1e3,
             })
             .collect()
@@ -561,6 +585,27 @@ impl Drop for Observers {
 }
 
 impl Worker {
+    /// Waits for its thread to return once its queue is closed, as long as it keeps finishing
+    /// calls; a stuck observer's thread is left to itself.
+    fn wait_for_thread(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        if self.shared.is_stuck() {
+            return;
+        }
+        let returned = wait_on(&self.shared, self.stall, |slice| {
+            match self.done.recv_timeout(slice) {
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => Try::Again,
+                // Nothing is ever sent: the thread returned, and its end of the channel with it.
+                _ => Try::Done(()),
+            }
+        });
+        if returned.is_some() && thread.join().is_err() {
+            self.shared.detach("its thread panicked".to_owned());
+        }
+    }
+
     /// Queues `job`; it is handed over with the next bundle. Nothing is sent to a detached
     /// observer.
     fn send(&mut self, job: Job) {

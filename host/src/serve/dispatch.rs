@@ -478,6 +478,12 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
         ));
     }
     let mut next = resolution.engine;
+    // An observer of the same engine stops first: two instances would write one store.
+    let ending = session
+        .started
+        .as_ref()
+        .map(|(id, _)| (id.as_str(), session.last_messages.messages()));
+    session.watch.retire(next.name(), ending);
     if let Some(model) = &session.model {
         next.update_model(model).map_err(engine_error)?;
     }

@@ -156,6 +156,12 @@ impl Watch {
         self.seen = after.to_vec();
     }
 
+    /// The observer `name` stops observing: its engine is about to take over the context (see
+    /// [`Observers::retire`]).
+    pub fn retire(&mut self, name: &str, ending: Option<(&str, &[Message])>) -> bool {
+        self.observers.retire(name, ending)
+    }
+
     /// `swap` handed the session from `from` to `to`.
     pub fn swapped(&mut self, from: &str, to: &str) {
         let (from, to) = (from.to_owned(), to.to_owned());

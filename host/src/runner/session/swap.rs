@@ -10,6 +10,8 @@ use crate::{
 
 impl Replayer<'_> {
     /// Hands the context to `engine`, at a turn boundary:
+    /// - an observer of the same engine stops observing first
+    ///   ([`Observers::retire`](crate::runner::observers::Observers::retire));
     /// - the new engine gets `update_model`, then `on_session_start` with the same session id
     ///   (`boundary_reason` `engine_swap`); if either fails, it is dropped, with one warning, and
     ///   the old engine stays;
@@ -18,13 +20,25 @@ impl Replayer<'_> {
     /// - the new engine owns the context from here on; the tools are read again.
     pub fn swap_engine(&mut self, mut engine: EngineHandle) {
         let to = engine.name().to_owned();
+        // An engine observing the session stops observing before its new instance starts on it:
+        // two instances would write one store. It goes back to observing if swapped out later.
+        let retired = self
+            .observers
+            .retire(&to, Some((&self.session_id, self.context.messages())));
+        if retired && !self.standby.contains(&to) {
+            self.standby.push(to.clone());
+        }
         let model = self.options.model.clone();
         let info = self.session_info(Some(SWAP_REASON), None);
         let started = engine
             .update_model(&model)
             .and_then(|()| engine.on_session_start(&self.session_id, &info));
         if let Err(error) = started {
-            return self.refuse_swap(&to, error.to_string());
+            let mut reason = error.to_string();
+            if retired {
+                reason.push_str(&format!(" (`{to}` no longer observes the session)"));
+            }
+            return self.refuse_swap(&to, reason);
         }
         let old = std::mem::replace(&mut *self.engine, engine);
         let from = old.name().to_owned();
