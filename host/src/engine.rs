@@ -103,6 +103,20 @@ fn then_text(detached_after: Option<u32>) -> String {
 }
 
 impl EngineCallError {
+    /// The failure without what the host does next about the engine: an observer that fails is
+    /// detached, so "the next call starts a fresh process" would not hold for it.
+    pub fn failure(&self) -> String {
+        match self {
+            Self::ProcessLost {
+                engine,
+                method,
+                cause,
+                ..
+            } => format!("engine `{engine}` failed in `{method}`: {cause}"),
+            other => other.to_string(),
+        }
+    }
+
     /// Whether the engine said a service it needs is unreachable (an abort, not a bug).
     pub fn is_unavailable(&self) -> bool {
         matches!(self, Self::Failed { error, .. } if error.kind == ErrorKind::UNAVAILABLE)

@@ -259,8 +259,8 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
             .collect();
         let _ = writeln!(out, "owners      {}", spans.join("; "));
     }
-    for (number, observer) in outcome.observers.iter().enumerate() {
-        let label = if number == 0 { "observers" } else { "" };
+    let mut label = "observers";
+    for observer in &outcome.observers {
         let state = match &observer.detached {
             Some(reason) => format!("DETACHED: {reason}"),
             None if observer.took_over => "stopped observing to take over the context".to_owned(),
@@ -271,6 +271,14 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
             "{label:<11} {} ({}): {} facts observed, queue wait {:.2} ms; {state}",
             observer.name, observer.origin, observer.facts, observer.queue_wait_ms
         );
+        label = "";
+    }
+    for name in &outcome.standby {
+        let _ = writeln!(
+            out,
+            "{label:<11} {name}: owns the context; it observes once `/engine` swaps it out"
+        );
+        label = "";
     }
 }
 

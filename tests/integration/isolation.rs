@@ -174,6 +174,11 @@ fn an_observer_that_kills_its_process_is_detached_and_changes_nothing() {
         let both = format!("{stdout}\n{stderr}");
         assert!(both.contains("observer `faulty` detached"), "{case}:\n{both}");
         assert!(both.contains(cause), "{case}: the cause is named:\n{both}");
+        // It is detached: no fresh process will take the next call.
+        assert!(
+            !both.contains("the next call starts a fresh process"),
+            "{case}:\n{both}"
+        );
         assert_eq!(context, expected, "{case}: the session went on as without it");
     }
 }

@@ -495,6 +495,54 @@ fn a_swap_to_an_engine_that_observes_makes_it_stop_observing_first() {
 }
 
 #[test]
+fn the_active_engine_listed_as_an_observer_observes_once_swapped_out_and_a_repeated_name_is_said() {
+    let config = BASE_CONFIG.replace(
+        "engine: compressor",
+        "engine: compressor\n  observers: [compressor, telemetry, telemetry]",
+    );
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let repeated = "warning: `context.observers` names `telemetry` twice; it observes once";
+
+    // The compressor owns the context to the end: listed, on standby, and the report says so.
+    let (report, _, stderr) = replay(&tree, &transcript, &[]);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings, [repeated], "{stderr}");
+    let names: Vec<&str> = report["observers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["telemetry"]);
+    assert_eq!(report["standby"], serde_json::json!(["compressor"]));
+    let text = texts(&tree.run(&["run", &transcript])).0;
+    assert!(
+        text.contains("compressor: owns the context; it observes once `/engine` swaps it out"),
+        "{text}"
+    );
+
+    // Swapped out at message 20, it stays on as an observer instead of ending its session.
+    let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:masking"]);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings, [repeated], "{stderr}");
+    let observers: Vec<(&str, bool)> = report["observers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["name"].as_str().unwrap(), o["detached"].is_null()))
+        .collect();
+    assert_eq!(
+        observers,
+        [("telemetry", true), ("compressor", true)],
+        "{report:#}"
+    );
+    assert!(report.get("standby").is_none(), "{report:#}");
+}
+
+#[test]
 fn a_swap_to_a_library_rebuilt_on_disk_since_it_was_first_loaded_runs_the_new_code() {
     use ctxhost::{
         config::Settings,

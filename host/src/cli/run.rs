@@ -269,9 +269,21 @@ fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> (Obser
     let mut observers = Observers::with_timeout(settings.observer_timeout);
     let mut standby = Vec::new();
     let mut names: Vec<&str> = Vec::new();
-    for name in settings.observers.iter().chain(&args.observers) {
-        if !names.contains(&name.as_str()) {
-            names.push(name);
+    // A name in both the config and the flags is one observer, said twice on purpose; twice in
+    // one list is a slip worth a word.
+    for (list, listed) in [
+        ("`context.observers`", &settings.observers),
+        ("`--observer`", &args.observers),
+    ] {
+        let mut seen: Vec<&str> = Vec::new();
+        for name in listed {
+            if seen.contains(&name.as_str()) {
+                warn_user(&format!("{list} names `{name}` twice; it observes once"));
+            }
+            seen.push(name);
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
         }
     }
     for name in names {

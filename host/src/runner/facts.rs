@@ -228,6 +228,9 @@ pub enum Fact {
         status: Option<Value>,
         /// What each observer received, and whether it was detached.
         observers: Vec<ObserverSummary>,
+        /// Engines listed as observers that own the context at the end: they observe once
+        /// `/engine` swaps them out.
+        standby: Vec<String>,
     },
 }
 

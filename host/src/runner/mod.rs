@@ -252,6 +252,10 @@ pub struct ReplayOutcome {
     pub engine_spans: Vec<EngineSpan>,
     /// What each observer received, and whether it was detached.
     pub observers: Vec<ObserverSummary>,
+    /// Engines listed as observers that own the context at the end: they observe once `/engine`
+    /// swaps them out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub standby: Vec<String>,
     /// The final context.
     #[serde(skip)]
     pub context: Vec<Message>,

@@ -714,7 +714,7 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) => {
                     if let Err(error) = idle.tell(&mut engine, shared) {
-                        shared.detach(error.to_string());
+                        shared.detach(error.failure());
                     }
                     bundles.recv()
                 }
@@ -767,7 +767,7 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
             }
         };
         if let Err(error) = done {
-            shared.detach(error.to_string());
+            shared.detach(error.failure());
         }
     }
 }

@@ -66,6 +66,20 @@ impl SessionCommand {
     }
 }
 
+/// Why `text` reads like a command that is not one, as far as a user typing it would expect it
+/// to run: `/engine` with no name, or with more than one word.
+pub fn malformed_command(text: &str) -> Option<&'static str> {
+    let rest = text.trim().strip_prefix("/engine")?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) || SessionCommand::parse(text).is_some() {
+        return None;
+    }
+    Some(if rest.trim().is_empty() {
+        "`/engine` names no engine"
+    } else {
+        "`/engine` takes one engine name"
+    })
+}
+
 impl fmt::Display for SessionCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -162,6 +176,24 @@ mod tests {
             "",
         ] {
             assert_eq!(SessionCommand::parse(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn only_an_engine_command_without_one_name_reads_as_a_malformed_command() {
+        assert_eq!(malformed_command(" /engine "), Some("`/engine` names no engine"));
+        assert_eq!(
+            malformed_command("/engine two words"),
+            Some("`/engine` takes one engine name")
+        );
+        for text in [
+            "/engine masking",
+            "/engines lcm",
+            "/compress",
+            "use /engine masking",
+            "",
+        ] {
+            assert_eq!(malformed_command(text), None, "{text:?}");
         }
     }
 

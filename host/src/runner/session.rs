@@ -23,7 +23,7 @@ use super::{
     facts::{CompactionEvent, Fact, Subscribers, UsageSource},
     observers::{Lifecycle, Observers},
     recorded_usage,
-    script::{CommandSource, ScriptedCommand, SessionCommand},
+    script::{self, CommandSource, ScriptedCommand, SessionCommand},
     tools::{
         answers_equal, merge_tool_owners, parse_arguments, read_tool_names, PendingCall, ToolDispatch,
         ToolOwner,
@@ -233,9 +233,18 @@ impl<'e> Replayer<'e> {
         if message.role != Role::Tool {
             self.settle_unanswered_calls();
         }
-        let command = (message.role == Role::User)
-            .then(|| SessionCommand::parse(&message.text()))
-            .flatten();
+        let command = if message.role == Role::User {
+            let text = message.text();
+            let command = SessionCommand::parse(&text);
+            if let (None, Some(why)) = (&command, script::malformed_command(&text)) {
+                self.warn(format!(
+                    "message {index}: {why} (`/engine masking`); it is replayed as the user's message"
+                ));
+            }
+            command
+        } else {
+            None
+        };
         if let Some(command) = command {
             self.run_command(command, CommandSource::Message);
         } else {
@@ -786,6 +795,12 @@ impl<'e> Replayer<'e> {
             counters,
             status,
             observers: self.observers.summaries(),
+            standby: self
+                .standby
+                .iter()
+                .filter(|name| *name == self.engine.name())
+                .cloned()
+                .collect(),
         });
         std::mem::take(&mut self.context).into_messages()
     }

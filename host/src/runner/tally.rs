@@ -129,6 +129,7 @@ impl Subscriber for Tally {
                 counters,
                 status,
                 observers,
+                standby,
                 ..
             } => {
                 outcome.messages_replayed = *messages_replayed;
@@ -139,6 +140,7 @@ impl Subscriber for Tally {
                 outcome.counters = *counters;
                 outcome.status.clone_from(status);
                 outcome.observers.clone_from(observers);
+                outcome.standby.clone_from(standby);
                 if let Some(last) = outcome.engine_spans.last_mut() {
                     last.until_message.get_or_insert(*messages_replayed);
                 }

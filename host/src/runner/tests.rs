@@ -578,3 +578,31 @@ fn a_streamed_replay_equals_a_collected_replay_on_every_example() {
         "only {compacted} examples compacted: the comparison says little"
     );
 }
+
+#[test]
+fn a_typed_engine_command_without_one_name_is_said_and_replayed_as_the_users_message() {
+    let messages = vec![
+        Message::system("be brief"),
+        Message::user("/engine"),
+        Message::assistant("which one?"),
+        Message::user("/engine masking lcm"),
+        Message::assistant("one at a time"),
+    ];
+    let mut engine = probe();
+    let (outcome, _) = replay_with(&mut engine, messages, &[]);
+    let said: Vec<&str> = outcome
+        .warnings
+        .iter()
+        .map(String::as_str)
+        .filter(|warning| warning.starts_with("message "))
+        .collect();
+    assert_eq!(
+        said,
+        vec![
+            "message 1: `/engine` names no engine (`/engine masking`); it is replayed as the user's message",
+            "message 3: `/engine` takes one engine name (`/engine masking`); it is replayed as the user's message",
+        ]
+    );
+    assert!(outcome.engine_spans.len() <= 1, "no swap was attempted");
+    assert_eq!(outcome.final_messages, 5);
+}
