@@ -135,7 +135,7 @@ impl fmt::Display for Format {
             Self::OpenaiArray => "OpenAI messages (JSON array)",
             Self::OpenaiObject => "OpenAI messages (JSON object)",
             Self::OpenaiJsonl => "OpenAI messages (JSONL)",
-            Self::Hermes => "Hermes session export (JSONL)",
+            Self::Hermes => "Hermes session export",
             Self::ClaudeCode => "Claude Code session (JSONL)",
             Self::Codex => "Codex rollout (JSONL)",
             Self::SweAgent => "SWE-agent trajectory",

@@ -225,7 +225,7 @@ fn a_hermes_export_is_not_read_as_an_openai_object() {
         json!({"id": id, "system_prompt": "You are terse.", "model_config": {"context_length": 32000},
                "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
     };
-    let expected = "`transcript` does not look like OpenAI messages (JSON object); it looks like Hermes session export (JSONL) (pass --format hermes)";
+    let expected = "`transcript` does not look like OpenAI messages (JSON object); it looks like Hermes session export (pass --format hermes)";
     assert_eq!(
         read_error(Format::OpenaiObject, &jsonl(&[session("s1")])),
         expected
