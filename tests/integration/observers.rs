@@ -139,13 +139,16 @@ fn an_observer_that_sleeps_fails_or_panics_changes_nothing_and_is_detached_with_
     }
 }
 
-#[test]
-fn an_observer_that_never_returns_is_detached_after_the_observer_timeout_and_changes_nothing() {
+/// Replays the warehouse session with the `faulty` observer configured by `faulty_block` and an
+/// observer timeout of 1 s, under a watchdog (without the timeout such a run never ends). Checks
+/// that it ends with the final context and compactions of the compressor alone, and gives the
+/// report and the one warning naming the observer.
+fn replay_with_a_stuck_observer(faulty_block: &str) -> (Value, String) {
     let transcript = example("transcripts/warehouse-migration.json")
         .display()
         .to_string();
     let (alone, alone_context, _) = replay(&observers_tree(BASE_CONFIG), &transcript, &[]);
-    let config = format!("{BASE_CONFIG}faulty:\n  observe: hang\n  observe_fail_at: 40\n").replacen(
+    let config = format!("{BASE_CONFIG}faulty:\n{faulty_block}").replacen(
         "context:\n",
         "context:\n  observer_timeout: 1\n",
         1,
@@ -161,25 +164,35 @@ fn an_observer_that_never_returns_is_detached_after_the_observer_timeout_and_cha
         "--observer",
         "faulty",
     ];
-    // Without the timeout this run never ends: the session would wait for the observer forever.
     let output = run_ctxhost_within(tree.root(), &args, std::time::Duration::from_secs(120));
     let (stdout, stderr) = texts(&output);
-    assert!(output.status.success(), "{stderr}");
+    assert!(output.status.success(), "{faulty_block}: {stderr}");
     assert!(
         fs::read(&out).unwrap() == alone_context,
-        "the final contexts differ"
+        "{faulty_block}: the final contexts differ"
     );
     let report: Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(compaction_records(&report), compaction_records(&alone));
+    assert_eq!(
+        compaction_records(&report),
+        compaction_records(&alone),
+        "{faulty_block}"
+    );
     let warnings: Vec<&str> = stderr
         .lines()
-        .filter(|line| line.starts_with("warning: observer `faulty` detached"))
+        .filter(|line| line.contains("observer `faulty`"))
         .collect();
-    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert_eq!(warnings.len(), 1, "{faulty_block}: {stderr}");
+    (report, warnings[0].to_owned())
+}
+
+#[test]
+fn an_observer_that_never_returns_is_detached_after_the_observer_timeout_and_changes_nothing() {
+    let (report, warning) = replay_with_a_stuck_observer("  observe: hang\n  observe_fail_at: 40\n");
     assert!(
-        warnings[0].contains("it finished no call in 1 s (stuck in `observe`; `context.observer_timeout`"),
-        "{}",
-        warnings[0]
+        warning.starts_with(
+            "warning: observer `faulty` detached: it finished no call in 1 s (stuck in `observe`; `context.observer_timeout`"
+        ),
+        "{warning}"
     );
     let observer = &report["observers"][0];
     assert!(
@@ -193,56 +206,18 @@ fn an_observer_that_never_returns_is_detached_after_the_observer_timeout_and_cha
 
 #[test]
 fn an_observer_that_never_finishes_starting_is_left_out_after_the_observer_timeout() {
-    let transcript = example("transcripts/warehouse-migration.json")
-        .display()
-        .to_string();
-    let (alone, alone_context, _) = replay(&observers_tree(BASE_CONFIG), &transcript, &[]);
     // Stuck in `new`, then in a call made while attaching it.
     for (method, stuck_in) in [
         ("new", "`new` (loading or creating the engine)"),
         ("get_tool_schemas", "`get_tool_schemas`"),
     ] {
-        let config = format!("{BASE_CONFIG}faulty:\n  crash_in: {method}\n  crash: hang\n").replacen(
-            "context:\n",
-            "context:\n  observer_timeout: 1\n",
-            1,
-        );
-        let tree = observers_tree(&config);
-        let out = tree.root().join("final.json");
-        let args = [
-            "run",
-            &transcript,
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-            "--observer",
-            "faulty",
-        ];
-        // Without the timeout this run never ends: attaching the observer would wait forever.
-        let output = run_ctxhost_within(tree.root(), &args, std::time::Duration::from_secs(120));
-        let (stdout, stderr) = texts(&output);
-        assert!(output.status.success(), "{method}: {stderr}");
+        let (report, warning) =
+            replay_with_a_stuck_observer(&format!("  crash_in: {method}\n  crash: hang\n"));
         assert!(
-            fs::read(&out).unwrap() == alone_context,
-            "{method}: the final contexts differ"
-        );
-        let report: Value = serde_json::from_str(&stdout).unwrap();
-        assert_eq!(
-            compaction_records(&report),
-            compaction_records(&alone),
-            "{method}"
-        );
-        let warnings: Vec<&str> = stderr
-            .lines()
-            .filter(|line| line.contains("observer `faulty`"))
-            .collect();
-        assert_eq!(warnings.len(), 1, "{method}: {stderr}");
-        assert!(
-            warnings[0].starts_with(&format!(
+            warning.starts_with(&format!(
                 "warning: observer `faulty` cannot be used: it finished no call in 1 s (stuck in {stuck_in}; "
             )),
-            "{method}: {}",
-            warnings[0]
+            "{method}: {warning}"
         );
         assert!(
             report["observers"].as_array().is_none_or(Vec::is_empty),

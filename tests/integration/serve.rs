@@ -81,6 +81,27 @@ impl Served {
     }
 }
 
+/// Starts agent session `warehouse` on `session`, compresses the first half of `messages`, and
+/// gives the context the agent sends next: that result, then the second half.
+fn start_and_compress_the_first_half(
+    served: &mut Served,
+    session: &str,
+    messages: &[Message],
+) -> Vec<Message> {
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": session, "session_id": "warehouse"}),
+    );
+    let half = messages.len() / 2;
+    let first: Answer<Compressed> = served.call(
+        method::COMPRESS,
+        json!({"session": session, "messages": messages[..half]}),
+    );
+    let mut context = first.value.messages;
+    context.extend_from_slice(&messages[half..]);
+    context
+}
+
 fn transcript(name: &str) -> Vec<Message> {
     read_transcript(&example(&format!("transcripts/{name}")), None)
         .unwrap()
@@ -587,17 +608,7 @@ fn a_served_session_with_lcm_observing_keeps_the_compressors_context_and_finds_w
             .iter()
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect();
-        let _: Answer<()> = served.call(
-            method::ON_SESSION_START,
-            json!({"session": session, "session_id": "warehouse"}),
-        );
-        let half = messages.len() / 2;
-        let first: Answer<Compressed> = served.call(
-            method::COMPRESS,
-            json!({"session": session, "messages": messages[..half]}),
-        );
-        let mut context = first.value.messages.clone();
-        context.extend_from_slice(&messages[half..]);
+        let context = start_and_compress_the_first_half(&mut served, &session, &messages);
         let second: Answer<Compressed> =
             served.call(method::COMPRESS, json!({"session": session, "messages": context}));
         let grep = (!observers.as_array().unwrap().is_empty()).then(|| {
@@ -655,19 +666,9 @@ fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
     let mut served = Served::start(tree.root());
     let opened = served.open(json!({"config": config, "model": model(16_000), "observers": ["lcm"]}));
     let session = opened.value.session;
-    let _: Answer<()> = served.call(
-        method::ON_SESSION_START,
-        json!({"session": session, "session_id": "warehouse"}),
-    );
-    let half = messages.len() / 2;
-    let first: Answer<Compressed> = served.call(
-        method::COMPRESS,
-        json!({"session": session, "messages": messages[..half]}),
-    );
+    let context = start_and_compress_the_first_half(&mut served, &session, &messages);
     let swapped: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
     assert_eq!(swapped.value.engine, "lcm");
-    let mut context = first.value.messages.clone();
-    context.extend_from_slice(&messages[half..]);
     // Two instances of lcm writing one store failed here on its unique keys.
     let _: Answer<Compressed> =
         served.call(method::COMPRESS, json!({"session": session, "messages": context}));
