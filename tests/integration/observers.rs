@@ -38,6 +38,19 @@ telemetry:
   path: telemetry.jsonl
 ";
 
+/// The tree with the compressor active and `observers` (a YAML list's items) observing, and the
+/// warehouse session's path.
+fn warehouse_observed_by(observers: &str) -> (PluginDir, String) {
+    let config = BASE_CONFIG.replace(
+        "engine: compressor",
+        &format!("engine: compressor\n  observers: [{observers}]"),
+    );
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    (observers_tree(&config), transcript)
+}
+
 fn bundled_transcripts() -> Vec<String> {
     let mut transcripts: Vec<String> = fs::read_dir(example("transcripts"))
         .unwrap()
@@ -428,14 +441,7 @@ fn engine_swaps_show_in_the_report_and_a_swap_that_cannot_load_keeps_the_old_eng
 
 #[test]
 fn a_swap_to_an_engine_that_observes_makes_it_stop_observing_first() {
-    let config = BASE_CONFIG.replace(
-        "engine: compressor",
-        "engine: compressor\n  observers: [lcm, telemetry]",
-    );
-    let tree = observers_tree(&config);
-    let transcript = example("transcripts/warehouse-migration.json")
-        .display()
-        .to_string();
+    let (tree, transcript) = warehouse_observed_by("lcm, telemetry");
     let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:lcm"]);
     // Two instances of lcm on one store failed on its unique keys, and offered each tool twice.
     assert!(!stderr.contains("warning"), "{stderr}");
@@ -471,14 +477,7 @@ fn a_swap_to_an_engine_that_observes_makes_it_stop_observing_first() {
 
 #[test]
 fn the_active_engine_listed_as_an_observer_observes_once_swapped_out_and_a_repeated_name_is_said() {
-    let config = BASE_CONFIG.replace(
-        "engine: compressor",
-        "engine: compressor\n  observers: [compressor, telemetry, telemetry]",
-    );
-    let tree = observers_tree(&config);
-    let transcript = example("transcripts/warehouse-migration.json")
-        .display()
-        .to_string();
+    let (tree, transcript) = warehouse_observed_by("compressor, telemetry, telemetry");
     let repeated = "warning: `context.observers` names `telemetry` twice; it observes once";
 
     // The compressor owns the context to the end: listed, on standby, and the report says so.
