@@ -657,6 +657,76 @@ fn a_served_session_with_lcm_observing_keeps_the_compressors_context_and_finds_w
 }
 
 #[test]
+fn the_configs_observers_watch_a_session_opened_without_naming_any() {
+    // What the Hermes bridge sends: a config (its `ctxhost.config`) and an engine, no `observers`.
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    tree.config(
+        "context:\n  engine: compressor\n  observers: [lcm, telemetry, telemetry]\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\ntelemetry:\n  path: telemetry.jsonl\n",
+    );
+    let config = tree.root().join("config.yaml");
+    let messages = transcript("warehouse-migration.json");
+    let mut served = Served::start(tree.root());
+    let opened = served.open(json!({"config": config, "engine": "compressor", "model": model(16_000)}));
+    let names: Vec<&str> = opened
+        .value
+        .tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lcm_grep", "lcm_describe", "lcm_expand", "lcm_status"]);
+    let session = opened.value.session;
+    let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+    let _: Answer<Compressed> =
+        served.call(method::COMPRESS, json!({"session": session, "messages": context}));
+    let grep: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "lcm_grep", "arguments": {"pattern": "extract_orders_61"}}),
+    );
+    assert!(
+        !grep.value["matches"].as_array().unwrap().is_empty(),
+        "{:#}",
+        grep.value
+    );
+    // `observers: []` says none, whatever the config lists; the engine itself is never its own
+    // observer (two instances would write one store).
+    let none = served.open(json!({"config": config, "model": model(16_000), "observers": []}));
+    assert!(none.value.tools.is_empty(), "{:?}", none.value.tools);
+    let lcm_config = tree.root().join("lcm.yaml");
+    std::fs::write(
+        &lcm_config,
+        "context:\n  observers: [lcm]\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\n",
+    )
+    .unwrap();
+    let lcm = served.open(json!({"config": lcm_config, "engine": "lcm", "model": model(16_000)}));
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": lcm.value.session, "session_id": "lcm-active"}),
+    );
+    let _: Answer<Compressed> = served.call(
+        method::COMPRESS,
+        json!({"session": lcm.value.session, "messages": messages[..40]}),
+    );
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    assert!(!log.contains("detached") && !log.contains("ERROR"), "{log}");
+    assert!(
+        log.contains("`context.observers` names `telemetry` twice"),
+        "{log}"
+    );
+    // Telemetry was attached once: each message appended once.
+    let appended: usize = std::fs::read_to_string(tree.root().join("telemetry.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["kind"] == "messages_appended")
+        .map(|line| line["messages"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(appended, messages.len());
+}
+
+#[test]
 fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
     let tree = PluginDir::new();
     tree.engine("lcm", "ctxhost_engine_lcm");

@@ -236,6 +236,8 @@ impl ChildEngine {
             engine: Some(self.spec.engine.clone()),
             engine_config: (!self.spec.engine_config.is_null()).then(|| self.spec.engine_config.clone()),
             model: self.model.clone(),
+            // The host runs the observers; the child runs its one engine and nothing else.
+            observers: Some(Vec::new()),
             ..OpenParams::default()
         };
         let opened: Answer<EngineInfo> = live

@@ -128,7 +128,7 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     // Observers are resolved like the engine but never replaced by the compressor: one that
     // cannot be used refuses the session, naming it.
     let mut observers = Observers::with_timeout(settings.observer_timeout);
-    for observer in &params.observers {
+    for observer in &observer_names(params.observers.as_deref(), &settings, &name) {
         let create = {
             let (name, settings, registry) = (observer.clone(), settings.clone(), table.registry().clone());
             move || try_resolve_engine(&name, &settings, &registry).map_err(|error| error.to_string())
@@ -154,6 +154,25 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     }
     let info = session.engine_info(fallback);
     answer(session, info)
+}
+
+/// The observers of a session running `engine`: those the request names, else the config's
+/// `context.observers`; each once, and never the engine itself (two instances would write one
+/// store).
+fn observer_names(requested: Option<&[String]>, settings: &Settings, engine: &str) -> Vec<String> {
+    let (list, listed) = match requested {
+        Some(names) => ("`observers`", names),
+        None => ("`context.observers`", settings.observers.as_slice()),
+    };
+    let mut names: Vec<String> = Vec::new();
+    for name in listed {
+        if names.contains(name) {
+            tracing::warn!("{list} names `{name}` twice; it observes once");
+        } else if name != engine {
+            names.push(name.clone());
+        }
+    }
+    names
 }
 
 /// The settings a `session/open` names: a file, or an object with the keys of `config.yaml`
