@@ -727,6 +727,43 @@ fn the_configs_observers_watch_a_session_opened_without_naming_any() {
 }
 
 #[test]
+fn two_sessions_logging_to_one_telemetry_file_keep_each_others_lines() {
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    tree.config(
+        "context:\n  observers: [telemetry]\n  tokenizer: rough\ntelemetry:\n  path: telemetry.jsonl\n",
+    );
+    let config = tree.root().join("config.yaml");
+    let messages = transcript("coupon-fix.json");
+    let mut served = Served::start(tree.root());
+    // The second session opens after the first has logged: it must not cut the file under it.
+    for agent_session in ["first", "second"] {
+        let session = served.open(json!({"config": config})).value.session;
+        let _: Answer<()> = served.call(
+            method::ON_SESSION_START,
+            json!({"session": session, "session_id": agent_session}),
+        );
+        let _: Answer<Compressed> = served.call(
+            method::COMPRESS,
+            json!({"session": session, "messages": messages}),
+        );
+    }
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    let text = std::fs::read_to_string(tree.root().join("telemetry.jsonl")).unwrap();
+    let mut ended = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let fact: Value = serde_json::from_str(line)
+            .unwrap_or_else(|error| panic!("line {}: {error}: {line:?}", number + 1));
+        if fact["kind"] == "session_ended" {
+            ended.push(fact["session_id"].as_str().unwrap().to_owned());
+        }
+    }
+    ended.sort();
+    assert_eq!(ended, ["first", "second"]);
+}
+
+#[test]
 fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
     let tree = PluginDir::new();
     tree.engine("lcm", "ctxhost_engine_lcm");
