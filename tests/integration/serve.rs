@@ -764,6 +764,46 @@ fn two_sessions_logging_to_one_telemetry_file_keep_each_others_lines() {
 }
 
 #[test]
+fn an_observer_that_fails_in_one_of_several_sessions_is_detached_with_a_warning_naming_that_session() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let messages = transcript("coupon-fix.json");
+    let mut served = Served::start(tree.root());
+    let mut contexts = Vec::new();
+    for observe in ["count", "fail"] {
+        let config = json!({"faulty": {"observe": observe, "observe_fail_at": 1}});
+        let session = served
+            .open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}))
+            .value
+            .session;
+        let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+        let echo: Answer<Value> = served.call(
+            method::HANDLE_TOOL_CALL,
+            json!({"session": session, "name": "faulty_echo", "arguments": {"said": observe}}),
+        );
+        contexts.push((session, context, echo.value));
+    }
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    assert!(
+        contexts[0].1 == contexts[1].1,
+        "the failing observer changed the context"
+    );
+    assert_eq!(contexts[0].2, json!({"said": "count"}));
+    assert!(
+        contexts[1].2["error"].as_str().unwrap().contains("detached"),
+        "{}",
+        contexts[1].2
+    );
+    let detached: Vec<&str> = log.lines().filter(|line| line.contains("detached")).collect();
+    assert_eq!(detached.len(), 1, "{log}");
+    assert!(
+        detached[0].contains(&format!("session {}: observer `faulty` detached", contexts[1].0)),
+        "{log}"
+    );
+}
+
+#[test]
 fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
     let tree = PluginDir::new();
     tree.engine("lcm", "ctxhost_engine_lcm");
