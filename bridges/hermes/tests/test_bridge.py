@@ -223,3 +223,16 @@ def test_observers_named_in_ctxhosts_config_watch_the_session():
         assert found["matches"], found
     finally:
         engine.close()
+
+
+def test_a_server_that_dies_says_how_in_the_warning(caplog):
+    engine = started(engine_for("compressor"), "aborted")
+    try:
+        os.kill(engine._server.process.pid, signal.SIGABRT)
+        with caplog.at_level("WARNING", logger="hermes_ctxhost"):
+            engine.compress(transcript("coupon-fix.json"))
+        gone = [record.getMessage() for record in caplog.records if "starting it again" in record.getMessage()]
+        assert len(gone) == 1, caplog.text
+        assert "the server was killed by SIGABRT" in gone[0], gone[0]
+    finally:
+        engine.close()
