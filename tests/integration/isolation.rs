@@ -90,7 +90,15 @@ fn run_surviving(tree: &PluginDir, args: &[&str], case: &str) -> (String, String
 fn each_bad_plugin_in_compress_costs_its_process_and_never_the_context() {
     for (crash, cause) in BAD_PLUGINS {
         let tree = tree_with("faulty", &[], "compress", crash);
-        let (stdout, _, context) = run_surviving(&tree, &["run", &example_transcript()], crash);
+        let (stdout, stderr, context) = run_surviving(&tree, &["run", &example_transcript()], crash);
+        // What the child printed as it died (a panic message, an allocation failure) says whose
+        // it is: on the host's terminal a bare `panicked at …` reads as the host's own.
+        for line in stderr.lines() {
+            assert!(
+                line.starts_with("warning: ") || line.starts_with("engine `faulty` (process "),
+                "{crash}: a line that says neither what nor whose: {line:?}\n{stderr}"
+            );
+        }
         assert!(
             stdout.contains("KEPT the context as it was: engine `faulty` failed in `compress`"),
             "{crash}:\n{stdout}"

@@ -206,7 +206,7 @@ impl ChildEngine {
             // Reserved in small pieces, the limit counts what the engine allocates.
             command.env("MIMALLOC_ARENA_RESERVE", CHILD_ARENA_RESERVE);
         }
-        let mut live = LiveChild::spawn(command).map_err(|error| StartError::Spawn {
+        let mut live = LiveChild::spawn(command, &self.spec.engine).map_err(|error| StartError::Spawn {
             program: self.spec.program.display().to_string(),
             error,
         })?;
