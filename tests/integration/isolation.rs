@@ -205,6 +205,11 @@ fn a_plugin_crashing_every_time_is_detached_and_the_built_in_compressor_takes_ov
         1,
         "one warning:\n{stderr}"
     );
+    assert_eq!(
+        stderr.matches("crashes in a row").count(),
+        1,
+        "the detachment is said once:\n{stderr}"
+    );
     // The compressor compacted once it took over: the context is not the transcript any more.
     assert!(
         stdout.contains("1 applied") || stdout.contains("compactions 1"),
