@@ -804,6 +804,54 @@ fn an_observer_that_fails_in_one_of_several_sessions_is_detached_with_a_warning_
 }
 
 #[test]
+fn an_observer_swapped_in_then_out_goes_back_to_observing_as_in_a_replay() {
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.config("context:\n  engine: compressor\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\n");
+    let config = tree.root().join("config.yaml");
+    let messages = transcript("warehouse-migration.json");
+    let mut served = Served::start(tree.root());
+    let opened = served.open(json!({"config": config, "model": model(16_000), "observers": ["lcm"]}));
+    let session = opened.value.session;
+    let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+    let _: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
+    let back: Answer<EngineInfo> =
+        served.call(method::SWAP, json!({"session": session, "engine": "compressor"}));
+    let names: Vec<&str> = back
+        .value
+        .tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["lcm_grep", "lcm_describe", "lcm_expand", "lcm_status"],
+        "lcm observes again"
+    );
+    let mut later = context.clone();
+    later.push(Message::new(
+        Role::User,
+        "remember the word zanzibar-after-the-swaps",
+    ));
+    let _: Answer<bool> = served.call(
+        method::SHOULD_COMPRESS_PREFLIGHT,
+        json!({"session": session, "messages": later}),
+    );
+    let grep: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "lcm_grep", "arguments": {"pattern": "zanzibar-after-the-swaps"}}),
+    );
+    assert!(
+        !grep.value["matches"].as_array().unwrap().is_empty(),
+        "{:#}",
+        grep.value
+    );
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    assert!(!log.contains("WARN") && !log.contains("error"), "{log}");
+}
+
+#[test]
 fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
     let tree = PluginDir::new();
     tree.engine("lcm", "ctxhost_engine_lcm");

@@ -16,9 +16,12 @@ use std::sync::Arc;
 use ctxhost_engine_abi::{FactBody, FactKind, Message, ModelInfo, SessionInfo, Usage};
 use serde_json::Value;
 
-use crate::runner::{
-    observers::{inserted_messages, Lifecycle},
-    Observers,
+use crate::{
+    engine::EngineHandle,
+    runner::{
+        observers::{inserted_messages, Lifecycle},
+        Observers,
+    },
 };
 
 /// The observers of one served session, and what they were told.
@@ -170,6 +173,11 @@ impl Watch {
     /// [`Observers::retire`]).
     pub fn retire(&mut self, name: &str, ending: Option<(&str, &[Message])>) -> bool {
         self.observers.retire(name, ending)
+    }
+
+    /// The engine `engine`, swapped out, observes the session from here on.
+    pub fn attach(&mut self, engine: EngineHandle) -> Result<(), String> {
+        self.observers.attach(engine)
     }
 
     /// `swap` handed the session from `from` to `to`.
