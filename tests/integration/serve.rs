@@ -803,8 +803,9 @@ fn an_observer_that_fails_in_one_of_several_sessions_is_detached_with_a_warning_
     );
 }
 
-#[test]
-fn an_observer_swapped_in_then_out_goes_back_to_observing_as_in_a_replay() {
+/// A served session of the compressor with lcm observing, its first half compressed: the tree
+/// (kept alive), the server, the session, the transcript and the context the agent sends next.
+fn lcm_observing_the_compressor() -> (PluginDir, Served, String, Vec<Message>, Vec<Message>) {
     let tree = PluginDir::new();
     tree.engine("lcm", "ctxhost_engine_lcm");
     tree.config("context:\n  engine: compressor\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\n");
@@ -814,6 +815,12 @@ fn an_observer_swapped_in_then_out_goes_back_to_observing_as_in_a_replay() {
     let opened = served.open(json!({"config": config, "model": model(16_000), "observers": ["lcm"]}));
     let session = opened.value.session;
     let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+    (tree, served, session, messages, context)
+}
+
+#[test]
+fn an_observer_swapped_in_then_out_goes_back_to_observing_as_in_a_replay() {
+    let (_tree, mut served, session, _, context) = lcm_observing_the_compressor();
     let _: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
     let back: Answer<EngineInfo> =
         served.call(method::SWAP, json!({"session": session, "engine": "compressor"}));
@@ -853,15 +860,7 @@ fn an_observer_swapped_in_then_out_goes_back_to_observing_as_in_a_replay() {
 
 #[test]
 fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
-    let tree = PluginDir::new();
-    tree.engine("lcm", "ctxhost_engine_lcm");
-    tree.config("context:\n  engine: compressor\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\n");
-    let config = tree.root().join("config.yaml");
-    let messages = transcript("warehouse-migration.json");
-    let mut served = Served::start(tree.root());
-    let opened = served.open(json!({"config": config, "model": model(16_000), "observers": ["lcm"]}));
-    let session = opened.value.session;
-    let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+    let (_tree, mut served, session, messages, context) = lcm_observing_the_compressor();
     let swapped: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
     assert_eq!(swapped.value.engine, "lcm");
     // Two instances of lcm writing one store failed here on its unique keys.
