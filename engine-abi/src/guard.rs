@@ -287,7 +287,8 @@ impl<E: Engine> EngineObject for Guarded<E> {
     }
 
     fn call_ext(&mut self, method: RStr<'_>, request: RStr<'_>) -> RResult<RString, EngineError> {
-        guard("call_ext", || {
+        // A panic names the extension method (`observe`), not the door it came through.
+        guard(method.as_str(), || {
             // Facts come often and can be large: handed over as the JSON they are, never read
             // into a `Value` first (the engine reads them into a `Fact`, or only what it needs).
             if method.as_str() == EXT_OBSERVE {

@@ -149,6 +149,6 @@ impl<E: Engine> LinkedEngine for Linked<E> {
     }
 
     fn call_ext(&mut self, method: &str, request: &Value) -> Result<Value, EngineError> {
-        guard("call_ext", || call_ext_of(&mut self.0, method, request)).into_result()
+        guard(method, || call_ext_of(&mut self.0, method, request)).into_result()
     }
 }

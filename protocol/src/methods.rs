@@ -145,9 +145,10 @@ pub struct OpenParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
     /// Observer engines, resolved like the engine (never replaced by the compressor): one that
-    /// cannot be used refuses the session with `CONFIG_ERROR`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub observers: Vec<String>,
+    /// cannot be used refuses the session with `CONFIG_ERROR`. Absent: the config's
+    /// `context.observers`; `[]`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observers: Option<Vec<String>>,
     /// When given, `update_model` is called with it before the reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelInfo>,

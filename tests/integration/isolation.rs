@@ -90,7 +90,15 @@ fn run_surviving(tree: &PluginDir, args: &[&str], case: &str) -> (String, String
 fn each_bad_plugin_in_compress_costs_its_process_and_never_the_context() {
     for (crash, cause) in BAD_PLUGINS {
         let tree = tree_with("faulty", &[], "compress", crash);
-        let (stdout, _, context) = run_surviving(&tree, &["run", &example_transcript()], crash);
+        let (stdout, stderr, context) = run_surviving(&tree, &["run", &example_transcript()], crash);
+        // What the child printed as it died (a panic message, an allocation failure) says whose
+        // it is: on the host's terminal a bare `panicked at …` reads as the host's own.
+        for line in stderr.lines() {
+            assert!(
+                line.starts_with("warning: ") || line.starts_with("engine `faulty` (process "),
+                "{crash}: a line that says neither what nor whose: {line:?}\n{stderr}"
+            );
+        }
         assert!(
             stdout.contains("KEPT the context as it was: engine `faulty` failed in `compress`"),
             "{crash}:\n{stdout}"
@@ -196,6 +204,11 @@ fn a_plugin_crashing_every_time_is_detached_and_the_built_in_compressor_takes_ov
         stderr.matches("warning: engine `faulty` detached").count(),
         1,
         "one warning:\n{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("crashes in a row").count(),
+        1,
+        "the detachment is said once:\n{stderr}"
     );
     // The compressor compacted once it took over: the context is not the transcript any more.
     assert!(

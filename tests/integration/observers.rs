@@ -143,6 +143,8 @@ fn an_observer_that_sleeps_fails_or_panics_changes_nothing_and_is_detached_with_
                 reason.contains(&format!("told to {mode} in `observe`")),
                 "{reason}"
             );
+            // It panicked in `observe`, whatever the ABI carried that call through.
+            assert!(!reason.contains("`call_ext`"), "{reason}");
             assert_eq!(detached, 1, "{stderr}");
             // It received facts up to the failing call (consecutive appends may come as one),
             // and nothing after.

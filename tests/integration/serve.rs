@@ -657,7 +657,155 @@ fn a_served_session_with_lcm_observing_keeps_the_compressors_context_and_finds_w
 }
 
 #[test]
-fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
+fn the_configs_observers_watch_a_session_opened_without_naming_any() {
+    // What the Hermes bridge sends: a config (its `ctxhost.config`) and an engine, no `observers`.
+    let tree = PluginDir::new();
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    tree.config(
+        "context:\n  engine: compressor\n  observers: [lcm, telemetry, telemetry]\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\ntelemetry:\n  path: telemetry.jsonl\n",
+    );
+    let config = tree.root().join("config.yaml");
+    let messages = transcript("warehouse-migration.json");
+    let mut served = Served::start(tree.root());
+    let opened = served.open(json!({"config": config, "engine": "compressor", "model": model(16_000)}));
+    let names: Vec<&str> = opened
+        .value
+        .tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lcm_grep", "lcm_describe", "lcm_expand", "lcm_status"]);
+    let session = opened.value.session;
+    let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+    let _: Answer<Compressed> =
+        served.call(method::COMPRESS, json!({"session": session, "messages": context}));
+    let grep: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "lcm_grep", "arguments": {"pattern": "extract_orders_61"}}),
+    );
+    assert!(
+        !grep.value["matches"].as_array().unwrap().is_empty(),
+        "{:#}",
+        grep.value
+    );
+    // `observers: []` says none, whatever the config lists; the engine itself is never its own
+    // observer (two instances would write one store).
+    let none = served.open(json!({"config": config, "model": model(16_000), "observers": []}));
+    assert!(none.value.tools.is_empty(), "{:?}", none.value.tools);
+    let lcm_config = tree.root().join("lcm.yaml");
+    std::fs::write(
+        &lcm_config,
+        "context:\n  observers: [lcm]\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\n",
+    )
+    .unwrap();
+    let lcm = served.open(json!({"config": lcm_config, "engine": "lcm", "model": model(16_000)}));
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": lcm.value.session, "session_id": "lcm-active"}),
+    );
+    let _: Answer<Compressed> = served.call(
+        method::COMPRESS,
+        json!({"session": lcm.value.session, "messages": messages[..40]}),
+    );
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    assert!(!log.contains("detached") && !log.contains("ERROR"), "{log}");
+    assert!(
+        log.contains("`context.observers` names `telemetry` twice"),
+        "{log}"
+    );
+    // Telemetry was attached once: each message appended once.
+    let appended: usize = std::fs::read_to_string(tree.root().join("telemetry.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["kind"] == "messages_appended")
+        .map(|line| line["messages"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(appended, messages.len());
+}
+
+#[test]
+fn two_sessions_logging_to_one_telemetry_file_keep_each_others_lines() {
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    tree.config(
+        "context:\n  observers: [telemetry]\n  tokenizer: rough\ntelemetry:\n  path: telemetry.jsonl\n",
+    );
+    let config = tree.root().join("config.yaml");
+    let messages = transcript("coupon-fix.json");
+    let mut served = Served::start(tree.root());
+    // The second session opens after the first has logged: it must not cut the file under it.
+    for agent_session in ["first", "second"] {
+        let session = served.open(json!({"config": config})).value.session;
+        let _: Answer<()> = served.call(
+            method::ON_SESSION_START,
+            json!({"session": session, "session_id": agent_session}),
+        );
+        let _: Answer<Compressed> = served.call(
+            method::COMPRESS,
+            json!({"session": session, "messages": messages}),
+        );
+    }
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    let text = std::fs::read_to_string(tree.root().join("telemetry.jsonl")).unwrap();
+    let mut ended = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let fact: Value = serde_json::from_str(line)
+            .unwrap_or_else(|error| panic!("line {}: {error}: {line:?}", number + 1));
+        if fact["kind"] == "session_ended" {
+            ended.push(fact["session_id"].as_str().unwrap().to_owned());
+        }
+    }
+    ended.sort();
+    assert_eq!(ended, ["first", "second"]);
+}
+
+#[test]
+fn an_observer_that_fails_in_one_of_several_sessions_is_detached_with_a_warning_naming_that_session() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let messages = transcript("coupon-fix.json");
+    let mut served = Served::start(tree.root());
+    let mut contexts = Vec::new();
+    for observe in ["count", "fail"] {
+        let config = json!({"faulty": {"observe": observe, "observe_fail_at": 1}});
+        let session = served
+            .open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}))
+            .value
+            .session;
+        let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+        let echo: Answer<Value> = served.call(
+            method::HANDLE_TOOL_CALL,
+            json!({"session": session, "name": "faulty_echo", "arguments": {"said": observe}}),
+        );
+        contexts.push((session, context, echo.value));
+    }
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    assert!(
+        contexts[0].1 == contexts[1].1,
+        "the failing observer changed the context"
+    );
+    assert_eq!(contexts[0].2, json!({"said": "count"}));
+    assert!(
+        contexts[1].2["error"].as_str().unwrap().contains("detached"),
+        "{}",
+        contexts[1].2
+    );
+    let detached: Vec<&str> = log.lines().filter(|line| line.contains("detached")).collect();
+    assert_eq!(detached.len(), 1, "{log}");
+    assert!(
+        detached[0].contains(&format!("session {}: observer `faulty` detached", contexts[1].0)),
+        "{log}"
+    );
+}
+
+/// A served session of the compressor with lcm observing, its first half compressed: the tree
+/// (kept alive), the server, the session, the transcript and the context the agent sends next.
+fn lcm_observing_the_compressor() -> (PluginDir, Served, String, Vec<Message>, Vec<Message>) {
     let tree = PluginDir::new();
     tree.engine("lcm", "ctxhost_engine_lcm");
     tree.config("context:\n  engine: compressor\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\n");
@@ -667,6 +815,52 @@ fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
     let opened = served.open(json!({"config": config, "model": model(16_000), "observers": ["lcm"]}));
     let session = opened.value.session;
     let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+    (tree, served, session, messages, context)
+}
+
+#[test]
+fn an_observer_swapped_in_then_out_goes_back_to_observing_as_in_a_replay() {
+    let (_tree, mut served, session, _, context) = lcm_observing_the_compressor();
+    let _: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
+    let back: Answer<EngineInfo> =
+        served.call(method::SWAP, json!({"session": session, "engine": "compressor"}));
+    let names: Vec<&str> = back
+        .value
+        .tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["lcm_grep", "lcm_describe", "lcm_expand", "lcm_status"],
+        "lcm observes again"
+    );
+    let mut later = context.clone();
+    later.push(Message::new(
+        Role::User,
+        "remember the word zanzibar-after-the-swaps",
+    ));
+    let _: Answer<bool> = served.call(
+        method::SHOULD_COMPRESS_PREFLIGHT,
+        json!({"session": session, "messages": later}),
+    );
+    let grep: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "lcm_grep", "arguments": {"pattern": "zanzibar-after-the-swaps"}}),
+    );
+    assert!(
+        !grep.value["matches"].as_array().unwrap().is_empty(),
+        "{:#}",
+        grep.value
+    );
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    assert!(!log.contains("WARN") && !log.contains("error"), "{log}");
+}
+
+#[test]
+fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
+    let (_tree, mut served, session, messages, context) = lcm_observing_the_compressor();
     let swapped: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
     assert_eq!(swapped.value.engine, "lcm");
     // Two instances of lcm writing one store failed here on its unique keys.

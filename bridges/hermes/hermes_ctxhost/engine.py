@@ -108,6 +108,8 @@ class CtxhostEngine(ContextEngine):
     def _ensure_server(self) -> None:
         if self._server is not None and self._server.is_alive() and self._session is not None:
             return
+        if self._server is not None and not self._server.is_alive():
+            logger.warning("ctxhost: the server %s; starting it again", self._server.ending())
         self._drop_server()
         self._server = Server(
             self.settings.binary, self.settings.server_args(), "hermes-ctxhost", cwd=self.settings.base_dir

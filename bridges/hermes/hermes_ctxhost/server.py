@@ -2,6 +2,7 @@
 
 import json
 import logging
+import signal
 import subprocess
 import threading
 from typing import Any, Dict, List, Optional
@@ -66,9 +67,9 @@ class Server:
                 self.process.stdin.flush()
                 line = self.process.stdout.readline()
             except (BrokenPipeError, OSError, ValueError) as error:
-                raise ServerGone(f"the server's pipe broke during `{method}`: {error}") from error
+                raise ServerGone(f"the server {self.ending()} during `{method}` ({error})") from error
             if not line:
-                raise ServerGone(f"the server exited during `{method}` (exit status {self.process.poll()})")
+                raise ServerGone(f"the server {self.ending()} during `{method}`")
             try:
                 reply = json.loads(line)
             except json.JSONDecodeError as error:
@@ -89,6 +90,20 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+    def ending(self) -> str:
+        """How the process ended ("was killed by SIGSEGV", "exited with code 3"), once it has;
+        its output closing comes a moment before the kernel says so."""
+        try:
+            code = self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "closed its pipes while still running"
+        if code >= 0:
+            return f"exited with code {code}"
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
 
     def is_alive(self) -> bool:
         return self.process.poll() is None

@@ -200,3 +200,39 @@ def test_an_inline_config_and_a_plugins_dir_serve_lcm_and_a_swap_changes_the_eng
         assert engine.context_length == 64_000, "the swapped-in engine was told the model"
     finally:
         engine.close()
+
+
+def test_observers_named_in_ctxhosts_config_watch_the_session():
+    # The typical use: the compressor manages Hermes's context, LCM records every message.
+    from conftest import PLUGINS
+
+    block = {
+        "engine": "compressor",
+        "binary": str(CTXHOST_BIN),
+        "plugins_dir": str(PLUGINS),
+        "config": {"context": {"observers": ["lcm"], "tokenizer": "rough"},
+                   "lcm": {"database": "observed/lcm.sqlite"}},
+    }
+    engine = started(CtxhostEngine(BridgeSettings.from_block(block, str(HERMES_HOME))), "observed")
+    try:
+        assert "lcm_grep" in [schema["name"] for schema in engine.get_tool_schemas()]
+        messages = transcript("warehouse-migration.json")
+        compressed = engine.compress(messages)
+        assert "extract_orders_61" not in json.dumps(compressed), "the compressor kept it: pick another word"
+        found = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "extract_orders_61"}))
+        assert found["matches"], found
+    finally:
+        engine.close()
+
+
+def test_a_server_that_dies_says_how_in_the_warning(caplog):
+    engine = started(engine_for("compressor"), "aborted")
+    try:
+        os.kill(engine._server.process.pid, signal.SIGABRT)
+        with caplog.at_level("WARNING", logger="hermes_ctxhost"):
+            engine.compress(transcript("coupon-fix.json"))
+        gone = [record.getMessage() for record in caplog.records if "starting it again" in record.getMessage()]
+        assert len(gone) == 1, caplog.text
+        assert "the server was killed by SIGABRT" in gone[0], gone[0]
+    finally:
+        engine.close()

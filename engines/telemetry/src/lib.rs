@@ -1,13 +1,14 @@
 //! `telemetry`: the smallest complete observer. Attach it with `context.observers: [telemetry]`
 //! and it writes every fact of the session, one JSON object a line, to `telemetry.path`
-//! (relative to the config file; default `.ctxhost/telemetry.jsonl` beside it). `telemetry.kinds`
+//! (relative to the config file; default `.ctxhost/telemetry.jsonl` beside it), appended to: each
+//! fact names its session, and several sessions (`ctxhost serve`) may write one file. `telemetry.kinds`
 //! narrows what it asks for (default: every kind). It never changes the context: selected as the
 //! active engine, it returns the context as it was.
 //!
 //! The engine below is the whole observer: an example for plugin authors.
 #![forbid(unsafe_code)]
 
-use std::{fs::File, io::Write, path::PathBuf};
+use std::{fs, io::Write, path::PathBuf};
 
 use ctxhost_engine_abi::{CompressRequest, Counters, Engine, EngineError, Fact, FactKind, Host, Message};
 use serde::Deserialize;
@@ -25,7 +26,7 @@ struct Config {
 pub struct Telemetry {
     counters: Counters,
     kinds: Vec<FactKind>,
-    file: File,
+    file: fs::File,
 }
 
 impl Engine for Telemetry {
@@ -45,8 +46,8 @@ impl Engine for Telemetry {
             None => paths.data_dir.join("telemetry.jsonl"),
         };
         let open = || {
-            std::fs::create_dir_all(path.parent().unwrap_or(&paths.config_dir))?;
-            File::create(&path)
+            fs::create_dir_all(path.parent().unwrap_or(&paths.config_dir))?;
+            fs::OpenOptions::new().create(true).append(true).open(&path)
         };
         let file =
             open().map_err(|error| EngineError::config(format!("telemetry: {}: {error}", path.display())))?;
@@ -75,7 +76,11 @@ impl Engine for Telemetry {
     }
 
     fn observe(&mut self, fact: &Fact) -> Result<(), EngineError> {
-        let line = serde_json::to_string(fact).expect("facts serialise");
-        writeln!(self.file, "{line}").map_err(|error| EngineError::other(format!("telemetry: {error}")))
+        // One write of the whole line: another session's writer may append between two writes.
+        let mut line = serde_json::to_string(fact).expect("facts serialise");
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(|error| EngineError::other(format!("telemetry: {error}")))
     }
 }

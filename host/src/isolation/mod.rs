@@ -206,7 +206,7 @@ impl ChildEngine {
             // Reserved in small pieces, the limit counts what the engine allocates.
             command.env("MIMALLOC_ARENA_RESERVE", CHILD_ARENA_RESERVE);
         }
-        let mut live = LiveChild::spawn(command).map_err(|error| StartError::Spawn {
+        let mut live = LiveChild::spawn(command, &self.spec.engine).map_err(|error| StartError::Spawn {
             program: self.spec.program.display().to_string(),
             error,
         })?;
@@ -236,6 +236,8 @@ impl ChildEngine {
             engine: Some(self.spec.engine.clone()),
             engine_config: (!self.spec.engine_config.is_null()).then(|| self.spec.engine_config.clone()),
             model: self.model.clone(),
+            // The host runs the observers; the child runs its one engine and nothing else.
+            observers: Some(Vec::new()),
             ..OpenParams::default()
         };
         let opened: Answer<EngineInfo> = live

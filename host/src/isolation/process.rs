@@ -2,9 +2,10 @@
 //!
 //! - A call writes one request and reads one reply through the protocol's [`Client`]; the
 //!   watchdog kills the child when the deadline passes, which ends a blocked read or write.
-//! - The child's stderr (its log lines) is copied to the host's as it comes; the last lines that
-//!   are not log lines (an allocation failure, a panic message printed before an abort) are kept
-//!   as the child's last words for the report.
+//! - The child's stderr is copied to the host's as it comes: its log lines as they are, any other
+//!   line (an allocation failure, a panic message printed before an abort, a backtrace) after the
+//!   name of the engine and the process, so that it does not read as the host's own. The first
+//!   of those are kept as the child's last words for the report.
 //! - A child is always reaped: after a failed call, and when it is finished or dropped.
 
 use std::{
@@ -100,8 +101,8 @@ pub struct LiveChild {
 }
 
 impl LiveChild {
-    /// Starts `command` with piped stdin, stdout and stderr.
-    pub fn spawn(mut command: Command) -> io::Result<Self> {
+    /// Starts `command`, the child of engine `engine`, with piped stdin, stdout and stderr.
+    pub fn spawn(mut command: Command, engine: &str) -> io::Result<Self> {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -122,7 +123,8 @@ impl LiveChild {
             .name(format!("child-{pid}-stderr"))
             .spawn({
                 let last_words = Arc::clone(&last_words);
-                move || copy_stderr(BufReader::new(stderr), &last_words)
+                let whose = format!("engine `{engine}` (process {pid})");
+                move || copy_stderr(BufReader::new(stderr), &whose, &last_words)
             })?;
         let child = Arc::new(Mutex::new(child));
         let watchdog = Watchdog::start(Arc::clone(&child), pid)?;
@@ -263,12 +265,17 @@ fn wait_for_exit(child: &Mutex<Child>, grace: Duration) -> Option<ExitStatus> {
     }
 }
 
-/// Copies the child's log lines to the host's stderr, keeping its last non-log lines.
-fn copy_stderr(reader: impl BufRead, last_words: &Mutex<VecDeque<String>>) {
+/// Copies the child's stderr to the host's, each line not a log line after `whose`, keeping its
+/// last non-log lines.
+fn copy_stderr(reader: impl BufRead, whose: &str, last_words: &Mutex<VecDeque<String>>) {
     for line in reader.split(b'\n') {
         let Ok(line) = line else { break };
         let text = String::from_utf8_lossy(&line);
-        let _ = writeln!(io::stderr().lock(), "{text}");
+        let _ = if is_log(&text) || text.trim().is_empty() {
+            writeln!(io::stderr().lock(), "{text}")
+        } else {
+            writeln!(io::stderr().lock(), "{whose}: {text}")
+        };
         if is_last_words(&text) {
             let mut words = lock(last_words);
             // The first lines say what happened; a backtrace or a second failure follows them.
@@ -282,9 +289,6 @@ fn copy_stderr(reader: impl BufRead, last_words: &Mutex<VecDeque<String>>) {
 /// Whether a line of the child's stderr says why it is dying: not one of its log lines, nor part
 /// of a backtrace.
 fn is_last_words(line: &str) -> bool {
-    let is_log = ["error: ", "warning: ", "info: ", "debug: ", "trace: "]
-        .iter()
-        .any(|prefix| line.starts_with(prefix));
     let text = line.trim();
     let is_backtrace = text.starts_with("stack backtrace:")
         || text.starts_with("note: ")
@@ -293,7 +297,14 @@ fn is_last_words(line: &str) -> bool {
         || text
             .split_once(": ")
             .is_some_and(|(frame, _)| frame.bytes().all(|b| b.is_ascii_digit()));
-    !is_log && !is_backtrace && !text.is_empty()
+    !is_log(line) && !is_backtrace && !text.is_empty()
+}
+
+/// Whether a line of the child's stderr is one of its log lines (`warning: …`).
+fn is_log(line: &str) -> bool {
+    ["error: ", "warning: ", "info: ", "debug: ", "trace: "]
+        .iter()
+        .any(|prefix| line.starts_with(prefix))
 }
 
 fn clip(text: &str, at_most: usize) -> String {

@@ -816,7 +816,17 @@ impl<'e> Replayer<'e> {
     }
 
     fn fault(&mut self, error: &EngineCallError) {
-        tracing::warn!("{error}; the context is kept as it was");
+        // The crash that detaches an isolated engine was said by the handle, with who takes over.
+        let detaching = matches!(
+            error,
+            EngineCallError::ProcessLost {
+                detached_after: Some(_),
+                ..
+            }
+        );
+        if !detaching {
+            tracing::warn!("{error}; the context is kept as it was");
+        }
         self.publish(Fact::Error {
             message_index: self.position,
             at_message: self.messages_replayed,

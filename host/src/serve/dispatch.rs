@@ -128,7 +128,8 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     // Observers are resolved like the engine but never replaced by the compressor: one that
     // cannot be used refuses the session, naming it.
     let mut observers = Observers::with_timeout(settings.observer_timeout);
-    for observer in &params.observers {
+    let (names, standby) = observer_names(params.observers.as_deref(), &settings, &name);
+    for observer in &names {
         let create = {
             let (name, settings, registry) = (observer.clone(), settings.clone(), table.registry().clone());
             move || try_resolve_engine(&name, &settings, &registry).map_err(|error| error.to_string())
@@ -142,6 +143,7 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     }
     let (session, fallback) = table.open(settings, &name);
     session.watch = Watch::new(&session.id, observers);
+    session.standby = standby;
     if let Some(model) = &params.model {
         session.watch.update_model(model);
         let updated = session.engine.update_model(model).map_err(engine_error);
@@ -154,6 +156,35 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     }
     let info = session.engine_info(fallback);
     answer(session, info)
+}
+
+/// The observers of a session running `engine`: those the request names, else the config's
+/// `context.observers`; each once, and never the engine itself (two instances would write one
+/// store), which is on standby instead: it observes once swapped out.
+fn observer_names(
+    requested: Option<&[String]>,
+    settings: &Settings,
+    engine: &str,
+) -> (Vec<String>, Vec<String>) {
+    let (list, listed) = match requested {
+        Some(names) => ("`observers`", names),
+        None => ("`context.observers`", settings.observers.as_slice()),
+    };
+    let mut names: Vec<String> = Vec::new();
+    for name in listed {
+        if names.contains(name) {
+            tracing::warn!("{list} names `{name}` twice; it observes once");
+        } else if name != engine {
+            names.push(name.clone());
+        }
+    }
+    let standby = listed
+        .iter()
+        .filter(|name| *name == engine)
+        .take(1)
+        .cloned()
+        .collect();
+    (names, standby)
 }
 
 /// The settings a `session/open` names: a file, or an object with the keys of `config.yaml`
@@ -483,7 +514,9 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
         .started
         .as_ref()
         .map(|(id, _)| (id.as_str(), session.last_messages.messages()));
-    session.watch.retire(next.name(), ending);
+    if session.watch.retire(next.name(), ending) && !session.standby.iter().any(|n| n == next.name()) {
+        session.standby.push(next.name().to_owned());
+    }
     if let Some(model) = &session.model {
         next.update_model(model).map_err(engine_error)?;
     }
@@ -493,7 +526,16 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
     let mut previous = std::mem::replace(&mut session.engine, next);
     let to = session.engine.name().to_owned();
     session.watch.swapped(previous.name(), &to);
-    if let Some((session_id, _)) = &session.started {
+    let from = previous.name().to_owned();
+    if session.standby.contains(&from) {
+        // As in a replay: an engine asked to observe goes back to observing, its session going on.
+        if let Err(reason) = session.watch.attach(previous) {
+            tracing::warn!(
+                "session {}: `{from}` cannot stay on as an observer: {reason}",
+                session.id
+            );
+        }
+    } else if let Some((session_id, _)) = &session.started {
         if let Err(error) = previous.on_session_end(session_id, session.last_messages.messages()) {
             tracing::warn!("session {}: swapped out: {error}", session.id);
         }

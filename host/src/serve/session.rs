@@ -40,6 +40,9 @@ pub struct Session {
     pub records: Vec<CompactionRecord>,
     /// Its observers.
     pub watch: Watch,
+    /// Engines that go back to observing when a swap hands the context away from them: those
+    /// asked to observe that are (or were swapped in as) the engine.
+    pub standby: Vec<String>,
     engine_written: HashSet<String>,
 }
 
@@ -60,6 +63,7 @@ impl Session {
             started: None,
             last_messages: LastContext::default(),
             records: Vec::new(),
+            standby: Vec::new(),
             engine_written: HashSet::new(),
         };
         (session, fallback)

@@ -16,9 +16,12 @@ use std::sync::Arc;
 use ctxhost_engine_abi::{FactBody, FactKind, Message, ModelInfo, SessionInfo, Usage};
 use serde_json::Value;
 
-use crate::runner::{
-    observers::{inserted_messages, Lifecycle},
-    Observers,
+use crate::{
+    engine::EngineHandle,
+    runner::{
+        observers::{inserted_messages, Lifecycle},
+        Observers,
+    },
 };
 
 /// The observers of one served session, and what they were told.
@@ -28,6 +31,8 @@ pub struct Watch {
     seen: Vec<Message>,
     /// The agent's session id once started (facts name it), else the wire session's.
     session_id: String,
+    /// The wire session's id, which warnings name: one server holds many sessions.
+    wire_id: String,
 }
 
 impl Watch {
@@ -37,6 +42,7 @@ impl Watch {
             observers,
             seen: Vec::new(),
             session_id: id.to_owned(),
+            wire_id: id.to_owned(),
         }
     }
 
@@ -57,7 +63,9 @@ impl Watch {
 
     /// Calls observer `index`'s tool once it has handled everything told before.
     pub fn call_tool(&mut self, index: usize, name: &str, arguments: &Value) -> Value {
-        self.observers.call_tool(index, name, arguments)
+        let answer = self.observers.call_tool(index, name, arguments);
+        self.warn_detached();
+        answer
     }
 
     fn publish(&mut self, kind: FactKind, body: impl FnOnce() -> FactBody) {
@@ -67,8 +75,13 @@ impl Watch {
             at_message,
             body: body(),
         });
+        self.warn_detached();
+    }
+
+    /// One warning for each observer detached since the last, naming the session.
+    fn warn_detached(&mut self) {
         for warning in self.observers.newly_detached() {
-            tracing::warn!("{warning}");
+            tracing::warn!("session {}: {warning}", self.wire_id);
         }
     }
 
@@ -162,6 +175,11 @@ impl Watch {
         self.observers.retire(name, ending)
     }
 
+    /// The engine `engine`, swapped out, observes the session from here on.
+    pub fn attach(&mut self, engine: EngineHandle) -> Result<(), String> {
+        self.observers.attach(engine)
+    }
+
     /// `swap` handed the session from `from` to `to`.
     pub fn swapped(&mut self, from: &str, to: &str) {
         let (from, to) = (from.to_owned(), to.to_owned());
@@ -191,8 +209,6 @@ impl Watch {
     /// Waits until every observer has handled everything told, and stops them.
     pub fn close(&mut self) {
         self.observers.close();
-        for warning in self.observers.newly_detached() {
-            tracing::warn!("{warning}");
-        }
+        self.warn_detached();
     }
 }
