@@ -514,14 +514,27 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
         .started
         .as_ref()
         .map(|(id, _)| (id.as_str(), session.last_messages.messages()));
-    if session.watch.retire(next.name(), ending) && !session.standby.iter().any(|n| n == next.name()) {
+    let retired = session.watch.retire(next.name(), ending);
+    if retired && !session.standby.iter().any(|n| n == next.name()) {
         session.standby.push(next.name().to_owned());
     }
-    if let Some(model) = &session.model {
-        next.update_model(model).map_err(engine_error)?;
-    }
-    if let Some((session_id, info)) = &session.started {
-        next.on_session_start(session_id, info).map_err(engine_error)?;
+    let started = session
+        .model
+        .as_ref()
+        .map_or(Ok(()), |model| next.update_model(model))
+        .and_then(|()| {
+            session.started.as_ref().map_or(Ok(()), |(session_id, info)| {
+                next.on_session_start(session_id, info)
+            })
+        });
+    if let Err(error) = started {
+        let mut error = engine_error(error);
+        if retired {
+            error
+                .message
+                .push_str(&format!(" (`{}` no longer observes the session)", next.name()));
+        }
+        return Err(error);
     }
     let mut previous = std::mem::replace(&mut session.engine, next);
     let to = session.engine.name().to_owned();
