@@ -411,7 +411,7 @@ impl Observers {
     pub fn wants(&self, kind: FactKind) -> bool {
         self.workers
             .iter()
-            .any(|w| w.interests.contains(&kind) && !w.shared.is_detached())
+            .any(|w| w.interests.contains(&kind) && !w.retired && !w.shared.is_detached())
     }
 
     /// Delivers the fact `build` makes to every observer that asked for `kind`; `build` runs only
@@ -535,10 +535,11 @@ impl Observers {
 
     /// The observer named `name` stops observing because its engine takes over the context
     /// (`/engine NAME` while it observes): it ends the session it observed (`on_session_end` with
-    /// the session's id and context, when one is under way), handles everything sent to it and stops, before the engine that takes over
-    /// starts on the same session. Two instances of one engine would otherwise write one store
-    /// at once. It stays in the report, its tools are no longer offered, and nothing more is sent
-    /// to it. `false` when no observer of that name is attached (or it was detached already).
+    /// the session's id and context, when one is under way), handles everything sent to it and
+    /// stops, before the engine that takes over starts on the same session. Two instances of one
+    /// engine would otherwise write one store at once. It stays in the report, its tools are no
+    /// longer offered, and nothing more is sent to it (no fact is built for it). `false` when no
+    /// observer of that name is attached (or it was detached already).
     pub fn retire(&mut self, name: &str, ending: Option<(&str, &[Message])>) -> bool {
         let Some(worker) = self
             .workers
@@ -609,7 +610,7 @@ impl Worker {
     /// Queues `job`; it is handed over with the next bundle. Nothing is sent to a detached
     /// observer.
     fn send(&mut self, job: Job) {
-        if self.shared.is_detached() {
+        if self.retired || self.shared.is_detached() {
             return;
         }
         self.outbox.push(job);
@@ -1290,6 +1291,29 @@ mod tests {
         );
         assert_eq!(summary.facts, 3, "everything before the end was observed");
         GATES[AT_THE_END].open();
+    }
+
+    #[test]
+    fn an_observer_that_took_over_the_context_is_sent_nothing_more() {
+        let mut observers = observing::<SLOW>(Duration::from_secs(5));
+        deliver_appends(&mut observers, 3);
+        assert!(observers.retire("stuck", None));
+        assert!(!observers.retire("stuck", None), "once");
+        assert!(!observers.wants(FactKind::MessagesAppended));
+        let mut built = false;
+        observers.deliver(FactKind::MessagesAppended, || {
+            built = true;
+            Fact {
+                session_id: "s".into(),
+                at_message: 3,
+                body: FactBody::MessagesAppended { messages: Vec::new() },
+            }
+        });
+        assert!(!built, "no fact is built for it");
+        observers.close();
+        let summary = &observers.summaries()[0];
+        assert!(summary.took_over, "{summary:?}");
+        assert_eq!((summary.facts, &summary.detached), (3, &None));
     }
 
     #[test]
