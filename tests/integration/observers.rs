@@ -51,6 +51,16 @@ fn warehouse_observed_by(observers: &str) -> (PluginDir, String) {
     (observers_tree(&config), transcript)
 }
 
+/// Each observer in the report, and whether it was attached to the end (not detached).
+fn attached(report: &Value) -> Vec<(&str, bool)> {
+    report["observers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["name"].as_str().unwrap(), o["detached"].is_null()))
+        .collect()
+}
+
 fn bundled_transcripts() -> Vec<String> {
     let mut transcripts: Vec<String> = fs::read_dir(example("transcripts"))
         .unwrap()
@@ -450,12 +460,7 @@ fn a_swap_to_an_engine_that_observes_makes_it_stop_observing_first() {
     let spans = report["engine_spans"].as_array().unwrap();
     assert_eq!(spans.len(), 2, "{spans:#?}");
     assert_eq!(spans[1]["engine"], "lcm", "{spans:#?}");
-    let observers: Vec<(&str, bool)> = report["observers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| (o["name"].as_str().unwrap(), o["detached"].is_null()))
-        .collect();
+    let observers = attached(&report);
     assert_eq!(observers, [("lcm", true), ("telemetry", true)], "{report:#}");
     assert_eq!(report["observers"][0]["took_over"], true);
     assert!(report["observers"][1].get("took_over").is_none());
@@ -486,13 +491,7 @@ fn the_active_engine_listed_as_an_observer_observes_once_swapped_out_and_a_repea
     let (report, _, stderr) = replay(&tree, &transcript, &[]);
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(warnings, [repeated], "{stderr}");
-    let names: Vec<&str> = report["observers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["telemetry"]);
+    assert_eq!(attached(&report), [("telemetry", true)]);
     assert_eq!(report["standby"], serde_json::json!(["compressor"]));
     let text = texts(&tree.run(&["run", &transcript])).0;
     assert!(
@@ -504,12 +503,7 @@ fn the_active_engine_listed_as_an_observer_observes_once_swapped_out_and_a_repea
     let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:masking"]);
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(warnings, [repeated], "{stderr}");
-    let observers: Vec<(&str, bool)> = report["observers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| (o["name"].as_str().unwrap(), o["detached"].is_null()))
-        .collect();
+    let observers = attached(&report);
     assert_eq!(
         observers,
         [("telemetry", true), ("compressor", true)],

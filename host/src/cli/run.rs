@@ -34,8 +34,8 @@ use crate::{
     report::warn_user,
     resolution::{resolve_engine, try_resolve_engine, Registry},
     runner::{
-        finish_with, Fact, FactAccounting, Observers, ReplayOutcome, Replayer, Subscriber, Tally, Trigger,
-        Watchers,
+        finish_with, observer_names, Fact, FactAccounting, Observers, ReplayOutcome, Replayer, Subscriber,
+        Tally, Trigger, Watchers,
     },
 };
 
@@ -267,30 +267,12 @@ fn not_written(args: &RunArgs) -> String {
 /// if `/engine` swaps it out.
 fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> (Observers, Vec<String>) {
     let mut observers = Observers::with_timeout(settings.observer_timeout);
-    let mut standby = Vec::new();
-    let mut names: Vec<&str> = Vec::new();
-    // A name in both the config and the flags is one observer, said twice on purpose; twice in
-    // one list is a slip worth a word.
-    for (list, listed) in [
-        ("`context.observers`", &settings.observers),
-        ("`--observer`", &args.observers),
-    ] {
-        let mut seen: Vec<&str> = Vec::new();
-        for name in listed {
-            if seen.contains(&name.as_str()) {
-                warn_user(&format!("{list} names `{name}` twice; it observes once"));
-            }
-            seen.push(name);
-            if !names.contains(&name.as_str()) {
-                names.push(name);
-            }
-        }
-    }
-    for name in names {
-        if name == active {
-            standby.push(name.to_owned());
-            continue;
-        }
+    let lists = [
+        ("`context.observers`", settings.observers.as_slice()),
+        ("`--observer`", args.observers.as_slice()),
+    ];
+    let (names, standby) = observer_names(&lists, active, |warning: String| warn_user(&warning));
+    for name in &names {
         let create = {
             let (name, settings) = (name.to_owned(), settings.clone());
             move || {

@@ -302,6 +302,31 @@ impl Default for Observers {
     }
 }
 
+/// The observers `lists` name, each once and in order, split into those to attach and those on
+/// standby: the active engine is never attached a second time (two instances would write one
+/// store); it observes once `/engine` swaps it out. Each list is the name the user knows it by
+/// (`context.observers`, `--observer`) and its names. A name in two lists is one observer, given
+/// twice on purpose; twice in one list is a slip, and `warn` is told.
+pub fn observer_names(
+    lists: &[(&str, &[String])],
+    active: &str,
+    mut warn: impl FnMut(String),
+) -> (Vec<String>, Vec<String>) {
+    let (mut attach, mut standby) = (Vec::<String>::new(), Vec::<String>::new());
+    for (list, names) in lists {
+        for (index, name) in names.iter().enumerate() {
+            if names[..index].contains(name) {
+                warn(format!("{list} names `{name}` twice; it observes once"));
+            }
+            let side = if name == active { &mut standby } else { &mut attach };
+            if !side.contains(name) {
+                side.push(name.clone());
+            }
+        }
+    }
+    (attach, standby)
+}
+
 impl Observers {
     /// No observers.
     pub fn new() -> Self {
@@ -1291,6 +1316,27 @@ mod tests {
         );
         assert_eq!(summary.facts, 3, "everything before the end was observed");
         GATES[AT_THE_END].open();
+    }
+
+    #[test]
+    fn observers_are_named_once_the_active_engine_is_on_standby_and_a_slip_is_said() {
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let (config, flags) = (
+            names(&["lcm", "masking", "lcm"]),
+            names(&["telemetry", "lcm", "masking"]),
+        );
+        let mut warnings = Vec::new();
+        let (attach, standby) = observer_names(
+            &[("`context.observers`", &config), ("`--observer`", &flags)],
+            "masking",
+            |warning| warnings.push(warning),
+        );
+        assert_eq!(attach, ["lcm", "telemetry"]);
+        assert_eq!(standby, ["masking"]);
+        assert_eq!(
+            warnings,
+            ["`context.observers` names `lcm` twice; it observes once"]
+        );
     }
 
     #[test]

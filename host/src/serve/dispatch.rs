@@ -22,7 +22,7 @@ use crate::{
     config::Settings,
     engine::{CompressCall, EngineCallError},
     resolution::{resolve_engine, try_resolve_engine},
-    runner::Observers,
+    runner::{observer_names, Observers},
 };
 
 /// The outcome of one request: the result, and whether the server stops after replying.
@@ -128,7 +128,12 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     // Observers are resolved like the engine but never replaced by the compressor: one that
     // cannot be used refuses the session, naming it.
     let mut observers = Observers::with_timeout(settings.observer_timeout);
-    let (names, standby) = observer_names(params.observers.as_deref(), &settings, &name);
+    // Those the request names, else the config's.
+    let list = match &params.observers {
+        Some(names) => ("`observers`", names.as_slice()),
+        None => ("`context.observers`", settings.observers.as_slice()),
+    };
+    let (names, standby) = observer_names(&[list], &name, |warning| tracing::warn!("{warning}"));
     for observer in &names {
         let create = {
             let (name, settings, registry) = (observer.clone(), settings.clone(), table.registry().clone());
@@ -156,35 +161,6 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     }
     let info = session.engine_info(fallback);
     answer(session, info)
-}
-
-/// The observers of a session running `engine`: those the request names, else the config's
-/// `context.observers`; each once, and never the engine itself (two instances would write one
-/// store), which is on standby instead: it observes once swapped out.
-fn observer_names(
-    requested: Option<&[String]>,
-    settings: &Settings,
-    engine: &str,
-) -> (Vec<String>, Vec<String>) {
-    let (list, listed) = match requested {
-        Some(names) => ("`observers`", names),
-        None => ("`context.observers`", settings.observers.as_slice()),
-    };
-    let mut names: Vec<String> = Vec::new();
-    for name in listed {
-        if names.contains(name) {
-            tracing::warn!("{list} names `{name}` twice; it observes once");
-        } else if name != engine {
-            names.push(name.clone());
-        }
-    }
-    let standby = listed
-        .iter()
-        .filter(|name| *name == engine)
-        .take(1)
-        .cloned()
-        .collect();
-    (names, standby)
 }
 
 /// The settings a `session/open` names: a file, or an object with the keys of `config.yaml`
