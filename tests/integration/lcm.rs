@@ -282,6 +282,21 @@ fn sessions_are_separate_and_a_new_process_sees_them() {
     let status = run_json(&tree, &["tool", &b, "lcm_status", "{}"]);
     assert_eq!(status["messages"], 3, "{status}");
     assert_eq!(status["messages_in_store"], 6, "{status}");
+
+    // A tool's `{"error": …}` is still printed, and the process fails for a script to notice.
+    let output = tree.run(&["tool", &a, "lcm_grep", r#"{"pattern": "("}"#]);
+    let (stdout, stderr) = texts(&output);
+    assert!(!output.status.success(), "a tool error exited 0: {stdout}");
+    let answer: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"));
+    assert!(
+        answer["error"].as_str().unwrap().contains("invalid regex"),
+        "{answer}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("`lcm_grep` answered with an error: invalid regex"),
+        "{stderr}"
+    );
 }
 
 #[test]

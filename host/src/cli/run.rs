@@ -207,9 +207,15 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
             })?;
             writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&status)?)?;
         }
-        Mode::Tool { .. } => {
+        Mode::Tool { name, .. } => {
             let answer = answer.expect("a tool was called");
             writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&answer)?)?;
+            // The contract's tools answer a failure as `{"error": …}`: printed like any answer,
+            // and a failure to a script that checks the exit status.
+            if let Some(error) = answer.get("error") {
+                let error = error.as_str().map_or_else(|| error.to_string(), str::to_owned);
+                bail!("`{name}` answered with an error: {error}");
+            }
         }
     }
     match overrun {
