@@ -370,6 +370,24 @@ fn malformed_lines_unknown_methods_and_wrong_types_get_errors_and_the_server_goe
         "{}",
         bad_message.message
     );
+    // A window no engine can work with is refused, as the config refuses it.
+    let no_window = served.refused(
+        method::UPDATE_MODEL,
+        json!({"session": session, "model": model(0)}),
+    );
+    assert_eq!(no_window.code, code::INVALID_PARAMS);
+    assert_eq!(
+        no_window.message,
+        "invalid params for `update_model`: `model.context_length` must be a positive number of tokens, got 0"
+    );
+    let all_reserved = served.refused(
+        method::SESSION_OPEN,
+        json!({"model": {"model": "m", "context_length": 1000, "max_tokens": 1000}}),
+    );
+    assert_eq!(
+        all_reserved.message,
+        "invalid params for `session/open`: `model.max_tokens` (1000) must be smaller than `model.context_length` (1000)"
+    );
     let no_session = served.refused(method::GET_STATUS, json!({}));
     assert_eq!(
         no_session.message,

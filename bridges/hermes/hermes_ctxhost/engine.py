@@ -212,13 +212,20 @@ class CtxhostEngine(ContextEngine):
     ) -> None:
         # The API key stays in Hermes: ctxhost's engines summarise through ctxhost's own config.
         values = {"model": model, "context_length": context_length, "base_url": base_url, "provider": provider}
-        self._model = {key: value for key, value in values.items() if value is not None}
+        wanted = {key: value for key, value in values.items() if value is not None}
         try:
-            self._call("update_model", model=self._model)
-        except (RpcError, ServerGone) as error:
+            self._call("update_model", model=wanted)
+            self._model = wanted
+        except ServerGone as error:
+            # Told to the next server when the session is opened again.
+            self._model = wanted
             self._failed("update_model", error)
             self.context_length = int(context_length or 0)
             self.threshold_tokens = int(self.context_length * self.threshold_percent)
+        except RpcError as error:
+            # Refused (a window of 0 tokens): the session keeps the model it had, and a server
+            # started again later is not opened with one it would refuse.
+            self._failed("update_model", error)
 
     def on_session_start(self, session_id: str, **kwargs) -> None:
         info = {key: kwargs[key] for key in SESSION_INFO_KEYS if kwargs.get(key) is not None}

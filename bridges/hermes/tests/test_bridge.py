@@ -236,3 +236,20 @@ def test_a_server_that_dies_says_how_in_the_warning(caplog):
         assert "the server was killed by SIGABRT" in gone[0], gone[0]
     finally:
         engine.close()
+
+
+def test_a_model_the_server_refuses_keeps_the_one_before(caplog):
+    engine = started(engine_for("compressor"), "refused-model")
+    try:
+        with caplog.at_level("WARNING", logger="hermes_ctxhost"):
+            engine.update_model(model="unknown/model", context_length=0)
+        assert "`update_model` failed" in caplog.text and "context_length" in caplog.text, caplog.text
+        assert (engine.context_length, engine.threshold_tokens) == (64_000, 1_280)
+        # A server started again opens the session with the model it accepted.
+        os.kill(engine._server.process.pid, signal.SIGKILL)
+        engine._server.process.wait()
+        compressed = engine.compress(transcript("coupon-fix.json"))
+        assert sequence_problems(compressed) == []
+        assert engine.get_status()["context_length"] == 64_000
+    finally:
+        engine.close()

@@ -7,7 +7,7 @@
 
 use std::{path::Path, time::Instant};
 
-use ctxhost_engine_abi::{EngineError, ABI_VERSION};
+use ctxhost_engine_abi::{EngineError, ModelInfo, ABI_VERSION};
 use ctxhost_protocol::{
     code, method, Answer, CallExtParams, CloseParams, CompactionOutcome, CompactionRecord, CompressParams,
     Compressed, ConfigSource, InitializeParams, Initialized, MessagesParams, OpenParams, Request, RpcError,
@@ -112,6 +112,9 @@ fn initialize(request: &Request, initialized: &mut bool) -> Handled {
 
 fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let params: OpenParams = request.params()?;
+    if let Some(model) = &params.model {
+        usable_model(model, &request.method)?;
+    }
     let mut settings = match &params.config {
         None => base.clone(),
         Some(source) => read_config(source, base)?,
@@ -223,6 +226,7 @@ fn run_session_method(
     match name {
         method::UPDATE_MODEL => {
             let params: UpdateModelParams = request.params()?;
+            usable_model(&params.model, &request.method)?;
             session.engine.update_model(&params.model).map_err(engine_error)?;
             session.watch.update_model(&params.model);
             session.model = Some(params.model);
@@ -463,6 +467,22 @@ pub(super) fn compress(session: &mut Session, params: CompressParams) -> Result<
             Err(engine_error(error))
         }
     }
+}
+
+/// Refuses a model no engine can work with, as the config refuses it: a window of no tokens
+/// (every threshold would be 0), or an answer reservation that leaves none.
+fn usable_model(model: &ModelInfo, method: &str) -> Result<(), RpcError> {
+    let problem = match (model.context_length, model.max_tokens) {
+        (0, _) => "`model.context_length` must be a positive number of tokens, got 0".to_owned(),
+        (length, Some(reserved)) if reserved >= length => {
+            format!("`model.max_tokens` ({reserved}) must be smaller than `model.context_length` ({length})")
+        }
+        _ => return Ok(()),
+    };
+    Err(RpcError::new(
+        code::INVALID_PARAMS,
+        format!("invalid params for `{method}`: {problem}"),
+    ))
 }
 
 /// `swap`: the next engine is resolved with the session's settings, told the model, and started
