@@ -172,6 +172,10 @@ pub struct EngineInfo {
     pub fallback: Option<Fallback>,
     /// The engine's tool schemas (`get_tool_schemas`).
     pub tools: Vec<Value>,
+    /// What the server warned about while opening the session (added in 1.3): keys of the config
+    /// it does not know, an observer named twice…; each is in the server's log too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Why the engine asked for is not the one running.

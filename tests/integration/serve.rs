@@ -681,12 +681,24 @@ fn the_configs_observers_watch_a_session_opened_without_naming_any() {
     tree.engine("lcm", "ctxhost_engine_lcm");
     tree.engine("telemetry", "ctxhost_engine_telemetry");
     tree.config(
-        "context:\n  engine: compressor\n  observers: [lcm, telemetry, telemetry]\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\ntelemetry:\n  path: telemetry.jsonl\n",
+        "context:\n  engine: compressor\n  observers: [lcm, telemetry, telemetry]\n  tokenizer: rough\nlcm:\n  database: store/lcm.sqlite\ntelemetry:\n  path: telemetry.jsonl\ncompression:\n  treshold: 0.5\n",
     );
     let config = tree.root().join("config.yaml");
     let messages = transcript("warehouse-migration.json");
     let mut served = Served::start(tree.root());
     let opened = served.open(json!({"config": config, "engine": "compressor", "model": model(16_000)}));
+    // The client is told what the server warned about, as a user of `run` sees it on stderr.
+    let [misspelt, twice] = opened.value.warnings.as_slice() else {
+        panic!("{:?}", opened.value.warnings)
+    };
+    assert!(
+        misspelt.contains("config.yaml:10: unknown key") && misspelt.contains("`compression.treshold`"),
+        "{misspelt}"
+    );
+    assert_eq!(
+        twice,
+        "`context.observers` names `telemetry` twice; it observes once"
+    );
     let names: Vec<&str> = opened
         .value
         .tools

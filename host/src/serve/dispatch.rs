@@ -119,6 +119,12 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
         None => base.clone(),
         Some(source) => read_config(source, base)?,
     };
+    // Told to the client in the reply, and logged. The server's own config said its warnings
+    // when the server started.
+    let mut warnings = match &params.config {
+        Some(_) => std::mem::take(&mut settings.warnings),
+        None => Vec::new(),
+    };
     let name = params.engine.clone().unwrap_or_else(|| settings.engine.clone());
     if let Some(block) = params.engine_config.clone() {
         settings = settings.with_engine_block(&name, block).map_err(|problem| {
@@ -136,7 +142,7 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
         Some(names) => ("`observers`", names.as_slice()),
         None => ("`context.observers`", settings.observers.as_slice()),
     };
-    let (names, standby) = observer_names(&[list], &name, |warning| tracing::warn!("{warning}"));
+    let (names, standby) = observer_names(&[list], &name, |warning| warnings.push(warning));
     for observer in &names {
         let create = {
             let (name, settings, registry) = (observer.clone(), settings.clone(), table.registry().clone());
@@ -162,7 +168,11 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
         }
         session.model = Some(model.clone());
     }
-    let info = session.engine_info(fallback);
+    for warning in &warnings {
+        tracing::warn!("session {}: {warning}", session.id);
+    }
+    let mut info = session.engine_info(fallback);
+    info.warnings = warnings;
     answer(session, info)
 }
 
@@ -185,9 +195,6 @@ fn read_config(source: &ConfigSource, base: &Settings) -> Result<Settings, RpcEr
                 .is_some();
             if !names_plugins_dir {
                 settings.plugins_dir = base.plugins_dir.clone();
-            }
-            for warning in &settings.warnings {
-                tracing::warn!("{warning}");
             }
             Ok(settings)
         }

@@ -81,6 +81,7 @@ impl Session {
                 tracing::warn!("session {}: {error}; the engine offers no tools", self.id);
                 self.watch.tool_schemas()
             }),
+            warnings: Vec::new(),
         }
     }
 
