@@ -47,6 +47,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod config;
 // The sabi_trait macro emits impls of its generated items outside their module.
 #[allow(non_local_definitions)]
 pub mod ffi;
@@ -60,6 +61,7 @@ mod sdk;
 #[doc(hidden)]
 pub mod export;
 
+pub use config::read_config;
 pub use ffi::{Counters, EngineError, ErrorKind, Usage, ABI_VERSION};
 pub use guard::instantiate;
 pub use message::{

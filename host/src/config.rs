@@ -8,6 +8,7 @@ use std::{
     collections::BTreeMap,
     fmt, fs, io,
     path::{Path, PathBuf},
+    sync::Arc,
     time::Duration,
 };
 
@@ -67,6 +68,8 @@ pub struct Settings {
     /// What the user should hear about the file (a misspelt key), one line each, with its file
     /// and line.
     pub warnings: Vec<String>,
+    /// The file's text, to say on which line an engine's block has the key its error names.
+    text: Option<Arc<str>>,
 }
 
 /// The `model:` block.
@@ -177,6 +180,7 @@ impl Settings {
             compare: BTreeMap::new(),
             document: Value::Null,
             warnings: Vec::new(),
+            text: None,
         }
     }
 
@@ -274,7 +278,22 @@ impl Settings {
             compare: raw.compare,
             document,
             warnings,
+            text: Some(text.into()),
         })
+    }
+
+    /// Where `key` (dotted: `lcm.fresh_tail`) is written, `config.yaml:12`; the line of the
+    /// nearest section holding it when the key itself is not written there (its default was
+    /// refused). `None` without a file, or when no part of it is written.
+    pub fn locate(&self, key: &str) -> Option<String> {
+        let (path, text) = (self.source.as_ref()?, self.text.as_deref()?);
+        let mut key = key;
+        loop {
+            if let Some(line) = find_key_line(text, key) {
+                return Some(format!("{}:{line}", path.display()));
+            }
+            key = &key[..key.rfind('.')?];
+        }
     }
 
     /// The config block handed to engine `name` when it is created: `compression:` for the

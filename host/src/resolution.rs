@@ -182,7 +182,7 @@ fn try_resolve_engine_with(
         if let Some(factory) = registry.factories.get(name) {
             let config = config_json(settings, name);
             let object = factory(&config, host_services_for(name, services))
-                .map_err(|error| factory_error("registered".into(), error))?;
+                .map_err(|error| factory_error("registered".into(), located(error, settings, name)))?;
             return Ok(EngineHandle::new(object, name, EngineOrigin::Registered));
         }
     }
@@ -228,7 +228,7 @@ pub fn load_plugin_with(
     let services = host_services_for(&manifest.name, services);
     let object = (opened.module.new_engine())(config.as_str().into(), services)
         .into_result()
-        .map_err(|error| factory_error(shown, error))?;
+        .map_err(|error| factory_error(shown, located(error, settings, &manifest.name)))?;
     let origin = EngineOrigin::Plugin {
         dir: folder.dir.clone(),
         library: library.clone(),
@@ -271,6 +271,31 @@ fn start_isolated(
         name,
         origin,
     ))
+}
+
+/// A configuration error of engine `name` that starts with a key of its block (`lcm.fresh_tail:
+/// …`, as [`ctxhost_engine_abi::read_config`] writes them), with where that key is written in
+/// the config file put first: the engine knows its block, not the file.
+fn located(error: EngineError, settings: &Settings, name: &str) -> EngineError {
+    if error.kind != ErrorKind::CONFIG {
+        return error;
+    }
+    let key = error
+        .message
+        .split_once(": ")
+        .map(|(key, _)| key.split('[').next().unwrap_or(key))
+        .filter(|key| key.split('.').next() == Some(name) && key.split('.').all(is_key_word));
+    match key.and_then(|key| settings.locate(key)) {
+        Some(at) => EngineError::config(format!("{at}: {}", error.message)),
+        None => error,
+    }
+}
+
+fn is_key_word(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 fn factory_error(library: String, error: EngineError) -> ResolveError {

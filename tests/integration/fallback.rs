@@ -115,6 +115,23 @@ fn a_failing_factory_falls_back_with_its_message() {
 }
 
 #[test]
+fn a_wrong_value_in_an_engines_block_is_named_with_its_file_line_and_key() {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    let block = "masking:\n  min_chars: 100\n  keep_last: many\n";
+    assert_fell_back(
+        &tree,
+        "masking",
+        block,
+        "config.yaml:5: masking.keep_last: invalid type: string \"many\", expected usize",
+    );
+    // A key left empty keeps its default.
+    let (stdout, warnings) = run_selecting(&tree, "masking", "masking:\n  keep_last:\n");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(stdout.contains("engine      masking"), "{stdout}");
+}
+
+#[test]
 fn a_panicking_factory_falls_back_and_the_host_survives() {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");

@@ -75,12 +75,7 @@ impl LcmConfig {
         for warning in Self::misspelt_keys(block) {
             tracing::warn!("{warning}");
         }
-        let config: Self = if block.is_null() {
-            Self::default()
-        } else {
-            serde_json::from_value(block.clone())
-                .map_err(|error| EngineError::config(format!("lcm: {error}")))?
-        };
+        let config: Self = ctxhost_engine_abi::read_config("lcm", block)?;
         config.validate()?;
         Ok(config)
     }
@@ -187,12 +182,15 @@ mod tests {
     #[test]
     fn a_wrong_type_is_an_error() {
         let error = LcmConfig::from_json(&json!({ "fresh_tail": "many" })).unwrap_err();
-        assert!(error.message.as_str().starts_with("lcm: "), "{error:?}");
+        assert_eq!(
+            error.message.as_str(),
+            r#"lcm.fresh_tail: invalid type: string "many", expected usize"#
+        );
         // In the user's words, not the name of the engine's own type (`expected struct LcmConfig`).
         let error = LcmConfig::from_json(&json!(7)).unwrap_err();
         assert_eq!(
             error.message.as_str(),
-            "lcm: invalid type: integer `7`, expected a mapping of settings"
+            "lcm: expected a mapping of settings, found a number"
         );
     }
 }

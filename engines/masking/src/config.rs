@@ -1,14 +1,14 @@
 //! The `masking:` block of `config.yaml`, validated.
 
 use ctxhost_engine_abi::EngineError;
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The masking engine's settings, from the `masking:` block of `config.yaml` (its JSON form).
 ///
 /// Every key is optional; a missing block (`null`) means all defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, expecting = "a mapping of settings")]
 pub struct MaskingConfig {
     /// The share of the usable window at which compaction fires, in (0, 1]. Default 0.75.
     pub threshold: f64,
@@ -36,28 +36,15 @@ impl MaskingConfig {
     /// (with a warning when spelt like a known one, else a debug log), a wrong type or an impossible value is an [`EngineError::config`] that
     /// names the key.
     pub fn from_json(block: &Value) -> Result<Self, EngineError> {
-        let map = match block {
-            Value::Null => return Ok(Self::default()),
-            Value::Object(map) => map,
-            other => {
-                return Err(EngineError::config(format!(
-                    "masking: expected a mapping of settings, found {}",
-                    kind_of(other)
-                )))
-            }
-        };
         for warning in Self::misspelt_keys(block) {
             tracing::warn!("{warning}");
         }
-        for key in map.keys().filter(|key| !KNOWN_KEYS.contains(&key.as_str())) {
-            tracing::debug!("masking.{key}: unknown setting, ignored");
+        if let Value::Object(map) = block {
+            for key in map.keys().filter(|key| !KNOWN_KEYS.contains(&key.as_str())) {
+                tracing::debug!("masking.{key}: unknown setting, ignored");
+            }
         }
-        let defaults = Self::default();
-        let config = Self {
-            threshold: read_key(map, "threshold")?.unwrap_or(defaults.threshold),
-            keep_last: read_key(map, "keep_last")?.unwrap_or(defaults.keep_last),
-            min_chars: read_key(map, "min_chars")?.unwrap_or(defaults.min_chars),
-        };
+        let config: Self = ctxhost_engine_abi::read_config("masking", block)?;
         config.validate()?;
         Ok(config)
     }
@@ -83,26 +70,5 @@ impl MaskingConfig {
             ));
         }
         Ok(())
-    }
-}
-
-/// The value of `key`, `None` when absent or `null`.
-fn read_key<T: DeserializeOwned>(map: &Map<String, Value>, key: &str) -> Result<Option<T>, EngineError> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => serde_json::from_value(value.clone())
-            .map(Some)
-            .map_err(|error| EngineError::config(format!("masking.{key}: {error}"))),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
     }
 }

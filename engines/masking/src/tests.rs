@@ -277,7 +277,14 @@ fn config_errors_name_the_key() {
         (json!({ "keep_last": 0 }), "masking.keep_last"),
         (json!({ "keep_last": -1 }), "masking.keep_last"),
         (json!({ "min_chars": 1.5 }), "masking.min_chars"),
-        (json!([1, 2]), "masking: expected a mapping"),
+        (
+            json!([1, 2]),
+            "masking: expected a mapping of settings, found a list",
+        ),
+        (
+            json!({ "keep_last": "two" }),
+            r#"masking.keep_last: invalid type: string "two", expected usize"#,
+        ),
     ];
     for (config, key) in cases {
         let Err(error) = Masking::new(&config, Host::detached()) else {

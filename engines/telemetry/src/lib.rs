@@ -33,11 +33,7 @@ impl Engine for Telemetry {
     const NAME: &'static str = "telemetry";
 
     fn new(config: &Value, host: Host) -> Result<Self, EngineError> {
-        let config: Config = match config {
-            Value::Null => Config::default(),
-            block => serde_json::from_value(block.clone())
-                .map_err(|error| EngineError::config(format!("telemetry: {error}")))?,
-        };
+        let config: Config = ctxhost_engine_abi::read_config("telemetry", config)?;
         let paths = host
             .paths()
             .unwrap_or_else(|_| ctxhost_engine_abi::HostPaths::current_dir());

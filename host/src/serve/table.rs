@@ -27,8 +27,11 @@ impl SessionTable {
         self.opened += 1;
         let id = format!("s{}", self.opened);
         let resolution = resolve_engine(name, &settings, &self.registry);
+        // The reply's `fallback` tells the client, which tells its user (the Hermes bridge logs
+        // it; a host running this server as an engine's child refuses the engine instead): a
+        // warning here said it a second time.
         if let Some(fallback) = &resolution.fallback {
-            tracing::warn!("session {id}: {}", fallback.warning());
+            tracing::info!("session {id}: {}", fallback.warning());
         }
         let (session, fallback) = Session::new(id.clone(), resolution, settings);
         (self.sessions.entry(id).or_insert(session), fallback)
