@@ -914,6 +914,45 @@ fn a_swap_to_the_engine_observing_the_session_makes_it_stop_observing_first() {
 }
 
 #[test]
+fn a_swap_to_an_observer_whose_new_instance_fails_to_start_keeps_the_engine_and_says_the_observer_stopped() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config("faulty:\n  fail_session_start_from: 2\n");
+    let mut served = Served::start(tree.root());
+    let messages = transcript("coupon-fix.json");
+    let opened =
+        served.open(json!({"engine": "compressor", "observers": ["faulty"], "model": model(16_000)}));
+    let session = opened.value.session;
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": session, "session_id": "swap-fails"}),
+    );
+    let refused = served.refused(method::SWAP, json!({"session": session, "engine": "faulty"}));
+    assert!(
+        refused
+            .message
+            .ends_with("instance 2 refuses to start a session (`faulty` no longer observes the session)"),
+        "{}",
+        refused.message
+    );
+    // The compressor still owns the context, and the observer is gone for good.
+    let compressed: Answer<Compressed> = served.call(
+        method::COMPRESS,
+        json!({"session": session, "messages": messages}),
+    );
+    assert!(compressed.value.messages.len() < messages.len());
+    let status: Answer<Value> = served.call(method::GET_STATUS, json!({"session": session}));
+    assert_eq!(status.value["engine"], "compressor", "{:#}", status.value);
+    let echo: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "faulty_echo", "arguments": {}}),
+    );
+    assert!(echo.value.get("error").is_some(), "{:#}", echo.value);
+    let (exit, log) = served.finish();
+    assert!(exit.success(), "{log}");
+}
+
+#[test]
 fn compress_unchecked_hands_back_the_engines_answer_as_written_while_compress_still_refuses_it() {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");

@@ -26,6 +26,9 @@
 //! - `{"observe": "count" | "sleep" | "jitter" | "fail" | "panic" | "hang"}`: as an observer, it
 //!   asks for every kind of fact and, on each, only counts it, sleeps 2 ms, sleeps 0–3 ms, or (at
 //!   the `observe_fail_at`-th fact, default 5) returns an error, panics, or never returns.
+//! - `{"fail_session_start_from": N}`: `on_session_start` returns an error in the N-th engine
+//!   this process creates and every later one (a second instance of the same plugin that fails
+//!   to start where the first did not).
 //! - otherwise `compress` is correct and simple: it keeps the system message and the last four
 //!   messages, moving the cut back so that no tool group is split.
 //!
@@ -108,7 +111,13 @@ pub struct Faulty {
     observe: Option<String>,
     observe_fail_at: u64,
     observed: u64,
+    /// Which engine of this process it is (1 for the first).
+    instance: u64,
+    fail_session_start_from: Option<u64>,
 }
+
+/// Engines created in this process so far.
+static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Faulty {
     /// With `chatty: true`, prints on the process's stdout, as a plugin left with a debugging
@@ -273,6 +282,8 @@ impl Engine for Faulty {
             observe: read_choice(config, "observe", &OBSERVE_MODES)?,
             observe_fail_at: config.get("observe_fail_at").and_then(Value::as_u64).unwrap_or(5),
             observed: 0,
+            instance: CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+            fail_session_start_from: config.get("fail_session_start_from").and_then(Value::as_u64),
         };
         engine.panic_if_told("new");
         engine.chat("created");
@@ -340,7 +351,13 @@ impl Engine for Faulty {
 
     fn on_session_start(&mut self, _session_id: &str, _info: &SessionInfo) -> Result<(), EngineError> {
         self.panic_if_told("on_session_start");
-        Ok(())
+        match self.fail_session_start_from {
+            Some(from) if self.instance >= from => Err(EngineError::other(format!(
+                "faulty: instance {} refuses to start a session",
+                self.instance
+            ))),
+            _ => Ok(()),
+        }
     }
 
     fn on_session_end(&mut self, _session_id: &str, _messages: &[Message]) -> Result<(), EngineError> {
