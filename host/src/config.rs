@@ -68,8 +68,9 @@ pub struct Settings {
     /// What the user should hear about the file (a misspelt key), one line each, with its file
     /// and line.
     pub warnings: Vec<String>,
-    /// The file's text, to say on which line an engine's block has the key its error names.
-    text: Option<Arc<str>>,
+    /// The line of each key written in the file (dotted: `lcm.fresh_tail`), to say where an
+    /// engine's block has the key its error names. Only keys: the text holds the API key.
+    key_lines: Arc<BTreeMap<String, usize>>,
 }
 
 /// The `model:` block.
@@ -180,7 +181,7 @@ impl Settings {
             compare: BTreeMap::new(),
             document: Value::Null,
             warnings: Vec::new(),
-            text: None,
+            key_lines: Arc::default(),
         }
     }
 
@@ -278,7 +279,7 @@ impl Settings {
             compare: raw.compare,
             document,
             warnings,
-            text: Some(text.into()),
+            key_lines: Arc::new(key_lines(text)),
         })
     }
 
@@ -286,10 +287,10 @@ impl Settings {
     /// nearest section holding it when the key itself is not written there (its default was
     /// refused). `None` without a file, or when no part of it is written.
     pub fn locate(&self, key: &str) -> Option<String> {
-        let (path, text) = (self.source.as_ref()?, self.text.as_deref()?);
+        let path = self.source.as_ref()?;
         let mut key = key;
         loop {
-            if let Some(line) = find_key_line(text, key) {
+            if let Some(line) = self.key_lines.get(key) {
                 return Some(format!("{}:{line}", path.display()));
             }
             key = &key[..key.rfind('.')?];
@@ -452,7 +453,13 @@ fn strip_location(message: &str) -> String {
 
 /// The 1-based line where the dotted `key` is defined in block-style YAML, when it can be found.
 fn find_key_line(text: &str, key: &str) -> Option<usize> {
-    let wanted: Vec<&str> = key.split('.').collect();
+    key_lines(text).get(key).copied()
+}
+
+/// The line of each key of a YAML mapping, by its dotted path, the first where one is written
+/// twice (what the YAML parser refuses anyway).
+fn key_lines(text: &str) -> BTreeMap<String, usize> {
+    let mut lines = BTreeMap::new();
     let mut stack: Vec<(usize, &str)> = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let content = line.trim_start();
@@ -468,11 +475,10 @@ fn find_key_line(text: &str, key: &str) -> Option<usize> {
             stack.pop();
         }
         stack.push((indent, name));
-        if stack.len() == wanted.len() && stack.iter().map(|(_, name)| *name).eq(wanted.iter().copied()) {
-            return Some(number + 1);
-        }
+        let path = stack.iter().map(|(_, name)| *name).collect::<Vec<_>>().join(".");
+        lines.entry(path).or_insert(number + 1);
     }
-    None
+    lines
 }
 
 #[cfg(test)]

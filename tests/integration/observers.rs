@@ -577,7 +577,9 @@ fn an_observer_block_that_is_not_a_mapping_is_named_in_the_users_words() {
     let (_, stderr) = texts(&output);
     assert!(output.status.success(), "{stderr}");
     assert!(
-        stderr.contains("telemetry: invalid type: integer `7`, expected a mapping of settings; the session goes on without it"),
+        stderr.contains(
+            "config.yaml:14: telemetry: expected a mapping of settings, found a number; the session goes on without it"
+        ),
         "{stderr}"
     );
 }
