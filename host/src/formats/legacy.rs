@@ -28,7 +28,7 @@ use super::{
 };
 
 /// The start of every id made for a legacy call.
-pub const LEGACY_CALL_ID_PREFIX: &str = "legacy_function_call_line_";
+const LEGACY_CALL_ID_PREFIX: &str = "legacy_function_call_line_";
 
 /// The legacy calls and results of one file.
 #[derive(Debug, Default)]
