@@ -30,7 +30,9 @@
 //! - **OpenAI messages**: a JSON array, `{"messages": […]}` whose other keys go to the meta
 //!   (`model`, `context_length`, `id`/`session_id` are understood), or JSONL with one message a
 //!   line. Hermes's per-session transcripts are the last, with a first `session_meta` line that
-//!   goes to the meta.
+//!   goes to the meta. OpenAI's legacy function calling (`function_call` on an assistant message,
+//!   `role: "function"` results) is read as tool calls under ids made from the record's place,
+//!   said once in a warning.
 //! - **Hermes session export**: one session a line. The first session is read unless
 //!   [`ReadOptions::session`] names another (the first whose id starts with it); when the file
 //!   holds more, a warning says how many and which was read. The session's `system_prompt`
@@ -84,6 +86,7 @@ mod cursor;
 mod detect;
 mod driver;
 mod hermes;
+mod legacy;
 mod lines;
 mod openai;
 mod openhands;

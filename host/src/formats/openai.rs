@@ -8,6 +8,9 @@
 //! first line is `{"role": "session_meta", "model", "tools", "platform", …}`: the session's
 //! details, not a message. Such a record, in any of the three shapes, goes to the meta (its model,
 //! and the record under `extra["session_meta"]`).
+//!
+//! OpenAI's legacy function calling (`function_call`, `role: "function"`) is read as tool calls,
+//! in every shape (see `legacy`).
 
 use std::{collections::VecDeque, io::BufRead, path::Path};
 
@@ -16,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::{
     cursor::{Element, ElementsEnd, JsonCursor},
+    legacy::LegacyFunctions,
     lines::JsonLines,
     pairing::message_with_fixed_ids,
     value_as_text, Located, Source, TranscriptError, TranscriptMeta,
@@ -63,6 +67,7 @@ impl<R: BufRead + Send> Source for ArrayReader<R> {
                         None => {}
                     }
                     self.cursor.expect_end("the array of messages")?;
+                    self.batch.legacy.report(self.cursor.path(), meta);
                     self.state = ArrayState::Done;
                 }
                 ArrayState::Done => return Ok(None),
@@ -125,6 +130,7 @@ impl<R: BufRead + Send> Source for ObjectReader<R> {
                             if !self.seen_messages {
                                 return Err(self.cursor.error_here("the object has no `messages` array"));
                             }
+                            self.batch.legacy.report(self.cursor.path(), meta);
                             self.state = ObjectState::Done;
                         }
                     }
@@ -149,6 +155,7 @@ struct Batch {
     elements: VecDeque<Element<Message>>,
     /// What follows the elements read; `None` before the first batch.
     end: Option<ElementsEnd>,
+    legacy: LegacyFunctions,
 }
 
 impl Batch {
@@ -162,7 +169,7 @@ impl Batch {
     ) -> Result<Option<Option<Located>>, TranscriptError> {
         loop {
             if let Some(element) = self.elements.pop_front() {
-                return element_message(cursor, element, meta).map(Some);
+                return element_message(cursor, element, meta, &mut self.legacy).map(Some);
             }
             match self.end.take() {
                 Some(ElementsEnd::ArrayEnded) => return Ok(None),
@@ -182,38 +189,68 @@ fn element_message<R: BufRead>(
     cursor: &JsonCursor<R>,
     element: Element<Message>,
     meta: &mut TranscriptMeta,
+    legacy: &mut LegacyFunctions,
 ) -> Result<Option<Located>, TranscriptError> {
     let Element { at, value, text } = element;
-    match value {
-        Ok(message) => Ok(Some(Located::at(message, at))),
+    let message = match value {
+        Ok(message) => message,
         Err(error) => {
-            let reparse = || text.as_deref().and_then(|text| serde_json::from_slice(text).ok());
-            if let Some(message) = message_after_fixing_ids(reparse(), &at.place(), cursor.path(), meta) {
-                return Ok(Some(Located::at(message, at)));
+            let record = text.as_deref().and_then(|text| serde_json::from_slice(text).ok());
+            match read_refused_record(record, &at.place(), cursor.path(), meta, legacy, error)? {
+                Some(message) => message,
+                None => return Ok(None),
             }
-            take_session_meta(reparse(), meta).ok_or(error)?;
-            Ok(None)
         }
-    }
+    };
+    Ok(Some(legacy.take_message(
+        Located::at(message, at),
+        cursor.path(),
+        meta,
+    )))
 }
 
-/// A record that is not a message as it is, read again with the types of its ids fixed (a number
-/// read as text); each fix is a warning naming `line`. `None` when that does not make it one.
-pub(super) fn message_after_fixing_ids(
+/// A record that is not a message as it is, read as what it may be instead: a legacy `function`
+/// message, a message whose ids have the wrong type (each fix a warning naming `place`), or
+/// Hermes's `session_meta` (`None`: it went to the meta). `error` when it is none of these.
+fn read_refused_record(
     record: Option<Map<String, Value>>,
     place: &str,
     path: &Path,
     meta: &mut TranscriptMeta,
-) -> Option<Message> {
-    let (message, fixed) = message_with_fixed_ids(record?).ok()?;
-    if fixed.is_empty() {
-        return None;
+    legacy: &mut LegacyFunctions,
+    error: TranscriptError,
+) -> Result<Option<Message>, TranscriptError> {
+    let Some(record) = record else {
+        return Err(error);
+    };
+    if record.get("role").and_then(Value::as_str) == Some("session_meta") {
+        take_session_meta(Some(record), meta);
+        return Ok(None);
     }
+    let (message, fixed) = if record.get("role").and_then(Value::as_str) == Some("function") {
+        // The refusal said that `function` is no role: what is wrong is something else.
+        legacy
+            .read_function_result(record)
+            .map_err(|why| with_message(error, format!("a legacy `function` message: {why}")))?
+    } else {
+        match message_with_fixed_ids(record) {
+            Ok((message, fixed)) if !fixed.is_empty() => (message, fixed),
+            Ok(_) | Err(_) => return Err(error),
+        }
+    };
     meta.pairing_repairs += fixed.len() as u64;
     for fix in fixed {
         meta.warn(path, format!("{place}: {fix}"));
     }
-    Some(message)
+    Ok(Some(message))
+}
+
+/// `error` saying `message` instead, at the same place.
+fn with_message(mut error: TranscriptError, message: String) -> TranscriptError {
+    if let TranscriptError::Malformed { message: said, .. } = &mut error {
+        *said = message;
+    }
+    error
 }
 
 /// Puts a session-level field where it belongs: `model`, `context_length` and the id in the meta's
@@ -238,12 +275,14 @@ pub(super) fn record_session_field(meta: &mut TranscriptMeta, key: String, value
 /// One message a line.
 pub(super) struct JsonlReader<R> {
     lines: JsonLines<R, Message>,
+    legacy: LegacyFunctions,
 }
 
 impl<R: BufRead> JsonlReader<R> {
     pub(super) fn new(path: &Path, reader: R) -> Self {
         Self {
             lines: JsonLines::new(path, reader),
+            legacy: LegacyFunctions::default(),
         }
     }
 }
@@ -251,22 +290,25 @@ impl<R: BufRead> JsonlReader<R> {
 impl<R: BufRead + Send> Source for JsonlReader<R> {
     fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
         loop {
-            match self.lines.next_record() {
-                Ok(record) => return Ok(record.map(|(message, at)| Located::new(message, at.line))),
+            let located = match self.lines.next_record() {
+                Ok(Some((message, at))) => Located::new(message, at.line),
+                Ok(None) => {
+                    self.legacy.report(self.lines.path(), meta);
+                    return Ok(None);
+                }
                 Err(error @ TranscriptError::Malformed { .. }) => {
                     let line = self.lines.last_line();
-                    if let Some(message) = message_after_fixing_ids(
-                        self.lines.reparse(),
-                        &format!("line {line}"),
-                        self.lines.path(),
-                        meta,
-                    ) {
-                        return Ok(Some(Located::new(message, line)));
+                    let place = format!("line {line}");
+                    let record = self.lines.reparse();
+                    let path = self.lines.path();
+                    match read_refused_record(record, &place, path, meta, &mut self.legacy, error)? {
+                        Some(message) => Located::new(message, line),
+                        None => continue,
                     }
-                    take_session_meta(self.lines.reparse(), meta).ok_or(error)?;
                 }
                 Err(error) => return Err(error),
-            }
+            };
+            return Ok(Some(self.legacy.take_message(located, self.lines.path(), meta)));
         }
     }
 }

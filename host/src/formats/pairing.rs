@@ -69,12 +69,18 @@ impl PairRepair {
             return;
         }
         let warning = match located.message.tool_call_id.as_deref() {
-            None => {
-                format!(
+            // A named result without an id is most often a legacy `function` message whose call
+            // is not in the message before it: the name says which result went.
+            None => match located.message.name.as_deref() {
+                Some(name) => format!(
+                    "{}: a result of `{name}` without a `tool_call_id` answers no call of the message before it; it is dropped",
+                    located.place()
+                ),
+                None => format!(
                     "{}: a tool result without a `tool_call_id` answers no call; it is dropped",
                     located.place()
-                )
-            }
+                ),
+            },
             Some(id) => match self.open.iter().position(|open_id| open_id == id) {
                 Some(at) => {
                     let id = self.open.remove(at);

@@ -10,6 +10,7 @@ mod claude_code;
 mod codex;
 mod hermes;
 mod mutation;
+mod openai_legacy;
 mod openhands;
 mod stream;
 mod swe_agent;

@@ -36,6 +36,16 @@ fn examples() -> Vec<(Format, String)> {
         serde_json::json!({"type": "function_call_output", "call_id": "c1", "output": "{\"output\":\"error[E0308]\"}"}),
         serde_json::json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "One error."}]}),
     ]);
+    // OpenAI's legacy function calling, with a result that answers no call.
+    let legacy_functions = [
+        serde_json::json!({"role": "user", "content": "what is here?"}),
+        serde_json::json!({"role": "assistant", "content": null, "function_call": {"name": "ls", "arguments": "{\"path\": \".\"}"}}),
+        serde_json::json!({"role": "function", "name": "ls", "content": "error: permission denied"}),
+        serde_json::json!({"role": "assistant", "content": null, "function_call": {"name": "sudo_ls", "arguments": {"path": "."}}}),
+        serde_json::json!({"role": "function", "name": "sudo_ls", "content": "a.txt"}),
+        serde_json::json!({"role": "function", "name": "cat", "content": "orphan"}),
+        serde_json::json!({"role": "assistant", "content": "One file."}),
+    ];
     vec![
         (
             Format::OpenaiObject,
@@ -52,6 +62,11 @@ fn examples() -> Vec<(Format, String)> {
         (Format::Codex, legacy_codex),
         (Format::SweAgent, example("read-table-header.swe-agent.traj")),
         (Format::Openhands, example("iso-week.openhands.json")),
+        (Format::OpenaiJsonl, jsonl(&legacy_functions)),
+        (
+            Format::OpenaiArray,
+            serde_json::to_string_pretty(&legacy_functions).unwrap(),
+        ),
     ]
 }
 
