@@ -276,10 +276,24 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 return Err(self.lines.error_at(at, "a content block that is not an object"));
             };
             if block.get("type").and_then(Value::as_str) == Some("tool_result") {
-                results.push(self.tool_result(block, &extra, at)?);
+                results.push(self.tool_result(block, at)?);
             } else {
                 rest.push(Value::Object(block));
             }
+        }
+        // Each result carries the record's fields before its block's own. The last message made
+        // from the record takes them, the others a copy: a record's fields can be large (Claude
+        // Code repeats a tool's whole output in `toolUseResult`).
+        let mut fields = Some(extra);
+        let last_result = results.len().wrapping_sub(1);
+        for (index, result) in results.iter_mut().enumerate() {
+            let mut extra = if index == last_result && rest.is_empty() {
+                fields.take().expect("the record's fields are taken once")
+            } else {
+                fields.clone().expect("the record's fields are taken last")
+            };
+            extra.append(&mut result.extra);
+            result.extra = extra;
         }
         if !results.is_empty() {
             match &mut self.turn {
@@ -302,19 +316,15 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 tool_calls: None,
                 tool_call_id: None,
                 name: None,
-                extra,
+                extra: fields.expect("the record's fields stay for its own message"),
             };
             self.queue.push(message, at.line);
         }
         Ok(())
     }
 
-    fn tool_result(
-        &mut self,
-        mut block: Map<String, Value>,
-        record_fields: &Map<String, Value>,
-        at: LineAt,
-    ) -> Result<Message, TranscriptError> {
+    /// A `tool_result` block as a `tool` message whose `extra` holds the block's other keys.
+    fn tool_result(&mut self, mut block: Map<String, Value>, at: LineAt) -> Result<Message, TranscriptError> {
         let id = block.shift_remove("tool_use_id");
         let Some(id) = id_as_text(id, "a `tool_result`'s `tool_use_id`", &mut self.id_fixes) else {
             return Err(self
@@ -332,11 +342,9 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                     .error_at(at, "a `tool_result` whose `content` is neither text nor a list"))
             }
         };
-        let mut extra = record_fields.clone();
-        extra.extend(block);
         Ok(Message {
             content,
-            extra,
+            extra: block,
             ..Message::tool(id, "")
         })
     }
