@@ -274,11 +274,12 @@ fn insert_trimmed(facts: &mut BTreeSet<Fact>, kind: FactKind, text: &str) {
 
 /// The shell command in a tool call's arguments, when it has one.
 fn command_of(arguments: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(arguments).ok()?;
-    ["command", "cmd", "script"]
-        .iter()
-        .find_map(|key| Some(value.get(*key)?.as_str()?.trim().to_owned()))
-        .filter(|command| !command.is_empty())
+    let serde_json::Value::Object(arguments) = serde_json::from_str(arguments).ok()? else {
+        return None;
+    };
+    // Not `input`, which a shell tool may take its command under, but many other tools their text.
+    crate::stand_in::command_under(&arguments, &["command", "cmd", "script"])
+        .map(|command| command.trim().to_owned())
 }
 
 fn fact(kind: FactKind, text: &str) -> Fact {
@@ -351,6 +352,20 @@ mod tests {
         );
         expect(FactKind::Url, "https://ci.example.com/run/7");
         expect(FactKind::Version, "v2.4.1");
+    }
+
+    #[test]
+    fn a_command_given_as_an_argument_list_is_a_command() {
+        let messages = vec![Message::assistant_calls(vec![ToolCall::new(
+            "c1",
+            "shell",
+            r#"{"command":["bash","-lc","cargo test -q"],"workdir":"/w"}"#,
+        )])];
+        let found = kinds(&messages);
+        assert!(
+            found.contains(&(FactKind::Command, "cargo test -q".to_owned())),
+            "{found:#?}"
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! arguments, so the model still knows the step happened: ``[terminal] ran `pytest -q` -> exit 1,
 //! 214 lines output`` rather than a bare "output cleared".
 
+use std::borrow::Cow;
+
 use ctxhost_engine_abi::ToolCall;
 use serde_json::{Map, Value};
 
@@ -24,8 +26,8 @@ pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
     // its lines, and counting its characters too read the largest outputs once more for nothing.
     let chars = || output.chars().count();
     match ToolKind::of(name) {
-        ToolKind::Shell => match first_string(&arguments, &["command", "cmd", "script", "input"]) {
-            Some(command) => format!("[{name}] ran `{}` -> {}", quote(command), shell_outcome(output)),
+        ToolKind::Shell => match command_under(&arguments, &COMMAND_KEYS) {
+            Some(command) => format!("[{name}] ran `{}` -> {}", quote(&command), shell_outcome(output)),
             None => format!("[{name}] -> {}", shell_outcome(output)),
         },
         ToolKind::Read => {
@@ -129,6 +131,36 @@ impl ToolKind {
             Self::Other
         }
     }
+}
+
+/// The keys a shell tool's command is given under.
+pub const COMMAND_KEYS: [&str; 4] = ["command", "cmd", "script", "input"];
+
+/// The command under the first of `keys` that holds one: a string, or a list of arguments, as
+/// Codex's `shell` tool takes it (`["bash", "-lc", "cargo test"]`). A shell's `-c` script is what
+/// ran; another list is its words joined by spaces.
+pub fn command_under<'a>(arguments: &'a Map<String, Value>, keys: &[&str]) -> Option<Cow<'a, str>> {
+    keys.iter().find_map(|key| {
+        let command = match arguments.get(*key)? {
+            Value::String(command) => Cow::Borrowed(command.as_str()),
+            Value::Array(words) => {
+                let words: Vec<&str> = words.iter().map(Value::as_str).collect::<Option<_>>()?;
+                match words.as_slice() {
+                    [shell, flag, script] if is_shell(shell) && matches!(*flag, "-c" | "-lc" | "-ic") => {
+                        Cow::Borrowed(*script)
+                    }
+                    _ => Cow::Owned(words.join(" ")),
+                }
+            }
+            _ => return None,
+        };
+        (!command.trim().is_empty()).then_some(command)
+    })
+}
+
+fn is_shell(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    matches!(name, "bash" | "sh" | "zsh" | "dash" | "fish" | "ksh")
 }
 
 fn parse_arguments(arguments: &str) -> Map<String, Value> {
@@ -246,6 +278,21 @@ mod tests {
         assert_eq!(
             describe_tool_output(Some(&call("bash", r#"{"command":"make"}"#)), json_output),
             "[bash] ran `make` -> exit 2, 1 lines output"
+        );
+    }
+
+    #[test]
+    fn a_command_given_as_an_argument_list_is_the_command() {
+        // Codex's `shell` tool takes argv; `bash -lc SCRIPT` ran SCRIPT.
+        let codex = r#"{"command":["bash","-lc","cargo clippy -p core -- -D warnings"],"workdir":"/w"}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("shell", codex)), "warning: x\nExit code: 101"),
+            "[shell] ran `cargo clippy -p core -- -D warnings` -> exit 101, 2 lines output"
+        );
+        let argv = r#"{"command":["git","log","--oneline","-n","3"]}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("shell", argv)), "a\nb\nc"),
+            "[shell] ran `git log --oneline -n 3` -> 3 lines output"
         );
     }
 

@@ -138,3 +138,40 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         "{focused}"
     );
 }
+
+#[test]
+fn commands_given_as_argument_lists_are_listed_as_the_commands_that_ran() {
+    // Codex's `shell` tool: `{"command": ["bash", "-lc", "…"]}`, its output JSON with the exit code
+    // under `metadata`. The same session with the commands as text is the yardstick.
+    let scripts = [
+        "cargo clippy -p ledger-core --all-targets -- -D warnings",
+        "sed -n 80,100p crates/ledger-core/src/posting.rs",
+        "cargo test -p ledger-core balance::",
+    ];
+    let session = |command: &dyn Fn(&str) -> serde_json::Value| {
+        let mut middle = vec![Message::user(
+            "Fix the clippy warnings in crates/ledger-core, please.",
+        )];
+        for (n, script) in scripts.into_iter().enumerate() {
+            let id = format!("call_{n}");
+            let arguments = serde_json::json!({"command": command(script), "workdir": "/home/dev/ledger"});
+            middle.push(Message::assistant_calls(vec![ctxhost_engine_abi::ToolCall::new(
+                &id,
+                "shell",
+                arguments.to_string(),
+            )]));
+            let output = serde_json::json!({"output": format!("step {n}\nwarning: unused import"), "metadata": {"exit_code": 0}});
+            middle.push(Message::tool(&id, output.to_string()));
+            middle.push(Message::assistant(format!(
+                "Step {n} done; going on with the next one."
+            )));
+        }
+        summarise_at_default_budgets(&middle, None)
+    };
+    let as_text = session(&|script| serde_json::json!(script));
+    let as_list = session(&|script| serde_json::json!(["bash", "-lc", script]));
+    for script in scripts {
+        assert!(as_text.contains(script), "missing {script:?} in\n{as_text}");
+        assert!(as_list.contains(script), "missing {script:?} in\n{as_list}");
+    }
+}
