@@ -185,23 +185,46 @@ fn first_number(arguments: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
 
 /// `exit N, L lines output` when the exit code can be read, else `L lines output`.
 fn shell_outcome(output: &str) -> String {
-    let lines = format!("{} lines output", group_thousands(count_lines(output)));
-    match exit_code(output) {
+    let (lines, code) = match json_output(output) {
+        Some(object) => {
+            // The output's own lines, not the JSON's, which holds them escaped on one line.
+            let printed = ["output", "stdout"]
+                .iter()
+                .find_map(|key| object.get(*key)?.as_str());
+            let lines = printed.map_or_else(|| count_lines(output), count_lines);
+            let code =
+                exit_code_of(&object).or_else(|| object.get("metadata")?.as_object().and_then(exit_code_of));
+            (lines, code)
+        }
+        None => (count_lines(output), exit_code_line(output)),
+    };
+    let lines = format!("{} lines output", group_thousands(lines));
+    match code {
         Some(code) => format!("exit {code}, {lines}"),
         None => lines,
     }
 }
 
-/// The exit code of a shell tool's output: a JSON field (`exit_code`, `returncode`…) or a line
-/// such as `Exit code: 1`.
-fn exit_code(output: &str) -> Option<i64> {
-    if output.trim_start().starts_with('{') {
-        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(output) {
-            return ["exit_code", "returncode", "exitCode", "status"]
-                .iter()
-                .find_map(|key| map.get(*key)?.as_i64());
-        }
+/// A shell tool's output given as a JSON object (Hermes's `{"output", "exit_code"}`, Codex's
+/// `{"output", "metadata": {"exit_code"}}`).
+fn json_output(output: &str) -> Option<Map<String, Value>> {
+    if !output.trim_start().starts_with('{') {
+        return None;
     }
+    match serde_json::from_str(output) {
+        Ok(Value::Object(object)) => Some(object),
+        _ => None,
+    }
+}
+
+fn exit_code_of(object: &Map<String, Value>) -> Option<i64> {
+    ["exit_code", "returncode", "exitCode", "status"]
+        .iter()
+        .find_map(|key| object.get(*key)?.as_i64())
+}
+
+/// The exit code a plain output reports in one of its last lines, such as `Exit code: 1`.
+fn exit_code_line(output: &str) -> Option<i64> {
     output.lines().rev().take(5).find_map(|line| {
         let lower = line.to_ascii_lowercase();
         let rest = lower.split_once("exit code")?.1;
@@ -274,10 +297,20 @@ mod tests {
             describe_tool_output(Some(&call("terminal", r#"{"command":"pytest -q"}"#)), output),
             "[terminal] ran `pytest -q` -> exit 1, 3 lines output"
         );
+        // Hermes's and Codex's shell tools answer JSON: the lines are the output's own, and Codex
+        // gives the exit code under `metadata`.
         let json_output = r#"{"output":"a\nb","exit_code":2}"#;
         assert_eq!(
             describe_tool_output(Some(&call("bash", r#"{"command":"make"}"#)), json_output),
-            "[bash] ran `make` -> exit 2, 1 lines output"
+            "[bash] ran `make` -> exit 2, 2 lines output"
+        );
+        let codex_output = r#"{"output":"Compiling x\nerror: could not compile\n","metadata":{"exit_code":101,"duration_seconds":14.8}}"#;
+        assert_eq!(
+            describe_tool_output(
+                Some(&call("shell", r#"{"command":["cargo","build"]}"#)),
+                codex_output
+            ),
+            "[shell] ran `cargo build` -> exit 101, 2 lines output"
         );
     }
 
