@@ -25,7 +25,7 @@ pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
     // Counted only for the stand-ins that say it: a shell's or a search's output is described by
     // its lines, and counting its characters too read the largest outputs once more for nothing.
     let chars = || output.chars().count();
-    match ToolKind::of(name) {
+    match ToolKind::of_call(name, &arguments) {
         ToolKind::Shell => match command_under(&arguments, &COMMAND_KEYS) {
             Some(command) => format!("[{name}] ran `{}` -> {}", quote(&command), shell_outcome(output)),
             None => format!("[{name}] -> {}", shell_outcome(output)),
@@ -129,6 +129,24 @@ impl ToolKind {
             Self::Write
         } else {
             Self::Other
+        }
+    }
+
+    /// The kind of one call. An editor that views files as well as changing them, told which by
+    /// `command` (`str_replace_editor`, in OpenHands and SWE-agent), reads when told to `view`.
+    pub fn of_call(name: &str, arguments: &Map<String, Value>) -> Self {
+        match Self::of(name) {
+            Self::Write if arguments.get("command").and_then(Value::as_str) == Some("view") => Self::Read,
+            kind => kind,
+        }
+    }
+
+    /// [`of_call`](Self::of_call) given the arguments' JSON text, which is parsed only for a tool
+    /// whose name says it changes files.
+    pub fn of_call_json(name: &str, arguments: &str) -> Self {
+        match Self::of(name) {
+            Self::Write => Self::of_call(name, &parse_arguments(arguments)),
+            kind => kind,
         }
     }
 }
@@ -338,6 +356,22 @@ mod tests {
                 &output
             ),
             "[read_file] read src/app.py from line 1 (12,345 chars)"
+        );
+    }
+
+    #[test]
+    fn an_editor_asked_to_view_a_file_read_it() {
+        // OpenHands's and SWE-agent's `str_replace_editor` (Anthropic's text editor tool): one
+        // tool that views, creates and edits, told which by `command`.
+        let view = r#"{"command":"view","path":"/workspace/src/app.py"}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("str_replace_editor", view)), &"x".repeat(1_200)),
+            "[str_replace_editor] read /workspace/src/app.py (1,200 chars)"
+        );
+        let edit = r#"{"command":"str_replace","path":"/workspace/src/app.py","old_str":"a","new_str":"b"}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("str_replace_editor", edit)), "The file was edited."),
+            "[str_replace_editor] changed /workspace/src/app.py (20 chars of output cleared)"
         );
     }
 

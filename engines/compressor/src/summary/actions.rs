@@ -28,7 +28,7 @@ impl<'a> Facts<'a> {
         if !scan {
             return action;
         }
-        let kind = tool_kind(name);
+        let kind = tool_kind(call);
         let arguments: Option<Value> = serde_json::from_str(&call.function.arguments).ok();
         let string_arg = |keys: &[&str]| -> Option<&str> {
             let object = arguments.as_ref()?.as_object()?;
@@ -83,7 +83,7 @@ impl<'a> Facts<'a> {
         slot: Option<usize>,
     ) {
         let output = message.text();
-        let kind = call.map_or(ToolKind::Other, |call| tool_kind(&call.function.name));
+        let kind = call.map_or(ToolKind::Other, tool_kind);
         let line = action_line(call, kind, &output);
         let source = if kind == ToolKind::Read {
             Source::FileContent

@@ -175,3 +175,33 @@ fn commands_given_as_argument_lists_are_listed_as_the_commands_that_ran() {
         assert!(as_list.contains(script), "missing {script:?} in\n{as_list}");
     }
 }
+
+#[test]
+fn a_file_an_editor_viewed_is_read_not_changed() {
+    // OpenHands's and SWE-agent's `str_replace_editor` views a file with `command: "view"`.
+    let mut middle = vec![Message::user("The ISO week tests fail; please fix them.")];
+    for n in 0..6 {
+        let path = format!("/workspace/src/dateparse/part{n}.py");
+        let id = format!("toolu_{n}");
+        let view = serde_json::json!({"command": "view", "path": path});
+        middle.push(Message::assistant_calls(vec![ctxhost_engine_abi::ToolCall::new(
+            &id,
+            "str_replace_editor",
+            view.to_string(),
+        )]));
+        let lines: String = (1..=40)
+            .map(|line| format!("{line:6}\tvalue_{line} = parse_week(text, {line})\n"))
+            .collect();
+        middle.push(Message::tool(
+            &id,
+            format!("Here's the result of running `cat -n` on {path}:\n{lines}"),
+        ));
+        middle.push(Message::assistant(format!("Part {n} mixes %W with %w.")));
+    }
+    let summary = summarise_at_default_budgets(&middle, None);
+    assert!(
+        summary.contains("read /workspace/src/dateparse/part0.py"),
+        "the view is a read:\n{summary}"
+    );
+    assert!(!summary.contains("changed"), "a view is not a change:\n{summary}");
+}
