@@ -5,7 +5,8 @@
 //! - The head is the system message (when the list starts with one) plus the next
 //!   `protect_first_n` messages, moved forward past the results of a head assistant's calls.
 //!   When that head would take more than a quarter of the result cap, it ends before its first
-//!   tool call (`shrink_head`).
+//!   tool call (`shrink_head`), and when even that leaves the summary no room under the cap, it is
+//!   the system message alone.
 //! - The tail is walked backward from the end, one tool group at a time, while the tail budget
 //!   lasts; it then grows to at least `protect_last_n` messages.
 //! - If head plus tail (plus the room of the summary to come) would still reach the result cap
@@ -124,10 +125,23 @@ fn shrink_head(messages: &[Message], estimates: &[u64], head_end: usize, limits:
     if limits.threshold == 0 || head_tokens.saturating_mul(HEAD_SHARE_DIVISOR) <= limits.threshold {
         return head_end;
     }
-    messages[..head_end]
+    let before_calls = messages[..head_end]
         .iter()
         .position(Message::has_tool_calls)
-        .unwrap_or(head_end)
+        .unwrap_or(head_end);
+    // Even without its tool groups, a head that leaves the summary no room under the cap (SWE-agent's
+    // demonstration, a first user message of 30,000 characters) would make every compaction
+    // find nothing to do while the context outgrows the window: only the system message stays.
+    // The first request is then summarised with the middle, which lists the user's requests first.
+    let kept: u64 = estimates[..before_calls].iter().sum();
+    if kept + limits.summary_allowance >= limits.threshold {
+        return usize::from(
+            messages
+                .first()
+                .is_some_and(|message| message.role == Role::System),
+        );
+    }
+    before_calls
 }
 
 /// The index of the last user message.

@@ -7,7 +7,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 
-use ctxhost_engine_abi::Message;
+use ctxhost_engine_abi::{Message, ToolCall};
 
 pub(crate) use crate::identify::{classify_token, Shape};
 use crate::summary::facts::content_pieces;
@@ -73,9 +73,9 @@ pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, FastHash>;
 
 pub(crate) use ctxhost_engine_kit::stand_in::ToolKind;
 
-/// What the tool called `name` does.
-pub(crate) fn tool_kind(name: &str) -> ToolKind {
-    ToolKind::of(name)
+/// What a call to a tool does.
+pub(crate) fn tool_kind(call: &ToolCall) -> ToolKind {
+    ToolKind::of_call_json(&call.function.name, &call.function.arguments)
 }
 
 /// A message's text pieces, each cut to its first 4,000 and last 1,500 bytes when over 6,000.

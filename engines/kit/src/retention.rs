@@ -14,6 +14,8 @@ use ctxhost_engine_abi::{Message, Role};
 use regex::Regex;
 use serde::Serialize;
 
+use crate::stand_in::ToolKind;
+
 /// What kind of fact an identifier is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -107,7 +109,7 @@ pub fn find_facts(messages: &[Message]) -> BTreeSet<Fact> {
         }
         for call in message.calls() {
             collect_text_facts(&call.function.arguments, &mut facts);
-            if let Some(command) = command_of(&call.function.arguments) {
+            if let Some(command) = command_of(&call.function.name, &call.function.arguments) {
                 facts.insert(fact(FactKind::Command, &command));
             }
         }
@@ -272,13 +274,19 @@ fn insert_trimmed(facts: &mut BTreeSet<Fact>, kind: FactKind, text: &str) {
     }
 }
 
-/// The shell command in a tool call's arguments, when it has one.
-fn command_of(arguments: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(arguments).ok()?;
-    ["command", "cmd", "script"]
-        .iter()
-        .find_map(|key| Some(value.get(*key)?.as_str()?.trim().to_owned()))
-        .filter(|command| !command.is_empty())
+/// The shell command in the arguments of a call to `tool`, when it has one.
+fn command_of(tool: &str, arguments: &str) -> Option<String> {
+    let serde_json::Value::Object(arguments) = serde_json::from_str(arguments).ok()? else {
+        return None;
+    };
+    // The `command` of a tool named as an editor (`str_replace_editor`: `view`, `str_replace`)
+    // says what to do to a file: nothing ran.
+    if ToolKind::of(tool) == ToolKind::Write {
+        return None;
+    }
+    // Not `input`, which a shell tool may take its command under, but many other tools their text.
+    crate::stand_in::command_under(&arguments, &["command", "cmd", "script"])
+        .map(|command| command.trim().to_owned())
 }
 
 fn fact(kind: FactKind, text: &str) -> Fact {
@@ -351,6 +359,41 @@ mod tests {
         );
         expect(FactKind::Url, "https://ci.example.com/run/7");
         expect(FactKind::Version, "v2.4.1");
+    }
+
+    #[test]
+    fn a_command_given_as_an_argument_list_is_a_command() {
+        let messages = vec![Message::assistant_calls(vec![ToolCall::new(
+            "c1",
+            "shell",
+            r#"{"command":["bash","-lc","cargo test -q"],"workdir":"/w"}"#,
+        )])];
+        let found = kinds(&messages);
+        assert!(
+            found.contains(&(FactKind::Command, "cargo test -q".to_owned())),
+            "{found:#?}"
+        );
+    }
+
+    #[test]
+    fn an_editors_sub_command_is_not_a_command_that_ran() {
+        // `str_replace_editor` (OpenHands, SWE-agent) says what to do to a file under `command`.
+        let messages = vec![Message::assistant_calls(vec![
+            ToolCall::new(
+                "c1",
+                "str_replace_editor",
+                r#"{"command":"view","path":"/workspace/src/app.py"}"#,
+            ),
+            ToolCall::new(
+                "c2",
+                "str_replace_editor",
+                r#"{"command":"str_replace","path":"/workspace/src/app.py","old_str":"a","new_str":"b"}"#,
+            ),
+        ])];
+        assert_eq!(
+            kinds(&messages),
+            vec![(FactKind::Path, "/workspace/src/app.py".to_owned())]
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! arguments, so the model still knows the step happened: ``[terminal] ran `pytest -q` -> exit 1,
 //! 214 lines output`` rather than a bare "output cleared".
 
+use std::borrow::Cow;
+
 use ctxhost_engine_abi::ToolCall;
 use serde_json::{Map, Value};
 
@@ -23,9 +25,9 @@ pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
     // Counted only for the stand-ins that say it: a shell's or a search's output is described by
     // its lines, and counting its characters too read the largest outputs once more for nothing.
     let chars = || output.chars().count();
-    match ToolKind::of(name) {
-        ToolKind::Shell => match first_string(&arguments, &["command", "cmd", "script", "input"]) {
-            Some(command) => format!("[{name}] ran `{}` -> {}", quote(command), shell_outcome(output)),
+    match ToolKind::of_call(name, &arguments) {
+        ToolKind::Shell => match command_under(&arguments, &COMMAND_KEYS) {
+            Some(command) => format!("[{name}] ran `{}` -> {}", quote(&command), shell_outcome(output)),
             None => format!("[{name}] -> {}", shell_outcome(output)),
         },
         ToolKind::Read => {
@@ -129,6 +131,54 @@ impl ToolKind {
             Self::Other
         }
     }
+
+    /// The kind of one call. An editor that views files as well as changing them, told which by
+    /// `command` (`str_replace_editor`, in OpenHands and SWE-agent), reads when told to `view`.
+    pub fn of_call(name: &str, arguments: &Map<String, Value>) -> Self {
+        match Self::of(name) {
+            Self::Write if arguments.get("command").and_then(Value::as_str) == Some("view") => Self::Read,
+            kind => kind,
+        }
+    }
+
+    /// [`of_call`](Self::of_call) given the arguments' JSON text, which is parsed only for a tool
+    /// whose name says it changes files.
+    pub fn of_call_json(name: &str, arguments: &str) -> Self {
+        match Self::of(name) {
+            Self::Write => Self::of_call(name, &parse_arguments(arguments)),
+            kind => kind,
+        }
+    }
+}
+
+/// The keys a shell tool's command is given under.
+pub const COMMAND_KEYS: [&str; 4] = ["command", "cmd", "script", "input"];
+
+/// The command under the first of `keys` that holds one: a string, or a list of arguments, as
+/// Codex's `shell` tool takes it (`["bash", "-lc", "cargo test"]`). A shell's `-c` script is what
+/// ran; another list is its words joined by spaces.
+pub fn command_under<'a>(arguments: &'a Map<String, Value>, keys: &[&str]) -> Option<Cow<'a, str>> {
+    keys.iter().find_map(|key| {
+        let command = match arguments.get(*key)? {
+            Value::String(command) => Cow::Borrowed(command.as_str()),
+            Value::Array(words) => {
+                let words: Vec<&str> = words.iter().map(Value::as_str).collect::<Option<_>>()?;
+                match words.as_slice() {
+                    [shell, flag, script] if is_shell(shell) && matches!(*flag, "-c" | "-lc" | "-ic") => {
+                        Cow::Borrowed(*script)
+                    }
+                    _ => Cow::Owned(words.join(" ")),
+                }
+            }
+            _ => return None,
+        };
+        (!command.trim().is_empty()).then_some(command)
+    })
+}
+
+fn is_shell(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    matches!(name, "bash" | "sh" | "zsh" | "dash" | "fish" | "ksh")
 }
 
 fn parse_arguments(arguments: &str) -> Map<String, Value> {
@@ -153,23 +203,46 @@ fn first_number(arguments: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
 
 /// `exit N, L lines output` when the exit code can be read, else `L lines output`.
 fn shell_outcome(output: &str) -> String {
-    let lines = format!("{} lines output", group_thousands(count_lines(output)));
-    match exit_code(output) {
+    let (lines, code) = match json_output(output) {
+        Some(object) => {
+            // The output's own lines, not the JSON's, which holds them escaped on one line.
+            let printed = ["output", "stdout"]
+                .iter()
+                .find_map(|key| object.get(*key)?.as_str());
+            let lines = printed.map_or_else(|| count_lines(output), count_lines);
+            let code =
+                exit_code_of(&object).or_else(|| object.get("metadata")?.as_object().and_then(exit_code_of));
+            (lines, code)
+        }
+        None => (count_lines(output), exit_code_line(output)),
+    };
+    let lines = format!("{} lines output", group_thousands(lines));
+    match code {
         Some(code) => format!("exit {code}, {lines}"),
         None => lines,
     }
 }
 
-/// The exit code of a shell tool's output: a JSON field (`exit_code`, `returncode`…) or a line
-/// such as `Exit code: 1`.
-fn exit_code(output: &str) -> Option<i64> {
-    if output.trim_start().starts_with('{') {
-        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(output) {
-            return ["exit_code", "returncode", "exitCode", "status"]
-                .iter()
-                .find_map(|key| map.get(*key)?.as_i64());
-        }
+/// A shell tool's output given as a JSON object (Hermes's `{"output", "exit_code"}`, Codex's
+/// `{"output", "metadata": {"exit_code"}}`).
+fn json_output(output: &str) -> Option<Map<String, Value>> {
+    if !output.trim_start().starts_with('{') {
+        return None;
     }
+    match serde_json::from_str(output) {
+        Ok(Value::Object(object)) => Some(object),
+        _ => None,
+    }
+}
+
+fn exit_code_of(object: &Map<String, Value>) -> Option<i64> {
+    ["exit_code", "returncode", "exitCode", "status"]
+        .iter()
+        .find_map(|key| object.get(*key)?.as_i64())
+}
+
+/// The exit code a plain output reports in one of its last lines, such as `Exit code: 1`.
+fn exit_code_line(output: &str) -> Option<i64> {
     output.lines().rev().take(5).find_map(|line| {
         let lower = line.to_ascii_lowercase();
         let rest = lower.split_once("exit code")?.1;
@@ -242,10 +315,35 @@ mod tests {
             describe_tool_output(Some(&call("terminal", r#"{"command":"pytest -q"}"#)), output),
             "[terminal] ran `pytest -q` -> exit 1, 3 lines output"
         );
+        // Hermes's and Codex's shell tools answer JSON: the lines are the output's own, and Codex
+        // gives the exit code under `metadata`.
         let json_output = r#"{"output":"a\nb","exit_code":2}"#;
         assert_eq!(
             describe_tool_output(Some(&call("bash", r#"{"command":"make"}"#)), json_output),
-            "[bash] ran `make` -> exit 2, 1 lines output"
+            "[bash] ran `make` -> exit 2, 2 lines output"
+        );
+        let codex_output = r#"{"output":"Compiling x\nerror: could not compile\n","metadata":{"exit_code":101,"duration_seconds":14.8}}"#;
+        assert_eq!(
+            describe_tool_output(
+                Some(&call("shell", r#"{"command":["cargo","build"]}"#)),
+                codex_output
+            ),
+            "[shell] ran `cargo build` -> exit 101, 2 lines output"
+        );
+    }
+
+    #[test]
+    fn a_command_given_as_an_argument_list_is_the_command() {
+        // Codex's `shell` tool takes argv; `bash -lc SCRIPT` ran SCRIPT.
+        let codex = r#"{"command":["bash","-lc","cargo clippy -p core -- -D warnings"],"workdir":"/w"}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("shell", codex)), "warning: x\nExit code: 101"),
+            "[shell] ran `cargo clippy -p core -- -D warnings` -> exit 101, 2 lines output"
+        );
+        let argv = r#"{"command":["git","log","--oneline","-n","3"]}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("shell", argv)), "a\nb\nc"),
+            "[shell] ran `git log --oneline -n 3` -> 3 lines output"
         );
     }
 
@@ -258,6 +356,22 @@ mod tests {
                 &output
             ),
             "[read_file] read src/app.py from line 1 (12,345 chars)"
+        );
+    }
+
+    #[test]
+    fn an_editor_asked_to_view_a_file_read_it() {
+        // OpenHands's and SWE-agent's `str_replace_editor` (Anthropic's text editor tool): one
+        // tool that views, creates and edits, told which by `command`.
+        let view = r#"{"command":"view","path":"/workspace/src/app.py"}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("str_replace_editor", view)), &"x".repeat(1_200)),
+            "[str_replace_editor] read /workspace/src/app.py (1,200 chars)"
+        );
+        let edit = r#"{"command":"str_replace","path":"/workspace/src/app.py","old_str":"a","new_str":"b"}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("str_replace_editor", edit)), "The file was edited."),
+            "[str_replace_editor] changed /workspace/src/app.py (20 chars of output cleared)"
         );
     }
 

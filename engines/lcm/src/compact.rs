@@ -177,7 +177,8 @@ pub fn compact(
         .filter(|raw| frontier_covers_after(&frontier, raw.seq))
         .map(|raw| raw.id);
 
-    // Condensation passes: while the summaries take too much room, runs of `fan_in` of one depth.
+    // Condensation passes: while the summaries take too much room, runs of `fan_in` of one depth,
+    // or, when no depth has that many, the oldest summaries across depths.
     while sweep.stopped.is_none()
         && (block_tokens(&frontier) > summary_budget || total(&frontier, &raws) > target)
         && sweep.may_continue()
@@ -185,7 +186,8 @@ pub fn compact(
         // Past the automatic depth limit only when the summaries still do not fit: the context
         // must stay bounded however long the session, and every summary must stay in it.
         let run = find_condensable_run(&frontier, config.fan_in, config.max_depth)
-            .or_else(|| find_condensable_run(&frontier, config.fan_in, u32::MAX));
+            .or_else(|| find_condensable_run(&frontier, config.fan_in, u32::MAX))
+            .or_else(|| oldest_run(&frontier, config.fan_in));
         let Some(run) = run else {
             break;
         };
@@ -379,6 +381,20 @@ fn find_condensable_run(frontier: &[SummaryRow], fan_in: usize, max_depth: u32) 
             run
         })
     })
+}
+
+/// The positions in `frontier` of its oldest `fan_in` summaries whatever their depths (at least
+/// two): with fewer than `fan_in` of every depth, the summaries can still outgrow the room, and
+/// only condensing across depths keeps the context bounded.
+fn oldest_run(frontier: &[SummaryRow], fan_in: usize) -> Option<Vec<usize>> {
+    if frontier.len() < 2 {
+        return None;
+    }
+    let mut at: Vec<usize> = (0..frontier.len()).collect();
+    at.sort_by_key(|&i| frontier[i].earliest_at);
+    at.truncate(fan_in.max(2));
+    at.sort_unstable();
+    Some(at)
 }
 
 /// `sum_` + 16 hex digits of a hash of the content and the sources.

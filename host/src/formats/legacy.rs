@@ -56,7 +56,8 @@ impl LegacyFunctions {
         if message.role != Role::Assistant || !message.calls().is_empty() {
             return located;
         }
-        let Some(function_call) = message.extra.get("function_call") else {
+        // `null` is no call: openai-python's dumps of replies write it on every assistant message.
+        let Some(function_call) = message.extra.get("function_call").filter(|call| !call.is_null()) else {
             return located;
         };
         match tool_call_of(function_call.clone(), located.line, located.column) {

@@ -1,7 +1,7 @@
 //! Tool actions: one line per call with its outcome, and what its arguments name.
 
 use ctxhost_engine_abi::{Message, ToolCall};
-use ctxhost_engine_kit::stand_in::describe_tool_output;
+use ctxhost_engine_kit::stand_in::{command_under, describe_tool_output, COMMAND_KEYS};
 use serde_json::Value;
 
 use super::facts::{verbs, Action, FactKind, Facts, Source};
@@ -28,7 +28,7 @@ impl<'a> Facts<'a> {
         if !scan {
             return action;
         }
-        let kind = tool_kind(name);
+        let kind = tool_kind(call);
         let arguments: Option<Value> = serde_json::from_str(&call.function.arguments).ok();
         let string_arg = |keys: &[&str]| -> Option<&str> {
             let object = arguments.as_ref()?.as_object()?;
@@ -37,10 +37,10 @@ impl<'a> Facts<'a> {
                 .find(|value| !value.trim().is_empty())
         };
         let command = (kind == ToolKind::Shell)
-            .then(|| string_arg(&["command", "cmd", "script", "input"]))
+            .then(|| command_under(arguments.as_ref()?.as_object()?, &COMMAND_KEYS))
             .flatten();
         let path = string_arg(&["path", "file_path", "filename", "file", "target_file"]);
-        if let Some(command) = command {
+        if let Some(command) = &command {
             action
                 .fact_ids
                 .push(self.add_copy(FactKind::Command, command, Source::Arguments, index));
@@ -69,7 +69,7 @@ impl<'a> Facts<'a> {
             }
         }
         action.key = match command {
-            Some(command) => format!("{name}\u{0}{}", program_of(command)),
+            Some(command) => format!("{name}\u{0}{}", program_of(&command)),
             None => format!("{name}\u{0}{}", path.unwrap_or(&call.function.arguments)),
         };
         action
@@ -83,7 +83,7 @@ impl<'a> Facts<'a> {
         slot: Option<usize>,
     ) {
         let output = message.text();
-        let kind = call.map_or(ToolKind::Other, |call| tool_kind(&call.function.name));
+        let kind = call.map_or(ToolKind::Other, tool_kind);
         let line = action_line(call, kind, &output);
         let source = if kind == ToolKind::Read {
             Source::FileContent

@@ -239,3 +239,41 @@ fn a_real_token_count_above_the_estimate_shrinks_the_tail() {
         "{measured:?}\n{estimated:?}"
     );
 }
+
+#[test]
+fn a_head_that_alone_fills_the_room_gives_way_to_the_system_message() {
+    // SWE-agent's trajectories open with a demonstration: a user message of some 30,000
+    // characters before the issue, no tool call anywhere. The head (system and three messages)
+    // then held more than the whole 8,000-token window, and nothing could be compacted.
+    let mut messages = vec![
+        Message::system("You are an autonomous programmer. ".repeat(140)),
+        Message::user(format!(
+            "Here is a demonstration of how to correctly accomplish this task.\n{}",
+            "open src/app.py\ngoto 40\nedit 41:41\n    return total\nend_of_edit\n".repeat(500)
+        )),
+        Message::user(format!(
+            "ISSUE: missing colon in tests/missing_colon.py\n{}",
+            "context ".repeat(400)
+        )),
+    ];
+    for n in 0..4 {
+        messages.push(Message::assistant(format!(
+            "Step {n}: I looked at tests/missing_colon.py."
+        )));
+        messages.push(Message::user(format!(
+            "(Open file: tests/missing_colon.py) step {n}"
+        )));
+    }
+    messages.push(Message::assistant("The script runs now."));
+    // The defaults: protect_first_n 3, protect_last_n 20.
+    let mut engine = engine(8_000, 3, 20);
+    assert!(estimate_messages_tokens(&messages) > 8_000);
+    assert!(engine.has_content_to_compress(&messages));
+    let compacted = compress(&mut engine, messages.clone());
+    assert_valid(&compacted);
+    let tokens = estimate_messages_tokens(&compacted);
+    assert!(tokens < engine.counters().threshold_tokens, "{tokens} tokens");
+    assert!(compacted[0].text().starts_with(messages[0].text().as_ref()));
+    let last_user = messages.iter().rev().find(|m| m.role == Role::User).unwrap();
+    assert!(compacted.contains(last_user), "the last user message is kept");
+}

@@ -138,3 +138,70 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         "{focused}"
     );
 }
+
+#[test]
+fn commands_given_as_argument_lists_are_listed_as_the_commands_that_ran() {
+    // Codex's `shell` tool: `{"command": ["bash", "-lc", "…"]}`, its output JSON with the exit code
+    // under `metadata`. The same session with the commands as text is the yardstick.
+    let scripts = [
+        "cargo clippy -p ledger-core --all-targets -- -D warnings",
+        "sed -n 80,100p crates/ledger-core/src/posting.rs",
+        "cargo test -p ledger-core balance::",
+    ];
+    let session = |command: &dyn Fn(&str) -> serde_json::Value| {
+        let mut middle = vec![Message::user(
+            "Fix the clippy warnings in crates/ledger-core, please.",
+        )];
+        for (n, script) in scripts.into_iter().enumerate() {
+            let id = format!("call_{n}");
+            let arguments = serde_json::json!({"command": command(script), "workdir": "/home/dev/ledger"});
+            middle.push(Message::assistant_calls(vec![ctxhost_engine_abi::ToolCall::new(
+                &id,
+                "shell",
+                arguments.to_string(),
+            )]));
+            let output = serde_json::json!({"output": format!("step {n}\nwarning: unused import"), "metadata": {"exit_code": 0}});
+            middle.push(Message::tool(&id, output.to_string()));
+            middle.push(Message::assistant(format!(
+                "Step {n} done; going on with the next one."
+            )));
+        }
+        summarise_at_default_budgets(&middle, None)
+    };
+    let as_text = session(&|script| serde_json::json!(script));
+    let as_list = session(&|script| serde_json::json!(["bash", "-lc", script]));
+    for script in scripts {
+        assert!(as_text.contains(script), "missing {script:?} in\n{as_text}");
+        assert!(as_list.contains(script), "missing {script:?} in\n{as_list}");
+    }
+}
+
+#[test]
+fn a_file_an_editor_viewed_is_read_not_changed() {
+    // OpenHands's and SWE-agent's `str_replace_editor` views a file with `command: "view"`.
+    let mut middle = vec![Message::user("The ISO week tests fail; please fix them.")];
+    for n in 0..6 {
+        let path = format!("/workspace/src/dateparse/part{n}.py");
+        let id = format!("toolu_{n}");
+        let view = serde_json::json!({"command": "view", "path": path});
+        middle.push(Message::assistant_calls(vec![ctxhost_engine_abi::ToolCall::new(
+            &id,
+            "str_replace_editor",
+            view.to_string(),
+        )]));
+        let lines: String = (1..=40)
+            .map(|line| format!("{line:6}\tvalue_{line} = parse_week(text, {line})\n"))
+            .collect();
+        middle.push(Message::tool(
+            &id,
+            format!("Here's the result of running `cat -n` on {path}:\n{lines}"),
+        ));
+        middle.push(Message::assistant(format!("Part {n} mixes %W with %w.")));
+    }
+    let summary = summarise_at_default_budgets(&middle, None);
+    assert!(
+        summary.contains("read /workspace/src/dateparse/part0.py"),
+        "the view is a read:\n{summary}"
+    );
+    assert!(!summary.contains("changed"), "a view is not a change:\n{summary}");
+}

@@ -145,6 +145,33 @@ fn compaction_leaves_headroom_so_the_next_turn_does_not_fire_again() {
 }
 
 #[test]
+fn a_long_session_in_a_small_window_stays_under_the_threshold_at_its_defaults() {
+    // Summaries of mixed depths, fewer than `fan_in` of each, once took the whole room: every
+    // compaction then found nothing to condense and the context went over the window.
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path(), 8_000, json!({}));
+    engine.on_session_start("s", &SessionInfo::default()).unwrap();
+    let messages = synthetic::conversation(5, 800, 2_000);
+    let threshold = engine.threshold();
+    let mut context: Vec<Message> = Vec::new();
+    for (at, message) in messages.iter().enumerate() {
+        if message.role == Role::Assistant && engine.should_compress_preflight(&context) {
+            let compacted = engine
+                .compress(context.clone(), &CompressRequest::default())
+                .unwrap();
+            assert_valid_compaction(&context, &compacted);
+            let tokens = estimate_messages_tokens(&compacted);
+            assert!(
+                tokens < threshold,
+                "before message {at}: {tokens} tokens after compaction, threshold {threshold}"
+            );
+            context = compacted;
+        }
+        context.push(message.clone());
+    }
+}
+
+#[test]
 fn feeding_the_same_prefix_twice_stores_nothing_new() {
     let dir = tempfile::tempdir().unwrap();
     let messages = synthetic::conversation(11, 50, 1_000);

@@ -244,6 +244,23 @@ fn a_function_call_that_is_not_one_stays_in_the_message_with_a_warning() {
 }
 
 #[test]
+fn a_null_function_call_is_no_call_and_no_warning() {
+    // openai-python's `model_dump()` of a reply writes `"function_call": null` on every assistant
+    // message, as logs and datasets hold them.
+    let dumped = |content: &str| json!({"content": content, "refusal": null, "role": "assistant", "function_call": null, "tool_calls": null});
+    let text = jsonl(&[
+        json!({"role": "user", "content": "go"}),
+        dumped("ok"),
+        json!({"role": "user", "content": "again"}),
+        dumped("done"),
+    ]);
+    let transcript = read(Format::OpenaiJsonl, &text);
+    assert!(transcript.messages.iter().all(|m| m.calls().is_empty()));
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+    assert_eq!(transcript.messages[1].extra["function_call"], Value::Null);
+}
+
+#[test]
 fn a_broken_function_message_is_an_error_saying_what_is_wrong_with_it() {
     let text = jsonl(&[
         json!({"role": "user", "content": "go"}),
