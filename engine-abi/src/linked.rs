@@ -24,6 +24,11 @@ pub trait LinkedEngine: Send {
     fn update_from_response(&mut self, usage: Usage) -> Result<(), EngineError>;
     fn should_compress(&mut self, prompt_tokens: Option<u64>) -> Result<bool, EngineError>;
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError>;
+    fn should_compress_preflight_estimated(
+        &mut self,
+        messages: &[Message],
+        rough_tokens: u64,
+    ) -> Result<bool, EngineError>;
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError>;
     /// Borrows the messages: the host keeps its context until it has checked the result.
     fn compress(
@@ -81,6 +86,17 @@ impl<E: Engine> LinkedEngine for Linked<E> {
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
         guard("should_compress_preflight", || {
             Ok(self.0.should_compress_preflight(messages))
+        })
+        .into_result()
+    }
+
+    fn should_compress_preflight_estimated(
+        &mut self,
+        messages: &[Message],
+        rough_tokens: u64,
+    ) -> Result<bool, EngineError> {
+        guard("should_compress_preflight", || {
+            Ok(self.0.should_compress_preflight_estimated(messages, rough_tokens))
         })
         .into_result()
     }

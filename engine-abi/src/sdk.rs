@@ -308,6 +308,16 @@ pub trait Engine: Send + 'static {
         false
     }
 
+    /// [`should_compress_preflight`](Engine::should_compress_preflight) from a host that keeps the
+    /// rough estimate of its context as it grows: `rough_tokens` is the sum, over `messages`, of
+    /// the kit's `estimate_message_tokens` (characters ÷ 4 rounded up, plus the images and a
+    /// message's overhead), which an engine would otherwise count again before every model call.
+    /// Only a linked engine is asked this way. Default: `should_compress_preflight(messages)`.
+    fn should_compress_preflight_estimated(&mut self, messages: &[Message], rough_tokens: u64) -> bool {
+        let _ = rough_tokens;
+        self.should_compress_preflight(messages)
+    }
+
     /// Whether anything could be compacted. Default: true.
     fn has_content_to_compress(&mut self, _messages: &[Message]) -> bool {
         true

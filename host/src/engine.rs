@@ -431,6 +431,21 @@ impl EngineHandle {
         .map_err(self.failed("should_compress_preflight"))
     }
 
+    /// [`Self::should_compress_preflight`], with the rough estimate of `messages` the host keeps
+    /// (the sum of `estimate_message_tokens`) for a linked engine, which then need not count it.
+    pub fn should_compress_preflight_estimated(
+        &mut self,
+        messages: &[Message],
+        json: Option<&str>,
+        rough_tokens: u64,
+    ) -> CallResult<bool> {
+        if let Reach::Linked(engine) = &mut self.reach {
+            let answer = engine.should_compress_preflight_estimated(messages, rough_tokens);
+            return answer.map_err(self.failed("should_compress_preflight"));
+        }
+        self.should_compress_preflight(messages, json)
+    }
+
     /// Whether anything could be compacted.
     pub fn has_content_to_compress(&mut self, messages: &[Message]) -> CallResult<bool> {
         match &mut self.reach {

@@ -78,7 +78,7 @@ pub(crate) fn take_previous_summaries_estimated(
             kept_estimates.push(estimate);
             continue;
         }
-        let (body, rest) = split_summary(message.clone());
+        let (body, rest) = split_summary_borrowed(message);
         bodies.extend(body);
         if let Some(rest) = rest {
             kept_estimates.push(estimate_message_tokens(&rest));
@@ -131,6 +131,36 @@ fn split_summary(message: Message) -> (Option<String>, Option<Message>) {
         }
     };
     (Some(body), keep.then_some(message))
+}
+
+/// [`split_summary`] of a message the caller keeps, as `split_summary(message.clone())` gives it:
+/// a summary's text (tens of KB) is not copied before its body is, and its end is looked for once.
+fn split_summary_borrowed(message: &Message) -> (Option<String>, Option<Message>) {
+    let text = match &message.content {
+        Content::Text(text) if is_summary_text(text) => text,
+        _ => return split_summary(message.clone()),
+    };
+    // `SUMMARY_END` cannot start within the leading marker: its first occurrence in the text is
+    // the one after the marker that `summary_body` and `split_summary` both cut at.
+    let end = text.find(SUMMARY_END);
+    let body = summary_body(&text[..end.unwrap_or(text.len())])
+        .unwrap_or_default()
+        .to_owned();
+    let rest = end
+        .map(|at| text[at + SUMMARY_END.len()..].trim_start_matches('\n'))
+        .filter(|rest| !rest.is_empty());
+    if rest.is_none() && !message.has_tool_calls() {
+        return (Some(body), None);
+    }
+    let kept = Message {
+        role: message.role,
+        content: rest.map_or(Content::Null, |rest| Content::Text(rest.to_owned())),
+        tool_calls: message.tool_calls.clone(),
+        tool_call_id: message.tool_call_id.clone(),
+        name: message.name.clone(),
+        extra: message.extra.clone(),
+    };
+    (Some(body), Some(kept))
 }
 
 /// Appends [`SYSTEM_NOTE`] to a leading system message that does not have it yet.
@@ -198,6 +228,51 @@ fn merge_into(message: &mut Message, summary_text: String) {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    /// The borrowing split gives what splitting a copy gives: standalone and merged summaries,
+    /// with and without tool calls, an empty remainder, parts, and messages that are no summary.
+    #[test]
+    fn a_borrowed_split_is_a_split_of_a_copy() {
+        let summary = format!("{SUMMARY_MARKER} Earlier turns were compacted.\n\n## Goal\n- fix it");
+        let mut messages = vec![
+            Message::user(summary.clone()),
+            Message::user(format!("  {summary}")),
+            Message::user(format!("{summary}\n\n{SUMMARY_END}\n\nThe next request")),
+            Message::user(format!("{summary}\n\n{SUMMARY_END}\n\n")),
+            Message::user(format!("{summary}\n{SUMMARY_END}\nrest with {SUMMARY_END} again")),
+            Message::user(SUMMARY_MARKER),
+            Message::user("no summary here"),
+        ];
+        let mut with_calls: Vec<Message> = messages.clone();
+        for message in &mut with_calls {
+            message.role = Role::Assistant;
+            message.tool_calls = Some(vec![serde_json::from_value(json!({
+                "id": "call_1", "type": "function",
+                "function": {"name": "terminal", "arguments": "{}"}
+            }))
+            .unwrap()]);
+            message.name = Some("agent".to_owned());
+            message.extra.insert("reasoning".to_owned(), json!("thought"));
+        }
+        messages.extend(with_calls);
+        let mut parts = Message::user("");
+        parts.content = Content::Parts(vec![
+            json!({"type": "text", "text": summary}),
+            json!({"type": "text", "text": "more"}),
+        ]);
+        messages.push(parts);
+        messages.push(Message {
+            content: Content::Null,
+            ..Message::user("")
+        });
+        for message in &messages {
+            assert_eq!(
+                split_summary_borrowed(message),
+                split_summary(message.clone()),
+                "{message:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_summary_role_never_repeats_a_neighbour() {

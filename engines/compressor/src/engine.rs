@@ -191,6 +191,13 @@ impl Engine for Compressor {
         self.automatic_allowed() && estimate_reaches(messages, self.counters.threshold_tokens)
     }
 
+    /// The same answer without reading the messages: `rough_tokens` is the estimate
+    /// [`estimate_reaches`] compares (counting it before every model call of a long replay was
+    /// its character counts' largest share).
+    fn should_compress_preflight_estimated(&mut self, _messages: &[Message], rough_tokens: u64) -> bool {
+        self.automatic_allowed() && rough_tokens >= self.counters.threshold_tokens
+    }
+
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
         let request = CompressRequest::default();
         has_content(

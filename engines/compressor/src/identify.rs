@@ -190,7 +190,7 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
     }
     // `--manifest-path=a/b.toml`: the value is what matters.
     let token = if has(Shape::EQUALS) {
-        token.rsplit_once('=').map_or(token, |(_, value)| value)
+        split_last(token, |byte| byte == b'=').map_or(token, |(_, value)| value)
     } else {
         token
     };
@@ -198,8 +198,9 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
         if let Some(number) = token.strip_prefix('#') {
             return (is_digits(number) && number.len() <= 7).then_some((FactKind::Issue, token));
         }
-        if let Some((repository, number)) = token.split_once('#') {
-            return (repository.contains('/') && is_digits(number)).then_some((FactKind::Issue, token));
+        if let Some((repository, number)) = split_first(token, b'#') {
+            return (repository.bytes().any(|byte| byte == b'/') && is_digits(number))
+                .then_some((FactKind::Issue, token));
         }
     }
     let digit_and_dot = has(Shape::DIGIT) && has(Shape::DOT);
@@ -207,7 +208,7 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
         return Some((FactKind::Version, token));
     }
     if has(Shape::DIGIT) && has(Shape::COLON) {
-        let hex = token.rsplit_once(':').map_or(token, |(_, hex)| hex);
+        let hex = split_last(token, |byte| byte == b':').map_or(token, |(_, hex)| hex);
         if is_hash(hex) {
             return Some((FactKind::Hash, hex));
         }
@@ -219,7 +220,7 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
     }
     // `pytest-7.4.0`, `serde@1.0.210`: a name with its version.
     if digit_and_dot && has(Shape::AT_OR_DASH) {
-        let (name, version) = token.rsplit_once(['-', '@'])?;
+        let (name, version) = split_last(token, |byte| matches!(byte, b'-' | b'@'))?;
         return (!name.is_empty() && is_version(version)).then_some((FactKind::Version, token));
     }
     None
@@ -237,6 +238,19 @@ pub(crate) fn trim_token(token: &str) -> &str {
         end -= 1;
     }
     &token[start..end]
+}
+
+/// `text` before and after the first `byte` (ASCII), as `split_once` with that character gives
+/// it: tokens are short, and a byte loop costs less than setting up `memchr` for each.
+fn split_first(text: &str, byte: u8) -> Option<(&str, &str)> {
+    let at = text.bytes().position(|found| found == byte)?;
+    Some((&text[..at], &text[at + 1..]))
+}
+
+/// `text` before and after the last byte (ASCII) `is_split` accepts, as `rsplit_once` gives it.
+fn split_last(text: &str, is_split: impl Fn(u8) -> bool) -> Option<(&str, &str)> {
+    let at = text.bytes().rposition(is_split)?;
+    Some((&text[..at], &text[at + 1..]))
 }
 
 /// Where `://` starts in `token`.
@@ -291,8 +305,12 @@ pub(crate) fn is_hash(token: &str) -> bool {
 /// path in most lines of a log.
 fn as_path(token: &str) -> Option<&str> {
     // `src/app.py:42`, `src/app.py:42:5`, `docs/a.md:40:text` (grep): the path before the line.
-    let path = match token.split_once(':') {
-        Some((path, position)) if is_digits(position.split(':').next().unwrap_or("")) => path,
+    let path = match split_first(token, b':') {
+        Some((path, position))
+            if is_digits(split_first(position, b':').map_or(position, |(line, _)| line)) =>
+        {
+            path
+        }
         Some(_) => return None,
         None => token,
     };

@@ -313,7 +313,11 @@ impl<'e> Replayer<'e> {
         }
         let (engine, context) = (&mut *self.engine, &self.context);
         let preflight = timed(&mut self.engine_time, || {
-            engine.should_compress_preflight(context.messages(), context.json())
+            engine.should_compress_preflight_estimated(
+                context.messages(),
+                context.json(),
+                context.rough_tokens(),
+            )
         });
         if self.record(preflight) == Some(true) {
             self.compact(Trigger::Preflight, None);

@@ -171,21 +171,7 @@ impl<'t> Draft<'t> {
         // newer one: a short budget drops the oldest carried detail first. The position breaks
         // the remaining ties, as a stable sort would, so an unstable sort of whole keys gives the
         // same order without reading the candidates at every comparison.
-        let mut keyed: Vec<(u8, Reverse<usize>, Reverse<i64>, usize)> = self
-            .candidates
-            .iter()
-            .enumerate()
-            .map(|(at, candidate)| {
-                (
-                    candidate.tier,
-                    Reverse(candidate.recency),
-                    Reverse(candidate.display),
-                    at,
-                )
-            })
-            .collect();
-        keyed.sort_unstable();
-        let order: Vec<usize> = keyed.into_iter().map(|(.., at)| at).collect();
+        let order = selection_order(&self.candidates);
         let mut chosen = Selection {
             picked: vec![false; self.candidates.len()],
             covered: vec![false; self.fact_count],
@@ -231,6 +217,54 @@ impl<'t> Draft<'t> {
         }
         render_sections(&self.candidates, &chosen.picked)
     }
+}
+
+/// The candidates' positions in the order they are offered to the selection: by tier, then newest
+/// first (recency, then display order, descending), then by position.
+///
+/// Each key is packed into one `u128` whose order is the order of the tuple
+/// `(tier, Reverse(recency), Reverse(display), at)`: sorting the numbers took half the time of
+/// sorting the tuples. Recencies past 32 bits or positions past 24 bits (never met: they are
+/// message and line counts) sort the tuples instead.
+fn selection_order(candidates: &[Candidate<'_>]) -> Vec<usize> {
+    let fits = candidates.len() < 1 << 24
+        && candidates
+            .iter()
+            .all(|candidate| u32::try_from(candidate.recency).is_ok());
+    if !fits {
+        let mut keyed: Vec<(u8, Reverse<usize>, Reverse<i64>, usize)> = candidates
+            .iter()
+            .enumerate()
+            .map(|(at, candidate)| {
+                (
+                    candidate.tier,
+                    Reverse(candidate.recency),
+                    Reverse(candidate.display),
+                    at,
+                )
+            })
+            .collect();
+        keyed.sort_unstable();
+        return keyed.into_iter().map(|(.., at)| at).collect();
+    }
+    let mut keys: Vec<u128> = candidates
+        .iter()
+        .enumerate()
+        .map(|(at, candidate)| pack_key(candidate.tier, candidate.recency, candidate.display, at))
+        .collect();
+    keys.sort_unstable();
+    keys.into_iter()
+        .map(|key| (key & ((1 << 24) - 1)) as usize)
+        .collect()
+}
+
+/// `(tier, Reverse(recency), Reverse(display), at)` as one number of the same order, for a recency
+/// of at most 32 bits and a position of at most 24.
+fn pack_key(tier: u8, recency: usize, display: i64, at: usize) -> u128 {
+    // Display order as an unsigned number of the same order, then reversed.
+    let display = !((display as u64) ^ (1 << 63));
+    let recency = u32::MAX - recency as u32;
+    u128::from(tier) << 120 | u128::from(recency) << 88 | u128::from(display) << 24 | at as u128
 }
 
 /// What the summary kept of the middle's facts and of the earlier summary's items (`-vv`): the
@@ -381,5 +415,48 @@ pub(super) fn cut_marked(text: &str, max: usize) -> Cow<'_, str> {
     match text.char_indices().nth(max - 1) {
         Some((at, _)) if text[at..].chars().nth(1).is_some() => Cow::Owned(format!("{}…", &text[..at])),
         _ => Cow::Borrowed(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::property::Rng;
+
+    /// Property: packed keys sort as the tuples they stand for, on small and extreme recencies
+    /// and display orders (an earlier summary's lines sit a billion either side, a focus line at
+    /// `i64::MIN`).
+    #[test]
+    fn packed_keys_sort_as_their_tuples() {
+        let mut rng = Rng::new(5);
+        let displays = [i64::MIN, i64::MAX, -1_000_000_000, 1_000_000_000, -1, 0, 1];
+        for round in 0..300 {
+            let count = 1 + rng.below(200);
+            let tuples: Vec<(u8, Reverse<usize>, Reverse<i64>, usize)> = (0..count)
+                .map(|at| {
+                    let recency = match rng.below(4) {
+                        0 => 0,
+                        1 => u32::MAX as usize - rng.below(3),
+                        _ => rng.below(50),
+                    };
+                    let display = match rng.below(3) {
+                        0 => displays[rng.below(displays.len())],
+                        1 => displays[rng.below(displays.len())].saturating_add(rng.below(100) as i64 - 50),
+                        _ => rng.below(100) as i64 - 50,
+                    };
+                    (rng.below(6) as u8, Reverse(recency), Reverse(display), at)
+                })
+                .collect();
+            let mut expected = tuples.clone();
+            expected.sort_unstable();
+            let mut keys: Vec<u128> = tuples
+                .iter()
+                .map(|&(tier, Reverse(recency), Reverse(display), at)| pack_key(tier, recency, display, at))
+                .collect();
+            keys.sort_unstable();
+            let got: Vec<usize> = keys.iter().map(|key| (key & ((1 << 24) - 1)) as usize).collect();
+            let expected: Vec<usize> = expected.into_iter().map(|(.., at)| at).collect();
+            assert_eq!(got, expected, "round {round}");
+        }
     }
 }

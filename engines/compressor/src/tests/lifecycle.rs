@@ -171,6 +171,32 @@ fn nothing_fires_before_the_window_is_known() {
     assert!(!engine.should_compress_preflight(&long_conversation(2, 100)));
 }
 
+/// The preflight given the host's rough estimate answers as the one that counts it, on contexts
+/// either side of the threshold, before the window is known and with compaction disabled.
+#[test]
+fn the_estimated_preflight_answers_as_the_counted_one() {
+    let disabled = Compressor::new(&json!({"enabled": false}), Host::detached()).unwrap();
+    for mut engine in [Compressor::with_config(CompressorConfig::default()), disabled] {
+        for known in [false, true] {
+            if known {
+                engine.update_model(&ModelInfo {
+                    context_length: SMALL_WINDOW,
+                    ..ModelInfo::default()
+                });
+            }
+            for turns in [1, 2, 5, 10, 20, 30, 50] {
+                let messages = long_conversation(turns, 400);
+                let rough = estimate_messages_tokens(&messages);
+                assert_eq!(
+                    engine.should_compress_preflight_estimated(&messages, rough),
+                    engine.should_compress_preflight(&messages),
+                    "{turns} turns, window known: {known}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn an_impossible_config_value_is_refused_with_its_key() {
     let error = Compressor::new(&json!({"threshold": 3}), Host::detached())
