@@ -28,16 +28,18 @@ impl<'a> Facts<'a> {
         if !scan {
             return action;
         }
-        let kind = tool_kind(call);
         let arguments: Option<Value> = serde_json::from_str(&call.function.arguments).ok();
+        let object = arguments.as_ref().and_then(Value::as_object);
+        // From the arguments parsed here: `tool_kind` would parse an editor's arguments again.
+        let kind = object.map_or_else(|| ToolKind::of(name), |object| ToolKind::of_call(name, object));
         let string_arg = |keys: &[&str]| -> Option<&str> {
-            let object = arguments.as_ref()?.as_object()?;
+            let object = object?;
             keys.iter()
                 .filter_map(|key| object.get(*key)?.as_str())
                 .find(|value| !value.trim().is_empty())
         };
         let command = (kind == ToolKind::Shell)
-            .then(|| command_under(arguments.as_ref()?.as_object()?, &COMMAND_KEYS))
+            .then(|| command_under(object?, &COMMAND_KEYS))
             .flatten();
         let path = string_arg(&["path", "file_path", "filename", "file", "target_file"]);
         if let Some(command) = &command {
