@@ -128,7 +128,8 @@ pub(crate) fn call_ext_of<E: Engine>(
 /// An engine behind the boundary.
 struct Guarded<E> {
     engine: E,
-    /// The context of the last preflight, parsed: the host asks before every model call.
+    /// The last context the host sent or was answered, parsed: the host asks before every model
+    /// call, and a context between compactions only grows.
     context: ParsedContext,
 }
 
@@ -157,6 +158,12 @@ impl ParsedContext {
         self.json.clear();
         self.json.push_str(json);
         Ok(&self.messages)
+    }
+
+    /// Takes `messages`, written as `json`, as the last context seen.
+    fn set(&mut self, json: String, messages: Vec<crate::Message>) {
+        self.json = json;
+        self.messages = messages;
     }
 
     /// The messages `json` adds to the last context, as a JSON array, when it only appends.
@@ -202,8 +209,8 @@ impl<E: Engine> EngineObject for Guarded<E> {
 
     fn has_content_to_compress(&mut self, messages: RStr<'_>) -> RResult<bool, EngineError> {
         guard("has_content_to_compress", || {
-            let messages = parse_messages(messages)?;
-            Ok(self.engine.has_content_to_compress(&messages))
+            let messages = self.context.update(messages.as_str())?;
+            Ok(self.engine.has_content_to_compress(messages))
         })
     }
 
@@ -214,13 +221,22 @@ impl<E: Engine> EngineObject for Guarded<E> {
         focus_topic: ROption<RStr<'_>>,
     ) -> RResult<RString, EngineError> {
         guard("compress", || {
-            let messages = parse_messages(messages)?;
+            let json = messages.as_str();
+            let messages = self.context.update(json)?;
             let request = CompressRequest {
                 current_tokens: current_tokens.into_option(),
                 focus_topic: focus_topic.into_option().map(|focus| focus.as_str().to_owned()),
             };
-            let compacted = self.engine.compress(messages, &request)?;
-            Ok(RString::from(messages_to_json(&compacted)))
+            let compacted = self.engine.compress_borrowed(messages, &request)?;
+            // Nothing compacted: the very text received goes back, which the host recognises
+            // with a byte comparison instead of reading the whole context again.
+            if compacted.as_slice() == messages {
+                return Ok(RString::from(json));
+            }
+            let answer = messages_to_json(&compacted);
+            // The host's next context starts with this one: the next call parses what it adds.
+            self.context.set(answer.clone(), compacted);
+            Ok(RString::from(answer))
         })
     }
 
@@ -313,6 +329,64 @@ impl<E: Engine> EngineObject for Guarded<E> {
 mod tests {
     use super::*;
     use crate::{messages_to_json, Message};
+
+    /// Keeps the first message and the last two; a context of three or fewer it leaves alone.
+    struct KeepsEnds(Counters);
+
+    impl Engine for KeepsEnds {
+        const NAME: &'static str = "keeps-ends";
+
+        fn new(_: &Value, _: Host) -> Result<Self, EngineError> {
+            Ok(Self(Counters::default()))
+        }
+
+        fn counters(&self) -> &Counters {
+            &self.0
+        }
+
+        fn counters_mut(&mut self) -> &mut Counters {
+            &mut self.0
+        }
+
+        fn compress(
+            &mut self,
+            mut messages: Vec<Message>,
+            _: &CompressRequest,
+        ) -> Result<Vec<Message>, EngineError> {
+            if messages.len() > 3 {
+                messages.drain(1..messages.len() - 2);
+            }
+            Ok(messages)
+        }
+    }
+
+    fn compress(guarded: &mut Guarded<KeepsEnds>, json: &str) -> String {
+        guarded
+            .compress(RStr::from(json), ROption::RNone, ROption::RNone)
+            .unwrap()
+            .into_string()
+    }
+
+    #[test]
+    fn an_unchanged_context_goes_back_as_the_text_received_and_a_compacted_one_is_remembered() {
+        let mut guarded = Guarded {
+            engine: KeepsEnds(Counters::default()),
+            context: ParsedContext::default(),
+        };
+        // Spaces a serialiser would not write: only the text received gives them back.
+        let short = r#"[ {"role": "system", "content": "s"}, {"role": "user", "content": "u"} ]"#;
+        assert_eq!(compress(&mut guarded, short), short);
+
+        let long: Vec<Message> = std::iter::once(Message::system("s"))
+            .chain((0..4).map(|i| Message::user(format!("message {i}"))))
+            .collect();
+        let answer = compress(&mut guarded, &messages_to_json(&long));
+        let kept = vec![long[0].clone(), long[3].clone(), long[4].clone()];
+        assert_eq!(answer, messages_to_json(&kept));
+        // The host's next context starts with the answer: only what it appends will be parsed.
+        assert_eq!(guarded.context.json, answer);
+        assert_eq!(guarded.context.messages, kept);
+    }
 
     #[test]
     fn a_growing_context_is_parsed_once_and_any_other_one_in_full() {

@@ -466,14 +466,31 @@ impl EngineHandle {
     }
 
     /// Compacts `messages` and returns the engine's result after checking it keeps the contract
-    /// ([`check_compacted`]). `json` is their JSON when the caller keeps it, compact as
-    /// [`messages_to_json`] writes it (an isolated engine's request line carries it as it is).
+    /// ([`check_compacted`]), or the input again when the engine changed nothing. `json` is their
+    /// JSON when the caller keeps it, compact as [`messages_to_json`] writes it (an isolated
+    /// engine's request line carries it as it is).
     pub fn compress(
         &mut self,
         messages: &[Message],
         json: Option<&str>,
         request: &CompressCall<'_>,
     ) -> CallResult<Vec<Message>> {
+        Ok(match self.compress_or_keep(messages, json, request)? {
+            Compacted::Unchanged => messages.to_vec(),
+            Compacted::Changed(compacted) => compacted,
+        })
+    }
+
+    /// [`compress`](Self::compress), saying when the engine returned the context as it was
+    /// instead of handing a copy back: an engine that cannot compact a long session is asked
+    /// again before every model call, and neither a copy nor a comparison of the whole context
+    /// is needed for that answer.
+    pub fn compress_or_keep(
+        &mut self,
+        messages: &[Message],
+        json: Option<&str>,
+        request: &CompressCall<'_>,
+    ) -> CallResult<Compacted> {
         let compacted = match &mut self.reach {
             Reach::Boundary(object) => {
                 let json = json_of(messages, json);
@@ -486,6 +503,11 @@ impl EngineHandle {
                     )
                     .into_result()
                     .map_err(self.failed("compress"))?;
+                // The SDK hands an unchanged context back as the very text it was sent: a byte
+                // comparison, not a parse of the whole context.
+                if answer.as_str() == json.as_ref() {
+                    return Ok(Compacted::Unchanged);
+                }
                 messages_from_json(&answer).map_err(|error| {
                     self.invalid("compress", format!("not a JSON array of messages: {error}"))
                 })?
@@ -515,9 +537,12 @@ impl EngineHandle {
                 })?
             }
         };
+        if compacted.as_slice() == messages {
+            return Ok(Compacted::Unchanged);
+        }
         check_compacted(messages, &compacted, request.user_message)
             .map_err(|problem| self.invalid("compress", problem))?;
-        Ok(compacted)
+        Ok(Compacted::Changed(compacted))
     }
 
     /// Compacts the messages `json` holds and returns the engine's answer as the JSON it wrote,
@@ -673,6 +698,15 @@ fn json_of<'a>(messages: &[Message], json: Option<&'a str>) -> std::borrow::Cow<
         Some(json) => std::borrow::Cow::Borrowed(json),
         None => std::borrow::Cow::Owned(messages_to_json(messages)),
     }
+}
+
+/// What a `compress` call made of the context.
+#[derive(Debug)]
+pub enum Compacted {
+    /// The engine returned the context as it was: there was nothing to compact.
+    Unchanged,
+    /// A new context, checked against the contract.
+    Changed(Vec<Message>),
 }
 
 /// The arguments of one `compress` call.

@@ -176,9 +176,14 @@ impl Engine for Masking {
         Ok(messages)
     }
 
+    /// At or over the threshold, and with an output left to mask: once every old output is a
+    /// stand-in, a long session stays over the threshold on prose alone, and compacting it again
+    /// before every model call would change nothing.
     fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
         let threshold = self.counters.threshold_tokens;
-        threshold > 0 && tokens::estimate_reaches(messages, threshold)
+        threshold > 0
+            && tokens::estimate_reaches(messages, threshold)
+            && self.has_content_to_compress(messages)
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {

@@ -1,5 +1,8 @@
 use ctxhost_engine_abi::{CompressRequest, Engine, ErrorKind, Host, Message, ModelInfo, ToolCall};
-use ctxhost_engine_kit::sequence::{find_sequence_problems, REMOVED_RESULT_TEXT};
+use ctxhost_engine_kit::{
+    sequence::{find_sequence_problems, REMOVED_RESULT_TEXT},
+    tokens,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -162,6 +165,27 @@ fn the_window_shrinks_until_the_context_fits() {
         .count();
     assert_eq!(kept, 4);
     assert!(!engine.should_compress_preflight(&compacted));
+}
+
+#[test]
+fn a_context_over_the_threshold_with_nothing_left_to_mask_does_not_ask_for_a_compaction() {
+    // Every output but the newest is masked and the context is still over the threshold: a
+    // compaction would change nothing, so the preflight says no, until a new output ages.
+    let mut engine = engine_with_window(json!({ "keep_last": 10 }), 400);
+    let compacted = compress(&mut engine, transcript(4, 2_000));
+    assert!(tokens::estimate_reaches(
+        &compacted,
+        engine.counters().threshold_tokens
+    ));
+    assert!(!engine.should_compress_preflight(&compacted));
+    let mut grown = compacted;
+    grown.push(Message::assistant_calls(vec![ToolCall::new(
+        "late",
+        "terminal",
+        r#"{"command":"cat late.txt"}"#,
+    )]));
+    grown.push(Message::tool("late", "line of late.txt\n".repeat(120)));
+    assert!(engine.should_compress_preflight(&grown));
 }
 
 #[test]

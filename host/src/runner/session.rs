@@ -31,7 +31,7 @@ use super::{
     CompactionRecord, FactAccounting, LiveContext, Outcome, ReplayOptions, Trigger, HYGIENE_MESSAGES,
     HYGIENE_PERCENT, NEW_SESSION_REASON,
 };
-use crate::engine::{CompressCall, EngineCallError, EngineHandle};
+use crate::engine::{Compacted, CompressCall, EngineCallError, EngineHandle};
 
 mod swap;
 
@@ -700,7 +700,7 @@ impl<'e> Replayer<'e> {
             focus_topic: focus,
             user_message: context.user_message(),
         };
-        let result = engine.compress(context.messages(), context.json(), &call);
+        let result = engine.compress_or_keep(context.messages(), context.json(), &call);
         let duration = started.elapsed();
         self.engine_time += duration;
         record.duration_ms = duration.as_secs_f64() * 1e3;
@@ -709,10 +709,10 @@ impl<'e> Replayer<'e> {
             .flatten();
         let mut inserted = Vec::new();
         record.outcome = match result {
-            Ok(messages) if messages.as_slice() == self.context.messages() => Outcome::NothingToCompact {
+            Ok(Compacted::Unchanged) => Outcome::NothingToCompact {
                 reason: "the engine returned the context as it was".to_owned(),
             },
-            Ok(messages) => {
+            Ok(Compacted::Changed(messages)) => {
                 if self.options.facts == FactAccounting::Measure {
                     let compacted = compacted_messages(self.context.messages(), &messages);
                     record.retention = Some(measure_retention(&compacted, &messages));

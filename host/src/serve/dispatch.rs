@@ -20,7 +20,7 @@ use serde_json::{value::RawValue, Value};
 use super::{session::Session, stdio::Stop, table::SessionTable, unchecked, watch::Watch};
 use crate::{
     config::Settings,
-    engine::{CompressCall, EngineCallError},
+    engine::{Compacted, CompressCall, EngineCallError},
     resolution::{resolve_engine, try_resolve_engine},
     runner::{observer_names, Observers},
 };
@@ -428,7 +428,7 @@ pub(super) fn compress(session: &mut Session, params: CompressParams) -> Result<
         focus_topic: params.focus_topic.as_deref(),
         user_message,
     };
-    let result = session.engine.compress(&params.messages, None, &call);
+    let result = session.engine.compress_or_keep(&params.messages, None, &call);
     let duration_ms = started.elapsed().as_secs_f64() * 1e3;
     let details = session
         .engine
@@ -447,18 +447,22 @@ pub(super) fn compress(session: &mut Session, params: CompressParams) -> Result<
         details,
     };
     match result {
-        Ok(messages) => {
-            if messages != params.messages {
-                record.outcome = CompactionOutcome::Applied;
-                record.messages_after = messages.len();
-                record.tokens_after = session.tokens.count_messages(&messages);
-                session.note_engine_written(&params.messages, &messages);
-                let engine = session.engine.name().to_owned();
-                let tokens = (record.tokens_before, record.tokens_after);
-                session
-                    .watch
-                    .compacted(&engine, &params.messages, &messages, tokens);
-            }
+        Ok(compacted) => {
+            let messages = match compacted {
+                Compacted::Unchanged => params.messages,
+                Compacted::Changed(messages) => {
+                    record.outcome = CompactionOutcome::Applied;
+                    record.messages_after = messages.len();
+                    record.tokens_after = session.tokens.count_messages(&messages);
+                    session.note_engine_written(&params.messages, &messages);
+                    let engine = session.engine.name().to_owned();
+                    let tokens = (record.tokens_before, record.tokens_after);
+                    session
+                        .watch
+                        .compacted(&engine, &params.messages, &messages, tokens);
+                    messages
+                }
+            };
             session.records.push(record.clone());
             let compressed = Compressed { messages, record };
             let reply = answer(session, &compressed);
