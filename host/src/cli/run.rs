@@ -76,10 +76,13 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
             None,
             Some(read_transcript_with(&args.transcript, &reading).map_err(failed)?),
         ),
-        _ => (
-            Some(open_transcript_with(&args.transcript, &reading).map_err(failed)?),
-            None,
-        ),
+        _ => {
+            let stream = open_transcript_with(&args.transcript, &reading).map_err(failed)?;
+            let reader = stream.read_ahead().with_context(|| {
+                format!("{}: cannot start a thread to read it", args.transcript.display())
+            })?;
+            (Some(reader), None)
+        }
     };
     let mut warnings = TranscriptWarnings::default();
     let (path, format, meta) = match (&stream, &collected) {

@@ -91,10 +91,12 @@ mod lines;
 mod openai;
 mod openhands;
 mod pairing;
+mod read_ahead;
 mod sequence;
 mod swe_agent;
 
 pub use detect::{detect_format, DETECTION_PREFIX_BYTES};
+pub use read_ahead::ReadAhead;
 
 use pairing::PairRepair;
 use sequence::SequenceChecker;

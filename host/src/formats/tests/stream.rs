@@ -425,3 +425,74 @@ fn a_long_json_array_reads_across_its_batches_as_element_by_element() {
         transcript.meta.warnings
     );
 }
+
+/// A JSONL session of `turns` user and assistant messages, with a tool result that answers no
+/// call (a warning) after the first turn.
+fn long_session(turns: usize) -> String {
+    let mut records = Vec::new();
+    for turn in 0..turns {
+        records.push(json!({"role": "user", "content": format!("request {turn}")}));
+        records.push(json!({"role": "assistant", "content": format!("answer {turn}")}));
+        if turn == 0 {
+            records.push(json!({"role": "tool", "tool_call_id": "ghost", "content": "orphan"}));
+        }
+    }
+    jsonl(&records)
+}
+
+#[test]
+fn read_ahead_gives_the_messages_warnings_and_meta_the_stream_gives() {
+    // More messages than the reader may hold ahead, so that it waits for the replay.
+    let (_dir, path) = write("long.jsonl", &long_session(1_500));
+    let direct: Vec<_> = open_transcript(&path, None)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut stream = open_transcript(&path, None).unwrap();
+    stream.by_ref().for_each(drop);
+    let direct_meta = stream.into_meta();
+
+    let mut ahead = open_transcript(&path, None).unwrap().read_ahead().unwrap();
+    let mut warnings_seen = Vec::new();
+    let mut messages = Vec::new();
+    while let Some(message) = ahead.next() {
+        messages.push(message.unwrap());
+        warnings_seen.push(ahead.meta().warnings.len());
+    }
+    assert_eq!(messages, direct);
+    assert!(
+        warnings_seen[..10].iter().all(|&seen| seen == 1),
+        "the orphan's warning is known while the first messages are replayed: {:?}",
+        &warnings_seen[..10]
+    );
+    assert_eq!(ahead.into_meta(), direct_meta);
+}
+
+#[test]
+fn read_ahead_stops_at_a_malformed_record_after_the_messages_before_it() {
+    let text = format!("{}{{not json\n{}", long_session(300), long_session(2));
+    let (_dir, path) = write("broken.jsonl", &text);
+    let mut ahead = open_transcript(&path, None).unwrap().read_ahead().unwrap();
+    let taken = ahead.by_ref().take_while(Result::is_ok).count();
+    assert_eq!(
+        taken, 600,
+        "every message before the broken line, the orphan result dropped"
+    );
+    assert!(ahead.next().is_none(), "nothing follows the error");
+
+    let mut ahead = open_transcript(&path, None).unwrap().read_ahead().unwrap();
+    let error = ahead.find_map(Result::err).unwrap();
+    assert!(
+        matches!(error, TranscriptError::Malformed { line: 602, .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_replay_that_stops_early_lets_the_reader_go() {
+    let (_dir, path) = write("long.jsonl", &long_session(5_000));
+    let mut ahead = open_transcript(&path, None).unwrap().read_ahead().unwrap();
+    assert!(ahead.next().unwrap().is_ok());
+    // The reader is blocked on a full queue: dropping must not wait for the whole file.
+    drop(ahead);
+}
