@@ -477,7 +477,7 @@ impl EngineHandle {
     ) -> CallResult<Vec<Message>> {
         Ok(match self.compress_or_keep(messages, json, request)? {
             Compacted::Unchanged => messages.to_vec(),
-            Compacted::Changed(compacted) => compacted,
+            Compacted::Changed { messages, .. } => messages,
         })
     }
 
@@ -491,7 +491,7 @@ impl EngineHandle {
         json: Option<&str>,
         request: &CompressCall<'_>,
     ) -> CallResult<Compacted> {
-        let compacted = match &mut self.reach {
+        let (compacted, answer) = match &mut self.reach {
             Reach::Boundary(object) => {
                 let json = json_of(messages, json);
                 let focus = request.focus_topic.map(RStr::from);
@@ -508,25 +508,27 @@ impl EngineHandle {
                 if answer.as_str() == json.as_ref() {
                     return Ok(Compacted::Unchanged);
                 }
-                messages_from_json(&answer).map_err(|error| {
+                let compacted = messages_from_json(&answer).map_err(|error| {
                     self.invalid("compress", format!("not a JSON array of messages: {error}"))
-                })?
+                })?;
+                (compacted, Some(answer.into_string()))
             }
             Reach::Linked(engine) => {
                 let sdk_request = CompressRequest {
                     current_tokens: request.current_tokens,
                     focus_topic: request.focus_topic.map(str::to_owned),
                 };
-                engine
+                let compacted = engine
                     .compress(messages, &sdk_request)
-                    .map_err(self.failed("compress"))?
+                    .map_err(self.failed("compress"))?;
+                (compacted, None)
             }
             Reach::Child(_) => {
                 // The user's message by provenance: the caller's reference into `messages`.
                 let user_message = request
                     .user_message
                     .and_then(|user| messages.iter().position(|message| std::ptr::eq(message, user)));
-                self.through_child("compress", |child| {
+                let compacted = self.through_child("compress", |child| {
                     child.compress(
                         messages,
                         json,
@@ -534,7 +536,8 @@ impl EngineHandle {
                         request.focus_topic,
                         user_message,
                     )
-                })?
+                })?;
+                (compacted, None)
             }
         };
         if compacted.as_slice() == messages {
@@ -542,7 +545,10 @@ impl EngineHandle {
         }
         check_compacted(messages, &compacted, request.user_message)
             .map_err(|problem| self.invalid("compress", problem))?;
-        Ok(Compacted::Changed(compacted))
+        Ok(Compacted::Changed {
+            messages: compacted,
+            json: answer,
+        })
     }
 
     /// Compacts the messages `json` holds and returns the engine's answer as the JSON it wrote,
@@ -706,7 +712,13 @@ pub enum Compacted {
     /// The engine returned the context as it was: there was nothing to compact.
     Unchanged,
     /// A new context, checked against the contract.
-    Changed(Vec<Message>),
+    Changed {
+        /// The messages.
+        messages: Vec<Message>,
+        /// Their JSON as the engine wrote it, when it answered in JSON: the caller keeping the
+        /// context's JSON need not write it again.
+        json: Option<String>,
+    },
 }
 
 /// The arguments of one `compress` call.

@@ -161,6 +161,27 @@ impl LiveContext {
         release_in_background(std::mem::replace(&mut self.messages, messages), "context-drop");
     }
 
+    /// [`Self::replace`] with `messages` as an engine wrote them (`json`, when it answered in
+    /// JSON): without a tokenizer's cache to fill, that text is kept as the context's JSON
+    /// instead of writing the messages again, a whole context's worth at every compaction of a
+    /// plugin engine.
+    pub fn replace_written(&mut self, messages: Vec<Message>, json: Option<String>) {
+        // `push` appends before the closing bracket, so the text must end with it.
+        let adoptable = json.filter(|json| {
+            self.json.is_some() && !self.caches_counts() && json.starts_with('[') && json.ends_with(']')
+        });
+        let Some(json) = adoptable else {
+            return self.replace(messages);
+        };
+        let rough: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
+        self.rough_tokens = rough.iter().sum();
+        self.counted += messages.len() as u64;
+        self.tokens = self.rough_tokens;
+        self.counts = rough;
+        self.json = Some(json);
+        release_in_background(std::mem::replace(&mut self.messages, messages), "context-drop");
+    }
+
     /// Writes the JSON of `messages` (kept when wanted) and takes their counts from the cache or
     /// the counter.
     fn replace_json_and_counts(&mut self, messages: &[Message], rough: Vec<u64>) -> Vec<u64> {
@@ -304,6 +325,35 @@ mod tests {
         assert!(context.tokens() < tally);
         context.replace(Vec::new());
         assert_eq!((context.json(), context.tokens()), (Some("[]"), 0));
+    }
+
+    #[test]
+    fn a_plugin_answer_is_kept_as_the_json_and_messages_appended_after_it_stay_valid() {
+        let mut context = LiveContext::new();
+        context.push(Message::user("hello"));
+        // Spaces no serialiser here writes: only the adopted text has them.
+        let answer = r#"[ {"role": "user", "content": "x"} ]"#.to_owned();
+        context.replace_written(vec![Message::user("x")], Some(answer.clone()));
+        assert_eq!(context.json(), Some(answer.as_str()));
+        assert_eq!(context.tokens(), estimate_message_tokens(&Message::user("x")));
+        context.push(Message::assistant("y"));
+        let appended: Vec<Message> = serde_json::from_str(context.json().unwrap()).unwrap();
+        assert_eq!(appended, [Message::user("x"), Message::assistant("y")]);
+        // Not a JSON array's text as `push` needs it: written again.
+        context.replace_written(
+            vec![Message::user("z")],
+            Some("[{\"role\":\"user\",\"content\":\"z\"}]\n".to_owned()),
+        );
+        assert_eq!(context.json(), Some(r#"[{"role":"user","content":"z"}]"#));
+    }
+
+    #[test]
+    fn with_a_tokenizer_an_answer_is_written_again_so_its_counts_are_cached() {
+        let counter = TokenCounter::new(TokenizerKind::Cl100kBase);
+        let mut context = LiveContext::with_counter(counter).keeping_json(true);
+        let answer = r#"[ {"role": "user", "content": "x"} ]"#.to_owned();
+        context.replace_written(vec![Message::user("x")], Some(answer));
+        assert_eq!(context.json(), Some(r#"[{"role":"user","content":"x"}]"#));
     }
 
     /// What a compaction engine may return: some messages kept verbatim, some dropped, some new

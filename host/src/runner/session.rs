@@ -712,7 +712,7 @@ impl<'e> Replayer<'e> {
             Ok(Compacted::Unchanged) => Outcome::NothingToCompact {
                 reason: "the engine returned the context as it was".to_owned(),
             },
-            Ok(Compacted::Changed(messages)) => {
+            Ok(Compacted::Changed { messages, json }) => {
                 if self.options.facts == FactAccounting::Measure {
                     let compacted = compacted_messages(self.context.messages(), &messages);
                     record.retention = Some(measure_retention(&compacted, &messages));
@@ -720,7 +720,7 @@ impl<'e> Replayer<'e> {
                 if self.observers.wants(FactKind::Compacted) {
                     inserted = super::observers::inserted_messages(self.context.messages(), &messages);
                 }
-                self.context.replace(messages);
+                self.context.replace_written(messages, json);
                 self.hygiene_blocked = false;
                 Outcome::Applied
             }

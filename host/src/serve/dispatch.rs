@@ -450,7 +450,7 @@ pub(super) fn compress(session: &mut Session, params: CompressParams) -> Result<
         Ok(compacted) => {
             let messages = match compacted {
                 Compacted::Unchanged => params.messages,
-                Compacted::Changed(messages) => {
+                Compacted::Changed { messages, .. } => {
                     record.outcome = CompactionOutcome::Applied;
                     record.messages_after = messages.len();
                     record.tokens_after = session.tokens.count_messages(&messages);
