@@ -5,7 +5,8 @@
 //!   `plugins/context_engine/<name>/`, next to the committed `plugin.yaml`.
 //! - `cargo xtask bench [FILTER]`: runs the benchmarks and prints the ratios of their targets;
 //!   `cargo xtask bench lcm`: the lcm store's figures beside lossless-hermes-py's.
-//! - `cargo xtask gen-heavy OUT [--messages N]`: writes the heavy benchmark session to a file.
+//! - `cargo xtask gen-heavy OUT [--messages N] [--shape S] [--format F]`: writes a benchmark
+//!   session to a file.
 //! - `cargo xtask retention`: the fact-retention table alone (part of `bench`).
 
 mod bench;
@@ -56,6 +57,9 @@ enum Command {
         /// Which session.
         #[arg(long, value_enum, default_value_t = generate::Shape::Heavy)]
         shape: generate::Shape,
+        /// The file format.
+        #[arg(long, value_enum, default_value_t = generate::Written::Openai)]
+        format: generate::Written,
     },
 }
 
@@ -79,9 +83,12 @@ fn main() -> ExitCode {
         }
         Command::Bench { filter } => bench::run_benchmarks(filter.as_deref()),
         Command::Retention => bench::run_retention_table(),
-        Command::GenHeavy { out, messages, shape } => {
-            generate::write_session(&out, shape, messages).map(|_| ())
-        }
+        Command::GenHeavy {
+            out,
+            messages,
+            shape,
+            format,
+        } => generate::write_session(&out, shape, messages, format).map(|_| ()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
