@@ -31,7 +31,7 @@
 use std::{io::BufRead, path::Path};
 
 use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 mod record;
 
@@ -89,19 +89,18 @@ impl Turn {
 
     fn into_messages(self) -> impl Iterator<Item = (Message, usize)> {
         let usage = self.message_fields.get("usage").and_then(usage_in_runner_terms);
+        // The keys added to the first record's, so that its map is sized once.
         let added = [
             usage.is_some(),
-            self.message_fields.len() > 0,
+            !self.message_fields.is_empty(),
             !self.thinking.is_empty(),
             !self.merged_uuids.is_empty(),
         ];
-        let mut extra = self
-            .fields
-            .into_map(added.into_iter().filter(|added| *added).count());
+        let mut extra = self.fields.into_map(added.iter().filter(|added| **added).count());
         if let Some(usage) = usage {
             extra.insert("usage".to_owned(), usage);
         }
-        if self.message_fields.len() > 0 {
+        if !self.message_fields.is_empty() {
             extra.insert(
                 "message".to_owned(),
                 Value::Object(self.message_fields.into_map(0)),
@@ -131,12 +130,18 @@ pub(super) fn usage_in_runner_terms(usage: &Value) -> Option<Value> {
     let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
     let cache_read = field("cache_read_input_tokens");
     let cache_write = field("cache_creation_input_tokens");
-    Some(json!({
-        "prompt_tokens": input + cache_read + cache_write,
-        "completion_tokens": field("output_tokens"),
-        "cache_read_tokens": cache_read,
-        "cache_write_tokens": cache_write,
-    }))
+    let counts = [
+        ("prompt_tokens", input + cache_read + cache_write),
+        ("completion_tokens", field("output_tokens")),
+        ("cache_read_tokens", cache_read),
+        ("cache_write_tokens", cache_write),
+    ];
+    // Sized once, as every assistant message keeps it (`json!` grows a map from empty).
+    let mut terms = Map::with_capacity(counts.len());
+    for (name, count) in counts {
+        terms.insert(name.to_owned(), Value::from(count));
+    }
+    Some(Value::Object(terms))
 }
 
 impl<R: BufRead> ClaudeCodeReader<R> {
@@ -448,10 +453,7 @@ fn content_to_text(content: Body) -> String {
         Body::Blocks(blocks) => {
             let texts: Vec<&str> = blocks
                 .iter()
-                .filter_map(|block| match block {
-                    Block::Object(fields) => Some(fields),
-                    Block::NotObject => None,
-                })
+                .filter_map(Block::fields)
                 .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
                 .filter_map(|block| block.get("text").and_then(Value::as_str))
                 .collect();

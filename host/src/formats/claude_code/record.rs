@@ -46,9 +46,13 @@ impl Fields {
         taken
     }
 
-    /// Upper bound of the keys the map of these fields will hold.
+    /// How many keys the map of these fields holds at most (fewer when one is written twice).
     pub(super) fn len(&self) -> usize {
         self.0.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Inserts the fields into `map`: a key already there keeps its place and takes the new value.
@@ -120,6 +124,14 @@ pub(super) enum Block {
 }
 
 impl Block {
+    /// The block's keys, when it is an object.
+    pub(super) fn fields(&self) -> Option<&Fields> {
+        match self {
+            Block::Object(fields) => Some(fields),
+            Block::NotObject => None,
+        }
+    }
+
     /// A text block, as an assistant message written as plain text stands for one.
     pub(super) fn text(text: String) -> Block {
         Block::Object(Fields(vec![
