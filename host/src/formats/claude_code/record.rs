@@ -70,8 +70,8 @@ impl Fields {
         map
     }
 
-    /// Reads the rest of an object, giving `special` the first say on each key: it returns the
-    /// key back when it does not take it.
+    /// Reads the rest of an object, giving `special` the first say on each key: it reads the value
+    /// of a key it takes and says so, and the value of any other key is kept here.
     fn read<'de, A: MapAccess<'de>>(
         &mut self,
         mut map: A,
