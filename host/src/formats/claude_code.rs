@@ -31,7 +31,11 @@
 use std::{io::BufRead, path::Path};
 
 use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
+
+mod record;
+
+use record::{Block, Body, Fields, Record};
 
 use super::{
     content_from_parts,
@@ -42,7 +46,7 @@ use super::{
 };
 
 pub(super) struct ClaudeCodeReader<R> {
-    lines: JsonLines<R, Map<String, Value>>,
+    lines: JsonLines<R, Record>,
     queue: Queue,
     turn: Option<Turn>,
     /// The last conversation record, and the interface's records since.
@@ -62,9 +66,9 @@ struct Turn {
     calls: Vec<ToolCall>,
     thinking: Vec<Value>,
     /// The first record's fields.
-    fields: Map<String, Value>,
+    fields: Fields,
     /// The API message's fields besides role and content, from the last record.
-    message_fields: Map<String, Value>,
+    message_fields: Fields,
     merged_uuids: Vec<Value>,
     /// The results, with their records' lines.
     results: Vec<(Message, usize)>,
@@ -84,12 +88,23 @@ impl Turn {
     }
 
     fn into_messages(self) -> impl Iterator<Item = (Message, usize)> {
-        let mut extra = self.fields;
-        if let Some(usage) = self.message_fields.get("usage").and_then(usage_in_runner_terms) {
+        let usage = self.message_fields.get("usage").and_then(usage_in_runner_terms);
+        // The keys added to the first record's, so that its map is sized once.
+        let added = [
+            usage.is_some(),
+            !self.message_fields.is_empty(),
+            !self.thinking.is_empty(),
+            !self.merged_uuids.is_empty(),
+        ];
+        let mut extra = self.fields.into_map(added.iter().filter(|added| **added).count());
+        if let Some(usage) = usage {
             extra.insert("usage".to_owned(), usage);
         }
         if !self.message_fields.is_empty() {
-            extra.insert("message".to_owned(), Value::Object(self.message_fields));
+            extra.insert(
+                "message".to_owned(),
+                Value::Object(self.message_fields.into_map(0)),
+            );
         }
         if !self.thinking.is_empty() {
             extra.insert("thinking".to_owned(), Value::Array(self.thinking));
@@ -115,12 +130,18 @@ pub(super) fn usage_in_runner_terms(usage: &Value) -> Option<Value> {
     let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
     let cache_read = field("cache_read_input_tokens");
     let cache_write = field("cache_creation_input_tokens");
-    Some(json!({
-        "prompt_tokens": input + cache_read + cache_write,
-        "completion_tokens": field("output_tokens"),
-        "cache_read_tokens": cache_read,
-        "cache_write_tokens": cache_write,
-    }))
+    let counts = [
+        ("prompt_tokens", input + cache_read + cache_write),
+        ("completion_tokens", field("output_tokens")),
+        ("cache_read_tokens", cache_read),
+        ("cache_write_tokens", cache_write),
+    ];
+    // Sized once, as every assistant message keeps it (`json!` grows a map from empty).
+    let mut terms = Map::with_capacity(counts.len());
+    for (name, count) in counts {
+        terms.insert(name.to_owned(), Value::from(count));
+    }
+    Some(Value::Object(terms))
 }
 
 impl<R: BufRead> ClaudeCodeReader<R> {
@@ -146,52 +167,52 @@ impl<R: BufRead> ClaudeCodeReader<R> {
 
     /// Reads one record; false at the end of the file.
     fn read_one(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
-        let Some((mut record, at)) = self.lines.next_record()? else {
+        let Some((record, at)) = self.lines.next_record()? else {
             return Ok(false);
         };
-        let kind = match record.get("type") {
-            Some(Value::String(kind)) => kind.clone(),
-            _ => return Err(self.lines.error_at(at, "a Claude Code record without a `type`")),
+        let Record {
+            kind,
+            message,
+            mut fields,
+        } = record;
+        let Some(kind) = kind else {
+            return Err(self.lines.error_at(at, "a Claude Code record without a `type`"));
         };
-        if record.get("isSidechain") == Some(&Value::Bool(true)) {
+        if fields.get("isSidechain") == Some(&Value::Bool(true)) {
             meta.skip("sidechain (a subagent's record)");
             return Ok(true);
         }
-        self.follow_chain(&record, matches!(kind.as_str(), "user" | "assistant"));
+        self.follow_chain(&fields, matches!(kind.as_str(), "user" | "assistant"));
         if meta.session_id.is_none() {
-            meta.session_id = record.get("sessionId").and_then(Value::as_str).map(str::to_owned);
+            meta.session_id = fields.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         }
         match kind.as_str() {
             "user" | "assistant" => {
-                let message = match record.shift_remove("message") {
-                    Some(Value::Object(message)) => message,
-                    _ => {
-                        return Err(self
-                            .lines
-                            .error_at(at, format!("a `{kind}` record without a `message` object")))
-                    }
+                let Some(message) = message else {
+                    return Err(self
+                        .lines
+                        .error_at(at, format!("a `{kind}` record without a `message` object")));
                 };
-                record.shift_remove("type");
                 if kind == "user" {
-                    self.read_user(record, message, at, meta)?;
+                    self.read_user(fields, message.fields, message.content, at, meta)?;
                 } else {
-                    self.read_assistant(record, message, at, meta)?;
+                    self.read_assistant(fields, message.fields, message.content, at, meta)?;
                 }
             }
             "summary" => {
-                if let Some(summary) = record.get("summary") {
+                if let Some(summary) = fields.take("summary") {
                     let summaries = meta
                         .extra
                         .entry("summaries")
                         .or_insert_with(|| Value::Array(Vec::new()));
                     if let Value::Array(summaries) = summaries {
-                        summaries.push(summary.clone());
+                        summaries.push(summary);
                     }
                 }
                 meta.skip("summary (a title for the resume list)");
             }
             "system" => {
-                let subtype = record
+                let subtype = fields
                     .get("subtype")
                     .and_then(Value::as_str)
                     .unwrap_or("no subtype");
@@ -204,7 +225,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
 
     /// Counts conversation records that do not continue the one before them. Records of the
     /// interface (`system`, `progress`…) may sit in the chain between two of them.
-    fn follow_chain(&mut self, record: &Map<String, Value>, conversation: bool) {
+    fn follow_chain(&mut self, record: &Fields, conversation: bool) {
         let Some(uuid) = record.get("uuid").and_then(Value::as_str) else {
             return;
         };
@@ -224,18 +245,15 @@ impl<R: BufRead> ClaudeCodeReader<R> {
 
     fn read_user(
         &mut self,
-        fields: Map<String, Value>,
-        mut message: Map<String, Value>,
+        fields: Fields,
+        message: Fields,
+        content: Option<Body>,
         at: LineAt,
         meta: &mut TranscriptMeta,
     ) -> Result<(), TranscriptError> {
-        message.shift_remove("role");
-        let content = message.shift_remove("content");
         if fields.get("isCompactSummary") == Some(&Value::Bool(true)) {
             self.flush_turn();
-            let summary = content
-                .map(|content| content_to_text(&content))
-                .unwrap_or_default();
+            let summary = content.map(content_to_text).unwrap_or_default();
             meta.compactions.push(RecordedCompaction {
                 line: at.line,
                 messages_before: self.queue.queued(),
@@ -249,10 +267,10 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             }
             return Ok(());
         }
-        let mut extra = fields;
-        extra.extend(message);
+        let mut extra = fields.into_map(message.len());
+        message.insert_into(&mut extra);
         let blocks = match content {
-            Some(Value::String(text)) => {
+            Some(Body::Text(text)) => {
                 self.flush_turn();
                 let message = Message {
                     extra,
@@ -261,7 +279,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 self.queue.push(message, at.line);
                 return Ok(());
             }
-            Some(Value::Array(blocks)) => blocks,
+            Some(Body::Blocks(blocks)) => blocks,
             _ => {
                 return Err(self.lines.error_at(
                     at,
@@ -272,13 +290,13 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         let mut results = Vec::new();
         let mut rest = Vec::new();
         for block in blocks {
-            let Value::Object(block) = block else {
+            let Block::Object(block) = block else {
                 return Err(self.lines.error_at(at, "a content block that is not an object"));
             };
             if block.get("type").and_then(Value::as_str) == Some("tool_result") {
                 results.push(self.tool_result(block, at)?);
             } else {
-                rest.push(Value::Object(block));
+                rest.push(Value::Object(block.into_map(0)));
             }
         }
         // Each result carries the record's fields before its block's own. The last message made
@@ -324,15 +342,15 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     }
 
     /// A `tool_result` block as a `tool` message whose `extra` holds the block's other keys.
-    fn tool_result(&mut self, mut block: Map<String, Value>, at: LineAt) -> Result<Message, TranscriptError> {
-        let id = block.shift_remove("tool_use_id");
+    fn tool_result(&mut self, mut block: Fields, at: LineAt) -> Result<Message, TranscriptError> {
+        let id = block.take("tool_use_id");
         let Some(id) = id_as_text(id, "a `tool_result`'s `tool_use_id`", &mut self.id_fixes) else {
             return Err(self
                 .lines
                 .error_at(at, "a `tool_result` block without a `tool_use_id`"));
         };
-        block.shift_remove("type");
-        let content = match block.shift_remove("content") {
+        block.take("type");
+        let content = match block.take("content") {
             None | Some(Value::Null) => Content::Text(String::new()),
             Some(Value::String(text)) => Content::Text(text),
             Some(Value::Array(parts)) => content_from_parts(parts),
@@ -344,22 +362,22 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         };
         Ok(Message {
             content,
-            extra: block,
+            extra: block.into_map(0),
             ..Message::tool(id, "")
         })
     }
 
     fn read_assistant(
         &mut self,
-        fields: Map<String, Value>,
-        mut message: Map<String, Value>,
+        fields: Fields,
+        message: Fields,
+        content: Option<Body>,
         at: LineAt,
         meta: &mut TranscriptMeta,
     ) -> Result<(), TranscriptError> {
-        message.shift_remove("role");
-        let blocks = match message.shift_remove("content") {
-            Some(Value::Array(blocks)) => blocks,
-            Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+        let blocks = match content {
+            Some(Body::Blocks(blocks)) => blocks,
+            Some(Body::Text(text)) => vec![Block::text(text)],
             _ => {
                 return Err(self.lines.error_at(
                     at,
@@ -389,7 +407,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 calls: Vec::new(),
                 thinking: Vec::new(),
                 fields,
-                message_fields: Map::new(),
+                message_fields: Fields::default(),
                 merged_uuids: Vec::new(),
                 results: Vec::new(),
             });
@@ -397,7 +415,10 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         let turn = self.turn.as_mut().expect("just set");
         turn.message_fields = message;
         for block in blocks {
-            match block_type(&block) {
+            let Block::Object(block) = block else {
+                return Err(self.lines.error_at(at, "a content block without a `type`"));
+            };
+            match block.get("type").and_then(Value::as_str) {
                 Some("tool_use") => {
                     let id = id_as_text(
                         block.get("id").cloned(),
@@ -414,8 +435,10 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                         .map_or_else(|| "{}".to_owned(), Value::to_string);
                     turn.calls.push(ToolCall::new(id, name, arguments));
                 }
-                Some("thinking" | "redacted_thinking") => turn.thinking.push(block),
-                Some(_) => turn.parts.push(block),
+                Some("thinking" | "redacted_thinking") => {
+                    turn.thinking.push(Value::Object(block.into_map(0)))
+                }
+                Some(_) => turn.parts.push(Value::Object(block.into_map(0))),
                 None => return Err(self.lines.error_at(at, "a content block without a `type`")),
             }
         }
@@ -423,22 +446,20 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     }
 }
 
-fn block_type(block: &Value) -> Option<&str> {
-    block.get("type").and_then(Value::as_str)
-}
-
 /// The text of a content (a string, or the text of its text blocks).
-fn content_to_text(content: &Value) -> String {
+fn content_to_text(content: Body) -> String {
     match content {
-        Value::Array(blocks) => {
+        Body::Text(text) => text,
+        Body::Blocks(blocks) => {
             let texts: Vec<&str> = blocks
                 .iter()
-                .filter(|block| block_type(block) == Some("text"))
+                .filter_map(Block::fields)
+                .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
                 .filter_map(|block| block.get("text").and_then(Value::as_str))
                 .collect();
             texts.join("\n")
         }
-        other => value_as_text(other),
+        Body::Other(other) => value_as_text(&other),
     }
 }
 

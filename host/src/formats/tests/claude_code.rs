@@ -378,3 +378,43 @@ fn tool_use_ids_written_as_numbers_are_read_as_text_with_a_warning() {
     );
     assert_eq!(transcript.meta.sequence_problems, vec![]);
 }
+
+#[test]
+fn a_key_written_twice_keeps_its_first_place_and_its_last_value() {
+    // As a JSON object read into a map keeps it: in the record, its message and a content block.
+    let text = concat!(
+        r#"{"type":"user","uuid":"u1","uuid":"u1-last","cwd":"/a","message":{"role":"user","content":"first","content":"last","id":"x","id":"y"},"cwd":"/b"}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"a1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"a","text":"b","citations":null}],"model":"m","model":"m2"}}"#,
+        "\n",
+    );
+    let transcript = read(Format::ClaudeCode, text);
+    assert_eq!(
+        messages_json(&transcript),
+        json!([
+            {"role": "user", "content": "last", "uuid": "u1-last", "cwd": "/b", "id": "y"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "b", "citations": null}],
+                "uuid": "a1",
+                "message": {"id": "m1", "model": "m2"},
+            },
+        ])
+    );
+    assert_eq!(transcript.meta.model.as_deref(), Some("m2"));
+}
+
+#[test]
+fn a_record_that_is_not_an_object_or_holds_a_bad_number_names_its_line_and_column() {
+    let first = format!("{}\n", user("u1", None, json!("hi")));
+    let offset = first.len();
+    assert_eq!(
+        read_error(Format::ClaudeCode, &format!("{first}[1, 2]\n")),
+        format!("transcript:2:1: invalid type: sequence, expected a map (byte {offset})")
+    );
+    let text = format!("{first}{{\"type\": \"user\", \"toolUseResult\": {{\"n\": 1e400}}}}\n");
+    assert_eq!(
+        read_error(Format::ClaudeCode, &text),
+        format!("transcript:2:45: number out of range (byte {})", offset + 44)
+    );
+}
