@@ -15,6 +15,9 @@
 //!   the runner's names: prompt tokens are input + cache reads + cache writes, as the model was
 //!   charged for them. The API message's other fields are kept under `"message"`, the record's
 //!   (`uuid`, `parentUuid`, `timestamp`, `cwd`…) at the top level.
+//! - A record's `toolUseResult` is Claude Code's copy of a tool's output for its own interface
+//!   (a command's stdout again, an edited file's whole original): the model never saw it, and it
+//!   is left out, unread. Kept, it doubled every tool result in memory and in every engine's input.
 //! - `isSidechain` records are a subagent's conversation, not the main one: left out, counted.
 //! - A `user` record with `isCompactSummary` is the summary of a compaction Claude Code made: left
 //!   out, listed in [`TranscriptMeta::compactions`] (see the module docs of `formats`).
@@ -300,8 +303,8 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             }
         }
         // Each result carries the record's fields before its block's own. The last message made
-        // from the record takes them, the others a copy: a record's fields can be large (Claude
-        // Code repeats a tool's whole output in `toolUseResult`).
+        // from the record takes them, the others a copy: copies are what a record holds in
+        // several results, rarely.
         let mut fields = Some(extra);
         let last_result = results.len().wrapping_sub(1);
         for (index, result) in results.iter_mut().enumerate() {

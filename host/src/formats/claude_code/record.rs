@@ -14,7 +14,7 @@ use std::{borrow::Cow, fmt};
 
 use serde::de::{
     value::{MapAccessDeserializer, SeqAccessDeserializer},
-    Deserialize, Deserializer, Error, MapAccess, SeqAccess, Visitor,
+    Deserialize, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
 use serde_json::{Map, Value};
 
@@ -169,6 +169,10 @@ impl<'de> Visitor<'de> for RecordVisitor {
                     }
                 }
                 "message" => *message = map.next_value::<MaybeMessage>()?.0,
+                // Claude Code's copy of a tool's output for its own interface (a Bash command's
+                // stdout again, an edited file's whole original): the model never saw it, and
+                // kept, it doubled every tool result the replay holds, copies and hands engines.
+                "toolUseResult" => drop(map.next_value::<IgnoredAny>()?),
                 _ => return Ok(false),
             }
             Ok(true)

@@ -1,4 +1,4 @@
-use ctxhost_engine_abi::Usage;
+use ctxhost_engine_abi::{Role, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -412,9 +412,37 @@ fn a_record_that_is_not_an_object_or_holds_a_bad_number_names_its_line_and_colum
         read_error(Format::ClaudeCode, &format!("{first}[1, 2]\n")),
         format!("transcript:2:1: invalid type: sequence, expected a map (byte {offset})")
     );
-    let text = format!("{first}{{\"type\": \"user\", \"toolUseResult\": {{\"n\": 1e400}}}}\n");
+    let text = format!("{first}{{\"type\": \"user\", \"toolUseStats\": {{\"n\": 1e400}}}}\n");
     assert_eq!(
         read_error(Format::ClaudeCode, &text),
-        format!("transcript:2:45: number out of range (byte {})", offset + 44)
+        format!("transcript:2:44: number out of range (byte {})", offset + 43)
     );
+}
+
+#[test]
+fn tool_use_result_the_interfaces_copy_of_an_output_is_left_out() {
+    let mut result = user(
+        "u2",
+        Some("a1"),
+        json!([{"type": "tool_result", "tool_use_id": "t1", "content": "3 passed"}]),
+    );
+    // What the model never saw may even hold what JSON cannot read as a number.
+    result["toolUseResult"] = json!({"stdout": "3 passed", "stderr": "", "interrupted": false});
+    let text = jsonl(&[
+        user("u1", None, json!("run the tests")),
+        assistant(
+            "a1",
+            "u1",
+            "m1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}}]),
+            usage(10, 2),
+        ),
+        result,
+    ])
+    .replace(r#""interrupted":false"#, r#""interrupted":false,"n":1e400"#);
+    let transcript = read(Format::ClaudeCode, &text);
+    let tool = &transcript.messages[2];
+    assert_eq!((tool.role, tool.text().as_ref()), (Role::Tool, "3 passed"));
+    assert!(!tool.extra.contains_key("toolUseResult"), "{:?}", tool.extra);
+    assert!(tool.extra.contains_key("uuid"), "the record's other fields stay");
 }
