@@ -24,7 +24,7 @@ use ctxhost_engine_abi::{
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 use serde_json::Value;
 
-use crate::isolation::{ChildEngine, ChildError};
+use crate::isolation::{ChildCompacted, ChildEngine, ChildError};
 
 /// Where the active engine came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -528,7 +528,7 @@ impl EngineHandle {
                 let user_message = request
                     .user_message
                     .and_then(|user| messages.iter().position(|message| std::ptr::eq(message, user)));
-                let compacted = self.through_child("compress", |child| {
+                let answer = self.through_child("compress", |child| {
                     child.compress(
                         messages,
                         json,
@@ -537,7 +537,10 @@ impl EngineHandle {
                         user_message,
                     )
                 })?;
-                (compacted, None)
+                match answer {
+                    ChildCompacted::Unchanged => return Ok(Compacted::Unchanged),
+                    ChildCompacted::Changed(compacted, json) => (compacted, Some(json)),
+                }
             }
         };
         if compacted.as_slice() == messages {

@@ -389,3 +389,47 @@ fn an_isolated_engines_answer_that_breaks_the_contract_is_refused_as_in_process_
         );
     }
 }
+
+#[test]
+fn an_isolated_engine_compacts_as_in_process_and_tells_an_unchanged_context_apart() {
+    // Masking at a small window stays over its threshold on prose: it is asked before every model
+    // call, applies a stand-in now and then and answers with the context unchanged the rest of
+    // the time. In its own process, both answers must read as they do in the host's.
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    tree.config("context:\n  engine: masking\nmodel:\n  context_length: 4000\n");
+    let transcript = crate::support::example("transcripts/warehouse-migration.json");
+    let transcript = transcript.to_str().unwrap();
+    let compactions = |report: &str| -> Vec<(String, u64, u64)> {
+        let report: serde_json::Value = serde_json::from_str(report).unwrap();
+        report["compactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let status = c["outcome"]["status"].as_str().unwrap().to_owned();
+                (
+                    status,
+                    c["tokens_before"].as_u64().unwrap(),
+                    c["tokens_after"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (in_process, _, in_process_context) =
+        run_surviving(&tree, &["run", transcript, "--json"], "in process");
+    let (isolated, _, isolated_context) = run_surviving(
+        &tree,
+        &["--isolation", "process", "run", transcript, "--json"],
+        "isolated",
+    );
+    assert_eq!(isolated_context, in_process_context);
+    let (in_process, isolated) = (compactions(&in_process), compactions(&isolated));
+    assert_eq!(isolated, in_process);
+    for status in ["applied", "nothing_to_compact"] {
+        assert!(
+            in_process.iter().any(|(seen, ..)| seen == status),
+            "the session has a compaction {status}: {in_process:?}"
+        );
+    }
+}

@@ -22,7 +22,8 @@ pub mod process;
 use std::{ffi::OsString, path::PathBuf, time::Duration};
 
 use ctxhost_engine_abi::{
-    messages_to_json, Counters, EngineError, ErrorKind, Message, ModelInfo, SessionInfo, Usage,
+    messages_from_json, messages_to_json, Counters, EngineError, ErrorKind, Message, ModelInfo, SessionInfo,
+    Usage,
 };
 use ctxhost_protocol::{
     code, compress_params_around, method, Answer, CallExtParams, EngineInfo, Initialized, OpenParams,
@@ -30,7 +31,7 @@ use ctxhost_protocol::{
     UpdateModelParams, UsageParams,
 };
 use serde::{de::DeserializeOwned, Serialize};
-use serde_json::Value;
+use serde_json::{value::RawValue, Value};
 
 use self::process::{CallFailure, Ending, LiveChild};
 use crate::config::{Isolation, IsolationSettings, Settings};
@@ -427,7 +428,7 @@ impl ChildEngine {
         current_tokens: Option<u64>,
         focus_topic: Option<&str>,
         user_message: Option<usize>,
-    ) -> Result<Vec<Message>, ChildError> {
+    ) -> Result<ChildCompacted, ChildError> {
         let json = match json {
             Some(json) => std::borrow::Cow::Borrowed(json),
             None => std::borrow::Cow::Owned(messages_to_json(messages)),
@@ -454,7 +455,15 @@ impl ChildEngine {
                 failure => failure,
             })
         });
-        Ok(compressed?.messages)
+        let answer = compressed?.messages;
+        // The engine's answer as the child relays it: the very text sent when nothing changed
+        // (the SDK's boundary hands it back), which a byte comparison tells without reading it.
+        if answer.get() == json.as_ref() {
+            return Ok(ChildCompacted::Unchanged);
+        }
+        let messages = messages_from_json(answer.get())
+            .map_err(|error| ChildError::Invalid(format!("not a JSON array of messages: {error}")))?;
+        Ok(ChildCompacted::Changed(messages, answer.get().to_owned()))
     }
 
     /// `get_tool_schemas`.
@@ -533,7 +542,15 @@ struct MessagesRef<'a> {
 /// make again.
 #[derive(serde::Deserialize)]
 struct CompressedMessages {
-    messages: Vec<Message>,
+    messages: Box<RawValue>,
+}
+
+/// What an isolated engine's `compress` made of the context.
+pub enum ChildCompacted {
+    /// The engine answered with the context it was sent.
+    Unchanged,
+    /// New messages, and their JSON as the engine wrote it.
+    Changed(Vec<Message>, String),
 }
 
 /// A child's error reply as the engine's failure: the engine's own error (its kind and message,
