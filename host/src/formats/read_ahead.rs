@@ -1,9 +1,9 @@
 //! A transcript read on a thread of its own, ahead of the replay that takes its messages.
 //!
-//! Reading and parsing a heavy transcript is a third of a replay's work, and the replay waits for
-//! none of it: on a second core the next messages are ready while the engine compacts. The
-//! reader stays at most [`BATCHES_AHEAD`] batches ahead, so a huge file is never held in memory
-//! whole, and it stops when the replay stops taking messages.
+//! Reading and parsing a heavy transcript is about a fifth of a replay's work, and the replay
+//! waits for none of it: on a second core the next messages are ready while the engine compacts.
+//! The reader stays at most [`BATCHES_AHEAD`] batches ahead, so a huge file is never held in
+//! memory whole, and it stops when the replay stops taking messages.
 
 use std::{
     path::{Path, PathBuf},
