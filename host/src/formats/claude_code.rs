@@ -296,7 +296,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             let Block::Object(block) = block else {
                 return Err(self.lines.error_at(at, "a content block that is not an object"));
             };
-            if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+            if block_type(&block) == Some("tool_result") {
                 results.push(self.tool_result(block, at)?);
             } else {
                 rest.push(Value::Object(block.into_map(0)));
@@ -421,7 +421,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             let Block::Object(block) = block else {
                 return Err(self.lines.error_at(at, "a content block without a `type`"));
             };
-            match block.get("type").and_then(Value::as_str) {
+            match block_type(&block) {
                 Some("tool_use") => {
                     let id = id_as_text(
                         block.get("id").cloned(),
@@ -449,6 +449,11 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     }
 }
 
+/// A content block's `type`, when it is text.
+fn block_type(block: &Fields) -> Option<&str> {
+    block.get("type").and_then(Value::as_str)
+}
+
 /// The text of a content (a string, or the text of its text blocks).
 fn content_to_text(content: Body) -> String {
     match content {
@@ -457,7 +462,7 @@ fn content_to_text(content: Body) -> String {
             let texts: Vec<&str> = blocks
                 .iter()
                 .filter_map(Block::fields)
-                .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+                .filter(|block| block_type(block) == Some("text"))
                 .filter_map(|block| block.get("text").and_then(Value::as_str))
                 .collect();
             texts.join("\n")

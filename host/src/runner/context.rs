@@ -147,18 +147,7 @@ impl LiveContext {
     /// Replaces the whole context with an engine's result (after a compaction), counting only
     /// messages it has not seen. The user's newest message stays the one appended last.
     pub fn replace(&mut self, messages: Vec<Message>) {
-        let rough: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
-        self.rough_tokens = rough.iter().sum();
-        let counts = if self.json.is_some() || self.caches_counts() {
-            self.replace_json_and_counts(&messages, rough)
-        } else {
-            self.counted += messages.len() as u64;
-            rough
-        };
-        self.tokens = counts.iter().sum();
-        self.counts = counts;
-        // Freeing the context a compaction replaced took longer than the compaction.
-        release_in_background(std::mem::replace(&mut self.messages, messages), "context-drop");
+        self.replace_written(messages, None);
     }
 
     /// [`Self::replace`] with `messages` as an engine wrote them (`json`, when it answered in
@@ -166,19 +155,29 @@ impl LiveContext {
     /// instead of writing the messages again, a whole context's worth at every compaction of a
     /// plugin engine.
     pub fn replace_written(&mut self, messages: Vec<Message>, json: Option<String>) {
+        let rough: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
+        self.rough_tokens = rough.iter().sum();
         // `push` appends before the closing bracket, so the text must end with it.
         let adoptable = json.filter(|json| {
             self.json.is_some() && !self.caches_counts() && json.starts_with('[') && json.ends_with(']')
         });
-        let Some(json) = adoptable else {
-            return self.replace(messages);
+        let counts = match adoptable {
+            Some(json) => {
+                self.json = Some(json);
+                self.counted += messages.len() as u64;
+                rough
+            }
+            None if self.json.is_some() || self.caches_counts() => {
+                self.replace_json_and_counts(&messages, rough)
+            }
+            None => {
+                self.counted += messages.len() as u64;
+                rough
+            }
         };
-        let rough: Vec<u64> = messages.iter().map(estimate_message_tokens).collect();
-        self.rough_tokens = rough.iter().sum();
-        self.counted += messages.len() as u64;
-        self.tokens = self.rough_tokens;
-        self.counts = rough;
-        self.json = Some(json);
+        self.tokens = counts.iter().sum();
+        self.counts = counts;
+        // Freeing the context a compaction replaced took longer than the compaction.
         release_in_background(std::mem::replace(&mut self.messages, messages), "context-drop");
     }
 

@@ -263,7 +263,7 @@ impl<'de> Shape<'de> for BlockShape {
     }
 }
 
-/// A value kept as it is (a record's `toolUseResult`, the API message's `usage`…), read as a
+/// A value kept as it is (a record's `cwd`, the API message's `usage`…), read as a
 /// `Value` whose objects are sized to their keys, like the maps of [`Fields::into_map`].
 struct Exact(Value);
 

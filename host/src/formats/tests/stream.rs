@@ -493,6 +493,14 @@ fn a_replay_that_stops_early_lets_the_reader_go() {
     let (_dir, path) = write("long.jsonl", &long_session(5_000));
     let mut ahead = open_transcript(&path, None).unwrap().read_ahead().unwrap();
     assert!(ahead.next().unwrap().is_ok());
-    // The reader is blocked on a full queue: dropping must not wait for the whole file.
-    drop(ahead);
+    // The reader is blocked on a full queue: dropping must let it go, not wait for it forever.
+    let (dropped, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(ahead);
+        dropped.send(()).unwrap();
+    });
+    assert!(
+        done.recv_timeout(std::time::Duration::from_secs(30)).is_ok(),
+        "dropping a read-ahead whose reader waits on a full queue returns"
+    );
 }
