@@ -342,3 +342,53 @@ fn a_transcript_calling_lcm_grep_is_answered_live_from_the_store() {
     assert_eq!(live["matches"].as_array().unwrap().len(), 1, "{live}");
     assert_eq!(live["matches"][0]["role"], "user", "{live}");
 }
+
+/// A Claude Code log of two days: each record says when it was written.
+const TWO_DAYS: &str = r#"{"type":"user","timestamp":"2025-03-01T09:00:00.000Z","uuid":"u1","message":{"role":"user","content":"the first request names ALPHA-MARK"}}
+{"type":"assistant","timestamp":"2025-03-01T09:00:05.500Z","uuid":"a1","message":{"role":"assistant","content":[{"type":"text","text":"noted ALPHA-MARK"}]}}
+{"type":"user","timestamp":"2025-06-15T14:30:00+02:00","uuid":"u2","message":{"role":"user","content":"the second request names BETA-MARK"}}
+{"type":"assistant","timestamp":"2025-06-15T12:30:07.250Z","uuid":"a2","message":{"role":"assistant","content":[{"type":"text","text":"done BETA-MARK"}]}}
+"#;
+
+#[test]
+fn a_replayed_session_keeps_its_own_times_whether_lcm_observes_or_owns_the_context() {
+    for config in [
+        "context:\n  engine: compressor\n  observers: [lcm]\nlcm:\n  database: s.sqlite\n",
+        "context:\n  engine: lcm\nlcm:\n  database: s.sqlite\n",
+    ] {
+        let tree = lcm_tree(config);
+        let path = tree.root().join("two-days.jsonl");
+        fs::write(&path, TWO_DAYS).unwrap();
+        let transcript = path.to_str().unwrap();
+        assert!(tree.run(&["run", transcript]).status.success(), "{config}");
+        let times = |arguments: &str| -> Vec<String> {
+            let found = run_json(&tree, &["tool", transcript, "lcm_grep", arguments]);
+            found["matches"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{config}: {found}"))
+                .iter()
+                .map(|hit| hit["time"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            times(r#"{"pattern": "-MARK"}"#),
+            [
+                "2025-06-15T12:30:07Z",
+                "2025-06-15T12:30:00Z",
+                "2025-03-01T09:00:05Z",
+                "2025-03-01T09:00:00Z"
+            ],
+            "{config}"
+        );
+        assert_eq!(
+            times(r#"{"pattern": "-MARK", "since": "2025-06-01"}"#),
+            ["2025-06-15T12:30:07Z", "2025-06-15T12:30:00Z"],
+            "{config}"
+        );
+        assert_eq!(
+            times(r#"{"pattern": "-MARK", "before": "2025-03-01T09:00:05"}"#),
+            ["2025-03-01T09:00:00Z"],
+            "{config}"
+        );
+    }
+}

@@ -131,6 +131,20 @@ struct Session {
     loaded: bool,
     /// As an observer: how many of `refs` the session has appended so far.
     observed: usize,
+    /// The time of the last message stored in this run that said when it was written.
+    last_written: Option<i64>,
+}
+
+impl Session {
+    /// The time a message is stored with: when it says it was written; for one that does not say,
+    /// the time of the last that did, so that a transcript's messages keep the session's own
+    /// times; `now` in a session whose messages never said.
+    fn time_of(&mut self, message: &Message, now: i64) -> i64 {
+        if let Some(written) = time::message_time(&message.extra) {
+            self.last_written = Some(written);
+        }
+        self.last_written.unwrap_or(now)
+    }
 }
 
 /// One message of a context, placed against the store.
@@ -322,6 +336,7 @@ impl Lcm {
                 None => {
                     let seq = next_seq;
                     next_seq += 1;
+                    let created_at = self.session.time_of(&original, now);
                     pending.push((
                         entries.len(),
                         NewMessage {
@@ -331,7 +346,7 @@ impl Lcm {
                             json,
                             tokens: tokens.min(u64::from(u32::MAX)) as u32,
                             hash,
-                            created_at: now,
+                            created_at,
                         },
                     ));
                     (0, seq)

@@ -112,6 +112,7 @@ impl Lcm {
             // differently this time): stored at the end, as a variant, like `ingest` does.
             let seq = (self.unsettled() + rows.len()) as i64;
             let searchable = message.searchable()?;
+            let created_at = self.session.time_of(&searchable, now);
             let role = searchable.role.as_str();
             let tokens = tokens::estimate_message_tokens(&searchable).min(u64::from(u32::MAX)) as u32;
             let search_text = match searchable {
@@ -127,7 +128,7 @@ impl Lcm {
                 tokens,
                 json: json.into_owned(),
                 hash,
-                created_at: now,
+                created_at,
             });
         }
         self.terms = Some(known);
@@ -312,7 +313,8 @@ impl Lcm {
             tokens_before,
             tokens_after,
             inserted_json: serde_json::to_string(inserted).expect("messages serialise"),
-            created_at: now,
+            // In the session's own time, as its messages are.
+            created_at: self.session.last_written.unwrap_or(now),
         };
         // With the messages appended around it, in their transaction: a compaction every few
         // hundred messages would otherwise cut every batch short.

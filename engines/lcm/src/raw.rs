@@ -18,7 +18,7 @@ use serde::{
 };
 
 /// The parts of the message `json` that its search text and token estimate depend on, as a
-/// [`Message`] (no `name`, no other key). Errors where reading the whole message would: a missing
+/// [`Message`] (no `name`, and of the other keys only `timestamp`). Errors where reading the whole message would: a missing
 /// or unknown role, content that is not text, parts or null, a tool call without an id or name.
 pub fn read_searchable(json: &str) -> Result<Message, serde_json::Error> {
     serde_json::from_str::<Searchable>(json).map(|searchable| searchable.0)
@@ -54,6 +54,11 @@ impl<'de> Visitor<'de> for SearchableVisitor {
                         calls.map(|calls| calls.into_iter().map(CallFields::into_call).collect());
                 }
                 "tool_call_id" => message.tool_call_id = map.next_value()?,
+                // When the message was written ([`crate::time::message_time`]).
+                "timestamp" => {
+                    let timestamp = map.next_value()?;
+                    message.extra.insert("timestamp".to_owned(), timestamp);
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -67,9 +67,9 @@ pub struct Query {
     pub scope: Scope,
     /// At most this many matches.
     pub limit: usize,
-    /// Only what was stored at or after (unix ms).
+    /// Only what was written at or after (unix ms; a message's time, [`crate::time::message_time`]).
     pub since: Option<i64>,
-    /// Only what was stored before (unix ms).
+    /// Only what was written before (unix ms).
     pub before: Option<i64>,
     /// Only this session (`None`: every session).
     pub session: Option<i64>,

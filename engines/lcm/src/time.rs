@@ -22,8 +22,9 @@ pub fn format_iso(ms: i64) -> String {
     )
 }
 
-/// Unix milliseconds from a number (unix seconds) or an ISO 8601 date or UTC time:
-/// `2026-11-23`, `2026-11-23T19:46`, `2026-11-23T19:46:49Z`.
+/// Unix milliseconds from a number (unix seconds) or an ISO 8601 date or time, UTC unless it
+/// gives an offset: `2026-11-23`, `2026-11-23T19:46`, `2026-11-23T19:46:49Z`,
+/// `2026-11-23T19:46:49.120Z`, `2026-11-23T21:46:49+02:00`.
 pub fn parse_time(value: &serde_json::Value) -> Result<i64, String> {
     if let Some(seconds) = value.as_f64() {
         return Ok((seconds * 1000.0) as i64);
@@ -32,8 +33,9 @@ pub fn parse_time(value: &serde_json::Value) -> Result<i64, String> {
         .as_str()
         .ok_or("a time must be unix seconds or an ISO 8601 date")?;
     let bad = || format!("`{text}` is not an ISO 8601 date like 2026-11-23 or 2026-11-23T19:46:49Z");
-    let text_trimmed = text.trim().trim_end_matches('Z');
-    let (date, clock) = text_trimmed.split_once(['T', ' ']).unwrap_or((text_trimmed, ""));
+    let trimmed = text.trim();
+    let (date, clock) = trimmed.split_once(['T', 't', ' ']).unwrap_or((trimmed, ""));
+    let (clock, offset_ms) = split_offset(clock).ok_or_else(bad)?;
     let numbers = |part: &str, sep: char| -> Result<Vec<i64>, String> {
         part.split(sep)
             .map(|n| n.parse::<i64>().map_err(|_| bad()))
@@ -46,6 +48,12 @@ pub fn parse_time(value: &serde_json::Value) -> Result<i64, String> {
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return Err(bad());
     }
+    // Fractions of a second: milliseconds kept, finer digits dropped.
+    let (clock, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+    if !fraction.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let millis = format!("{fraction:0<3}")[..3].parse::<i64>().map_err(|_| bad())?;
     let clock = if clock.is_empty() {
         vec![]
     } else {
@@ -59,7 +67,40 @@ pub fn parse_time(value: &serde_json::Value) -> Result<i64, String> {
         .zip([3600, 60, 1])
         .map(|(n, unit)| n * unit)
         .sum::<i64>();
-    Ok((days_from_civil(year, month, day) * 86_400 + seconds) * 1000)
+    Ok((days_from_civil(year, month, day) * 86_400 + seconds) * 1000 + millis - offset_ms)
+}
+
+/// A time of day without its zone, and the zone's offset from UTC in milliseconds (`Z`: none).
+fn split_offset(clock: &str) -> Option<(&str, i64)> {
+    if let Some(clock) = clock.strip_suffix(['Z', 'z']) {
+        return Some((clock, 0));
+    }
+    let Some(at) = clock.rfind(['+', '-']) else {
+        return Some((clock, 0));
+    };
+    let (clock, offset) = clock.split_at(at);
+    let sign = if offset.starts_with('-') { -1 } else { 1 };
+    let digits = &offset[1..];
+    let (hours, minutes) = match digits.split_once(':') {
+        Some(parts) => parts,
+        // `+0200`, or `+02`.
+        None if digits.len() == 4 && digits.is_ascii() => digits.split_at(2),
+        None => (digits, "0"),
+    };
+    let (hours, minutes) = (hours.parse::<i64>().ok()?, minutes.parse::<i64>().ok()?);
+    Some((clock, sign * (hours * 3600 + minutes * 60) * 1000))
+}
+
+/// The time a message says it was written: its `timestamp` (kept by the Claude Code, Codex and
+/// Hermes readers, and by agents that stamp their messages), as an ISO 8601 time or unix seconds
+/// (or milliseconds, for a number too large to be seconds).
+pub fn message_time(extra: &serde_json::Map<String, serde_json::Value>) -> Option<i64> {
+    let value = extra.get("timestamp")?;
+    match value.as_f64() {
+        // Past the year 5000 as seconds: milliseconds, as JavaScript's `Date.now()` gives.
+        Some(number) if number > 1e11 => Some(number as i64),
+        _ => parse_time(value).ok(),
+    }
 }
 
 // Howard Hinnant's algorithms (http://howardhinnant.github.io/date_algorithms.html).
@@ -95,6 +136,38 @@ mod tests {
         assert_eq!(format_iso(ms), "2026-11-23T19:46:49Z");
         assert_eq!(parse_time(&json!("1970-01-02")).unwrap(), 86_400_000);
         assert_eq!(parse_time(&json!(10)).unwrap(), 10_000);
+    }
+
+    #[test]
+    fn fractions_of_a_second_and_offsets_are_read() {
+        let utc = parse_time(&json!("2025-12-24T10:00:05Z")).unwrap();
+        assert_eq!(parse_time(&json!("2025-12-24T10:00:05.250Z")).unwrap(), utc + 250);
+        assert_eq!(
+            parse_time(&json!("2025-12-24T10:00:05.1234567Z")).unwrap(),
+            utc + 123
+        );
+        assert_eq!(parse_time(&json!("2025-12-24T12:00:05+02:00")).unwrap(), utc);
+        assert_eq!(parse_time(&json!("2025-12-24T05:30:05-04:30")).unwrap(), utc);
+        assert_eq!(parse_time(&json!("2025-12-24T12:00:05+0200")).unwrap(), utc);
+        assert_eq!(parse_time(&json!("2025-12-24T12:00:05+02")).unwrap(), utc);
+        assert!(parse_time(&json!("2025-12-24T10:00:05.x5Z")).is_err());
+    }
+
+    #[test]
+    fn a_message_time_comes_from_its_timestamp_in_seconds_milliseconds_or_iso() {
+        let extra = |value: serde_json::Value| json!({ "timestamp": value }).as_object().unwrap().clone();
+        let iso = message_time(&extra(json!("2025-12-24T10:00:05.000Z"))).unwrap();
+        assert_eq!(format_iso(iso), "2025-12-24T10:00:05Z");
+        assert_eq!(
+            message_time(&extra(json!(1_766_570_405))),
+            Some(1_766_570_405_000)
+        );
+        assert_eq!(
+            message_time(&extra(json!(1_766_570_405_123_i64))),
+            Some(1_766_570_405_123)
+        );
+        assert_eq!(message_time(&extra(json!("soon"))), None);
+        assert_eq!(message_time(&serde_json::Map::new()), None);
     }
 
     #[test]

@@ -36,8 +36,8 @@ pub fn schemas() -> Vec<Value> {
                     "mode": { "type": "string", "enum": ["regex", "full_text"], "default": "regex" },
                     "scope": { "type": "string", "enum": ["messages", "summaries", "both"], "default": "messages" },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT },
-                    "since": { "type": ["string", "number"], "description": "Only what was stored at or after this time (ISO 8601 or unix seconds)." },
-                    "before": { "type": ["string", "number"], "description": "Only what was stored before this time." },
+                    "since": { "type": ["string", "number"], "description": "Only what was written at or after this time (ISO 8601 or unix seconds)." },
+                    "before": { "type": ["string", "number"], "description": "Only what was written before this time." },
                     "all_sessions": { "type": "boolean", "default": false },
                     "before_id": { "type": ["string", "integer"], "description": "Continues a search that answered `partial: true`: the `next_before_id` it gave (a msg_… id: only older messages; a sum_… id: every message was searched, only older summaries). Call again with the same arguments and that before_id." }
                 },
