@@ -287,11 +287,22 @@ fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
         let differed = o.tool_dispatches.iter().filter(|d| !d.equal).count();
         let _ = writeln!(
             out,
-            "tools       {}; {} calls answered live by the engine ({} differed from the recorded result)",
+            "tools       {}; {} calls answered live ({} differed from the recorded result)",
             o.tools.join(", "),
             o.tool_dispatches.len(),
             differed
         );
+        let kept = o
+            .tool_dispatches
+            .iter()
+            .filter(|d| !d.replaced && d.recorded.is_some())
+            .count();
+        if kept > 0 {
+            let _ = writeln!(
+                out,
+                "            {kept} of them by observers: compared, and the recorded result kept (observers never change the context)"
+            );
+        }
     }
     if !o.commands.is_empty() {
         let _ = writeln!(out, "commands    {}", o.commands.len());

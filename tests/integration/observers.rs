@@ -164,6 +164,89 @@ fn an_observer_that_sleeps_fails_or_panics_changes_nothing_and_is_detached_with_
     }
 }
 
+/// The warehouse session with calls the agent made to observers' tools, each with the result it
+/// recorded: `lcm_grep` early on, then `faulty_echo`.
+fn warehouse_calling_observer_tools(dir: &Path) -> String {
+    let path = example("transcripts/warehouse-migration.json");
+    let mut session: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    let messages = session["messages"].as_array_mut().unwrap();
+    let mut inserted = 0;
+    for (tool, arguments, at) in [
+        ("lcm_grep", r#"{"pattern": "extract_orders_61"}"#, 60),
+        ("faulty_echo", r#"{"said": "hello"}"#, 200),
+    ] {
+        let before_user = (at..messages.len())
+            .find(|&index| messages[index]["role"] == "user")
+            .unwrap();
+        let id = format!("call_{tool}");
+        let call = serde_json::json!({ "role": "assistant", "content": null, "tool_calls": [
+            { "id": id, "type": "function", "function": { "name": tool, "arguments": arguments } }
+        ] });
+        let result =
+            serde_json::json!({ "role": "tool", "tool_call_id": id, "content": format!("RECORDED-{tool}") });
+        messages.splice(before_user..before_user, [call, result]);
+        inserted += 2;
+    }
+    assert_eq!(inserted, 4);
+    let out = dir.join("calls-observer-tools.json");
+    fs::write(&out, serde_json::to_string(&session).unwrap()).unwrap();
+    out.display().to_string()
+}
+
+#[test]
+fn an_observers_answer_to_a_replayed_call_is_compared_but_the_context_keeps_the_recorded_result() {
+    let alone_tree = observers_tree(BASE_CONFIG);
+    let transcript = warehouse_calling_observer_tools(alone_tree.root());
+    let (alone, alone_context, _) = replay(&alone_tree, &transcript, &[]);
+    assert!(
+        alone["tool_dispatches"].as_array().unwrap().is_empty(),
+        "{}",
+        alone["tool_dispatches"]
+    );
+    // Answering, and failing: `faulty` detached at its 40th fact, long before its tool is called.
+    for faulty in ["{}", "{observe: fail, observe_fail_at: 40}"] {
+        let config = format!("{BASE_CONFIG}faulty: {faulty}\n");
+        let tree = observers_tree(&config);
+        let watched = ["--observer", "lcm", "--observer", "faulty"];
+        let (report, context, _) = replay(&tree, &transcript, &watched);
+        assert!(
+            context == alone_context,
+            "faulty {faulty}: the final contexts differ"
+        );
+        assert_eq!(
+            compaction_records(&report),
+            compaction_records(&alone),
+            "faulty {faulty}"
+        );
+        let dispatches = report["tool_dispatches"].as_array().unwrap();
+        let answered: Vec<(&str, &str, &str, bool)> = dispatches
+            .iter()
+            .map(|d| {
+                (
+                    d["tool"].as_str().unwrap(),
+                    d["engine"].as_str().unwrap(),
+                    d["recorded"].as_str().unwrap(),
+                    d["replaced"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            answered,
+            [
+                ("lcm_grep", "lcm", "RECORDED-lcm_grep", false),
+                ("faulty_echo", "faulty", "RECORDED-faulty_echo", false)
+            ],
+            "faulty {faulty}"
+        );
+        // lcm answered from what it had stored by then; the context did not take it.
+        assert!(
+            dispatches[0]["live"].as_str().unwrap().contains("msg_8"),
+            "{}",
+            dispatches[0]
+        );
+    }
+}
+
 /// Replays the warehouse session with the `faulty` observer configured by `faulty_block` and an
 /// observer timeout of 1 s, under a watchdog (without the timeout such a run never ends). Checks
 /// that it ends with the final context and compactions of the compressor alone, and gives the

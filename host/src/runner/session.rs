@@ -411,7 +411,10 @@ impl<'e> Replayer<'e> {
             .collect()
     }
 
-    /// Appends a tool result; one answering an engine tool's call is replaced by the live answer.
+    /// Appends a tool result. One answering a call to the active engine's tool is replaced by the
+    /// engine's live answer. One answering an observer's tool is kept as recorded: the observer
+    /// answers live all the same (compared, reported, published), but observers never change the
+    /// context, so the replay gives the same context with or without them, attached or detached.
     fn push_tool_result(&mut self, mut message: Message) {
         let waiting = message
             .tool_call_id
@@ -421,18 +424,30 @@ impl<'e> Replayer<'e> {
             let call = self.pending.remove(waiting);
             let recorded = message.text().into_owned();
             let live = self.dispatch(&call);
-            message.content = Content::Text(live.clone());
+            let replaced = !self.observer_owns(&call.tool);
+            if replaced {
+                message.content = Content::Text(live.clone());
+            }
             self.record_dispatch(ToolDispatch {
                 message_index: self.position,
                 equal: answers_equal(&recorded, &live),
+                engine: self.tool_owner_name(&call.tool),
                 call_id: call.call_id,
                 tool: call.tool,
                 arguments: call.arguments,
                 recorded: Some(recorded),
                 live,
+                replaced,
             });
         }
         self.append(message);
+    }
+
+    /// Whether an observer, not the active engine, answers `tool`.
+    fn observer_owns(&self, tool: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|(name, owner)| name == tool && matches!(owner, ToolOwner::Observer(_)))
     }
 
     /// Dispatches the engine-tool calls the transcript left unanswered; their answers are logged,
@@ -442,12 +457,14 @@ impl<'e> Replayer<'e> {
             let live = self.dispatch(&call);
             self.record_dispatch(ToolDispatch {
                 message_index: call.message_index,
+                engine: self.tool_owner_name(&call.tool),
                 call_id: call.call_id,
                 tool: call.tool,
                 arguments: call.arguments,
                 recorded: None,
                 live,
                 equal: false,
+                replaced: false,
             });
         }
     }

@@ -5,8 +5,10 @@
 //!   `function.name`). A name offered twice keeps its first schema; the later one is rejected with
 //!   a warning, as Hermes's tool registry does.
 //! - An assistant message's call naming an engine tool waits for its result in the transcript.
-//!   When the result comes, the host calls `handle_tool_call(name, args, context)` live and the
-//!   live answer replaces the recorded one: the model would have seen the live one.
+//!   When the result comes, the host calls `handle_tool_call(name, args, context)` live. The
+//!   active engine's answer replaces the recorded one: the model would have seen it. An
+//!   observer's is compared and reported, and the recorded one stays: observers never change
+//!   the context.
 //! - A call the transcript never answers is still dispatched when its turn is over (its answer is
 //!   logged, nothing is inserted: the transcript is replayed as it is).
 
@@ -92,6 +94,8 @@ pub struct ToolDispatch {
     /// The index of the tool result it answered (of the assistant message, for a call the
     /// transcript never answered).
     pub message_index: usize,
+    /// The engine that answered: the active engine, or the observer offering the tool.
+    pub engine: String,
     /// The call's id.
     pub call_id: String,
     /// The tool.
@@ -100,10 +104,14 @@ pub struct ToolDispatch {
     pub arguments: String,
     /// The result the transcript recorded; `None` when it has none.
     pub recorded: Option<String>,
-    /// The engine's answer now (JSON text), which replaced the recorded one in the context.
+    /// The engine's answer now (JSON text).
     pub live: String,
     /// Whether they are the same text, or the same JSON value.
     pub equal: bool,
+    /// Whether the live answer replaced the recorded result in the context: the active engine's
+    /// does; an observer's never does, nor does the answer to a call the transcript left
+    /// unanswered.
+    pub replaced: bool,
 }
 
 /// Whether a recorded tool result and a live answer say the same: the same text, or the same JSON
