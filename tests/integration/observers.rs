@@ -332,7 +332,52 @@ fn an_observer_that_never_finishes_starting_is_left_out_after_the_observer_timeo
             "{method}: it was never attached: {}",
             report["observers"]
         );
+        // Said in the report too, for a script reading `--json`.
+        let warnings: Vec<&str> = report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            warnings.iter().any(|w| warning.ends_with(w)),
+            "{method}: {warnings:?} lacks {warning}"
+        );
     }
+}
+
+#[test]
+fn an_observer_left_out_at_the_start_is_a_warning_of_the_report_and_of_the_event_log() {
+    let tree = observers_tree(BASE_CONFIG);
+    let transcript = example("transcripts/coupon-fix.json").display().to_string();
+    let events = tree.root().join("events.jsonl");
+    let (report, _, stderr) = replay(
+        &tree,
+        &transcript,
+        &["--observer", "nowhere", "--events", events.to_str().unwrap()],
+    );
+    let said = "observer `nowhere` cannot be used: no plugin folder `nowhere`";
+    assert_eq!(
+        stderr.lines().filter(|line| line.contains(said)).count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(said)),
+        "{}",
+        report["warnings"]
+    );
+    let logged = fs::read_to_string(&events).unwrap();
+    assert!(
+        logged
+            .lines()
+            .any(|line| line.contains("\"event\":\"warning\"") && line.contains(said)),
+        "{logged}"
+    );
 }
 
 #[test]

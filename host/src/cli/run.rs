@@ -111,10 +111,11 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     let mut log = args.events.as_deref().map(EventLog::create).transpose()?;
     let tally = Rc::new(RefCell::new(Tally::default()));
     let bytes_read = Rc::new(Cell::new(0));
-    let (observers, standby) = attach_observers(settings, args, engine.name());
+    let (observers, standby, observer_warnings) = attach_observers(settings, args, engine.name());
     let mut watchers = Watchers {
         observers,
         standby,
+        warnings: observer_warnings,
         ..Watchers::default()
     };
     watchers.subscribers.add(Rc::clone(&tally));
@@ -273,14 +274,19 @@ fn not_written(args: &RunArgs) -> String {
 /// The observers of `context.observers` and `--observer`, each resolved like `context.engine`
 /// but never replaced by the compressor: one that cannot be used is left out with one warning.
 /// The active engine is not attached a second time: it is on standby, to stay on as an observer
-/// if `/engine` swaps it out.
-fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> (Observers, Vec<String>) {
+/// if `/engine` swaps it out. Returns the observers, those on standby and the warnings.
+fn attach_observers(
+    settings: &Settings,
+    args: &RunArgs,
+    active: &str,
+) -> (Observers, Vec<String>, Vec<String>) {
     let mut observers = Observers::with_timeout(settings.observer_timeout);
     let lists = [
         ("`context.observers`", settings.observers.as_slice()),
         ("`--observer`", args.observers.as_slice()),
     ];
-    let (names, standby) = observer_names(&lists, active, |warning: String| warn_user(&warning));
+    let mut warnings = Vec::new();
+    let (names, standby) = observer_names(&lists, active, |warning: String| warnings.push(warning));
     for name in &names {
         let create = {
             let (name, settings) = (name.to_owned(), settings.clone());
@@ -289,12 +295,12 @@ fn attach_observers(settings: &Settings, args: &RunArgs, active: &str) -> (Obser
             }
         };
         if let Err(reason) = observers.start(name, create) {
-            warn_user(&format!(
+            warnings.push(format!(
                 "observer `{name}` cannot be used: {reason}; the session goes on without it"
             ));
         }
     }
-    (observers, standby)
+    (observers, standby, warnings)
 }
 
 /// The progress bar, as a subscriber: it moves with the bytes read at each model call and counts

@@ -49,6 +49,9 @@ pub struct Watchers<'e> {
     /// Engines that stay on as observers when `/engine` swaps them out (configured as observers
     /// too); any other engine swapped out gets `on_session_end`.
     pub standby: Vec<String>,
+    /// What attaching the observers had to say (one left out, a name given twice): published as
+    /// warnings once the session starts, so that the report, `--json` and the event log have them.
+    pub warnings: Vec<String>,
 }
 
 impl<'e> Watchers<'e> {
@@ -142,7 +145,7 @@ impl<'e> Replayer<'e> {
         replayer.observers.lifecycle(Lifecycle::UpdateModel(model));
         let warnings = replayer.read_tools();
         replayer.begin_session(None, None);
-        for warning in warnings {
+        for warning in watchers.warnings.into_iter().chain(warnings) {
             replayer.warn(warning);
         }
         replayer
