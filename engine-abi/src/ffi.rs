@@ -122,8 +122,13 @@ impl EngineError {
 }
 
 impl fmt::Display for EngineError {
+    /// The message, after its kind when that says more than "error" (`panic: …`,
+    /// `configuration error: …`): it is read inside the host's own `warning:` or `error:` line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind.label(), self.message)
+        match self.kind.label() {
+            "error" => f.write_str(&self.message),
+            label => write!(f, "{label}: {}", self.message),
+        }
     }
 }
 

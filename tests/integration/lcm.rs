@@ -14,7 +14,7 @@ use ctxhost_lcm::synthetic;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-use crate::support::{ctxhost, example, texts, PluginDir};
+use crate::support::{ctxhost, example, example_transcript, texts, PluginDir};
 
 fn lcm_tree(config: &str) -> PluginDir {
     let tree = PluginDir::new();
@@ -390,5 +390,61 @@ fn a_replayed_session_keeps_its_own_times_whether_lcm_observes_or_owns_the_conte
             ["2025-03-01T09:00:00Z"],
             "{config}"
         );
+    }
+}
+
+#[test]
+fn replays_started_together_on_one_store_both_keep_lcm_and_store_the_session_once() {
+    // A new store (both create its tables), then one that holds the store but not the session
+    // (both create the session's row and write its messages at the same positions).
+    for (round, transcript) in [
+        ("a new store", example_transcript()),
+        (
+            "a new session",
+            example("transcripts/warehouse-migration.json")
+                .display()
+                .to_string(),
+        ),
+    ] {
+        let tree =
+            lcm_tree("context:\n  engine: compressor\n  observers: [lcm]\nlcm:\n  database: s.sqlite\n");
+        if round == "a new session" {
+            assert!(tree.run(&["run", &example_transcript()]).status.success());
+        }
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                ctxhost()
+                    .current_dir(tree.root())
+                    .args(["run", &transcript, "--json"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            let (stdout, stderr) = texts(&output);
+            assert!(output.status.success(), "{round}: {stderr}");
+            assert!(
+                !stderr.contains("lcm"),
+                "{round}: lcm was not used to the end: {stderr}"
+            );
+            let report: Value = serde_json::from_str(&stdout).unwrap();
+            assert!(
+                report["observers"][0]["detached"].is_null(),
+                "{round}: {}",
+                report["observers"]
+            );
+        }
+        let conn = Connection::open(tree.root().join("s.sqlite")).unwrap();
+        let (rows, distinct): (i64, i64) = conn
+            .query_row(
+                "SELECT count(*), count(DISTINCT hash) FROM messages m JOIN sessions s ON s.id = m.session_id",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(rows, distinct, "{round}: a message stored twice");
     }
 }

@@ -19,7 +19,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::Value;
 
 /// The schema this build writes.
@@ -399,12 +399,19 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
 }
 
 /// Runs the steps from `version` up to `last`, each in a transaction.
+///
+/// Each step takes the write lock first and reads the version again under it: two processes
+/// opening a new store at once (two replays started together) would otherwise both create the
+/// tables, and the second fail with "table sessions already exists".
 pub(crate) fn migrate_to(conn: &mut Connection, version: i64, last: i64) -> StoreResult<()> {
     for (target, step) in [(1, SCHEMA_V1), (2, SCHEMA_V2), (3, SCHEMA_V3)] {
         if version < target && target <= last {
-            let tx = conn.transaction()?;
-            tx.execute_batch(step)?;
-            tx.pragma_update(None, "user_version", target)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+            if now < target {
+                tx.execute_batch(step)?;
+                tx.pragma_update(None, "user_version", target)?;
+            }
             tx.commit()?;
         }
     }
@@ -440,8 +447,17 @@ const SUMMARY_COLUMNS: &str =
 impl Store {
     /// Opens (or creates) the store at `path`, creating its folder, in WAL mode, migrated.
     pub fn open(path: &Path) -> StoreResult<Self> {
-        let wrap = |error: rusqlite::Error| StoreError {
-            message: format!("{}: {error}", path.display()),
+        // SQLite names the file in some of its errors ("unable to open database file: <path>"):
+        // the path is said once.
+        let wrap = |error: rusqlite::Error| {
+            let (error, path) = (error.to_string(), path.display().to_string());
+            StoreError {
+                message: if error.contains(&path) {
+                    error
+                } else {
+                    format!("{path}: {error}")
+                },
+            }
         };
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|error| StoreError {
@@ -499,15 +515,20 @@ impl Store {
             .optional()?)
     }
 
-    /// The row id of session `name`, created when missing.
+    /// The row id of session `name`, created when missing (by this process or, at the same
+    /// moment, another one writing the same session).
     pub fn ensure_session(&self, name: &str, now: i64) -> StoreResult<i64> {
         if let Some(id) = self.find_session(name)? {
             return Ok(id);
         }
         self.conn
-            .prepare_cached("INSERT INTO sessions (name, created_at) VALUES (?1, ?2)")?
+            .prepare_cached(
+                "INSERT INTO sessions (name, created_at) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+            )?
             .execute(params![name, now])?;
-        Ok(self.conn.last_insert_rowid())
+        self.find_session(name)?.ok_or_else(|| StoreError {
+            message: format!("the session `{name}` was not created"),
+        })
     }
 
     /// Every message of a session in ingestion order, as the engine aligns contexts with them.
@@ -545,7 +566,9 @@ impl Store {
         compactions: &[ObservedCompaction],
         terms: &[Box<str>],
     ) -> StoreResult<Vec<i64>> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let ids = insert_messages_in(&tx, session, messages)?;
         for compaction in compactions {
             insert_compaction_in(&tx, compaction)?;
@@ -593,7 +616,9 @@ impl Store {
         summaries: &[NewSummary],
         context: &Value,
     ) -> StoreResult<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = crate::time::now_ms();
         for summary in summaries {
             if summary.messages.is_empty() && summary.sources.is_empty() {
@@ -805,7 +830,12 @@ impl Store {
     }
 }
 
-/// Inserts `messages` in `tx` (message rows and their full-text entries).
+/// Inserts `messages` in `tx` (message rows and their full-text entries); returns their row ids.
+///
+/// Another process may have written the same session since this one read it (the same
+/// transcript replayed twice at once): a position it filled with the same message is that
+/// message, already stored; one it filled with another message leaves this one stored at the
+/// session's end, as a variant.
 pub fn insert_messages_in(
     tx: &Transaction<'_>,
     session: i64,
@@ -814,20 +844,37 @@ pub fn insert_messages_in(
     let mut ids = Vec::with_capacity(messages.len());
     let mut insert = tx.prepare_cached(
         "INSERT INTO messages (session_id, seq, role, json, tokens, hash, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (session_id, seq) DO NOTHING",
     )?;
     let mut index = tx.prepare_cached("INSERT INTO messages_fts (rowid, text) VALUES (?1, ?2)")?;
     for message in messages {
-        insert.execute(params![
-            session,
-            message.seq,
-            message.role,
-            message.json,
-            message.tokens,
-            message.hash,
-            message.created_at,
-        ])?;
-        let id = tx.last_insert_rowid();
+        let mut insert_at = |seq: i64| {
+            insert.execute(params![
+                session,
+                seq,
+                message.role,
+                message.json,
+                message.tokens,
+                message.hash,
+                message.created_at,
+            ])
+        };
+        let id = if insert_at(message.seq)? == 1 {
+            tx.last_insert_rowid()
+        } else {
+            let (id, hash): (i64, i64) = tx
+                .prepare_cached("SELECT id, hash FROM messages WHERE session_id = ?1 AND seq = ?2")?
+                .query_row(params![session, message.seq], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            if hash == message.hash {
+                ids.push(id);
+                continue;
+            }
+            let end: i64 = tx
+                .prepare_cached("SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?1")?
+                .query_row([session], |r| r.get(0))?;
+            insert_at(end)?;
+            tx.last_insert_rowid()
+        };
         index.execute(params![id, message.search_text])?;
         ids.push(id);
     }
