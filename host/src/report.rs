@@ -1,6 +1,6 @@
 //! What the user reads: the run report, in words or as JSON, and the one warning channel.
 
-use std::fmt::Write;
+use std::{fmt::Write, io::Write as _};
 
 use ctxhost_engine_kit::stand_in::group_thousands;
 use serde::Serialize;
@@ -12,9 +12,12 @@ use crate::{
 };
 
 /// Prints a warning the user must see (a fallback, a refused result), once, on stderr.
+///
+/// Best effort: when stderr is a closed pipe (`2>&1 | head`) the warning is lost, and the run
+/// goes on to write its outputs (`eprintln!` would panic there).
 pub fn warn_user(message: &str) {
     tracing::debug!("warning shown to the user: {message}");
-    eprintln!("warning: {message}");
+    let _ = writeln!(std::io::stderr(), "warning: {message}");
 }
 
 /// Where a figure came from.
