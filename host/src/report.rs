@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::{
     engine::EngineOrigin,
-    runner::{CommandSource, CompactionRecord, Outcome, ReplayOutcome},
+    runner::{CommandSource, CompactionRecord, Outcome, ReplayOutcome, WindowOverrun},
 };
 
 /// Prints a warning the user must see (a fallback, a refused result), once, on stderr.
@@ -207,18 +207,7 @@ impl RunReport {
             self.token_counter
         );
         if let Some(overrun) = &o.over_window {
-            let _ = writeln!(
-                out,
-                "            OVER THE WINDOW: {} model call{} over it, first {} tokens {}",
-                overrun.times,
-                if overrun.times == 1 { "" } else { "s" },
-                tokens(overrun.first_tokens),
-                if overrun.first_at_message >= o.messages_replayed {
-                    "at the end".to_owned()
-                } else {
-                    format!("before message {}", overrun.first_at_message)
-                },
-            );
+            let _ = writeln!(out, "            OVER THE WINDOW: {}", describe_overrun(overrun));
         }
         let _ = writeln!(out, "engine time {:.2} ms", o.engine_time_ms);
         if !o.faults.is_empty() {
@@ -245,6 +234,38 @@ impl RunReport {
         }
         out
     }
+}
+
+/// Where the context went over the window, for the report and `--fail-over-window`'s error:
+/// `2 model calls over it, first 10,020 tokens before message 4, and the final context (10,025
+/// tokens)`, or `the final context (9,164 tokens); no model call was over it`.
+pub fn describe_overrun(overrun: &WindowOverrun) -> String {
+    let tokens = |n: u64| group_thousands(n as usize);
+    let Some(final_tokens) = overrun.final_tokens else {
+        return format!(
+            "{} over it, first {} tokens before message {}",
+            model_calls(overrun.times),
+            tokens(overrun.first_tokens),
+            overrun.first_at_message
+        );
+    };
+    if overrun.times == 0 {
+        return format!(
+            "the final context ({} tokens); no model call was over it",
+            tokens(final_tokens)
+        );
+    }
+    format!(
+        "{} over it, first {} tokens before message {}, and the final context ({} tokens)",
+        model_calls(overrun.times),
+        tokens(overrun.first_tokens),
+        overrun.first_at_message,
+        tokens(final_tokens)
+    )
+}
+
+fn model_calls(n: usize) -> String {
+    format!("{n} model call{}", if n == 1 { "" } else { "s" })
 }
 
 /// Which engine owned which span (after `/engine` swaps), and what each observer received.

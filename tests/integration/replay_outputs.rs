@@ -418,3 +418,43 @@ fn tool_refuses_a_tool_the_engine_does_not_offer_and_arguments_that_are_not_an_o
         texts(&output).1
     );
 }
+
+#[test]
+fn calls_over_the_window_are_never_more_than_the_calls_and_the_final_context_is_told_apart() {
+    let tree = PluginDir::new();
+    let path = transcript(&tree, "t.json", small_conversation());
+    let path = path.to_str().unwrap();
+    let json = tree.run(&["run", path, "--context-length", "1", "--json"]);
+    let report: Value = serde_json::from_str(&texts(&json).0).unwrap();
+    assert_eq!(report["model_calls"], 2);
+    let overrun = &report["over_window"];
+    assert_eq!(
+        overrun["times"], 2,
+        "both calls, not the final context: {overrun}"
+    );
+    assert_eq!(overrun["first_at_message"], 2);
+    assert_eq!(overrun["final_tokens"], report["final_tokens"]);
+
+    // The report and --fail-over-window's error say the same, in the same words.
+    let failed = tree.run(&["run", path, "--context-length", "1", "--fail-over-window"]);
+    let (stdout, stderr) = texts(&failed);
+    let said = format!(
+        "2 model calls over it, first {} tokens before message 2, and the final context ({} tokens)",
+        overrun["first_tokens"], report["final_tokens"]
+    );
+    assert!(stdout.contains(&format!("OVER THE WINDOW: {said}\n")), "{stdout}");
+    assert_eq!(
+        stderr.lines().last().unwrap(),
+        format!("error: --fail-over-window: the context went over the 1-token window: {said}")
+    );
+
+    // `compress` makes no model call: only its final context can be over.
+    let compressed = tree.run(&["compress", path, "--context-length", "1", "--fail-over-window"]);
+    let (stdout, stderr) = texts(&compressed);
+    assert!(stdout.contains("0 model calls"), "{stdout}");
+    let line = stdout.lines().find(|l| l.contains("OVER THE WINDOW")).unwrap();
+    let said = line.split_once("OVER THE WINDOW: ").unwrap().1;
+    assert!(said.starts_with("the final context ("), "{line}");
+    assert!(said.ends_with(" tokens); no model call was over it"), "{line}");
+    assert!(stderr.trim_end().ends_with(said), "{stderr}");
+}

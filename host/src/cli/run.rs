@@ -17,6 +17,7 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context as _, Result};
+use ctxhost_engine_kit::stand_in::group_thousands;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
@@ -31,7 +32,7 @@ use crate::{
         prompt_cache::{apply_cache_shape, CacheTtl},
         write_json_atomically, EventLog,
     },
-    report::warn_user,
+    report::{describe_overrun, warn_user},
     resolution::{resolve_engine, try_resolve_engine, Registry},
     runner::{
         finish_with, observer_names, Fact, FactAccounting, Observers, ReplayOutcome, Replayer, Subscriber,
@@ -224,12 +225,9 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     }
     match overrun {
         Some(overrun) if args.fail_over_window => Err(anyhow!(
-            "--fail-over-window: the context went over the {}-token window {} time{} (first {} tokens, before message {})",
-            overrun.window,
-            overrun.times,
-            if overrun.times == 1 { "" } else { "s" },
-            overrun.first_tokens,
-            overrun.first_at_message
+            "--fail-over-window: the context went over the {}-token window: {}",
+            group_thousands(overrun.window as usize),
+            describe_overrun(&overrun)
         )),
         _ => Ok(()),
     }

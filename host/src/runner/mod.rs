@@ -188,13 +188,16 @@ pub struct CommandRecord {
 pub struct WindowOverrun {
     /// The usable window.
     pub window: u64,
-    /// The transcript message before which it first happened (a model call's, or the end's).
+    /// The transcript message before which it first happened: a model call's, or the
+    /// transcript's length when only the final context was over.
     pub first_at_message: usize,
     /// The context's tokens then.
     pub first_tokens: u64,
-    /// Model calls whose context was over the window (the final context counts as one more when
-    /// it is over).
+    /// Model calls whose context was over the window (never more than the model calls made).
     pub times: usize,
+    /// The final context's tokens, when it is over the window too. It is no model call (the
+    /// transcript ends there), so it is not one of `times`.
+    pub final_tokens: Option<u64>,
 }
 
 /// A stretch of the session during which one engine owned the context.
