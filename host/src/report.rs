@@ -194,7 +194,12 @@ impl RunReport {
         } else {
             let _ = writeln!(out, "compactions {}", count_outcomes(&o.compactions));
             for (number, compaction) in o.compactions.iter().enumerate() {
-                let _ = writeln!(out, "  #{:<3}{}", number + 1, describe_compaction(compaction));
+                let _ = writeln!(
+                    out,
+                    "  #{:<3}{}",
+                    number + 1,
+                    describe_compaction(compaction, o.messages_replayed)
+                );
             }
         }
         let _ = writeln!(
@@ -217,7 +222,11 @@ impl RunReport {
                 o.faults.len()
             );
             for fault in o.faults.iter().take(10) {
-                let _ = writeln!(out, "  after message {}: {}", fault.at_message, fault.message);
+                let at = match fault.at_message {
+                    at if at >= o.messages_replayed => "at the end".to_owned(),
+                    at => format!("at message {at}"),
+                };
+                let _ = writeln!(out, "  {at}: {}", fault.message);
             }
             if o.faults.len() > 10 {
                 let _ = writeln!(out, "  … and {} more", o.faults.len() - 10);
@@ -344,11 +353,15 @@ fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
     }
 }
 
-fn describe_compaction(compaction: &CompactionRecord) -> String {
+fn describe_compaction(compaction: &CompactionRecord, messages_replayed: usize) -> String {
     let tokens = |n: u64| group_thousands(n as usize);
+    let at = if compaction.at_message >= messages_replayed {
+        "at the end".to_owned()
+    } else {
+        format!("before message {}", compaction.at_message)
+    };
     let mut line = format!(
-        "after message {} ({}): {} -> {} tokens, {} -> {} messages, {:.2} ms",
-        compaction.at_message,
+        "{at} ({}): {} -> {} tokens, {} -> {} messages, {:.2} ms",
         compaction.trigger,
         tokens(compaction.tokens_before),
         tokens(compaction.tokens_after),

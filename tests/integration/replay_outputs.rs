@@ -458,3 +458,69 @@ fn calls_over_the_window_are_never_more_than_the_calls_and_the_final_context_is_
     assert!(said.ends_with(" tokens); no model call was over it"), "{line}");
     assert!(stderr.trim_end().ends_with(said), "{stderr}");
 }
+
+#[test]
+fn every_line_numbers_a_moment_by_the_transcript_message_it_comes_before() {
+    // The long user message 3 puts the call before message 4 over the window: a manual
+    // /compress, session hygiene and preflight all run there, with messages 0-3 in the context.
+    let tree = PluginDir::new();
+    let path = transcript(
+        &tree,
+        "t.json",
+        json!([
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "hi"},
+            {"role": "user", "content": "word ".repeat(8_000)},
+            {"role": "assistant", "content": "done"}
+        ]),
+    );
+    let args = [
+        "run",
+        path.to_str().unwrap(),
+        "--context-length",
+        "8000",
+        "--at",
+        "4:/compress",
+    ];
+    let json = tree.run(&[&args[..], &["--json"]].concat());
+    let report: Value = serde_json::from_str(&texts(&json).0).unwrap();
+    let compactions: Vec<(String, u64, u64)> = report["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["trigger"].as_str().unwrap().to_owned(),
+                c["at_message"].as_u64().unwrap(),
+                c["messages_before"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        compactions,
+        vec![
+            ("manual".to_owned(), 4, 4),
+            ("hygiene".to_owned(), 4, 4),
+            ("preflight".to_owned(), 4, 4),
+        ]
+    );
+    assert_eq!(report["over_window"]["first_at_message"], 4);
+    assert_eq!(report["commands"][0]["message_index"], 4);
+
+    let text = tree.run(&args);
+    let (stdout, _) = texts(&text);
+    for line in [
+        "  at message 4: /compress (--at;",
+        "  #1  before message 4 (manual /compress):",
+        "  #2  before message 4 (session hygiene):",
+        "  #3  before message 4 (preflight):",
+        "OVER THE WINDOW: 1 model call over it, first ",
+    ] {
+        assert!(stdout.contains(line), "`{line}` in:\n{stdout}");
+    }
+    assert!(
+        stdout.contains(" tokens before message 4, and the final context ("),
+        "{stdout}"
+    );
+}

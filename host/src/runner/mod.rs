@@ -133,7 +133,8 @@ pub enum Outcome {
 /// One compaction.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CompactionRecord {
-    /// How many transcript messages had been fed when it happened.
+    /// The transcript message (0-based) it came before, as `--at N` counts: the context held
+    /// the messages before it. The transcript's length for a compaction at the end.
     pub at_message: usize,
     /// How many model calls had been made when it happened.
     pub turn: usize,
@@ -163,7 +164,8 @@ pub struct CompactionRecord {
 /// An engine call that failed and was contained.
 #[derive(Clone, Debug, Serialize)]
 pub struct EngineFault {
-    /// How many transcript messages had been fed.
+    /// The transcript message (0-based) being handled when it failed; the transcript's length
+    /// at the end.
     pub at_message: usize,
     /// What failed.
     pub message: String,
