@@ -1,6 +1,9 @@
 //! The `ctxhost` binary: parse the command line, set up logging, run, print one line on failure.
 
-use std::{io::IsTerminal, process::ExitCode};
+use std::{
+    io::{IsTerminal, Write as _},
+    process::ExitCode,
+};
 
 use clap::Parser;
 use ctxhost::cli::{run_cli, Cli};
@@ -27,7 +30,9 @@ fn main() -> ExitCode {
     match run_cli(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", one_line(&error));
+            // Not `eprintln!`, which panics when stderr is a closed pipe (`2>&1 | head`): the
+            // exit status still tells.
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&error));
             ExitCode::FAILURE
         }
     }
@@ -58,6 +63,9 @@ fn init_logging(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Its default reports a failed write with `eprintln!`, which panics when stderr is a
+        // closed pipe: a log line nobody can read is dropped.
+        .log_internal_errors(false)
         .with_ansi(std::io::stderr().is_terminal())
         .event_format(OneLine)
         .init();

@@ -1,6 +1,11 @@
 //! Writing output files atomically: a temporary file in the same folder, renamed over the target
 //! only once it is complete, so a failure never leaves a half-written file.
 //!
+//! The file ends up as one written in place would: a new one with the mode the umask gives
+//! (`0666` less the umask), a replaced one with the mode it had. A symlink is written through:
+//! its target is replaced and the link stays. A read-only file, or one that is not a regular
+//! file (a directory, a device, a FIFO), is refused and left as it was.
+//!
 //! - [`write_atomically`] and [`write_json_atomically`] for a file written in one go (the final
 //!   context);
 //! - [`EventLog`] for the event log, written line by line as the replay goes into a temporary
@@ -9,7 +14,9 @@
 //! - [`prompt_cache`] shapes the final request for Anthropic prompt caching.
 
 use std::{
+    fs::{self, Permissions},
     io::{self, BufWriter, Write},
+    os::unix::fs::{MetadataExt as _, PermissionsExt as _},
     path::{Path, PathBuf},
 };
 
@@ -29,12 +36,71 @@ pub struct WriteError {
     pub source: io::Error,
 }
 
-fn temp_file_beside(path: &Path) -> io::Result<NamedTempFile> {
-    let dir = match path.parent() {
+/// The file to write for `path`, and the temporary file beside it that will replace it.
+fn temp_file_for(path: &Path) -> io::Result<(PathBuf, NamedTempFile)> {
+    let target = through_symlinks(path)?;
+    let existing = match fs::metadata(&target) {
+        Ok(metadata) => Some(metadata),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error),
+    };
+    if let Some(metadata) = &existing {
+        // A rename would replace a device or a FIFO with a plain file, and it would not ask
+        // for the write permission a file written in place needs.
+        if !metadata.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        if metadata.permissions().readonly() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the file is read-only; make it writable to replace it",
+            ));
+        }
+    }
+    let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    NamedTempFile::new_in(dir).map_err(without_temporary_path)
+    // Created with 0666 as any new file is, so that the umask decides (a temporary file's
+    // default is 0600).
+    let file = tempfile::Builder::new()
+        .permissions(Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(without_temporary_path)?;
+    if let Some(metadata) = existing {
+        file.as_file().set_permissions(metadata.permissions())?;
+    }
+    Ok((target, file))
+}
+
+/// The file `path` names once its symlinks are followed (a link may name a file yet to be
+/// written), so that an output replaces the link's target, not the link.
+fn through_symlinks(path: &Path) -> io::Result<PathBuf> {
+    // As the kernel does, give up on a loop after 40 links.
+    let mut target = path.to_owned();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&target) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                let link = fs::read_link(&target)?;
+                target = match target.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Ok(_) => return Ok(target),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(target),
+            Err(error) => return Err(error),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// Whether `a` and `b` are one existing file (the same path, a link to it, a hard link).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// The error without the temporary file's name that `tempfile` appends to it (`… at path
@@ -56,10 +122,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         path: path.to_owned(),
         source: without_temporary_path(source),
     };
-    let mut file = temp_file_beside(path).map_err(wrap)?;
+    let (target, mut file) = temp_file_for(path).map_err(wrap)?;
     file.write_all(bytes).map_err(wrap)?;
     file.as_file().sync_all().map_err(wrap)?;
-    file.persist(path).map_err(|error| wrap(error.error))?;
+    file.persist(&target).map_err(|error| wrap(error.error))?;
     Ok(())
 }
 
@@ -75,6 +141,8 @@ pub fn write_json_atomically(path: &Path, value: &impl serde::Serialize) -> Resu
 /// leaves nothing behind.
 pub struct EventLog {
     path: PathBuf,
+    /// The file renamed over: `path`, or the file its symlinks lead to.
+    target: PathBuf,
     file: BufWriter<NamedTempFile>,
     /// The first write that failed; later events are dropped and the commit reports it.
     failed: Option<io::Error>,
@@ -84,12 +152,13 @@ pub struct EventLog {
 impl EventLog {
     /// Starts an event log that will become `path`; fails when its folder cannot take a file.
     pub fn create(path: &Path) -> Result<Self, WriteError> {
-        let file = temp_file_beside(path).map_err(|source| WriteError {
+        let (target, file) = temp_file_for(path).map_err(|source| WriteError {
             path: path.to_owned(),
             source,
         })?;
         Ok(Self {
             path: path.to_owned(),
+            target,
             file: BufWriter::with_capacity(64 * 1024, file),
             failed: None,
             events: 0,
@@ -120,6 +189,7 @@ impl EventLog {
         file.as_file().sync_all().map_err(wrap)?;
         Ok(FinishedEventLog {
             path: self.path,
+            target: self.target,
             file,
         })
     }
@@ -149,13 +219,14 @@ impl Subscriber for EventLog {
 /// An event log written out whole, waiting to be renamed over its target.
 pub struct FinishedEventLog {
     path: PathBuf,
+    target: PathBuf,
     file: NamedTempFile,
 }
 
 impl FinishedEventLog {
     /// Renames the file over the target.
     pub fn publish(self) -> Result<(), WriteError> {
-        self.file.persist(&self.path).map_err(|error| WriteError {
+        self.file.persist(&self.target).map_err(|error| WriteError {
             path: self.path.clone(),
             source: without_temporary_path(error.error),
         })?;

@@ -1,6 +1,6 @@
 //! What the user reads: the run report, in words or as JSON, and the one warning channel.
 
-use std::fmt::Write;
+use std::{fmt::Write, io::Write as _};
 
 use ctxhost_engine_kit::stand_in::group_thousands;
 use serde::Serialize;
@@ -8,13 +8,16 @@ use serde_json::Value;
 
 use crate::{
     engine::EngineOrigin,
-    runner::{CommandSource, CompactionRecord, Outcome, ReplayOutcome},
+    runner::{CommandSource, CompactionRecord, Outcome, ReplayOutcome, WindowOverrun},
 };
 
 /// Prints a warning the user must see (a fallback, a refused result), once, on stderr.
+///
+/// Best effort: when stderr is a closed pipe (`2>&1 | head`) the warning is lost, and the run
+/// goes on to write its outputs (`eprintln!` would panic there).
 pub fn warn_user(message: &str) {
     tracing::debug!("warning shown to the user: {message}");
-    eprintln!("warning: {message}");
+    let _ = writeln!(std::io::stderr(), "warning: {message}");
 }
 
 /// Where a figure came from.
@@ -191,7 +194,12 @@ impl RunReport {
         } else {
             let _ = writeln!(out, "compactions {}", count_outcomes(&o.compactions));
             for (number, compaction) in o.compactions.iter().enumerate() {
-                let _ = writeln!(out, "  #{:<3}{}", number + 1, describe_compaction(compaction));
+                let _ = writeln!(
+                    out,
+                    "  #{:<3}{}",
+                    number + 1,
+                    describe_compaction(compaction, o.messages_replayed)
+                );
             }
         }
         let _ = writeln!(
@@ -204,18 +212,7 @@ impl RunReport {
             self.token_counter
         );
         if let Some(overrun) = &o.over_window {
-            let _ = writeln!(
-                out,
-                "            OVER THE WINDOW: {} model call{} over it, first {} tokens {}",
-                overrun.times,
-                if overrun.times == 1 { "" } else { "s" },
-                tokens(overrun.first_tokens),
-                if overrun.first_at_message >= o.messages_replayed {
-                    "at the end".to_owned()
-                } else {
-                    format!("before message {}", overrun.first_at_message)
-                },
-            );
+            let _ = writeln!(out, "            OVER THE WINDOW: {}", describe_overrun(overrun));
         }
         let _ = writeln!(out, "engine time {:.2} ms", o.engine_time_ms);
         if !o.faults.is_empty() {
@@ -225,7 +222,11 @@ impl RunReport {
                 o.faults.len()
             );
             for fault in o.faults.iter().take(10) {
-                let _ = writeln!(out, "  after message {}: {}", fault.at_message, fault.message);
+                let at = match fault.at_message {
+                    at if at >= o.messages_replayed => "at the end".to_owned(),
+                    at => format!("at message {at}"),
+                };
+                let _ = writeln!(out, "  {at}: {}", fault.message);
             }
             if o.faults.len() > 10 {
                 let _ = writeln!(out, "  … and {} more", o.faults.len() - 10);
@@ -242,6 +243,38 @@ impl RunReport {
         }
         out
     }
+}
+
+/// Where the context went over the window, for the report and `--fail-over-window`'s error:
+/// `2 model calls over it, first 10,020 tokens before message 4, and the final context (10,025
+/// tokens)`, or `the final context (9,164 tokens); no model call was over it`.
+pub fn describe_overrun(overrun: &WindowOverrun) -> String {
+    let tokens = |n: u64| group_thousands(n as usize);
+    let Some(final_tokens) = overrun.final_tokens else {
+        return format!(
+            "{} over it, first {} tokens before message {}",
+            model_calls(overrun.times),
+            tokens(overrun.first_tokens),
+            overrun.first_at_message
+        );
+    };
+    if overrun.times == 0 {
+        return format!(
+            "the final context ({} tokens); no model call was over it",
+            tokens(final_tokens)
+        );
+    }
+    format!(
+        "{} over it, first {} tokens before message {}, and the final context ({} tokens)",
+        model_calls(overrun.times),
+        tokens(overrun.first_tokens),
+        overrun.first_at_message,
+        tokens(final_tokens)
+    )
+}
+
+fn model_calls(n: usize) -> String {
+    format!("{n} model call{}", if n == 1 { "" } else { "s" })
 }
 
 /// Which engine owned which span (after `/engine` swaps), and what each observer received.
@@ -320,11 +353,15 @@ fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
     }
 }
 
-fn describe_compaction(compaction: &CompactionRecord) -> String {
+fn describe_compaction(compaction: &CompactionRecord, messages_replayed: usize) -> String {
     let tokens = |n: u64| group_thousands(n as usize);
+    let at = if compaction.at_message >= messages_replayed {
+        "at the end".to_owned()
+    } else {
+        format!("before message {}", compaction.at_message)
+    };
     let mut line = format!(
-        "after message {} ({}): {} -> {} tokens, {} -> {} messages, {:.2} ms",
-        compaction.at_message,
+        "{at} ({}): {} -> {} tokens, {} -> {} messages, {:.2} ms",
         compaction.trigger,
         tokens(compaction.tokens_before),
         tokens(compaction.tokens_after),

@@ -124,6 +124,10 @@ fn a_context_over_the_window_is_reported_and_fails_the_run_when_asked() {
     assert_eq!(overrun["window"], 4000);
     assert!(overrun["first_tokens"].as_u64().unwrap() > 4000);
     assert!(overrun["times"].as_u64().unwrap() > 1);
+    assert!(
+        overrun["times"].as_u64() <= report["model_calls"].as_u64(),
+        "never more calls over the window than calls: {overrun}"
+    );
     assert!(report["peak_tokens"].as_u64().unwrap() > 4000);
 
     let text = tree.run(&["run", &transcript]);
@@ -139,7 +143,7 @@ fn a_context_over_the_window_is_reported_and_fails_the_run_when_asked() {
     );
     let last = stderr.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("error: --fail-over-window: the context went over the 4000-token window"),
+        last.starts_with("error: --fail-over-window: the context went over the 4,000-token window: "),
         "{stderr}"
     );
 }

@@ -251,3 +251,36 @@ fn a_warning_met_during_one_row_names_the_row() {
     assert_eq!(over.len(), 1, "{stderr}");
     assert!(over[0].ends_with(r#" compare="telemetry""#), "{stderr}");
 }
+
+#[test]
+fn the_table_marks_the_peak_of_an_engine_that_went_over_the_window() {
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    let telemetry = tree.root().join("telemetry.jsonl");
+    tree.config(&format!(
+        "model:
+  context_length: 8000
+telemetry:
+  path: {}
+",
+        telemetry.display()
+    ));
+    let (stdout, _) = compare(&tree, &["--engines", "compressor,telemetry"]);
+    let header = row(&stdout, "engine");
+    let peak = |label: &str| cell_ending_with(header, row(&stdout, label), "peak").to_owned();
+    assert!(peak("telemetry").ends_with(" OVER"), "{stdout}");
+    assert!(
+        peak("compressor").ends_with(|c: char| c.is_ascii_digit()),
+        "{stdout}"
+    );
+    let said: Vec<_> = stdout.lines().filter(|line| line.contains("OVER THE")).collect();
+    assert_eq!(said.len(), 1, "{stdout}");
+    assert!(
+        said[0].starts_with("telemetry: OVER THE 8,000-TOKEN WINDOW: ")
+            && said[0].contains(" model calls over it, first "),
+        "{stdout}"
+    );
+    let json = compare_json(&tree, &["--engines", "compressor,telemetry"]);
+    assert!(json["engines"][0]["over_window"].is_null(), "{json}");
+    assert_eq!(json["engines"][1]["over_window"]["window"], 8000, "{json}");
+}

@@ -11,6 +11,7 @@ mod lcm;
 mod loading;
 mod messages;
 mod observers;
+mod output_files;
 mod plugins;
 mod reading;
 mod replay;

@@ -418,3 +418,109 @@ fn tool_refuses_a_tool_the_engine_does_not_offer_and_arguments_that_are_not_an_o
         texts(&output).1
     );
 }
+
+#[test]
+fn calls_over_the_window_are_never_more_than_the_calls_and_the_final_context_is_told_apart() {
+    let tree = PluginDir::new();
+    let path = transcript(&tree, "t.json", small_conversation());
+    let path = path.to_str().unwrap();
+    let json = tree.run(&["run", path, "--context-length", "1", "--json"]);
+    let report: Value = serde_json::from_str(&texts(&json).0).unwrap();
+    assert_eq!(report["model_calls"], 2);
+    let overrun = &report["over_window"];
+    assert_eq!(
+        overrun["times"], 2,
+        "both calls, not the final context: {overrun}"
+    );
+    assert_eq!(overrun["first_at_message"], 2);
+    assert_eq!(overrun["final_tokens"], report["final_tokens"]);
+
+    // The report and --fail-over-window's error say the same, in the same words.
+    let failed = tree.run(&["run", path, "--context-length", "1", "--fail-over-window"]);
+    let (stdout, stderr) = texts(&failed);
+    let said = format!(
+        "2 model calls over it, first {} tokens before message 2, and the final context ({} tokens)",
+        overrun["first_tokens"], report["final_tokens"]
+    );
+    assert!(stdout.contains(&format!("OVER THE WINDOW: {said}\n")), "{stdout}");
+    assert_eq!(
+        stderr.lines().last().unwrap(),
+        format!("error: --fail-over-window: the context went over the 1-token window: {said}")
+    );
+
+    // `compress` makes no model call: only its final context can be over.
+    let compressed = tree.run(&["compress", path, "--context-length", "1", "--fail-over-window"]);
+    let (stdout, stderr) = texts(&compressed);
+    assert!(stdout.contains("0 model calls"), "{stdout}");
+    let line = stdout.lines().find(|l| l.contains("OVER THE WINDOW")).unwrap();
+    let said = line.split_once("OVER THE WINDOW: ").unwrap().1;
+    assert!(said.starts_with("the final context ("), "{line}");
+    assert!(said.ends_with(" tokens); no model call was over it"), "{line}");
+    assert!(stderr.trim_end().ends_with(said), "{stderr}");
+}
+
+#[test]
+fn every_line_numbers_a_moment_by_the_transcript_message_it_comes_before() {
+    // The long user message 3 puts the call before message 4 over the window: a manual
+    // /compress, session hygiene and preflight all run there, with messages 0-3 in the context.
+    let tree = PluginDir::new();
+    let path = transcript(
+        &tree,
+        "t.json",
+        json!([
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "hi"},
+            {"role": "user", "content": "word ".repeat(8_000)},
+            {"role": "assistant", "content": "done"}
+        ]),
+    );
+    let args = [
+        "run",
+        path.to_str().unwrap(),
+        "--context-length",
+        "8000",
+        "--at",
+        "4:/compress",
+    ];
+    let json = tree.run(&[&args[..], &["--json"]].concat());
+    let report: Value = serde_json::from_str(&texts(&json).0).unwrap();
+    let compactions: Vec<(String, u64, u64)> = report["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["trigger"].as_str().unwrap().to_owned(),
+                c["at_message"].as_u64().unwrap(),
+                c["messages_before"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        compactions,
+        vec![
+            ("manual".to_owned(), 4, 4),
+            ("hygiene".to_owned(), 4, 4),
+            ("preflight".to_owned(), 4, 4),
+        ]
+    );
+    assert_eq!(report["over_window"]["first_at_message"], 4);
+    assert_eq!(report["commands"][0]["message_index"], 4);
+
+    let text = tree.run(&args);
+    let (stdout, _) = texts(&text);
+    for line in [
+        "  at message 4: /compress (--at;",
+        "  #1  before message 4 (manual /compress):",
+        "  #2  before message 4 (session hygiene):",
+        "  #3  before message 4 (preflight):",
+        "OVER THE WINDOW: 1 model call over it, first ",
+    ] {
+        assert!(stdout.contains(line), "`{line}` in:\n{stdout}");
+    }
+    assert!(
+        stdout.contains(" tokens before message 4, and the final context ("),
+        "{stdout}"
+    );
+}

@@ -17,6 +17,7 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context as _, Result};
+use ctxhost_engine_kit::stand_in::group_thousands;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
@@ -29,9 +30,9 @@ use crate::{
     formats::{open_transcript_with, read_transcript_with},
     output::{
         prompt_cache::{apply_cache_shape, CacheTtl},
-        write_json_atomically, EventLog,
+        same_file, write_json_atomically, EventLog,
     },
-    report::warn_user,
+    report::{describe_overrun, warn_user},
     resolution::{resolve_engine, try_resolve_engine, Registry},
     runner::{
         finish_with, observer_names, Fact, FactAccounting, Observers, ReplayOutcome, Replayer, Subscriber,
@@ -68,6 +69,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     if matches!(mode, Mode::Compress { .. }) && !args.at.is_empty() {
         bail!("--at scripts commands between messages; `compress` takes the whole transcript at once (use `run --at N:/compress`)");
     }
+    refuse_the_transcript_as_output(args)?;
     // `compress` needs every message at once; the others stream them.
     let reading = args.reading.options(args.format);
     let failed = |error| anyhow!(read_failure(&error, &args.reading));
@@ -224,12 +226,9 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     }
     match overrun {
         Some(overrun) if args.fail_over_window => Err(anyhow!(
-            "--fail-over-window: the context went over the {}-token window {} time{} (first {} tokens, before message {})",
-            overrun.window,
-            overrun.times,
-            if overrun.times == 1 { "" } else { "s" },
-            overrun.first_tokens,
-            overrun.first_at_message
+            "--fail-over-window: the context went over the {}-token window: {}",
+            group_thousands(overrun.window as usize),
+            describe_overrun(&overrun)
         )),
         _ => Ok(()),
     }
@@ -251,6 +250,20 @@ fn write_outputs(args: &RunArgs, log: Option<EventLog>, outcome: &mut ReplayOutc
     }
     if let Some(log) = log {
         log.publish()?;
+    }
+    Ok(())
+}
+
+/// An output naming the transcript would replace it with what was made of it: refused before
+/// anything is read or written.
+fn refuse_the_transcript_as_output(args: &RunArgs) -> Result<()> {
+    for (flag, output) in [("--out", &args.out), ("--events", &args.events)] {
+        if let Some(output) = output.as_deref().filter(|o| same_file(o, &args.transcript)) {
+            bail!(
+                "{}: {flag} names the transcript being read; nothing was written (name another file)",
+                output.display()
+            );
+        }
     }
     Ok(())
 }

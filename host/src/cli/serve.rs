@@ -24,7 +24,7 @@ pub(super) fn serve_stdio(settings: &Settings, args: &super::ServeArgs) -> Resul
     let mut server = Server::new(settings.clone());
     // A `compress` request carries the whole context: read it in large pieces, not stdin's 8 KiB.
     let input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
-    let stop = serve_lines(&mut server, input, super::stdout::host_stdout())
+    let stop = serve_lines(&mut server, input, super::stdout::protocol_stdout())
         .context("reading requests from stdin")?;
     if let Stop::Incompatible(message) = stop {
         bail!(message);

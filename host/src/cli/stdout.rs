@@ -5,6 +5,12 @@
 //! `printf`) would corrupt it. So before any plugin is loaded, the host keeps a duplicate of its
 //! stdout for itself and points file descriptor 1 at stderr: whatever else prints ends up beside
 //! the logs, where a person still sees it.
+//!
+//! A reader that goes away early (`ctxhost run … | head -1`) is no failure of the run: what it
+//! did not read it did not want. [`host_stdout`] drops what it can no longer deliver, so the
+//! command ends as it would have (its outputs written, its own exit status), quietly. The
+//! `serve` protocol is the exception: there a closed stdout means the client is gone, and
+//! [`protocol_stdout`] says so.
 
 use std::{
     fs::File,
@@ -29,9 +35,19 @@ pub fn keep_for_the_host() -> io::Result<()> {
     Ok(())
 }
 
-/// Where the host prints what a program reads: the stdout it started with.
+/// Where the host prints what a program reads: the stdout it started with. Once its reader has
+/// gone, what is written is dropped.
 pub fn host_stdout() -> HostStdout {
-    HostStdout
+    HostStdout {
+        closed_is_error: false,
+    }
+}
+
+/// The host's stdout for a protocol, whose writes fail once the reader has gone.
+pub fn protocol_stdout() -> HostStdout {
+    HostStdout {
+        closed_is_error: true,
+    }
 }
 
 /// Whether the host's stdout is a terminal (for colour).
@@ -42,29 +58,44 @@ pub fn is_terminal() -> bool {
     }
 }
 
-/// The stdout the host started with, as a writer ([`host_stdout`]).
-pub struct HostStdout;
+/// The stdout the host started with, as a writer ([`host_stdout`], [`protocol_stdout`]).
+pub struct HostStdout {
+    closed_is_error: bool,
+}
+
+impl HostStdout {
+    /// `result`, or what stands for it once the reader has gone.
+    fn unless_closed<T>(&self, result: io::Result<T>, dropped: T) -> io::Result<T> {
+        match result {
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe && !self.closed_is_error => Ok(dropped),
+            result => result,
+        }
+    }
+}
 
 impl Write for HostStdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match KEPT.get() {
+        let written = match KEPT.get() {
             Some(kept) => lock(kept).write(buf),
             None => io::stdout().write(buf),
-        }
+        };
+        self.unless_closed(written, buf.len())
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match KEPT.get() {
+        let written = match KEPT.get() {
             Some(kept) => lock(kept).write_all(buf),
             None => io::stdout().write_all(buf),
-        }
+        };
+        self.unless_closed(written, ())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match KEPT.get() {
+        let flushed = match KEPT.get() {
             Some(kept) => lock(kept).flush(),
             None => io::stdout().flush(),
-        }
+        };
+        self.unless_closed(flushed, ())
     }
 }
 

@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::{
-    report::{EngineSource, Sourced},
-    runner::{Outcome, ReplayOutcome},
+    report::{describe_overrun, EngineSource, Sourced},
+    runner::{Outcome, ReplayOutcome, WindowOverrun},
 };
 
 /// The comparison.
@@ -86,6 +86,8 @@ pub struct EngineFigures {
     pub nothing_to_compact: usize,
     /// The largest context the model would have received.
     pub peak_tokens: u64,
+    /// Set when the context went over the usable window (the model would have refused it).
+    pub over_window: Option<WindowOverrun>,
     /// The final context's tokens.
     pub final_tokens: u64,
     /// The final context's messages.
@@ -159,6 +161,7 @@ pub fn summarise_outcome(
             .filter(|c| matches!(c.outcome, Outcome::NothingToCompact { .. }))
             .count(),
         peak_tokens: outcome.peak_tokens,
+        over_window: outcome.over_window.clone(),
         final_tokens: outcome.final_tokens,
         final_messages: outcome.final_messages,
         tokens_saved: signed(uncompacted_tokens) - signed(outcome.final_tokens),
@@ -227,6 +230,15 @@ impl CompareReport {
         }
         for row in &self.engines {
             if let RowResult::Ran(figures) = &row.result {
+                if let Some(overrun) = &figures.over_window {
+                    let _ = writeln!(
+                        out,
+                        "{}: OVER THE {}-TOKEN WINDOW: {}",
+                        row.label,
+                        tokens(overrun.window),
+                        describe_overrun(overrun)
+                    );
+                }
                 if let Some(error) = &figures.first_error {
                     let _ = writeln!(
                         out,
@@ -286,7 +298,11 @@ impl CompareReport {
             tokens(figures.threshold_tokens),
             figures.compactions_applied.to_string(),
             figures.compactions_kept.to_string(),
-            tokens(figures.peak_tokens),
+            // The warning on stderr is easily missed beside a table that looks fine.
+            match figures.over_window {
+                Some(_) => format!("{} OVER", tokens(figures.peak_tokens)),
+                None => tokens(figures.peak_tokens),
+            },
             tokens(figures.final_tokens),
             format!(
                 "{}{}",

@@ -231,6 +231,7 @@ fn the_figures_count_applied_and_kept_compactions_and_sum_up_retention() {
             compactions_kept: 1,
             nothing_to_compact: 0,
             peak_tokens: 8_500,
+            over_window: None,
             final_tokens: 5_000,
             final_messages: 12,
             tokens_saved: 15_000,

@@ -145,7 +145,7 @@ pub enum Fact {
     Error {
         /// See the module's doc.
         message_index: usize,
-        /// How many transcript messages had been fed.
+        /// The same as `message_index`: the report's `faults` number it so.
         at_message: usize,
         /// What failed.
         message: String,

@@ -133,7 +133,8 @@ pub enum Outcome {
 /// One compaction.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CompactionRecord {
-    /// How many transcript messages had been fed when it happened.
+    /// The transcript message (0-based) it came before, as `--at N` counts: the context held
+    /// the messages before it. The transcript's length for a compaction at the end.
     pub at_message: usize,
     /// How many model calls had been made when it happened.
     pub turn: usize,
@@ -163,7 +164,8 @@ pub struct CompactionRecord {
 /// An engine call that failed and was contained.
 #[derive(Clone, Debug, Serialize)]
 pub struct EngineFault {
-    /// How many transcript messages had been fed.
+    /// The transcript message (0-based) being handled when it failed; the transcript's length
+    /// at the end.
     pub at_message: usize,
     /// What failed.
     pub message: String,
@@ -188,13 +190,16 @@ pub struct CommandRecord {
 pub struct WindowOverrun {
     /// The usable window.
     pub window: u64,
-    /// The transcript message before which it first happened (a model call's, or the end's).
+    /// The transcript message before which it first happened: a model call's, or the
+    /// transcript's length when only the final context was over.
     pub first_at_message: usize,
     /// The context's tokens then.
     pub first_tokens: u64,
-    /// Model calls whose context was over the window (the final context counts as one more when
-    /// it is over).
+    /// Model calls whose context was over the window (never more than the model calls made).
     pub times: usize,
+    /// The final context's tokens, when it is over the window too. It is no model call (the
+    /// transcript ends there), so it is not one of `times`.
+    pub final_tokens: Option<u64>,
 }
 
 /// A stretch of the session during which one engine owned the context.

@@ -686,8 +686,16 @@ impl<'e> Replayer<'e> {
     /// record says there was nothing to compact. An engine result equal to its input is recorded
     /// as nothing to compact too, never as a compaction.
     pub fn compact(&mut self, trigger: Trigger, focus: Option<&str>) {
+        // Numbered as `--at N` and the window's overrun are: by the transcript message it came
+        // before. A threshold compaction follows the tool result being handled, which is in the
+        // context already; the others run before the message being handled enters it (a model
+        // call, a command typed in its place).
+        let before_message = match trigger {
+            Trigger::Threshold => self.position + 1,
+            _ => self.position,
+        };
         let mut record = CompactionRecord {
-            at_message: self.messages_replayed,
+            at_message: before_message,
             turn: self.model_calls,
             trigger,
             focus: focus.map(str::to_owned),
@@ -853,7 +861,7 @@ impl<'e> Replayer<'e> {
         }
         self.publish(Fact::Error {
             message_index: self.position,
-            at_message: self.messages_replayed,
+            at_message: self.position,
             message: error.to_string(),
         });
     }

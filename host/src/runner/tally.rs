@@ -90,18 +90,21 @@ impl Subscriber for Tally {
                 message_index,
                 tokens,
                 window,
-                ..
-            } => match &mut outcome.over_window {
-                Some(overrun) => overrun.times += 1,
-                None => {
-                    outcome.over_window = Some(WindowOverrun {
-                        window: *window,
-                        first_at_message: *message_index,
-                        first_tokens: *tokens,
-                        times: 1,
-                    })
+                at_end,
+            } => {
+                let overrun = outcome.over_window.get_or_insert(WindowOverrun {
+                    window: *window,
+                    first_at_message: *message_index,
+                    first_tokens: *tokens,
+                    times: 0,
+                    final_tokens: None,
+                });
+                if *at_end {
+                    overrun.final_tokens = Some(*tokens);
+                } else {
+                    overrun.times += 1;
                 }
-            },
+            }
             Fact::ToolDispatch(dispatch) => outcome.tool_dispatches.push(dispatch.clone()),
             Fact::Compaction(event) => outcome.compactions.push(event.record.clone()),
             Fact::Error {

@@ -25,15 +25,18 @@ use crate::{
 struct Probe {
     counters: Counters,
     calls: Vec<String>,
+    /// `should_compress` says yes after every tool turn (config `{"eager": true}`).
+    eager: bool,
 }
 
 impl Engine for Probe {
     const NAME: &'static str = "probe";
 
-    fn new(_config: &Value, _host: Host) -> Result<Self, EngineError> {
+    fn new(config: &Value, _host: Host) -> Result<Self, EngineError> {
         Ok(Self {
             counters: Counters::default(),
             calls: Vec::new(),
+            eager: config["eager"] == true,
         })
     }
     fn counters(&self) -> &Counters {
@@ -61,7 +64,7 @@ impl Engine for Probe {
         Ok(kept)
     }
     fn should_compress(&mut self, _prompt_tokens: Option<u64>) -> bool {
-        false
+        self.eager
     }
     fn on_session_start(&mut self, session_id: &str, info: &SessionInfo) -> Result<(), EngineError> {
         self.calls.push(format!(
@@ -110,8 +113,12 @@ impl Engine for Probe {
 }
 
 fn probe() -> EngineHandle {
+    probe_with("{}")
+}
+
+fn probe_with(config: &str) -> EngineHandle {
     let services = ServiceContext::without_model();
-    let object = instantiate::<Probe>("{}", host_services_for("probe", &services)).unwrap();
+    let object = instantiate::<Probe>(config, host_services_for("probe", &services)).unwrap();
     EngineHandle::new(object, "probe", EngineOrigin::Registered)
 }
 
@@ -325,6 +332,39 @@ fn commands_given_by_flag_run_before_their_message_and_after_a_tool_turn() {
     assert!(outcome.commands.iter().all(|c| c.source == CommandSource::Flag));
     assert_eq!(texts(&outcome.context), vec!["be brief"]);
     assert_eq!(outcome.compactions.len(), 2);
+}
+
+#[test]
+fn a_compaction_is_numbered_by_the_message_it_comes_before_whatever_fired_it() {
+    // The tool turn ends with message 3: the threshold compaction after it and the /compress
+    // given for message 4 both come before message 4, with messages 0-3 in the context.
+    let messages = vec![
+        Message::system("be brief"),
+        Message::user("list files"),
+        Message::assistant_calls(vec![ToolCall::new("c1", "ls", "{}")]),
+        Message::tool("c1", "a.txt"),
+        Message::assistant("one file"),
+        Message::user("/compress"),
+        Message::assistant("done"),
+    ];
+    let script: Vec<ScriptedCommand> = vec!["4:/compress".parse().unwrap()];
+    let mut engine = probe_with(r#"{"eager": true}"#);
+    let (outcome, _) = replay_with(&mut engine, messages, &script);
+    let numbered: Vec<(Trigger, usize, usize)> = outcome
+        .compactions
+        .iter()
+        .map(|c| (c.trigger, c.at_message, c.messages_before))
+        .collect();
+    // The /compress typed as message 5 runs in its place, before it. (The probe keeps the last
+    // user message and what follows: nothing was taken out, so the counts match.)
+    assert_eq!(
+        numbered,
+        vec![
+            (Trigger::Threshold, 4, 4),
+            (Trigger::Manual, 4, 4),
+            (Trigger::Manual, 5, 5),
+        ]
+    );
 }
 
 /// A dispatch's index, call id, tool, recorded and live answers, and whether they are equal.
