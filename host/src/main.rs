@@ -72,8 +72,8 @@ fn init_logging(verbose: u8) {
 }
 
 /// Log lines as the rest of the output speaks: `warning: …`, `error: …`, `info: …`, with the
-/// event's fields (a plugin's `engine="<name>"`) and its spans' after its message, and no
-/// timestamp.
+/// event's fields and its spans' after its message, and no timestamp; a plugin's line as
+/// `warning: engine \`<name>\`: …`.
 struct OneLine;
 
 impl<S, N> FormatEvent<S, N> for OneLine
@@ -95,6 +95,18 @@ where
             Level::TRACE => "trace",
         };
         write!(writer, "{level}: ")?;
+        if event.metadata().target() == "engine" {
+            // A plugin's own log line: its engine named the way the host's warnings name it, and
+            // the Rust module it came from only when asked for detail (`-vv`).
+            let mut fields = PluginFields::default();
+            event.record(&mut fields);
+            write!(writer, "engine `{}`: {}", fields.engine, fields.message)?;
+            let detailed = tracing::level_filters::LevelFilter::current() >= Level::DEBUG;
+            if detailed && !fields.source.is_empty() {
+                write!(writer, " (from {})", fields.source)?;
+            }
+            return writeln!(writer);
+        }
         ctx.field_format().format_fields(writer.by_ref(), event)?;
         // The fields of the spans around the event (`compare` names the row being replayed).
         for span in ctx.event_scope().into_iter().flat_map(|scope| scope.from_root()) {
@@ -105,5 +117,31 @@ where
             }
         }
         writeln!(writer)
+    }
+}
+
+/// The fields the host gives a plugin's log line (`services.rs`).
+#[derive(Default)]
+struct PluginFields {
+    engine: String,
+    source: String,
+    message: String,
+}
+
+impl tracing::field::Visit for PluginFields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        match field.name() {
+            "engine" => self.engine = value.to_owned(),
+            "source" => self.source = value.to_owned(),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            "engine" | "source" => self.record_str(field, &format!("{value:?}")),
+            _ => {}
+        }
     }
 }
