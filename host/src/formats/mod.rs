@@ -350,21 +350,43 @@ pub fn open_transcript(path: &Path, format: Option<Format>) -> Result<Transcript
 /// comes once its results have: the pairing repair holds it until then). A malformed record in
 /// that stretch fails here, unless [`ReadOptions::bad_records`] skips it.
 pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<TranscriptStream, TranscriptError> {
-    let format = match options.format {
-        Some(format) => {
-            detect::check_forced(path, format)?;
-            format
-        }
-        None => detect::detect_file(path)?,
-    };
     let file = File::open(path).map_err(|source| TranscriptError::read(path, source))?;
-    let bytes_total = file.metadata().map_or(0, |metadata| metadata.len());
+    // A pipe's or a FIFO's length is none: 0, which the progress bar takes for unknown.
+    let bytes_total = file
+        .metadata()
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map_or(0, |metadata| metadata.len());
+    open_transcript_from(path, file, bytes_total, options)
+}
+
+/// Opens the transcript read from `input`, as `options` say; `path` names it in every message and
+/// `bytes_total` is its size (0 when unknown).
+///
+/// The file is read once, from start to end: detection takes its start from `input` and the
+/// reader is given those bytes back before the rest, so that a pipe or a FIFO (`/dev/stdin`,
+/// `<(zcat t.jsonl.gz)`), which cannot be opened again or rewound, reads as a file does.
+pub fn open_transcript_from(
+    path: &Path,
+    input: impl Read + Send + 'static,
+    bytes_total: u64,
+    options: &ReadOptions,
+) -> Result<TranscriptStream, TranscriptError> {
     let bytes_read = Arc::new(AtomicU64::new(0));
-    let file = CountingReader {
-        inner: file,
+    let mut input = CountingReader {
+        inner: input,
         read: Arc::clone(&bytes_read),
     };
-    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
+    let prefix = detect::read_prefix(path, &mut input)?;
+    let format = match options.format {
+        Some(format) => {
+            detect::check_forced(path, &prefix, format)?;
+            format
+        }
+        None => detect::detect_file(path, &prefix)?,
+    };
+    let input = std::io::Cursor::new(prefix).chain(input);
+    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, input);
     stream_from(path, format, options, reader, (bytes_read, bytes_total))
 }
 
