@@ -652,7 +652,8 @@ impl TranscriptStream {
                 StreamState::Done | StreamState::Failed => return Ok(None),
             }
             match self.source.next_message(&mut self.meta) {
-                Ok(Some(located)) => {
+                Ok(Some(mut located)) => {
+                    fill_null_content(&mut located, &self.path, &mut self.meta);
                     self.repair
                         .take(located, &self.path, &mut self.meta, &mut self.repaired)
                 }
@@ -718,6 +719,24 @@ impl Iterator for TranscriptStream {
 }
 
 impl FusedIterator for TranscriptStream {}
+
+/// A system, user or tool message without content (`null`, or no `content` key) gets empty text,
+/// with a warning naming its line: model APIs refuse such a message ("expected a string or an
+/// array, got null"), and `--out` must write what they accept. An assistant message may go
+/// without: its tool calls say what it did.
+fn fill_null_content(located: &mut Located, path: &Path, meta: &mut TranscriptMeta) {
+    let role = located.message.role;
+    if role == Role::Assistant || !matches!(located.message.content, Content::Null) {
+        return;
+    }
+    located.message.content = Content::Text(String::new());
+    let warning = format!(
+        "{}: a {} message with no content (`null`); it is read as empty text, which a model API accepts",
+        located.place(),
+        role.as_str()
+    );
+    meta.warn(path, warning);
+}
 
 /// Content from content parts: none is `null`, one text part is plain text, anything else stays
 /// a list of parts.

@@ -1,0 +1,75 @@
+//! What the readers give is what a model API accepts, whatever the transcript recorded: content
+//! where the API needs some, tool calls each answered once under an id of their own.
+
+use ctxhost_engine_kit::sequence::find_sequence_problems;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+fn call(id: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": "ls", "arguments": "{}"}})
+}
+
+#[test]
+fn a_user_system_or_tool_message_without_content_is_read_as_empty_text_with_a_warning_naming_its_line() {
+    let text = jsonl(&[
+        json!({"role": "system", "content": null}),
+        json!({"role": "user"}),
+        json!({"role": "assistant", "content": null, "tool_calls": [call("c1")]}),
+        json!({"role": "tool", "tool_call_id": "c1", "content": null}),
+        json!({"role": "assistant", "content": "done"}),
+    ]);
+    let transcript = read(Format::OpenaiJsonl, &text);
+    let contents: Vec<Value> = messages_json(&transcript)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["content"].clone())
+        .collect();
+    // The assistant's calls say what it did: its null stays.
+    assert_eq!(contents, [json!(""), json!(""), Value::Null, json!(""), json!("done")]);
+    let said = "with no content (`null`); it is read as empty text, which a model API accepts";
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            format!("line 1: a system message {said}"),
+            format!("line 2: a user message {said}"),
+            format!("line 4: a tool message {said}"),
+        ]
+    );
+}
+
+#[test]
+fn a_claude_code_result_with_no_content_is_empty_text_without_a_warning() {
+    let record = |kind: &str, uuid: &str, message: Value| {
+        json!({"parentUuid": null, "isSidechain": false, "sessionId": "s1", "type": kind, "uuid": uuid, "message": message})
+    };
+    let text = jsonl(&[
+        record("user", "u1", json!({"role": "user", "content": "go"})),
+        record(
+            "assistant",
+            "a1",
+            json!({"id": "m1", "role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}},
+                {"type": "tool_use", "id": "t2", "name": "Bash", "input": {}},
+            ]}),
+        ),
+        record(
+            "user",
+            "u2",
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": null},
+                {"type": "tool_result", "tool_use_id": "t2", "content": []},
+            ]}),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let results: Vec<Value> = messages_json(&transcript).as_array().unwrap()[2..]
+        .iter()
+        .map(|message| message["content"].clone())
+        .collect();
+    assert_eq!(results, [json!(""), json!("")]);
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+    assert_eq!(find_sequence_problems(&transcript.messages), vec![]);
+}
