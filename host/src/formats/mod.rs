@@ -19,10 +19,13 @@
 //!   still stops the stream: nothing after it can be placed);
 //! - repairs the tool pairing of a transcript that is broken by itself, the way the compressor
 //!   repairs pairs (kit's `repair_tool_pairs`): a result that answers no call is dropped, a call
-//!   never answered gets a stub result, a `tool_call_id` given as a number is read as its text;
-//!   each repair is one warning naming the record's line (see `pairing`), so that what the
-//!   engine is given, and what `--out` writes, is a sequence a model API accepts;
-//! - lists what is still not a valid sequence after that (a call id used twice) in
+//!   never answered gets a stub result, a `tool_call_id` given as a number is read as its text,
+//!   an empty call id gets one, a call id given twice in a message loses its second call, a call
+//!   id reused by a later message gets a suffix; each repair is one warning naming the record's
+//!   line (see `pairing`), so that what the engine is given, and what `--out` writes, is a
+//!   sequence a model API accepts; a system, user or tool message without content gets empty
+//!   text, with a warning too;
+//! - lists what is still not a valid sequence after that (none, barring a bug) in
 //!   [`TranscriptMeta::sequence_problems`] and [`TranscriptMeta::warnings`] once the stream is
 //!   exhausted, so that the host can tell an engine's mistakes from the input's own.
 //!

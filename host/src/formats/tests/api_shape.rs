@@ -28,7 +28,10 @@ fn a_user_system_or_tool_message_without_content_is_read_as_empty_text_with_a_wa
         .map(|message| message["content"].clone())
         .collect();
     // The assistant's calls say what it did: its null stays.
-    assert_eq!(contents, [json!(""), json!(""), Value::Null, json!(""), json!("done")]);
+    assert_eq!(
+        contents,
+        [json!(""), json!(""), Value::Null, json!(""), json!("done")]
+    );
     let said = "with no content (`null`); it is read as empty text, which a model API accepts";
     assert_eq!(
         transcript.meta.warnings,
@@ -42,9 +45,7 @@ fn a_user_system_or_tool_message_without_content_is_read_as_empty_text_with_a_wa
 
 #[test]
 fn a_claude_code_result_with_no_content_is_empty_text_without_a_warning() {
-    let record = |kind: &str, uuid: &str, message: Value| {
-        json!({"parentUuid": null, "isSidechain": false, "sessionId": "s1", "type": kind, "uuid": uuid, "message": message})
-    };
+    let record = |kind: &str, uuid: &str, message: Value| json!({"parentUuid": null, "isSidechain": false, "sessionId": "s1", "type": kind, "uuid": uuid, "message": message});
     let text = jsonl(&[
         record("user", "u1", json!({"role": "user", "content": "go"})),
         record(
@@ -72,4 +73,26 @@ fn a_claude_code_result_with_no_content_is_empty_text_without_a_warning() {
     assert_eq!(results, [json!(""), json!("")]);
     assert_eq!(transcript.meta.warnings, Vec::<String>::new());
     assert_eq!(find_sequence_problems(&transcript.messages), vec![]);
+}
+
+#[test]
+fn a_reused_call_id_is_one_warning_naming_its_line_and_leaves_no_sequence_problem() {
+    let turn = |id: &str, output: &str| {
+        [
+            json!({"role": "assistant", "content": null, "tool_calls": [call(id)]}),
+            json!({"role": "tool", "tool_call_id": id, "content": output}),
+        ]
+    };
+    let mut records = vec![json!({"role": "user", "content": "go"})];
+    records.extend(turn("c1", "first"));
+    records.extend(turn("c1", "second"));
+    records.push(json!({"role": "assistant", "content": "done"}));
+    let transcript = read(Format::OpenaiJsonl, &jsonl(&records));
+    assert_eq!(
+        transcript.meta.warnings,
+        ["line 4: tool call id `c1` was used by an earlier call; this call and its result are read as `c1_reused_line_4`"]
+    );
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+    assert_eq!(find_sequence_problems(&transcript.messages), vec![]);
+    assert_eq!(transcript.messages[4].text(), "second");
 }

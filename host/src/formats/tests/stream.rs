@@ -88,25 +88,6 @@ fn a_broken_pairing_is_repaired_with_one_warning_per_problem_naming_its_line() {
 }
 
 #[test]
-fn what_the_repair_leaves_is_still_reported_as_the_input_s_own_problem() {
-    let call = |id: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]});
-    let text = jsonl(&[
-        json!({"role": "user", "content": "go"}),
-        call("same"),
-        json!({"role": "tool", "tool_call_id": "same", "content": "1"}),
-        call("same"),
-        json!({"role": "tool", "tool_call_id": "same", "content": "2"}),
-    ]);
-    let transcript = read(Format::OpenaiJsonl, &text);
-    assert_eq!(transcript.messages.len(), 5);
-    assert_eq!(
-        transcript.meta.sequence_problems,
-        find_sequence_problems(&transcript.messages)
-    );
-    assert_eq!(transcript.meta.sequence_problems.len(), 2);
-}
-
-#[test]
 fn a_malformed_record_stops_the_stream_by_default_and_is_skipped_when_asked() {
     let mut text = jsonl(&[
         json!({"role": "user", "content": "a"}),
