@@ -741,6 +741,19 @@ fn fill_null_content(located: &mut Located, path: &Path, meta: &mut TranscriptMe
     meta.warn(path, warning);
 }
 
+/// Reads OpenAI's `developer` role (the chat API's newer name for the system instructions, for o1
+/// and later models) as `system`: engines and plugins know four roles, and a system message is
+/// what it is. The warning to give, naming `place`, when it was one.
+pub(crate) fn read_developer_role(fields: &mut Map<String, Value>, place: &str) -> Option<String> {
+    if fields.get("role").and_then(Value::as_str) != Some("developer") {
+        return None;
+    }
+    fields.insert("role".to_owned(), Value::String("system".to_owned()));
+    Some(format!(
+        "{place}: a `developer` message (OpenAI's newer name for system instructions) is read as a system message"
+    ))
+}
+
 /// Content from content parts: none is `null`, one text part is plain text, anything else stays
 /// a list of parts.
 pub(crate) fn content_from_parts(mut parts: Vec<Value>) -> Content {

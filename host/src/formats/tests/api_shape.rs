@@ -96,3 +96,37 @@ fn a_reused_call_id_is_one_warning_naming_its_line_and_leaves_no_sequence_proble
     assert_eq!(find_sequence_problems(&transcript.messages), vec![]);
     assert_eq!(transcript.messages[4].text(), "second");
 }
+
+#[test]
+fn a_developer_message_is_read_as_a_system_message_in_every_openai_shape_and_hermes() {
+    let messages = json!([
+        {"role": "developer", "content": "Answer in French."},
+        {"role": "user", "content": "hi"},
+    ]);
+    let said =
+        "a `developer` message (OpenAI's newer name for system instructions) is read as a system message";
+    let cases = [
+        (Format::OpenaiJsonl, jsonl(messages.as_array().unwrap()), "line 1"),
+        (Format::OpenaiArray, messages.to_string(), "line 1, column 2"),
+        (
+            Format::OpenaiObject,
+            json!({"messages": messages}).to_string(),
+            "line 1, column 14",
+        ),
+        (
+            Format::Hermes,
+            jsonl(&[json!({"id": "s1", "system_prompt": "p", "messages": messages})]),
+            "line 1, column 44",
+        ),
+    ];
+    for (format, text, place) in cases {
+        let transcript = read(format, &text);
+        assert_eq!(
+            messages_json(&transcript)[0],
+            json!({"role": "system", "content": "Answer in French."}),
+            "{format}"
+        );
+        assert_eq!(transcript.messages.len(), 2, "{format}");
+        assert_eq!(transcript.meta.warnings, [format!("{place}: {said}")], "{format}");
+    }
+}
