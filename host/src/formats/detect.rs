@@ -104,14 +104,16 @@ pub(super) fn check_forced(path: &Path, prefix: &[u8], forced: Format) -> Result
     }
 }
 
-/// Whether a file detected as `detected` may be read as `forced`: the same format, an OpenAI
-/// object read as the Hermes session it also is, or an object whose start does not decide
-/// between the object formats. A Hermes export is never read as an OpenAI object: that reader
-/// would leave its `system_prompt` and window in the meta and stop at its second session.
+/// Whether a file detected as `detected` may be read as `forced`: the same format, an object
+/// with `messages` and an `id` read as the Hermes session it may be (a session row always has its
+/// id; an OpenAI object without one, such as Hermes's evaluation fixtures, is refused), or an
+/// object whose start does not decide between the object formats. A Hermes export is never read
+/// as an OpenAI object: that reader would leave its `system_prompt` and window in the meta and
+/// stop at its second session.
 fn fits(forced: Format, detected: Detected) -> bool {
     forced == detected.format
         || match (forced, detected.format) {
-            (Format::Hermes, Format::OpenaiObject) => true,
+            (Format::Hermes, Format::OpenaiObject) => detected.has_id || !detected.decided,
             (Format::SweAgent | Format::Openhands, Format::OpenaiObject) => !detected.decided,
             _ => false,
         }
@@ -124,6 +126,8 @@ struct Detected {
     /// Whether keys of its own told it; false for a multi-line document read as an OpenAI
     /// object for want of any deciding key in the prefix.
     decided: bool,
+    /// Whether the first value has an `id` key.
+    has_id: bool,
 }
 
 /// The first [`DETECTION_PREFIX_BYTES`] of `file` (all of it when shorter), read from the handle
@@ -161,6 +165,7 @@ fn detect_text(text: &str) -> Result<Detected, Unknown> {
     let decided = |format| Detected {
         format,
         decided: true,
+        has_id: false,
     };
     let text = text.trim_start_matches('\u{feff}').trim_start();
     match text.as_bytes().first() {
@@ -209,6 +214,7 @@ fn detect_text(text: &str) -> Result<Detected, Unknown> {
         return Ok(Detected {
             format: Format::OpenaiObject,
             decided: false,
+            has_id: has("id"),
         });
     } else {
         let keys: Vec<String> = first.keys.iter().map(|key| format!("`{key}`")).collect();
@@ -221,7 +227,10 @@ fn detect_text(text: &str) -> Result<Detected, Unknown> {
             }
         )));
     };
-    Ok(decided(format))
+    Ok(Detected {
+        has_id: has("id"),
+        ..decided(format)
+    })
 }
 
 /// Whether keys are an OpenHands event's: `source`, and `action` or `observation`.

@@ -221,16 +221,21 @@ fn a_hermes_export_is_not_read_as_an_openai_object() {
         read_error(Format::OpenaiObject, &jsonl(&[bare("s1"), bare("s2")])),
         expected
     );
-    // The other way round is harmless: an OpenAI object reads as a session of its own.
-    let object = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).to_string();
-    let (_dir, path) = write("t.json", &object);
+    // The other way round, an object with `messages` reads as a session only when it has the
+    // `id` every session row has: without one, it is OpenAI messages (Hermes's fixtures).
+    let object = json!({"name": "fixture", "model": "m", "context_length": 16000, "messages": [{"role": "user", "content": "hi"}]});
     assert_eq!(
-        read_transcript(&path, Some(Format::Hermes))
-            .unwrap()
-            .messages
-            .len(),
-        1
+        read_error(Format::Hermes, &object.to_string()),
+        "`transcript` does not look like Hermes session export; it looks like OpenAI messages (JSON object) (pass --format openai-object)"
     );
+    let pretty = serde_json::to_string_pretty(&object).unwrap();
+    assert!(read_error(Format::Hermes, &pretty).contains("it looks like OpenAI messages (JSON object)"));
+    let one_session =
+        json!({"id": "s1", "model": "m", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let (_dir, path) = write("t.json", &one_session);
+    let transcript = read_transcript(&path, Some(Format::Hermes)).unwrap();
+    assert_eq!(transcript.messages.len(), 1);
+    assert_eq!(transcript.meta.session_id.as_deref(), Some("s1"));
 }
 
 #[test]
