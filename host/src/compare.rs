@@ -30,6 +30,7 @@ use std::{
     io::Write as _,
     panic::{catch_unwind, AssertUnwindSafe},
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use anyhow::Result;
@@ -41,7 +42,10 @@ use crate::{
         TranscriptWarnings,
     },
     config::Settings,
-    formats::{open_transcript_with, Format, ReadOptions, TranscriptError, TranscriptMeta},
+    formats::{
+        open_transcript_from, open_transcript_with, Format, ReadOptions, TranscriptError, TranscriptMeta,
+        TranscriptStream,
+    },
     report::{warn_user, Sourced},
     resolution::{resolve_engine, Registry},
     runner::{replay_stream, FactAccounting, ReplayOptions, Watchers},
@@ -100,6 +104,9 @@ pub struct TranscriptSurvey {
     pub meta: TranscriptMeta,
     /// How it was read, to read it again the same way for each engine (its format now known).
     pub options: ReadOptions,
+    /// The whole file, when it is a pipe or a FIFO: read once, it cannot be read again for the
+    /// rows.
+    pub held: Option<Arc<[u8]>>,
 }
 
 /// Reads the transcript at `path` once, as a stream, counting its messages and their tokens.
@@ -108,7 +115,8 @@ pub fn survey_transcript(
     options: &ReadOptions,
     counter: TokenCounter,
 ) -> Result<TranscriptSurvey, TranscriptError> {
-    let mut stream = open_transcript_with(path, options)?;
+    let held = hold_if_not_a_file(path)?;
+    let mut stream = open_survey_transcript(path, options, held.as_ref())?;
     let (mut messages, mut uncompacted_tokens) = (0, 0);
     for message in stream.by_ref() {
         messages += 1;
@@ -124,7 +132,35 @@ pub fn survey_transcript(
             ..options.clone()
         },
         meta: stream.into_meta(),
+        held,
     })
+}
+
+/// The whole of the file at `path` when it is not a regular file (a pipe, a FIFO): each engine's
+/// row reads the transcript anew, and such a file gives its bytes once.
+fn hold_if_not_a_file(path: &Path) -> Result<Option<Arc<[u8]>>, TranscriptError> {
+    let metadata = std::fs::metadata(path).map_err(|source| TranscriptError::read(path, source))?;
+    if metadata.is_file() || metadata.is_dir() {
+        // A directory is refused by the reader, with its own message.
+        return Ok(None);
+    }
+    let bytes = std::fs::read(path).map_err(|source| TranscriptError::read(path, source))?;
+    Ok(Some(bytes.into()))
+}
+
+/// The transcript at `path` as a stream: from the bytes held, when the file could be read once.
+fn open_survey_transcript(
+    path: &Path,
+    options: &ReadOptions,
+    held: Option<&Arc<[u8]>>,
+) -> Result<TranscriptStream, TranscriptError> {
+    match held {
+        Some(bytes) => {
+            let total = bytes.len() as u64;
+            open_transcript_from(path, std::io::Cursor::new(Arc::clone(bytes)), total, options)
+        }
+        None => open_transcript_with(path, options),
+    }
 }
 
 /// Replays the surveyed transcript through each planned engine, each a fresh instance reading
@@ -188,7 +224,7 @@ fn run_one(
     // The replay contains engine faults itself; this only keeps a bug of the host's, met with one
     // engine, from taking the other rows with it.
     let replayed = catch_unwind(AssertUnwindSafe(|| {
-        let stream = open_transcript_with(&survey.path, &survey.options)?;
+        let stream = open_survey_transcript(&survey.path, &survey.options, survey.held.as_ref())?;
         replay_stream(&mut engine, stream, options, &[], Watchers::default())
     }));
     match replayed {

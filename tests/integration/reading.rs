@@ -226,3 +226,113 @@ fn compare_reads_the_session_asked_for_and_skips_bad_records_when_asked() {
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["messages"], 0);
 }
+
+/// A transcript longer than what detection reads of its start, so that a reader given only what
+/// detection left would start mid-record.
+fn long_transcript() -> (String, usize) {
+    let records: Vec<Value> = (0..600)
+        .flat_map(|turn| {
+            [
+                json!({"role": "user", "content": format!("question {turn}: {}", "why ".repeat(60))}),
+                json!({"role": "assistant", "content": format!("answer {turn}")}),
+            ]
+        })
+        .collect();
+    let text = lines(&records);
+    assert!(text.len() > ctxhost::formats::DETECTION_PREFIX_BYTES * 2);
+    (text, records.len())
+}
+
+/// Runs ctxhost with `input` written to its stdin by a thread, killed if it has not ended in a
+/// minute (a second open of the pipe would wait forever).
+fn run_with_stdin(dir: &std::path::Path, args: &[&str], input: String) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = crate::support::ctxhost()
+        .current_dir(dir)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ctxhost starts");
+    let mut stdin = child.stdin.take().unwrap();
+    // A run that stops reading early closes the pipe: the write error is no failure of the test.
+    std::thread::spawn(move || drop(stdin.write_all(input.as_bytes())));
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let output = child.wait_with_output().unwrap();
+        let _ = done.send(());
+        output
+    });
+    if finished.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+        let _ = std::process::Command::new("kill").arg(pid.to_string()).status();
+        panic!("ctxhost {args:?} was still running after a minute");
+    }
+    waiter.join().unwrap()
+}
+
+#[test]
+fn a_transcript_piped_to_dev_stdin_reads_as_the_same_file_would() {
+    let tree = PluginDir::new();
+    let (text, count) = long_transcript();
+    let out = tree.root().join("out.json");
+    let args = [
+        "run",
+        "/dev/stdin",
+        "--engine",
+        "compressor",
+        "--context-length",
+        "10000000",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = run_with_stdin(tree.root(), &args, text.clone());
+    let (_, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(warnings(&stderr), Vec::<&str>::new());
+    let context = ctxhost_engine_abi::messages_from_json(&fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(context.len(), count);
+    assert_eq!(context[count - 1].text(), "answer 599");
+
+    // compare reads the transcript once per engine: the pipe's bytes are held for the rows.
+    let args = ["compare", "/dev/stdin", "--engines", "compressor", "--json"];
+    let output = run_with_stdin(tree.root(), &args, text);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["messages"], count);
+    assert_eq!(report["engines"][0]["status"], "ran", "{stdout}");
+    assert_eq!(report["engines"][0]["final_messages"], count, "{stdout}");
+
+    // An error in piped bytes names the path the user gave, and the record's line.
+    let args = ["run", "/dev/stdin"];
+    let broken = "{\"role\": \"user\", \"content\": \"a\"}\nnope\n".to_owned();
+    let output = run_with_stdin(tree.root(), &args, broken);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert!(stderr.starts_with("error: /dev/stdin:2:"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_transcript_written_to_a_fifo_is_read_once_and_does_not_hang() {
+    let tree = PluginDir::new();
+    let fifo = tree.root().join("transcript.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let (text, count) = long_transcript();
+    let writer_path = fifo.clone();
+    // Not joined: were ctxhost never to open the FIFO, the writer would wait for it forever.
+    std::thread::spawn(move || drop(fs::write(writer_path, text)));
+    let output = crate::support::run_ctxhost_within(
+        tree.root(),
+        &["run", fifo.to_str().unwrap(), "--engine", "compressor", "--json"],
+        std::time::Duration::from_secs(60),
+    );
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["messages_replayed"], count);
+}

@@ -354,7 +354,10 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         };
         block.take("type");
         let content = match block.take("content") {
+            // Anthropic's API takes a result without content (a command that printed nothing):
+            // nothing to warn about, but OpenAI's needs text.
             None | Some(Value::Null) => Content::Text(String::new()),
+            Some(Value::Array(parts)) if parts.is_empty() => Content::Text(String::new()),
             Some(Value::String(text)) => Content::Text(text),
             Some(Value::Array(parts)) => content_from_parts(parts),
             Some(_) => {

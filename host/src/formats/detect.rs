@@ -23,7 +23,7 @@
 //! A forced format is checked against the same prefix ([`check_forced`]): a file that looks like
 //! another format is refused, naming both, rather than read as junk.
 
-use std::{fmt, fs::File, io::Read, path::Path};
+use std::{fmt, io::Read, path::Path};
 
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -79,26 +79,24 @@ impl Unknown {
     }
 }
 
-/// Reads the start of the file at `path` and tells its format.
-pub(super) fn detect_file(path: &Path) -> Result<Format, TranscriptError> {
-    let prefix = read_prefix(path)?;
-    detect_prefix(&prefix)
+/// Tells the format of the file at `path` from its start, `prefix`.
+pub(super) fn detect_file(path: &Path, prefix: &[u8]) -> Result<Format, TranscriptError> {
+    detect_prefix(prefix)
         .map(|detected| detected.format)
         .map_err(|unknown| unknown.into_error(path))
 }
 
-/// Checks that the file at `path` can be read as `forced`: refused when its start looks like
-/// another format (a file of no known shape is left to the reader, since forcing a format is how
-/// to read one).
-pub(super) fn check_forced(path: &Path, forced: Format) -> Result<(), TranscriptError> {
-    let prefix = read_prefix(path)?;
+/// Checks that the file at `path`, which starts with `prefix`, can be read as `forced`: refused
+/// when its start looks like another format (a file of no known shape is left to the reader,
+/// since forcing a format is how to read one).
+pub(super) fn check_forced(path: &Path, prefix: &[u8], forced: Format) -> Result<(), TranscriptError> {
     let refused = |looks_like, reason| TranscriptError::NotThatFormat {
         path: path.to_owned(),
         forced,
         looks_like,
         reason,
     };
-    match detect_prefix(&prefix) {
+    match detect_prefix(prefix) {
         Ok(detected) if fits(forced, detected) => Ok(()),
         Ok(detected) => Err(refused(Some(detected.format), String::new())),
         Err(Unknown::NotJson(reason)) => Err(refused(None, reason)),
@@ -106,14 +104,16 @@ pub(super) fn check_forced(path: &Path, forced: Format) -> Result<(), Transcript
     }
 }
 
-/// Whether a file detected as `detected` may be read as `forced`: the same format, an OpenAI
-/// object read as the Hermes session it also is, or an object whose start does not decide
-/// between the object formats. A Hermes export is never read as an OpenAI object: that reader
-/// would leave its `system_prompt` and window in the meta and stop at its second session.
+/// Whether a file detected as `detected` may be read as `forced`: the same format, an object
+/// with `messages` and an `id` read as the Hermes session it may be (a session row always has its
+/// id; an OpenAI object without one, such as Hermes's evaluation fixtures, is refused), or an
+/// object whose start does not decide between the object formats. A Hermes export is never read
+/// as an OpenAI object: that reader would leave its `system_prompt` and window in the meta and
+/// stop at its second session.
 fn fits(forced: Format, detected: Detected) -> bool {
     forced == detected.format
         || match (forced, detected.format) {
-            (Format::Hermes, Format::OpenaiObject) => true,
+            (Format::Hermes, Format::OpenaiObject) => detected.has_id || !detected.decided,
             (Format::SweAgent | Format::Openhands, Format::OpenaiObject) => !detected.decided,
             _ => false,
         }
@@ -126,10 +126,13 @@ struct Detected {
     /// Whether keys of its own told it; false for a multi-line document read as an OpenAI
     /// object for want of any deciding key in the prefix.
     decided: bool,
+    /// Whether the first value has an `id` key.
+    has_id: bool,
 }
 
-fn read_prefix(path: &Path) -> Result<Vec<u8>, TranscriptError> {
-    let file = File::open(path).map_err(|source| TranscriptError::read(path, source))?;
+/// The first [`DETECTION_PREFIX_BYTES`] of `file` (all of it when shorter), read from the handle
+/// the reader goes on with: a pipe or a FIFO can be read only once.
+pub(super) fn read_prefix(path: &Path, file: &mut impl Read) -> Result<Vec<u8>, TranscriptError> {
     let mut prefix = Vec::with_capacity(DETECTION_PREFIX_BYTES);
     file.take(DETECTION_PREFIX_BYTES as u64)
         .read_to_end(&mut prefix)
@@ -162,6 +165,7 @@ fn detect_text(text: &str) -> Result<Detected, Unknown> {
     let decided = |format| Detected {
         format,
         decided: true,
+        has_id: false,
     };
     let text = text.trim_start_matches('\u{feff}').trim_start();
     match text.as_bytes().first() {
@@ -210,6 +214,7 @@ fn detect_text(text: &str) -> Result<Detected, Unknown> {
         return Ok(Detected {
             format: Format::OpenaiObject,
             decided: false,
+            has_id: has("id"),
         });
     } else {
         let keys: Vec<String> = first.keys.iter().map(|key| format!("`{key}`")).collect();
@@ -222,7 +227,10 @@ fn detect_text(text: &str) -> Result<Detected, Unknown> {
             }
         )));
     };
-    Ok(decided(format))
+    Ok(Detected {
+        has_id: has("id"),
+        ..decided(format)
+    })
 }
 
 /// Whether keys are an OpenHands event's: `source`, and `action` or `observation`.

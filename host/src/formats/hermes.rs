@@ -27,8 +27,8 @@ use ctxhost_engine_abi::{Message, Role};
 use serde_json::{Map, Value};
 
 use super::{
-    cursor::JsonCursor, list_ids, openai::take_session_meta, pairing::fix_id_types, value_as_text, Located,
-    Source, TranscriptError, TranscriptMeta,
+    cursor::JsonCursor, list_ids, openai::take_session_meta, pairing::fix_id_types, read_developer_role,
+    value_as_text, Located, Source, TranscriptError, TranscriptMeta,
 };
 
 /// How many session ids an error lists at most.
@@ -323,10 +323,13 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                         continue;
                     }
                     let at = self.cursor.start_of_value()?;
-                    let fields = self.cursor.value::<Map<String, Value>>()?;
+                    let mut fields = self.cursor.value::<Map<String, Value>>()?;
                     if fields.get("role").and_then(Value::as_str) == Some("session_meta") {
                         take_session_meta(Some(fields), meta);
                         continue;
+                    }
+                    if let Some(warning) = read_developer_role(&mut fields, &at.place()) {
+                        meta.warn(self.cursor.path(), warning);
                     }
                     let (message, fixed) =
                         message_from_fields(fields).map_err(|error| self.cursor.bad_record(at, error))?;

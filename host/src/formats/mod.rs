@@ -19,10 +19,13 @@
 //!   still stops the stream: nothing after it can be placed);
 //! - repairs the tool pairing of a transcript that is broken by itself, the way the compressor
 //!   repairs pairs (kit's `repair_tool_pairs`): a result that answers no call is dropped, a call
-//!   never answered gets a stub result, a `tool_call_id` given as a number is read as its text;
-//!   each repair is one warning naming the record's line (see `pairing`), so that what the
-//!   engine is given, and what `--out` writes, is a sequence a model API accepts;
-//! - lists what is still not a valid sequence after that (a call id used twice) in
+//!   never answered gets a stub result, a `tool_call_id` given as a number is read as its text,
+//!   an empty call id gets one, a call id given twice in a message loses its second call, a call
+//!   id reused by a later message gets a suffix; each repair is one warning naming the record's
+//!   line (see `pairing`), so that what the engine is given, and what `--out` writes, is a
+//!   sequence a model API accepts; a system, user or tool message without content gets empty
+//!   text, with a warning too;
+//! - lists what is still not a valid sequence after that (none, barring a bug) in
 //!   [`TranscriptMeta::sequence_problems`] and [`TranscriptMeta::warnings`] once the stream is
 //!   exhausted, so that the host can tell an engine's mistakes from the input's own.
 //!
@@ -350,21 +353,43 @@ pub fn open_transcript(path: &Path, format: Option<Format>) -> Result<Transcript
 /// comes once its results have: the pairing repair holds it until then). A malformed record in
 /// that stretch fails here, unless [`ReadOptions::bad_records`] skips it.
 pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<TranscriptStream, TranscriptError> {
-    let format = match options.format {
-        Some(format) => {
-            detect::check_forced(path, format)?;
-            format
-        }
-        None => detect::detect_file(path)?,
-    };
     let file = File::open(path).map_err(|source| TranscriptError::read(path, source))?;
-    let bytes_total = file.metadata().map_or(0, |metadata| metadata.len());
+    // A pipe's or a FIFO's length is none: 0, which the progress bar takes for unknown.
+    let bytes_total = file
+        .metadata()
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map_or(0, |metadata| metadata.len());
+    open_transcript_from(path, file, bytes_total, options)
+}
+
+/// Opens the transcript read from `input`, as `options` say; `path` names it in every message and
+/// `bytes_total` is its size (0 when unknown).
+///
+/// The file is read once, from start to end: detection takes its start from `input` and the
+/// reader is given those bytes back before the rest, so that a pipe or a FIFO (`/dev/stdin`,
+/// `<(zcat t.jsonl.gz)`), which cannot be opened again or rewound, reads as a file does.
+pub fn open_transcript_from(
+    path: &Path,
+    input: impl Read + Send + 'static,
+    bytes_total: u64,
+    options: &ReadOptions,
+) -> Result<TranscriptStream, TranscriptError> {
     let bytes_read = Arc::new(AtomicU64::new(0));
-    let file = CountingReader {
-        inner: file,
+    let mut input = CountingReader {
+        inner: input,
         read: Arc::clone(&bytes_read),
     };
-    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
+    let prefix = detect::read_prefix(path, &mut input)?;
+    let format = match options.format {
+        Some(format) => {
+            detect::check_forced(path, &prefix, format)?;
+            format
+        }
+        None => detect::detect_file(path, &prefix)?,
+    };
+    let input = std::io::Cursor::new(prefix).chain(input);
+    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, input);
     stream_from(path, format, options, reader, (bytes_read, bytes_total))
 }
 
@@ -630,7 +655,8 @@ impl TranscriptStream {
                 StreamState::Done | StreamState::Failed => return Ok(None),
             }
             match self.source.next_message(&mut self.meta) {
-                Ok(Some(located)) => {
+                Ok(Some(mut located)) => {
+                    fill_null_content(&mut located, &self.path, &mut self.meta);
                     self.repair
                         .take(located, &self.path, &mut self.meta, &mut self.repaired)
                 }
@@ -696,6 +722,37 @@ impl Iterator for TranscriptStream {
 }
 
 impl FusedIterator for TranscriptStream {}
+
+/// A system, user or tool message without content (`null`, or no `content` key) gets empty text,
+/// with a warning naming its line: model APIs refuse such a message ("expected a string or an
+/// array, got null"), and `--out` must write what they accept. An assistant message may go
+/// without: its tool calls say what it did.
+fn fill_null_content(located: &mut Located, path: &Path, meta: &mut TranscriptMeta) {
+    let role = located.message.role;
+    if role == Role::Assistant || !matches!(located.message.content, Content::Null) {
+        return;
+    }
+    located.message.content = Content::Text(String::new());
+    let warning = format!(
+        "{}: a {} message with no content (`null`); it is read as empty text, which a model API accepts",
+        located.place(),
+        role.as_str()
+    );
+    meta.warn(path, warning);
+}
+
+/// Reads OpenAI's `developer` role (the chat API's newer name for the system instructions, for o1
+/// and later models) as `system`: engines and plugins know four roles, and a system message is
+/// what it is. The warning to give, naming `place`, when it was one.
+pub(crate) fn read_developer_role(fields: &mut Map<String, Value>, place: &str) -> Option<String> {
+    if fields.get("role").and_then(Value::as_str) != Some("developer") {
+        return None;
+    }
+    fields.insert("role".to_owned(), Value::String("system".to_owned()));
+    Some(format!(
+        "{place}: a `developer` message (OpenAI's newer name for system instructions) is read as a system message"
+    ))
+}
 
 /// Content from content parts: none is `null`, one text part is plain text, anything else stays
 /// a list of parts.

@@ -22,7 +22,7 @@ use super::{
     legacy::LegacyFunctions,
     lines::JsonLines,
     pairing::message_with_fixed_ids,
-    value_as_text, Located, Source, TranscriptError, TranscriptMeta,
+    read_developer_role, value_as_text, Located, Source, TranscriptError, TranscriptMeta,
 };
 
 /// Bytes of messages read ahead and parsed together (a longer message is read whole).
@@ -220,9 +220,10 @@ fn read_refused_record(
     legacy: &mut LegacyFunctions,
     error: TranscriptError,
 ) -> Result<Option<Message>, TranscriptError> {
-    let Some(record) = record else {
+    let Some(mut record) = record else {
         return Err(error);
     };
+    let developer = read_developer_role(&mut record, place);
     if record.get("role").and_then(Value::as_str) == Some("session_meta") {
         take_session_meta(Some(record), meta);
         return Ok(None);
@@ -234,10 +235,13 @@ fn read_refused_record(
             .map_err(|why| with_message(error, format!("a legacy `function` message: {why}")))?
     } else {
         match message_with_fixed_ids(record) {
-            Ok((message, fixed)) if !fixed.is_empty() => (message, fixed),
+            Ok((message, fixed)) if !fixed.is_empty() || developer.is_some() => (message, fixed),
             Ok(_) | Err(_) => return Err(error),
         }
     };
+    if let Some(warning) = developer {
+        meta.warn(path, warning);
+    }
     meta.pairing_repairs += fixed.len() as u64;
     for fix in fixed {
         meta.warn(path, format!("{place}: {fix}"));

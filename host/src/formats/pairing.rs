@@ -16,16 +16,23 @@
 //! - a group that ends with calls unanswered goes through the kit's repair, which gives each a
 //!   stub result right after the group's results; its text says that the transcript recorded
 //!   none (rather than the kit's "removed during compaction");
-//! - what the repair does not touch (a call id reused by a later message) is left for the
-//!   sequence check that follows, and reported as the input's own problem.
+//! - calls get ids a model API takes: an empty id one made from the record's place
+//!   (`empty_tool_call_id_line_4`), an id given twice in one message keeps its first call (the
+//!   second is dropped, with a second result for it), an id an earlier call used a suffix naming
+//!   the record's place (`call_1_reused_line_9`); the results follow their call's new id;
+//! - the sequence check that follows still reports what the repair did not mend as the input's
+//!   own problem (an id reused after more calls than [`RecentIds`] keeps, none in practice).
 
 use std::{collections::VecDeque, path::Path};
 
-use ctxhost_engine_abi::{Content, Message, Role};
+use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
 use ctxhost_engine_kit::sequence::{repair_tool_pairs, REMOVED_RESULT_TEXT};
 use serde_json::{Map, Value};
 
-use super::{Located, TranscriptMeta};
+use super::{sequence::RecentIds, Located, TranscriptMeta};
+
+/// The start of the id given to a call whose id is empty.
+const EMPTY_CALL_ID_PREFIX: &str = "empty_tool_call_id_";
 
 /// The text of the result stood in for a call the transcript never answered.
 pub const UNANSWERED_CALL_TEXT: &str =
@@ -41,6 +48,14 @@ pub(super) struct PairRepair {
     open: Vec<String>,
     /// The calls answered since the last message that was not a tool result.
     answered: Vec<String>,
+    /// The ids of the calls before, to tell a reused id.
+    seen: RecentIds,
+    /// Calls of the last message that was not a result given an id of their own: the id the
+    /// transcript wrote, which its results answer, and the one it is read as.
+    renamed: Vec<(String, String)>,
+    /// Ids given twice in the last message that was not a result, the second call dropped: a
+    /// second result for such an id goes with it, its warning already said.
+    twins: Vec<String>,
 }
 
 impl PairRepair {
@@ -55,6 +70,10 @@ impl PairRepair {
         if located.message.role != Role::Tool {
             self.close_group(path, meta, out);
             self.answered.clear();
+            self.renamed.clear();
+            self.twins.clear();
+            let mut located = located;
+            self.fix_call_ids(&mut located, path, meta);
             self.open = located
                 .message
                 .calls()
@@ -68,6 +87,8 @@ impl PairRepair {
             }
             return;
         }
+        let mut located = located;
+        self.rename_result(&mut located);
         let warning = match located.message.tool_call_id.as_deref() {
             // A named result without an id is most often a legacy `function` message whose call
             // is not in the message before it: the name says which result went.
@@ -93,6 +114,12 @@ impl PairRepair {
                     return;
                 }
                 None if self.answered.iter().any(|answered| answered == id) => {
+                    if let Some(at) = self.twins.iter().position(|twin| twin == id) {
+                        // The result of the call dropped as a twin: said with the call.
+                        self.twins.remove(at);
+                        meta.pairing_repairs += 1;
+                        return;
+                    }
                     format!(
                         "{}: a second result for tool call `{id}`; it is dropped",
                         located.place()
@@ -107,6 +134,84 @@ impl PairRepair {
         // What the kit's repair does with a result whose call is not open.
         meta.pairing_repairs += 1;
         meta.warn(path, warning);
+    }
+
+    /// Gives the calls of a message that is not a result ids a model API takes, one warning each
+    /// naming the record's line: an empty id gets one made from the record's place (as a legacy
+    /// call does); a second call under an id already given in the message is dropped (its second
+    /// result goes with it, as a second result for one call does); an id an earlier message used
+    /// gets a suffix naming the record's place, and its results follow it.
+    fn fix_call_ids(&mut self, located: &mut Located, path: &Path, meta: &mut TranscriptMeta) {
+        let place = located.place();
+        let made_up = match located.column {
+            Some(column) => format!("line_{}_column_{column}", located.line),
+            None => format!("line_{}", located.line),
+        };
+        let Some(calls) = located.message.tool_calls.as_mut() else {
+            return;
+        };
+        let mut kept: Vec<ToolCall> = Vec::with_capacity(calls.len());
+        // The ids the kept calls were written with: a twin repeats one of these.
+        let mut written: Vec<String> = Vec::with_capacity(calls.len());
+        let mut warnings = Vec::new();
+        for (number, mut call) in std::mem::take(calls).into_iter().enumerate() {
+            let nth = if number == 0 {
+                String::new()
+            } else {
+                format!("_{}", number + 1)
+            };
+            if call.id.is_empty() {
+                let id = format!("{EMPTY_CALL_ID_PREFIX}{made_up}{nth}");
+                warnings.push(format!(
+                    "{place}: a call of `{}` with an empty id; it is read as `{id}`, and a result with an empty `tool_call_id` as answering it",
+                    call.function.name
+                ));
+                self.renamed.push((String::new(), id.clone()));
+                call.id = id;
+            } else if let Some(at) = written.iter().position(|id| *id == call.id) {
+                warnings.push(format!(
+                    "{place}: tool call id `{}` is given twice in one message; the second call is dropped, with a second result for it",
+                    call.id
+                ));
+                self.twins.push(kept[at].id.clone());
+                continue;
+            } else if self.seen.contains(&call.id) {
+                let id = format!("{}_reused_{made_up}{nth}", call.id);
+                warnings.push(format!(
+                    "{place}: tool call id `{}` was used by an earlier call; this call and its result are read as `{id}`",
+                    call.id
+                ));
+                self.renamed
+                    .push((std::mem::replace(&mut call.id, id.clone()), id));
+            }
+            written.push(
+                self.renamed
+                    .last()
+                    .filter(|(_, read_as)| *read_as == call.id)
+                    .map_or_else(|| call.id.clone(), |(was, _)| was.clone()),
+            );
+            self.seen.insert(&call.id);
+            kept.push(call);
+        }
+        *calls = kept;
+        for warning in warnings {
+            meta.pairing_repairs += 1;
+            meta.warn(path, warning);
+        }
+    }
+
+    /// A result answering a call given an id of its own answers it under that id: the first such
+    /// call still open, else (a second result) the first.
+    fn rename_result(&self, located: &mut Located) {
+        let Some(id) = located.message.tool_call_id.as_mut() else {
+            return;
+        };
+        let mut renamed = self.renamed.iter().filter(|(written, _)| written == id);
+        let first = renamed.clone().next();
+        let open = renamed.find(|(_, read_as)| self.open.contains(read_as));
+        if let Some((_, read_as)) = open.or(first) {
+            id.clone_from(read_as);
+        }
     }
 
     /// The stream has ended: the last group goes to `out`.
@@ -230,7 +335,6 @@ pub(super) fn kind_of(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ctxhost_engine_abi::ToolCall;
     use ctxhost_engine_kit::sequence::find_sequence_problems;
     use pretty_assertions::assert_eq;
     use serde_json::json;
@@ -303,6 +407,99 @@ mod tests {
         let (out, meta) = repaired(vec![Message::user("go"), calls(&["last"])]);
         assert_eq!(out.last().unwrap().tool_call_id.as_deref(), Some("last"));
         assert_eq!(meta.warnings.len(), 1);
+    }
+
+    fn ids(message: &Message) -> Vec<&str> {
+        message.calls().iter().map(|call| call.id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_call_id_given_twice_in_one_message_keeps_the_first_call_and_its_first_result() {
+        let messages = vec![
+            Message::user("go"),
+            calls(&["a", "a", "b"]),
+            Message::tool("a", "1"),
+            Message::tool("a", "1 logged again"),
+            Message::tool("b", "2"),
+            Message::assistant("done"),
+        ];
+        let (out, meta) = repaired(messages);
+        assert_eq!(find_sequence_problems(&out), vec![]);
+        assert_eq!(ids(&out[1]), ["a", "b"]);
+        let texts: Vec<String> = out.iter().map(|m| m.text().into_owned()).collect();
+        assert_eq!(texts, ["go", "", "1", "2", "done"]);
+        assert_eq!(
+            meta.warnings,
+            ["line 2: tool call id `a` is given twice in one message; the second call is dropped, with a second result for it"]
+        );
+        assert_eq!(meta.pairing_repairs, 2);
+    }
+
+    #[test]
+    fn an_empty_call_id_gets_one_made_from_its_line_and_its_results_answer_it_in_order() {
+        let messages = vec![
+            Message::user("go"),
+            calls(&["", ""]),
+            Message::tool("", "1"),
+            Message::tool("", "2"),
+            Message::assistant("done"),
+        ];
+        let (out, meta) = repaired(messages);
+        assert_eq!(find_sequence_problems(&out), vec![]);
+        assert_eq!(
+            ids(&out[1]),
+            ["empty_tool_call_id_line_2", "empty_tool_call_id_line_2_2"]
+        );
+        let answered: Vec<(Option<&str>, String)> = out[2..4]
+            .iter()
+            .map(|m| (m.tool_call_id.as_deref(), m.text().into_owned()))
+            .collect();
+        assert_eq!(
+            answered,
+            [
+                (Some("empty_tool_call_id_line_2"), "1".to_owned()),
+                (Some("empty_tool_call_id_line_2_2"), "2".to_owned()),
+            ]
+        );
+        assert_eq!(meta.warnings.len(), 2);
+        assert!(meta.warnings[0].starts_with(
+            "line 2: a call of `ls` with an empty id; it is read as `empty_tool_call_id_line_2`"
+        ));
+    }
+
+    #[test]
+    fn a_call_id_reused_by_a_later_message_is_read_under_an_id_of_its_own_with_its_result() {
+        let messages = vec![
+            Message::user("go"),
+            calls(&["a"]),
+            Message::tool("a", "1"),
+            calls(&["a"]),
+            Message::tool("a", "2"),
+            calls(&["a"]),
+            Message::tool("a", "3"),
+            Message::assistant("done"),
+        ];
+        let (out, meta) = repaired(messages);
+        assert_eq!(find_sequence_problems(&out), vec![]);
+        let pairs: Vec<(&str, Option<&str>)> = [1, 3, 5]
+            .iter()
+            .map(|&at| (ids(&out[at])[0], out[at + 1].tool_call_id.as_deref()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("a", Some("a")),
+                ("a_reused_line_4", Some("a_reused_line_4")),
+                ("a_reused_line_6", Some("a_reused_line_6")),
+            ]
+        );
+        assert_eq!(
+            meta.warnings,
+            [
+                "line 4: tool call id `a` was used by an earlier call; this call and its result are read as `a_reused_line_4`",
+                "line 6: tool call id `a` was used by an earlier call; this call and its result are read as `a_reused_line_6`",
+            ]
+        );
     }
 
     #[test]

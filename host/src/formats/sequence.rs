@@ -124,7 +124,7 @@ mod tests {
 /// The tool-call ids of the last [`RecentIds::CAPACITY`] calls, as hashes: enough to catch a
 /// reused id, while the memory a streamed transcript costs stays bounded however long it is.
 #[derive(Debug, Default)]
-struct RecentIds {
+pub(super) struct RecentIds {
     set: HashSet<u64>,
     order: std::collections::VecDeque<u64>,
 }
@@ -137,12 +137,12 @@ impl RecentIds {
         BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id)
     }
 
-    fn contains(&self, id: &str) -> bool {
+    pub(super) fn contains(&self, id: &str) -> bool {
         self.set.contains(&Self::hash(id))
     }
 
     /// Records `id`; false when it was seen already.
-    fn insert(&mut self, id: &str) -> bool {
+    pub(super) fn insert(&mut self, id: &str) -> bool {
         let hash = Self::hash(id);
         if !self.set.insert(hash) {
             return false;

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::{read_transcript, Format, Transcript};
 
+mod api_shape;
 mod claude_code;
 mod codex;
 mod hermes;

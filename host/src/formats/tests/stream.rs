@@ -88,25 +88,6 @@ fn a_broken_pairing_is_repaired_with_one_warning_per_problem_naming_its_line() {
 }
 
 #[test]
-fn what_the_repair_leaves_is_still_reported_as_the_input_s_own_problem() {
-    let call = |id: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]});
-    let text = jsonl(&[
-        json!({"role": "user", "content": "go"}),
-        call("same"),
-        json!({"role": "tool", "tool_call_id": "same", "content": "1"}),
-        call("same"),
-        json!({"role": "tool", "tool_call_id": "same", "content": "2"}),
-    ]);
-    let transcript = read(Format::OpenaiJsonl, &text);
-    assert_eq!(transcript.messages.len(), 5);
-    assert_eq!(
-        transcript.meta.sequence_problems,
-        find_sequence_problems(&transcript.messages)
-    );
-    assert_eq!(transcript.meta.sequence_problems.len(), 2);
-}
-
-#[test]
 fn a_malformed_record_stops_the_stream_by_default_and_is_skipped_when_asked() {
     let mut text = jsonl(&[
         json!({"role": "user", "content": "a"}),
@@ -240,16 +221,21 @@ fn a_hermes_export_is_not_read_as_an_openai_object() {
         read_error(Format::OpenaiObject, &jsonl(&[bare("s1"), bare("s2")])),
         expected
     );
-    // The other way round is harmless: an OpenAI object reads as a session of its own.
-    let object = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).to_string();
-    let (_dir, path) = write("t.json", &object);
+    // The other way round, an object with `messages` reads as a session only when it has the
+    // `id` every session row has: without one, it is OpenAI messages (Hermes's fixtures).
+    let object = json!({"name": "fixture", "model": "m", "context_length": 16000, "messages": [{"role": "user", "content": "hi"}]});
     assert_eq!(
-        read_transcript(&path, Some(Format::Hermes))
-            .unwrap()
-            .messages
-            .len(),
-        1
+        read_error(Format::Hermes, &object.to_string()),
+        "`transcript` does not look like Hermes session export; it looks like OpenAI messages (JSON object) (pass --format openai-object)"
     );
+    let pretty = serde_json::to_string_pretty(&object).unwrap();
+    assert!(read_error(Format::Hermes, &pretty).contains("it looks like OpenAI messages (JSON object)"));
+    let one_session =
+        json!({"id": "s1", "model": "m", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let (_dir, path) = write("t.json", &one_session);
+    let transcript = read_transcript(&path, Some(Format::Hermes)).unwrap();
+    assert_eq!(transcript.messages.len(), 1);
+    assert_eq!(transcript.meta.session_id.as_deref(), Some("s1"));
 }
 
 #[test]
