@@ -448,3 +448,40 @@ fn replays_started_together_on_one_store_both_keep_lcm_and_store_the_session_onc
         assert_eq!(rows, distinct, "{round}: a message stored twice");
     }
 }
+
+#[test]
+fn an_engine_failing_the_same_way_at_every_turn_is_said_once_then_counted() {
+    // The store's path is a folder: every call that needs the store fails alike.
+    let tree =
+        lcm_tree("context:\n  engine: lcm\nmodel:\n  context_length: 4000\nlcm:\n  database: a-folder\n");
+    fs::create_dir(tree.root().join("a-folder")).unwrap();
+    let output = tree.run(&["run", &example_transcript(), "--json"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let failed = "engine `lcm` failed in `compress`: lcm: ";
+    let faults = report["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|fault| fault["message"].as_str().unwrap().starts_with(failed))
+        .count();
+    assert!(faults > 3, "{}", report["faults"]);
+    let said: Vec<&str> = stderr.lines().filter(|line| line.contains(failed)).collect();
+    assert_eq!(said.len(), 2, "once, then counted: {stderr}");
+    assert!(
+        said[0].ends_with("; the context is kept as it was"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        said[1].ends_with(&format!(
+            "{faults} times in all (said once above; each is in the report)"
+        )),
+        "{}",
+        said[1]
+    );
+    // SQLite names the file itself: the path is said once.
+    let path = tree.root().join("a-folder").display().to_string();
+    assert_eq!(said[0].matches(&path).count(), 1, "{}", said[0]);
+}

@@ -711,3 +711,36 @@ fn an_observer_block_that_is_not_a_mapping_is_named_in_the_users_words() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_swap_to_the_engine_in_charge_loads_it_afresh_and_an_index_past_the_end_is_said() {
+    let (tree, transcript) = warehouse_observed_by("telemetry");
+    let (report, _, stderr) = replay(
+        &tree,
+        &transcript,
+        &["--at", "20:/engine:compressor", "--at", "999:/compress"],
+    );
+    let spans: Vec<(&str, u64)> = report["engine_spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|span| {
+            (
+                span["engine"].as_str().unwrap(),
+                span["from_message"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(spans, [("compressor", 0), ("compressor", 20)]);
+    let past_the_end = "`--at 999:/compress`: the transcript has 373 messages; it ran at the end";
+    assert_eq!(stderr.matches(past_the_end).count(), 1, "{stderr}");
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(past_the_end)),
+        "{}",
+        report["warnings"]
+    );
+}

@@ -104,6 +104,9 @@ pub struct Replayer<'e> {
     above_threshold: bool,
     /// Whether the first window overrun was warned about.
     overrun_warned: bool,
+    /// Each engine failure said on stderr, and how many times it happened: an engine that fails
+    /// the same way at every turn (a store it cannot open) is said once, then counted.
+    failures_said: Vec<(String, usize)>,
 }
 
 impl<'e> Replayer<'e> {
@@ -139,6 +142,7 @@ impl<'e> Replayer<'e> {
             threshold: None,
             above_threshold: false,
             overrun_warned: false,
+            failures_said: Vec::new(),
         };
         let model = replayer.options.model.clone();
         replayer.call(|engine| engine.update_model(&model));
@@ -574,6 +578,15 @@ impl<'e> Replayer<'e> {
         {
             let scripted = self.script.pop_front().expect("checked");
             self.position = index.min(self.messages_replayed);
+            if scripted.before_message > self.messages_replayed {
+                // A typo in N would otherwise go unnoticed: the command runs, at the end.
+                self.warn(format!(
+                    "`--at {}:{}`: the transcript has {} messages; it ran at the end, after the last one",
+                    scripted.before_message,
+                    scripted.command.to_string().replacen(' ', ":", 1),
+                    self.messages_replayed
+                ));
+            }
             self.run_command(scripted.command, CommandSource::Flag);
         }
     }
@@ -816,6 +829,13 @@ impl<'e> Replayer<'e> {
         let counters = self.call(|engine| engine.counters());
         let status = self.call(|engine| engine.get_status());
         self.note_tokens(self.context.tokens(), true);
+        for (failure, times) in std::mem::take(&mut self.failures_said) {
+            if times > 1 {
+                self.warn(format!(
+                    "{failure}: {times} times in all (said once above; each is in the report)"
+                ));
+            }
+        }
         self.observers.close();
         self.report_detached_observers();
         self.publish(Fact::ReplayEnd {
@@ -856,8 +876,15 @@ impl<'e> Replayer<'e> {
                 ..
             }
         );
-        if !detaching {
-            tracing::warn!("{error}; the context is kept as it was");
+        let said = error.to_string();
+        match self.failures_said.iter_mut().find(|(known, _)| *known == said) {
+            Some((_, times)) => *times += 1,
+            None => {
+                if !detaching {
+                    tracing::warn!("{said}; the context is kept as it was");
+                }
+                self.failures_said.push((said, 1));
+            }
         }
         self.publish(Fact::Error {
             message_index: self.position,

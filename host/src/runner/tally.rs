@@ -26,9 +26,12 @@ impl Tally {
         self.outcome
     }
 
-    fn open_span(&mut self, engine: &str, at: usize) {
+    /// Opens `engine`'s span at message `at`. A session started again by the engine in charge
+    /// (`/new`) goes on in its span; a swap opens a new one, also to an engine of the same name
+    /// (`/engine NAME` with `NAME` in charge loads it afresh).
+    fn open_span(&mut self, engine: &str, at: usize, swapped: bool) {
         if let Some(last) = self.outcome.engine_spans.last_mut() {
-            if last.engine == engine && last.until_message.is_none() {
+            if !swapped && last.engine == engine && last.until_message.is_none() {
                 return;
             }
             last.until_message.get_or_insert(at);
@@ -65,7 +68,7 @@ impl Subscriber for Tally {
                     }
                 }
                 let (engine, at) = (engine.clone(), *message_index);
-                self.open_span(&engine, at);
+                self.open_span(&engine, at, false);
             }
             Fact::Warning { message, .. } => outcome.warnings.push(message.clone()),
             Fact::Command {
@@ -122,7 +125,7 @@ impl Subscriber for Tally {
             } => {
                 outcome.tools.clone_from(tools);
                 let (to, at) = (to.clone(), *message_index);
-                self.open_span(&to, at);
+                self.open_span(&to, at, true);
             }
             Fact::ReplayEnd {
                 messages_replayed,
