@@ -265,7 +265,13 @@ pub fn run_cli(cli: Cli) -> Result<()> {
         Command::Plugins(PluginsCommand::List { json }) => list_plugins(&settings, json),
         Command::Plugins(PluginsCommand::Check { name }) => check_one_plugin(&settings, &name),
         Command::Compare(args) => crate::compare::run_compare(&settings, &args),
-        Command::Serve(args) => serve::serve_stdio(&settings, &args),
+        Command::Serve(args) => {
+            let overrides = crate::serve::Overrides {
+                plugins_dir: cli.plugins_dir.clone(),
+                isolation: cli.isolation,
+            };
+            serve::serve_stdio(&settings, &args, overrides)
+        }
     }
 }
 

@@ -36,8 +36,14 @@ impl Served {
     }
 
     fn spawn(dir: &Path) -> Self {
+        Self::spawn_with(dir, &[])
+    }
+
+    /// `ctxhost <flags> -v serve` in `dir`, before the handshake.
+    fn spawn_with(dir: &Path, flags: &[&str]) -> Self {
         let mut child = ctxhost()
             .current_dir(dir)
+            .args(flags)
             .args(["-v", "serve"])
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
@@ -1000,4 +1006,52 @@ fn compress_unchecked_hands_back_the_engines_answer_as_written_while_compress_st
         "{}",
         refused.message
     );
+}
+
+#[test]
+fn the_servers_isolation_flag_holds_for_a_session_that_brings_its_own_config() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::spawn_with(tree.root(), &["--isolation", "process"]);
+    served.client.initialize("integration-tests").unwrap();
+    // Its config says nothing of isolation (in process, by default): the server's flag decides.
+    let crashing = json!({
+        "config": {"context": {"engine": "faulty"}, "faulty": {"crash_in": "compress", "crash": "exit"}},
+        "model": model(50_000),
+    });
+    let session = served.open(crashing).value.session;
+    let lost = served.refused(
+        method::COMPRESS,
+        json!({"session": session, "messages": transcript("coupon-fix.json")}),
+    );
+    assert!(
+        lost.message.contains("its process exited with code"),
+        "{}",
+        lost.message
+    );
+    // The crash took the engine's process, not the server.
+    let other = served.open(json!({"engine": "compressor", "model": model(50_000)}));
+    assert_eq!(other.value.engine, "compressor");
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn a_session_opened_without_a_model_takes_the_window_of_its_config() {
+    let tree = PluginDir::new();
+    let mut served = Served::start(tree.root());
+    let config = json!({"model": {"default": "some/model", "context_length": 32_000}});
+    let session = served.open(json!({"config": config})).value.session;
+    let counters: Answer<()> = served.call(method::COUNTERS, json!({"session": session}));
+    assert_eq!(
+        counters.counters.context_length, 32_000,
+        "{:?}",
+        counters.counters
+    );
+    assert!(counters.counters.threshold_tokens > 0, "{:?}", counters.counters);
+    let compress: Answer<bool> = served.call(
+        method::SHOULD_COMPRESS,
+        json!({"session": session, "prompt_tokens": 1_000_000}),
+    );
+    assert!(compress.value, "a context far over the window is to be compacted");
 }

@@ -42,7 +42,7 @@ impl From<Result<Box<RawValue>, RpcError>> for Handled {
 /// Calls `request`'s method.
 pub fn dispatch(
     request: &Request,
-    base: &Settings,
+    base: (&Settings, &super::Overrides),
     table: &mut SessionTable,
     initialized: &mut bool,
 ) -> Handled {
@@ -110,7 +110,11 @@ fn initialize(request: &Request, initialized: &mut bool) -> Handled {
     to_raw(&initialized).into()
 }
 
-fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
+fn open(
+    request: &Request,
+    (base, overrides): (&Settings, &super::Overrides),
+    table: &mut SessionTable,
+) -> Result<Box<RawValue>, RpcError> {
     let params: OpenParams = request.params()?;
     if let Some(model) = &params.model {
         usable_model(model, &request.method)?;
@@ -119,6 +123,7 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
         None => base.clone(),
         Some(source) => read_config(source, base)?,
     };
+    overrides.apply(&mut settings);
     // Told to the client in the reply, and logged. The server's own config said its warnings
     // when the server started.
     let mut warnings = match &params.config {
@@ -155,10 +160,13 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
             )
         })?;
     }
+    // Without a `model`, the window of the config (`model.context_length`), as `run` takes it:
+    // an engine never told its window would never compact.
+    let model = params.model.clone().or_else(|| configured_model(&settings));
     let (session, fallback) = table.open(settings, &name);
     session.watch = Watch::new(&session.id, observers);
     session.standby = standby;
-    if let Some(model) = &params.model {
+    if let Some(model) = &model {
         session.watch.update_model(model);
         let updated = session.engine.update_model(model).map_err(engine_error);
         if let Err(error) = updated {
@@ -174,6 +182,20 @@ fn open(request: &Request, base: &Settings, table: &mut SessionTable) -> Result<
     let mut info = session.engine_info(fallback);
     info.warnings = warnings;
     answer(session, info)
+}
+
+/// The model `settings` describe, when they give its window.
+fn configured_model(settings: &Settings) -> Option<ModelInfo> {
+    let context_length = settings.model.context_length.filter(|&tokens| tokens > 0)?;
+    Some(ModelInfo {
+        model: settings.model.default.clone().unwrap_or_default(),
+        context_length,
+        max_tokens: settings
+            .model
+            .max_tokens
+            .filter(|&reserved| reserved < context_length),
+        ..ModelInfo::default()
+    })
 }
 
 /// The settings a `session/open` names: a file, or an object with the keys of `config.yaml`

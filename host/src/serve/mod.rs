@@ -30,16 +30,46 @@ use crate::config::Settings;
 /// A server: the settings sessions default to, and its sessions.
 pub struct Server {
     base: Settings,
+    overrides: Overrides,
     table: table::SessionTable,
     initialized: bool,
     stop: Option<stdio::Stop>,
 }
 
+/// What the server's command line set: it holds for every session, whatever config the session
+/// opens with, as the same flags override `config.yaml` for `run`. `--isolation process` given
+/// to a server behind an agent is a promise that no plugin runs in the server's process.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--plugins-dir`.
+    pub plugins_dir: Option<std::path::PathBuf>,
+    /// `--isolation`.
+    pub isolation: Option<crate::config::Isolation>,
+}
+
+impl Overrides {
+    /// `settings` with the command line's say.
+    pub fn apply(&self, settings: &mut Settings) {
+        if let Some(dir) = &self.plugins_dir {
+            settings.plugins_dir.clone_from(dir);
+        }
+        if let Some(isolation) = self.isolation {
+            settings.isolation = isolation;
+        }
+    }
+}
+
 impl Server {
     /// A server whose sessions default to `base` (the `--config` file, or every default).
     pub fn new(base: Settings) -> Self {
+        Self::with_overrides(base, Overrides::default())
+    }
+
+    /// A server whose sessions default to `base`, and whatever their config, take `overrides`.
+    pub fn with_overrides(base: Settings, overrides: Overrides) -> Self {
         Self {
             base,
+            overrides,
             table: table::SessionTable::default(),
             initialized: false,
             stop: None,
@@ -62,7 +92,11 @@ impl Server {
             Ok(request) => request,
             Err((id, error)) => return Some(Response::error(id, error).to_line()),
         };
-        let (base, table, initialized) = (&self.base, &mut self.table, &mut self.initialized);
+        let (base, table, initialized) = (
+            (&self.base, &self.overrides),
+            &mut self.table,
+            &mut self.initialized,
+        );
         let handled = contain(&request.method, || {
             dispatch::dispatch(&request, base, table, initialized)
         });
