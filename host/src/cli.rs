@@ -451,6 +451,14 @@ fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
     let folders = discover_plugins(&settings.plugins_dir)?;
     let folder = find_plugin(&folders, name, &settings.plugins_dir)?;
     let library = folder.library.as_deref().context("the folder names no library")?;
+    // Before the library is opened, as `run` does: opening it runs its code.
+    if let Some(checksum) = folder
+        .manifest
+        .as_ref()
+        .and_then(|manifest| manifest.checksum.as_deref())
+    {
+        crate::loading::verify_checksum(library, checksum)?;
+    }
     let opened = open_engine_library(library)?;
     writeln!(host_stdout(), "plugin `{name}`: {}", library.display())?;
     writeln!(

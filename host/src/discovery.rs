@@ -162,7 +162,8 @@ pub struct DiscoveryError {
 
 /// Every folder under `<plugins_dir>/context_engine/`, sorted by name, each with its status.
 ///
-/// Folders whose names start with `.` or `_` are skipped. A missing directory has no plugins.
+/// Folders whose names start with `.` or `_` are skipped; a link to a folder is a folder. A
+/// missing directory has no plugins.
 pub fn discover_plugins(plugins_dir: &Path) -> Result<Vec<PluginFolder>, DiscoveryError> {
     let root = plugins_dir.join(CONTEXT_ENGINE_DIR);
     if !root.is_dir() {
@@ -177,7 +178,9 @@ pub fn discover_plugins(plugins_dir: &Path) -> Result<Vec<PluginFolder>, Discove
             source,
         })?;
         let folder_name = entry.file_name().to_string_lossy().into_owned();
-        if !entry.file_type().is_dir() || folder_name.starts_with(['.', '_']) {
+        // A link to a folder is one (a plugin checkout linked into place is how many stage one).
+        let is_folder = entry.file_type().is_dir() || (entry.path_is_symlink() && entry.path().is_dir());
+        if !is_folder || folder_name.starts_with(['.', '_']) {
             continue;
         }
         folders.push(inspect_folder(entry.path(), folder_name));

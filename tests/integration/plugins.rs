@@ -104,3 +104,38 @@ fn the_plugins_directory_can_be_set_by_flag_and_in_config() {
     assert!(texts(&by_config).0.contains("masking"), "{:?}", texts(&by_config));
     assert!(built_library("ctxhost_engine_masking").is_file());
 }
+
+#[test]
+fn a_link_to_a_plugin_folder_is_a_plugin_folder() {
+    let staged = PluginDir::new();
+    let library = staged.engine("masking", "ctxhost_engine_masking");
+    let real = library.parent().unwrap();
+    let tree = PluginDir::new();
+    fs::create_dir_all(tree.plugins().join("context_engine")).unwrap();
+    std::os::unix::fs::symlink(real, tree.plugins().join("context_engine/masking")).unwrap();
+    // A dangling link is no folder, and no reason to fail the others.
+    std::os::unix::fs::symlink("/nowhere", tree.plugins().join("context_engine/gone")).unwrap();
+    let output = tree.run(&["plugins", "check", "masking"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("plugin `masking` loads"), "{stdout}");
+}
+
+#[test]
+fn plugins_check_verifies_the_checksum_before_it_opens_the_library() {
+    let tree = PluginDir::new();
+    let folder = tree.folder(
+        "sums",
+        Some(&format!("{}checksum: sha256:00\n", manifest("sums", 1))),
+    );
+    // Not a library at all: opening it would fail with another error.
+    fs::write(folder.join("libsums.so"), b"not an ELF file").unwrap();
+    let output = tree.run(&["plugins", "check", "sums"]);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("checksum mismatch: plugin.yaml says sha256:00"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+}
