@@ -228,6 +228,10 @@ fn run_one(
         replay_stream(&mut engine, stream, options, &[], Watchers::default())
     }));
     match replayed {
+        // The compressor stood in for it: its figures are not the engine's.
+        Ok(Ok(_)) if engine.detached().is_some() => RowResult::Detached {
+            reason: engine.detached().unwrap_or_default().to_owned(),
+        },
         Ok(Ok(outcome)) => RowResult::Ran(Box::new(summarise_outcome(
             &outcome,
             engine.origin().into(),

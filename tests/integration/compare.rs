@@ -284,3 +284,27 @@ telemetry:
     assert!(json["engines"][0]["over_window"].is_null(), "{json}");
     assert_eq!(json["engines"][1]["over_window"]["window"], 8000, "{json}");
 }
+
+#[test]
+fn an_isolated_engine_detached_mid_replay_gets_no_figures_of_the_compressors() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config(WINDOW);
+    let args = [
+        "--engines",
+        "faulty@crashes,compressor",
+        "--set",
+        "crashes.crash_in=update_from_response",
+        "--set",
+        "crashes.crash=abort",
+        "--isolation",
+        "process",
+    ];
+    let (stdout, _) = compare(&tree, &args);
+    let crashes = row(&stdout, "faulty@crashes");
+    // No source, threshold or figure: the reason right after the label.
+    assert_eq!(crashes.split_whitespace().nth(1), Some("DETACHED,"), "{stdout}");
+    let report = compare_json(&tree, &args);
+    assert_eq!(report["engines"][0]["status"], "detached", "{report}");
+    assert_eq!(report["engines"][1]["status"], "ran", "{report}");
+}

@@ -69,6 +69,12 @@ pub enum RowResult {
         /// Why.
         reason: String,
     },
+    /// The engine's process crashed once too often and the built-in compressor took over: the
+    /// figures would be partly the compressor's, so there are none.
+    Detached {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The figures of one replay.
@@ -264,6 +270,12 @@ impl CompareReport {
                 ]
             }
             RowResult::Failed { reason } => return vec![row.label.clone(), format!("FAILED: {reason}")],
+            RowResult::Detached { reason } => {
+                return vec![
+                    row.label.clone(),
+                    format!("DETACHED, no figures (the compressor finished its replay): {reason}"),
+                ]
+            }
         };
         let tokens = |n: u64| group_thousands(n as usize);
         let signed = |n: i64| {
