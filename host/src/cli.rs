@@ -11,7 +11,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use ctxhost_engine_abi::ModelInfo;
 use ctxhost_engine_kit::stand_in::group_thousands;
@@ -269,6 +269,7 @@ pub fn run_cli(cli: Cli) -> Result<()> {
             let overrides = crate::serve::Overrides {
                 plugins_dir: cli.plugins_dir.clone(),
                 isolation: cli.isolation,
+                model_from_parent: args.parent_pid.is_some(),
             };
             serve::serve_stdio(&settings, &args, overrides)
         }
@@ -449,6 +450,9 @@ fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
 
 fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
     let folders = discover_plugins(&settings.plugins_dir)?;
+    if name == crate::config::DEFAULT_ENGINE && !folders.iter().any(|folder| folder.folder_name == name) {
+        bail!("`{name}` is the built-in engine, linked into the host: there is no plugin to check");
+    }
     let folder = find_plugin(&folders, name, &settings.plugins_dir)?;
     let library = folder.library.as_deref().context("the folder names no library")?;
     // Before the library is opened, as `run` does: opening it runs its code.

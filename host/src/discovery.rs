@@ -96,6 +96,8 @@ pub enum PluginProblem {
     AmbiguousLibrary(Vec<String>),
     /// `library:` names a file that is not there.
     NamedLibraryMissing(String),
+    /// `library:` names a path, not a file of the folder: a plugin folder is the whole plugin.
+    LibraryOutsideFolder(String),
     /// The manifest's `abi_version` is not one this host supports.
     UnsupportedAbi(u32),
     /// `name` in the manifest differs from the folder's name.
@@ -128,6 +130,10 @@ impl fmt::Display for PluginProblem {
             Self::NamedLibraryMissing(name) => {
                 write!(f, "library `{name}` named in {MANIFEST_FILE} is missing")
             }
+            Self::LibraryOutsideFolder(name) => write!(
+                f,
+                "library `{name}` named in {MANIFEST_FILE} is not a file name of the folder (a path is not taken)"
+            ),
             Self::UnsupportedAbi(version) => write!(
                 f,
                 "built for engine ABI version {version}; this host supports {}",
@@ -247,6 +253,13 @@ fn check_manifest(manifest: &Manifest, folder_name: &str) -> Result<(), PluginPr
 
 fn find_library(dir: &Path, named: Option<&str>) -> Result<PathBuf, PluginProblem> {
     if let Some(name) = named {
+        let mut parts = Path::new(name).components();
+        if !matches!(
+            (parts.next(), parts.next()),
+            (Some(std::path::Component::Normal(_)), None)
+        ) {
+            return Err(PluginProblem::LibraryOutsideFolder(name.to_owned()));
+        }
         let path = dir.join(name);
         return if path.is_file() {
             Ok(path)

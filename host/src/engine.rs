@@ -93,18 +93,16 @@ pub enum EngineCallError {
 
 fn then_text(detached_after: Option<u32>) -> String {
     match detached_after {
-        None => {
-            "the state the engine kept in memory is lost; the next call starts a fresh process".to_owned()
-        }
+        None => "the state the engine kept in memory is lost (a later call starts a fresh process)".to_owned(),
         Some(crashes) => format!(
-            "{crashes} crashes in a row: the engine is detached and the built-in compressor takes over"
+            "its process was lost {crashes} times: the engine is detached and the built-in compressor takes over"
         ),
     }
 }
 
 impl EngineCallError {
     /// The failure without what the host does next about the engine: an observer that fails is
-    /// detached, so "the next call starts a fresh process" would not hold for it.
+    /// detached, so "a later call starts a fresh process" would not hold for it.
     pub fn failure(&self) -> String {
         match self {
             Self::ProcessLost {
@@ -263,10 +261,17 @@ impl EngineHandle {
                 tracing::warn!("{error}");
             }
         }
-        let reason = format!(
-            "engine `{}` detached: {why}; `{}` runs from here on",
-            self.name, next.name
-        );
+        // The error says it already when it is the one that detaches the engine.
+        let reason = match why {
+            EngineCallError::ProcessLost {
+                detached_after: Some(_),
+                ..
+            } => why.to_string(),
+            _ => format!(
+                "engine `{}` detached: {why}; `{}` runs from here on",
+                self.name, next.name
+            ),
+        };
         tracing::warn!("{reason}");
         self.detached = Some(reason);
         self.reach = next.reach;

@@ -20,6 +20,11 @@ fn plugins_list_shows_every_folder_with_its_status_and_reason() {
     fs::write(renamed.join("libr.so"), b"x").unwrap();
     let future = tree.folder("future", Some(&manifest("future", 7)));
     fs::write(future.join("libf.so"), b"x").unwrap();
+    let library_elsewhere = format!(
+        "{}library: ../masking/libctxhost_engine_masking.so\n",
+        manifest("elsewhere", 1)
+    );
+    tree.folder("elsewhere", Some(&library_elsewhere));
 
     let output = tree.run(&["plugins", "list"]);
     let (stdout, stderr) = texts(&output);
@@ -52,6 +57,10 @@ fn plugins_list_shows_every_folder_with_its_status_and_reason() {
     assert!(line("something").contains("not the folder's name"), "{stdout}");
     assert!(
         line("future").contains("built for engine ABI version 7; this host supports 1"),
+        "{stdout}"
+    );
+    assert!(
+        line("elsewhere").contains("is not a file name of the folder"),
         "{stdout}"
     );
 }
@@ -138,4 +147,16 @@ fn plugins_check_verifies_the_checksum_before_it_opens_the_library() {
         "{stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+}
+
+#[test]
+fn plugins_check_of_the_built_in_engine_says_it_is_built_in() {
+    let tree = PluginDir::new();
+    let output = tree.run(&["plugins", "check", "compressor"]);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert_eq!(
+        stderr.trim(),
+        "error: `compressor` is the built-in engine, linked into the host: there is no plugin to check"
+    );
 }

@@ -934,10 +934,11 @@ fn a_swap_to_an_observer_whose_new_instance_fails_to_start_keeps_the_engine_and_
         json!({"session": session, "session_id": "swap-fails"}),
     );
     let refused = served.refused(method::SWAP, json!({"session": session, "engine": "faulty"}));
+    assert_eq!(refused.code, code::CONFIG_ERROR, "{refused:?}");
     assert!(
-        refused
-            .message
-            .ends_with("instance 2 refuses to start a session (`faulty` no longer observes the session)"),
+        refused.message.ends_with(
+            "instance 2 refuses to start a session; the session keeps `compressor` (`faulty` no longer observes the session)"
+        ),
         "{}",
         refused.message
     );

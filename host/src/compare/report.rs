@@ -248,8 +248,10 @@ impl CompareReport {
                 if let Some(error) = &figures.first_error {
                     let _ = writeln!(
                         out,
-                        "{}: {} errors, the first: {error}",
-                        row.label, figures.errors
+                        "{}: {} error{}, the first: {error}",
+                        row.label,
+                        figures.errors,
+                        if figures.errors == 1 { "" } else { "s" }
                     );
                 }
             }

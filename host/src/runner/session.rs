@@ -799,9 +799,9 @@ impl<'e> Replayer<'e> {
                 format!("before message {}", self.position)
             };
             self.warn(format!(
-                "the context went over the window {at}: {} tokens in a {}-token window, which a model would refuse",
+                "the context went over the window {at}: {} tokens in {}-token window, which a model would refuse",
                 group_thousands(tokens as usize),
-                group_thousands(window as usize),
+                with_article(&group_thousands(window as usize)),
             ));
         }
     }
@@ -937,4 +937,13 @@ fn timed<T>(total: &mut Duration, body: impl FnOnce() -> T) -> T {
     let value = body();
     *total += started.elapsed();
     value
+}
+
+/// `a 16,000` or `an 8,000` (and `an 11,000`, `an 18,000`): the article a number read aloud takes.
+fn with_article(number: &str) -> String {
+    let digits: String = number.chars().filter(char::is_ascii_digit).collect();
+    // "eight…", "eleven…", "eighteen…", "eighty…": the numbers said with a vowel first.
+    let leading = number.split(',').next().unwrap_or(number);
+    let vowel = digits.starts_with('8') || leading == "11" || leading == "18";
+    format!("{} {number}", if vowel { "an" } else { "a" })
 }

@@ -162,7 +162,11 @@ fn open(
     }
     // Without a `model`, the window of the config (`model.context_length`), as `run` takes it:
     // an engine never told its window would never compact.
-    let model = params.model.clone().or_else(|| configured_model(&settings));
+    let model = params.model.clone().or_else(|| {
+        (!overrides.model_from_parent)
+            .then(|| configured_model(&settings))
+            .flatten()
+    });
     let (session, fallback) = table.open(settings, &name);
     session.watch = Watch::new(&session.id, observers);
     session.standby = standby;
@@ -557,13 +561,12 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
             })
         });
     if let Err(error) = started {
-        let mut error = engine_error(error);
+        // Refused as an engine that cannot be used is: the session goes on with its engine.
+        let mut message = format!("{error}; the session keeps `{}`", session.engine.name());
         if retired {
-            error
-                .message
-                .push_str(&format!(" (`{}` no longer observes the session)", next.name()));
+            message.push_str(&format!(" (`{}` no longer observes the session)", next.name()));
         }
-        return Err(error);
+        return Err(RpcError::new(code::CONFIG_ERROR, message));
     }
     let mut previous = std::mem::replace(&mut session.engine, next);
     let to = session.engine.name().to_owned();

@@ -45,6 +45,10 @@ pub struct Overrides {
     pub plugins_dir: Option<std::path::PathBuf>,
     /// `--isolation`.
     pub isolation: Option<crate::config::Isolation>,
+    /// Set in an isolated engine's child (`--parent-pid`): its parent calls `update_model`
+    /// itself, so a session opened without a model is not given the config's window first (an
+    /// engine failing in `update_model` would fail while starting instead of when told).
+    pub model_from_parent: bool,
 }
 
 impl Overrides {
