@@ -25,7 +25,10 @@ use tracing_subscriber::{
 static ALLOCATOR: MiMalloc = MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
     init_logging(cli.verbose);
     match run_cli(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -36,6 +39,41 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A command line clap refused, said on one line as every other error is (clap's own takes
+/// three to five, with the usage); help and version are printed as clap prints them.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = error.render().to_string();
+    // Paragraphs: the message, a tip (a similar name), then the usage and the pointer to --help.
+    let line = text
+        .split("\n\n")
+        .filter(|paragraph| {
+            !paragraph.starts_with("Usage:") && !paragraph.starts_with("For more information")
+        })
+        .map(|paragraph| {
+            paragraph
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|paragraph| !paragraph.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let _ = writeln!(std::io::stderr(), "{line} (see --help)");
+    ExitCode::from(2)
 }
 
 /// The error and its causes on one line, each cause once: an error whose message already quotes

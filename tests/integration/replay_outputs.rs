@@ -187,6 +187,8 @@ fn the_event_log_has_one_json_event_a_line_of_every_kind_in_order() {
         ("messages_appended", 8),
         ("usage", 8),
         ("error", 8),
+        // The three errors are one failure: said once, then counted.
+        ("warning", 9),
         ("session_end", 9),
     ]
     .iter()
@@ -408,7 +410,7 @@ fn tool_refuses_a_tool_the_engine_does_not_offer_and_arguments_that_are_not_an_o
     assert!(!output.status.success());
     assert_eq!(
         stderr.trim(),
-        "error: engine `faulty` offers no tool `lcm_grep` (the tools offered: faulty_echo, faulty_host_services)"
+        "error: no engine of this session offers a tool `lcm_grep` (the tools offered: faulty_echo, faulty_host_services)"
     );
     let output = tree.run(&["tool", path.to_str().unwrap(), "faulty_echo", "[1]"]);
     assert!(!output.status.success());
@@ -522,5 +524,17 @@ fn every_line_numbers_a_moment_by_the_transcript_message_it_comes_before() {
     assert!(
         stdout.contains(" tokens before message 4, and the final context ("),
         "{stdout}"
+    );
+}
+
+#[test]
+fn a_command_line_that_does_not_parse_is_one_error_line_with_the_tip() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = crate::support::run_ctxhost(dir.path(), &["run", "t.json", "--isolaton", "process"]);
+    let (_, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr,
+        "error: unexpected argument '--isolaton' found; tip: a similar argument exists: '--isolation' (see --help)\n"
     );
 }

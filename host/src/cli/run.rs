@@ -142,10 +142,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
                 [] => "none".to_owned(),
                 tools => tools.join(", "),
             };
-            bail!(
-                "engine `{}` offers no tool `{name}` (the tools offered: {offered})",
-                replayer.engine_name()
-            );
+            bail!("no engine of this session offers a tool `{name}` (the tools offered: {offered})");
         }
     }
     match (&mode, stream.as_mut(), collected.as_mut()) {

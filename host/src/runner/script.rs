@@ -127,8 +127,13 @@ impl FromStr for ScriptedCommand {
                 focus: Some(focus.trim().to_owned()),
             },
             Some(_) => SessionCommand::Compress { focus: None },
-            None if command.starts_with("/engine:") => SessionCommand::parse(&command.replacen(':', " ", 1))
-                .ok_or_else(|| format!("`{text}`: /engine: needs an engine name; {usage}"))?,
+            None if command.starts_with("/engine:") => {
+                let typed = command.replacen(':', " ", 1);
+                SessionCommand::parse(&typed).ok_or_else(|| {
+                    let why = malformed_command(&typed).unwrap_or("`/engine` takes one engine name");
+                    format!("`{text}`: {why}; {usage}")
+                })?
+            }
             None => SessionCommand::parse(command).ok_or_else(|| format!("`{text}`: {usage}"))?,
         };
         Ok(Self {

@@ -825,10 +825,7 @@ impl<'e> Replayer<'e> {
     /// returns the final context.
     pub fn finish(mut self) -> Vec<Message> {
         self.end_transcript();
-        self.end_session();
-        let counters = self.call(|engine| engine.counters());
-        let status = self.call(|engine| engine.get_status());
-        self.note_tokens(self.context.tokens(), true);
+        // Said while the session is on, so that the event log has it before the session's end.
         for (failure, times) in std::mem::take(&mut self.failures_said) {
             if times > 1 {
                 self.warn(format!(
@@ -836,6 +833,10 @@ impl<'e> Replayer<'e> {
                 ));
             }
         }
+        self.end_session();
+        let counters = self.call(|engine| engine.counters());
+        let status = self.call(|engine| engine.get_status());
+        self.note_tokens(self.context.tokens(), true);
         self.observers.close();
         self.report_detached_observers();
         self.publish(Fact::ReplayEnd {
