@@ -377,6 +377,16 @@ fn build_report(
         format: format.to_string(),
         transcript_warnings: meta.warnings.clone(),
         bad_records_skipped: meta.bad_records_skipped,
+        records_left_out: meta.skipped.clone(),
+        recorded_compactions: meta
+            .compactions
+            .iter()
+            .map(|c| crate::report::RecordedCompactionAt {
+                line: c.line,
+                messages_before: c.messages_before,
+            })
+            .collect(),
+        pairing_repairs: meta.pairing_repairs,
         engine: engine.clone(),
         engine_source: origin.into(),
         fallback,

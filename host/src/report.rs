@@ -29,6 +29,15 @@ pub struct Sourced<T> {
     pub source: String,
 }
 
+/// Where the recording agent compacted, as the report shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordedCompactionAt {
+    /// The line of the record holding its summary.
+    pub line: usize,
+    /// How many messages of the transcript come before it.
+    pub messages_before: usize,
+}
+
 /// Everything a run report shows.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunReport {
@@ -40,6 +49,15 @@ pub struct RunReport {
     pub transcript_warnings: Vec<String>,
     /// Malformed records left out (`--skip-bad-records`), each named in a warning.
     pub bad_records_skipped: u64,
+    /// Records left out because the model was never sent them (a Claude Code subagent's
+    /// sidechain, OpenHands's state changes…), by kind.
+    pub records_left_out: std::collections::BTreeMap<String, u64>,
+    /// Compactions the recording agent made: where each was (its record's line, the messages
+    /// before it), without its summary, which is not replayed.
+    pub recorded_compactions: Vec<RecordedCompactionAt>,
+    /// Tool pairings the reader repaired (results dropped, stub results inserted, ids renamed),
+    /// each named in a warning.
+    pub pairing_repairs: u64,
     /// The engine that ran.
     pub engine: String,
     /// Where it came from: `built-in`, or the plugin's folder and library.
@@ -153,6 +171,40 @@ impl RunReport {
                 out,
                 "            {} malformed records skipped (--skip-bad-records; each named in a warning)",
                 self.bad_records_skipped
+            );
+        }
+        if !self.records_left_out.is_empty() {
+            let kinds: Vec<String> = self
+                .records_left_out
+                .iter()
+                .map(|(kind, count)| format!("{count} {kind}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "            records the model was never sent, left out: {}",
+                kinds.join(", ")
+            );
+        }
+        if !self.recorded_compactions.is_empty() {
+            let at: Vec<String> = self
+                .recorded_compactions
+                .iter()
+                .map(|c| format!("line {} (after {} messages)", c.line, c.messages_before))
+                .collect();
+            let _ = writeln!(
+                out,
+                "            {} compaction{} by the recording agent, its summary not replayed: {}",
+                at.len(),
+                if at.len() == 1 { "" } else { "s" },
+                at.join(", ")
+            );
+        }
+        if self.pairing_repairs > 0 {
+            let _ = writeln!(
+                out,
+                "            {} tool pairing{} repaired (each named in a warning)",
+                self.pairing_repairs,
+                if self.pairing_repairs == 1 { "" } else { "s" }
             );
         }
         let _ = writeln!(out, "engine      {} ({source})", self.engine);

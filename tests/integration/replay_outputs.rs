@@ -538,3 +538,22 @@ fn a_command_line_that_does_not_parse_is_one_error_line_with_the_tip() {
         "error: unexpected argument '--isolaton' found; tip: a similar argument exists: '--isolation' (see --help)\n"
     );
 }
+
+#[test]
+fn records_left_out_are_counted_in_the_report_and_in_json() {
+    let tree = PluginDir::new();
+    let transcript = crate::support::example("transcripts/flaky-upload.claude-code.jsonl");
+    let transcript = transcript.to_str().unwrap();
+    let (stdout, _) = texts(&tree.run(&["run", transcript]));
+    assert!(
+        stdout.contains("records the model was never sent, left out: 1 file-history-snapshot, 4 sidechain"),
+        "{stdout}"
+    );
+    let (stdout, _) = texts(&tree.run(&["run", transcript, "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["records_left_out"]["sidechain (a subagent's record)"], 4,
+        "{report}"
+    );
+    assert_eq!(report["pairing_repairs"], 0, "{report}");
+}
