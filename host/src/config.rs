@@ -452,8 +452,17 @@ fn strip_location(message: &str) -> String {
 }
 
 /// The 1-based line where the dotted `key` is defined in block-style YAML, when it can be found.
+/// The line of `key`, or of the closest key above it that has one (a key written in a flow
+/// mapping, `deadlines: {compress: 0}`, is on its parent's line).
 fn find_key_line(text: &str, key: &str) -> Option<usize> {
-    key_lines(text).get(key).copied()
+    let lines = key_lines(text);
+    let mut key = key;
+    loop {
+        if let Some(&line) = lines.get(key) {
+            return Some(line);
+        }
+        key = &key[..key.rfind('.')?];
+    }
 }
 
 /// The line of each key of a YAML mapping, by its dotted path, the first where one is written

@@ -268,7 +268,8 @@ mod tests {
             ),
             (
                 "auxiliary:\n  compression:\n    model: m\n",
-                "/work/config.yaml: `auxiliary.compression.base_url` must be set when a model is (e.g. http://127.0.0.1:8080/v1)",
+                // Not written: the line of the block it is missing from.
+                "/work/config.yaml:2: `auxiliary.compression.base_url` must be set when a model is (e.g. http://127.0.0.1:8080/v1)",
             ),
             (
                 "auxiliary:\n  compression:\n    model: m\n    base_url: localhost:8080\n",

@@ -254,6 +254,11 @@ mod tests {
                 "isolation:\n  limits:\n    address_space_mb: 10\n",
                 "/work/config.yaml:3: `isolation.limits.address_space_mb` must be at least 128 (MiB), got 10",
             ),
+            (
+                // In a flow mapping: the line it is written on.
+                "isolation:\n  deadlines: {compress: 0}\n",
+                "/work/config.yaml:2: `isolation.deadlines.compress` must be a positive number of seconds (at most a year), got 0",
+            ),
         ] {
             assert_eq!(parse(text).unwrap_err().to_string(), expected);
         }
