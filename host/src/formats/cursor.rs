@@ -307,8 +307,19 @@ impl<R: BufRead> JsonCursor<R> {
     /// Skips the next value without keeping it (its syntax is only checked as far as brackets
     /// and strings go).
     pub(super) fn skip_value(&mut self) -> Result<(), TranscriptError> {
-        self.start_of_value()?;
-        self.scan_value(false).map(drop)
+        let start = self.start_of_value()?;
+        if self.scan_value(false)? {
+            return Ok(());
+        }
+        // Where the file ends is not what to fix: where the value began is.
+        let message = match self.here().line > start.line {
+            true => format!(
+                "the file ends inside a value (the value that starts at line {} is never closed)",
+                start.line
+            ),
+            false => "the file ends inside a value".to_owned(),
+        };
+        Err(self.error_here(message))
     }
 
     /// Consumes the next value's bytes, copying them into the buffer when `keep` is set; whether
@@ -335,10 +346,7 @@ impl<R: BufRead> JsonCursor<R> {
             };
             if chunk.is_empty() {
                 // The file ends inside the value: parsing what there is says where and how.
-                return match keep {
-                    true => Ok(false),
-                    false => Err(self.error_here("the file ends inside a value")),
-                };
+                return Ok(false);
             }
             let (used, done) = scan.advance(chunk);
             if keep {
@@ -388,7 +396,15 @@ impl<R: BufRead> JsonCursor<R> {
                 offset: start.offset + (line_begins + column - 1) as u64,
             }
         };
-        self.error(at, strip_position(error), whole)
+        let mut message = strip_position(error);
+        if !whole && error.is_eof() && at.line > start.line {
+            // The error is where the file ends; what to fix is where the value began.
+            message = format!(
+                "{message} (the value that starts at line {} is never closed)",
+                start.line
+            );
+        }
+        self.error(at, message, whole)
     }
 }
 
@@ -517,6 +533,16 @@ mod tests {
 
     fn cursor(text: &str) -> JsonCursor<&[u8]> {
         JsonCursor::new(Path::new("t.json"), text.as_bytes())
+    }
+
+    #[test]
+    fn a_value_never_closed_is_named_by_the_line_it_starts_on() {
+        let mut cursor = cursor("\n{\"id\": \"broken\", \"messages\": [\n{\"id\": \"fine\"}\n");
+        let error = cursor.skip_value().unwrap_err().to_string();
+        assert!(
+            error.contains("the file ends inside a value (the value that starts at line 2 is never closed)"),
+            "{error}"
+        );
     }
 
     #[test]
