@@ -66,6 +66,8 @@ pub enum Command {
     /// Replay a transcript through the engine, as an agent loop would.
     Run(RunArgs),
     /// Run one manual compaction over a whole transcript, like `/compress [focus]`.
+    // One compaction of the whole transcript: no command runs between its messages.
+    #[command(mut_arg("at", |arg| arg.hide(true)))]
     Compress {
         /// What the summary should spend its budget on.
         #[arg(long)]
