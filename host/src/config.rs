@@ -287,13 +287,15 @@ impl Settings {
     /// nearest section holding it when the key itself is not written there (its default was
     /// refused). `None` without a file, or when no part of it is written.
     pub fn locate(&self, key: &str) -> Option<String> {
-        let path = self.source.as_ref()?;
-        let mut key = key;
-        loop {
-            if let Some(line) = self.key_lines.get(key) {
-                return Some(format!("{}:{line}", path.display()));
-            }
-            key = &key[..key.rfind('.')?];
+        self.key_locations().locate(key)
+    }
+
+    /// Where the file's keys are written, for messages about them made elsewhere (a plugin's
+    /// warning about a key of its block).
+    pub fn key_locations(&self) -> KeyLocations {
+        KeyLocations {
+            path: self.source.clone(),
+            lines: Arc::clone(&self.key_lines),
         }
     }
 
@@ -452,6 +454,29 @@ fn strip_location(message: &str) -> String {
 }
 
 /// The 1-based line where the dotted `key` is defined in block-style YAML, when it can be found.
+/// Where the keys of a config file are written ([`Settings::key_locations`]).
+#[derive(Clone, Debug, Default)]
+pub struct KeyLocations {
+    path: Option<PathBuf>,
+    lines: Arc<BTreeMap<String, usize>>,
+}
+
+impl KeyLocations {
+    /// Where `key` (dotted: `lcm.fresh_tail`) is written, `config.yaml:12`; the line of the
+    /// nearest section holding it when the key itself is not written there. `None` without a
+    /// file, or when no part of it is written.
+    pub fn locate(&self, key: &str) -> Option<String> {
+        let path = self.path.as_ref()?;
+        let mut key = key;
+        loop {
+            if let Some(line) = self.lines.get(key) {
+                return Some(format!("{}:{line}", path.display()));
+            }
+            key = &key[..key.rfind('.')?];
+        }
+    }
+}
+
 /// The line of `key`, or of the closest key above it that has one (a key written in a flow
 /// mapping, `deadlines: {compress: 0}`, is on its parent's line).
 fn find_key_line(text: &str, key: &str) -> Option<usize> {

@@ -71,6 +71,9 @@ pub struct ServiceContext {
     token_counter: TokenCounter,
     /// The config file's directory; `None`: the current directory.
     config_dir: Option<PathBuf>,
+    /// Where the config's keys are written: a plugin's warning about a key of its block is
+    /// said with the file and line, as the host's own are.
+    keys: crate::config::KeyLocations,
 }
 
 impl ServiceContext {
@@ -90,6 +93,7 @@ impl ServiceContext {
                 .as_deref()
                 .and_then(Path::parent)
                 .map(Path::to_owned),
+            keys: settings.key_locations(),
         })
     }
 
@@ -113,6 +117,7 @@ impl ServiceContext {
             summarizer: Summarizer::new(settings, settings.resolve_api_key(env)),
             token_counter: TokenCounter::default(),
             config_dir: None,
+            keys: crate::config::KeyLocations::default(),
         })
     }
 
@@ -160,6 +165,17 @@ impl HostServices for EngineServices {
 impl EngineServices {
     fn write_log(&self, level: LogLevel, target: &str, message: &str) {
         let engine = &*self.engine;
+        let located;
+        let message = match self
+            .key_named_by(message)
+            .and_then(|key| self.context.keys.locate(key))
+        {
+            Some(at) => {
+                located = format!("{at}: {message}");
+                located.as_str()
+            }
+            None => message,
+        };
         match level {
             LogLevel::ERROR => tracing::error!(target: "engine", engine, source = target, "{message}"),
             LogLevel::WARN => tracing::warn!(target: "engine", engine, source = target, "{message}"),
@@ -167,6 +183,18 @@ impl EngineServices {
             LogLevel::DEBUG => tracing::debug!(target: "engine", engine, source = target, "{message}"),
             _ => tracing::trace!(target: "engine", engine, source = target, "{message}"),
         }
+    }
+
+    /// The key of the engine's block a message opens with (`lcm.databse: unknown setting…`, as
+    /// the SDK's config readers say it), if it does.
+    fn key_named_by<'m>(&self, message: &'m str) -> Option<&'m str> {
+        let (key, _) = message.split_once(": ")?;
+        let rest = key.strip_prefix(&*self.engine)?.strip_prefix('.')?;
+        let is_key = !rest.is_empty()
+            && rest
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'-'));
+        is_key.then_some(key)
     }
 
     fn answer(&self, service: &str, request: &str) -> RResult<RString, EngineError> {

@@ -485,3 +485,18 @@ fn an_engine_failing_the_same_way_at_every_turn_is_said_once_then_counted() {
     let path = tree.root().join("a-folder").display().to_string();
     assert_eq!(said[0].matches(&path).count(), 1, "{}", said[0]);
 }
+
+#[test]
+fn a_mistyped_key_of_lcms_block_is_said_with_the_file_and_line() {
+    let tree = lcm_tree("context:\n  engine: lcm\nlcm:\n  database: s.sqlite\n  fresh_tial: 8\n");
+    let (_, stderr) = texts(&tree.run(&["run", &example_transcript()]));
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("fresh_tial"))
+        .collect();
+    assert_eq!(
+        said,
+        ["warning: engine `lcm`: config.yaml:5: lcm.fresh_tial: unknown setting, ignored; did you mean `lcm.fresh_tail`?"],
+        "{stderr}"
+    );
+}
