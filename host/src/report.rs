@@ -412,9 +412,12 @@ fn describe_compaction(compaction: &CompactionRecord, messages_replayed: usize) 
     } else {
         format!("before message {}", compaction.at_message)
     };
+    let trigger = match &compaction.focus {
+        Some(focus) => format!("{} {focus}", compaction.trigger),
+        None => compaction.trigger.to_string(),
+    };
     let mut line = format!(
-        "{at} ({}): {} -> {} tokens, {} -> {} messages, {:.2} ms",
-        compaction.trigger,
+        "{at} ({trigger}): {} -> {} tokens, {} -> {} messages, {:.2} ms",
         tokens(compaction.tokens_before),
         tokens(compaction.tokens_after),
         compaction.messages_before,

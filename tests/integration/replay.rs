@@ -79,7 +79,7 @@ fn compress_runs_one_manual_compaction_with_a_focus() {
     let output = tree.run(&["compress", &example_transcript(), "--focus", "coupon lookup"]);
     let (stdout, stderr) = texts(&output);
     assert!(output.status.success(), "{stderr}");
-    assert!(stdout.contains("(manual /compress)"), "{stdout}");
+    assert!(stdout.contains("(manual /compress coupon lookup)"), "{stdout}");
     assert!(stdout.contains("compactions 1"), "{stdout}");
 }
 
