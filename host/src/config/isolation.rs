@@ -116,13 +116,23 @@ impl Default for Deadlines {
 impl Deadlines {
     /// The deadline of contract method `method` (`start` for starting a child).
     pub fn of(&self, method: &str) -> Duration {
-        let seconds = match method {
+        let seconds = match Self::key_of(method) {
             "start" => self.start,
             "compress" => self.compress,
             "handle_tool_call" => self.handle_tool_call,
             _ => self.other,
         };
         Duration::from_secs_f64(seconds)
+    }
+
+    /// The key of `isolation.deadlines` that sets the deadline of `method`.
+    pub fn key_of(method: &str) -> &'static str {
+        match method {
+            "start" => "start",
+            "compress" => "compress",
+            "handle_tool_call" => "handle_tool_call",
+            _ => "other",
+        }
     }
 
     fn entries(&self) -> [(&'static str, f64); 4] {

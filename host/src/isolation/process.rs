@@ -65,8 +65,9 @@ impl fmt::Display for Ending {
             ExitCause::Code(code) => write!(f, "its process exited with code {code}")?,
             ExitCause::Deadline { method, after } => write!(
                 f,
-                "its process passed the {} s deadline of `{method}` and was killed",
-                after.as_secs_f64()
+                "its process passed the {} s deadline of `{method}` (`isolation.deadlines.{}`) and was killed",
+                after.as_secs_f64(),
+                crate::config::Deadlines::key_of(method)
             )?,
         }
         match &self.last_words {
