@@ -52,7 +52,8 @@ fn usage_error(error: &clap::Error) -> ExitCode {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = error.print();
-        return ExitCode::SUCCESS;
+        // 0 for --help and --version; 2 for help shown because a command is missing.
+        return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
     }
     let text = error.render().to_string();
     // Paragraphs: the message, a tip (a similar name), then the usage and the pointer to --help.
