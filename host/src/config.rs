@@ -198,11 +198,22 @@ impl Settings {
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let parse_error = |error: serde_norway::Error| {
             let location = error.location();
+            let mut message = strip_location(&error.to_string());
+            // YAML refuses a tab where it indents, in words that do not say "tab".
+            let tab = location.as_ref().and_then(|l| {
+                let line = text.lines().nth(l.line().checked_sub(1)?)?;
+                line.chars()
+                    .nth(l.column().saturating_sub(1))
+                    .filter(|c| *c == '\t')
+            });
+            if tab.is_some() {
+                message.push_str(" (a tab: YAML indents with spaces only)");
+            }
             ConfigError::Parse {
                 path: path.to_owned(),
                 line: location.as_ref().map(|l| l.line()),
                 column: location.as_ref().map(|l| l.column()),
-                message: strip_location(&error.to_string()),
+                message,
             }
         };
         let yaml: serde_norway::Value = if text.trim().is_empty() {
@@ -446,14 +457,20 @@ fn tidy(path: &Path) -> PathBuf {
 }
 
 /// serde_norway appends " at line L column C" to its messages; the location is printed apart.
+/// The parser's message without its ` at line L column C`, wherever it says it: the error line
+/// gives the place once, as `file:line:column`.
 fn strip_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(at) => message[..at].to_owned(),
-        None => message.to_owned(),
-    }
+    let Some(at) = message.find(" at line ") else {
+        return message.to_owned();
+    };
+    let rest = &message[at + " at line ".len()..];
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    let rest = rest.strip_prefix(" column ").map_or(rest, |after| {
+        after.trim_start_matches(|c: char| c.is_ascii_digit())
+    });
+    format!("{}{rest}", &message[..at])
 }
 
-/// The 1-based line where the dotted `key` is defined in block-style YAML, when it can be found.
 /// Where the keys of a config file are written ([`Settings::key_locations`]).
 #[derive(Clone, Debug, Default)]
 pub struct KeyLocations {
@@ -477,7 +494,8 @@ impl KeyLocations {
     }
 }
 
-/// The line of `key`, or of the closest key above it that has one (a key written in a flow
+/// The 1-based line where the dotted `key` is defined in block-style YAML, when it can be found:
+/// the line of `key`, or of the closest key above it that has one (a key written in a flow
 /// mapping, `deadlines: {compress: 0}`, is on its parent's line).
 fn find_key_line(text: &str, key: &str) -> Option<usize> {
     let lines = key_lines(text);
@@ -522,6 +540,23 @@ mod tests {
 
     fn parse(text: &str) -> Result<Settings, ConfigError> {
         Settings::parse(text, Path::new("/work/config.yaml"))
+    }
+
+    #[test]
+    fn a_parse_error_gives_its_place_once_and_says_tab_for_a_tab() {
+        let error = Settings::parse("context:\n  engine: [compressor\n", Path::new("c.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(error.matches("line 3").count(), 0, "{error}");
+        assert!(error.starts_with("c.yaml:3:1: did not find expected"), "{error}");
+        let error = Settings::parse("context:\n\tengine: masking\n", Path::new("c.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("c.yaml:2:1: "), "{error}");
+        assert!(
+            error.ends_with("(a tab: YAML indents with spaces only)"),
+            "{error}"
+        );
     }
 
     #[test]
