@@ -127,6 +127,22 @@ impl ServiceContext {
     }
 }
 
+thread_local! {
+    /// The warnings engines log while [`warnings_while`] runs on this thread.
+    static STARTING_WARNINGS: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `start` (creating an engine in this process) and returns, besides what it returns, the
+/// warnings the engines it created logged meanwhile (a key of its block it does not know), as
+/// `engine \`NAME\`: …` lines: for `serve` to hand them to its client with its own. They are
+/// logged all the same.
+pub fn warnings_while<T>(start: impl FnOnce() -> T) -> (T, Vec<String>) {
+    let outer = STARTING_WARNINGS.with(|caught| caught.borrow_mut().replace(Vec::new()));
+    let value = start();
+    let warnings = STARTING_WARNINGS.with(|caught| std::mem::replace(&mut *caught.borrow_mut(), outer));
+    (value, warnings.unwrap_or_default())
+}
+
 /// The host's services for one engine; log lines are labelled with the engine's name.
 #[derive(Clone)]
 struct EngineServices {
@@ -176,6 +192,13 @@ impl EngineServices {
             }
             None => message,
         };
+        if level == LogLevel::WARN {
+            STARTING_WARNINGS.with(|caught| {
+                if let Some(caught) = caught.borrow_mut().as_mut() {
+                    caught.push(format!("engine `{engine}`: {message}"));
+                }
+            });
+        }
         match level {
             LogLevel::ERROR => tracing::error!(target: "engine", engine, source = target, "{message}"),
             LogLevel::WARN => tracing::warn!(target: "engine", engine, source = target, "{message}"),

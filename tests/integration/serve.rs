@@ -1056,3 +1056,18 @@ fn a_session_opened_without_a_model_takes_the_window_of_its_config() {
     );
     assert!(compress.value, "a context far over the window is to be compacted");
 }
+
+#[test]
+fn a_plugins_warning_about_its_block_is_one_of_the_sessions_warnings() {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    let mut served = Served::start(tree.root());
+    let config = json!({"context": {"engine": "masking"}, "masking": {"keep_lats": 3}});
+    let opened = served.open(json!({"config": config, "model": model(16_000)}));
+    assert_eq!(
+        opened.value.warnings,
+        ["engine `masking`: masking.keep_lats: unknown setting, ignored; did you mean `masking.keep_last`?"],
+        "{:?}",
+        opened.value
+    );
+}

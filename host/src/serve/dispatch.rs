@@ -167,7 +167,10 @@ fn open(
             .then(|| configured_model(&settings))
             .flatten()
     });
-    let (session, fallback) = table.open(settings, &name);
+    // A plugin created in this process says what it thinks of its block (a key it does not
+    // know) in its log: the client hears it with the host's own warnings.
+    let ((session, fallback), engine_warnings) =
+        crate::services::warnings_while(|| table.open(settings, &name));
     session.watch = Watch::new(&session.id, observers);
     session.standby = standby;
     if let Some(model) = &model {
@@ -183,6 +186,8 @@ fn open(
     for warning in &warnings {
         tracing::warn!("session {}: {warning}", session.id);
     }
+    // Logged already, by the engine.
+    warnings.extend(engine_warnings);
     let mut info = session.engine_info(fallback);
     info.warnings = warnings;
     answer(session, info)
