@@ -225,10 +225,13 @@ pub fn load_plugin_with(
     }
     tracing::debug!("{shown}: opened in {:?}", opened.load_time);
     let config = config_json(settings, &manifest.name);
+    let context = Arc::clone(services);
     let services = host_services_for(&manifest.name, services);
-    let object = (opened.module.new_engine())(config.as_str().into(), services)
-        .into_result()
-        .map_err(|error| factory_error(shown, located(error, settings, &manifest.name)))?;
+    let object = crate::services::creating_with(&context, || {
+        (opened.module.new_engine())(config.as_str().into(), services)
+    })
+    .into_result()
+    .map_err(|error| factory_error(shown, located(error, settings, &manifest.name)))?;
     let origin = EngineOrigin::Plugin {
         dir: folder.dir.clone(),
         library: library.clone(),

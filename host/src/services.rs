@@ -130,6 +130,18 @@ impl ServiceContext {
 thread_local! {
     /// The warnings engines log while [`warnings_while`] runs on this thread.
     static STARTING_WARNINGS: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+    /// The context of the engine being created on this thread ([`creating_with`]).
+    static CREATING: std::cell::RefCell<Option<Arc<ServiceContext>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `create` (an engine's factory) with `context` as the one its log lines are placed
+/// against: a plugin's SDK may log through the services of the first engine its library made (a
+/// logger is set once per library), whose config is another session's.
+pub fn creating_with<T>(context: &Arc<ServiceContext>, create: impl FnOnce() -> T) -> T {
+    let outer = CREATING.with(|current| current.borrow_mut().replace(Arc::clone(context)));
+    let created = create();
+    CREATING.with(|current| *current.borrow_mut() = outer);
+    created
 }
 
 /// Runs `start` (creating an engine in this process) and returns, besides what it returns, the
@@ -182,10 +194,9 @@ impl EngineServices {
     fn write_log(&self, level: LogLevel, target: &str, message: &str) {
         let engine = &*self.engine;
         let located;
-        let message = match self
-            .key_named_by(message)
-            .and_then(|key| self.context.keys.locate(key))
-        {
+        let creating = CREATING.with(|current| current.borrow().clone());
+        let keys = &creating.as_ref().unwrap_or(&self.context).keys;
+        let message = match self.key_named_by(message).and_then(|key| keys.locate(key)) {
             Some(at) => {
                 located = format!("{at}: {message}");
                 located.as_str()

@@ -1070,4 +1070,21 @@ fn a_plugins_warning_about_its_block_is_one_of_the_sessions_warnings() {
         "{:?}",
         opened.value
     );
+    // A session with a config file: its line. The library's logger was set up by the first
+    // session's engine, whose config has no file: each warning is placed by its own config.
+    let file = tree.config("context:\n  engine: masking\nmasking:\n  keep_lats: 3\n");
+    let opened = served.open(json!({"config": file, "model": model(16_000)}));
+    assert_eq!(
+        opened.value.warnings,
+        [format!(
+            "engine `masking`: {}:4: masking.keep_lats: unknown setting, ignored; did you mean `masking.keep_last`?",
+            file.display()
+        )],
+    );
+    let opened = served.open(json!({"config": config, "model": model(16_000)}));
+    assert!(
+        !opened.value.warnings[0].contains("config.yaml"),
+        "{:?}",
+        opened.value.warnings
+    );
 }
