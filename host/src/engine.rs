@@ -93,7 +93,7 @@ pub enum EngineCallError {
 
 fn then_text(detached_after: Option<u32>) -> String {
     match detached_after {
-        None => "the state the engine kept in memory is lost (a later call starts a fresh process)".to_owned(),
+        None => "the state the engine kept in memory is lost".to_owned(),
         Some(crashes) => format!(
             "its process was lost {crashes} times: the engine is detached and the built-in compressor takes over"
         ),
@@ -101,8 +101,17 @@ fn then_text(detached_after: Option<u32>) -> String {
 }
 
 impl EngineCallError {
+    /// The contract method that failed.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Failed { method, .. }
+            | Self::InvalidOutput { method, .. }
+            | Self::ProcessLost { method, .. } => method,
+        }
+    }
+
     /// The failure without what the host does next about the engine: an observer that fails is
-    /// detached, so "a later call starts a fresh process" would not hold for it.
+    /// detached, so what happens to an engine's process next does not concern it.
     pub fn failure(&self) -> String {
         match self {
             Self::ProcessLost {

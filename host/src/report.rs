@@ -202,7 +202,7 @@ impl RunReport {
         if self.pairing_repairs > 0 {
             let _ = writeln!(
                 out,
-                "            {} tool pairing{} repaired (each named in a warning)",
+                "            {} tool pairing{} repaired (named in the warnings)",
                 self.pairing_repairs,
                 if self.pairing_repairs == 1 { "" } else { "s" }
             );
@@ -372,9 +372,10 @@ fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
         let differed = o.tool_dispatches.iter().filter(|d| !d.equal).count();
         let _ = writeln!(
             out,
-            "tools       {}; {} calls answered live ({} differed from the recorded result)",
+            "tools       {}; {} call{} answered live ({} differed from the recorded result)",
             o.tools.join(", "),
             o.tool_dispatches.len(),
+            if o.tool_dispatches.len() == 1 { "" } else { "s" },
             differed
         );
         let kept = o

@@ -67,7 +67,7 @@ fn an_engine_tool_call_is_answered_live_by_the_plugin_and_replaces_the_recorded_
     let (stdout, stderr) = texts(&output);
     assert!(output.status.success(), "{stderr}");
     assert!(
-        stdout.contains("tools       faulty_echo, faulty_host_services; 1 calls answered live (1 differed from the recorded result)"),
+        stdout.contains("tools       faulty_echo, faulty_host_services; 1 call answered live (1 differed from the recorded result)"),
         "{stdout}"
     );
     let context: Vec<Value> = serde_json::from_str(&fs::read_to_string(&out).unwrap()).unwrap();

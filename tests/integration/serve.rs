@@ -1055,6 +1055,13 @@ fn a_session_opened_without_a_model_takes_the_window_of_its_config() {
         json!({"session": session, "prompt_tokens": 1_000_000}),
     );
     assert!(compress.value, "a context far over the window is to be compacted");
+    // Without a window anywhere, the client is told.
+    let bare = served.open(json!({"config": {"context": {"engine": "compressor"}}}));
+    assert!(
+        bare.value.warnings.iter().any(|w| w.starts_with("no window: ")),
+        "{:?}",
+        bare.value.warnings
+    );
 }
 
 #[test]

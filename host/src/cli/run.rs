@@ -262,6 +262,15 @@ fn refuse_the_transcript_as_output(args: &RunArgs) -> Result<()> {
             );
         }
     }
+    // One would replace the other.
+    if let (Some(out), Some(events)) = (&args.out, &args.events) {
+        if out == events || same_file(out, events) {
+            bail!(
+                "{}: --out and --events name the same file; nothing was written (name two files)",
+                out.display()
+            );
+        }
+    }
     Ok(())
 }
 

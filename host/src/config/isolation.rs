@@ -128,7 +128,8 @@ impl Deadlines {
     /// The key of `isolation.deadlines` that sets the deadline of `method`.
     pub fn key_of(method: &str) -> &'static str {
         match method {
-            "start" => "start",
+            // Starting a child: the handshake and opening its session.
+            "start" | "initialize" | "session/open" => "start",
             "compress" => "compress",
             "handle_tool_call" => "handle_tool_call",
             _ => "other",

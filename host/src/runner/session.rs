@@ -882,7 +882,12 @@ impl<'e> Replayer<'e> {
             Some((_, times)) => *times += 1,
             None => {
                 if !detaching {
-                    tracing::warn!("{said}; the context is kept as it was");
+                    // Only a call that could have changed the context has kept it.
+                    let kept = match error.method() {
+                        "compress" | "compress_borrowed" => "; the context is kept as it was",
+                        _ => "",
+                    };
+                    tracing::warn!("{said}{kept}");
                 }
                 self.failures_said.push((said, 1));
             }

@@ -167,6 +167,12 @@ fn open(
             .then(|| configured_model(&settings))
             .flatten()
     });
+    // Told to the client only: one that calls `update_model` right after (the Hermes bridge
+    // before its first turn) is doing nothing wrong, and the log would say it every session.
+    let no_window = (model.is_none() && !overrides.model_from_parent).then(|| {
+        "no window: the request gives no `model` and the config no `model.context_length`; the engine compacts nothing until `update_model` tells it one"
+            .to_owned()
+    });
     // A plugin created in this process says what it thinks of its block (a key it does not
     // know) in its log: the client hears it with the host's own warnings.
     let ((session, fallback), engine_warnings) =
@@ -188,6 +194,7 @@ fn open(
     }
     // Logged already, by the engine.
     warnings.extend(engine_warnings);
+    warnings.extend(no_window);
     let mut info = session.engine_info(fallback);
     info.warnings = warnings;
     answer(session, info)
