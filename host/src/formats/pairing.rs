@@ -16,6 +16,7 @@
 //! - a group that ends with calls unanswered goes through the kit's repair, which gives each a
 //!   stub result right after the group's results; its text says that the transcript recorded
 //!   none (rather than the kit's "removed during compaction");
+//! - a call whose tool has no name is read as a call of `unnamed_tool`;
 //! - calls get ids a model API takes: an empty id one made from the record's place
 //!   (`empty_tool_call_id_line_4`), an id given twice in one message keeps its first call (the
 //!   second is dropped, with a second result for it), an id an earlier call used a suffix naming
@@ -33,6 +34,9 @@ use super::{sequence::RecentIds, Located, TranscriptMeta};
 
 /// The start of the id given to a call whose id is empty.
 const EMPTY_CALL_ID_PREFIX: &str = "empty_tool_call_id_";
+
+/// The name given to a call whose tool has none (a model API refuses an empty name).
+const UNNAMED_TOOL: &str = "unnamed_tool";
 
 /// The text of the result stood in for a call the transcript never answered.
 pub const UNANSWERED_CALL_TEXT: &str =
@@ -160,6 +164,12 @@ impl PairRepair {
             } else {
                 format!("_{}", number + 1)
             };
+            if call.function.name.trim().is_empty() {
+                warnings.push(format!(
+                    "{place}: a tool call with no tool name; it is read as a call of `{UNNAMED_TOOL}`"
+                ));
+                call.function.name = UNNAMED_TOOL.to_owned();
+            }
             if call.id.is_empty() {
                 let id = format!("{EMPTY_CALL_ID_PREFIX}{made_up}{nth}");
                 warnings.push(format!(
@@ -465,6 +475,26 @@ mod tests {
         assert!(meta.warnings[0].starts_with(
             "line 2: a call of `ls` with an empty id; it is read as `empty_tool_call_id_line_2`"
         ));
+    }
+
+    #[test]
+    fn a_call_without_a_tool_name_is_read_as_a_call_of_unnamed_tool() {
+        let mut nameless = calls(&["c1"]);
+        nameless.tool_calls.as_mut().unwrap()[0].function.name = String::new();
+        let messages = vec![
+            Message::user("go"),
+            nameless,
+            Message::tool("c1", "1"),
+            Message::assistant("done"),
+        ];
+        let (out, meta) = repaired(messages);
+        assert_eq!(find_sequence_problems(&out), vec![]);
+        assert_eq!(out[1].calls()[0].function.name, "unnamed_tool");
+        assert_eq!(out[2].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(
+            meta.warnings,
+            ["line 2: a tool call with no tool name; it is read as a call of `unnamed_tool`"]
+        );
     }
 
     #[test]
