@@ -124,7 +124,7 @@ pub struct RunArgs {
     pub engine: Option<String>,
     /// An engine that watches the session without changing its context (LCM recording every
     /// message, telemetry), added to `context.observers`. Repeatable.
-    #[arg(long = "observer", value_name = "NAME")]
+    #[arg(long = "observer", value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub observers: Vec<String>,
     /// The model's window in tokens, overriding config and transcript.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]

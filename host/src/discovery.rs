@@ -104,6 +104,8 @@ pub enum PluginProblem {
     NameMismatch(String),
     /// Another folder already declares this name.
     DuplicateName(PathBuf),
+    /// The folder is a link to something that is not there.
+    DanglingLink(PathBuf),
 }
 
 impl fmt::Display for PluginProblem {
@@ -144,6 +146,7 @@ impl fmt::Display for PluginProblem {
                 "{MANIFEST_FILE} says name `{name}`, which is not the folder's name"
             ),
             Self::DuplicateName(other) => write!(f, "the name is already declared by {}", other.display()),
+            Self::DanglingLink(target) => write!(f, "a link to {}, which is not there", target.display()),
         }
     }
 }
@@ -186,7 +189,22 @@ pub fn discover_plugins(plugins_dir: &Path) -> Result<Vec<PluginFolder>, Discove
         let folder_name = entry.file_name().to_string_lossy().into_owned();
         // A link to a folder is one (a plugin checkout linked into place is how many stage one).
         let is_folder = entry.file_type().is_dir() || (entry.path_is_symlink() && entry.path().is_dir());
-        if !is_folder || folder_name.starts_with(['.', '_']) {
+        if folder_name.starts_with(['.', '_']) {
+            continue;
+        }
+        if entry.path_is_symlink() && !entry.path().exists() {
+            // Listed, so that a link whose folder moved is not silently one plugin less.
+            let target = fs::read_link(entry.path()).unwrap_or_default();
+            folders.push(PluginFolder {
+                dir: entry.path().to_owned(),
+                folder_name,
+                manifest: None,
+                library: None,
+                status: Err(PluginProblem::DanglingLink(target)),
+            });
+            continue;
+        }
+        if !is_folder {
             continue;
         }
         folders.push(inspect_folder(entry.path(), folder_name));

@@ -128,6 +128,13 @@ fn a_link_to_a_plugin_folder_is_a_plugin_folder() {
     let (stdout, stderr) = texts(&output);
     assert!(output.status.success(), "{stderr}");
     assert!(stdout.contains("plugin `masking` loads"), "{stdout}");
+    let (listed, _) = texts(&tree.run(&["plugins", "list"]));
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.contains("gone") && line.contains("a link to /nowhere, which is not there")),
+        "{listed}"
+    );
 }
 
 #[test]

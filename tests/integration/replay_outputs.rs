@@ -537,6 +537,16 @@ fn a_command_line_that_does_not_parse_is_one_error_line_with_the_tip() {
         stderr,
         "error: unexpected argument '--isolaton' found; tip: a similar argument exists: '--isolation' (see --help)\n"
     );
+    // An observer with no name is no observer.
+    let output = crate::support::run_ctxhost(dir.path(), &["run", "t.json", "--observer", ""]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        texts(&output)
+            .1
+            .starts_with("error: a value is required for '--observer <NAME>'"),
+        "{}",
+        texts(&output).1
+    );
 }
 
 #[test]
