@@ -484,13 +484,8 @@ impl KeyLocations {
     /// file, or when no part of it is written.
     pub fn locate(&self, key: &str) -> Option<String> {
         let path = self.path.as_ref()?;
-        let mut key = key;
-        loop {
-            if let Some(line) = self.lines.get(key) {
-                return Some(format!("{}:{line}", path.display()));
-            }
-            key = &key[..key.rfind('.')?];
-        }
+        let line = nearest_line(&self.lines, key)?;
+        Some(format!("{}:{line}", path.display()))
     }
 }
 
@@ -498,8 +493,11 @@ impl KeyLocations {
 /// the line of `key`, or of the closest key above it that has one (a key written in a flow
 /// mapping, `deadlines: {compress: 0}`, is on its parent's line).
 fn find_key_line(text: &str, key: &str) -> Option<usize> {
-    let lines = key_lines(text);
-    let mut key = key;
+    nearest_line(&key_lines(text), key)
+}
+
+/// The line of `key` in `lines`, or of the closest key above it that has one.
+fn nearest_line(lines: &BTreeMap<String, usize>, mut key: &str) -> Option<usize> {
     loop {
         if let Some(&line) = lines.get(key) {
             return Some(line);

@@ -884,7 +884,7 @@ impl<'e> Replayer<'e> {
                 if !detaching {
                     // Only a call that could have changed the context has kept it.
                     let kept = match error.method() {
-                        "compress" | "compress_borrowed" => "; the context is kept as it was",
+                        "compress" => "; the context is kept as it was",
                         _ => "",
                     };
                     tracing::warn!("{said}{kept}");
