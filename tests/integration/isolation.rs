@@ -182,6 +182,11 @@ fn an_observer_that_kills_its_process_is_detached_and_changes_nothing() {
         let both = format!("{stdout}\n{stderr}");
         assert!(both.contains("observer `faulty` detached"), "{case}:\n{both}");
         assert!(both.contains(cause), "{case}: the cause is named:\n{both}");
+        if *crash == "hang" {
+            // By the call the user knows (`observe`), not the wire's `call_ext` that carries it.
+            let deadline = format!("deadline of `{method}` (`isolation.deadlines.other`)");
+            assert!(both.contains(&deadline), "{case}:\n{both}");
+        }
         // It is detached: what a crash costs an engine's memory does not concern it.
         assert!(
             !both.contains("the state the engine kept in memory is lost"),

@@ -502,10 +502,13 @@ impl ChildEngine {
 
     /// `call_ext`; `None` when the engine does not know `name`.
     pub fn call_ext(&mut self, name: &str, request: &Value) -> Result<Option<Value>, ChildError> {
-        let answer = self.call(method::CALL_EXT, |session| CallExtParams {
-            session,
-            method: name.to_owned(),
-            request: request.clone(),
+        let answer = self.call_with(method::CALL_EXT, |live, session, deadline| {
+            let params = CallExtParams {
+                session: session.to_owned(),
+                method: name.to_owned(),
+                request: request.clone(),
+            };
+            live.call_as::<_, Answer<Value>>(name, method::CALL_EXT, &params, deadline)
         });
         match answer {
             Ok(value) => Ok(Some(value)),

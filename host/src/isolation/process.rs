@@ -157,6 +157,18 @@ impl LiveChild {
         self.call_with(method, deadline, |client| client.call(method, params))
     }
 
+    /// [`Self::call`] of the wire method `wire`, named `method` when it passes its deadline: an
+    /// extension method (`observe`) travels as `call_ext`, and the user knows it by its own name.
+    pub fn call_as<P: Serialize, T: DeserializeOwned>(
+        &mut self,
+        method: &str,
+        wire: &str,
+        params: &P,
+        deadline: Duration,
+    ) -> Result<T, CallFailure> {
+        self.call_with(method, deadline, |client| client.call(wire, params))
+    }
+
     /// [`Self::call`] of the wire method `wire` with params already written as JSON text, in
     /// pieces ([`Client::call_json`]); `method` is the contract's, which a passed deadline names.
     pub fn call_json<T: DeserializeOwned>(
