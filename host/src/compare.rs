@@ -86,6 +86,10 @@ pub struct CompareArgs {
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Exit with a failure (after the table) when any engine let the context the model would
+    /// receive go over the usable window.
+    #[arg(long)]
+    pub fail_over_window: bool,
 }
 
 /// What a first pass over the transcript learns, before any engine runs: that it reads to the
@@ -193,6 +197,7 @@ pub fn compare_engines(
         transcript: survey.path.display().to_string(),
         format: survey.format.to_string(),
         messages: survey.messages,
+        transcript_warnings: survey.meta.warnings.clone(),
         context_length,
         window: options.model.window(),
         token_counter: options.token_counter.name().to_owned(),
@@ -274,6 +279,22 @@ pub fn run_compare(settings: &Settings, args: &CompareArgs) -> Result<()> {
         writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         write!(host_stdout(), "{}", report.render_text())?;
+    }
+    let over: Vec<&str> = report
+        .engines
+        .iter()
+        .filter(|row| matches!(&row.result, RowResult::Ran(figures) if figures.over_window.is_some()))
+        .map(|row| row.label.as_str())
+        .collect();
+    if args.fail_over_window && !over.is_empty() {
+        anyhow::bail!(
+            "--fail-over-window: the context went over the {}-token window with {}",
+            ctxhost_engine_kit::stand_in::group_thousands(report.window as usize),
+            over.iter()
+                .map(|label| format!("`{label}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     Ok(())
 }

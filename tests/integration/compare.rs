@@ -286,6 +286,67 @@ telemetry:
 }
 
 #[test]
+fn fail_over_window_fails_compare_after_the_table_naming_the_engines_that_went_over() {
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    let telemetry = tree.root().join("telemetry.jsonl");
+    tree.config(&format!(
+        "model:\n  context_length: 8000\ntelemetry:\n  path: {}\n",
+        telemetry.display()
+    ));
+    let transcript = example_transcript();
+    let output = tree.run(&[
+        "compare",
+        &transcript,
+        "--engines",
+        "compressor,telemetry",
+        "--fail-over-window",
+    ]);
+    let (stdout, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // The table is printed first: the failure does not hide the figures.
+    row(&stdout, "telemetry");
+    let error: Vec<_> = stderr.lines().filter(|line| line.starts_with("error:")).collect();
+    assert_eq!(
+        error,
+        ["error: --fail-over-window: the context went over the 8,000-token window with `telemetry`"],
+        "{stderr}"
+    );
+    // Every engine kept within the window: success.
+    let within = tree.run(&[
+        "compare",
+        &transcript,
+        "--engines",
+        "compressor",
+        "--fail-over-window",
+    ]);
+    assert!(within.status.success(), "{}", texts(&within).1);
+}
+
+#[test]
+fn the_json_has_each_rows_session_warnings() {
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    let telemetry = tree.root().join("telemetry.jsonl");
+    tree.config(&format!(
+        "model:\n  context_length: 8000\ntelemetry:\n  path: {}\n",
+        telemetry.display()
+    ));
+    let json = compare_json(&tree, &["--engines", "compressor,telemetry"]);
+    assert_eq!(json["engines"][0]["warnings"], serde_json::json!([]), "{json}");
+    let warnings = json["engines"][1]["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{json}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .starts_with("the context went over the window before message "),
+        "{json}"
+    );
+    assert_eq!(json["transcript_warnings"], serde_json::json!([]), "{json}");
+}
+
+#[test]
 fn an_isolated_engine_detached_mid_replay_gets_no_figures_of_the_compressors() {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");
@@ -307,4 +368,32 @@ fn an_isolated_engine_detached_mid_replay_gets_no_figures_of_the_compressors() {
     let report = compare_json(&tree, &args);
     assert_eq!(report["engines"][0]["status"], "detached", "{report}");
     assert_eq!(report["engines"][1]["status"], "ran", "{report}");
+}
+
+#[test]
+fn an_isolated_engine_crashing_as_it_resumes_its_session_is_detached_naming_that_call() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config(WINDOW);
+    let args = [
+        "--engines",
+        "faulty@crashes",
+        "--set",
+        "crashes.crash_in=on_session_start",
+        "--set",
+        "crashes.crash=abort",
+        "--isolation",
+        "process",
+    ];
+    let report = compare_json(&tree, &args);
+    let engine = &report["engines"][0];
+    assert_eq!(engine["status"], "detached", "{report}");
+    // The calls that found each fresh process dead are not where it died: that is named too.
+    let reason = engine["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "killed by SIGABRT, in `on_session_start` (a fresh process is given it to resume the session)"
+        ),
+        "{reason}"
+    );
 }

@@ -20,6 +20,8 @@ pub struct CompareReport {
     pub format: String,
     /// Its messages.
     pub messages: usize,
+    /// What is odd about the transcript itself, as its reader found (each also a `warning:` line).
+    pub transcript_warnings: Vec<String>,
     /// The model's window.
     pub context_length: Sourced<u64>,
     /// The usable window (minus the output reservation).
@@ -112,6 +114,9 @@ pub struct EngineFigures {
     pub errors: usize,
     /// The first of them.
     pub first_error: Option<String>,
+    /// What the session warned of (an observer left out, a tool name taken twice…), each also a
+    /// `warning:` line naming the row.
+    pub warnings: Vec<String>,
 }
 
 /// Fact retention over a replay's applied compactions (`CompactionRecord::retention`): of the
@@ -179,6 +184,7 @@ pub fn summarise_outcome(
         engine_time_ms: outcome.engine_time_ms,
         errors: outcome.faults.len(),
         first_error: outcome.faults.first().map(|f| f.message.clone()),
+        warnings: outcome.warnings.clone(),
     }
 }
 

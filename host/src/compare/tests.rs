@@ -215,6 +215,7 @@ fn the_figures_count_applied_and_kept_compactions_and_sum_up_retention() {
         final_tokens: 5_000,
         final_messages: 12,
         engine_time_ms: 3.5,
+        warnings: vec!["tool `grep` is offered twice".into()],
         ..ReplayOutcome::default()
     };
     let figures = summarise_outcome(
@@ -246,6 +247,7 @@ fn the_figures_count_applied_and_kept_compactions_and_sum_up_retention() {
             engine_time_ms: 3.5,
             errors: 1,
             first_error: Some("engine `x` failed".into()),
+            warnings: vec!["tool `grep` is offered twice".into()],
         }
     );
     let quiet = summarise_outcome(&ReplayOutcome::default(), EngineSource::BuiltIn, 0);

@@ -121,6 +121,10 @@ pub enum StartError {
     /// The child died or hung while starting.
     #[error("{0}, while starting (opening the library and creating the engine)")]
     Lost(Ending),
+    /// A fresh child died or hung in `on_session_start`, given to it to resume the session the
+    /// last one was in.
+    #[error("{0}, in `on_session_start` (a fresh process is given it to resume the session)")]
+    LostResuming(Ending),
 }
 
 /// A failed call to a child.
@@ -263,7 +267,10 @@ impl ChildEngine {
                     &params,
                     self.spec.bounds.deadlines.of("other"),
                 )
-                .map_err(lost_or_refused)?;
+                .map_err(|failure| match failure {
+                    CallFailure::Lost(ending) => StartError::LostResuming(ending),
+                    failure => lost_or_refused(failure),
+                })?;
             self.counters = answer.counters;
         }
         self.live = Some(live);
@@ -292,9 +299,6 @@ impl ChildEngine {
         if self.live.is_none() {
             match self.spawn() {
                 Ok(()) => {}
-                Err(StartError::Lost(ending)) => {
-                    return Err(self.lost(name, format!("its process could not be started again: {ending}")))
-                }
                 Err(error) => {
                     return Err(self.lost(name, format!("its process could not be started again: {error}")))
                 }
