@@ -134,6 +134,21 @@ where
             Level::TRACE => "trace",
         };
         write!(writer, "{level}: ")?;
+        // The spans around the event: `serve`'s session a line is about leads it, as the host's
+        // own lines about a session read (`session s2: …`); any other's fields follow the
+        // message (`compare="<row>"` names the row being replayed).
+        let mut trailing = String::new();
+        for span in ctx.event_scope().into_iter().flat_map(|scope| scope.from_root()) {
+            let extensions = span.extensions();
+            let Some(fields) = extensions.get::<FormattedFields<N>>() else {
+                continue;
+            };
+            match fields.strip_prefix(SESSION_FIELD) {
+                Some(id) if span.name() == SESSION_SPAN => write!(writer, "session {id}: ")?,
+                _ if fields.is_empty() => {}
+                _ => trailing.push_str(&format!(" {fields}")),
+            }
+        }
         if event.metadata().target() == "engine" {
             // A plugin's own log line: its engine named the way the host's warnings name it, and
             // the Rust module it came from only when asked for detail (`-vv`).
@@ -144,20 +159,17 @@ where
             if detailed && !fields.source.is_empty() {
                 write!(writer, " (from {})", fields.source)?;
             }
-            return writeln!(writer);
+        } else {
+            ctx.field_format().format_fields(writer.by_ref(), event)?;
         }
-        ctx.field_format().format_fields(writer.by_ref(), event)?;
-        // The fields of the spans around the event (`compare` names the row being replayed).
-        for span in ctx.event_scope().into_iter().flat_map(|scope| scope.from_root()) {
-            if let Some(fields) = span.extensions().get::<FormattedFields<N>>() {
-                if !fields.is_empty() {
-                    write!(writer, " {fields}")?;
-                }
-            }
-        }
-        writeln!(writer)
+        writeln!(writer, "{trailing}")
     }
 }
+
+/// The span `serve` enters for a session's work ([`ctxhost::serve::SESSION_SPAN`]), and how its
+/// one field reads once formatted.
+const SESSION_SPAN: &str = ctxhost::serve::SESSION_SPAN;
+const SESSION_FIELD: &str = "id=";
 
 /// The fields the host gives a plugin's log line (`services.rs`).
 #[derive(Default)]

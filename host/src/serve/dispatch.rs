@@ -177,6 +177,7 @@ fn open(
     // know) in its log: the client hears it with the host's own warnings.
     let ((session, fallback), engine_warnings) =
         crate::services::warnings_while(|| table.open(settings, &name));
+    let _session = super::in_session(&session.id);
     session.watch = Watch::new(&session.id, observers);
     session.standby = standby;
     if let Some(model) = &model {
@@ -190,7 +191,7 @@ fn open(
         session.model = Some(model.clone());
     }
     for warning in &warnings {
-        tracing::warn!("session {}: {warning}", session.id);
+        tracing::warn!("{warning}");
     }
     // Logged already, by the engine.
     warnings.extend(engine_warnings);
@@ -242,6 +243,7 @@ fn read_config(source: &ConfigSource, base: &Settings) -> Result<Settings, RpcEr
 fn close(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let params: CloseParams = request.params()?;
     table.get_mut(&params.session)?;
+    let _session = super::in_session(&params.session);
     table
         .close(&params.session, params.messages)
         .map_err(engine_error)?;
@@ -250,6 +252,7 @@ fn close(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, R
 
 fn session_method(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, RpcError> {
     let session_id: SessionParams = session_of(request)?;
+    let _session = super::in_session(&session_id.session);
     let reply = run_session_method(request, table, &session_id);
     // A live agent may not call again for a while: what its observers were told goes now.
     if let Ok(session) = table.get_mut(&session_id.session) {
@@ -587,14 +590,11 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
     if session.standby.contains(&from) {
         // As in a replay: an engine asked to observe goes back to observing, its session going on.
         if let Err(reason) = session.watch.attach(previous) {
-            tracing::warn!(
-                "session {}: `{from}` cannot stay on as an observer: {reason}",
-                session.id
-            );
+            tracing::warn!("`{from}` cannot stay on as an observer: {reason}");
         }
     } else if let Some((session_id, _)) = &session.started {
         if let Err(error) = previous.on_session_end(session_id, session.last_messages.messages()) {
-            tracing::warn!("session {}: swapped out: {error}", session.id);
+            tracing::warn!("swapped out: {error}");
         }
     }
     let info = session.engine_info(None);

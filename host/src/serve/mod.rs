@@ -27,6 +27,15 @@ use serde_json::value::RawValue;
 
 use crate::config::Settings;
 
+/// The span a session's work runs in: a log line inside it (the host's, an engine's, a plugin's)
+/// is led by the session it is about, `session s2: …`, as a server of many sessions needs.
+pub const SESSION_SPAN: &str = "session";
+
+/// Enters session `id`'s span, for as long as the guard lives.
+pub(crate) fn in_session(id: &str) -> tracing::span::EnteredSpan {
+    tracing::warn_span!(SESSION_SPAN, id = %id).entered()
+}
+
 /// A server: the settings sessions default to, and its sessions.
 pub struct Server {
     base: Settings,

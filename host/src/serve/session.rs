@@ -78,7 +78,7 @@ impl Session {
             fallback,
             // An engine whose schemas cannot be read offers no tools; its failure shows in the log.
             tools: self.tool_schemas().unwrap_or_else(|error| {
-                tracing::warn!("session {}: {error}; the engine offers no tools", self.id);
+                tracing::warn!("{error}; the engine offers no tools");
                 self.watch.tool_schemas()
             }),
             warnings: Vec::new(),

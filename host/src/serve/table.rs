@@ -26,12 +26,13 @@ impl SessionTable {
     pub fn open(&mut self, settings: Settings, name: &str) -> (&mut Session, Option<Fallback>) {
         self.opened += 1;
         let id = format!("s{}", self.opened);
+        let _session = super::in_session(&id);
         let resolution = resolve_engine(name, &settings, &self.registry);
         // The reply's `fallback` tells the client, which tells its user (the Hermes bridge logs
         // it; a host running this server as an engine's child refuses the engine instead): a
         // warning here said it a second time.
         if let Some(fallback) = &resolution.fallback {
-            tracing::info!("session {id}: {}", fallback.warning());
+            tracing::info!("{}", fallback.warning());
         }
         let (session, fallback) = Session::new(id.clone(), resolution, settings);
         (self.sessions.entry(id).or_insert(session), fallback)
@@ -72,14 +73,15 @@ impl SessionTable {
         let mut report = ShutdownReport::default();
         for (id, mut session) in std::mem::take(&mut self.sessions) {
             let started = session.started.is_some();
+            let _session = super::in_session(&id);
             match end_session(&mut session, None) {
                 Ok(()) if started => {
-                    tracing::info!("session {id}: ended (on_session_end)");
+                    tracing::info!("ended (on_session_end)");
                     report.sessions_ended += 1;
                 }
                 Ok(()) => {}
                 Err(error) => {
-                    tracing::warn!("session {id}: {error}");
+                    tracing::warn!("{error}");
                     report.problems.push(format!("session {id}: {error}"));
                 }
             }

@@ -97,6 +97,7 @@ pub fn compress_unchecked(
     table: &mut SessionTable,
 ) -> Result<Box<RawValue>, RpcError> {
     let session = table.get_mut(&params.session)?;
+    let _session = super::in_session(&params.session);
     if !session.watch.is_empty() {
         let messages: Vec<Message> = parse_params(method::COMPRESS_UNCHECKED, params.messages.get())?;
         let checked = CompressParams {

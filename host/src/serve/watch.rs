@@ -31,8 +31,6 @@ pub struct Watch {
     seen: Vec<Message>,
     /// The agent's session id once started (facts name it), else the wire session's.
     session_id: String,
-    /// The wire session's id, which warnings name: one server holds many sessions.
-    wire_id: String,
 }
 
 impl Watch {
@@ -42,7 +40,6 @@ impl Watch {
             observers,
             seen: Vec::new(),
             session_id: id.to_owned(),
-            wire_id: id.to_owned(),
         }
     }
 
@@ -78,10 +75,11 @@ impl Watch {
         self.warn_detached();
     }
 
-    /// One warning for each observer detached since the last, naming the session.
+    /// One warning for each observer detached since the last (in the session's span, which names
+    /// it).
     fn warn_detached(&mut self) {
         for warning in self.observers.newly_detached() {
-            tracing::warn!("session {}: {warning}", self.wire_id);
+            tracing::warn!("{warning}");
         }
     }
 
