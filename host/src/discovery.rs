@@ -63,11 +63,10 @@ pub struct PluginFolder {
 }
 
 impl PluginFolder {
-    /// The name users would select it by: the manifest's, else the folder's.
+    /// The name users select it by: its folder's (a usable folder's manifest says the same; one
+    /// whose manifest says another is unusable, and its problem names that one).
     pub fn name(&self) -> &str {
-        self.manifest
-            .as_ref()
-            .map_or(&self.folder_name, |manifest| &manifest.name)
+        &self.folder_name
     }
 
     /// Whether nothing stands in the way of loading it.
@@ -344,7 +343,8 @@ pub enum LookupError {
         name: String,
         /// The folder searched.
         root: PathBuf,
-        /// The usable plugins there.
+        /// The plugins there whose folder is in order (their libraries not opened yet, so not
+        /// known to load).
         usable: Vec<String>,
     },
     /// The folder exists but cannot be used.
@@ -361,7 +361,8 @@ fn usable_list(usable: &[String]) -> String {
     if usable.is_empty() {
         String::new()
     } else {
-        format!(" (usable plugins: {})", usable.join(", "))
+        // Not "usable": finding them opens no library, and one may still fail to load.
+        format!(" (plugins there: {})", usable.join(", "))
     }
 }
 

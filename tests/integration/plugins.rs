@@ -50,11 +50,13 @@ fn plugins_list_shows_every_folder_with_its_status_and_reason() {
         line("two").contains("several libraries (liba.so, libb.so)"),
         "{stdout}"
     );
+    // Each row is named by its folder, the name `context.engine` selects it by.
     assert!(
-        stdout.contains("the name is already declared by"),
+        line("other").contains("the name is already declared by"),
         "duplicate: {stdout}"
     );
-    assert!(line("something").contains("not the folder's name"), "{stdout}");
+    assert!(line("renamed").contains("not the folder's name"), "{stdout}");
+    assert!(!stdout.contains("something "), "{stdout}");
     assert!(
         line("future").contains("built for engine ABI version 7; this host supports 1"),
         "{stdout}"

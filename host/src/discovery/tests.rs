@@ -129,7 +129,7 @@ fn finding_a_plugin_explains_what_is_wrong() {
         .to_string();
     assert!(missing.starts_with("no plugin folder `lcm` in "), "{missing}");
     assert!(
-        missing.ends_with("context_engine (usable plugins: good)"),
+        missing.ends_with("context_engine (plugins there: good)"),
         "{missing}"
     );
 }
