@@ -69,7 +69,7 @@ pub struct RunReport {
     /// The usable window (minus the output reservation).
     pub window: u64,
     /// The engine's threshold: its `threshold_tokens` counter after the run (set by
-    /// `update_model`).
+    /// `update_model`); after `/engine` swaps, the threshold of the engine in charge at the end.
     pub threshold_tokens: u64,
     /// What the host's token figures were counted with (`context.tokenizer`: `rough`,
     /// `o200k_base`, `cl100k_base`). Every figure of the report is its estimate, except the usage
@@ -212,9 +212,14 @@ impl RunReport {
             let _ = writeln!(out, "            fallback: {fallback}");
         }
         render_owners_and_observers(&mut out, &self.outcome);
+        // After `/engine` swaps, the counter read at the end is the last engine's.
+        let whose = match self.outcome.engine_spans.as_slice() {
+            [_, .., last] => format!("`{}`'s, in charge at the end", last.engine),
+            _ => "the engine's".to_owned(),
+        };
         let _ = writeln!(
             out,
-            "window      {} tokens ({}), usable {}; compaction threshold {} (the engine's)",
+            "window      {} tokens ({}), usable {}; compaction threshold {} ({whose})",
             tokens(self.context_length.value),
             self.context_length.source,
             tokens(self.window),

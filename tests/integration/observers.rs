@@ -560,9 +560,14 @@ fn engine_swaps_show_in_the_report_and_a_swap_that_cannot_load_keeps_the_old_eng
     assert_eq!(swap["to"], "masking");
     assert!(swap["refused"].is_null());
     let text = tree.run(&["run", &transcript, "--at", "20:/engine:masking"]);
-    assert!(texts(&text)
-        .0
-        .contains("owners      compressor messages 0-20; masking messages 20-373"));
+    let (text, _) = texts(&text);
+    assert!(text.contains("owners      compressor messages 0-20; masking messages 20-373"));
+    // The threshold read at the end is masking's, and the report says whose it is.
+    let window = text.lines().find(|line| line.starts_with("window")).unwrap();
+    assert!(
+        window.ends_with("(`masking`'s, in charge at the end)"),
+        "{window}"
+    );
 
     // The tools the report lists are those offered after the swap.
     let (report, _, _) = replay(&tree, &transcript, &["--at", "20:/engine:lcm"]);
