@@ -24,7 +24,10 @@ use crate::{
     engine::EngineOrigin,
     formats::{BadRecords, Format, ReadOptions, TranscriptMeta},
     loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
-    output::prompt_cache::{CacheShape, CacheTtl},
+    output::{
+        api_fields::OutFields,
+        prompt_cache::{CacheShape, CacheTtl},
+    },
     report::{warn_user, FigureSources, RunReport, Sourced},
     resolution::load_plugin,
     runner::{FactAccounting, ReplayOptions, ReplayOutcome, ScriptedCommand},
@@ -148,6 +151,16 @@ pub struct RunArgs {
     /// N:/compress[:focus], N:/new, N:/reset or N:/engine:NAME. Repeatable.
     #[arg(long = "at", value_name = "N:COMMAND")]
     pub at: Vec<ScriptedCommand>,
+    /// Which fields --out keeps: `all` (every field the transcript and the engine gave), or `api`
+    /// (only what the chat completions API takes, so the file can be sent as `messages`).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FIELDS",
+        requires = "out",
+        default_value = "all"
+    )]
+    pub out_fields: OutFields,
     /// Write --out shaped for Anthropic prompt caching (markers on the system message and the
     /// last three non-system messages).
     #[arg(long, value_enum, value_name = "SHAPE", requires = "out")]

@@ -11,7 +11,8 @@
 //! - [`EventLog`] for the event log, written line by line as the replay goes into a temporary
 //!   file that becomes the target only when [`EventLog::commit`] is called: a run that fails
 //!   leaves no events file, not even a partial one;
-//! - [`prompt_cache`] shapes the final request for Anthropic prompt caching.
+//! - [`prompt_cache`] shapes the final request for Anthropic prompt caching;
+//! - [`api_fields`] keeps only what the chat completions API takes (`--out-fields api`).
 
 use std::{
     fs::{self, Permissions},
@@ -24,6 +25,7 @@ use tempfile::NamedTempFile;
 
 use crate::runner::{Fact, Subscriber};
 
+pub mod api_fields;
 pub mod prompt_cache;
 
 /// A file that could not be written; the target is untouched.

@@ -241,3 +241,74 @@ fn the_telemetry_observer_selected_as_the_engine_compacts_nothing_and_an_overrun
         "warehouse-migration outgrows the bundled 16,000-token window"
     );
 }
+
+/// The keys the chat completions API takes on a message, by role, and on a tool call.
+fn api_keys(role: &str) -> &'static [&'static str] {
+    match role {
+        "tool" => &["role", "content", "tool_call_id"],
+        "assistant" => &["role", "content", "name", "tool_calls"],
+        _ => &["role", "content", "name"],
+    }
+}
+
+#[test]
+fn out_fields_api_writes_every_bundled_example_as_a_request_the_chat_api_takes() {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    let config = bundled_config(&tree);
+    let out = tree.root().join("context.json");
+    let mut transcripts: Vec<_> = fs::read_dir(example("transcripts"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    transcripts.sort();
+    let mut stripped = 0;
+    for transcript in &transcripts {
+        for engine in ENGINES {
+            let path = transcript.display().to_string();
+            let case = format!("{engine} on {path}");
+            let args = ["run", &path, "--config", &config, "--engine", engine, "-v"];
+            let output = tree.run(
+                &[
+                    &args[..],
+                    &["--out", out.to_str().unwrap(), "--out-fields", "api"],
+                ]
+                .concat(),
+            );
+            let (_, stderr) = texts(&output);
+            assert!(output.status.success(), "{case}: {stderr}");
+            stripped += usize::from(stderr.contains("info: --out-fields api: left out the fields"));
+            let written: Value = serde_json::from_str(&fs::read_to_string(&out).unwrap()).unwrap();
+            let messages: Vec<ctxhost_engine_abi::Message> = serde_json::from_value(written.clone()).unwrap();
+            assert_eq!(
+                ctxhost_engine_kit::sequence::find_sequence_problems(&messages),
+                Vec::new(),
+                "{case}"
+            );
+            for message in written.as_array().unwrap() {
+                let role = message["role"].as_str().unwrap();
+                for key in message.as_object().unwrap().keys() {
+                    assert!(
+                        api_keys(role).contains(&key.as_str()),
+                        "{case}: `{key}` in {message}"
+                    );
+                }
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    let keys: Vec<&str> = call.as_object().unwrap().keys().map(String::as_str).collect();
+                    assert_eq!(keys, ["id", "type", "function"], "{case}: {call}");
+                }
+                if let Some(parts) = message["content"].as_array() {
+                    for part in parts {
+                        assert!(
+                            ["text", "image_url"].contains(&part["type"].as_str().unwrap()),
+                            "{case}: {part}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // The Claude Code and Codex examples carry fields of their own: there was something to strip.
+    assert!(stripped >= 2 * ENGINES.len(), "{stripped}");
+}

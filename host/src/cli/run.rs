@@ -29,6 +29,7 @@ use crate::{
     config::Settings,
     formats::{open_transcript_with, read_transcript_with},
     output::{
+        api_fields::{keep_api_fields, OutFields},
         prompt_cache::{apply_cache_shape, CacheTtl},
         same_file, write_json_atomically, EventLog,
     },
@@ -236,6 +237,18 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
 fn write_outputs(args: &RunArgs, log: Option<EventLog>, outcome: &mut ReplayOutcome) -> Result<()> {
     let log = log.map(EventLog::finish).transpose()?;
     if let Some(out) = &args.out {
+        if args.out_fields == OutFields::Api {
+            let left_out = keep_api_fields(&mut outcome.context);
+            if let Some(line) = left_out.describe() {
+                // Content the API cannot take is lost from the file: said. Fields are what the
+                // user asked to leave out: said at `-v`.
+                if left_out.parts.is_empty() {
+                    tracing::info!("{line}");
+                } else {
+                    warn_user(&line);
+                }
+            }
+        }
         if let Some(shape) = args.cache_shape {
             let ttl = args.cache_ttl.unwrap_or(CacheTtl::FiveMinutes);
             apply_cache_shape(&mut outcome.context, shape, ttl);
