@@ -19,6 +19,15 @@
 //! - `system` is the system message (`args.content`); `message` from the user a user message,
 //!   from the agent an assistant message (`args.content`); `error` and `user_rejected`
 //!   observations without a call are user messages, as OpenHands sends them;
+//! - a command the user ran in OpenHands's terminal (`run` from the user, no
+//!   `tool_call_metadata`) is the user message `User executed the command:\n{command}`, and the
+//!   observation it caused a user message of its output, as OpenHands sends them;
+//! - before function calling (OpenHands up to 0.13, CodeAct in text), the agent's actions have no
+//!   `tool_call_metadata`: `run` and `run_ipython` become the text OpenHands sent the model then,
+//!   `{thought}\n<execute_bash>\n{command}\n</execute_bash>` (`<execute_ipython>` with the
+//!   `code`), and the observations they caused user messages `OBSERVATION:\n{content}` (a
+//!   command's with `\n[Command {command_id} finished with exit code {exit_code}]`), with one
+//!   warning;
 //! - a `condensation` action is a compaction OpenHands's condenser made: left out, its `summary`
 //!   listed in [`TranscriptMeta::compactions`] (the events it forgot are still in the file, and
 //!   are replayed; see the module docs of `formats`);
@@ -46,6 +55,18 @@ pub(super) struct OpenhandsReader<R> {
     last_response: Option<String>,
     /// Messages handed out so far.
     emitted: usize,
+    /// The ids of actions read as text (no `tool_call_metadata`), and how: the observations they
+    /// caused are read as text too.
+    text_actions: std::collections::HashMap<u64, TextAction>,
+}
+
+/// An action without `tool_call_metadata` that the model was sent as text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TextAction {
+    /// The agent's, before function calling (CodeAct).
+    CodeAct,
+    /// A command the user ran.
+    UserCommand,
 }
 
 enum State {
@@ -69,6 +90,7 @@ impl<R: BufRead> OpenhandsReader<R> {
             seen_events: false,
             last_response: None,
             emitted: 0,
+            text_actions: std::collections::HashMap::new(),
         }
     }
 
@@ -171,6 +193,35 @@ impl<R: BufRead> OpenhandsReader<R> {
                 Ok(None)
             }
             (_, Some(metadata)) => self.response_message(action, event, &args, metadata, at, meta),
+            ("run", None) if source == "user" && arg_text("command").is_some() => {
+                let text = format!(
+                    "User executed the command:\n{}",
+                    arg_text("command").unwrap_or_default()
+                );
+                if let Some(id) = event.get("id").and_then(Value::as_u64) {
+                    self.text_actions.insert(id, TextAction::UserCommand);
+                }
+                take_arg(&mut event, "command");
+                Ok(Some(with_extra(Message::user(text), event)))
+            }
+            ("run", None) if arg_text("command").is_some() => Ok(Some(self.codeact_action(
+                "execute_bash",
+                "command",
+                source,
+                event,
+                &args,
+                at,
+                meta,
+            ))),
+            ("run_ipython", None) if arg_text("code").is_some() => Ok(Some(self.codeact_action(
+                "execute_ipython",
+                "code",
+                source,
+                event,
+                &args,
+                at,
+                meta,
+            ))),
             ("finish", None) if source == "agent" => {
                 let text = arg_text("final_thought")
                     .or_else(|| arg_text("thought"))
@@ -183,6 +234,44 @@ impl<R: BufRead> OpenhandsReader<R> {
                 Ok(None)
             }
         }
+    }
+
+    /// An action of OpenHands before function calling, as the text it sent the model:
+    /// `{thought}\n<{tag}>\n{body}\n</{tag}>`, the body the `body` argument.
+    #[allow(clippy::too_many_arguments)]
+    fn codeact_action(
+        &mut self,
+        tag: &str,
+        body: &str,
+        source: &str,
+        mut event: Map<String, Value>,
+        args: &Map<String, Value>,
+        at: Position,
+        meta: &mut TranscriptMeta,
+    ) -> Message {
+        let text_of = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
+        let text = format!("{}\n<{tag}>\n{}\n</{tag}>", text_of("thought"), text_of(body));
+        if !self
+            .text_actions
+            .values()
+            .any(|kind| *kind == TextAction::CodeAct)
+        {
+            let warning = format!(
+                "line {}: an action without `tool_call_metadata` (OpenHands before function calling): it and the others are read as the text OpenHands then sent the model (`<execute_bash>`, `<execute_ipython>`), and their observations as `OBSERVATION:` user messages, not as tool calls and results",
+                at.line
+            );
+            meta.warn(self.cursor.path(), warning);
+        }
+        if let Some(id) = event.get("id").and_then(Value::as_u64) {
+            self.text_actions.insert(id, TextAction::CodeAct);
+        }
+        take_arg(&mut event, body);
+        take_arg(&mut event, "thought");
+        let message = match source {
+            "user" => Message::user(text),
+            _ => Message::assistant(text),
+        };
+        with_extra(message, event)
     }
 
     /// The assistant message of the model response that made the action's call; `None` when that
@@ -321,11 +410,33 @@ impl<R: BufRead> OpenhandsReader<R> {
                 Ok(Some(with_extra(Message::tool(id, content), event)))
             }
             (None, "error" | "user_rejected") => Ok(Some(with_extra(Message::user(content), event))),
+            (None, "run" | "run_ipython") if self.caused_by(&event) == Some(TextAction::UserCommand) => {
+                Ok(Some(with_extra(Message::user(content), event)))
+            }
+            (None, "run" | "run_ipython") if self.caused_by(&event) == Some(TextAction::CodeAct) => {
+                let mut text = format!("OBSERVATION:\n{content}");
+                let extras = event.get("extras");
+                let field = |key: &str| extras.and_then(|extras| extras.get(key)).and_then(Value::as_i64);
+                if let (Some(command_id), Some(exit_code)) = (field("command_id"), field("exit_code")) {
+                    text.push_str(&format!(
+                        "\n[Command {command_id} finished with exit code {exit_code}]"
+                    ));
+                }
+                Ok(Some(with_extra(Message::user(text), event)))
+            }
             (None, other) => {
                 meta.skip(format!("observation ({other})"));
                 Ok(None)
             }
         }
+    }
+}
+
+impl<R> OpenhandsReader<R> {
+    /// How the action that caused the observation `event` was read, when as text.
+    fn caused_by(&self, event: &Map<String, Value>) -> Option<TextAction> {
+        let cause = event.get("cause").and_then(Value::as_u64)?;
+        self.text_actions.get(&cause).copied()
     }
 }
 

@@ -126,3 +126,90 @@ fn a_condensation_is_listed_as_a_recorded_compaction_and_not_replayed() {
         (4, "Listed the files: a README.")
     );
 }
+
+#[test]
+fn actions_before_function_calling_are_read_as_the_codeact_text_openhands_sent() {
+    let events = json!([
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "Fix the test."}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "pytest -x", "thought": "Run the tests.", "blocking": false}},
+        {"id": 2, "source": "environment", "cause": 1, "observation": "run", "content": "1 failed", "extras": {"command_id": -1, "command": "pytest -x", "exit_code": 1}},
+        {"id": 3, "source": "agent", "action": "run_ipython", "args": {"code": "print(1)", "thought": ""}},
+        {"id": 4, "source": "environment", "cause": 3, "observation": "run_ipython", "content": "1", "extras": {"code": "print(1)"}},
+        // An observation of a command the agent did not run (no action read as text caused it):
+        // left out, as the model never saw it.
+        {"id": 5, "source": "environment", "cause": 99, "observation": "run", "content": "stray", "extras": {}},
+        {"id": 6, "source": "agent", "action": "change_agent_state", "args": {"agent_state": "finished"}},
+        {"id": 7, "source": "agent", "action": "finish", "args": {"thought": "Fixed."}},
+    ]);
+    let mut events = events.as_array().unwrap().clone();
+    events.extend(user_command(8));
+    let transcript = read(Format::Openhands, &serde_json::to_string_pretty(&events).unwrap());
+    let texts: Vec<(ctxhost_engine_abi::Role, String)> = transcript
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text().into_owned()))
+        .collect();
+    use ctxhost_engine_abi::Role::*;
+    assert_eq!(
+        texts,
+        [
+            (User, "Fix the test.".to_owned()),
+            (
+                Assistant,
+                "Run the tests.\n<execute_bash>\npytest -x\n</execute_bash>".to_owned()
+            ),
+            (
+                User,
+                "OBSERVATION:\n1 failed\n[Command -1 finished with exit code 1]".to_owned()
+            ),
+            (
+                Assistant,
+                "\n<execute_ipython>\nprint(1)\n</execute_ipython>".to_owned()
+            ),
+            (User, "OBSERVATION:\n1".to_owned()),
+            (Assistant, "Fixed.".to_owned()),
+            (User, "User executed the command:\ngit status".to_owned()),
+            (User, "nothing to commit".to_owned()),
+        ]
+    );
+    // The arguments made into text are not kept twice.
+    assert_eq!(transcript.messages[1].extra["args"], json!({"blocking": false}));
+    assert_eq!(
+        transcript.meta.warnings.len(),
+        1,
+        "{:?}",
+        transcript.meta.warnings
+    );
+    let warning = &transcript.meta.warnings[0];
+    assert!(
+        warning.starts_with("line ") && warning.contains(": an action without `tool_call_metadata`"),
+        "{warning}"
+    );
+    assert_eq!(transcript.meta.skipped["observation (run)"], 1);
+}
+
+/// A command the user ran in OpenHands's terminal (id `id`), and its output.
+fn user_command(id: u64) -> [Value; 2] {
+    [
+        json!({"id": id, "source": "user", "action": "run", "args": {"command": "git status", "thought": ""}}),
+        json!({"id": id + 1, "source": "environment", "cause": id, "observation": "run", "content": "nothing to commit", "extras": {"metadata": {"exit_code": 0}}}),
+    ]
+}
+
+#[test]
+fn a_command_the_user_ran_is_read_as_openhands_sends_it_with_no_warning() {
+    let mut events = events();
+    events.extend(user_command(6));
+    let transcript = read(Format::Openhands, &serde_json::to_string(&events).unwrap());
+    let last: Vec<String> = transcript.messages[5..]
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(
+        last,
+        ["User executed the command:\ngit status", "nothing to commit"]
+    );
+    assert_eq!(transcript.messages[5].role, ctxhost_engine_abi::Role::User);
+    assert_eq!(transcript.messages[6].role, ctxhost_engine_abi::Role::User);
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+}
