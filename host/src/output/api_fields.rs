@@ -7,9 +7,11 @@
 //! Kept:
 //! - `role`, `content`, `tool_calls` (`id`, `type`, `function`), `tool_call_id`;
 //! - `name` on system, user and assistant messages (a tool message has none in the API);
-//! - content parts the API knows (`text`, `image_url`, `input_audio`, `file`, `refusal`); an
-//!   Anthropic `image` block becomes an `image_url` part, and a part with text of another kind
-//!   (Codex's `input_text`) a `text` part. Any other part is left out, and said.
+//! - content parts of the kinds the API takes from the message's role: `text` from every role,
+//!   `image_url`, `input_audio` and `file` from the user, `refusal` from the assistant. An
+//!   Anthropic `image` block in a user message becomes an `image_url` part, and a part with text of
+//!   another kind (Codex's `input_text`) a `text` part. Any other part (an image in a tool's
+//!   result, which the API takes only from the user) is left out, and said.
 
 use std::collections::BTreeMap;
 
@@ -90,19 +92,21 @@ pub fn keep_api_fields(messages: &mut [Message]) -> LeftOut {
             let taken = std::mem::take(parts);
             *parts = taken
                 .into_iter()
-                .filter_map(|part| api_part(part, &mut left_out))
+                .filter_map(|part| api_part(message.role, part, &mut left_out))
                 .collect();
         }
     }
     left_out
 }
 
-/// The part as the API takes it, or `None` (counted) when it takes no such part.
-fn api_part(part: Value, left_out: &mut LeftOut) -> Option<Value> {
+/// The part as the API takes it from `role`, or `None` (counted) when it takes no such part.
+fn api_part(role: Role, part: Value, left_out: &mut LeftOut) -> Option<Value> {
     let kind = part.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
-    match kind.as_str() {
-        "text" | "refusal" | "image_url" | "input_audio" | "file" => Some(part),
-        "image" => match image_url(&part) {
+    match (role, kind.as_str()) {
+        (_, "text") | (Role::User, "image_url" | "input_audio" | "file") | (Role::Assistant, "refusal") => {
+            Some(part)
+        }
+        (Role::User, "image") => match image_url(&part) {
             Some(url) => {
                 left_out.images_converted += 1;
                 Some(json!({"type": "image_url", "image_url": {"url": url}}))
@@ -200,6 +204,20 @@ mod tests {
             left_out.describe().unwrap(),
             "--out-fields api: left out content parts the API does not take: `document` (1); wrote 1 Anthropic image block as `image_url` parts"
         );
+    }
+
+    #[test]
+    fn an_image_in_a_tools_result_is_left_out_since_the_api_takes_images_from_the_user_only() {
+        let mut messages = vec![message(json!({"role": "tool", "tool_call_id": "c1", "content": [
+            {"type": "text", "text": "screenshot taken"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}},
+        ]}))];
+        let left_out = keep_api_fields(&mut messages);
+        assert_eq!(
+            serde_json::to_value(&messages[0].content).unwrap(),
+            json!([{"type": "text", "text": "screenshot taken"}])
+        );
+        assert_eq!(left_out.parts["image"], 1);
     }
 
     #[test]
