@@ -94,6 +94,10 @@ pub fn keep_api_fields(messages: &mut [Message]) -> LeftOut {
                 .into_iter()
                 .filter_map(|part| api_part(message.role, part, &mut left_out))
                 .collect();
+            if parts.is_empty() {
+                // Every part was left out: empty text, as a result with no output reads.
+                message.content = Content::Text(String::new());
+            }
         }
     }
     left_out
@@ -218,6 +222,12 @@ mod tests {
             json!([{"type": "text", "text": "screenshot taken"}])
         );
         assert_eq!(left_out.parts["image"], 1);
+        // A result that was only an image is left empty text, not an empty list of parts.
+        let mut messages = vec![message(json!({"role": "tool", "tool_call_id": "c1", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}},
+        ]}))];
+        keep_api_fields(&mut messages);
+        assert_eq!(serde_json::to_value(&messages[0].content).unwrap(), json!(""));
     }
 
     #[test]
