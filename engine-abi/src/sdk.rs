@@ -245,20 +245,25 @@ pub trait Engine: Send + 'static {
     ///   answered exactly once, and no call has an empty id or name. Problems the input already
     ///   had are not held against the engine.
     /// - **The system message** (when the input starts with one) is still first, its text
-    ///   unchanged at its start: a note may be appended to it, nothing else.
+    ///   unchanged at its start: a note may be appended to it, nothing else. No other `system`
+    ///   message is added.
     /// - **The user's last message**, the newest message the user sent, is still there as a
     ///   `user` message: unchanged, or with a note merged before or after its text in that same
     ///   message. The host knows which message that is because it appended it: a `user` message
     ///   an engine wrote (a summary, a note) is never taken for it. When an engine looks for it
     ///   itself, it must skip the messages it wrote, which is why those should carry a fixed
     ///   marker (the compressor starts its summary with `[CONTEXT COMPACTION]`).
+    /// - **It is still the newest**: no message kept word for word from before it comes after
+    ///   it. Users repeat themselves ("continue"): keeping an earlier message of the same text,
+    ///   with the turn that followed it, in place of the newest is refused.
+    /// - **Tool-call arguments are JSON**, unless the input already had them so.
     ///
     /// Within those rules an engine may:
     ///
     /// - insert messages of role `user` or `assistant` (a summary, a note) anywhere outside a
     ///   tool group (between an assistant's calls and their results nothing may stand);
     /// - replace a tool result's content with a stand-in, keeping its `tool_call_id`;
-    /// - shorten a tool call's arguments (keep them valid JSON);
+    /// - shorten a tool call's arguments (keeping them valid JSON);
     /// - drop any other message, whole tool groups at a time.
     ///
     /// Returning the input unchanged means there was nothing to compact; the host reports it so,

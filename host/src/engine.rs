@@ -19,7 +19,8 @@ use std::{borrow::Cow, fmt, path::PathBuf};
 use abi_stable::std_types::{ROption, RStr, RString};
 use ctxhost_engine_abi::{
     ffi::EngineBox, linked::LinkedEngine, messages_from_json, messages_to_json, observe::EXT_OBSERVE,
-    CompressRequest, Counters, EngineError, ErrorKind, Fact, Message, ModelInfo, Role, SessionInfo, Usage,
+    CompressRequest, Content, Counters, EngineError, ErrorKind, Fact, Message, ModelInfo, Role, SessionInfo,
+    Usage,
 };
 use ctxhost_engine_kit::sequence::find_sequence_problems;
 use serde_json::Value;
@@ -758,7 +759,11 @@ pub struct CompressCall<'a> {
 /// - `user_message`, the newest message the user sent, is still there as a user-role message:
 ///   unchanged, or with an engine's note merged before or after its text. Which message that is
 ///   comes from the caller, who appended it; a user-role message an engine wrote (a summary, a
-///   note) is never taken for it.
+///   note) is never taken for it;
+/// - and it is still the newest: no message of the conversation from before it follows it. Users
+///   repeat themselves ("continue", "yes"), so an earlier message of the same text is no proof
+///   that the newest was kept: the copy taken for it is the last, and a message copied word for
+///   word from before it in the input may not come after it (unless it also came after it).
 pub fn check_compacted(
     input: &[Message],
     output: &[Message],
@@ -785,15 +790,106 @@ pub fn check_compacted(
             return Err("the system message was lost or altered".to_owned());
         }
     }
+    if let Some(index) = inserted_system_message(input, output) {
+        return Err(format!(
+            "message {index} of the result is a `system` message the input did not have (an engine inserts `user` or `assistant` messages)"
+        ));
+    }
+    if let Some((index, call)) = broken_arguments(input, output) {
+        return Err(format!(
+            "message {index} of the result calls `{}` (id `{}`) with arguments that are not JSON",
+            call.function.name, call.id
+        ));
+    }
     if let Some(user_message) = user_message {
-        if !output
+        let Some(kept) = output
             .iter()
-            .any(|message| keeps_user_message(message, user_message))
-        {
+            .rposition(|message| keeps_user_message(message, user_message))
+        else {
             return Err("the last user message was lost".to_owned());
+        };
+        if let Some(sent) = input
+            .iter()
+            .rposition(|message| keeps_user_message(message, user_message))
+        {
+            let (before, after) = (&input[..sent], &input[sent + 1..]);
+            if let Some(moved) = older_after(before, after, &output[kept + 1..]) {
+                return Err(format!(
+                    "the last user message is no longer the newest: message {} of the result came before it in the conversation and now follows it (was it dropped, and an earlier one of the same text kept?)",
+                    kept + 1 + moved
+                ));
+            }
         }
     }
     Ok(())
+}
+
+/// The index of a `system` message of `output`, past the first message, that is not one of
+/// `input`'s: APIs that take one system prompt would merge or refuse it.
+fn inserted_system_message(input: &[Message], output: &[Message]) -> Option<usize> {
+    output
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, message)| {
+            message.role == Role::System && !input.iter().skip(1).any(|known| known == *message)
+        })
+        .map(|(index, _)| index)
+}
+
+/// The first tool call of `output` whose arguments are not JSON, with its message's index,
+/// unless the input made that very call already (a transcript's own problem).
+fn broken_arguments<'a>(
+    input: &[Message],
+    output: &'a [Message],
+) -> Option<(usize, &'a ctxhost_engine_abi::ToolCall)> {
+    output.iter().enumerate().find_map(|(index, message)| {
+        message
+            .tool_calls
+            .iter()
+            .flatten()
+            .find(|call| {
+                serde_json::from_str::<serde::de::IgnoredAny>(&call.function.arguments).is_err()
+                    && !input
+                        .iter()
+                        .filter_map(|known| known.tool_calls.as_ref())
+                        .flatten()
+                        .any(|known| known == *call)
+            })
+            .map(|call| (index, call))
+    })
+}
+
+/// The index in `tail` of the first message that is a word-for-word copy of one of `before` and
+/// of none of `after`. Messages are first told apart by role and size, so that a long context
+/// costs one pass and few full comparisons.
+fn older_after(before: &[Message], after: &[Message], tail: &[Message]) -> Option<usize> {
+    if tail.is_empty() || before.is_empty() {
+        return None;
+    }
+    let shape = |message: &Message| {
+        let size = match &message.content {
+            Content::Null => usize::MAX,
+            Content::Text(text) => text.len(),
+            Content::Parts(parts) => parts.len(),
+        };
+        (
+            message.role,
+            size,
+            message.tool_calls.as_ref().map_or(0, Vec::len),
+        )
+    };
+    let shapes: std::collections::HashSet<_> = tail.iter().map(shape).collect();
+    let mut first: Option<usize> = None;
+    for older in before.iter().filter(|message| shapes.contains(&shape(message))) {
+        let found = tail
+            .iter()
+            .position(|message| message == older && !after.contains(message));
+        if let Some(index) = found {
+            first = Some(first.map_or(index, |first| first.min(index)));
+        }
+    }
+    first
 }
 
 /// Whether `candidate` is `original` (a user message), unchanged or with a note merged before or
@@ -892,6 +988,93 @@ mod tests {
         assert_eq!(
             check_compacted(&input, &dropped, Some(&request)).unwrap_err(),
             "the last user message was lost"
+        );
+    }
+
+    /// A session where the user said "continue" three times.
+    fn repeated() -> Vec<Message> {
+        let mut messages = vec![Message::system("s")];
+        for step in 1..=3 {
+            messages.push(Message::user("continue"));
+            messages.push(Message::assistant(format!("step {step}")));
+        }
+        messages.push(Message::user("continue"));
+        messages
+    }
+
+    #[test]
+    fn an_earlier_message_of_the_same_text_does_not_stand_in_for_the_users_newest() {
+        let input = repeated();
+        let newest = input.last();
+        // The newest "continue" dropped; an earlier one kept, with what followed it.
+        let dropped = vec![
+            input[0].clone(),
+            Message::assistant("[note] turns 1-2 dropped"),
+            input[5].clone(),
+            input[6].clone(),
+        ];
+        assert_eq!(
+            check_compacted(&input, &dropped, newest).unwrap_err(),
+            "the last user message is no longer the newest: message 3 of the result came before it in the conversation and now follows it (was it dropped, and an earlier one of the same text kept?)"
+        );
+        // The newest kept after the turns before it: accepted, notes anywhere.
+        let kept = vec![
+            input[0].clone(),
+            Message::assistant("[note] turns 1-2 dropped"),
+            input[5].clone(),
+            input[6].clone(),
+            Message::assistant("[note] nothing else"),
+            input[7].clone(),
+        ];
+        assert_eq!(check_compacted(&input, &kept, newest), Ok(()));
+    }
+
+    #[test]
+    fn the_users_newest_message_moved_before_older_turns_is_refused() {
+        let input = conversation();
+        let moved = vec![
+            input[0].clone(),
+            input[4].clone(),
+            input[1].clone(),
+            input[2].clone(),
+            input[3].clone(),
+        ];
+        let refused = check_compacted(&input, &moved, input.last()).unwrap_err();
+        assert!(
+            refused.starts_with("the last user message is no longer the newest: message 2 "),
+            "{refused}"
+        );
+        // A message the same before and after it may follow it.
+        let mut input = conversation();
+        input.push(Message::assistant("ok"));
+        input.insert(2, Message::assistant("ok"));
+        let request = input.iter().rposition(|m| m.role == Role::User).unwrap();
+        let output = vec![input[0].clone(), input[request].clone(), Message::assistant("ok")];
+        assert_eq!(check_compacted(&input, &output, Some(&input[request])), Ok(()));
+    }
+
+    #[test]
+    fn arguments_made_invalid_and_an_inserted_system_message_are_refused() {
+        let input = conversation();
+        let mut broken = input.clone();
+        broken[2] = Message::assistant_calls(vec![ToolCall::new("c1", "ls", "{not json")]);
+        assert_eq!(
+            check_compacted(&input, &broken, input.last()).unwrap_err(),
+            "message 2 of the result calls `ls` (id `c1`) with arguments that are not JSON"
+        );
+        // Shortened and still JSON: accepted.
+        let mut shortened = input.clone();
+        shortened[2] = Message::assistant_calls(vec![ToolCall::new("c1", "ls", "{\"path\": \"…\"}")]);
+        assert_eq!(check_compacted(&input, &shortened, input.last()), Ok(()));
+        // Arguments the transcript itself recorded broken are not the engine's doing.
+        let mut recorded = input.clone();
+        recorded[2] = Message::assistant_calls(vec![ToolCall::new("c1", "ls", "")]);
+        assert_eq!(check_compacted(&recorded, &recorded[..4], None), Ok(()));
+        let mut system = input.clone();
+        system.insert(1, Message::system("[note] compacted"));
+        assert_eq!(
+            check_compacted(&input, &system, input.last()).unwrap_err(),
+            "message 1 of the result is a `system` message the input did not have (an engine inserts `user` or `assistant` messages)"
         );
     }
 
