@@ -492,7 +492,7 @@ impl KeyLocations {
 /// The 1-based line where the dotted `key` is defined in block-style YAML, when it can be found:
 /// the line of `key`, or of the closest key above it that has one (a key written in a flow
 /// mapping, `deadlines: {compress: 0}`, is on its parent's line).
-fn find_key_line(text: &str, key: &str) -> Option<usize> {
+pub(crate) fn find_key_line(text: &str, key: &str) -> Option<usize> {
     nearest_line(&key_lines(text), key)
 }
 

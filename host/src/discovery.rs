@@ -105,6 +105,16 @@ pub enum PluginProblem {
     DuplicateName(PathBuf),
     /// The folder is a link to something that is not there.
     DanglingLink(PathBuf),
+    /// A key of the manifest spelt like one of its own: one letter off `checksum` would turn the
+    /// library's check off, off `library` another library could be opened.
+    MisspeltKey {
+        /// Its line.
+        line: Option<usize>,
+        /// The key as written.
+        key: String,
+        /// The manifest's key it is spelt like.
+        closest: &'static str,
+    },
 }
 
 impl fmt::Display for PluginProblem {
@@ -146,6 +156,13 @@ impl fmt::Display for PluginProblem {
             ),
             Self::DuplicateName(other) => write!(f, "the name is already declared by {}", other.display()),
             Self::DanglingLink(target) => write!(f, "a link to {}, which is not there", target.display()),
+            Self::MisspeltKey { line, key, closest } => {
+                let at = line.map(|line| format!(" at line {line}")).unwrap_or_default();
+                write!(
+                    f,
+                    "{MANIFEST_FILE}{at} has the unknown key `{key}`; did you mean `{closest}`?"
+                )
+            }
         }
     }
 }
@@ -244,7 +261,24 @@ fn read_manifest(dir: &Path) -> Result<Manifest, PluginProblem> {
             })
         }
     };
-    serde_norway::from_str(&text).map_err(|error| {
+    let mut misspelt = None;
+    let manifest = serde_ignored::deserialize(serde_norway::Deserializer::from_str(&text), |ignored| {
+        let key = ignored.to_string();
+        let known = serde_aux::serde_introspection::serde_introspect::<Manifest>();
+        if let Some(closest) = ctxhost_engine_kit::keys::closest_key(&key, known) {
+            misspelt.get_or_insert(PluginProblem::MisspeltKey {
+                line: crate::config::find_key_line(&text, &key),
+                key,
+                closest,
+            });
+        }
+    });
+    // Keys unlike every one of the manifest's are left alone: Hermes's `plugin.yaml` has its own.
+    // A misspelt required key also makes that key missing: the spelling is the clearer cause.
+    if let Some(problem) = misspelt {
+        return Err(problem);
+    }
+    manifest.map_err(|error| {
         let location = error.location();
         let message = error.to_string();
         let message = message

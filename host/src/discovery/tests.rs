@@ -133,3 +133,31 @@ fn finding_a_plugin_explains_what_is_wrong() {
         "{missing}"
     );
 }
+
+#[test]
+fn a_misspelt_manifest_key_makes_the_folder_unusable_naming_it_and_other_keys_are_left_alone() {
+    let tree = Tree::new();
+    let typo = format!("{}checksun: sha256:00\n", manifest("typo"));
+    let library = format!("{}libary: {}\n", manifest("library"), lib("x"));
+    let hermes = format!("{}requires_env: [OPENAI_API_KEY]\n", manifest("hermes"));
+    let required = "name: required\nversion: 1.0.0\ndescription: test\nabi_verison: 1\n";
+    tree.plugin("typo", Some(&typo), &[&lib("x")])
+        .plugin("library", Some(&library), &[&lib("x")])
+        .plugin("hermes", Some(&hermes), &[&lib("x")])
+        .plugin("required", Some(required), &[&lib("x")]);
+    let said = |problem: &Result<(), PluginProblem>| problem.as_ref().unwrap_err().to_string();
+    let statuses = tree.statuses();
+    assert_eq!(statuses[0], ("hermes".to_owned(), Ok(())));
+    assert_eq!(
+        said(&statuses[1].1),
+        "plugin.yaml at line 5 has the unknown key `libary`; did you mean `library`?"
+    );
+    assert_eq!(
+        said(&statuses[2].1),
+        "plugin.yaml at line 4 has the unknown key `abi_verison`; did you mean `abi_version`?"
+    );
+    assert_eq!(
+        said(&statuses[3].1),
+        "plugin.yaml at line 5 has the unknown key `checksun`; did you mean `checksum`?"
+    );
+}
