@@ -47,7 +47,7 @@ use crate::{
         TranscriptStream,
     },
     report::{warn_user, Sourced},
-    resolution::{resolve_engine, Registry},
+    resolution::{resolve_engine_for, Registry},
     runner::{replay_stream, FactAccounting, ReplayOptions, Watchers},
     tokens::TokenCounter,
 };
@@ -212,7 +212,7 @@ fn run_one(
     survey: &TranscriptSurvey,
     options: &ReplayOptions,
 ) -> RowResult {
-    let resolution = resolve_engine(&choice.engine, settings, &Registry::default());
+    let resolution = resolve_engine_for(&choice.engine, settings, &Registry::default(), &options.model);
     if let Some(fallback) = resolution.fallback {
         warn_user(&format!(
             "engine `{}` cannot be used: {}; its row is left without figures",

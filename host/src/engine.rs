@@ -125,6 +125,18 @@ impl EngineCallError {
         }
     }
 
+    /// The failure as a sentence about the engine already named: `failed in \`update_model\`: …`.
+    pub fn without_engine(&self) -> String {
+        let engine = match self {
+            Self::Failed { engine, .. }
+            | Self::InvalidOutput { engine, .. }
+            | Self::ProcessLost { engine, .. } => engine,
+        };
+        let said = self.failure();
+        said.strip_prefix(&format!("engine `{engine}` "))
+            .map_or_else(|| said.clone(), str::to_owned)
+    }
+
     /// Whether the engine said a service it needs is unreachable (an abort, not a bug).
     pub fn is_unavailable(&self) -> bool {
         matches!(self, Self::Failed { error, .. } if error.kind == ErrorKind::UNAVAILABLE)

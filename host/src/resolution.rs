@@ -155,6 +155,32 @@ pub fn resolve_engine(name: &str, settings: &Settings, registry: &Registry) -> R
     }
 }
 
+/// [`resolve_engine`], then the engine told `model` (`update_model`): one that fails there could
+/// never know its window, so it would never compact; the compressor takes its place, as for an
+/// engine that cannot be loaded.
+pub fn resolve_engine_for(
+    name: &str,
+    settings: &Settings,
+    registry: &Registry,
+    model: &ctxhost_engine_abi::ModelInfo,
+) -> Resolution {
+    let mut resolution = resolve_engine(name, settings, registry);
+    if resolution.fallback.is_some() || name == DEFAULT_ENGINE {
+        return resolution;
+    }
+    if let Err(error) = resolution.engine.update_model(model) {
+        let services = ServiceContext::from_settings(settings);
+        resolution = Resolution {
+            engine: builtin_compressor_with(settings, &services),
+            fallback: Some(Fallback {
+                requested: name.to_owned(),
+                reason: format!("told its window, it {}", error.without_engine()),
+            }),
+        };
+    }
+    resolution
+}
+
 /// Resolves the engine named `name` with `settings`, without falling back: the built-in
 /// compressor for `compressor`, otherwise the plugin folder (read afresh) or a registered engine,
 /// or why neither can be used. Used where a fallback would be wrong: an observer, a live swap.

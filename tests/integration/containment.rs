@@ -26,7 +26,6 @@ fn run_faulty(block: &str) -> (String, String, Vec<Message>) {
 #[test]
 fn a_panic_in_any_engine_method_is_contained_and_reported() {
     let methods = [
-        "update_model",
         "on_session_start",
         "update_from_response",
         "should_compress",
@@ -54,6 +53,16 @@ fn a_panic_in_any_engine_method_is_contained_and_reported() {
             "{method}: the final context is valid"
         );
     }
+}
+
+#[test]
+fn an_engine_failing_to_take_its_window_is_replaced_by_the_compressor_saying_why() {
+    // It could never compact: the session would outgrow its window, as it did before.
+    let (stdout, stderr, _) = run_faulty("  panic_in: update_model\n");
+    let warning = "warning: engine `faulty` cannot be used: told its window, it failed in `update_model`: panic: `update_model` panicked";
+    assert!(stderr.starts_with(warning), "{stderr}");
+    assert!(stdout.contains("engine      compressor (built-in)"), "{stdout}");
+    assert!(!stdout.contains("OVER THE WINDOW"), "{stdout}");
 }
 
 #[test]

@@ -34,7 +34,7 @@ use crate::{
         same_file, write_json_atomically, EventLog,
     },
     report::{describe_overrun, warn_user},
-    resolution::{resolve_engine, try_resolve_engine, Registry},
+    resolution::{resolve_engine_for, try_resolve_engine, Registry},
     runner::{
         finish_with, observer_names, Fact, FactAccounting, Observers, ReplayOutcome, Replayer, Subscriber,
         Tally, Trigger, Watchers,
@@ -99,13 +99,13 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     };
     warnings.show_new(&path, &meta);
     let name = args.engine.clone().unwrap_or_else(|| settings.engine.clone());
-    let resolution = resolve_engine(&name, settings, &Registry::default());
+    let context_length = resolve_context_length(args.context_length, settings, &meta);
+    let mut options = replay_options(settings, &path, &meta, context_length.value);
+    let resolution = resolve_engine_for(&name, settings, &Registry::default(), &options.model);
     if let Some(fallback) = &resolution.fallback {
         warn_user(&fallback.warning());
     }
     let mut engine = resolution.engine;
-    let context_length = resolve_context_length(args.context_length, settings, &meta);
-    let mut options = replay_options(settings, &path, &meta, context_length.value);
     if args.facts {
         options.facts = FactAccounting::Measure;
     }
