@@ -275,7 +275,7 @@ impl RunReport {
         if !o.faults.is_empty() {
             let _ = writeln!(
                 out,
-                "errors      {} (each contained; the context was kept)",
+                "errors      {} (each contained; the session went on)",
                 o.faults.len()
             );
             for fault in o.faults.iter().take(10) {
@@ -375,9 +375,14 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
 fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
     if !o.tools.is_empty() {
         let differed = o.tool_dispatches.iter().filter(|d| !d.equal).count();
+        let failed = o.tool_dispatches.iter().filter(|d| d.failed).count();
+        let failed = match failed {
+            0 => String::new(),
+            n => format!("; {n} failed, the engine's error their answer"),
+        };
         let _ = writeln!(
             out,
-            "tools       {}; {} call{} answered live ({} differed from the recorded result)",
+            "tools       {}; {} call{} answered live ({} differed from the recorded result{failed})",
             o.tools.join(", "),
             o.tool_dispatches.len(),
             if o.tool_dispatches.len() == 1 { "" } else { "s" },

@@ -247,6 +247,41 @@ fn an_observers_answer_to_a_replayed_call_is_compared_but_the_context_keeps_the_
     }
 }
 
+#[test]
+fn a_tool_of_the_active_engine_that_panics_answers_with_its_error_and_the_report_says_it_failed() {
+    let config = format!("{BASE_CONFIG}faulty:\n  panic_in: handle_tool_call\n").replacen(
+        "engine: compressor",
+        "engine: faulty",
+        1,
+    );
+    let tree = observers_tree(&config);
+    let transcript = warehouse_calling_observer_tools(tree.root());
+    let (report, _, _) = replay(&tree, &transcript, &[]);
+    let echo = report["tool_dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["tool"] == "faulty_echo")
+        .unwrap();
+    assert_eq!(
+        (&echo["failed"], &echo["replaced"]),
+        (&Value::Bool(true), &Value::Bool(true)),
+        "{echo}"
+    );
+    // The active engine's answer replaces the recorded result, a failure's too: the agent would
+    // have read that error.
+    let live = echo["live"].as_str().unwrap();
+    assert!(live.contains("failed in `handle_tool_call`: panic"), "{live}");
+    let text = tree.run(&["run", &transcript]);
+    let (text, _) = texts(&text);
+    let tools = text.lines().find(|line| line.starts_with("tools")).unwrap();
+    assert!(
+        tools.ends_with("differed from the recorded result; 1 failed, the engine's error their answer)"),
+        "{tools}"
+    );
+    assert!(text.contains("(each contained; the session went on)"), "{text}");
+}
+
 /// Replays the warehouse session with the `faulty` observer configured by `faulty_block` and an
 /// observer timeout of 1 s, under a watchdog (without the timeout such a run never ends). Checks
 /// that it ends with the final context and compactions of the compressor alone, and gives the

@@ -430,7 +430,7 @@ impl<'e> Replayer<'e> {
         if let Some(waiting) = waiting {
             let call = self.pending.remove(waiting);
             let recorded = message.text().into_owned();
-            let live = self.dispatch(&call);
+            let (live, failed) = self.dispatch(&call);
             let replaced = !self.observer_owns(&call.tool);
             if replaced {
                 message.content = Content::Text(live.clone());
@@ -444,6 +444,7 @@ impl<'e> Replayer<'e> {
                 arguments: call.arguments,
                 recorded: Some(recorded),
                 live,
+                failed,
                 replaced,
             });
         }
@@ -461,7 +462,7 @@ impl<'e> Replayer<'e> {
     /// nothing is inserted.
     fn settle_unanswered_calls(&mut self) {
         for call in std::mem::take(&mut self.pending) {
-            let live = self.dispatch(&call);
+            let (live, failed) = self.dispatch(&call);
             self.record_dispatch(ToolDispatch {
                 message_index: call.message_index,
                 engine: self.tool_owner_name(&call.tool),
@@ -470,23 +471,28 @@ impl<'e> Replayer<'e> {
                 arguments: call.arguments,
                 recorded: None,
                 live,
+                failed,
                 equal: false,
                 replaced: false,
             });
         }
     }
 
-    /// The answer to `call` as JSON text; an engine failure is contained and answered as
-    /// `{"error": …}`, as an agent loop answers the model.
-    fn dispatch(&mut self, call: &PendingCall) -> String {
-        let answer = match parse_arguments(&call.arguments) {
-            Err(problem) => json!({ "error": problem }),
-            Ok(arguments) => self.call_tool(&call.tool, &arguments).unwrap_or_else(|error| {
-                self.fault(&error);
-                json!({ "error": error.to_string() })
-            }),
+    /// The answer to `call` as JSON text, and whether the engine failed: a failure is contained
+    /// and answered as `{"error": …}`, as an agent loop answers the model.
+    fn dispatch(&mut self, call: &PendingCall) -> (String, bool) {
+        let (answer, failed) = match parse_arguments(&call.arguments) {
+            Err(problem) => (json!({ "error": problem }), false),
+            Ok(arguments) => match self.call_tool(&call.tool, &arguments) {
+                Ok(answer) => (answer, false),
+                Err(error) => {
+                    self.fault(&error);
+                    (json!({ "error": error.to_string() }), true)
+                }
+            },
         };
-        serde_json::to_string(&answer).expect("JSON values serialise")
+        let answer = serde_json::to_string(&answer).expect("JSON values serialise");
+        (answer, failed)
     }
 
     fn record_dispatch(&mut self, dispatch: ToolDispatch) {

@@ -106,6 +106,9 @@ pub struct ToolDispatch {
     pub recorded: Option<String>,
     /// The engine's answer now (JSON text).
     pub live: String,
+    /// Whether the engine failed (an error, a panic, its process lost): the answer is
+    /// `{"error": …}` saying so, and the failure is one of the report's errors.
+    pub failed: bool,
     /// Whether they are the same text, or the same JSON value.
     pub equal: bool,
     /// Whether the live answer replaced the recorded result in the context: the active engine's
