@@ -502,19 +502,26 @@ fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
     let tools = engine
         .get_tool_schemas()
         .context("reading the engine's tool schemas")?;
-    let names: Vec<&str> = tools
-        .iter()
-        .filter_map(|tool| tool.get("name")?.as_str())
-        .collect();
+    // Read as a session reads them: what a session would warn of, this says too.
+    let offered = crate::tools::offered_tools(engine.name(), tools);
+    let names: Vec<&str> = offered.names().collect();
+    let block = if settings.engine_block(name).is_null() {
+        "with no config block"
+    } else {
+        "with its config block"
+    };
     writeln!(
         host_stdout(),
-        "  created with its config block; tools: {}",
+        "  created {block}; tools: {}",
         if names.is_empty() {
             "none".into()
         } else {
             names.join(", ")
         }
     )?;
+    for warning in &offered.warnings {
+        writeln!(host_stdout(), "  warning: {warning}")?;
+    }
     writeln!(
         host_stdout(),
         "  status: {}",

@@ -44,3 +44,4 @@ pub mod serve;
 pub mod services;
 pub mod summarize;
 pub mod tokens;
+pub mod tools;

@@ -100,6 +100,35 @@ fn plugins_check_opens_the_named_library_and_reports_what_it_found() {
 }
 
 #[test]
+fn plugins_check_reads_the_tools_as_a_session_does_and_says_what_it_leaves_out() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config("faulty:\n  bad_tools: true\n");
+    let output = tree.run(&["plugins", "check", "faulty"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("created with its config block; tools: faulty_echo, faulty_host_services\n"),
+        "{stdout}"
+    );
+    let warnings: Vec<&str> = stdout.lines().filter(|line| line.contains("warning:")).collect();
+    assert_eq!(
+        warnings,
+        [
+            "  warning: engine `faulty` offers the tool `faulty_echo` twice; the later schema is rejected",
+            "  warning: engine `faulty`: tool schema #4 has no name; it is ignored",
+            "  warning: engine `faulty`: tool schema #5 has no name; it is ignored",
+        ],
+        "{stdout}"
+    );
+    // Without a block, it says so.
+    let bare = PluginDir::new();
+    bare.engine("faulty", "ctxhost_test_faulty");
+    let (stdout, _) = texts(&bare.run(&["plugins", "check", "faulty"]));
+    assert!(stdout.contains("created with no config block;"), "{stdout}");
+}
+
+#[test]
 fn the_plugins_directory_can_be_set_by_flag_and_in_config() {
     let tree = PluginDir::new();
     tree.engine("masking", "ctxhost_engine_masking");

@@ -1129,3 +1129,30 @@ fn an_engines_own_log_line_is_led_by_the_session_it_is_about() {
         "{log}"
     );
 }
+
+#[test]
+fn a_session_is_offered_each_tool_once_by_name_as_a_replay_is_and_told_what_was_left_out() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::start(tree.root());
+    let config = json!({"context": {"engine": "faulty"}, "faulty": {"bad_tools": true}});
+    let opened = served.open(json!({"config": config, "model": model(16_000)}));
+    let names: Vec<&str> = opened
+        .value
+        .tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["faulty_echo", "faulty_host_services"]);
+    assert_eq!(
+        opened.value.warnings,
+        [
+            "engine `faulty` offers the tool `faulty_echo` twice; the later schema is rejected",
+            "engine `faulty`: tool schema #4 has no name; it is ignored",
+            "engine `faulty`: tool schema #5 has no name; it is ignored",
+        ]
+    );
+    let session = opened.value.session;
+    let tools: Answer<Vec<Value>> = served.call(method::GET_TOOL_SCHEMAS, json!({"session": session}));
+    assert_eq!(tools.value.len(), 2, "{:?}", tools.value);
+}

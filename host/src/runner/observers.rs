@@ -715,10 +715,13 @@ fn introduction(engine: &mut EngineHandle, shared: &Shared) -> Result<Introducti
     let schemas = shared
         .calling(Call::ToolSchemas, || engine.get_tool_schemas())
         .map_err(failed)?;
-    let tools = schemas
-        .iter()
-        .filter_map(|schema| schema.get("name").and_then(Value::as_str).map(str::to_owned))
-        .collect();
+    let offered = crate::tools::offered_tools(engine.name(), schemas);
+    // Said as the observer starts; the session's warnings are the active engine's.
+    for warning in &offered.warnings {
+        tracing::warn!("{warning}");
+    }
+    let tools = offered.names().map(str::to_owned).collect();
+    let schemas = offered.schemas;
     Ok(Introduction {
         name: engine.name().to_owned(),
         origin: engine.origin().to_string(),

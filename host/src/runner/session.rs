@@ -24,10 +24,7 @@ use super::{
     observers::{Lifecycle, Observers},
     recorded_usage,
     script::{self, CommandSource, ScriptedCommand, SessionCommand},
-    tools::{
-        answers_equal, merge_tool_owners, parse_arguments, read_tool_names, PendingCall, ToolDispatch,
-        ToolOwner,
-    },
+    tools::{answers_equal, merge_tool_owners, parse_arguments, PendingCall, ToolDispatch, ToolOwner},
     CompactionRecord, FactAccounting, LiveContext, Outcome, ReplayOptions, Trigger, HYGIENE_MESSAGES,
     HYGIENE_PERCENT, NEW_SESSION_REASON,
 };
@@ -188,7 +185,9 @@ impl<'e> Replayer<'e> {
     /// The active engine's and the observers' tool names; the warnings about them.
     fn read_tools(&mut self) -> Vec<String> {
         let schemas = self.call(|engine| engine.get_tool_schemas()).unwrap_or_default();
-        let (active, mut warnings) = read_tool_names(self.engine.name(), &schemas);
+        let offered = crate::tools::offered_tools(self.engine.name(), schemas);
+        let active = offered.names().map(str::to_owned).collect();
+        let mut warnings = offered.warnings;
         let observers = self
             .observers
             .tools()

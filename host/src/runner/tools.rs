@@ -1,9 +1,8 @@
 //! The engine's tools during a replay: which names are the engine's, and the calls of the
 //! transcript that name one, waiting for their results.
 //!
-//! - At start the host reads `get_tool_schemas`; a schema's name is its `name` (or OpenAI's
-//!   `function.name`). A name offered twice keeps its first schema; the later one is rejected with
-//!   a warning, as Hermes's tool registry does.
+//! - At start the host reads `get_tool_schemas` ([`crate::tools::offered_tools`]: a name offered
+//!   twice keeps its first schema, a schema without a name is ignored, each with a warning).
 //! - An assistant message's call naming an engine tool waits for its result in the transcript.
 //!   When the result comes, the host calls `handle_tool_call(name, args, context)` live. The
 //!   active engine's answer replaces the recorded one: the model would have seen it. An
@@ -14,29 +13,6 @@
 
 use serde::Serialize;
 use serde_json::Value;
-
-/// The engine's tool names, in the order it offered them, and the warnings about its schemas.
-pub(super) fn read_tool_names(engine: &str, schemas: &[Value]) -> (Vec<String>, Vec<String>) {
-    let mut names: Vec<String> = Vec::new();
-    let mut warnings = Vec::new();
-    for (position, schema) in schemas.iter().enumerate() {
-        let name = schema
-            .get("name")
-            .or_else(|| schema.get("function")?.get("name"))
-            .and_then(Value::as_str);
-        match name {
-            None => warnings.push(format!(
-                "engine `{engine}`: tool schema #{} has no name; it is ignored",
-                position + 1
-            )),
-            Some(name) if names.iter().any(|known| known == name) => warnings.push(format!(
-                "engine `{engine}` offers the tool `{name}` twice; the later schema is rejected"
-            )),
-            Some(name) => names.push(name.to_owned()),
-        }
-    }
-    (names, warnings)
-}
 
 /// Which engine answers a tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,25 +113,6 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
-
-    #[test]
-    fn a_duplicate_tool_name_keeps_the_first_schema_and_warns() {
-        let schemas = [
-            json!({"name": "lcm_grep"}),
-            json!({"type": "function", "function": {"name": "lcm_expand"}}),
-            json!({"name": "lcm_grep", "description": "again"}),
-            json!({"description": "nameless"}),
-        ];
-        let (names, warnings) = read_tool_names("lcm", &schemas);
-        assert_eq!(names, vec!["lcm_grep", "lcm_expand"]);
-        assert_eq!(
-            warnings,
-            vec![
-                "engine `lcm` offers the tool `lcm_grep` twice; the later schema is rejected",
-                "engine `lcm`: tool schema #4 has no name; it is ignored",
-            ]
-        );
-    }
 
     #[test]
     fn answers_are_equal_as_text_or_as_json() {

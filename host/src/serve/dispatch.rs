@@ -197,6 +197,7 @@ fn open(
     warnings.extend(engine_warnings);
     warnings.extend(no_window);
     let mut info = session.engine_info(fallback);
+    warnings.append(&mut info.warnings);
     info.warnings = warnings;
     answer(session, info)
 }

@@ -16,6 +16,7 @@ use ctxhost_protocol::{CompactionRecord, EngineInfo, Fallback};
 use serde_json::{value::RawValue, Value};
 
 use super::watch::Watch;
+use crate::tools::{offered_tools, tool_name, OfferedTools};
 use crate::{
     config::Settings, engine::EngineHandle, resolution::Resolution, runner::Observers, tokens::TokenCounter,
 };
@@ -69,35 +70,51 @@ impl Session {
         (session, fallback)
     }
 
-    /// What a client is told about the session's engine.
+    /// What a client is told about the session's engine; what was wrong with its tools is in
+    /// `warnings` (and the log).
     pub fn engine_info(&mut self, fallback: Option<Fallback>) -> EngineInfo {
+        // An engine whose schemas cannot be read offers no tools; its failure shows in the log.
+        let offered = self.offered_tools().unwrap_or_else(|error| {
+            tracing::warn!("{error}; the engine offers no tools");
+            OfferedTools {
+                schemas: self.watch.tool_schemas(),
+                warnings: Vec::new(),
+            }
+        });
+        for warning in &offered.warnings {
+            tracing::warn!("{warning}");
+        }
         EngineInfo {
             session: self.id.clone(),
             engine: self.engine.name().to_owned(),
             origin: self.engine.origin().to_string(),
             fallback,
-            // An engine whose schemas cannot be read offers no tools; its failure shows in the log.
-            tools: self.tool_schemas().unwrap_or_else(|error| {
-                tracing::warn!("{error}; the engine offers no tools");
-                self.watch.tool_schemas()
-            }),
-            warnings: Vec::new(),
+            tools: offered.schemas,
+            warnings: offered.warnings,
         }
     }
 
-    /// The tools offered: the engine's, then its observers' (a name the engine offers stays the
-    /// engine's).
+    /// The tools offered: the engine's, then its observers', read as a replay reads them
+    /// ([`crate::tools`]).
     pub fn tool_schemas(&mut self) -> Result<Vec<Value>, crate::engine::EngineCallError> {
-        let mut tools = self.engine.get_tool_schemas()?;
-        let name = |schema: &Value| schema.get("name").and_then(Value::as_str).map(str::to_owned);
-        let taken: HashSet<String> = tools.iter().filter_map(name).collect();
-        tools.extend(
-            self.watch
-                .tool_schemas()
-                .into_iter()
-                .filter(|schema| name(schema).is_none_or(|n| !taken.contains(&n))),
-        );
-        Ok(tools)
+        self.offered_tools().map(|offered| offered.schemas)
+    }
+
+    /// The engine's tools, then its observers' (a name offered already stays the first's, with a
+    /// warning, as in a replay), and what was wrong with the others.
+    fn offered_tools(&mut self) -> Result<OfferedTools, crate::engine::EngineCallError> {
+        let schemas = self.engine.get_tool_schemas()?;
+        let mut offered = offered_tools(self.engine.name(), schemas);
+        let taken: HashSet<String> = offered.names().map(str::to_owned).collect();
+        for schema in self.watch.tool_schemas() {
+            match tool_name(&schema) {
+                Some(name) if taken.contains(name) => offered.warnings.push(format!(
+                    "an observer offers the tool `{name}`, which the active engine offers already; the engine keeps it"
+                )),
+                _ => offered.schemas.push(schema),
+            }
+        }
+        Ok(offered)
     }
 
     /// Whether the engine itself offers the tool `name`.

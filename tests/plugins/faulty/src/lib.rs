@@ -21,6 +21,8 @@
 //! - `{"user_note": true}`: `compress` is correct and also writes a user-role note right after the
 //!   user's last message, saying how many messages it dropped (a new text each time), and drops
 //!   its earlier notes. The host must not take that note for the user's message.
+//! - `{"bad_tools": true}`: `get_tool_schemas` also offers `faulty_echo` a second time, a schema
+//!   with an empty name and one with none, which every host path must leave out with a warning.
 //! - `{"chatty": true}`: it prints a line on stdout when created, in `compress` and in `observe`,
 //!   as a plugin left with a debugging `println!` does.
 //! - `{"observe": "count" | "sleep" | "jitter" | "fail" | "panic" | "hang"}`: as an observer, it
@@ -107,6 +109,7 @@ pub struct Faulty {
     crash: Option<(String, String)>,
     invalid_output: Option<String>,
     user_note: bool,
+    bad_tools: bool,
     chatty: bool,
     observe: Option<String>,
     observe_fail_at: u64,
@@ -278,6 +281,7 @@ impl Engine for Faulty {
             crash,
             invalid_output: read_choice(config, "invalid_output", &INVALID_OUTPUTS)?,
             user_note: config.get("user_note").and_then(Value::as_bool).unwrap_or(false),
+            bad_tools: config.get("bad_tools").and_then(Value::as_bool).unwrap_or(false),
             chatty: config.get("chatty").and_then(Value::as_bool).unwrap_or(false),
             observe: read_choice(config, "observe", &OBSERVE_MODES)?,
             observe_fail_at: config.get("observe_fail_at").and_then(Value::as_u64).unwrap_or(5),
@@ -382,7 +386,12 @@ impl Engine for Faulty {
 
     fn get_tool_schemas(&self) -> Vec<Value> {
         self.panic_if_told("get_tool_schemas");
-        vec![
+        let bad = [
+            json!({"name": "faulty_echo", "description": "The same name again."}),
+            json!({"name": "", "description": "An empty name."}),
+            json!({"description": "No name at all."}),
+        ];
+        let good = [
             json!({
                 "name": "faulty_echo",
                 "description": "Answers its arguments unchanged.",
@@ -393,7 +402,9 @@ impl Engine for Faulty {
                 "description": "Asks the host to summarise the messages and count their tokens.",
                 "parameters": { "type": "object", "properties": {} },
             }),
-        ]
+        ];
+        let bad = if self.bad_tools { &bad[..] } else { &[] };
+        good.into_iter().chain(bad.iter().cloned()).collect()
     }
 
     fn handle_tool_call(&mut self, name: &str, arguments: &Value, messages: Option<&[Message]>) -> Value {
