@@ -61,7 +61,7 @@ mod sdk;
 #[doc(hidden)]
 pub mod export;
 
-pub use config::read_config;
+pub use config::{closest_key, misspelt_keys, read_config};
 pub use ffi::{Counters, EngineError, ErrorKind, Usage, ABI_VERSION};
 pub use guard::instantiate;
 pub use message::{

@@ -70,11 +70,9 @@ impl Default for LcmConfig {
 
 impl LcmConfig {
     /// Reads the block (`null` gives the defaults) and checks it. A key spelt like one of its
-    /// own is warned about (see [`Self::misspelt_keys`]); other unknown keys are ignored.
+    /// own is warned about by `read_config` (see [`Self::misspelt_keys`]); other unknown keys are
+    /// ignored.
     pub fn from_json(block: &Value) -> Result<Self, EngineError> {
-        for warning in Self::misspelt_keys(block) {
-            tracing::warn!("{warning}");
-        }
         let config: Self = ctxhost_engine_abi::read_config("lcm", block)?;
         config.validate()?;
         Ok(config)

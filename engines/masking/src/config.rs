@@ -36,9 +36,7 @@ impl MaskingConfig {
     /// (with a warning when spelt like a known one, else a debug log), a wrong type or an impossible value is an [`EngineError::config`] that
     /// names the key.
     pub fn from_json(block: &Value) -> Result<Self, EngineError> {
-        for warning in Self::misspelt_keys(block) {
-            tracing::warn!("{warning}");
-        }
+        // `read_config` warns of a key spelt like a known one; the others are only logged here.
         if let Value::Object(map) = block {
             for key in map.keys().filter(|key| !KNOWN_KEYS.contains(&key.as_str())) {
                 tracing::debug!("masking.{key}: unknown setting, ignored");
