@@ -6,7 +6,7 @@
 //! kinds it declared in [`Engine::interests`](crate::Engine::interests), in order, through
 //! [`Engine::observe`](crate::Engine::observe).
 //!
-//! Added in ctxhost 0.2 without changing interface version 1: both methods cross as the
+//! A later addition to interface version 1, which it leaves unchanged: both methods cross as the
 //! `call_ext` capability names [`EXT_OBSERVE`] and [`EXT_INTERESTS`], so a plugin built before
 //! them keeps loading. Such a plugin answers "unknown method" to both; a host then lets it observe
 //! the lifecycle through the contract's own methods only (`update_model`, `on_session_start`,
@@ -213,7 +213,7 @@ impl FactBody {
 
 /// One fact as the host sent it: its JSON, not read yet.
 ///
-/// Added in ctxhost 0.2.1 with [`Engine::observe_raw`](crate::Engine::observe_raw); the host
+/// A later addition, with [`Engine::observe_raw`](crate::Engine::observe_raw); the host
 /// sends facts as it always did, so nothing changes for either side of an older build.
 #[derive(Clone, Copy, Debug)]
 pub struct RawFact<'a> {

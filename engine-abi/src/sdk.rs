@@ -184,7 +184,7 @@ impl Host {
 
     /// Where the host resolves paths and keeps data: see [`HostPaths`].
     ///
-    /// Host service `paths`, added in ctxhost 0.1.1 (interface version 1 unchanged). An older host
+    /// Host service `paths`, a later addition (interface version 1 unchanged). An older host
     /// answers [`crate::ErrorKind::UNKNOWN_METHOD`]; fall back to [`HostPaths::current_dir`].
     pub fn paths(&self) -> Result<HostPaths, EngineError> {
         let answer = self.call("paths", &Value::Null)?;
@@ -376,7 +376,7 @@ pub trait Engine: Send + 'static {
     /// The kinds of fact this engine wants when it runs as an observer (`context.observers`).
     /// Default: none (it still sees the lifecycle through the contract's methods).
     ///
-    /// Added in ctxhost 0.2 as the capability [`crate::observe::EXT_INTERESTS`]: an older host
+    /// A later addition, as the capability [`crate::observe::EXT_INTERESTS`]: an older host
     /// never asks, and never delivers facts.
     fn interests(&self) -> Vec<FactKind> {
         Vec::new()
@@ -387,7 +387,7 @@ pub trait Engine: Send + 'static {
     /// context: this is the only way it hears of the session besides the lifecycle methods. An
     /// error detaches the observer for the rest of the session (the host warns once).
     ///
-    /// Added in ctxhost 0.2 as the capability [`crate::observe::EXT_OBSERVE`].
+    /// A later addition, as the capability [`crate::observe::EXT_OBSERVE`].
     fn observe(&mut self, _fact: &Fact) -> Result<(), EngineError> {
         Ok(())
     }
@@ -401,7 +401,7 @@ pub trait Engine: Send + 'static {
     /// ([`RawFact::view`]). A host that links the engine into its own binary still calls
     /// `observe` with the fact it holds, so `observe` must do the same work.
     ///
-    /// Added in ctxhost 0.2.1: the host sends the same `observe` call as before, and only the SDK
+    /// A later addition: the host sends the same `observe` call as before, and only the SDK
     /// routes it here, so neither an older host nor an older plugin notices.
     fn observe_raw(&mut self, fact: &RawFact<'_>) -> Result<(), EngineError> {
         self.observe(&fact.to_fact()?)
@@ -413,7 +413,7 @@ pub trait Engine: Send + 'static {
     /// coming faster than they are handled. An error detaches the observer, as from `observe`.
     /// Default: nothing to do.
     ///
-    /// Added in ctxhost 0.2 as the capability [`crate::observe::EXT_OBSERVE_IDLE`]: an older host
+    /// A later addition, as the capability [`crate::observe::EXT_OBSERVE_IDLE`]: an older host
     /// never calls it, so an engine must not rely on it before it has been called once.
     fn observe_idle(&mut self) -> Result<(), EngineError> {
         Ok(())
