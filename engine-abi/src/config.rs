@@ -20,7 +20,11 @@ use crate::EngineError;
 /// Derive `Deserialize` for `T` with `#[serde(default)]` so that missing keys take their
 /// defaults. A block that is not a mapping is refused.
 pub fn read_config<T: DeserializeOwned + Default>(engine: &str, block: &Value) -> Result<T, EngineError> {
-    for warning in misspelt_keys(engine, block, serde_aux::serde_introspection::serde_introspect::<T>()) {
+    for warning in misspelt_keys(
+        engine,
+        block,
+        serde_aux::serde_introspection::serde_introspect::<T>(),
+    ) {
         tracing::warn!("{warning}");
     }
     let given;

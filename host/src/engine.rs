@@ -710,15 +710,25 @@ impl EngineHandle {
             }
             Reach::Linked(engine) => engine.call_ext(method, request).map(Answer::Value),
             Reach::Child(_) => {
-                return self.through_child("call_ext", |child| child.call_ext(method, request))
+                return self.through_child(ext_call_name(method), |child| child.call_ext(method, request))
             }
         };
         match answer {
             Ok(Answer::Json(text)) => self.parse_json("call_ext", &text).map(Some),
             Ok(Answer::Value(value)) => Ok(Some(value)),
             Err(error) if error.kind == ErrorKind::UNKNOWN_METHOD => Ok(None),
-            Err(error) => Err(self.failed("call_ext")(error)),
+            Err(error) => Err(self.failed(ext_call_name(method))(error)),
         }
+    }
+}
+
+/// The name a failure of extension call `method` goes by: an observer's capabilities by the
+/// `Engine` method an author wrote (`observe_idle`), any other by `call_ext`.
+fn ext_call_name(method: &str) -> &'static str {
+    match method {
+        ctxhost_engine_abi::observe::EXT_OBSERVE_IDLE => "observe_idle",
+        ctxhost_engine_abi::observe::EXT_INTERESTS => "interests",
+        _ => "call_ext",
     }
 }
 
@@ -792,7 +802,8 @@ pub fn check_compacted(
         .into_iter()
         .find(|p| !known.contains(&p.subject()))
     {
-        return Err(format!("not a valid sequence: {problem}"));
+        // Numbered in the result, beside a report that numbers the transcript's messages.
+        return Err(format!("not a valid sequence: in the result, {problem}"));
     }
     if let Some(system) = input.first().filter(|message| message.role == Role::System) {
         let kept = output.first().is_some_and(|first| {

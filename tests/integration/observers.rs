@@ -416,6 +416,23 @@ fn an_observer_left_out_at_the_start_is_a_warning_of_the_report_and_of_the_event
 }
 
 #[test]
+fn an_observer_failing_in_observe_idle_is_named_by_that_method_in_process_and_isolated() {
+    let config = format!("{BASE_CONFIG}faulty:\n  observe: count\n  panic_in: observe_idle\n");
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/coupon-fix.json").display().to_string();
+    for isolation in ["in-process", "process"] {
+        let (_, _, stderr) = replay(
+            &tree,
+            &transcript,
+            &["--observer", "faulty", "--isolation", isolation],
+        );
+        // Not "in `call_ext`", the boundary's name for it, which an author never wrote.
+        let said = "observer `faulty` cannot be used: engine `faulty` failed in `observe_idle`: panic:";
+        assert!(stderr.contains(said), "{isolation}: {stderr}");
+    }
+}
+
+#[test]
 fn crossings_in_bursts_never_compact_twice_whatever_the_observers_timing() {
     // A small window: the threshold is crossed again and again; three observers, one of them
     // sleeping an uneven while on every fact, shift the threads' timing from run to run.

@@ -6,7 +6,7 @@
 //! - `{"panic_in": "<method>"}`: panics in that method (`new`, `compress`, `update_from_response`,
 //!   `should_compress`, `should_compress_preflight`, `has_content_to_compress`, `on_session_start`,
 //!   `on_session_end`, `on_session_reset`, `update_model`, `get_tool_schemas`,
-//!   `handle_tool_call`, `get_status`, `counters`, `call_ext`). The SDK turns the panic into an
+//!   `handle_tool_call`, `get_status`, `counters`, `call_ext`, `observe_idle`). The SDK turns the panic into an
 //!   error; the process must live on.
 //! - `{"crash_in": "<method>", "crash": "abort" | "segfault" | "exit" | "hang" | "allocate" |
 //!   "panic_abort"}`: in that method (any of `panic_in`'s, or `observe`), ends its process the way
@@ -54,7 +54,7 @@ use serde_json::{json, Value};
 ctxhost_engine_abi::export_engine!(Faulty);
 
 /// Every method `panic_in` can name.
-pub const METHODS: [&str; 15] = [
+pub const METHODS: [&str; 16] = [
     "new",
     "compress",
     "update_from_response",
@@ -70,6 +70,7 @@ pub const METHODS: [&str; 15] = [
     "get_status",
     "counters",
     "call_ext",
+    "observe_idle",
 ];
 
 /// This build's generation, in its status. A test rewrites these bytes in a copy of the library
@@ -454,6 +455,11 @@ impl Engine for Faulty {
             },
             _ => {}
         }
+        Ok(())
+    }
+
+    fn observe_idle(&mut self) -> Result<(), EngineError> {
+        self.panic_if_told("observe_idle");
         Ok(())
     }
 
