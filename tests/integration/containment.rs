@@ -256,3 +256,24 @@ fn a_plugin_printing_on_stdout_corrupts_neither_the_report_nor_the_protocol_of_a
         }
     }
 }
+
+#[test]
+fn a_failing_tool_of_the_active_engine_is_answered_and_reported_as_an_observers_is() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config("context:\n  engine: faulty\nmodel:\n  context_length: 16000\nfaulty:\n  panic_in: handle_tool_call\n");
+    let output = tree.run(&["tool", &example_transcript(), "faulty_echo", "{}"]);
+    let (stdout, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let error = answer["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("engine `faulty` failed in `handle_tool_call`: panic"),
+        "{answer}"
+    );
+    let said: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error:")).collect();
+    assert_eq!(
+        said,
+        [format!("error: `faulty_echo` answered with an error: {error}")]
+    );
+}

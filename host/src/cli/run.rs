@@ -167,11 +167,13 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         }
         _ => unreachable!("compress reads the whole transcript, the rest stream it"),
     }
+    // An engine that fails answers `{"error": …}`, as an observer's failure does and as an agent
+    // loop answers the model: printed, then the failure below.
     let answer = match &mode {
         Mode::Tool { name, arguments } => Some(
             replayer
                 .call_tool(name, arguments)
-                .with_context(|| format!("calling `{name}` against the final context"))?,
+                .unwrap_or_else(|error| serde_json::json!({ "error": error.to_string() })),
         ),
         _ => None,
     };
