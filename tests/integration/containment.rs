@@ -277,3 +277,25 @@ fn a_failing_tool_of_the_active_engine_is_answered_and_reported_as_an_observers_
         [format!("error: `faulty_echo` answered with an error: {error}")]
     );
 }
+
+#[test]
+fn an_engine_failing_at_every_session_end_is_said_once_then_counted() {
+    // `/new` ends the first session, the end of the transcript the second: two failures, alike.
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config(
+        "context:\n  engine: faulty\nmodel:\n  context_length: 16000\nfaulty:\n  panic_in: on_session_end\n",
+    );
+    let output = tree.run(&["run", &example_transcript(), "--at", "20:/new"]);
+    let (_, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let failed: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("failed in `on_session_end`"))
+        .collect();
+    assert_eq!(failed.len(), 2, "{stderr}");
+    assert!(
+        failed[1].ends_with(": 2 times in all (said once above; each is in the report)"),
+        "{stderr}"
+    );
+}

@@ -653,12 +653,23 @@ impl<'e> Replayer<'e> {
     }
 
     fn end_session(&mut self) {
+        self.call_session_end();
+        self.publish_session_end();
+    }
+
+    /// The engine's `on_session_end`, a failure recorded.
+    fn call_session_end(&mut self) {
         let session_id = self.session_id.clone();
         let (engine, context) = (&mut *self.engine, &self.context);
         let ended = timed(&mut self.engine_time, || {
             engine.on_session_end(&session_id, context.messages())
         });
         self.record(ended);
+    }
+
+    /// The session's end, told to the observers and published.
+    fn publish_session_end(&mut self) {
+        let session_id = self.session_id.clone();
         // The final context is copied only for observers, once for all of them.
         if !self.observers.is_empty() {
             let messages = Arc::new(self.context.messages().to_vec());
@@ -830,7 +841,9 @@ impl<'e> Replayer<'e> {
     /// returns the final context.
     pub fn finish(mut self) -> Vec<Message> {
         self.end_transcript();
-        // Said while the session is on, so that the event log has it before the session's end.
+        // The engine's last call first, so that a failure it repeats is counted with the others;
+        // said while the session is on, so that the event log has it before the session's end.
+        self.call_session_end();
         for (failure, times) in std::mem::take(&mut self.failures_said) {
             if times > 1 {
                 self.warn(format!(
@@ -838,7 +851,7 @@ impl<'e> Replayer<'e> {
                 ));
             }
         }
-        self.end_session();
+        self.publish_session_end();
         let counters = self.call(|engine| engine.counters());
         let status = self.call(|engine| engine.get_status());
         self.note_tokens(self.context.tokens(), true);
