@@ -358,8 +358,8 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
         };
         let _ = writeln!(
             out,
-            "{label:<11} {} ({}): {} facts observed, queue wait {:.2} ms; {state}",
-            observer.name, observer.origin, observer.facts, observer.queue_wait_ms
+            "{label:<11} {} ({}): {} facts observed, queue wait {:.2} ms, waited for at the end {:.2} ms; {state}",
+            observer.name, observer.origin, observer.facts, observer.queue_wait_ms, observer.end_wait_ms
         );
         label = "";
     }

@@ -416,6 +416,23 @@ fn an_observer_left_out_at_the_start_is_a_warning_of_the_report_and_of_the_event
 }
 
 #[test]
+fn the_time_the_end_of_the_session_waits_for_a_slow_observer_is_reported() {
+    // 2 ms a fact: the replay is over long before the observer, and the session waits for it.
+    let config = format!("{BASE_CONFIG}faulty:\n  observe: sleep\n");
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/coupon-fix.json").display().to_string();
+    let (report, _, _) = replay(&tree, &transcript, &["--observer", "faulty"]);
+    let observer = &report["observers"][0];
+    let facts = observer["facts"].as_f64().unwrap();
+    let waited = observer["end_wait_ms"].as_f64().unwrap();
+    // Most of its facts were still queued at the end; it was not cut off.
+    assert!(waited > facts, "{observer}");
+    assert!(observer["detached"].is_null(), "{observer}");
+    let (text, _) = texts(&tree.run(&["run", &transcript, "--observer", "faulty"]));
+    assert!(text.contains(", waited for at the end "), "{text}");
+}
+
+#[test]
 fn an_observer_failing_in_observe_idle_is_named_by_that_method_in_process_and_isolated() {
     let config = format!("{BASE_CONFIG}faulty:\n  observe: count\n  panic_in: observe_idle\n");
     let tree = observers_tree(&config);

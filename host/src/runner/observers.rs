@@ -115,6 +115,8 @@ struct Shared {
     current: AtomicU8,
     /// Set when the session stopped waiting for it: its thread is left to itself.
     is_stuck: AtomicBool,
+    /// When its thread had handled every job and dropped its engine.
+    finished_at: Mutex<Option<Instant>>,
 }
 
 /// A call into an observer engine, as the warning names it when the observer is stuck in it.
@@ -260,6 +262,8 @@ struct Worker {
     stall: Duration,
     shared: Arc<Shared>,
     waited: Duration,
+    /// How long the end of the session waited for it to handle what it was sent.
+    waited_at_end: Duration,
     /// Whether the session was told it was detached.
     reported: bool,
     /// Set once it stopped observing to take over the context: its tools are the active
@@ -287,6 +291,8 @@ pub struct ObserverSummary {
     pub took_over: bool,
     /// Time the session waited on its full queue.
     pub queue_wait_ms: f64,
+    /// Time the end of the session waited for it to handle everything sent to it.
+    pub end_wait_ms: f64,
 }
 
 /// The observers of one session.
@@ -394,6 +400,7 @@ impl Observers {
                     // A session that gave up waiting is gone: the engine is dropped here.
                     if introduce.send(Ok(introduction)).is_ok() {
                         serve_jobs(engine, receiver, idle, &shared);
+                        *shared.finished_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
                     }
                 }
             })
@@ -426,6 +433,7 @@ impl Observers {
             stall: self.stall,
             shared,
             waited: Duration::ZERO,
+            waited_at_end: Duration::ZERO,
             reported: false,
             retired: false,
         });
@@ -553,8 +561,18 @@ impl Observers {
             worker.flush();
             worker.jobs = None;
         }
+        // They drain side by side: each one's wait is from the close to its own end (or to when
+        // the session gave up on it).
+        let closed = Instant::now();
         for worker in &mut self.workers {
             worker.wait_for_thread();
+            let finished = *worker
+                .shared
+                .finished_at
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            worker.waited_at_end =
+                finished.map_or_else(|| closed.elapsed(), |at| at.saturating_duration_since(closed));
         }
     }
 
@@ -599,6 +617,7 @@ impl Observers {
                 detached: w.shared.detached(),
                 took_over: w.retired,
                 queue_wait_ms: w.waited.as_secs_f64() * 1e3,
+                end_wait_ms: w.waited_at_end.as_secs_f64() * 1e3,
             })
             .collect()
     }
