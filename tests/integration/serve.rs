@@ -1156,3 +1156,30 @@ fn a_session_is_offered_each_tool_once_by_name_as_a_replay_is_and_told_what_was_
     let tools: Answer<Vec<Value>> = served.call(method::GET_TOOL_SCHEMAS, json!({"session": session}));
     assert_eq!(tools.value.len(), 2, "{:?}", tools.value);
 }
+
+#[test]
+fn shutdown_names_an_observer_detached_as_its_session_ended_among_the_problems() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::start(tree.root());
+    // Its second fact is the session's end: it fails there, as the session closes.
+    let config = json!({"faulty": {"observe": "fail", "observe_fail_at": 2}});
+    let session = served
+        .open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}))
+        .value
+        .session;
+    let _: Answer<()> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": session, "session_id": "ending"}),
+    );
+    let report: ShutdownReport = served.call(method::SHUTDOWN, json!({}));
+    assert_eq!(report.sessions_ended, 1);
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert!(
+        report.problems[0].starts_with(&format!("session {session}: observer `faulty` detached: ")),
+        "{:?}",
+        report.problems
+    );
+    let (status, _) = served.finish();
+    assert!(status.success());
+}

@@ -60,7 +60,7 @@ impl SessionTable {
         let Some(mut session) = self.sessions.remove(id) else {
             return Ok(());
         };
-        end_session(&mut session, messages)
+        end_session(&mut session, messages).engine
     }
 
     /// Whether `id` is open.
@@ -74,7 +74,14 @@ impl SessionTable {
         for (id, mut session) in std::mem::take(&mut self.sessions) {
             let started = session.started.is_some();
             let _session = super::in_session(&id);
-            match end_session(&mut session, None) {
+            let ended = end_session(&mut session, None);
+            report.problems.extend(
+                ended
+                    .observers
+                    .iter()
+                    .map(|warning| format!("session {id}: {warning}")),
+            );
+            match ended.engine {
                 Ok(()) if started => {
                     tracing::info!("ended (on_session_end)");
                     report.sessions_ended += 1;
@@ -91,12 +98,26 @@ impl SessionTable {
 }
 
 /// `on_session_end` with `messages`, or the last context the session saw, when it was started.
-pub fn end_session(session: &mut Session, messages: Option<Vec<Message>>) -> Result<(), EngineCallError> {
+pub fn end_session(session: &mut Session, messages: Option<Vec<Message>>) -> Ended {
     let Some((session_id, _)) = session.started.take() else {
-        return Ok(());
+        return Ended {
+            engine: Ok(()),
+            observers: Vec::new(),
+        };
     };
     let messages = messages.unwrap_or_else(|| session.last_messages.take());
     session.watch.session_ended(&session_id, &messages);
-    session.watch.close();
-    session.engine.on_session_end(&session_id, &messages)
+    let observers = session.watch.close();
+    Ended {
+        engine: session.engine.on_session_end(&session_id, &messages),
+        observers,
+    }
+}
+
+/// How a session's end went.
+pub struct Ended {
+    /// The engine's `on_session_end`.
+    pub engine: Result<(), EngineCallError>,
+    /// Observers detached as they finished, each as its warning.
+    pub observers: Vec<String>,
 }

@@ -77,10 +77,12 @@ impl Watch {
 
     /// One warning for each observer detached since the last (in the session's span, which names
     /// it).
-    fn warn_detached(&mut self) {
-        for warning in self.observers.newly_detached() {
+    fn warn_detached(&mut self) -> Vec<String> {
+        let warnings = self.observers.newly_detached();
+        for warning in &warnings {
             tracing::warn!("{warning}");
         }
+        warnings
     }
 
     /// A call carried `messages`: the ones beyond what the observers know are appended.
@@ -205,8 +207,9 @@ impl Watch {
     }
 
     /// Waits until every observer has handled everything told, and stops them.
-    pub fn close(&mut self) {
+    /// Returns the observers detached while they finished, each as its warning.
+    pub fn close(&mut self) -> Vec<String> {
         self.observers.close();
-        self.warn_detached();
+        self.warn_detached()
     }
 }
