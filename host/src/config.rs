@@ -267,6 +267,7 @@ impl Settings {
                 .map_err(|reason| invalid("context.isolation", reason))?,
         };
         validate(&raw, invalid)?;
+        warnings.extend(misspelt_engine_blocks(&raw.context, &document, text, path));
         let base_dir = path.parent().unwrap_or(Path::new("."));
         let plugins_dir = raw
             .context
@@ -427,6 +428,39 @@ fn misspelt_key_warning(key: &str) -> Option<String> {
     ))
 }
 
+/// A top-level key spelt like the block of an engine the file selects (`context.engine`,
+/// `context.observers`) when that block is not there: the engine would start with its defaults,
+/// the block ignored without a word.
+fn misspelt_engine_blocks(
+    context: &RawContext,
+    document: &serde_json::Value,
+    text: &str,
+    path: &Path,
+) -> Vec<String> {
+    let selected: Vec<&str> = context
+        .engine
+        .iter()
+        .chain(&context.observers)
+        .map(String::as_str)
+        .filter(|name| *name != DEFAULT_ENGINE && document.get(name).is_none())
+        .collect();
+    let Some(keys) = document.as_object() else {
+        return Vec::new();
+    };
+    let sections = serde_aux::serde_introspection::serde_introspect::<RawConfig>();
+    keys.keys()
+        .filter(|key| !sections.contains(&key.as_str()))
+        .filter_map(|key| {
+            let meant = ctxhost_engine_kit::keys::closest_key(key, &selected)?;
+            let at = Location(find_key_line(text, key), None);
+            Some(format!(
+                "{}{at}: `{key}` is not the block of any engine here; did you mean `{meant}`, which the file selects? (its settings are its defaults)",
+                path.display()
+            ))
+        })
+        .collect()
+}
+
 /// For an ignored top-level `key` one letter away from one of the host's sections (a letter
 /// missing, added, changed or swapped, or only its case), the warning naming that section: all
 /// of the section's settings would be ignored. Only that close, since the top level also holds
@@ -577,6 +611,18 @@ mod tests {
             ]
         );
         assert_eq!(settings.model.context_length, None);
+    }
+
+    #[test]
+    fn a_block_spelt_like_a_selected_engine_missing_its_own_is_warned_about() {
+        let text = "context:\n  engine: tail-note\n  observers: [lcm]\ntail-noet:\n  turns: 1\nlcm:\n  fresh_tail: 3\nlcmm: {}\n";
+        assert_eq!(
+            parse(text).unwrap().warnings,
+            ["/work/config.yaml:4: `tail-noet` is not the block of any engine here; did you mean `tail-note`, which the file selects? (its settings are its defaults)"]
+        );
+        // With its own block there, a look-alike is another program's business.
+        let both = "context:\n  engine: tail-note\ntail-note: {}\ntail-noet: {}\n";
+        assert_eq!(parse(both).unwrap().warnings, Vec::<String>::new());
     }
 
     #[test]
