@@ -21,17 +21,23 @@ fn bundled_config(tree: &PluginDir) -> String {
     tree.root().join("config.yaml").display().to_string()
 }
 
+/// Every bundled transcript, in name order.
+fn bundled_transcripts() -> Vec<std::path::PathBuf> {
+    let mut transcripts: Vec<_> = fs::read_dir(example("transcripts"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    transcripts.sort();
+    transcripts
+}
+
 #[test]
 fn every_bundled_example_replays_with_every_engine_without_refusal_or_overrun() {
     let tree = PluginDir::new();
     tree.engine("masking", "ctxhost_engine_masking");
     tree.engine("lcm", "ctxhost_engine_lcm");
     let config = bundled_config(&tree);
-    let mut transcripts: Vec<_> = fs::read_dir(example("transcripts"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    transcripts.sort();
+    let transcripts = bundled_transcripts();
     assert!(transcripts.len() >= 8, "{transcripts:?}");
     let mut compacted = 0;
     for transcript in &transcripts {
@@ -258,11 +264,7 @@ fn out_fields_api_writes_every_bundled_example_as_a_request_the_chat_api_takes()
     tree.engine("lcm", "ctxhost_engine_lcm");
     let config = bundled_config(&tree);
     let out = tree.root().join("context.json");
-    let mut transcripts: Vec<_> = fs::read_dir(example("transcripts"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    transcripts.sort();
+    let transcripts = bundled_transcripts();
     let mut stripped = 0;
     for transcript in &transcripts {
         for engine in ENGINES {

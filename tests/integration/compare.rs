@@ -346,21 +346,29 @@ fn the_json_has_each_rows_session_warnings() {
     assert_eq!(json["transcript_warnings"], serde_json::json!([]), "{json}");
 }
 
-#[test]
-fn an_isolated_engine_detached_mid_replay_gets_no_figures_of_the_compressors() {
+/// A tree with `faulty`, and the arguments comparing `engines`, where `faulty@crashes` runs
+/// isolated and aborts in `method`.
+fn crashing_in(method: &str, engines: &str) -> (PluginDir, Vec<String>) {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");
     tree.config(WINDOW);
     let args = [
         "--engines",
-        "faulty@crashes,compressor",
+        engines,
         "--set",
-        "crashes.crash_in=update_from_response",
+        &format!("crashes.crash_in={method}"),
         "--set",
         "crashes.crash=abort",
         "--isolation",
         "process",
     ];
+    (tree, args.map(str::to_owned).to_vec())
+}
+
+#[test]
+fn an_isolated_engine_detached_mid_replay_gets_no_figures_of_the_compressors() {
+    let (tree, args) = crashing_in("update_from_response", "faulty@crashes,compressor");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (stdout, _) = compare(&tree, &args);
     let crashes = row(&stdout, "faulty@crashes");
     // No source, threshold or figure: the reason right after the label.
@@ -372,19 +380,8 @@ fn an_isolated_engine_detached_mid_replay_gets_no_figures_of_the_compressors() {
 
 #[test]
 fn an_isolated_engine_crashing_as_it_resumes_its_session_is_detached_naming_that_call() {
-    let tree = PluginDir::new();
-    tree.engine("faulty", "ctxhost_test_faulty");
-    tree.config(WINDOW);
-    let args = [
-        "--engines",
-        "faulty@crashes",
-        "--set",
-        "crashes.crash_in=on_session_start",
-        "--set",
-        "crashes.crash=abort",
-        "--isolation",
-        "process",
-    ];
+    let (tree, args) = crashing_in("on_session_start", "faulty@crashes");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let report = compare_json(&tree, &args);
     let engine = &report["engines"][0];
     assert_eq!(engine["status"], "detached", "{report}");
