@@ -100,6 +100,7 @@ fn an_engine_tool_call_is_answered_live_by_the_plugin_and_replaces_the_recorded_
             "arguments": "{\"word\": \"live\"}",
             "recorded": "{\"word\": \"stale\"}",
             "live": "{\"word\":\"live\"}",
+            "failed": false,
             "equal": false,
             "replaced": true,
         })
