@@ -433,6 +433,32 @@ fn the_time_the_end_of_the_session_waits_for_a_slow_observer_is_reported() {
 }
 
 #[test]
+fn what_is_wrong_with_an_observers_tool_schemas_is_a_warning_of_the_session() {
+    let config = format!("{BASE_CONFIG}faulty:\n  bad_tools: true\n");
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/coupon-fix.json").display().to_string();
+    let (report, _, _) = replay(&tree, &transcript, &["--observer", "faulty"]);
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "engine `faulty` offers the tool `faulty_echo` twice; the later schema is rejected",
+            "engine `faulty`: tool schema #4 has no name; it is ignored",
+            "engine `faulty`: tool schema #5 has no name; it is ignored",
+        ]
+    );
+    assert_eq!(
+        report["tools"],
+        serde_json::json!(["faulty_echo", "faulty_host_services"])
+    );
+}
+
+#[test]
 fn an_observer_failing_in_observe_idle_is_named_by_that_method_in_process_and_isolated() {
     let config = format!("{BASE_CONFIG}faulty:\n  observe: count\n  panic_in: observe_idle\n");
     let tree = observers_tree(&config);

@@ -1183,3 +1183,27 @@ fn shutdown_names_an_observer_detached_as_its_session_ended_among_the_problems()
     let (status, _) = served.finish();
     assert!(status.success());
 }
+
+#[test]
+fn what_is_wrong_with_an_observers_tool_schemas_is_one_of_the_sessions_warnings() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::start(tree.root());
+    let config = json!({"context": {"engine": "compressor"}, "faulty": {"bad_tools": true}});
+    let opened = served.open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}));
+    let names: Vec<&str> = opened
+        .value
+        .tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["faulty_echo", "faulty_host_services"]);
+    assert_eq!(
+        opened.value.warnings,
+        [
+            "engine `faulty` offers the tool `faulty_echo` twice; the later schema is rejected",
+            "engine `faulty`: tool schema #4 has no name; it is ignored",
+            "engine `faulty`: tool schema #5 has no name; it is ignored",
+        ]
+    );
+}

@@ -251,6 +251,8 @@ struct Worker {
     interests: BTreeSet<FactKind>,
     tools: Vec<String>,
     schemas: Vec<Value>,
+    /// What was wrong with its tool schemas, for the session to warn of.
+    schema_warnings: Vec<String>,
     /// `None` once closed.
     jobs: Option<Sender<Vec<Job>>>,
     /// Calls not handed over yet.
@@ -426,6 +428,7 @@ impl Observers {
             interests: introduction.interests,
             tools: introduction.tools,
             schemas: introduction.schemas,
+            schema_warnings: introduction.warnings,
             jobs: Some(sender),
             outbox: Vec::with_capacity(BUNDLE),
             thread: Some(thread),
@@ -478,6 +481,14 @@ impl Observers {
             .enumerate()
             .filter(|(_, w)| !w.retired)
             .flat_map(|(index, w)| w.tools.iter().map(move |tool| (index, tool.as_str())))
+    }
+
+    /// What was wrong with the observers' tool schemas (a name offered twice, a schema without
+    /// one), one warning each.
+    pub fn schema_warnings(&self) -> impl Iterator<Item = &str> {
+        self.workers
+            .iter()
+            .flat_map(|w| w.schema_warnings.iter().map(String::as_str))
     }
 
     /// Each observer's tool schemas, in attachment order.
@@ -705,6 +716,8 @@ struct Introduction {
     idle: Idle,
     tools: Vec<String>,
     schemas: Vec<Value>,
+    /// What was wrong with its tool schemas.
+    warnings: Vec<String>,
 }
 
 /// Asks `engine` what it wants and offers, on its own thread.
@@ -735,12 +748,8 @@ fn introduction(engine: &mut EngineHandle, shared: &Shared) -> Result<Introducti
         .calling(Call::ToolSchemas, || engine.get_tool_schemas())
         .map_err(failed)?;
     let offered = crate::tools::offered_tools(engine.name(), schemas);
-    // Said as the observer starts; the session's warnings are the active engine's.
-    for warning in &offered.warnings {
-        tracing::warn!("{warning}");
-    }
     let tools = offered.names().map(str::to_owned).collect();
-    let schemas = offered.schemas;
+    let (schemas, warnings) = (offered.schemas, offered.warnings);
     Ok(Introduction {
         name: engine.name().to_owned(),
         origin: engine.origin().to_string(),
@@ -748,6 +757,7 @@ fn introduction(engine: &mut EngineHandle, shared: &Shared) -> Result<Introducti
         idle,
         tools,
         schemas,
+        warnings,
     })
 }
 

@@ -188,6 +188,7 @@ impl<'e> Replayer<'e> {
         let offered = crate::tools::offered_tools(self.engine.name(), schemas);
         let active = offered.names().map(str::to_owned).collect();
         let mut warnings = offered.warnings;
+        warnings.extend(self.observers.schema_warnings().map(str::to_owned));
         let observers = self
             .observers
             .tools()

@@ -105,14 +105,23 @@ impl Session {
     fn offered_tools(&mut self) -> Result<OfferedTools, crate::engine::EngineCallError> {
         let schemas = self.engine.get_tool_schemas()?;
         let mut offered = offered_tools(self.engine.name(), schemas);
-        let taken: HashSet<String> = offered.names().map(str::to_owned).collect();
+        offered.warnings.extend(self.watch.schema_warnings());
+        let engines: HashSet<String> = offered.names().map(str::to_owned).collect();
+        let mut observers = HashSet::new();
         for schema in self.watch.tool_schemas() {
-            match tool_name(&schema) {
-                Some(name) if taken.contains(name) => offered.warnings.push(format!(
-                    "an observer offers the tool `{name}`, which the active engine offers already; the engine keeps it"
-                )),
-                _ => offered.schemas.push(schema),
-            }
+            let name = tool_name(&schema).unwrap_or_default().to_owned();
+            let owner = if engines.contains(&name) {
+                "the active engine"
+            } else if observers.contains(&name) {
+                "another observer"
+            } else {
+                observers.insert(name);
+                offered.schemas.push(schema);
+                continue;
+            };
+            offered.warnings.push(format!(
+                "an observer offers the tool `{name}`, which {owner} offers already; the first keeps it"
+            ));
         }
         Ok(offered)
     }

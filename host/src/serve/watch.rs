@@ -53,6 +53,11 @@ impl Watch {
         self.observers.tool_schemas().cloned().collect()
     }
 
+    /// What was wrong with the observers' tool schemas, one warning each.
+    pub fn schema_warnings(&self) -> Vec<String> {
+        self.observers.schema_warnings().map(str::to_owned).collect()
+    }
+
     /// The observer offering the tool `name`.
     pub fn tool_owner(&self, name: &str) -> Option<usize> {
         self.observers.tool_owner(name)
