@@ -439,3 +439,33 @@ fn an_isolated_engine_compacts_as_in_process_and_tells_an_unchanged_context_apar
         );
     }
 }
+
+#[test]
+fn an_isolated_plugins_failure_names_its_files_as_the_same_one_in_process_does() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    // `plugins/` beside it: the host names its files relative to where it runs.
+    tree.config("model:\n  context_length: 16000\nfaulty:\n  panic_in: new\n");
+    let said = |isolation: &str| {
+        let args = [
+            "run",
+            &example_transcript(),
+            "--observer",
+            "faulty",
+            "--isolation",
+            isolation,
+        ];
+        let (_, stderr) = texts(&tree.run(&args));
+        stderr
+            .lines()
+            .find(|line| line.starts_with("warning: observer `faulty` cannot be used"))
+            .unwrap_or_else(|| panic!("{isolation}: {stderr}"))
+            .to_owned()
+    };
+    let in_process = said("in-process");
+    assert!(
+        in_process.contains("cannot be used: plugins/context_engine/faulty/"),
+        "{in_process}"
+    );
+    assert_eq!(said("process"), in_process);
+}

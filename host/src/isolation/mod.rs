@@ -72,8 +72,10 @@ impl ChildSpec {
             args.extend(["--config".into(), config.clone().into_os_string()]);
         }
         args.extend([
+            // As the host names it: the child runs in the host's directory, and its messages name
+            // a plugin's files as the host's do.
             "--plugins-dir".into(),
-            std::path::absolute(&settings.plugins_dir)?.into_os_string(),
+            settings.plugins_dir.clone().into_os_string(),
             "--isolation".into(),
             Isolation::InProcess.to_string().into(),
         ]);
