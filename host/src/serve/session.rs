@@ -16,9 +16,13 @@ use ctxhost_protocol::{CompactionRecord, EngineInfo, Fallback};
 use serde_json::{value::RawValue, Value};
 
 use super::watch::Watch;
-use crate::tools::{offered_tools, tool_name, OfferedTools};
 use crate::{
-    config::Settings, engine::EngineHandle, resolution::Resolution, runner::Observers, tokens::TokenCounter,
+    config::Settings,
+    engine::EngineHandle,
+    resolution::Resolution,
+    runner::Observers,
+    tokens::TokenCounter,
+    tools::{offered_tools, tool_name, OfferedTools},
 };
 
 /// An open session.
