@@ -838,7 +838,7 @@ pub fn check_compacted(
             let (before, after) = (&input[..sent], &input[sent + 1..]);
             if let Some(moved) = older_after(before, after, &output[kept + 1..]) {
                 return Err(format!(
-                    "the last user message is no longer the newest: message {} of the result came before it in the conversation and now follows it (was it dropped, and an earlier one of the same text kept?)",
+                    "the last user message is no longer the newest: message {} of the result came before it in the conversation and now follows it (the newest moved before older turns, or dropped and an earlier one of the same text kept)",
                     kept + 1 + moved
                 ));
             }
@@ -1038,7 +1038,7 @@ mod tests {
         ];
         assert_eq!(
             check_compacted(&input, &dropped, newest).unwrap_err(),
-            "the last user message is no longer the newest: message 3 of the result came before it in the conversation and now follows it (was it dropped, and an earlier one of the same text kept?)"
+            "the last user message is no longer the newest: message 3 of the result came before it in the conversation and now follows it (the newest moved before older turns, or dropped and an earlier one of the same text kept)"
         );
         // The newest kept after the turns before it: accepted, notes anywhere.
         let kept = vec![
