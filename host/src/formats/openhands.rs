@@ -58,6 +58,8 @@ pub(super) struct OpenhandsReader<R> {
     /// The ids of actions read as text (no `tool_call_metadata`), and how: the observations they
     /// caused are read as text too.
     text_actions: std::collections::HashMap<u64, TextAction>,
+    /// Whether the warning about actions read as CodeAct text was given (once a file).
+    codeact_said: bool,
 }
 
 /// An action without `tool_call_metadata` that the model was sent as text.
@@ -91,6 +93,7 @@ impl<R: BufRead> OpenhandsReader<R> {
             last_response: None,
             emitted: 0,
             text_actions: std::collections::HashMap::new(),
+            codeact_said: false,
         }
     }
 
@@ -251,11 +254,7 @@ impl<R: BufRead> OpenhandsReader<R> {
     ) -> Message {
         let text_of = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
         let text = format!("{}\n<{tag}>\n{}\n</{tag}>", text_of("thought"), text_of(body));
-        if !self
-            .text_actions
-            .values()
-            .any(|kind| *kind == TextAction::CodeAct)
-        {
+        if !std::mem::replace(&mut self.codeact_said, true) {
             let warning = format!(
                 "line {}: an action without `tool_call_metadata` (OpenHands before function calling): it and the others are read as the text OpenHands then sent the model (`<execute_bash>`, `<execute_ipython>`), and their observations as `OBSERVATION:` user messages, not as tool calls and results",
                 at.line
