@@ -232,10 +232,9 @@ fn a_label_with_no_configuration_is_one_line_and_nothing_runs() {
     assert!(stderr.contains("no named configuration `tight`"), "{stderr}");
 }
 
-#[test]
-fn a_warning_met_during_one_row_names_the_row() {
-    // Several engines replay one after another: "the context went over the window" alone does
-    // not say which of them let it.
+/// A tree where `telemetry` (which never compacts) can be compared with the compressor in an
+/// 8,000-token window the example outgrows.
+fn telemetry_in_a_small_window() -> PluginDir {
     let tree = PluginDir::new();
     tree.engine("telemetry", "ctxhost_engine_telemetry");
     let telemetry = tree.root().join("telemetry.jsonl");
@@ -243,6 +242,14 @@ fn a_warning_met_during_one_row_names_the_row() {
         "model:\n  context_length: 8000\ntelemetry:\n  path: {}\n",
         telemetry.display()
     ));
+    tree
+}
+
+#[test]
+fn a_warning_met_during_one_row_names_the_row() {
+    // Several engines replay one after another: "the context went over the window" alone does
+    // not say which of them let it.
+    let tree = telemetry_in_a_small_window();
     let (_, stderr) = compare(&tree, &["--engines", "compressor,telemetry"]);
     let over: Vec<_> = stderr
         .lines()
@@ -254,17 +261,7 @@ fn a_warning_met_during_one_row_names_the_row() {
 
 #[test]
 fn the_table_marks_the_peak_of_an_engine_that_went_over_the_window() {
-    let tree = PluginDir::new();
-    tree.engine("telemetry", "ctxhost_engine_telemetry");
-    let telemetry = tree.root().join("telemetry.jsonl");
-    tree.config(&format!(
-        "model:
-  context_length: 8000
-telemetry:
-  path: {}
-",
-        telemetry.display()
-    ));
+    let tree = telemetry_in_a_small_window();
     let (stdout, _) = compare(&tree, &["--engines", "compressor,telemetry"]);
     let header = row(&stdout, "engine");
     let peak = |label: &str| cell_ending_with(header, row(&stdout, label), "peak").to_owned();
@@ -287,13 +284,7 @@ telemetry:
 
 #[test]
 fn fail_over_window_fails_compare_after_the_table_naming_the_engines_that_went_over() {
-    let tree = PluginDir::new();
-    tree.engine("telemetry", "ctxhost_engine_telemetry");
-    let telemetry = tree.root().join("telemetry.jsonl");
-    tree.config(&format!(
-        "model:\n  context_length: 8000\ntelemetry:\n  path: {}\n",
-        telemetry.display()
-    ));
+    let tree = telemetry_in_a_small_window();
     let transcript = example_transcript();
     let output = tree.run(&[
         "compare",
@@ -325,13 +316,7 @@ fn fail_over_window_fails_compare_after_the_table_naming_the_engines_that_went_o
 
 #[test]
 fn the_json_has_each_rows_session_warnings() {
-    let tree = PluginDir::new();
-    tree.engine("telemetry", "ctxhost_engine_telemetry");
-    let telemetry = tree.root().join("telemetry.jsonl");
-    tree.config(&format!(
-        "model:\n  context_length: 8000\ntelemetry:\n  path: {}\n",
-        telemetry.display()
-    ));
+    let tree = telemetry_in_a_small_window();
     let json = compare_json(&tree, &["--engines", "compressor,telemetry"]);
     assert_eq!(json["engines"][0]["warnings"], serde_json::json!([]), "{json}");
     let warnings = json["engines"][1]["warnings"].as_array().unwrap();

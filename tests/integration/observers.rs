@@ -7,7 +7,7 @@ use std::{fs, path::Path};
 
 use serde_json::Value;
 
-use crate::support::{example, run_ctxhost_within, texts, PluginDir};
+use crate::support::{example, run_ctxhost_within, texts, PluginDir, FAULTY_BAD_TOOLS_WARNINGS};
 
 /// A plugins folder with every engine the repository ships, and faulty for misbehaving.
 fn observers_tree(config: &str) -> PluginDir {
@@ -444,14 +444,7 @@ fn what_is_wrong_with_an_observers_tool_schemas_is_a_warning_of_the_session() {
         .iter()
         .map(|w| w.as_str().unwrap())
         .collect();
-    assert_eq!(
-        warnings,
-        [
-            "engine `faulty` offers the tool `faulty_echo` twice; the later schema is rejected",
-            "engine `faulty`: tool schema #4 has no name; it is ignored",
-            "engine `faulty`: tool schema #5 has no name; it is ignored",
-        ]
-    );
+    assert_eq!(warnings, FAULTY_BAD_TOOLS_WARNINGS);
     assert_eq!(
         report["tools"],
         serde_json::json!(["faulty_echo", "faulty_host_services"])

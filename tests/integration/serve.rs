@@ -18,7 +18,7 @@ use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-use crate::support::{ctxhost, example, PluginDir};
+use crate::support::{ctxhost, example, PluginDir, FAULTY_BAD_TOOLS_WARNINGS};
 
 /// A running `ctxhost serve` and a client on its pipes.
 struct Served {
@@ -1135,26 +1135,24 @@ fn a_session_is_offered_each_tool_once_by_name_as_a_replay_is_and_told_what_was_
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");
     let mut served = Served::start(tree.root());
-    let config = json!({"context": {"engine": "faulty"}, "faulty": {"bad_tools": true}});
-    let opened = served.open(json!({"config": config, "model": model(16_000)}));
-    let names: Vec<&str> = opened
-        .value
-        .tools
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["faulty_echo", "faulty_host_services"]);
-    assert_eq!(
-        opened.value.warnings,
-        [
-            "engine `faulty` offers the tool `faulty_echo` twice; the later schema is rejected",
-            "engine `faulty`: tool schema #4 has no name; it is ignored",
-            "engine `faulty`: tool schema #5 has no name; it is ignored",
-        ]
-    );
-    let session = opened.value.session;
-    let tools: Answer<Vec<Value>> = served.call(method::GET_TOOL_SCHEMAS, json!({"session": session}));
-    assert_eq!(tools.value.len(), 2, "{:?}", tools.value);
+    // The session's engine, then an observer of the compressor's session: told the same way.
+    let engine = json!({"config": {"context": {"engine": "faulty"}, "faulty": {"bad_tools": true}}});
+    let observer = json!({"config": {"faulty": {"bad_tools": true}}, "observers": ["faulty"]});
+    for mut params in [engine, observer] {
+        params["model"] = model(16_000);
+        let opened = served.open(params.clone());
+        let names: Vec<&str> = opened
+            .value
+            .tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["faulty_echo", "faulty_host_services"], "{params}");
+        assert_eq!(opened.value.warnings, FAULTY_BAD_TOOLS_WARNINGS, "{params}");
+        let session = opened.value.session;
+        let tools: Answer<Vec<Value>> = served.call(method::GET_TOOL_SCHEMAS, json!({"session": session}));
+        assert_eq!(tools.value.len(), 2, "{:?}", tools.value);
+    }
 }
 
 #[test]
@@ -1182,28 +1180,4 @@ fn shutdown_names_an_observer_detached_as_its_session_ended_among_the_problems()
     );
     let (status, _) = served.finish();
     assert!(status.success());
-}
-
-#[test]
-fn what_is_wrong_with_an_observers_tool_schemas_is_one_of_the_sessions_warnings() {
-    let tree = PluginDir::new();
-    tree.engine("faulty", "ctxhost_test_faulty");
-    let mut served = Served::start(tree.root());
-    let config = json!({"context": {"engine": "compressor"}, "faulty": {"bad_tools": true}});
-    let opened = served.open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}));
-    let names: Vec<&str> = opened
-        .value
-        .tools
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["faulty_echo", "faulty_host_services"]);
-    assert_eq!(
-        opened.value.warnings,
-        [
-            "engine `faulty` offers the tool `faulty_echo` twice; the later schema is rejected",
-            "engine `faulty`: tool schema #4 has no name; it is ignored",
-            "engine `faulty`: tool schema #5 has no name; it is ignored",
-        ]
-    );
 }

@@ -174,3 +174,11 @@ pub fn example_messages() -> Vec<ctxhost_engine_abi::Message> {
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     serde_json::from_value(value["messages"].clone()).unwrap()
 }
+
+/// The warnings of `faulty` configured with `bad_tools: true`, as every path that reads an
+/// engine's tools gives them.
+pub const FAULTY_BAD_TOOLS_WARNINGS: [&str; 3] = [
+    "engine `faulty` offers the tool `faulty_echo` twice; the later schema is rejected",
+    "engine `faulty`: tool schema #4 has no name; it is ignored",
+    "engine `faulty`: tool schema #5 has no name; it is ignored",
+];
