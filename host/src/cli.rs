@@ -423,6 +423,7 @@ fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
             .iter()
             .map(|folder| {
                 let manifest = folder.manifest.as_ref();
+                let status = listed_status(folder);
                 serde_json::json!({
                     "name": folder.name(),
                     "folder": folder.dir.display().to_string(),
@@ -430,8 +431,8 @@ fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
                     "description": manifest.map(|m| m.description.clone()),
                     "abi_version": manifest.map(|m| m.abi_version),
                     "library": folder.library.as_ref().map(|l| l.display().to_string()),
-                    "usable": folder.is_usable(),
-                    "problem": folder.status.as_ref().err().map(ToString::to_string),
+                    "usable": status.is_ok(),
+                    "problem": status.err(),
                 })
             })
             .collect();
@@ -452,7 +453,7 @@ fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
             .as_ref()
             .and_then(|l| l.file_name())
             .map(|n| n.to_string_lossy().into_owned());
-        let status = match &folder.status {
+        let status = match listed_status(folder) {
             Ok(()) if color => "\x1b[32musable\x1b[0m".to_owned(),
             Ok(()) => "usable".to_owned(),
             Err(problem) if color => format!("\x1b[31munusable\x1b[0m: {problem}"),
@@ -471,6 +472,24 @@ fn list_plugins(settings: &Settings, json: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A folder's status as listed: what its manifest says, and whether its library is the one the
+/// manifest's checksum names (read, never opened), which `run` would otherwise be first to find.
+fn listed_status(folder: &crate::discovery::PluginFolder) -> Result<(), String> {
+    folder.status.as_ref().map_err(ToString::to_string)?;
+    let checksum = folder.manifest.as_ref().and_then(|m| m.checksum.as_deref());
+    match (folder.library.as_deref(), checksum) {
+        (Some(library), Some(checksum)) => {
+            crate::loading::verify_checksum(library, checksum).map_err(|error| match error {
+                crate::loading::LoadError::Checksum { expected, found, .. } => {
+                    format!("checksum mismatch: plugin.yaml says {expected}, the file is {found}")
+                }
+                other => other.to_string(),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {

@@ -105,16 +105,31 @@ pub enum PluginProblem {
     DuplicateName(PathBuf),
     /// The folder is a link to something that is not there.
     DanglingLink(PathBuf),
-    /// A key of the manifest spelt like one of its own: one letter off `checksum` would turn the
-    /// library's check off, off `library` another library could be opened.
-    MisspeltKey {
-        /// Its line.
-        line: Option<usize>,
-        /// The key as written.
-        key: String,
-        /// The manifest's key it is spelt like.
-        closest: &'static str,
-    },
+    /// Keys of the manifest spelt like its own (each named, so one edit fixes the file): one
+    /// letter off `checksum` would turn the library's check off, off `library` another library
+    /// could be opened.
+    MisspeltKeys(Vec<MisspeltKey>),
+}
+
+/// A manifest key spelt like one of the manifest's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MisspeltKey {
+    /// Its line.
+    pub line: Option<usize>,
+    /// The key as written.
+    pub key: String,
+    /// The manifest's key it is spelt like.
+    pub closest: &'static str,
+}
+
+impl MisspeltKey {
+    fn at(&self) -> String {
+        let at = self
+            .line
+            .map(|line| format!(" at line {line}"))
+            .unwrap_or_default();
+        format!("`{}`{at}", self.key)
+    }
 }
 
 impl fmt::Display for PluginProblem {
@@ -156,13 +171,22 @@ impl fmt::Display for PluginProblem {
             ),
             Self::DuplicateName(other) => write!(f, "the name is already declared by {}", other.display()),
             Self::DanglingLink(target) => write!(f, "a link to {}, which is not there", target.display()),
-            Self::MisspeltKey { line, key, closest } => {
-                let at = line.map(|line| format!(" at line {line}")).unwrap_or_default();
-                write!(
+            Self::MisspeltKeys(keys) => match keys.as_slice() {
+                [one] => write!(
                     f,
-                    "{MANIFEST_FILE}{at} has the unknown key `{key}`; did you mean `{closest}`?"
-                )
-            }
+                    "{MANIFEST_FILE} has the unknown key {}; did you mean `{}`?",
+                    one.at(),
+                    one.closest
+                ),
+                many => write!(
+                    f,
+                    "{MANIFEST_FILE} has unknown keys: {}",
+                    many.iter()
+                        .map(|key| format!("{} (did you mean `{}`?)", key.at(), key.closest))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
         }
     }
 }
@@ -261,12 +285,12 @@ fn read_manifest(dir: &Path) -> Result<Manifest, PluginProblem> {
             })
         }
     };
-    let mut misspelt = None;
+    let mut misspelt = Vec::new();
     let manifest = serde_ignored::deserialize(serde_norway::Deserializer::from_str(&text), |ignored| {
         let key = ignored.to_string();
         let known = serde_aux::serde_introspection::serde_introspect::<Manifest>();
         if let Some(closest) = ctxhost_engine_kit::keys::closest_key(&key, known) {
-            misspelt.get_or_insert(PluginProblem::MisspeltKey {
+            misspelt.push(MisspeltKey {
                 line: crate::config::find_key_line(&text, &key),
                 key,
                 closest,
@@ -275,8 +299,8 @@ fn read_manifest(dir: &Path) -> Result<Manifest, PluginProblem> {
     });
     // Keys unlike every one of the manifest's are left alone: Hermes's `plugin.yaml` has its own.
     // A misspelt required key also makes that key missing: the spelling is the clearer cause.
-    if let Some(problem) = misspelt {
-        return Err(problem);
+    if !misspelt.is_empty() {
+        return Err(PluginProblem::MisspeltKeys(misspelt));
     }
     manifest.map_err(|error| {
         let location = error.location();

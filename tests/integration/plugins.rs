@@ -25,6 +25,11 @@ fn plugins_list_shows_every_folder_with_its_status_and_reason() {
         manifest("elsewhere", 1)
     );
     tree.folder("elsewhere", Some(&library_elsewhere));
+    let sums = tree.folder(
+        "sums",
+        Some(&format!("{}checksum: sha256:00\n", manifest("sums", 1))),
+    );
+    fs::write(sums.join("libs.so"), b"x").unwrap();
 
     let output = tree.run(&["plugins", "list"]);
     let (stdout, stderr) = texts(&output);
@@ -63,6 +68,12 @@ fn plugins_list_shows_every_folder_with_its_status_and_reason() {
     );
     assert!(
         line("elsewhere").contains("is not a file name of the folder"),
+        "{stdout}"
+    );
+    // `run` would refuse it before opening it; the listing says so first.
+    assert!(
+        line("sums")
+            .contains("unusable: checksum mismatch: plugin.yaml says sha256:00, the file is sha256:2d71"),
         "{stdout}"
     );
 }

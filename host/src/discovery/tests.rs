@@ -150,14 +150,33 @@ fn a_misspelt_manifest_key_makes_the_folder_unusable_naming_it_and_other_keys_ar
     assert_eq!(statuses[0], ("hermes".to_owned(), Ok(())));
     assert_eq!(
         said(&statuses[1].1),
-        "plugin.yaml at line 5 has the unknown key `libary`; did you mean `library`?"
+        "plugin.yaml has the unknown key `libary` at line 5; did you mean `library`?"
     );
     assert_eq!(
         said(&statuses[2].1),
-        "plugin.yaml at line 4 has the unknown key `abi_verison`; did you mean `abi_version`?"
+        "plugin.yaml has the unknown key `abi_verison` at line 4; did you mean `abi_version`?"
     );
     assert_eq!(
         said(&statuses[3].1),
-        "plugin.yaml at line 5 has the unknown key `checksun`; did you mean `checksum`?"
+        "plugin.yaml has the unknown key `checksun` at line 5; did you mean `checksum`?"
+    );
+}
+
+#[test]
+fn every_misspelt_manifest_key_is_named_so_one_edit_fixes_the_file() {
+    let tree = Tree::new();
+    let two = format!(
+        "{}libary: {}
+checksun: sha256:00
+",
+        manifest("two"),
+        lib("x")
+    );
+    tree.plugin("two", Some(&two), &[&lib("x")]);
+    let statuses = tree.statuses();
+    assert_eq!(
+        statuses[0].1.as_ref().unwrap_err().to_string(),
+        "plugin.yaml has unknown keys: `libary` at line 5 (did you mean `library`?), \
+         `checksun` at line 6 (did you mean `checksum`?)"
     );
 }
