@@ -1156,6 +1156,46 @@ fn a_session_is_offered_each_tool_once_by_name_as_a_replay_is_and_told_what_was_
 }
 
 #[test]
+fn an_observers_tool_the_engine_offers_already_stays_the_engines_and_the_warning_names_the_observer() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.engine("lcm", "ctxhost_engine_lcm");
+    let mut served = Served::start(tree.root());
+    let config = json!({
+        "context": {"engine": "lcm", "observers": ["faulty"]},
+        "lcm": {"database": "store/lcm.sqlite"},
+        "faulty": {"echo_tool": "lcm_grep"},
+    });
+    let opened = served.open(json!({"config": config, "model": model(16_000)}));
+    assert_eq!(
+        opened.value.warnings,
+        ["observer `faulty` offers the tool `lcm_grep`, which the active engine offers already; the first keeps it"]
+    );
+    let names: Vec<&str> = opened
+        .value
+        .tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "lcm_grep",
+            "lcm_describe",
+            "lcm_expand",
+            "lcm_status",
+            "faulty_host_services"
+        ]
+    );
+    // The engine's tool answers, not the observer's echo of its arguments.
+    let grep: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": opened.value.session, "name": "lcm_grep", "arguments": {"pattern": "x"}}),
+    );
+    assert!(grep.value.get("matches").is_some(), "{:#}", grep.value);
+}
+
+#[test]
 fn shutdown_names_an_observer_detached_as_its_session_ended_among_the_problems() {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");

@@ -491,12 +491,13 @@ impl Observers {
             .flat_map(|w| w.schema_warnings.iter().map(String::as_str))
     }
 
-    /// Each observer's tool schemas, in attachment order.
-    pub fn tool_schemas(&self) -> impl Iterator<Item = &Value> {
+    /// Each observer's tool schemas, with its index, in attachment order.
+    pub fn tool_schemas(&self) -> impl Iterator<Item = (usize, &Value)> {
         self.workers
             .iter()
-            .filter(|w| !w.retired)
-            .flat_map(|w| w.schemas.iter())
+            .enumerate()
+            .filter(|(_, w)| !w.retired)
+            .flat_map(|(index, w)| w.schemas.iter().map(move |schema| (index, schema)))
     }
 
     /// The observer offering the tool `name`, if one does.

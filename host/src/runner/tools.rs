@@ -16,7 +16,7 @@ use serde_json::Value;
 
 /// Which engine answers a tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum ToolOwner {
+pub(crate) enum ToolOwner {
     /// The active engine.
     Active,
     /// Observer number `n`, in attachment order.
@@ -25,7 +25,7 @@ pub(super) enum ToolOwner {
 
 /// The tools the agent is offered: the active engine's, then each observer's; a name offered
 /// twice keeps its first owner, with one warning.
-pub(super) fn merge_tool_owners<'a>(
+pub(crate) fn merge_tool_owners<'a>(
     active: Vec<String>,
     observers: impl Iterator<Item = (usize, &'a str, &'a str)>,
 ) -> (Vec<(String, ToolOwner)>, Vec<String>) {

@@ -20,7 +20,10 @@ use crate::{
     config::Settings,
     engine::EngineHandle,
     resolution::Resolution,
-    runner::Observers,
+    runner::{
+        tools::{merge_tool_owners, ToolOwner},
+        Observers,
+    },
     tokens::TokenCounter,
     tools::{offered_tools, tool_name, OfferedTools},
 };
@@ -80,10 +83,7 @@ impl Session {
         // An engine whose schemas cannot be read offers no tools; its failure shows in the log.
         let offered = self.offered_tools().unwrap_or_else(|error| {
             tracing::warn!("{error}; the engine offers no tools");
-            OfferedTools {
-                schemas: self.watch.tool_schemas(),
-                warnings: Vec::new(),
-            }
+            self.with_observer_tools(OfferedTools::default())
         });
         for warning in &offered.warnings {
             tracing::warn!("{warning}");
@@ -108,26 +108,34 @@ impl Session {
     /// warning, as in a replay), and what was wrong with the others.
     fn offered_tools(&mut self) -> Result<OfferedTools, crate::engine::EngineCallError> {
         let schemas = self.engine.get_tool_schemas()?;
-        let mut offered = offered_tools(self.engine.name(), schemas);
+        let offered = offered_tools(self.engine.name(), schemas);
+        Ok(self.with_observer_tools(offered))
+    }
+
+    /// `offered` (the engine's), then each observer's tool that no one before offers, named as a
+    /// replay names them ([`merge_tool_owners`]).
+    fn with_observer_tools(&self, mut offered: OfferedTools) -> OfferedTools {
         offered.warnings.extend(self.watch.schema_warnings());
-        let engines: HashSet<String> = offered.names().map(str::to_owned).collect();
-        let mut observers = HashSet::new();
-        for schema in self.watch.tool_schemas() {
-            let name = tool_name(&schema).unwrap_or_default().to_owned();
-            let owner = if engines.contains(&name) {
-                "the active engine"
-            } else if observers.contains(&name) {
-                "another observer"
-            } else {
-                observers.insert(name);
-                offered.schemas.push(schema);
-                continue;
-            };
-            offered.warnings.push(format!(
-                "an observer offers the tool `{name}`, which {owner} offers already; the first keeps it"
-            ));
+        let active = offered.names().map(str::to_owned).collect();
+        let observers = self.watch.observers();
+        let (owners, warnings) = merge_tool_owners(
+            active,
+            observers
+                .tools()
+                .map(|(index, tool)| (index, observers.name(index), tool)),
+        );
+        offered.warnings.extend(warnings);
+        let mut taken = HashSet::new();
+        for (index, schema) in observers.tool_schemas() {
+            let name = tool_name(schema).unwrap_or_default();
+            let owned = owners
+                .iter()
+                .any(|(tool, owner)| tool == name && *owner == ToolOwner::Observer(index));
+            if owned && taken.insert(name.to_owned()) {
+                offered.schemas.push(schema.clone());
+            }
         }
-        Ok(offered)
+        offered
     }
 
     /// Whether the engine itself offers the tool `name`.

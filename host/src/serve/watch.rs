@@ -48,9 +48,9 @@ impl Watch {
         self.observers.is_empty()
     }
 
-    /// Their tools' schemas.
-    pub fn tool_schemas(&self) -> Vec<Value> {
-        self.observers.tool_schemas().cloned().collect()
+    /// The observers, to read their tools.
+    pub fn observers(&self) -> &Observers {
+        &self.observers
     }
 
     /// What was wrong with the observers' tool schemas, one warning each.

@@ -23,6 +23,8 @@
 //!   its earlier notes. The host must not take that note for the user's message.
 //! - `{"bad_tools": true}`: `get_tool_schemas` also offers `faulty_echo` a second time, a schema
 //!   with an empty name and one with none, which every host path must leave out with a warning.
+//! - `{"echo_tool": "<name>"}`: the echo tool is offered under that name (another engine's tool
+//!   name, to test which of two offers of one name the agent gets).
 //! - `{"chatty": true}`: it prints a line on stdout when created, in `compress` and in `observe`,
 //!   as a plugin left with a debugging `println!` does.
 //! - `{"observe": "count" | "sleep" | "jitter" | "fail" | "panic" | "hang"}`: as an observer, it
@@ -112,6 +114,7 @@ pub struct Faulty {
     user_note: bool,
     bad_tools: bool,
     chatty: bool,
+    echo_tool: String,
     observe: Option<String>,
     observe_fail_at: u64,
     observed: u64,
@@ -284,6 +287,11 @@ impl Engine for Faulty {
             user_note: config.get("user_note").and_then(Value::as_bool).unwrap_or(false),
             bad_tools: config.get("bad_tools").and_then(Value::as_bool).unwrap_or(false),
             chatty: config.get("chatty").and_then(Value::as_bool).unwrap_or(false),
+            echo_tool: config
+                .get("echo_tool")
+                .and_then(Value::as_str)
+                .unwrap_or("faulty_echo")
+                .to_owned(),
             observe: read_choice(config, "observe", &OBSERVE_MODES)?,
             observe_fail_at: config.get("observe_fail_at").and_then(Value::as_u64).unwrap_or(5),
             observed: 0,
@@ -394,7 +402,7 @@ impl Engine for Faulty {
         ];
         let good = [
             json!({
-                "name": "faulty_echo",
+                "name": self.echo_tool,
                 "description": "Answers its arguments unchanged.",
                 "parameters": { "type": "object", "additionalProperties": true },
             }),
@@ -411,7 +419,7 @@ impl Engine for Faulty {
     fn handle_tool_call(&mut self, name: &str, arguments: &Value, messages: Option<&[Message]>) -> Value {
         self.panic_if_told("handle_tool_call");
         match name {
-            "faulty_echo" => arguments.clone(),
+            _ if name == self.echo_tool => arguments.clone(),
             "faulty_host_services" => self.ask_host(messages.unwrap_or_default()),
             _ => json!({ "error": format!("Unknown context engine tool: {name}") }),
         }
