@@ -386,7 +386,11 @@ fn build_report(
     args: &RunArgs,
 ) -> RunReport {
     let threshold_tokens = outcome.counters.map_or(0, |counters| counters.threshold_tokens);
-    let sources = FigureSources::new(&context_length.source, options.token_counter.name());
+    let last_engine = outcome
+        .engine_spans
+        .last()
+        .map_or(engine.as_str(), |span| &span.engine);
+    let sources = FigureSources::new(&context_length.source, options.token_counter.name(), last_engine);
     RunReport {
         transcript: path.display().to_string(),
         format: format.to_string(),

@@ -104,12 +104,15 @@ pub struct FigureSources {
 }
 
 impl FigureSources {
-    /// The sources, for a run whose window came from `context_length_source` and whose tokens
-    /// were counted with `token_counter`.
-    pub fn new(context_length_source: &str, token_counter: &str) -> Self {
+    /// The sources, for a run whose window came from `context_length_source`, whose tokens
+    /// were counted with `token_counter`, and whose engine in charge at the end is `last_engine`
+    /// (the one whose threshold is read, after `/engine` swaps too).
+    pub fn new(context_length_source: &str, token_counter: &str, last_engine: &str) -> Self {
         Self {
             context_length: context_length_source.to_owned(),
-            threshold_tokens: "the engine's threshold_tokens, set by update_model from the window".to_owned(),
+            threshold_tokens: format!(
+                "the threshold_tokens of `{last_engine}`, the engine in charge at the end, set by update_model from the window"
+            ),
             usage: "per model call: recorded in the transcript when it has usage, else estimated".to_owned(),
             usage_recorded: RECORDED_USAGE_NOTE.to_owned(),
             usage_estimated: format!("counted by the host with {token_counter} on the replayed context"),

@@ -638,6 +638,12 @@ fn engine_swaps_show_in_the_report_and_a_swap_that_cannot_load_keeps_the_old_eng
     // The compressor had not compacted yet at message 20, and masking keeps every message.
     assert_eq!(after.len(), report["compactions"].as_array().unwrap().len());
     assert_eq!(report["final_messages"], 373);
+    // `--json` says whose threshold it gives, as the text report does.
+    let whose = report["sources"]["threshold_tokens"].as_str().unwrap();
+    assert!(
+        whose.starts_with("the threshold_tokens of `masking`, the engine in charge at the end"),
+        "{whose}"
+    );
     let log = fs::read_to_string(&events).unwrap();
     let swap: Value = log
         .lines()
