@@ -14,7 +14,8 @@
 //!   of that name still unanswered since the last message that was not a result. One answering no
 //!   such call gets no `tool_call_id`: the pairing repair drops it with a warning naming its line,
 //!   as it drops any result that answers no call;
-//! - once the file is read, one warning says how many of each were read so: the conversion is
+//! - once the file is read, one warning says how many of each were read so (a result dropped as
+//!   answering no call is not counted: it has its own warning): the conversion is
 //!   worth knowing about (the ids are made up), but not once per message.
 
 use std::path::Path;
@@ -98,23 +99,32 @@ impl LegacyFunctions {
             record.insert("tool_call_id".to_owned(), Value::String(self.open[at].0.clone()));
         }
         let read = message_with_fixed_ids(record)?;
+        // One answering no call is dropped by the pairing repair, with its own warning: it was
+        // not read as a result.
         if let Some(at) = answered {
             self.open.remove(at);
+            self.results += 1;
         }
-        self.results += 1;
         Ok(read)
     }
 
     /// The file is read: one warning says what was read as tool calls, if anything was.
     pub(super) fn report(&mut self, path: &Path, meta: &mut TranscriptMeta) {
         let (calls, results) = (std::mem::take(&mut self.calls), std::mem::take(&mut self.results));
-        if calls + results == 0 {
+        // A result is counted only once it answers a call: there are no results without calls.
+        if calls == 0 {
             return;
         }
+        let results = match results {
+            0 => String::new(),
+            n => format!(
+                " and {n} `function` {} as their `tool` results",
+                plural(n, "message", "messages")
+            ),
+        };
         let warning = format!(
-            "legacy function calling read as tool calls: {calls} `function_call` {} (ids `{LEGACY_CALL_ID_PREFIX}…` made from their place in the file) and {results} `function` {} as `tool` results",
+            "legacy function calling read as tool calls: {calls} `function_call` {} (ids `{LEGACY_CALL_ID_PREFIX}…` made from their place in the file){results}",
             plural(calls, "message", "messages"),
-            plural(results, "message", "messages"),
         );
         meta.warn(path, warning);
     }
