@@ -266,6 +266,9 @@ pub trait Engine: Send + 'static {
     /// - shorten a tool call's arguments (keeping them valid JSON);
     /// - drop any other message, whole tool groups at a time.
     ///
+    /// Size is not checked: a result larger than its input is applied (a replay warns once), and
+    /// a context over the model's window is reported as any overrun is.
+    ///
     /// Returning the input unchanged means there was nothing to compact; the host reports it so,
     /// not as a compaction.
     fn compress(

@@ -180,6 +180,40 @@ fn a_plugin_that_writes_a_user_role_note_is_not_refused() {
 }
 
 #[test]
+fn a_compaction_that_makes_the_context_larger_is_applied_with_one_warning_and_the_overrun_reported() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    tree.config("context:\n  engine: faulty\nmodel:\n  context_length: 6000\nfaulty:\n  pad_words: 20000\n");
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let output = tree.run(&["run", &transcript, "--json", "--fail-over-window"]);
+    let (stdout, stderr) = texts(&output);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let first = &report["compactions"][0];
+    assert_eq!(first["outcome"]["status"], "applied", "{first:#}");
+    assert!(
+        first["tokens_after"].as_u64() > first["tokens_before"].as_u64(),
+        "{first:#}"
+    );
+    let grew: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("larger, not smaller"))
+        .collect();
+    assert_eq!(grew.len(), 1, "said once however often it happens: {stderr}");
+    assert!(
+        grew[0].starts_with(&format!(
+            "warning: engine `faulty` made the context larger, not smaller, in its compaction before message {}: ",
+            first["at_message"]
+        )),
+        "{stderr}"
+    );
+    // The window's overrun is its own report, and fails the run when asked.
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("the context went over the window"), "{stderr}");
+}
+
+#[test]
 fn a_manual_compress_with_nothing_to_compact_says_so() {
     let tree = PluginDir::new();
     tree.config("model:\n  context_length: 200000\n");

@@ -101,6 +101,8 @@ pub struct Replayer<'e> {
     above_threshold: bool,
     /// Whether the first window overrun was warned about.
     overrun_warned: bool,
+    /// Whether a compaction that made the context larger was warned about.
+    growth_warned: bool,
     /// Each engine failure said on stderr, and how many times it happened: an engine that fails
     /// the same way at every turn (a store it cannot open) is said once, then counted.
     failures_said: Vec<(String, usize)>,
@@ -139,6 +141,7 @@ impl<'e> Replayer<'e> {
             threshold: None,
             above_threshold: false,
             overrun_warned: false,
+            growth_warned: false,
             failures_said: Vec::new(),
         };
         let model = replayer.options.model.clone();
@@ -792,6 +795,18 @@ impl<'e> Replayer<'e> {
         record.messages_after = self.context.len();
         if record.outcome == Outcome::Applied {
             self.above_threshold = self.threshold.is_some_and(|t| t > 0 && record.tokens_after >= t);
+            if record.tokens_after > record.tokens_before && !std::mem::replace(&mut self.growth_warned, true)
+            {
+                // Applied all the same: the result is checked for validity, and size is the
+                // engine's business (an overrun of the window is reported on its own).
+                self.warn(format!(
+                    "engine `{}` made the context larger, not smaller, in its compaction before message {}: {} -> {} tokens (applied: a result is checked for validity, not size; the report lists every compaction)",
+                    self.engine.name(),
+                    record.at_message,
+                    group_thousands(record.tokens_before as usize),
+                    group_thousands(record.tokens_after as usize),
+                ));
+            }
         }
         self.record_compaction(record, &inserted);
     }

@@ -21,6 +21,8 @@
 //! - `{"user_note": true}`: `compress` is correct and also writes a user-role note right after the
 //!   user's last message, saying how many messages it dropped (a new text each time), and drops
 //!   its earlier notes. The host must not take that note for the user's message.
+//! - `{"pad_words": N}`: `compress` is correct and also puts an assistant note of N words after
+//!   the system message: with N large, a valid result larger than its input.
 //! - `{"bad_tools": true}`: `get_tool_schemas` also offers `faulty_echo` a second time, a schema
 //!   with an empty name and one with none, which every host path must leave out with a warning.
 //! - `{"echo_tool": "<name>"}`: the echo tool is offered under that name (another engine's tool
@@ -112,6 +114,7 @@ pub struct Faulty {
     crash: Option<(String, String)>,
     invalid_output: Option<String>,
     user_note: bool,
+    pad_words: usize,
     bad_tools: bool,
     chatty: bool,
     echo_tool: String,
@@ -285,6 +288,7 @@ impl Engine for Faulty {
             crash,
             invalid_output: read_choice(config, "invalid_output", &INVALID_OUTPUTS)?,
             user_note: config.get("user_note").and_then(Value::as_bool).unwrap_or(false),
+            pad_words: config.get("pad_words").and_then(Value::as_u64).unwrap_or(0) as usize,
             bad_tools: config.get("bad_tools").and_then(Value::as_bool).unwrap_or(false),
             chatty: config.get("chatty").and_then(Value::as_bool).unwrap_or(false),
             echo_tool: config
@@ -331,6 +335,13 @@ impl Engine for Faulty {
                 let note = format!("{NOTE_MARK} compaction {count} dropped {dropped} earlier messages");
                 kept.insert(user + 1, Message::user(note));
             }
+        }
+        if self.pad_words > 0 {
+            let after_system = usize::from(kept.first().is_some_and(|m| m.role == Role::System));
+            kept.insert(
+                after_system,
+                Message::assistant("padding ".repeat(self.pad_words)),
+            );
         }
         self.counters.compression_count += 1;
         Ok(match &self.invalid_output {
