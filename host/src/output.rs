@@ -3,8 +3,9 @@
 //!
 //! The file ends up as one written in place would: a new one with the mode the umask gives
 //! (`0666` less the umask), a replaced one with the mode it had. A symlink is written through:
-//! its target is replaced and the link stays. A read-only file, or one that is not a regular
-//! file (a directory, a device, a FIFO), is refused and left as it was.
+//! its target is replaced and the link stays. A read-only file, one that is not a regular file (a
+//! directory, a device, a FIFO), or a process's open file (`/dev/stdout`) is refused and left as
+//! it was.
 //!
 //! - [`write_atomically`] and [`write_json_atomically`] for a file written in one go (the final
 //!   context);
@@ -81,6 +82,15 @@ fn through_symlinks(path: &Path) -> io::Result<PathBuf> {
     // As the kernel does, give up on a loop after 40 links.
     let mut target = path.to_owned();
     for _ in 0..40 {
+        // `/dev/stdout`, `/dev/fd/N` and `/proc/self/fd/N` name what a descriptor is open on:
+        // once the host has moved its stdout aside, fd 1 is stderr's file, and a pipe is no path.
+        // The folder is resolved too: `/dev/fd` is itself a link into `/proc`.
+        let folder = target.parent().and_then(|dir| fs::canonicalize(dir).ok());
+        if target.starts_with("/proc") || folder.is_some_and(|dir| dir.starts_with("/proc")) {
+            return Err(io::Error::other(
+                "a standard stream or another open file of a process, not a file: an output is written to a file and renamed into place",
+            ));
+        }
         match fs::symlink_metadata(&target) {
             Ok(metadata) if metadata.file_type().is_symlink() => {
                 let link = fs::read_link(&target)?;

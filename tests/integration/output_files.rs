@@ -214,3 +214,47 @@ fn a_read_only_file_or_the_transcript_itself_is_refused_and_left_as_it_was() {
         assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     }
 }
+
+#[test]
+fn a_standard_stream_named_as_an_output_is_refused_and_neither_stream_is_overwritten() {
+    let tree = PluginDir::new();
+    let path = transcript(&tree);
+    let (out_file, err_file) = (tree.root().join("a.out"), tree.root().join("a.err"));
+    for (flag, stream) in [
+        ("--out", "/dev/stdout"),
+        ("--out", "/dev/stderr"),
+        ("--events", "/dev/stdout"),
+        ("--out", "/dev/fd/1"),
+        ("--out", "/proc/self/fd/2"),
+    ] {
+        // Streams redirected to files, as `>a.out 2>a.err` does: the host moves its stdout aside
+        // at start, so fd 1 then names stderr's file.
+        let output = ctxhost()
+            .current_dir(tree.root())
+            .args(["run", path_str(&path), flag, stream])
+            .env_remove("RUST_LOG")
+            .stdout(fs::File::create(&out_file).unwrap())
+            .stderr(fs::File::create(&err_file).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{flag} {stream}");
+        let stderr = fs::read_to_string(&err_file).unwrap();
+        assert_eq!(
+            stderr.lines().collect::<Vec<_>>(),
+            [format!(
+                "error: {stream}: cannot write: a standard stream or another open file of a process, not a file: an output is written to a file and renamed into place"
+            )],
+            "{flag} {stream}"
+        );
+        assert_eq!(fs::read_to_string(&out_file).unwrap(), "", "{flag} {stream}");
+    }
+    // Stdout a pipe: the same line, not a missing file named `pipe:[…]`.
+    let output = tree.run(&["run", path_str(&path), "--out", "/dev/stdout"]);
+    let (stdout, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.contains("/dev/stdout: cannot write: a standard stream"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty(), "{stdout}");
+}
