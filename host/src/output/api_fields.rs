@@ -11,7 +11,10 @@
 //!   `image_url`, `input_audio` and `file` from the user, `refusal` from the assistant. An
 //!   Anthropic `image` block in a user message becomes an `image_url` part, and a part with text of
 //!   another kind (Codex's `input_text`) a `text` part. Any other part (an image in a tool's
-//!   result, which the API takes only from the user) is left out, and said.
+//!   result, which the API takes only from the user) is left out, and said;
+//! - an assistant message with neither content nor tool calls (a Claude Code turn that held only
+//!   thinking, a legacy call that was not one) is left out, and said: the API refuses it. Any
+//!   other message without content gets empty text, which the API takes.
 
 use std::collections::BTreeMap;
 
@@ -37,6 +40,8 @@ pub struct LeftOut {
     pub parts: BTreeMap<String, usize>,
     /// Anthropic image blocks rewritten as `image_url` parts.
     pub images_converted: usize,
+    /// Assistant messages with neither content nor tool calls, left out.
+    pub empty_assistant_messages: usize,
 }
 
 impl LeftOut {
@@ -59,6 +64,17 @@ impl LeftOut {
                 list(&self.parts)
             ));
         }
+        if self.empty_assistant_messages > 0 {
+            said.push(format!(
+                "left out {} assistant message{} with neither content nor tool calls, which the API refuses",
+                self.empty_assistant_messages,
+                if self.empty_assistant_messages == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ));
+        }
         if self.images_converted > 0 {
             said.push(format!(
                 "wrote {} Anthropic image block{} as `image_url` parts",
@@ -71,9 +87,9 @@ impl LeftOut {
 }
 
 /// Keeps in `messages` only what the chat completions API takes; returns what was left out.
-pub fn keep_api_fields(messages: &mut [Message]) -> LeftOut {
+pub fn keep_api_fields(messages: &mut Vec<Message>) -> LeftOut {
     let mut left_out = LeftOut::default();
-    for message in messages {
+    for message in messages.iter_mut() {
         for key in std::mem::take(&mut message.extra).into_iter().map(|(key, _)| key) {
             *left_out.fields.entry(key).or_default() += 1;
         }
@@ -99,7 +115,18 @@ pub fn keep_api_fields(messages: &mut [Message]) -> LeftOut {
                 message.content = Content::Text(String::new());
             }
         }
+        // The API takes `null` only beside tool calls.
+        if message.content == Content::Null && message.calls().is_empty() {
+            message.content = Content::Text(String::new());
+        }
     }
+    messages.retain(|message| {
+        let empty = message.role == Role::Assistant
+            && message.calls().is_empty()
+            && message.content == Content::Text(String::new());
+        left_out.empty_assistant_messages += usize::from(empty);
+        !empty
+    });
     left_out
 }
 
@@ -228,6 +255,35 @@ mod tests {
         ]}))];
         keep_api_fields(&mut messages);
         assert_eq!(serde_json::to_value(&messages[0].content).unwrap(), json!(""));
+    }
+
+    #[test]
+    fn an_assistant_message_with_neither_content_nor_calls_is_left_out_since_the_api_refuses_it() {
+        let mut messages = vec![
+            message(json!({"role": "user", "content": "go"})),
+            // A Claude Code turn that held only thinking, and an answer whose only part is not text.
+            message(json!({"role": "assistant", "content": null, "thinking": "hmm"})),
+            message(json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}]})),
+            message(json!({"role": "assistant", "content": null,
+                           "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]})),
+            message(json!({"role": "tool", "tool_call_id": "c1", "content": null})),
+            message(json!({"role": "user", "content": null})),
+        ];
+        let left_out = keep_api_fields(&mut messages);
+        assert_eq!(
+            serde_json::to_value(&messages).unwrap(),
+            json!([
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": null,
+                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": ""},
+                {"role": "user", "content": ""},
+            ])
+        );
+        assert_eq!(
+            left_out.describe().unwrap(),
+            "--out-fields api: left out the fields `thinking` (1); left out content parts the API does not take: `thinking` (1); left out 2 assistant messages with neither content nor tool calls, which the API refuses"
+        );
     }
 
     #[test]
