@@ -264,7 +264,9 @@ pub fn run_cli(cli: Cli) -> Result<()> {
     if let Err(error) = stdout::keep_for_the_host() {
         tracing::debug!("stdout is shared with plugins: {error}");
     }
-    let mut settings = load_settings(cli.config.as_deref(), cli.plugins_dir.as_deref())?;
+    // An isolated engine's child reads its host's config: the host said its warnings already.
+    let child = matches!(&cli.command, Command::Serve(args) if args.parent_pid.is_some());
+    let mut settings = load_settings(cli.config.as_deref(), cli.plugins_dir.as_deref(), !child)?;
     if let Some(isolation) = cli.isolation {
         settings.isolation = isolation;
     }
@@ -291,7 +293,7 @@ pub fn run_cli(cli: Cli) -> Result<()> {
     }
 }
 
-fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>) -> Result<Settings> {
+fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>, say_warnings: bool) -> Result<Settings> {
     let mut settings = match config {
         Some(path) => Settings::load(path)?,
         None if Path::new("config.yaml").is_file() => Settings::load(Path::new("config.yaml"))?,
@@ -300,8 +302,10 @@ fn load_settings(config: Option<&Path>, plugins_dir: Option<&Path>) -> Result<Se
     if let Some(dir) = plugins_dir {
         settings.plugins_dir = dir.to_owned();
     }
-    for warning in &settings.warnings {
-        warn_user(warning);
+    if say_warnings {
+        for warning in &settings.warnings {
+            warn_user(warning);
+        }
     }
     Ok(settings)
 }

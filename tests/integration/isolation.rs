@@ -469,3 +469,31 @@ fn an_isolated_plugins_failure_names_its_files_as_the_same_one_in_process_does()
     );
     assert_eq!(said("process"), in_process);
 }
+
+#[test]
+fn an_isolated_engines_log_lines_and_the_configs_warnings_read_as_in_process_and_once() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    // A misspelt key: the host says it; its child, reading the same file, does not again.
+    tree.config("context:\n  engine: faulty\nmodel:\n  context_length: 8000\n  defualt: x\n");
+    let said = |isolation: &str| {
+        let (_, stderr) = texts(&tree.run(&["run", &example_transcript(), "--isolation", isolation]));
+        stderr
+            .lines()
+            .filter(|line| line.contains("faulty engine compressing") || line.contains("defualt"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let in_process = said("in-process");
+    assert!(
+        in_process[1].starts_with("warning: engine `faulty`: faulty engine compressing"),
+        "{in_process:?}"
+    );
+    assert_eq!(
+        in_process.iter().filter(|l| l.contains("defualt")).count(),
+        1,
+        "{in_process:?}"
+    );
+    // Not `warning: session s1: engine …`: that session is the child's, not one the user has.
+    assert_eq!(said("process"), in_process);
+}

@@ -1097,37 +1097,42 @@ fn a_plugins_warning_about_its_block_is_one_of_the_sessions_warnings() {
 }
 
 #[test]
-fn an_engines_own_log_line_is_led_by_the_session_it_is_about() {
+fn an_engines_own_log_line_is_led_by_the_session_it_is_about_in_process_and_isolated() {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");
     let messages = transcript("coupon-fix.json");
-    let mut served = Served::start(tree.root());
-    let config = json!({"context": {"engine": "faulty"}});
-    let sessions: Vec<String> = (0..2)
-        .map(|_| {
-            served
-                .open(json!({"config": config, "model": model(16_000)}))
-                .value
-                .session
-        })
-        .collect();
-    // Only the second session compacts: its line alone says it, naming it.
-    start_and_compress_the_first_half(&mut served, &sessions[1], &messages);
-    let (status, log) = served.finish();
-    assert!(status.success(), "{log}");
-    let compressing: Vec<&str> = log
-        .lines()
-        .filter(|line| line.contains("faulty engine compressing"))
-        .collect();
-    assert_eq!(
-        compressing,
-        [format!(
-            "warning: session {}: engine `faulty`: faulty engine compressing {} messages",
-            sessions[1],
-            messages.len() / 2
-        )],
-        "{log}"
-    );
+    // Isolated, the engine's line comes from a child `serve` whose own session is `s1`, whichever
+    // session of this server it runs for.
+    for flags in [&[][..], &["--isolation", "process"]] {
+        let mut served = Served::spawn_with(tree.root(), flags);
+        served.client.initialize("integration-tests").unwrap();
+        let config = json!({"context": {"engine": "faulty"}});
+        let sessions: Vec<String> = (0..2)
+            .map(|_| {
+                served
+                    .open(json!({"config": config, "model": model(16_000)}))
+                    .value
+                    .session
+            })
+            .collect();
+        // Only the second session compacts: its line alone says it, naming it.
+        start_and_compress_the_first_half(&mut served, &sessions[1], &messages);
+        let (status, log) = served.finish();
+        assert!(status.success(), "{log}");
+        let compressing: Vec<&str> = log
+            .lines()
+            .filter(|line| line.contains("faulty engine compressing"))
+            .collect();
+        assert_eq!(
+            compressing,
+            [format!(
+                "warning: session {}: engine `faulty`: faulty engine compressing {} messages",
+                sessions[1],
+                messages.len() / 2
+            )],
+            "{flags:?}: {log}"
+        );
+    }
 }
 
 #[test]

@@ -125,7 +125,10 @@ impl LiveChild {
             .spawn({
                 let last_words = Arc::clone(&last_words);
                 let whose = format!("engine `{engine}` (process {pid})");
-                move || copy_stderr(BufReader::new(stderr), &whose, &last_words)
+                // Its log lines are said as the host's own where it started the child: under
+                // `serve`, in the session whose engine it runs.
+                let span = tracing::Span::current();
+                move || copy_stderr(BufReader::new(stderr), &whose, &last_words, &span)
             })?;
         let child = Arc::new(Mutex::new(child));
         let watchdog = Watchdog::start(Arc::clone(&child), pid)?;
@@ -279,16 +282,30 @@ fn wait_for_exit(child: &Mutex<Child>, grace: Duration) -> Option<ExitStatus> {
 }
 
 /// Copies the child's stderr to the host's, each line not a log line after `whose`, keeping its
-/// last non-log lines.
-fn copy_stderr(reader: impl BufRead, whose: &str, last_words: &Mutex<VecDeque<String>>) {
+/// last non-log lines. A log line is logged again in `span`: the child is a `serve` of its own,
+/// whose session (`session s1: …`) is not one the user knows.
+fn copy_stderr(
+    reader: impl BufRead,
+    whose: &str,
+    last_words: &Mutex<VecDeque<String>>,
+    span: &tracing::Span,
+) {
     for line in reader.split(b'\n') {
         let Ok(line) = line else { break };
         let text = String::from_utf8_lossy(&line);
-        let _ = if is_log(&text) || text.trim().is_empty() {
-            writeln!(io::stderr().lock(), "{text}")
+        if let Some((level, said)) = log_line(&text) {
+            span.in_scope(|| match level {
+                tracing::Level::ERROR => tracing::error!("{said}"),
+                tracing::Level::WARN => tracing::warn!("{said}"),
+                tracing::Level::INFO => tracing::info!("{said}"),
+                tracing::Level::DEBUG => tracing::debug!("{said}"),
+                _ => tracing::trace!("{said}"),
+            });
+        } else if text.trim().is_empty() {
+            let _ = writeln!(io::stderr().lock(), "{text}");
         } else {
-            writeln!(io::stderr().lock(), "{whose}: {text}")
-        };
+            let _ = writeln!(io::stderr().lock(), "{whose}: {text}");
+        }
         if is_last_words(&text) {
             let mut words = lock(last_words);
             // The first lines say what happened; a backtrace or a second failure follows them.
@@ -297,6 +314,27 @@ fn copy_stderr(reader: impl BufRead, whose: &str, last_words: &Mutex<VecDeque<St
             }
         }
     }
+}
+
+/// A log line of the child (`warning: session s1: engine \`x\`: …`): its level, and what it
+/// says after the child's own session.
+fn log_line(line: &str) -> Option<(tracing::Level, &str)> {
+    use tracing::Level;
+    let (level, said) = [
+        ("error: ", Level::ERROR),
+        ("warning: ", Level::WARN),
+        ("info: ", Level::INFO),
+        ("debug: ", Level::DEBUG),
+        ("trace: ", Level::TRACE),
+    ]
+    .into_iter()
+    .find_map(|(prefix, level)| line.strip_prefix(prefix).map(|said| (level, said)))?;
+    let without_session = said
+        .strip_prefix("session s")
+        .and_then(|rest| rest.split_once(": "))
+        .filter(|(number, _)| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(said, |(_, rest)| rest);
+    Some((level, without_session))
 }
 
 /// Whether a line of the child's stderr says why it is dying: not one of its log lines, nor part
