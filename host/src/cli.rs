@@ -23,7 +23,7 @@ use crate::{
     discovery::{discover_plugins, find_plugin},
     engine::EngineOrigin,
     formats::{BadRecords, Format, ReadOptions, TranscriptMeta},
-    loading::{open_engine_library, SUPPORTED_ABI_VERSIONS},
+    loading::open_engine_library,
     output::{
         api_fields::OutFields,
         prompt_cache::{CacheShape, CacheTtl},
@@ -519,11 +519,11 @@ fn check_one_plugin(settings: &Settings, name: &str) -> Result<()> {
     writeln!(host_stdout(), "plugin `{name}`: {}", library.display())?;
     writeln!(
         host_stdout(),
-        "  opened in {:.2} ms; engine `{}`, engine ABI version {} (this host runs {:?})",
+        "  opened in {:.2} ms; engine `{}`, engine ABI version {} (this host runs {})",
         opened.load_time.as_secs_f64() * 1e3,
         opened.engine_name,
         opened.abi_version,
-        SUPPORTED_ABI_VERSIONS
+        crate::loading::supported_versions()
     )?;
     let mut engine = load_plugin(folder, settings).with_context(|| format!("plugin `{name}`"))?;
     let tools = engine

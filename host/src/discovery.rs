@@ -14,7 +14,7 @@ use std::{
 use serde::Deserialize;
 use walkdir::WalkDir;
 
-use crate::loading::{is_supported_abi, SUPPORTED_ABI_VERSIONS};
+use crate::loading::is_supported_abi;
 
 /// The folder under the plugins directory that holds context-engine plugins.
 pub const CONTEXT_ENGINE_DIR: &str = "context_engine";
@@ -163,7 +163,7 @@ impl fmt::Display for PluginProblem {
             Self::UnsupportedAbi(version) => write!(
                 f,
                 "built for engine ABI version {version}; this host supports {}",
-                supported_versions()
+                crate::loading::supported_versions()
             ),
             Self::NameMismatch(name) => write!(
                 f,
@@ -189,14 +189,6 @@ impl fmt::Display for PluginProblem {
             },
         }
     }
-}
-
-fn supported_versions() -> String {
-    SUPPORTED_ABI_VERSIONS
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A plugins directory that cannot be listed at all.
@@ -395,12 +387,14 @@ fn mark_duplicates(folders: &mut [PluginFolder]) {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
     /// No folder of that name.
-    #[error("no plugin folder `{name}` in {}{}", root.display(), usable_list(usable))]
+    #[error("no plugin folder `{name}` in {}{}", root.display(), where_list(*root_exists, usable))]
     Missing {
         /// The name asked for.
         name: String,
         /// The folder searched.
         root: PathBuf,
+        /// Whether that folder exists (a `--plugins-dir` mistyped names none).
+        root_exists: bool,
         /// The plugins there whose folder is in order (their libraries not opened yet, so not
         /// known to load).
         usable: Vec<String>,
@@ -415,8 +409,10 @@ pub enum LookupError {
     },
 }
 
-fn usable_list(usable: &[String]) -> String {
-    if usable.is_empty() {
+fn where_list(root_exists: bool, usable: &[String]) -> String {
+    if !root_exists {
+        " (no such directory)".to_owned()
+    } else if usable.is_empty() {
         String::new()
     } else {
         // Not "usable": finding them opens no library, and one may still fail to load.
@@ -432,9 +428,11 @@ pub fn find_plugin<'a>(
     plugins_dir: &Path,
 ) -> Result<&'a PluginFolder, LookupError> {
     let Some(folder) = folders.iter().find(|folder| folder.folder_name == name) else {
+        let root = plugins_dir.join(CONTEXT_ENGINE_DIR);
         return Err(LookupError::Missing {
             name: name.to_owned(),
-            root: plugins_dir.join(CONTEXT_ENGINE_DIR),
+            root_exists: root.is_dir(),
+            root,
             usable: folders
                 .iter()
                 .filter(|f| f.is_usable())

@@ -20,6 +20,15 @@ use sha2::{Digest, Sha256};
 /// The engine interface versions this host can run.
 pub const SUPPORTED_ABI_VERSIONS: &[u32] = &[ctxhost_engine_abi::ABI_VERSION];
 
+/// The interface versions this host runs, as a message says them (`1`, `1, 2`).
+pub fn supported_versions() -> String {
+    SUPPORTED_ABI_VERSIONS
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Whether this host can run a plugin built for interface `version`.
 pub fn is_supported_abi(version: u32) -> bool {
     SUPPORTED_ABI_VERSIONS.contains(&version)
@@ -82,14 +91,12 @@ pub enum LoadError {
         summary: String,
     },
     /// The library reports an interface version this host does not run.
-    #[error("{}: built for engine ABI version {found}; this host supports {supported:?}", path.display())]
+    #[error("{}: built for engine ABI version {found}; this host supports {}", path.display(), supported_versions())]
     UnsupportedAbi {
         /// The library.
         path: PathBuf,
         /// What it reports.
         found: u32,
-        /// What the host runs.
-        supported: &'static [u32],
     },
 }
 
@@ -196,7 +203,6 @@ pub fn open_engine_library(path: &Path) -> Result<EngineLibrary, LoadError> {
         return Err(LoadError::UnsupportedAbi {
             path,
             found: abi_version,
-            supported: SUPPORTED_ABI_VERSIONS,
         });
     }
     let engine_name = (module.engine_name())().as_str();

@@ -42,6 +42,13 @@ fn an_engine_that_is_nowhere_falls_back_with_one_warning() {
         "",
         "no plugin folder `lcm` in plugins/context_engine",
     );
+    // A plugins directory that is not there is said to be missing, not searched in silence.
+    assert_fell_back(
+        &tree,
+        "lcm",
+        "  plugins_dir: nowhere\n",
+        "no plugin folder `lcm` in nowhere/context_engine (no such directory)",
+    );
 }
 
 #[test]
@@ -76,7 +83,12 @@ fn a_library_of_an_unsupported_abi_version_falls_back() {
     let dir = tree.folder("future", Some(&manifest("future", 1)));
     let source = crate::support::built_library("ctxhost_test_future");
     fs::copy(&source, dir.join(source.file_name().unwrap())).unwrap();
-    assert_fell_back(&tree, "future", "", "built for engine ABI version 2");
+    assert_fell_back(
+        &tree,
+        "future",
+        "",
+        "built for engine ABI version 2; this host supports 1",
+    );
 }
 
 #[test]
