@@ -626,4 +626,31 @@ mod tests {
             matches!(child_error("compress", wire), ChildError::Invalid(problem) if problem == "it is empty")
         );
     }
+
+    #[test]
+    fn a_deadline_names_the_method_a_user_knows_and_the_key_that_sets_it() {
+        use std::time::Duration;
+
+        use super::process::{Ending, ExitCause};
+        let passed = |method: &str| {
+            Ending {
+                cause: ExitCause::Deadline {
+                    method: method.to_owned(),
+                    after: Duration::from_secs(4),
+                },
+                last_words: None,
+            }
+            .to_string()
+        };
+        // Not the protocol's `session/open`: a user of `run` never called it.
+        assert_eq!(
+            passed("session/open"),
+            "its process passed the 4 s deadline for starting (`isolation.deadlines.start`) and was killed"
+        );
+        assert_eq!(passed("initialize"), passed("session/open"));
+        assert_eq!(
+            passed("compress"),
+            "its process passed the 4 s deadline of `compress` (`isolation.deadlines.compress`) and was killed"
+        );
+    }
 }

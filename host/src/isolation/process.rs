@@ -63,12 +63,20 @@ impl fmt::Display for Ending {
         match &self.cause {
             ExitCause::Signal(name) => write!(f, "its process was killed by {name}")?,
             ExitCause::Code(code) => write!(f, "its process exited with code {code}")?,
-            ExitCause::Deadline { method, after } => write!(
-                f,
-                "its process passed the {} s deadline of `{method}` (`isolation.deadlines.{}`) and was killed",
-                after.as_secs_f64(),
-                crate::config::Deadlines::key_of(method)
-            )?,
+            ExitCause::Deadline { method, after } => {
+                let key = crate::config::Deadlines::key_of(method);
+                // The handshake and `session/open` are the protocol's; a user knows them as its start.
+                let what = if key == "start" {
+                    "for starting".to_owned()
+                } else {
+                    format!("of `{method}`")
+                };
+                write!(
+                    f,
+                    "its process passed the {} s deadline {what} (`isolation.deadlines.{key}`) and was killed",
+                    after.as_secs_f64(),
+                )?
+            }
         }
         match &self.last_words {
             Some(words) => write!(f, " (its last words: {words})"),
