@@ -138,7 +138,8 @@ pub struct RunArgs {
     /// How to read the transcript: which session, what to do with a malformed record.
     #[command(flatten)]
     pub reading: ReadingArgs,
-    /// Write the final context (OpenAI JSON) here, atomically.
+    /// Write the final context (OpenAI JSON) here, atomically; `-` writes it on stdout, and the
+    /// report on stderr.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Print the report as JSON instead of words.
@@ -176,6 +177,13 @@ pub struct RunArgs {
     /// present verbatim); analysis that costs more than the compaction on long transcripts.
     #[arg(long)]
     pub facts: bool,
+}
+
+impl RunArgs {
+    /// Whether `--out -` asks for the final context on stdout.
+    pub fn out_is_stdout(&self) -> bool {
+        self.out.as_deref() == Some(Path::new("-"))
+    }
 }
 
 /// The flags that say how a transcript is read, shared by every command that reads one.
@@ -418,7 +426,13 @@ fn build_report(
         threshold_tokens,
         token_counter: options.token_counter.name().to_owned(),
         outcome,
-        output: args.out.as_ref().map(|p| p.display().to_string()),
+        output: args.out.as_ref().map(|p| {
+            if args.out_is_stdout() {
+                "stdout".to_owned()
+            } else {
+                p.display().to_string()
+            }
+        }),
         events: args.events.as_ref().map(|p| p.display().to_string()),
         sources,
     }

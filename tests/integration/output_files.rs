@@ -258,3 +258,37 @@ fn a_standard_stream_named_as_an_output_is_refused_and_neither_stream_is_overwri
     );
     assert!(stdout.is_empty(), "{stdout}");
 }
+
+#[test]
+fn out_dash_writes_the_final_context_on_stdout_and_the_report_on_stderr() {
+    let tree = PluginDir::new();
+    let path = transcript(&tree);
+    let file = tree.root().join("final.json");
+    let to_file = tree.run(&["run", path_str(&path), "--out", path_str(&file)]);
+    assert!(to_file.status.success());
+    let output = tree.run(&["run", path_str(&path), "--out", "-"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    // The very context `--out FILE` writes, for the next program of a pipe.
+    assert_eq!(stdout, fs::read_to_string(&file).unwrap());
+    assert!(
+        stderr.contains("output      stdout"),
+        "the report is on stderr: {stderr}"
+    );
+    // Where stdout already has a use, one line says so and nothing runs.
+    for (args, said) in [
+        (
+            &["run", path_str(&path), "--out", "-", "--json"][..],
+            "where --json writes the report",
+        ),
+        (
+            &["status", path_str(&path), "--out", "-"][..],
+            "this command prints its answer on stdout",
+        ),
+    ] {
+        let output = tree.run(args);
+        let (stdout, stderr) = texts(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert!(stdout.is_empty() && stderr.contains(said), "{args:?}: {stderr}");
+    }
+}

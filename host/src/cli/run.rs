@@ -71,6 +71,17 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         bail!("--at scripts commands between messages; `compress` takes the whole transcript at once (use `run --at N:/compress`)");
     }
     refuse_the_transcript_as_output(args)?;
+    if args.out_is_stdout() {
+        match mode {
+            Mode::Status | Mode::Tool { .. } => {
+                bail!("--out -: this command prints its answer on stdout; name a file for the final context")
+            }
+            _ if args.json => {
+                bail!("--out - writes the final context on stdout, where --json writes the report; name a file for one of them")
+            }
+            _ => {}
+        }
+    }
     // `compress` needs every message at once; the others stream them.
     let reading = args.reading.options(args.format);
     let failed = |error| anyhow!(read_failure(&error, &args.reading));
@@ -202,6 +213,9 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
             );
             if args.json {
                 writeln!(host_stdout(), "{}", serde_json::to_string_pretty(&report)?)?;
+            } else if args.out_is_stdout() {
+                // Stdout holds the final context, for the next program of a pipe.
+                let _ = write!(std::io::stderr().lock(), "{}", report.render_text());
             } else {
                 write!(host_stdout(), "{}", report.render_text())?;
             }
@@ -255,10 +269,16 @@ fn write_outputs(args: &RunArgs, log: Option<EventLog>, outcome: &mut ReplayOutc
             let ttl = args.cache_ttl.unwrap_or(CacheTtl::FiveMinutes);
             apply_cache_shape(&mut outcome.context, shape, ttl);
         }
-        write_json_atomically(out, &outcome.context).map_err(|error| match &args.events {
-            Some(events) => anyhow!("{error}; so no event log was written to {}", events.display()),
-            None => error.into(),
-        })?;
+        if args.out_is_stdout() {
+            let mut stdout = host_stdout();
+            serde_json::to_writer_pretty(&mut stdout, &outcome.context)?;
+            writeln!(stdout)?;
+        } else {
+            write_json_atomically(out, &outcome.context).map_err(|error| match &args.events {
+                Some(events) => anyhow!("{error}; so no event log was written to {}", events.display()),
+                None => error.into(),
+            })?;
+        }
     }
     if let Some(log) = log {
         log.publish()?;
@@ -269,8 +289,12 @@ fn write_outputs(args: &RunArgs, log: Option<EventLog>, outcome: &mut ReplayOutc
 /// An output naming the transcript would replace it with what was made of it: refused before
 /// anything is read or written.
 fn refuse_the_transcript_as_output(args: &RunArgs) -> Result<()> {
-    for (flag, output) in [("--out", &args.out), ("--events", &args.events)] {
-        if let Some(output) = output.as_deref().filter(|o| same_file(o, &args.transcript)) {
+    let out = args.out.as_ref().filter(|_| !args.out_is_stdout());
+    for (flag, output) in [("--out", out), ("--events", args.events.as_ref())] {
+        if let Some(output) = output
+            .map(std::path::PathBuf::as_path)
+            .filter(|o| same_file(o, &args.transcript))
+        {
             bail!(
                 "{}: {flag} names the transcript being read; nothing was written (name another file)",
                 output.display()
@@ -278,7 +302,7 @@ fn refuse_the_transcript_as_output(args: &RunArgs) -> Result<()> {
         }
     }
     // One would replace the other.
-    if let (Some(out), Some(events)) = (&args.out, &args.events) {
+    if let (Some(out), Some(events)) = (out, &args.events) {
         if out == events || same_file(out, events) {
             bail!(
                 "{}: --out and --events name the same file; nothing was written (name two files)",
@@ -293,7 +317,12 @@ fn refuse_the_transcript_as_output(args: &RunArgs) -> Result<()> {
 fn not_written(args: &RunArgs) -> String {
     let mut unwritten = Vec::new();
     if let Some(out) = &args.out {
-        unwritten.push(format!("the context so far was not written to {}", out.display()));
+        let out = if args.out_is_stdout() {
+            "stdout".to_owned()
+        } else {
+            out.display().to_string()
+        };
+        unwritten.push(format!("the context so far was not written to {out}"));
     }
     if let Some(events) = &args.events {
         unwritten.push(format!("no event log was written to {}", events.display()));
