@@ -23,7 +23,7 @@ const BAD_PLUGINS: [(&str, &str); 6] = [
     ("abort", "killed by SIGABRT"),
     ("segfault", "killed by SIGSEGV"),
     ("exit", "exited with code 3"),
-    ("hang", "s deadline of"),
+    ("hang", "s deadline "),
     ("allocate", "memory allocation of"),
     ("panic_abort", "told to panic (built with panic = \"abort\")"),
 ];
