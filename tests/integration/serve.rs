@@ -1136,6 +1136,47 @@ fn an_engines_own_log_line_is_led_by_the_session_it_is_about_in_process_and_isol
 }
 
 #[test]
+fn hermes_starting_the_session_again_after_a_compaction_does_not_hand_observers_the_kept_messages_twice() {
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    let messages = transcript("warehouse-migration.json");
+    // Hermes after each compaction: the same id (in place), or a new one continuing the old.
+    for (case, next_id) in [("in place", "warehouse"), ("rotated", "warehouse-2")] {
+        let log = tree.root().join(format!("telemetry-{next_id}.jsonl"));
+        let config = json!({
+            "context": {"engine": "compressor", "observers": ["telemetry"]},
+            "telemetry": {"path": log},
+        });
+        let mut served = Served::start(tree.root());
+        let session = served
+            .open(json!({"config": config, "model": model(16_000)}))
+            .value
+            .session;
+        let context = start_and_compress_the_first_half(&mut served, &session, &messages);
+        let info = json!({"model": "example/model", "context_length": 16_000, "platform": "hermes",
+                          "boundary_reason": "compression", "old_session_id": "warehouse"});
+        let _: Answer<()> = served.call(
+            method::ON_SESSION_START,
+            json!({"session": session, "session_id": next_id, "info": info}),
+        );
+        let _: Answer<()> = served.call(
+            method::ON_SESSION_END,
+            json!({"session": session, "session_id": next_id, "messages": context}),
+        );
+        let (status, stderr) = served.finish();
+        assert!(status.success(), "{stderr}");
+        let appended: usize = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|line| line["kind"] == "messages_appended")
+            .map(|line| line["messages"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(appended, messages.len(), "{case}: each message once");
+    }
+}
+
+#[test]
 fn a_session_is_offered_each_tool_once_by_name_as_a_replay_is_and_told_what_was_left_out() {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");

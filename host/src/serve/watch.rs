@@ -124,9 +124,19 @@ impl Watch {
     }
 
     /// `on_session_start`.
+    ///
+    /// Hermes starts the session again after each of its compactions (`boundary_reason:
+    /// "compression"`, under the same id or a new one continuing the old): the conversation goes
+    /// on, and what the observers know of it stays known, or the messages the compaction kept
+    /// would reach them a second time.
     pub fn session_started(&mut self, session_id: &str, info: &SessionInfo, engine: &str) {
+        let continues = info.boundary_reason.as_deref() == Some("compression")
+            && (session_id == self.session_id
+                || info.old_session_id.as_deref() == Some(self.session_id.as_str()));
+        if !continues {
+            self.seen.clear();
+        }
         self.session_id = session_id.to_owned();
-        self.seen.clear();
         self.observers
             .lifecycle(Lifecycle::SessionStart(session_id.to_owned(), info.clone()));
         let (engine, model, context_length) = (engine.to_owned(), info.model.clone(), info.context_length);
