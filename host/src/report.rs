@@ -357,6 +357,9 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
         let state = match &observer.detached {
             Some(reason) => format!("DETACHED: {reason}"),
             None if observer.took_over => "stopped observing to take over the context".to_owned(),
+            None if observer.stopped_for_refused_swap => {
+                "stopped observing for a swap to it, which was refused; observed no more".to_owned()
+            }
             None => "attached to the end".to_owned(),
         };
         let _ = writeln!(

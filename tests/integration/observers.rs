@@ -710,6 +710,50 @@ fn a_swap_to_an_engine_that_observes_makes_it_stop_observing_first() {
 }
 
 #[test]
+fn a_swap_to_the_engine_in_charge_starts_it_afresh_and_ends_the_old_instance_even_on_standby() {
+    let config = BASE_CONFIG.replace("engine: compressor", "engine: lcm\n  observers: [lcm, telemetry]");
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let (report, _, stderr) = replay(&tree, &transcript, &["--at", "100:/engine:lcm"]);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // The old instance did not stay on as an observer of the new one: one lcm, one store writer.
+    assert_eq!(attached(&report), [("telemetry", true)], "{report:#}");
+    let status = tree.run(&["tool", &transcript, "lcm_status", "{}"]);
+    let (stdout, stderr) = texts(&status);
+    assert!(status.status.success(), "{stderr}");
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["messages"], 373, "{status:#}");
+}
+
+#[test]
+fn an_observer_stopped_for_a_swap_that_is_then_refused_is_not_reported_as_taking_over() {
+    // The second instance of faulty (the one swapped in) fails to start.
+    let config = BASE_CONFIG.replace("engine: compressor", "engine: compressor\n  observers: [faulty]")
+        + "faulty:\n  fail_session_start_from: 2\n";
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:faulty"]);
+    assert!(
+        stderr.contains("cannot swap to engine `faulty`")
+            && stderr.contains("(`faulty` no longer observes the session)"),
+        "{stderr}"
+    );
+    let faulty = &report["observers"][0];
+    assert!(faulty.get("took_over").is_none(), "{faulty:#}");
+    assert_eq!(faulty["stopped_for_refused_swap"], true, "{faulty:#}");
+    let text = tree.run(&["run", &transcript, "--at", "20:/engine:faulty"]);
+    let (stdout, _) = texts(&text);
+    assert!(
+        stdout.contains("stopped observing for a swap to it, which was refused; observed no more"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn the_active_engine_listed_as_an_observer_observes_once_swapped_out_and_a_repeated_name_is_said() {
     let (tree, transcript) = warehouse_observed_by("compressor, telemetry, telemetry");
     let repeated = "warning: `context.observers` names `telemetry` twice; it observes once";

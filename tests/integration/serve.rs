@@ -889,6 +889,12 @@ fn an_observer_swapped_in_then_out_goes_back_to_observing_as_in_a_replay() {
         "{:#}",
         grep.value
     );
+    // Swapped to itself, lcm starts afresh: the instance it replaces ends, and does not stay on
+    // observing beside it (its tools would be offered twice, its store written by two).
+    let _: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
+    let again: Answer<EngineInfo> = served.call(method::SWAP, json!({"session": session, "engine": "lcm"}));
+    assert!(again.value.warnings.is_empty(), "{:?}", again.value.warnings);
+    assert_eq!(again.value.tools.len(), 4, "{:?}", again.value.tools);
     let (status, log) = served.finish();
     assert!(status.success(), "{log}");
     assert!(!log.contains("WARN") && !log.contains("error"), "{log}");

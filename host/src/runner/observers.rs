@@ -271,6 +271,8 @@ struct Worker {
     /// Set once it stopped observing to take over the context: its tools are the active
     /// engine's from then on.
     retired: bool,
+    /// Retired for a swap that was then refused.
+    swap_refused: bool,
 }
 
 /// What one observer did, for the report.
@@ -291,6 +293,10 @@ pub struct ObserverSummary {
     /// Set when it stopped observing because its engine took over the context (`/engine`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub took_over: bool,
+    /// Set when it stopped observing for its engine to take over, and the swap was then refused
+    /// (the engine failed to start): it observes no more.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_for_refused_swap: bool,
     /// Time the session waited on its full queue.
     pub queue_wait_ms: f64,
     /// Time the end of the session waited for it to handle everything sent to it.
@@ -439,6 +445,7 @@ impl Observers {
             waited_at_end: Duration::ZERO,
             reported: false,
             retired: false,
+            swap_refused: false,
         });
         Ok(())
     }
@@ -616,6 +623,19 @@ impl Observers {
         true
     }
 
+    /// The observer `name`, retired for its engine to take over, was not taken over by it: the
+    /// swap was refused after it stopped. The report says so, not that it took over.
+    pub fn retired_for_nothing(&mut self, name: &str) {
+        if let Some(worker) = self
+            .workers
+            .iter_mut()
+            .rev()
+            .find(|w| w.name == name && w.retired)
+        {
+            worker.swap_refused = true;
+        }
+    }
+
     /// What each observer did.
     pub fn summaries(&self) -> Vec<ObserverSummary> {
         self.workers
@@ -627,7 +647,8 @@ impl Observers {
                 facts: w.shared.facts.load(Ordering::Relaxed),
                 tools: w.tools.clone(),
                 detached: w.shared.detached(),
-                took_over: w.retired,
+                took_over: w.retired && !w.swap_refused,
+                stopped_for_refused_swap: w.swap_refused,
                 queue_wait_ms: w.waited.as_secs_f64() * 1e3,
                 end_wait_ms: w.waited_at_end.as_secs_f64() * 1e3,
             })

@@ -580,6 +580,7 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
         // Refused as an engine that cannot be used is: the session goes on with its engine.
         let mut message = format!("{error}; the session keeps `{}`", session.engine.name());
         if retired {
+            session.watch.observers_mut().retired_for_nothing(next.name());
             message.push_str(&format!(" (`{}` no longer observes the session)", next.name()));
         }
         return Err(RpcError::new(code::CONFIG_ERROR, message));
@@ -588,8 +589,9 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
     let to = session.engine.name().to_owned();
     session.watch.swapped(previous.name(), &to);
     let from = previous.name().to_owned();
-    if session.standby.contains(&from) {
-        // As in a replay: an engine asked to observe goes back to observing, its session going on.
+    if session.standby.contains(&from) && from != to {
+        // As in a replay: an engine asked to observe goes back to observing, its session going
+        // on; unless it is the one starting afresh, whose two instances would share one store.
         if let Err(reason) = session.watch.attach(previous) {
             tracing::warn!("`{from}` cannot stay on as an observer: {reason}");
         }

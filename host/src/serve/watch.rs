@@ -53,6 +53,11 @@ impl Watch {
         &self.observers
     }
 
+    /// The observers, to mark one.
+    pub fn observers_mut(&mut self) -> &mut Observers {
+        &mut self.observers
+    }
+
     /// What was wrong with the observers' tool schemas, one warning each.
     pub fn schema_warnings(&self) -> Vec<String> {
         self.observers.schema_warnings().map(str::to_owned).collect()

@@ -16,7 +16,7 @@ impl Replayer<'_> {
     ///   (`boundary_reason` `engine_swap`); if either fails, it is dropped, with one warning, and
     ///   the old engine stays;
     /// - the old engine gets `on_session_end` with the current context, unless it is on standby
-    ///   ([`Watchers::standby`]): then it stays on as an observer;
+    ///   ([`Watchers::standby`]) and not the one taking over: then it stays on as an observer;
     /// - the new engine owns the context from here on; the tools are read again.
     pub fn swap_engine(&mut self, mut engine: EngineHandle) {
         let to = engine.name().to_owned();
@@ -36,13 +36,16 @@ impl Replayer<'_> {
         if let Err(error) = started {
             let mut reason = error.to_string();
             if retired {
+                self.observers.retired_for_nothing(&to);
                 reason.push_str(&format!(" (`{to}` no longer observes the session)"));
             }
             return self.refuse_swap(&to, reason);
         }
         let old = std::mem::replace(&mut *self.engine, engine);
         let from = old.name().to_owned();
-        if self.standby.contains(&from) {
+        // `/engine` naming the engine in charge starts it afresh (a rebuilt library runs as the
+        // new code): the instance it replaces ends, or two would share one store.
+        if self.standby.contains(&from) && from != to {
             if let Err(reason) = self.observers.attach(old) {
                 self.warn(format!("`{from}` cannot stay on as an observer: {reason}"));
             }
