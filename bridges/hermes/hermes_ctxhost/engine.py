@@ -5,7 +5,11 @@
 - Every reply carries the engine's six counters; they are mirrored as the attributes Hermes's run
   loop reads.
 - A server that died is started again at the next call and the session restored (model, agent
-  session, usage); the call is retried once. Engine state kept on disk (LCM's store) survives;
+  session, usage); the call is retried once. One that fails to start is not started again for a
+  while (30 s, doubling to 5 min), and that is said once.
+- A ctxhost config the server refuses (bad YAML, a bad value) is said once, and the session runs
+  ctxhost's compressor with its defaults, as an engine that cannot be loaded falls back to it:
+  without it, the engine would never learn its window and never compact. Engine state kept on disk (LCM's store) survives;
   state kept in the dead server's memory does not, except the compaction count, which the bridge
   carries over. A call that still fails keeps the context unchanged: ``compress`` returns its
   input and reports the abort the way Hermes's own compressor does.
@@ -17,12 +21,13 @@ import dataclasses
 import json
 import logging
 import math
+import time
 import weakref
 from typing import Any, Dict, List, Optional
 
 from agent.context_engine import ContextEngine
 
-from .server import RpcError, Server, ServerGone
+from .server import CONFIG_ERROR, NotStartedYet, RpcError, Server, ServerGone
 from .settings import BridgeSettings
 
 logger = logging.getLogger("hermes_ctxhost")
@@ -37,6 +42,9 @@ COUNTERS = (
 )
 MODEL_KEYS = ("model", "context_length", "base_url", "provider")
 SESSION_INFO_KEYS = ("model", "context_length", "platform", "boundary_reason", "old_session_id")
+# How long a server that failed to start is left alone, first and at most (seconds).
+FIRST_BACKOFF = 30.0
+LONGEST_BACKOFF = 300.0
 USAGE_KEYS = (
     "prompt_tokens",
     "completion_tokens",
@@ -75,6 +83,11 @@ class CtxhostEngine(ContextEngine):
         self._last_compress_aborted = False
         self._last_summary_error: Optional[str] = None
         self._last_compression_made_progress = False
+        # Why the server last failed to start, and until when it is not started again.
+        self._start_failure: Optional[tuple] = None
+        self._backoff = FIRST_BACKOFF
+        # Why ctxhost refused the configured config, once it did: later servers run without it.
+        self._config_refused: Optional[str] = None
         for counter in COUNTERS:
             setattr(self, counter, 0)
 
@@ -108,19 +121,37 @@ class CtxhostEngine(ContextEngine):
     def _ensure_server(self) -> None:
         if self._server is not None and self._server.is_alive() and self._session is not None:
             return
+        if self._start_failure is not None:
+            reason, until = self._start_failure
+            if time.monotonic() < until:
+                raise NotStartedYet(f"not started again yet ({reason})")
         if self._server is not None and not self._server.is_alive():
             logger.warning("ctxhost: the server %s; starting it again", self._server.ending())
         self._drop_server()
+        try:
+            self._start_server()
+        except (ServerGone, RpcError) as error:
+            self._drop_server()
+            if self._start_failure is None:
+                logger.warning(
+                    "ctxhost: the server cannot be started: %s; not tried again for %d s", error, self._backoff
+                )
+            else:
+                self._backoff = min(self._backoff * 2, LONGEST_BACKOFF)
+            self._start_failure = (str(error), time.monotonic() + self._backoff)
+            # Not retried by `_call`: a start that failed now fails again at once.
+            raise NotStartedYet(str(error)) from error
+        if self._start_failure is not None:
+            logger.warning("ctxhost: the server started again")
+        self._start_failure = None
+        self._backoff = FIRST_BACKOFF
+
+    def _start_server(self) -> None:
         self._server = Server(
             self.settings.binary, self.settings.server_args(), "hermes-ctxhost", cwd=self.settings.base_dir
         )
         _live.add(self)
-        params: Dict[str, Any] = {"engine": self.settings.engine}
-        if self.settings.config is not None:
-            params["config"] = self.settings.config
-        if self._model is not None:
-            params["model"] = self._model
-        opened = self._server.call("session/open", params)
+        opened = self._open_session()
         info = opened["value"]
         self._session = info["session"]
         self._tools = info.get("tools", [])
@@ -138,6 +169,27 @@ class CtxhostEngine(ContextEngine):
             self._mirror(self._raw("on_session_start", {"session_id": session_id, "info": session_info}))
         if self._last_usage is not None:
             self._mirror(self._raw("update_from_response", {"usage": self._last_usage}))
+
+    def _open_session(self) -> Dict[str, Any]:
+        params: Dict[str, Any] = {"engine": self.settings.engine}
+        if self.settings.config is not None and self._config_refused is None:
+            params["config"] = self.settings.config
+        if self._config_refused is not None:
+            params["engine"] = "compressor"
+        if self._model is not None:
+            params["model"] = self._model
+        try:
+            return self._server.call("session/open", params)
+        except RpcError as error:
+            if error.code != CONFIG_ERROR or "config" not in params:
+                raise
+            self._config_refused = str(error)
+            logger.warning(
+                "ctxhost: the config %s cannot be used: %s; ctxhost runs its compressor with its defaults",
+                self.settings.config if isinstance(self.settings.config, str) else "(inline)",
+                error,
+            )
+            return self._open_session()
 
     def _drop_server(self) -> None:
         if self._server is not None:
@@ -166,6 +218,8 @@ class CtxhostEngine(ContextEngine):
                 if mirror:
                     self._mirror(answer)
                 return answer
+            except NotStartedYet:
+                raise
             except ServerGone as error:
                 if attempt == 2:
                     raise
@@ -197,7 +251,11 @@ class CtxhostEngine(ContextEngine):
         _live.discard(self)
 
     def _failed(self, method: str, error: Exception) -> None:
-        logger.warning("ctxhost: `%s` failed: %s", method, error)
+        if isinstance(error, NotStartedYet):
+            # Said once, when the start failed.
+            logger.debug("ctxhost: `%s` failed: %s", method, error)
+        else:
+            logger.warning("ctxhost: `%s` failed: %s", method, error)
 
     # -- the contract ------------------------------------------------------------------------
 

@@ -9,11 +9,20 @@ from typing import Any, Dict, List, Optional
 
 PROTOCOL_VERSION = "1.0"
 
+# The server's answer to a config it cannot use (a file or an inline mapping), or an engine it
+# cannot swap to.
+CONFIG_ERROR = -32006
+
 logger = logging.getLogger("hermes_ctxhost")
 
 
 class ServerGone(Exception):
     """The server exited, or its pipes broke, before answering."""
+
+
+class NotStartedYet(ServerGone):
+    """The server failed to start a moment ago, and is not started again until its back-off ends:
+    a binary that cannot run would otherwise be started (and said) at every call."""
 
 
 class RpcError(Exception):
@@ -74,9 +83,11 @@ class Server:
                 reply = json.loads(line)
             except json.JSONDecodeError as error:
                 raise ServerGone(f"the server's reply to `{method}` is not JSON: {line[:200]!r}") from error
+            if not isinstance(reply, dict) or reply.get("id") != request["id"] or not ("result" in reply or "error" in reply):
+                raise ServerGone(f"the server's answer to `{method}` is not its reply: {line[:200]!r}")
             if "error" in reply:
                 raise RpcError(reply["error"])
-            return reply.get("result")
+            return reply["result"]
 
     def close(self, timeout: float = 10.0) -> None:
         """Closes the server's input, so that it ends its sessions and exits; kills it if it

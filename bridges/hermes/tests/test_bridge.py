@@ -253,3 +253,49 @@ def test_a_model_the_server_refuses_keeps_the_one_before(caplog):
         assert engine.get_status()["context_length"] == 64_000
     finally:
         engine.close()
+
+
+def test_a_ctxhost_config_the_server_refuses_is_said_once_and_the_compressor_runs(tmp_path, caplog):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("context:\n  engine: [unclosed\n")
+    block = {"engine": "lcm", "binary": str(CTXHOST_BIN), "config": str(broken)}
+    engine = CtxhostEngine(BridgeSettings.from_block(block, str(HERMES_HOME)))
+    try:
+        with caplog.at_level("WARNING", logger="hermes_ctxhost"):
+            started(engine, "broken-config", context_length=10_000)
+            # The window is known, so the engine compacts: not a window of 0 that never does.
+            assert (engine.context_length, engine.served_engine) == (10_000, "compressor")
+            assert engine.threshold_tokens > 0
+            assert engine.should_compress(10_000)
+            compressed = engine.compress(transcript("coupon-fix.json"))
+            assert not engine._last_compress_aborted
+            assert sequence_problems(compressed) == []
+        refused = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
+        assert len(refused) == 1, caplog.text
+        assert str(broken) in refused[0] and "runs its compressor with its defaults" in refused[0], refused[0]
+    finally:
+        engine.close()
+
+
+def test_a_server_that_cannot_start_is_said_once_and_not_started_at_every_call(tmp_path, caplog):
+    starts = tmp_path / "starts"
+    binary = tmp_path / "ctxhost"
+    binary.write_text(f"#!/bin/sh\necho started >> {starts}\nexit 1\n")
+    binary.chmod(0o755)
+    engine = CtxhostEngine(BridgeSettings.from_block({"binary": str(binary)}, str(HERMES_HOME)))
+    try:
+        with caplog.at_level("WARNING", logger="hermes_ctxhost"):
+            started(engine, "cannot-start", context_length=10_000)
+            for _ in range(5):
+                assert engine.should_compress(5_000) is False
+            messages = transcript("coupon-fix.json")
+            assert engine.compress(messages) is messages
+        # Calls degrade without raising, the window Hermes gave is kept, and the start is tried
+        # once, not at each of the calls above.
+        assert engine.context_length == 10_000
+        assert starts.read_text().count("started") == 1
+        said = [r.getMessage() for r in caplog.records]
+        assert len([m for m in said if "cannot be started" in m]) == 1, caplog.text
+        assert len(said) <= 2, caplog.text
+    finally:
+        engine.close()
