@@ -22,15 +22,15 @@ use std::{
     borrow::Cow,
     collections::{BTreeSet, VecDeque},
     sync::{
-        atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
         mpsc::{self, RecvTimeoutError},
-        Arc, Mutex, OnceLock,
+        Arc, Condvar, Mutex, OnceLock,
     },
     thread::JoinHandle,
     time::{Duration, Instant},
 };
 
-use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TryRecvError, TrySendError};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use ctxhost_engine_abi::{
     observe::{EXT_INTERESTS, EXT_OBSERVE_IDLE},
     Fact, FactBody, FactKind, Message, ModelInfo, Role, SessionInfo, Usage,
@@ -117,6 +117,33 @@ struct Shared {
     is_stuck: AtomicBool,
     /// When its thread had handled every job and dropped its engine.
     finished_at: Mutex<Option<Instant>>,
+    /// Calls handed over that its thread has not taken yet: the queue's length in calls, however
+    /// they were bundled (`serve` hands over a bundle after every request, often of one call).
+    queued: AtomicUsize,
+    /// Set while the session waits for room in the queue: the thread then says when it takes one.
+    room_wanted: AtomicBool,
+    room: (Mutex<()>, Condvar),
+}
+
+impl Shared {
+    /// Its thread took `calls` from the queue.
+    fn took(&self, calls: usize) {
+        self.queued.fetch_sub(calls, Ordering::AcqRel);
+        if self.room_wanted.load(Ordering::Acquire) {
+            let _held = self
+                .room
+                .0
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            self.room.1.notify_all();
+        }
+    }
+
+    /// Whether `calls` more fit in the queue (any number does in an empty one).
+    fn has_room_for(&self, calls: usize) -> bool {
+        let queued = self.queued.load(Ordering::Acquire);
+        queued == 0 || queued + calls <= QUEUE_CAPACITY
+    }
 }
 
 /// A call into an observer engine, as the warning names it when the observer is stuck in it.
@@ -383,7 +410,8 @@ impl Observers {
         name: &str,
         create: impl FnOnce() -> Result<EngineHandle, String> + Send + 'static,
     ) -> Result<(), String> {
-        let (sender, receiver) = crossbeam_channel::bounded(QUEUE_CAPACITY / BUNDLE);
+        // Bounded by the calls in it (`Shared::queued`), not by the bundles they came in.
+        let (sender, receiver) = crossbeam_channel::unbounded();
         let (ended, done) = crossbeam_channel::bounded::<()>(0);
         let (introduce, introduced) = crossbeam_channel::bounded(1);
         let shared = Arc::new(Shared::default());
@@ -703,30 +731,39 @@ impl Worker {
         }
         let bundle = std::mem::replace(&mut self.outbox, Vec::with_capacity(BUNDLE));
         let Some(jobs) = &self.jobs else { return };
-        let mut bundle = match jobs.try_send(bundle) {
-            Ok(()) => return,
-            Err(TrySendError::Full(bundle)) => Some(bundle),
-            Err(TrySendError::Disconnected(_)) => {
-                self.shared.detach("its thread stopped".to_owned());
-                return;
-            }
-        };
-        let started = Instant::now();
-        let sent = wait_on(&self.shared, self.stall, |slice| {
-            match jobs.send_timeout(bundle.take().expect("held until sent"), slice) {
-                Ok(()) => Try::Done(()),
-                Err(SendTimeoutError::Timeout(back)) => {
-                    bundle = Some(back);
+        let calls = bundle.len();
+        if !self.shared.has_room_for(calls) {
+            let started = Instant::now();
+            let shared = &self.shared;
+            shared.room_wanted.store(true, Ordering::Release);
+            let room = wait_on(shared, self.stall, |slice| {
+                // Looked at under the lock the thread notifies under: no wake-up is missed.
+                let held = shared
+                    .room
+                    .0
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                if shared.has_room_for(calls) {
+                    return Try::Done(());
+                }
+                let _ = shared.room.1.wait_timeout(held, slice);
+                if shared.has_room_for(calls) {
+                    Try::Done(())
+                } else {
                     Try::Again
                 }
-                Err(SendTimeoutError::Disconnected(_)) => Try::Gone,
+            });
+            shared.room_wanted.store(false, Ordering::Release);
+            self.waited += started.elapsed();
+            if room.is_none() {
+                // Stuck: detached already.
+                return;
             }
-        });
-        if sent.is_none() {
-            // Stuck (detached already), or its thread ended.
+        }
+        self.shared.queued.fetch_add(calls, Ordering::AcqRel);
+        if jobs.send(bundle).is_err() {
             self.shared.detach("its thread stopped".to_owned());
         }
-        self.waited += started.elapsed();
     }
 }
 
@@ -805,6 +842,7 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
             }
         }
         let Some(job) = queue.pop_front() else { continue };
+        shared.took(1);
         if let Some(reason) = shared.detached() {
             if let Job::Tool { reply, .. } = job {
                 let _ = reply
@@ -815,7 +853,7 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
         let done = match job {
             Job::Lifecycle(call) => shared.calling(Call::of(&call), || run_lifecycle(&mut engine, call)),
             Job::Fact(fact) => {
-                let batch = merge_appends(fact, &mut queue, &bundles);
+                let batch = merge_appends(fact, &mut queue, &bundles, shared);
                 let observed = match &batch {
                     Batch::One(fact) => shared.calling(Call::Observe, || {
                         engine.observe(fact.json(), || Cow::Borrowed(&fact.fact))
@@ -944,7 +982,12 @@ fn merged_fact(facts: &[Arc<SharedFact>]) -> Fact {
 
 /// `first`, with the `messages_appended` facts of the same session waiting right behind it
 /// (in `queue`, or in bundles already sent) merged in when it is one too.
-fn merge_appends(first: Arc<SharedFact>, queue: &mut VecDeque<Job>, bundles: &Receiver<Vec<Job>>) -> Batch {
+fn merge_appends(
+    first: Arc<SharedFact>,
+    queue: &mut VecDeque<Job>,
+    bundles: &Receiver<Vec<Job>>,
+    shared: &Shared,
+) -> Batch {
     let appended = |fact: &Fact| match &fact.body {
         FactBody::MessagesAppended { messages } => Some(messages.len()),
         _ => None,
@@ -970,6 +1013,7 @@ fn merge_appends(first: Arc<SharedFact>, queue: &mut VecDeque<Job>, bundles: &Re
         let Some(Job::Fact(next)) = queue.pop_front() else {
             unreachable!("the front was checked to be an append")
         };
+        shared.took(1);
         merged.push(next);
         size += count;
     }
@@ -1075,7 +1119,7 @@ mod tests {
         let Job::Fact(first) = appended("s", "a") else {
             unreachable!()
         };
-        let batch = merge_appends(first, &mut queue, &bundles);
+        let batch = merge_appends(first, &mut queue, &bundles, &Shared::default());
         assert_eq!(texts(&batch), ["a", "b", "c"]);
         assert_eq!(batch.count(), 3);
         // The reset is next, untouched; the other session's append is still in its bundle.
@@ -1085,7 +1129,7 @@ mod tests {
             unreachable!()
         };
         assert!(matches!(
-            merge_appends(reset, &mut queue, &bundles),
+            merge_appends(reset, &mut queue, &bundles, &Shared::default()),
             Batch::One(_)
         ));
         assert_eq!(bundles.try_recv().unwrap().len(), 1);
@@ -1180,7 +1224,7 @@ mod tests {
         let Job::Fact(first) = appended("s", "a") else {
             unreachable!()
         };
-        let batch = merge_appends(first, &mut queue, &bundles);
+        let batch = merge_appends(first, &mut queue, &bundles, &Shared::default());
         assert_eq!(texts(&batch), ["a"]);
         assert_eq!(queue.len(), 1);
     }
@@ -1355,6 +1399,22 @@ mod tests {
         );
         assert_eq!(summary.facts, 0, "it finished no observe call");
         GATES[IN_OBSERVE].open();
+    }
+
+    #[test]
+    fn a_queue_holds_its_calls_however_they_were_handed_over_one_at_a_time_as_serve_does() {
+        // Each call takes its observer 20 ms; `serve` hands over what each request brought.
+        let mut observers = observing::<SLOW>(Duration::from_secs(5));
+        for _ in 0..20 {
+            observers.lifecycle(Lifecycle::Usage(Usage::default()));
+            observers.flush();
+        }
+        // Twenty calls are far from the 1,024 the queue holds: the session never waited (it did
+        // once four bundles were queued, however small).
+        let summary = &observers.summaries()[0];
+        assert_eq!(summary.queue_wait_ms, 0.0, "{summary:?}");
+        observers.close();
+        assert!(observers.summaries()[0].detached.is_none());
     }
 
     #[test]
