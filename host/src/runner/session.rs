@@ -498,7 +498,7 @@ impl<'e> Replayer<'e> {
         (answer, failed)
     }
 
-    fn record_dispatch(&mut self, dispatch: ToolDispatch) {
+    fn record_dispatch(&mut self, mut dispatch: ToolDispatch) {
         // The answer and arguments are read back from JSON only for an observer that asked.
         if self.observers.wants(FactKind::ToolCalled) {
             let owner = self.tool_owner_name(&dispatch.tool);
@@ -508,6 +508,12 @@ impl<'e> Replayer<'e> {
                 arguments: parse_arguments(&dispatch.arguments).unwrap_or(Value::Null),
                 answer: serde_json::from_str(&dispatch.live).unwrap_or(Value::Null),
             });
+        }
+        // The report and the event log keep every dispatch to the end: an engine answering
+        // megabytes a call would make them gigabytes. The context keeps the whole answer.
+        clip_for_the_record(&mut dispatch.live);
+        if let Some(recorded) = &mut dispatch.recorded {
+            clip_for_the_record(recorded);
         }
         self.publish(Fact::ToolDispatch(dispatch));
     }
@@ -986,4 +992,43 @@ fn with_article(number: &str) -> String {
     let leading = number.split(',').next().unwrap_or(number);
     let vowel = digits.starts_with('8') || leading == "11" || leading == "18";
     format!("{} {number}", if vowel { "an" } else { "a" })
+}
+
+/// How much of a tool's answer, or of the result the transcript recorded, the report and the
+/// event log keep.
+const RECORDED_TEXT_BYTES: usize = 64 * 1024;
+
+/// Cuts `text` to [`RECORDED_TEXT_BYTES`] (at a character's start), saying how long it was.
+fn clip_for_the_record(text: &mut String) {
+    if text.len() <= RECORDED_TEXT_BYTES {
+        return;
+    }
+    let whole = text.len();
+    let mut end = RECORDED_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!("… [cut for the report: {whole} bytes in all]"));
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_answer_is_cut_for_the_record_at_a_character_and_says_its_length() {
+        let mut small = "ok".to_owned();
+        clip_for_the_record(&mut small);
+        assert_eq!(small, "ok");
+        // Two-byte characters across the cut: the text stays valid where it is cut.
+        let mut huge = "é".repeat(RECORDED_TEXT_BYTES);
+        clip_for_the_record(&mut huge);
+        let (kept, said) = huge.split_once('…').unwrap();
+        assert_eq!(kept.len(), RECORDED_TEXT_BYTES);
+        assert_eq!(
+            said,
+            format!(" [cut for the report: {} bytes in all]", 2 * RECORDED_TEXT_BYTES)
+        );
+    }
 }

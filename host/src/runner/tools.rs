@@ -78,9 +78,10 @@ pub struct ToolDispatch {
     pub tool: String,
     /// Its arguments as the transcript recorded them (JSON text).
     pub arguments: String,
-    /// The result the transcript recorded; `None` when it has none.
+    /// The result the transcript recorded; `None` when it has none. Cut at 64 KiB, saying its
+    /// whole length (the context keeps it whole).
     pub recorded: Option<String>,
-    /// The engine's answer now (JSON text).
+    /// The engine's answer now (JSON text), cut as `recorded` is.
     pub live: String,
     /// Whether the engine failed (an error, a panic, its process lost): the answer is
     /// `{"error": …}` saying so, and the failure is one of the report's errors.
