@@ -263,6 +263,12 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// `ctxhost compare`.
 pub fn run_compare(settings: &Settings, args: &CompareArgs) -> Result<()> {
     let planned = plan_engines(settings, &args.engines, &args.set)?;
+    if !settings.observers.is_empty() {
+        warn_user(&format!(
+            "`context.observers` ({}) are not attached: each row of `compare` measures its engine alone",
+            settings.observers.join(", ")
+        ));
+    }
     let counter = TokenCounter::new(settings.tokenizer);
     let options = args.reading.options(args.format);
     let survey = survey_transcript(&args.transcript, &options, counter)

@@ -379,3 +379,20 @@ fn an_isolated_engine_crashing_as_it_resumes_its_session_is_detached_naming_that
         "{reason}"
     );
 }
+
+#[test]
+fn the_configs_observers_are_said_to_be_left_out_not_dropped_in_silence() {
+    let tree = PluginDir::new();
+    tree.engine("telemetry", "ctxhost_engine_telemetry");
+    let telemetry = tree.root().join("telemetry.jsonl");
+    tree.config(&format!(
+        "{WINDOW}context:\n  observers: [telemetry]\ntelemetry:\n  path: {}\n",
+        telemetry.display()
+    ));
+    let (_, stderr) = compare(&tree, &["--engines", "compressor"]);
+    assert!(
+        stderr.contains("warning: `context.observers` (telemetry) are not attached: each row of `compare` measures its engine alone"),
+        "{stderr}"
+    );
+    assert!(!telemetry.exists(), "nothing observed");
+}
