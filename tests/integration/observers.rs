@@ -244,6 +244,13 @@ fn an_observers_answer_to_a_replayed_call_is_compared_but_the_context_keeps_the_
             "{}",
             dispatches[0]
         );
+        // Detached, faulty answers only why: a failed call, not an answer.
+        let detached = faulty != "{}";
+        assert_eq!(
+            dispatches[1]["failed"], detached,
+            "faulty {faulty}: {}",
+            dispatches[1]
+        );
     }
 }
 

@@ -574,6 +574,11 @@ impl Observers {
         })
     }
 
+    /// Whether observer `index` was detached (its tools answer only why).
+    pub fn is_detached(&self, index: usize) -> bool {
+        self.workers[index].shared.is_detached()
+    }
+
     /// One warning for each observer detached since the last call.
     pub fn newly_detached(&mut self) -> Vec<String> {
         let mut warnings = Vec::new();

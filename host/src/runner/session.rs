@@ -487,7 +487,8 @@ impl<'e> Replayer<'e> {
         let (answer, failed) = match parse_arguments(&call.arguments) {
             Err(problem) => (json!({ "error": problem }), false),
             Ok(arguments) => match self.call_tool(&call.tool, &arguments) {
-                Ok(answer) => (answer, false),
+                // A detached observer answers only why: a failure, said when it was detached.
+                Ok(answer) => (answer, self.detached_owner(&call.tool)),
                 Err(error) => {
                     self.fault(&error);
                     (json!({ "error": error.to_string() }), true)
@@ -516,6 +517,13 @@ impl<'e> Replayer<'e> {
             clip_for_the_record(recorded);
         }
         self.publish(Fact::ToolDispatch(dispatch));
+    }
+
+    /// Whether `tool` belongs to an observer that was detached.
+    fn detached_owner(&self, tool: &str) -> bool {
+        self.tools.iter().any(|(name, owner)| {
+            name == tool && matches!(owner, ToolOwner::Observer(index) if self.observers.is_detached(*index))
+        })
     }
 
     fn tool_owner_name(&self, tool: &str) -> String {
