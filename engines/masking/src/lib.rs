@@ -156,7 +156,12 @@ impl Engine for Masking {
         mask::apply_masks(&mut messages, masks);
 
         self.masked_outputs += masks.len() as u64;
-        self.counters.compression_count += 1;
+        // Only a compaction that masked something counts: Hermes warns "Session compressed N
+        // times" from this count, and counting calls that changed nothing made it warn after two
+        // real ones (explore-hermes FINDINGS.md, finding 3).
+        if !masks.is_empty() {
+            self.counters.compression_count += 1;
+        }
         tracing::debug!(
             "masked {} of {result_count} tool outputs, keeping the last {keep} (configured {}); \
              ~{} -> ~{} rough tokens",

@@ -124,6 +124,28 @@ fn compressing_twice_changes_nothing_more() {
     let twice = compress(&mut engine, once.clone());
     assert_eq!(twice, once);
     assert_eq!(engine.get_status()["masked_outputs"], 4);
+    assert_eq!(
+        engine.counters().compression_count,
+        1,
+        "a compaction that changed nothing is not counted"
+    );
+}
+
+#[test]
+fn compression_count_counts_only_compactions_that_masked_something() {
+    let mut engine = engine(json!({ "keep_last": 1 }));
+    let mut context = transcript(3, 800);
+    for _ in 0..5 {
+        context = compress(&mut engine, context);
+    }
+    assert_eq!(engine.counters().compression_count, 1);
+    context.push(Message::assistant_calls(vec![ToolCall::new(
+        "late",
+        "terminal",
+        r#"{"command":"cat late.txt"}"#,
+    )]));
+    context.push(Message::tool("late", "line of late.txt\n".repeat(120)));
+    compress(&mut engine, context);
     assert_eq!(engine.counters().compression_count, 2);
 }
 
