@@ -2,6 +2,7 @@
 
 mod grep_budget;
 mod observing;
+mod pacing;
 mod property;
 mod tools;
 
