@@ -98,6 +98,9 @@ pub const EXT_RESUME_AUTO_COMPACTION: &str = "resume_auto_compaction";
 /// How far past the expected position ingestion looks for a message it already holds.
 const RESYNC_WINDOW: usize = 64;
 
+/// `SessionInfo::boundary_reason` of a session that continues another after a compaction.
+const BOUNDARY_COMPRESSION: &str = "compression";
+
 /// The session used when the host never calls `on_session_start`.
 const DEFAULT_SESSION: &str = "default";
 
@@ -437,6 +440,45 @@ impl Lcm {
         self.counters.threshold_tokens
     }
 
+    /// Whether `session_id` is the session lcm is in under a new name: Hermes, with
+    /// `compression.in_place: false`, names the session anew after each compaction and says which
+    /// one it continues. Any other boundary (`/new`) starts a conversation of its own.
+    fn continues_after_compaction(&self, session_id: &str, info: &SessionInfo) -> bool {
+        info.boundary_reason.as_deref() == Some(BOUNDARY_COMPRESSION)
+            && info.old_session_id.as_deref() == Some(self.session.name.as_str())
+            && session_id != self.session.name
+    }
+
+    /// Goes on with the current session's conversation under the name `name`, recorded in the
+    /// store so that another process finds it too. The messages, summaries and positions stay
+    /// those of the session: `lcm_grep` and the others see the whole history, and the compacted
+    /// context the new name starts with is aligned with the stored messages, none stored twice.
+    /// `false` (nothing changed) when `name` is already a session of its own in the store.
+    fn continue_session(&mut self, name: &str) -> Result<bool, EngineError> {
+        self.load_session()?;
+        let now = time::now_ms();
+        let old = self.session.name.clone();
+        let id = match self.session.id {
+            Some(id) => id,
+            None => self
+                .store()?
+                .ensure_session(&old, now)
+                .map_err(|error| self.store_error(error))?,
+        };
+        self.session.id = Some(id);
+        let aliased = self
+            .store()?
+            .alias_session(name, id, now)
+            .map_err(|error| self.store_error(error))?;
+        if !aliased {
+            tracing::warn!("{name}: already a session of its own in the store; it does not continue {old}");
+            return Ok(false);
+        }
+        tracing::info!("{name}: continues session {old} after a compaction");
+        self.session.name = name.to_owned();
+        Ok(true)
+    }
+
     fn automatic_allowed(&self) -> bool {
         !self.thrash.is_paused() && self.threshold() > 0
     }
@@ -532,8 +574,11 @@ impl Engine for Lcm {
         compact::has_content(&self.config, self.threshold(), messages)
     }
 
-    fn on_session_start(&mut self, session_id: &str, _info: &SessionInfo) -> Result<(), EngineError> {
+    fn on_session_start(&mut self, session_id: &str, info: &SessionInfo) -> Result<(), EngineError> {
         self.write_pending()?;
+        if self.continues_after_compaction(session_id, info) && self.continue_session(session_id)? {
+            return Ok(());
+        }
         self.resets = 0;
         if self.thrash.resume() {
             tracing::info!("automatic compaction resumed: a new session started");
