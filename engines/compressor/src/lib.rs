@@ -47,7 +47,8 @@ mod compact;
 pub mod config;
 mod engine;
 mod identify;
-pub mod pacing;
+/// The pause and the cool-down, shared with `lcm` through the kit.
+pub use ctxhost_engine_kit::pacing;
 pub mod prune;
 pub mod report;
 mod scan;

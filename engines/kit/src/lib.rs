@@ -6,12 +6,14 @@
 //! - [`retention`]: how many of the compacted part's facts a result still holds verbatim.
 //! - [`release`]: freeing a large replaced context on a thread of its own.
 //! - [`keys`]: which known settings key a mistyped one most likely meant.
+//! - [`pacing`]: when to stop trying: the anti-thrash pause and the summarizer's cool-down.
 //!
 //! Engines are free not to use it; it exists so that the built-in engines and the host measure
 //! and validate the same way.
 #![forbid(unsafe_code)]
 
 pub mod keys;
+pub mod pacing;
 pub mod release;
 pub mod retention;
 pub mod sequence;

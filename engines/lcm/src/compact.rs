@@ -11,12 +11,20 @@
 //!   not make the context smaller stops the sweep.
 //! - The summarizer being unreachable (`UNAVAILABLE`) aborts the sweep: nothing is written, the
 //!   error goes to the host, which keeps the context.
+//! - A timeout, or an answer that failed, starts the engine's cool-down (60 s, then 300 and 900 s
+//!   on repeated timeouts, as the compressor's): until it ends the summarizer is not asked, and
+//!   every pass takes the deterministic truncation, which loses nothing, since `lcm_expand` gives
+//!   the originals. A timeout costs the whole timeout, and Hermes asks up to three times a turn.
 //! - Everything a sweep writes is one transaction, after the last summarizer call.
 
 use std::time::{Duration, Instant};
 
 use ctxhost_engine_abi::{CompressRequest, EngineError, ErrorKind, Message, Role, SummarizeRequest};
-use ctxhost_engine_kit::{sequence::repair_tool_pairs, tokens};
+use ctxhost_engine_kit::{
+    pacing::{FailureKind, TIMED_OUT},
+    sequence::repair_tool_pairs,
+    tokens,
+};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -57,6 +65,8 @@ struct Sweep<'a> {
     truncations: usize,
     stopped: Option<String>,
     summary_cap: u64,
+    /// Why the summarizer was not asked in this sweep (its cool-down).
+    skipped: Option<String>,
 }
 
 /// Compacts the placed context `entries`; returns the new context and an account of the sweep.
@@ -128,6 +138,7 @@ pub fn compact(
         reused: 0,
         truncations: 0,
         stopped: None,
+        skipped: None,
         // A summary asks for at most half of what all summaries may take (at least a line).
         summary_cap: if threshold == 0 {
             u64::MAX
@@ -251,6 +262,7 @@ pub fn compact(
         truncations,
         stopped,
         started,
+        skipped,
         ..
     } = sweep;
     let written = if kept_input { Vec::new() } else { written };
@@ -273,6 +285,7 @@ pub fn compact(
         "truncations": truncations,
         "summarizer_calls": calls,
         "stopped": stopped,
+        "summarizer_skipped": skipped,
         "kept_input": kept_input,
         "tokens_before": rough_before,
         "tokens_after": rough_after,
@@ -623,6 +636,20 @@ impl Sweep<'_> {
             if !self.may_continue() {
                 return Ok(None);
             }
+            let now = Instant::now();
+            let cooldown = &self.engine.cooldown;
+            if cooldown.is_active(now) {
+                if self.skipped.is_none() {
+                    let reason = format!(
+                        "the summarizer is cooling down for {} s after: {}",
+                        cooldown.remaining_secs(now),
+                        cooldown.reason().unwrap_or("a failure")
+                    );
+                    tracing::info!("lcm: {reason}; truncating instead");
+                    self.skipped = Some(reason);
+                }
+                break;
+            }
             self.calls += 1;
             let request = SummarizeRequest {
                 messages,
@@ -633,6 +660,7 @@ impl Sweep<'_> {
             };
             match self.engine.host.summarize(&request) {
                 Ok(answer) => {
+                    self.engine.cooldown.on_success();
                     let tokens = tokens::estimate_text_tokens(&answer.summary);
                     if !answer.summary.trim().is_empty() && tokens + SUMMARY_HEADING_TOKENS < input_tokens {
                         return Ok(Some((answer.summary, answer.summarizer)));
@@ -640,9 +668,21 @@ impl Sweep<'_> {
                     tracing::debug!("summary of {input_tokens} tokens gave {tokens}: not smaller");
                 }
                 Err(error) if error.kind == ErrorKind::UNAVAILABLE => {
+                    let mut reason = error.message.to_string();
+                    if reason.starts_with(TIMED_OUT) {
+                        // Counted from the end of the attempt, which took the whole timeout.
+                        let pause =
+                            self.engine
+                                .cooldown
+                                .on_failure(Instant::now(), &reason, FailureKind::Timeout);
+                        reason.push_str(&format!(
+                            "; not asked again for {} s (lcm truncates meanwhile)",
+                            pause.as_secs()
+                        ));
+                    }
+                    tracing::warn!("lcm: compaction aborted, context kept: {reason}");
                     return Err(EngineError::unavailable(format!(
-                        "lcm: the summarizer is unavailable, nothing written: {}",
-                        error.message
+                        "lcm: the summarizer is unavailable, nothing written: {reason}"
                     )));
                 }
                 Err(error) if error.kind == ErrorKind::UNKNOWN_METHOD => {
@@ -651,7 +691,15 @@ impl Sweep<'_> {
                     break;
                 }
                 Err(error) => {
-                    tracing::debug!("summarizer answered uselessly ({error}); truncating instead");
+                    let pause =
+                        self.engine
+                            .cooldown
+                            .on_failure(Instant::now(), &error.message, FailureKind::Failed);
+                    tracing::warn!(
+                        "lcm: the summarizer failed ({}); truncating instead, next try in {} s",
+                        error.message,
+                        pause.as_secs()
+                    );
                     break;
                 }
             }

@@ -73,11 +73,16 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
+use std::time::Instant;
+
 use ctxhost_engine_abi::{
     default_status, CompressRequest, Counters, Engine, EngineError, Fact, FactBody, FactKind, Host, Message,
-    RawFact, Role, SessionInfo,
+    ModelInfo, RawFact, Role, SessionInfo, Usage,
 };
-use ctxhost_engine_kit::tokens;
+use ctxhost_engine_kit::{
+    pacing::{AntiThrash, Cooldown},
+    tokens,
+};
 use serde_json::{json, Value};
 
 pub use config::LcmConfig;
@@ -87,9 +92,14 @@ use store::{NewMessage, StoredRef};
 
 /// Engine extension: the account of the last compaction (`call_ext("last_compaction")`).
 pub const EXT_LAST_COMPACTION: &str = "last_compaction";
+/// Engine extension: lift the anti-thrash pause (the host calls it before a manual `/compress`).
+pub const EXT_RESUME_AUTO_COMPACTION: &str = "resume_auto_compaction";
 
 /// How far past the expected position ingestion looks for a message it already holds.
 const RESYNC_WINDOW: usize = 64;
+
+/// `SessionInfo::boundary_reason` of a session that continues another after a compaction.
+const BOUNDARY_COMPRESSION: &str = "compression";
 
 /// The session used when the host never calls `on_session_start`.
 const DEFAULT_SESSION: &str = "default";
@@ -118,6 +128,12 @@ pub struct Lcm {
     checkpointer: Option<writer::Checkpointer>,
     /// Set once the host has said its queue ran dry: from then on, it will say so again.
     told_idle: bool,
+    /// Pauses automatic compaction after two that changed nothing (compressor.md's anti-thrash
+    /// rule): Hermes otherwise sent the whole context three times a turn for nothing.
+    thrash: AntiThrash,
+    /// Leaves the host's summarizer alone after a timeout or a failure; compactions truncate
+    /// meanwhile (see [`compact`]).
+    cooldown: Cooldown,
 }
 
 /// The session the engine is in, and what it knows of its stored messages.
@@ -199,6 +215,8 @@ impl Lcm {
             terms: None,
             checkpointer: None,
             told_idle: false,
+            thrash: AntiThrash::default(),
+            cooldown: Cooldown::default(),
         })
     }
 
@@ -215,6 +233,22 @@ impl Lcm {
     /// The current session's name in the store.
     pub fn session_name(&self) -> &str {
         &self.session.name
+    }
+
+    /// Whether automatic compaction is paused by the anti-thrash rule.
+    pub fn is_paused(&self) -> bool {
+        self.thrash.is_paused()
+    }
+
+    /// Lifts the anti-thrash pause; returns whether it was paused.
+    pub fn resume_auto_compaction(&mut self) -> bool {
+        self.thrash.resume()
+    }
+
+    /// Ends the summarizer's cool-down now, as if its time had passed.
+    #[cfg(test)]
+    pub(crate) fn expire_cooldown_for_test(&mut self) {
+        self.cooldown.expire();
     }
 
     fn store_error(&self, error: store::StoreError) -> EngineError {
@@ -405,6 +439,49 @@ impl Lcm {
     fn threshold(&self) -> u64 {
         self.counters.threshold_tokens
     }
+
+    /// Whether `session_id` is the session lcm is in under a new name: Hermes, with
+    /// `compression.in_place: false`, names the session anew after each compaction and says which
+    /// one it continues. Any other boundary (`/new`) starts a conversation of its own.
+    fn continues_after_compaction(&self, session_id: &str, info: &SessionInfo) -> bool {
+        info.boundary_reason.as_deref() == Some(BOUNDARY_COMPRESSION)
+            && info.old_session_id.as_deref() == Some(self.session.name.as_str())
+            && session_id != self.session.name
+    }
+
+    /// Goes on with the current session's conversation under the name `name`, recorded in the
+    /// store so that another process finds it too. The messages, summaries and positions stay
+    /// those of the session: `lcm_grep` and the others see the whole history, and the compacted
+    /// context the new name starts with is aligned with the stored messages, none stored twice.
+    /// `false` (nothing changed) when `name` is already a session of its own in the store.
+    fn continue_session(&mut self, name: &str) -> Result<bool, EngineError> {
+        self.load_session()?;
+        let now = time::now_ms();
+        let old = self.session.name.clone();
+        let id = match self.session.id {
+            Some(id) => id,
+            None => self
+                .store()?
+                .ensure_session(&old, now)
+                .map_err(|error| self.store_error(error))?,
+        };
+        self.session.id = Some(id);
+        let aliased = self
+            .store()?
+            .alias_session(name, id, now)
+            .map_err(|error| self.store_error(error))?;
+        if !aliased {
+            tracing::warn!("{name}: already a session of its own in the store; it does not continue {old}");
+            return Ok(false);
+        }
+        tracing::info!("{name}: continues session {old} after a compaction");
+        self.session.name = name.to_owned();
+        Ok(true)
+    }
+
+    fn automatic_allowed(&self) -> bool {
+        !self.thrash.is_paused() && self.threshold() > 0
+    }
 }
 
 impl Engine for Lcm {
@@ -434,33 +511,78 @@ impl Engine for Lcm {
         request: &CompressRequest,
     ) -> Result<Vec<Message>, EngineError> {
         let entries = self.ingest(messages.clone())?;
-        let (compacted, report) = compact::compact(self, messages, entries, request)?;
-        self.counters.compression_count += 1;
-        tracing::info!(
-            "{}: compaction {}: {} new summaries, {} summarizer calls, ~{} -> ~{} tokens",
-            self.session.name,
-            self.counters.compression_count,
-            report["new_summaries"],
-            report["summarizer_calls"],
-            report["tokens_before"],
-            report["tokens_after"],
-        );
+        let (compacted, report) = match compact::compact(self, messages, entries, request) {
+            Ok(compacted) => compacted,
+            Err(error) => {
+                // The host keeps the context: an attempt that changed nothing.
+                self.thrash.on_ineffective();
+                return Err(error);
+            }
+        };
+        // A sweep that made nothing smaller hands the input back: not a compaction. Hermes warns
+        // "Session compressed N times" from this count (explore-hermes FINDINGS.md, finding 3).
+        if report["kept_input"] == true {
+            self.thrash.on_ineffective();
+            tracing::info!(
+                "{}: nothing to compact (~{} tokens): the context is kept as it was",
+                self.session.name,
+                report["tokens_before"],
+            );
+        } else {
+            self.counters.compression_count += 1;
+            self.thrash.on_compacted();
+            tracing::info!(
+                "{}: compaction {}: {} new summaries, {} summarizer calls, ~{} -> ~{} tokens",
+                self.session.name,
+                self.counters.compression_count,
+                report["new_summaries"],
+                report["summarizer_calls"],
+                report["tokens_before"],
+                report["tokens_after"],
+            );
+        }
         self.last_compaction = Some(report);
         Ok(compacted)
     }
 
+    fn update_from_response(&mut self, usage: &Usage) {
+        self.counters.last_prompt_tokens = usage.prompt_tokens;
+        self.counters.last_completion_tokens = usage.completion_tokens;
+        self.counters.last_total_tokens = usage.total_tokens;
+        self.thrash
+            .on_prompt(usage.prompt_tokens, self.counters.threshold_tokens);
+    }
+
+    fn should_compress(&mut self, prompt_tokens: Option<u64>) -> bool {
+        let tokens = prompt_tokens.unwrap_or(self.counters.last_prompt_tokens);
+        self.automatic_allowed() && tokens >= self.threshold()
+    }
+
     fn should_compress_preflight(&mut self, messages: &[Message]) -> bool {
-        let threshold = self.threshold();
-        threshold > 0 && tokens::estimate_reaches(messages, threshold)
+        self.automatic_allowed() && tokens::estimate_reaches(messages, self.threshold())
+    }
+
+    fn update_model(&mut self, model: &ModelInfo) {
+        self.counters.context_length = model.context_length;
+        self.counters.threshold_tokens = (model.window() as f64 * self.config.threshold).floor() as u64;
+        if self.thrash.resume() {
+            tracing::info!("automatic compaction resumed: the model changed");
+        }
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
         compact::has_content(&self.config, self.threshold(), messages)
     }
 
-    fn on_session_start(&mut self, session_id: &str, _info: &SessionInfo) -> Result<(), EngineError> {
+    fn on_session_start(&mut self, session_id: &str, info: &SessionInfo) -> Result<(), EngineError> {
         self.write_pending()?;
+        if self.continues_after_compaction(session_id, info) && self.continue_session(session_id)? {
+            return Ok(());
+        }
         self.resets = 0;
+        if self.thrash.resume() {
+            tracing::info!("automatic compaction resumed: a new session started");
+        }
         self.switch_session(session_id.to_owned());
         self.load_session()
     }
@@ -501,6 +623,8 @@ impl Engine for Lcm {
         let resets = self.resets;
         self.switch_session(format!("{base}#reset-{resets}"));
         self.last_compaction = None;
+        self.thrash.resume();
+        self.cooldown = Cooldown::default();
     }
 
     fn get_tool_schemas(&self) -> Vec<Value> {
@@ -532,6 +656,15 @@ impl Engine for Lcm {
             fields.insert("database".into(), self.database.display().to_string().into());
             fields.insert("session".into(), self.session.name.clone().into());
             fields.insert("stored_messages".into(), self.unsettled().into());
+            let now = Instant::now();
+            fields.insert("paused".into(), self.thrash.is_paused().into());
+            fields.insert("ineffective_streak".into(), self.thrash.streak().into());
+            fields.insert("cooldown_until".into(), self.cooldown.until_unix_secs(now).into());
+            fields.insert(
+                "cooldown_remaining_s".into(),
+                self.cooldown.remaining_secs(now).into(),
+            );
+            fields.insert("last_summarizer_failure".into(), self.cooldown.reason().into());
         }
         status
     }
@@ -572,12 +705,16 @@ impl Engine for Lcm {
     fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
         match method {
             EXT_LAST_COMPACTION => Ok(self.last_compaction.clone().unwrap_or(Value::Null)),
+            EXT_RESUME_AUTO_COMPACTION => {
+                let was_paused = self.resume_auto_compaction();
+                Ok(json!({ "paused": false, "was_paused": was_paused }))
+            }
             other => Err(EngineError::unknown_method(other)),
         }
     }
 
     fn ext_methods(&self) -> Vec<&'static str> {
-        vec![EXT_LAST_COMPACTION]
+        vec![EXT_LAST_COMPACTION, EXT_RESUME_AUTO_COMPACTION]
     }
 }
 

@@ -8,7 +8,9 @@
 //!   JSON it holds (the Python plugin stores ~3.3×).
 //! - `summaries` (+ `summaries_fts`, external content), `summary_messages` (a leaf's messages,
 //!   ordered) and `summary_sources` (a condensed summary's sources, ordered), with foreign keys.
-//! - `sessions` records, per session, what the context held after its last compaction.
+//! - `sessions` records, per session, what the context held after its last compaction;
+//!   `session_aliases` names the sessions continued under another id (an agent that renames its
+//!   session at each compaction).
 //!
 //! WAL mode. A compaction's writes (summaries, lineage, the context record) are one transaction,
 //! so a process killed at any point leaves either the state before or the state after.
@@ -23,7 +25,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use serde_json::Value;
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The log is copied into the file once it holds this many pages (16 KiB each, 64 MiB), not
 /// SQLite's 1,000: a 10,000-message session writes about 18 MB of log, and each checkpoint waits
@@ -384,6 +386,18 @@ const SCHEMA_V3: &str = r#"
 INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 16);
 "#;
 
+/// Version 4: other names of a session. Hermes with `compression.in_place: false` gives the
+/// session a new id after every compaction; the new id continues the same conversation, so it
+/// names the same row instead of starting a store session that holds only the compacted context
+/// (explore-hermes FINDINGS.md, finding 4). A table of its own, so that no existing row changes.
+const SCHEMA_V4: &str = r#"
+CREATE TABLE session_aliases (
+    name       TEXT PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
 /// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one version at a time, each step in a
 /// transaction. A file from a newer build is refused rather than guessed at.
 pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
@@ -404,7 +418,7 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
 /// opening a new store at once (two replays started together) would otherwise both create the
 /// tables, and the second fail with "table sessions already exists".
 pub(crate) fn migrate_to(conn: &mut Connection, version: i64, last: i64) -> StoreResult<()> {
-    for (target, step) in [(1, SCHEMA_V1), (2, SCHEMA_V2), (3, SCHEMA_V3)] {
+    for (target, step) in [(1, SCHEMA_V1), (2, SCHEMA_V2), (3, SCHEMA_V3), (4, SCHEMA_V4)] {
         if version < target && target <= last {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let now: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -506,13 +520,38 @@ impl Store {
         &self.conn
     }
 
-    /// The row id of session `name`, if it exists.
+    /// The row id of session `name`, if it exists: a session of that name, or the session that
+    /// name continues (see [`Store::alias_session`]).
     pub fn find_session(&self, name: &str) -> StoreResult<Option<i64>> {
-        Ok(self
+        let own = self
             .conn
             .prepare_cached("SELECT id FROM sessions WHERE name = ?1")?
             .query_row([name], |row| row.get(0))
+            .optional()?;
+        if own.is_some() {
+            return Ok(own);
+        }
+        Ok(self
+            .conn
+            .prepare_cached("SELECT session_id FROM session_aliases WHERE name = ?1")?
+            .query_row([name], |row| row.get(0))
             .optional()?)
+    }
+
+    /// Makes `name` another name of `session`, so that a later [`Store::find_session`] of it (in
+    /// this process or another) finds the whole conversation. `false`, and nothing written, when
+    /// `name` is already a session of its own or another session's name.
+    pub fn alias_session(&self, name: &str, session: i64, now: i64) -> StoreResult<bool> {
+        if let Some(existing) = self.find_session(name)? {
+            return Ok(existing == session);
+        }
+        self.conn
+            .prepare_cached(
+                "INSERT INTO session_aliases (name, session_id, created_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (name) DO NOTHING",
+            )?
+            .execute(params![name, session, now])?;
+        Ok(self.find_session(name)? == Some(session))
     }
 
     /// The row id of session `name`, created when missing (by this process or, at the same

@@ -21,6 +21,11 @@
 //! - If the rough estimate (scaled up to `current_tokens` when the host gives a larger real
 //!   count) is still at or over the threshold, the window is halved, down to 1, until it fits:
 //!   compaction must make progress. The newest tool result is always kept.
+//! - Two compactions in a row that mask nothing pause automatic compaction, as the compressor's
+//!   anti-thrash rule does: `should_compress` says no until a reported prompt fits under the
+//!   threshold, the session resets, the model changes, or the host calls
+//!   `resume_auto_compaction` (a manual `/compress`). The preflight, which sees the messages,
+//!   still says yes once an output is left to mask.
 //!
 //! # Example
 //!
@@ -49,12 +54,18 @@ mod mask;
 #[cfg(test)]
 mod tests;
 
-use ctxhost_engine_abi::{default_status, CompressRequest, Counters, Engine, EngineError, Host, Message};
-use ctxhost_engine_kit::tokens;
-use serde_json::Value;
+use ctxhost_engine_abi::{
+    default_status, CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, SessionInfo,
+    Usage,
+};
+use ctxhost_engine_kit::{pacing::AntiThrash, tokens};
+use serde_json::{json, Value};
 
 pub use config::MaskingConfig;
 pub use mask::is_stand_in;
+
+/// Engine extension: lift the anti-thrash pause (the host calls it before a manual `/compress`).
+pub const EXT_RESUME_AUTO_COMPACTION: &str = "resume_auto_compaction";
 
 /// The observation-masking engine (`context.engine: masking`).
 pub struct Masking {
@@ -62,6 +73,10 @@ pub struct Masking {
     counters: Counters,
     /// Tool outputs masked since the session started (or was reset).
     masked_outputs: u64,
+    /// Pauses automatic compaction after two that masked nothing: a session over the threshold on
+    /// prose alone made Hermes send the whole context for nothing after every response
+    /// (explore-hermes FINDINGS.md, finding 3).
+    thrash: AntiThrash,
 }
 
 impl Masking {
@@ -72,6 +87,7 @@ impl Masking {
             config,
             counters: Counters::default(),
             masked_outputs: 0,
+            thrash: AntiThrash::default(),
         })
     }
 
@@ -156,7 +172,15 @@ impl Engine for Masking {
         mask::apply_masks(&mut messages, masks);
 
         self.masked_outputs += masks.len() as u64;
-        self.counters.compression_count += 1;
+        // Only a compaction that masked something counts: Hermes warns "Session compressed N
+        // times" from this count, and counting calls that changed nothing made it warn after two
+        // real ones (explore-hermes FINDINGS.md, finding 3).
+        if masks.is_empty() {
+            self.thrash.on_ineffective();
+        } else {
+            self.counters.compression_count += 1;
+            self.thrash.on_compacted();
+        }
         tracing::debug!(
             "masked {} of {result_count} tool outputs, keeping the last {keep} (configured {}); \
              ~{} -> ~{} rough tokens",
@@ -174,6 +198,22 @@ impl Engine for Masking {
             );
         }
         Ok(messages)
+    }
+
+    fn update_from_response(&mut self, usage: &Usage) {
+        self.counters.last_prompt_tokens = usage.prompt_tokens;
+        self.counters.last_completion_tokens = usage.completion_tokens;
+        self.counters.last_total_tokens = usage.total_tokens;
+        self.thrash
+            .on_prompt(usage.prompt_tokens, self.counters.threshold_tokens);
+    }
+
+    /// At or over the threshold, unless paused: without the messages it cannot tell whether an
+    /// output is left to mask.
+    fn should_compress(&mut self, prompt_tokens: Option<u64>) -> bool {
+        let threshold = self.counters.threshold_tokens;
+        let tokens = prompt_tokens.unwrap_or(self.counters.last_prompt_tokens);
+        !self.thrash.is_paused() && threshold > 0 && tokens >= threshold
     }
 
     /// At or over the threshold, and with an output left to mask: once every old output is a
@@ -200,6 +240,23 @@ impl Engine for Masking {
             ..Counters::default()
         };
         self.masked_outputs = 0;
+        self.thrash.resume();
+    }
+
+    /// A new session lifts the pause; Hermes naming the session anew after a compaction does not.
+    fn on_session_start(&mut self, _session_id: &str, info: &SessionInfo) -> Result<(), EngineError> {
+        if info.boundary_reason.as_deref() != Some("compression") {
+            self.thrash.resume();
+        }
+        Ok(())
+    }
+
+    fn update_model(&mut self, model: &ModelInfo) {
+        self.counters.context_length = model.context_length;
+        self.counters.threshold_tokens = (model.window() as f64 * self.config.threshold).floor() as u64;
+        if self.thrash.resume() {
+            tracing::info!("automatic compaction resumed: the model changed");
+        }
     }
 
     fn get_status(&self) -> Value {
@@ -207,7 +264,23 @@ impl Engine for Masking {
         if let Value::Object(fields) = &mut status {
             fields.insert("masked_outputs".into(), self.masked_outputs.into());
             fields.insert("keep_last".into(), self.config.keep_last.into());
+            fields.insert("paused".into(), self.thrash.is_paused().into());
+            fields.insert("ineffective_streak".into(), self.thrash.streak().into());
         }
         status
+    }
+
+    fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
+        match method {
+            EXT_RESUME_AUTO_COMPACTION => {
+                let was_paused = self.thrash.resume();
+                Ok(json!({ "paused": false, "was_paused": was_paused }))
+            }
+            other => Err(EngineError::unknown_method(other)),
+        }
+    }
+
+    fn ext_methods(&self) -> Vec<&'static str> {
+        vec![EXT_RESUME_AUTO_COMPACTION]
     }
 }

@@ -1,4 +1,4 @@
-use ctxhost_engine_abi::{CompressRequest, Engine, ErrorKind, Host, Message, ModelInfo, ToolCall};
+use ctxhost_engine_abi::{CompressRequest, Engine, ErrorKind, Host, Message, ModelInfo, ToolCall, Usage};
 use ctxhost_engine_kit::{
     sequence::{find_sequence_problems, REMOVED_RESULT_TEXT},
     tokens,
@@ -124,6 +124,28 @@ fn compressing_twice_changes_nothing_more() {
     let twice = compress(&mut engine, once.clone());
     assert_eq!(twice, once);
     assert_eq!(engine.get_status()["masked_outputs"], 4);
+    assert_eq!(
+        engine.counters().compression_count,
+        1,
+        "a compaction that changed nothing is not counted"
+    );
+}
+
+#[test]
+fn compression_count_counts_only_compactions_that_masked_something() {
+    let mut engine = engine(json!({ "keep_last": 1 }));
+    let mut context = transcript(3, 800);
+    for _ in 0..5 {
+        context = compress(&mut engine, context);
+    }
+    assert_eq!(engine.counters().compression_count, 1);
+    context.push(Message::assistant_calls(vec![ToolCall::new(
+        "late",
+        "terminal",
+        r#"{"command":"cat late.txt"}"#,
+    )]));
+    context.push(Message::tool("late", "line of late.txt\n".repeat(120)));
+    compress(&mut engine, context);
     assert_eq!(engine.counters().compression_count, 2);
 }
 
@@ -255,6 +277,8 @@ fn status_shows_masked_outputs_and_the_window() {
             "compression_count": 1,
             "masked_outputs": 3,
             "keep_last": 2,
+            "paused": false,
+            "ineffective_streak": 0,
         })
     );
     engine.on_session_reset();
@@ -317,4 +341,75 @@ fn config_errors_name_the_key() {
         assert_eq!(error.kind, ErrorKind::CONFIG, "{config}");
         assert!(error.message.contains(key), "{config}: {error}");
     }
+}
+
+/// Hermes's loop after each model response: compact when `should_compress` says so. Returns how
+/// many of `turns` compactions changed nothing.
+fn futile_compactions_after_responses(engine: &mut Masking, context: &[Message], turns: usize) -> usize {
+    let over = tokens::estimate_messages_tokens(context);
+    let mut futile = 0;
+    for _ in 0..turns {
+        engine.update_from_response(&Usage {
+            prompt_tokens: over,
+            ..Usage::default()
+        });
+        if engine.should_compress(None) && compress(engine, context.to_vec()) == context {
+            futile += 1;
+        }
+    }
+    futile
+}
+
+#[test]
+fn two_compactions_that_mask_nothing_pause_automatic_compaction_until_a_prompt_fits() {
+    let mut engine = engine_with_window(json!({ "keep_last": 10 }), 400);
+    let compacted = compress(&mut engine, transcript(4, 2_000));
+    // The compaction that masked the old outputs left the next prompt over the threshold: it
+    // counts as the first ineffective one, and one futile call pauses.
+    assert_eq!(futile_compactions_after_responses(&mut engine, &compacted, 5), 1);
+    assert_eq!(engine.get_status()["paused"], true);
+    engine.update_from_response(&Usage {
+        prompt_tokens: 10,
+        ..Usage::default()
+    });
+    assert!(engine.should_compress(Some(/*prompt_tokens*/ 5_000)));
+}
+
+#[test]
+fn a_manual_compress_a_model_switch_a_reset_or_a_new_output_to_mask_lifts_the_pause() {
+    let mut engine = engine_with_window(json!({ "keep_last": 10 }), 400);
+    let compacted = compress(&mut engine, transcript(4, 2_000));
+    let over = Some(/*prompt_tokens*/ 5_000);
+    let pause = |engine: &mut Masking| {
+        futile_compactions_after_responses(engine, &compacted, 2);
+        assert!(!engine.should_compress(over));
+    };
+
+    pause(&mut engine);
+    let answer = engine.call_ext("resume_auto_compaction", &Value::Null).unwrap();
+    assert_eq!(answer, json!({ "paused": false, "was_paused": true }));
+    assert!(engine.should_compress(over));
+
+    pause(&mut engine);
+    engine.update_model(&ModelInfo {
+        context_length: 400,
+        ..ModelInfo::default()
+    });
+    assert!(engine.should_compress(over));
+
+    pause(&mut engine);
+    engine.on_session_reset();
+    assert!(engine.should_compress(over));
+
+    // The preflight sees the context: a new output that aged out of the window is worth a
+    // compaction even while paused.
+    pause(&mut engine);
+    let mut grown = compress(&mut engine, transcript(4, 2_000));
+    grown.push(Message::assistant_calls(vec![ToolCall::new(
+        "late",
+        "terminal",
+        r#"{"command":"cat late.txt"}"#,
+    )]));
+    grown.push(Message::tool("late", "line of late.txt\n".repeat(120)));
+    assert!(engine.should_compress_preflight(&grown));
 }

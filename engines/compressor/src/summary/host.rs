@@ -23,9 +23,7 @@ pub const SERVICE_INFO: &str = "summarizer.info";
 /// "input_tokens"}` → `{"summary", "summarizer", "facts_added"}`.
 pub const SERVICE_SUMMARIZE: &str = "summarize";
 
-/// How the message of an `UNAVAILABLE` error from `summarize` starts when the model did not
-/// answer in time (the host writes it; the engine cools down on it).
-pub const TIMED_OUT: &str = "timed out";
+pub use ctxhost_engine_kit::pacing::TIMED_OUT;
 
 /// A summarizer that asks the host's `summarize` service.
 pub struct HostSummarizer {

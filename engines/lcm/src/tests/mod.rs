@@ -2,7 +2,9 @@
 
 mod grep_budget;
 mod observing;
+mod pacing;
 mod property;
+mod rotation;
 mod tools;
 
 use std::path::Path;
@@ -360,10 +362,12 @@ fn a_version_1_store_is_migrated_keeping_its_messages() {
         .unwrap();
     engine.on_session_end("old", &[]).unwrap();
     drop(engine);
-    // What a version-1 build left: no table for observed compactions.
+    // What a version-1 build left: no table for observed compactions, nor for session names.
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE observed_compactions; PRAGMA user_version = 1;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE observed_compactions; DROP TABLE session_aliases; PRAGMA user_version = 1;",
+    )
+    .unwrap();
     drop(conn);
     let store = crate::Store::open(&path).unwrap();
     let version: i64 = store

@@ -79,6 +79,10 @@ impl AntiThrash {
     }
 }
 
+/// How the message of an `UNAVAILABLE` error from the host's `summarize` service starts when the
+/// model did not answer in time (the host writes it; an engine cools down on it).
+pub const TIMED_OUT: &str = "timed out";
+
 /// Cool-down steps after consecutive summarizer timeouts; any other failure waits the first.
 pub const COOLDOWN_STEPS: [Duration; 3] = [
     Duration::from_secs(60),
@@ -160,8 +164,9 @@ impl Cooldown {
         })
     }
 
-    #[cfg(test)]
-    pub(crate) fn expire(&mut self) {
+    /// Ends the cool-down now, as if its time had passed; the run of timeouts is remembered.
+    /// For tests, which must not wait minutes (an engine's clock is `Instant::now`).
+    pub fn expire(&mut self) {
         self.until = Some(Instant::now() - Duration::from_millis(1));
     }
 }
