@@ -184,24 +184,26 @@ pub fn verify_checksum(path: &Path, expected: &str) -> Result<(), LoadError> {
 /// code runs, and errors still name the user's path.
 pub fn open_engine_library(path: &Path) -> Result<EngineLibrary, LoadError> {
     let started = Instant::now();
+    // Errors name the library as the user's config and folders do, not its resolved path.
+    let named = path.to_owned();
     // Canonical paths make "the same library twice" detectable by the loader's own cache.
     let path = fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
     let opened_from = fresh_copy_if_rebuilt(&path).map_err(|reason| LoadError::Open {
-        path: path.clone(),
+        path: named.clone(),
         reason,
     })?;
     let path_to_open = opened_from.as_deref().unwrap_or(&path);
     check_object_layout(path_to_open).map_err(|reason| LoadError::Open {
-        path: path.clone(),
+        path: named.clone(),
         reason,
     })?;
     let module = lib_header_from_path(path_to_open)
         .and_then(|header| header.init_root_module::<EngineModuleRef>())
-        .map_err(|error| classify(&path, error))?;
+        .map_err(|error| classify(&named, error))?;
     let abi_version = (module.abi_version())();
     if !is_supported_abi(abi_version) {
         return Err(LoadError::UnsupportedAbi {
-            path,
+            path: named,
             found: abi_version,
         });
     }
