@@ -19,6 +19,10 @@
 //!   (a command's stdout again, an edited file's whole original): the model never saw it, and it
 //!   is left out, unread. Kept, it doubled every tool result in memory and in every engine's input.
 //! - `isSidechain` records are a subagent's conversation, not the main one: left out, counted.
+//!   A file whose first conversation record is a sidechain is a subagent's own log (Claude Code
+//!   writes each subagent's conversation to an `agent-<id>.jsonl`, every record a sidechain): its
+//!   sidechain records are read as the subagent's conversation, with one warning, and a record
+//!   that is not one (none in such a file) is left out and counted, with a warning.
 //! - A `user` record with `isCompactSummary` is the summary of a compaction Claude Code made: left
 //!   out, listed in [`TranscriptMeta::compactions`] (see the module docs of `formats`).
 //! - `summary` records are the titles Claude Code shows in its resume list (`leafUuid` names the
@@ -51,6 +55,10 @@ use super::{
 pub(super) struct ClaudeCodeReader<R> {
     lines: JsonLines<R, Record>,
     queue: Queue,
+    /// Whose conversation the file holds.
+    log: Log,
+    /// Conversation records of the main session in a subagent's log, left out.
+    not_the_subagents: u64,
     turn: Option<Turn>,
     /// The last conversation record, and the interface's records since.
     last_uuid: Option<String>,
@@ -59,6 +67,20 @@ pub(super) struct ClaudeCodeReader<R> {
     /// Ids of the wrong type read as text in the last record, for warnings.
     id_fixes: Vec<String>,
 }
+
+/// Whose conversation the file holds, as its first conversation record tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Log {
+    /// No conversation record read yet.
+    Unknown,
+    /// A session's: its sidechain records are its subagents' conversations, left out.
+    Session,
+    /// A subagent's own (`agent-<id>.jsonl`): its sidechain records are its conversation.
+    Subagent,
+}
+
+/// How the sidechain records of a session's log are counted among the records left out.
+const SIDECHAIN: &str = "sidechain (a subagent's record)";
 
 /// An assistant message being gathered from its records, with the results that arrived for it.
 struct Turn {
@@ -152,6 +174,8 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         Self {
             lines: JsonLines::new(path, reader),
             queue: Queue::default(),
+            log: Log::Unknown,
+            not_the_subagents: 0,
             turn: None,
             last_uuid: None,
             between: Vec::new(),
@@ -181,11 +205,35 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         let Some(kind) = kind else {
             return Err(self.lines.error_at(at, "a Claude Code record without a `type`"));
         };
-        if fields.get("isSidechain") == Some(&Value::Bool(true)) {
-            meta.skip("sidechain (a subagent's record)");
-            return Ok(true);
+        let sidechain = fields.get("isSidechain") == Some(&Value::Bool(true));
+        let conversation = matches!(kind.as_str(), "user" | "assistant");
+        if conversation && self.log == Log::Unknown {
+            // A session's log starts with its user's prompt, never with a subagent's record: a
+            // file that does is a subagent's own, which users open on purpose to study what that
+            // subagent's model saw.
+            self.log = if sidechain { Log::Subagent } else { Log::Session };
+            if sidechain {
+                let warning = format!(
+                    "line {}: the file starts with a sidechain record (`isSidechain`), as a subagent's own log \
+                     (Claude Code's `agent-<id>.jsonl`) does: its sidechain records are read as that subagent's conversation",
+                    at.line
+                );
+                meta.warn(self.lines.path(), warning);
+            }
         }
-        self.follow_chain(&fields, matches!(kind.as_str(), "user" | "assistant"));
+        match (self.log, sidechain) {
+            (Log::Unknown | Log::Session, true) => {
+                meta.skip(SIDECHAIN);
+                return Ok(true);
+            }
+            (Log::Subagent, false) if conversation => {
+                self.not_the_subagents += 1;
+                meta.skip("main session's record in a subagent's log");
+                return Ok(true);
+            }
+            _ => {}
+        }
+        self.follow_chain(&fields, conversation);
         if meta.session_id.is_none() {
             meta.session_id = fields.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         }
@@ -492,6 +540,13 @@ impl<R: BufRead> QueuedRecords for ClaudeCodeReader<R> {
 
     fn end_of_file(&mut self, meta: &mut TranscriptMeta) {
         self.flush_turn();
+        if self.not_the_subagents > 0 {
+            let warning = format!(
+                "{} conversation records are not sidechains, though the file started as a subagent's log: they are left out",
+                self.not_the_subagents
+            );
+            meta.warn(self.lines.path(), warning);
+        }
         if self.branches > 0 {
             let warning = format!(
                 "{} records do not continue the record before them (a rewind or an edited prompt): \

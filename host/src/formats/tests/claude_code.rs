@@ -446,3 +446,62 @@ fn tool_use_result_the_interfaces_copy_of_an_output_is_left_out() {
     assert!(!tool.extra.contains_key("toolUseResult"), "{:?}", tool.extra);
     assert!(tool.extra.contains_key("uuid"), "the record's other fields stay");
 }
+
+/// `record` as Claude Code writes it in a subagent's `agent-<id>.jsonl`.
+fn subagents(mut record: Value) -> Value {
+    record["isSidechain"] = json!(true);
+    record["agentId"] = json!("a1b2c3d4");
+    record
+}
+
+#[test]
+fn a_subagents_own_log_is_read_as_its_conversation_with_one_warning() {
+    let text = jsonl(&[
+        subagents(user("u1", None, json!("Find the retry code"))),
+        subagents(assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "retry"}}]),
+            usage(4, 120),
+        )),
+        subagents(user(
+            "u2",
+            Some("a1"),
+            json!([{"type": "tool_result", "tool_use_id": "t1", "content": "src/retry.py"}]),
+        )),
+        subagents(assistant(
+            "a2",
+            "u2",
+            "msg_2",
+            json!([{"type": "text", "text": "Retry is in src/retry.py."}]),
+            usage(4, 20),
+        )),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let messages: Vec<_> = transcript
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text().into_owned()))
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            (Role::User, "Find the retry code".to_owned()),
+            (Role::Assistant, String::new()),
+            (Role::Tool, "src/retry.py".to_owned()),
+            (Role::Assistant, "Retry is in src/retry.py.".to_owned()),
+        ]
+    );
+    assert_eq!(transcript.messages[1].calls()[0].id, "t1");
+    assert_eq!(
+        transcript.meta.warnings,
+        ["line 1: the file starts with a sidechain record (`isSidechain`), as a subagent's own log (Claude Code's \
+          `agent-<id>.jsonl`) does: its sidechain records are read as that subagent's conversation"]
+    );
+    assert!(
+        transcript.meta.skipped.is_empty(),
+        "{:?}",
+        transcript.meta.skipped
+    );
+}
