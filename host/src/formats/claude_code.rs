@@ -23,6 +23,10 @@
 //!   writes each subagent's conversation to an `agent-<id>.jsonl`, every record a sidechain): its
 //!   sidechain records are read as the subagent's conversation, with one warning, and a record
 //!   that is not one (none in such a file) is left out and counted, with a warning.
+//! - An assistant record Claude Code wrote itself (`isApiErrorMessage`, the model `<synthetic>`:
+//!   "API Error: 529 …" when a request failed) was never the model's output, and Claude Code does
+//!   not send it back: left out, counted. Replayed, it was a model call with a recorded prompt of
+//!   0 tokens.
 //! - A `user` record with `isCompactSummary` is the summary of a compaction Claude Code made: left
 //!   out, listed in [`TranscriptMeta::compactions`] (see the module docs of `formats`).
 //! - `summary` records are the titles Claude Code shows in its resume list (`leafUuid` names the
@@ -42,7 +46,7 @@ use serde_json::{Map, Value};
 
 mod record;
 
-use record::{Block, Body, Fields, Record};
+use record::{ApiMessage, Block, Body, Fields, Record};
 
 use super::{
     content_from_parts,
@@ -233,9 +237,18 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             }
             _ => {}
         }
-        self.follow_chain(&fields, conversation);
+        let synthetic = (kind == "assistant")
+            .then(|| synthetic_kind(&fields, message.as_ref()))
+            .flatten();
+        // Left out, a synthetic record is one of the interface's in the chain: the prompt after
+        // it names it as its parent.
+        self.follow_chain(&fields, conversation && synthetic.is_none());
         if meta.session_id.is_none() {
             meta.session_id = fields.get("sessionId").and_then(Value::as_str).map(str::to_owned);
+        }
+        if let Some(synthetic) = synthetic {
+            meta.skip(synthetic);
+            return Ok(true);
         }
         match kind.as_str() {
             "user" | "assistant" => {
@@ -497,6 +510,19 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             }
         }
         Ok(())
+    }
+}
+
+/// What an assistant record is when Claude Code wrote it itself, not the model; `None` for the
+/// model's.
+fn synthetic_kind(fields: &Fields, message: Option<&ApiMessage>) -> Option<&'static str> {
+    let model = message.and_then(|message| message.fields.get("model"));
+    if fields.get("isApiErrorMessage") == Some(&Value::Bool(true)) {
+        Some("api error (written by Claude Code, not the model)")
+    } else if model.and_then(Value::as_str) == Some("<synthetic>") {
+        Some("synthetic assistant message (written by Claude Code, not the model)")
+    } else {
+        None
     }
 }
 

@@ -505,3 +505,62 @@ fn a_subagents_own_log_is_read_as_its_conversation_with_one_warning() {
         transcript.meta.skipped
     );
 }
+
+#[test]
+fn an_api_error_claude_code_wrote_itself_is_left_out_not_replayed_as_a_model_call() {
+    let mut error = assistant(
+        "a1",
+        "u1",
+        "7c1c1c1c-synthetic",
+        json!([{"type": "text", "text": "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}"}]),
+        json!({"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}),
+    );
+    error["isApiErrorMessage"] = json!(true);
+    error["message"]["model"] = json!("<synthetic>");
+    let mut stand_in = assistant(
+        "a2",
+        "u2",
+        "7c1c1c1d-synthetic",
+        json!([{"type": "text", "text": "No response requested."}]),
+        json!({"input_tokens": 0, "output_tokens": 0}),
+    );
+    stand_in["message"]["model"] = json!("<synthetic>");
+    let text = jsonl(&[
+        user("u1", None, json!("hello")),
+        error,
+        user("u2", Some("a1"), json!("try again")),
+        stand_in,
+        user("u3", Some("a2"), json!("and again")),
+        assistant(
+            "a3",
+            "u3",
+            "msg_1",
+            json!([{"type": "text", "text": "hi"}]),
+            usage(10, 5),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let texts: Vec<_> = transcript
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["hello", "try again", "and again", "hi"]);
+    let skipped: Vec<_> = transcript
+        .meta
+        .skipped
+        .iter()
+        .map(|(kind, count)| (kind.as_str(), *count))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("api error (written by Claude Code, not the model)", 1),
+            (
+                "synthetic assistant message (written by Claude Code, not the model)",
+                1
+            ),
+        ]
+    );
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+}
