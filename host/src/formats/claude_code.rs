@@ -36,6 +36,10 @@
 //! - Records are read in file order. A user or assistant record whose `parentUuid` is neither the
 //!   conversation record before it nor an interface record since marks a branch (a rewind, an
 //!   edited prompt): the count is reported as a warning, since the abandoned branch is read too.
+//!   Parallel tool calls are no branch: Claude Code 2.x writes a response's calls one record each
+//!   and links each result to the record of its own call (`sourceToolAssistantUUID`), not to the
+//!   record before it, so a result whose parent is any record of the last API message continues
+//!   the chain.
 //!   Rebuilding the active branch would need the whole file's `uuid` links before the first
 //!   message; file order keeps the reader a single pass.
 
@@ -67,6 +71,9 @@ pub(super) struct ClaudeCodeReader<R> {
     /// The last conversation record, and the interface's records since.
     last_uuid: Option<String>,
     between: Vec<String>,
+    /// The last assistant API message's `message.id`, and the uuids of its records.
+    api_message: Option<String>,
+    api_records: Vec<String>,
     branches: u64,
     /// Ids of the wrong type read as text in the last record, for warnings.
     id_fixes: Vec<String>,
@@ -81,6 +88,43 @@ enum Log {
     Session,
     /// A subagent's own (`agent-<id>.jsonl`): its sidechain records are its conversation.
     Subagent,
+}
+
+/// What a record is to the `parentUuid` chain.
+#[derive(Clone, Copy, Debug)]
+enum Link<'a> {
+    /// The interface's, or left out: it may sit in the chain between two conversation records.
+    Interface,
+    /// A record of the assistant API message with this `message.id`.
+    Assistant(Option<&'a str>),
+    /// A user record answering tool calls.
+    Results,
+    /// Any other user record.
+    Prompt,
+}
+
+impl<'a> Link<'a> {
+    fn of(kind: &str, message: Option<&'a ApiMessage>, synthetic: bool) -> Self {
+        match kind {
+            "assistant" if !synthetic => {
+                Link::Assistant(message.and_then(|m| m.fields.get("id")).and_then(Value::as_str))
+            }
+            "user" if message.is_some_and(holds_results) => Link::Results,
+            "user" => Link::Prompt,
+            _ => Link::Interface,
+        }
+    }
+}
+
+/// Whether a user message holds a `tool_result` block.
+fn holds_results(message: &ApiMessage) -> bool {
+    match &message.content {
+        Some(Body::Blocks(blocks)) => blocks
+            .iter()
+            .filter_map(Block::fields)
+            .any(|block| block_type(block) == Some("tool_result")),
+        _ => false,
+    }
 }
 
 /// How the sidechain records of a session's log are counted among the records left out.
@@ -183,6 +227,8 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             turn: None,
             last_uuid: None,
             between: Vec::new(),
+            api_message: None,
+            api_records: Vec::new(),
             branches: 0,
             id_fixes: Vec::new(),
         }
@@ -242,7 +288,8 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             .flatten();
         // Left out, a synthetic record is one of the interface's in the chain: the prompt after
         // it names it as its parent.
-        self.follow_chain(&fields, conversation && synthetic.is_none());
+        let link = Link::of(&kind, message.as_ref(), synthetic.is_some());
+        self.follow_chain(&fields, link);
         if meta.session_id.is_none() {
             meta.session_id = fields.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         }
@@ -288,20 +335,43 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     }
 
     /// Counts conversation records that do not continue the one before them. Records of the
-    /// interface (`system`, `progress`…) may sit in the chain between two of them.
-    fn follow_chain(&mut self, record: &Fields, conversation: bool) {
+    /// interface (`system`, `progress`…) may sit in the chain between two of them, and a result
+    /// or a further record of the last API message may name any of its records.
+    fn follow_chain(&mut self, record: &Fields, link: Link) {
         let Some(uuid) = record.get("uuid").and_then(Value::as_str) else {
             return;
         };
-        if !conversation {
+        if matches!(link, Link::Interface) {
             self.between.push(uuid.to_owned());
             return;
         }
+        let same_message =
+            matches!(link, Link::Assistant(Some(id)) if self.api_message.as_deref() == Some(id));
         let parent = record.get("parentUuid").and_then(Value::as_str);
         if let (Some(parent), Some(last)) = (parent, &self.last_uuid) {
-            if parent != last && !self.between.iter().any(|between| between == parent) {
+            let of_the_message = |uuid: &str| self.api_records.iter().any(|record| record == uuid);
+            let call_record = record.get("sourceToolAssistantUUID").and_then(Value::as_str);
+            let joins_the_message = (same_message || matches!(link, Link::Results))
+                && (of_the_message(parent) || call_record.is_some_and(of_the_message));
+            let continues =
+                parent == last || self.between.iter().any(|between| between == parent) || joins_the_message;
+            if !continues {
                 self.branches += 1;
             }
+        }
+        match link {
+            Link::Assistant(id) => {
+                if !same_message {
+                    self.api_message = id.map(str::to_owned);
+                    self.api_records.clear();
+                }
+                self.api_records.push(uuid.to_owned());
+            }
+            Link::Prompt => {
+                self.api_message = None;
+                self.api_records.clear();
+            }
+            Link::Results | Link::Interface => {}
         }
         self.last_uuid = Some(uuid.to_owned());
         self.between.clear();

@@ -564,3 +564,60 @@ fn an_api_error_claude_code_wrote_itself_is_left_out_not_replayed_as_a_model_cal
     );
     assert_eq!(transcript.meta.warnings, Vec::<String>::new());
 }
+
+#[test]
+fn parallel_results_linked_to_their_own_call_records_are_no_rewind() {
+    // Claude Code 2.x: one API message's two calls, a record each, and each result linked to the
+    // record of its own call.
+    let mut first = user(
+        "r1",
+        Some("a1"),
+        json!([{"type": "tool_result", "tool_use_id": "t1", "content": "A"}]),
+    );
+    first["sourceToolAssistantUUID"] = json!("a1");
+    let mut second = user(
+        "r2",
+        Some("a2"),
+        json!([{"type": "tool_result", "tool_use_id": "t2", "content": "B"}]),
+    );
+    second["sourceToolAssistantUUID"] = json!("a2");
+    let call = |uuid: &str, parent: &str, id: &str| {
+        assistant(
+            uuid,
+            parent,
+            "msg_1",
+            json!([{"type": "tool_use", "id": id, "name": "Read", "input": {}}]),
+            usage(1, 1),
+        )
+    };
+    let text = jsonl(&[
+        user("u1", None, json!("read both files")),
+        call("a1", "u1", "t1"),
+        call("a2", "a1", "t2"),
+        first,
+        second,
+        assistant(
+            "a3",
+            "r2",
+            "msg_2",
+            json!([{"type": "text", "text": "both read"}]),
+            usage(1, 1),
+        ),
+        // A real rewind after them is still reported.
+        user("u2", Some("a3"), json!("now a third")),
+        user("u2b", Some("r2"), json!("edited: now a fourth")),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let roles: Vec<_> = transcript.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "tool", "assistant", "user", "user"]
+    );
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            "1 records do not continue the record before them (a rewind or an edited prompt): \
+          the transcript is read in file order, abandoned branches included"
+        ]
+    );
+}
