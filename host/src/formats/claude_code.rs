@@ -19,6 +19,14 @@
 //!   (a command's stdout again, an edited file's whole original): the model never saw it, and it
 //!   is left out, unread. Kept, it doubled every tool result in memory and in every engine's input.
 //! - `isSidechain` records are a subagent's conversation, not the main one: left out, counted.
+//!   A file whose first conversation record is a sidechain is a subagent's own log (Claude Code
+//!   writes each subagent's conversation to an `agent-<id>.jsonl`, every record a sidechain): its
+//!   sidechain records are read as the subagent's conversation, with one warning, and a record
+//!   that is not one (none in such a file) is left out and counted, with a warning.
+//! - An assistant record Claude Code wrote itself (`isApiErrorMessage`, the model `<synthetic>`:
+//!   "API Error: 529 …" when a request failed) was never the model's output, and Claude Code does
+//!   not send it back: left out, counted. Replayed, it was a model call with a recorded prompt of
+//!   0 tokens.
 //! - A `user` record with `isCompactSummary` is the summary of a compaction Claude Code made: left
 //!   out, listed in [`TranscriptMeta::compactions`] (see the module docs of `formats`).
 //! - `summary` records are the titles Claude Code shows in its resume list (`leafUuid` names the
@@ -28,6 +36,10 @@
 //! - Records are read in file order. A user or assistant record whose `parentUuid` is neither the
 //!   conversation record before it nor an interface record since marks a branch (a rewind, an
 //!   edited prompt): the count is reported as a warning, since the abandoned branch is read too.
+//!   Parallel tool calls are no branch: Claude Code 2.x writes a response's calls one record each
+//!   and links each result to the record of its own call (`sourceToolAssistantUUID`), not to the
+//!   record before it, so a result whose parent is any record of the last API message continues
+//!   the chain.
 //!   Rebuilding the active branch would need the whole file's `uuid` links before the first
 //!   message; file order keeps the reader a single pass.
 
@@ -38,7 +50,7 @@ use serde_json::{Map, Value};
 
 mod record;
 
-use record::{Block, Body, Fields, Record};
+use record::{ApiMessage, Block, Body, Fields, Record};
 
 use super::{
     content_from_parts,
@@ -51,14 +63,72 @@ use super::{
 pub(super) struct ClaudeCodeReader<R> {
     lines: JsonLines<R, Record>,
     queue: Queue,
+    /// Whose conversation the file holds.
+    log: Log,
+    /// Conversation records of the main session in a subagent's log, left out.
+    not_the_subagents: u64,
     turn: Option<Turn>,
     /// The last conversation record, and the interface's records since.
     last_uuid: Option<String>,
     between: Vec<String>,
+    /// The last assistant API message's `message.id`, and the uuids of its records.
+    api_message: Option<String>,
+    api_records: Vec<String>,
     branches: u64,
     /// Ids of the wrong type read as text in the last record, for warnings.
     id_fixes: Vec<String>,
 }
+
+/// Whose conversation the file holds, as its first conversation record tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Log {
+    /// No conversation record read yet.
+    Unknown,
+    /// A session's: its sidechain records are its subagents' conversations, left out.
+    Session,
+    /// A subagent's own (`agent-<id>.jsonl`): its sidechain records are its conversation.
+    Subagent,
+}
+
+/// What a record is to the `parentUuid` chain.
+#[derive(Clone, Copy, Debug)]
+enum Link<'a> {
+    /// The interface's, or left out: it may sit in the chain between two conversation records.
+    Interface,
+    /// A record of the assistant API message with this `message.id`.
+    Assistant(Option<&'a str>),
+    /// A user record answering tool calls.
+    Results,
+    /// Any other user record.
+    Prompt,
+}
+
+impl<'a> Link<'a> {
+    fn of(kind: &str, message: Option<&'a ApiMessage>, synthetic: bool) -> Self {
+        match kind {
+            "assistant" if !synthetic => {
+                Link::Assistant(message.and_then(|m| m.fields.get("id")).and_then(Value::as_str))
+            }
+            "user" if message.is_some_and(holds_results) => Link::Results,
+            "user" => Link::Prompt,
+            _ => Link::Interface,
+        }
+    }
+}
+
+/// Whether a user message holds a `tool_result` block.
+fn holds_results(message: &ApiMessage) -> bool {
+    match &message.content {
+        Some(Body::Blocks(blocks)) => blocks
+            .iter()
+            .filter_map(Block::fields)
+            .any(|block| block_type(block) == Some("tool_result")),
+        _ => false,
+    }
+}
+
+/// How the sidechain records of a session's log are counted among the records left out.
+const SIDECHAIN: &str = "sidechain (a subagent's record)";
 
 /// An assistant message being gathered from its records, with the results that arrived for it.
 struct Turn {
@@ -152,9 +222,13 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         Self {
             lines: JsonLines::new(path, reader),
             queue: Queue::default(),
+            log: Log::Unknown,
+            not_the_subagents: 0,
             turn: None,
             last_uuid: None,
             between: Vec::new(),
+            api_message: None,
+            api_records: Vec::new(),
             branches: 0,
             id_fixes: Vec::new(),
         }
@@ -181,13 +255,47 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         let Some(kind) = kind else {
             return Err(self.lines.error_at(at, "a Claude Code record without a `type`"));
         };
-        if fields.get("isSidechain") == Some(&Value::Bool(true)) {
-            meta.skip("sidechain (a subagent's record)");
-            return Ok(true);
+        let sidechain = fields.get("isSidechain") == Some(&Value::Bool(true));
+        let conversation = matches!(kind.as_str(), "user" | "assistant");
+        if conversation && self.log == Log::Unknown {
+            // A session's log starts with its user's prompt, never with a subagent's record: a
+            // file that does is a subagent's own, which users open on purpose to study what that
+            // subagent's model saw.
+            self.log = if sidechain { Log::Subagent } else { Log::Session };
+            if sidechain {
+                let warning = format!(
+                    "line {}: the file starts with a sidechain record (`isSidechain`), as a subagent's own log \
+                     (Claude Code's `agent-<id>.jsonl`) does: its sidechain records are read as that subagent's conversation",
+                    at.line
+                );
+                meta.warn(self.lines.path(), warning);
+            }
         }
-        self.follow_chain(&fields, matches!(kind.as_str(), "user" | "assistant"));
+        match (self.log, sidechain) {
+            (Log::Unknown | Log::Session, true) => {
+                meta.skip(SIDECHAIN);
+                return Ok(true);
+            }
+            (Log::Subagent, false) if conversation => {
+                self.not_the_subagents += 1;
+                meta.skip("main session's record in a subagent's log");
+                return Ok(true);
+            }
+            _ => {}
+        }
+        let synthetic = (kind == "assistant")
+            .then(|| synthetic_kind(&fields, message.as_ref()))
+            .flatten();
+        // Left out, a synthetic record is one of the interface's in the chain: the prompt after
+        // it names it as its parent.
+        let link = Link::of(&kind, message.as_ref(), synthetic.is_some());
+        self.follow_chain(&fields, link);
         if meta.session_id.is_none() {
             meta.session_id = fields.get("sessionId").and_then(Value::as_str).map(str::to_owned);
+        }
+        if let Some(synthetic) = synthetic {
+            meta.skip(synthetic);
+            return Ok(true);
         }
         match kind.as_str() {
             "user" | "assistant" => {
@@ -227,20 +335,43 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     }
 
     /// Counts conversation records that do not continue the one before them. Records of the
-    /// interface (`system`, `progress`…) may sit in the chain between two of them.
-    fn follow_chain(&mut self, record: &Fields, conversation: bool) {
+    /// interface (`system`, `progress`…) may sit in the chain between two of them, and a result
+    /// or a further record of the last API message may name any of its records.
+    fn follow_chain(&mut self, record: &Fields, link: Link) {
         let Some(uuid) = record.get("uuid").and_then(Value::as_str) else {
             return;
         };
-        if !conversation {
+        if matches!(link, Link::Interface) {
             self.between.push(uuid.to_owned());
             return;
         }
+        let same_message =
+            matches!(link, Link::Assistant(Some(id)) if self.api_message.as_deref() == Some(id));
         let parent = record.get("parentUuid").and_then(Value::as_str);
         if let (Some(parent), Some(last)) = (parent, &self.last_uuid) {
-            if parent != last && !self.between.iter().any(|between| between == parent) {
+            let of_the_message = |uuid: &str| self.api_records.iter().any(|record| record == uuid);
+            let call_record = record.get("sourceToolAssistantUUID").and_then(Value::as_str);
+            let joins_the_message = (same_message || matches!(link, Link::Results))
+                && (of_the_message(parent) || call_record.is_some_and(of_the_message));
+            let continues =
+                parent == last || self.between.iter().any(|between| between == parent) || joins_the_message;
+            if !continues {
                 self.branches += 1;
             }
+        }
+        match link {
+            Link::Assistant(id) => {
+                if !same_message {
+                    self.api_message = id.map(str::to_owned);
+                    self.api_records.clear();
+                }
+                self.api_records.push(uuid.to_owned());
+            }
+            Link::Prompt => {
+                self.api_message = None;
+                self.api_records.clear();
+            }
+            Link::Results | Link::Interface => {}
         }
         self.last_uuid = Some(uuid.to_owned());
         self.between.clear();
@@ -452,6 +583,19 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     }
 }
 
+/// What an assistant record is when Claude Code wrote it itself, not the model; `None` for the
+/// model's.
+fn synthetic_kind(fields: &Fields, message: Option<&ApiMessage>) -> Option<&'static str> {
+    let model = message.and_then(|message| message.fields.get("model"));
+    if fields.get("isApiErrorMessage") == Some(&Value::Bool(true)) {
+        Some("api error (written by Claude Code, not the model)")
+    } else if model.and_then(Value::as_str) == Some("<synthetic>") {
+        Some("synthetic assistant message (written by Claude Code, not the model)")
+    } else {
+        None
+    }
+}
+
 /// A content block's `type`, when it is text.
 fn block_type(block: &Fields) -> Option<&str> {
     block.get("type").and_then(Value::as_str)
@@ -492,6 +636,13 @@ impl<R: BufRead> QueuedRecords for ClaudeCodeReader<R> {
 
     fn end_of_file(&mut self, meta: &mut TranscriptMeta) {
         self.flush_turn();
+        if self.not_the_subagents > 0 {
+            let warning = format!(
+                "{} conversation records are not sidechains, though the file started as a subagent's log: they are left out",
+                self.not_the_subagents
+            );
+            meta.warn(self.lines.path(), warning);
+        }
         if self.branches > 0 {
             let warning = format!(
                 "{} records do not continue the record before them (a rewind or an edited prompt): \

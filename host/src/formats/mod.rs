@@ -25,6 +25,8 @@
 //!   line (see `pairing`), so that what the engine is given, and what `--out` writes, is a
 //!   sequence a model API accepts; a system, user or tool message without content gets empty
 //!   text, with a warning too;
+//! - says, in a warning, when the transcript holds no message at all (`[]`, a file of interface
+//!   records only): the replay is empty, which is no error, but worth a word;
 //! - lists what is still not a valid sequence after that (none, barring a bug) in
 //!   [`TranscriptMeta::sequence_problems`] and [`TranscriptMeta::warnings`] once the stream is
 //!   exhausted, so that the host can tell an engine's mistakes from the input's own.
@@ -420,6 +422,7 @@ fn stream_from<R: std::io::BufRead + Send + 'static>(
         repair: PairRepair::default(),
         repaired: VecDeque::new(),
         checker: SequenceChecker::default(),
+        messages: 0,
         bad_records: options.bad_records,
         state: StreamState::Reading,
         bytes_read,
@@ -558,6 +561,8 @@ pub struct TranscriptStream {
     /// Messages whose pairing is settled, waiting to be handed out.
     repaired: VecDeque<Message>,
     checker: SequenceChecker,
+    /// Messages handed out so far.
+    messages: usize,
     bad_records: BadRecords,
     state: StreamState,
     /// Bytes of the file read so far (in buffer-sized steps), for a progress bar.
@@ -643,12 +648,19 @@ impl TranscriptStream {
         loop {
             if let Some(message) = self.repaired.pop_front() {
                 self.checker.check(&message);
+                self.messages += 1;
                 return Ok(Some(message));
             }
             match self.state {
                 StreamState::Reading => {}
                 StreamState::Draining => {
                     self.state = StreamState::Done;
+                    if self.messages == 0 {
+                        // Exit 0 and "replayed 0 messages" alone read as a replay that worked.
+                        let warning =
+                            "the transcript holds no messages: there is nothing to replay".to_owned();
+                        self.meta.warn(&self.path, warning);
+                    }
                     self.report_sequence_problems();
                     return Ok(None);
                 }

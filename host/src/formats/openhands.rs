@@ -28,6 +28,13 @@
 //!   `code`), and the observations they caused user messages `OBSERVATION:\n{content}` (a
 //!   command's with `\n[Command {command_id} finished with exit code {exit_code}]`), with one
 //!   warning;
+//! - a delegate's events are not the parent's conversation: a delegate (`BrowsingAgent` for a
+//!   `delegate_to_browsing_agent` call) writes its own events into the same stream, between the
+//!   parent's `delegate` action and the `delegate` observation that answers it, and OpenHands
+//!   leaves that range out of the parent's history (the parent's model is sent the observation
+//!   only). So the action and its observation are read as the parent's call and its result, and
+//!   the events between them are left out and counted, a delegate's own delegations included; a
+//!   delegation never answered leaves out the rest of the file, with a warning;
 //! - a `condensation` action is a compaction OpenHands's condenser made: left out, its `summary`
 //!   listed in [`TranscriptMeta::compactions`] (the events it forgot are still in the file, and
 //!   are replayed; see the module docs of `formats`);
@@ -47,6 +54,9 @@ use super::{
     value_as_text, Located, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
 };
 
+/// How the events of a delegate are counted among the records left out.
+const DELEGATES_EVENT: &str = "delegate's event (a subagent's record)";
+
 pub(super) struct OpenhandsReader<R> {
     cursor: JsonCursor<R>,
     state: State,
@@ -60,6 +70,56 @@ pub(super) struct OpenhandsReader<R> {
     text_actions: std::collections::HashMap<u64, TextAction>,
     /// Whether the warning about actions read as CodeAct text was given (once a file).
     codeact_said: bool,
+    /// The delegations not answered yet, outermost first: while one is open, the events are a
+    /// delegate's.
+    delegations: Vec<Delegation>,
+}
+
+/// A `delegate` action waiting for the `delegate` observation that answers it.
+struct Delegation {
+    /// The action's `id`, which the observation names as its `cause` (when OpenHands sets one).
+    action_id: Option<u64>,
+    /// The call the action made, which the observation answers (when it was a tool call).
+    call_id: Option<String>,
+    /// The action's line, for the warning when nothing answers it.
+    line: usize,
+}
+
+impl Delegation {
+    fn of(event: &Map<String, Value>, line: usize) -> Self {
+        Self {
+            action_id: event.get("id").and_then(Value::as_u64),
+            call_id: call_id_of(event),
+            line,
+        }
+    }
+
+    /// Whether `observation` (a `delegate` one) answers this delegation. Upstream OpenHands gives
+    /// it the action's `tool_call_metadata` but not always a `cause`; with neither, it can only
+    /// answer the innermost delegation.
+    fn is_answered_by(&self, observation: &Map<String, Value>) -> bool {
+        let cause = observation.get("cause").and_then(Value::as_u64);
+        let call_id = call_id_of(observation);
+        match (cause, call_id) {
+            (Some(cause), _) if self.action_id.is_some() => self.action_id == Some(cause),
+            (_, Some(call_id)) if self.call_id.is_some() => self.call_id == Some(call_id),
+            _ => true,
+        }
+    }
+}
+
+/// The `tool_call_id` of an event's `tool_call_metadata`, as text.
+fn call_id_of(event: &Map<String, Value>) -> Option<String> {
+    event
+        .get("tool_call_metadata")
+        .and_then(|metadata| metadata.get("tool_call_id"))
+        .filter(|id| !id.is_null())
+        .map(value_as_text)
+}
+
+/// Whether `event` is the `action` or `observation` named `kind`.
+fn is_event(event: &Map<String, Value>, key: &str, kind: &str) -> bool {
+    event.get(key).and_then(Value::as_str) == Some(kind)
 }
 
 /// An action without `tool_call_metadata` that the model was sent as text.
@@ -94,7 +154,43 @@ impl<R: BufRead> OpenhandsReader<R> {
             emitted: 0,
             text_actions: std::collections::HashMap::new(),
             codeact_said: false,
+            delegations: Vec::new(),
         }
+    }
+
+    /// Whether `event` is one of a delegate's own, which the parent's model never saw: left out
+    /// and counted. Keeps track of the delegations the events open and close.
+    fn is_delegates_event(
+        &mut self,
+        event: &Map<String, Value>,
+        at: Position,
+        meta: &mut TranscriptMeta,
+    ) -> bool {
+        if self.delegations.is_empty() && !is_event(event, "action", "delegate") {
+            return false;
+        }
+        if is_event(event, "observation", "delegate") {
+            // The innermost delegation it answers closes, and any inside it that never returned
+            // (a delegate that failed before its own delegate answered) with it.
+            if let Some(answered) = self
+                .delegations
+                .iter()
+                .rposition(|delegation| delegation.is_answered_by(event))
+            {
+                self.delegations.truncate(answered);
+                if self.delegations.is_empty() {
+                    return false;
+                }
+            }
+        } else if is_event(event, "action", "delegate") {
+            let outermost = self.delegations.is_empty();
+            self.delegations.push(Delegation::of(event, at.line));
+            if outermost {
+                return false;
+            }
+        }
+        meta.skip(DELEGATES_EVENT);
+        true
     }
 
     /// The message an event makes, if any.
@@ -539,12 +635,25 @@ impl<R: BufRead + Send> Source for OpenhandsReader<R> {
                     }
                     let at = self.cursor.start_of_value()?;
                     let event = self.cursor.value::<Map<String, Value>>()?;
+                    if self.is_delegates_event(&event, at, meta) {
+                        continue;
+                    }
                     if let Some(message) = self.read_event(event, at, meta)? {
                         self.emitted += 1;
                         return Ok(Some(Located::at(message, at)));
                     }
                 }
-                State::Done => return Ok(None),
+                State::Done => {
+                    if let Some(open) = self.delegations.first() {
+                        let warning = format!(
+                            "line {}: this delegation is never answered (no `delegate` observation follows): every event after it is taken for the delegate's and left out",
+                            open.line
+                        );
+                        meta.warn(self.cursor.path(), warning);
+                        self.delegations.clear();
+                    }
+                    return Ok(None);
+                }
             }
         }
     }

@@ -446,3 +446,178 @@ fn tool_use_result_the_interfaces_copy_of_an_output_is_left_out() {
     assert!(!tool.extra.contains_key("toolUseResult"), "{:?}", tool.extra);
     assert!(tool.extra.contains_key("uuid"), "the record's other fields stay");
 }
+
+/// `record` as Claude Code writes it in a subagent's `agent-<id>.jsonl`.
+fn subagents(mut record: Value) -> Value {
+    record["isSidechain"] = json!(true);
+    record["agentId"] = json!("a1b2c3d4");
+    record
+}
+
+#[test]
+fn a_subagents_own_log_is_read_as_its_conversation_with_one_warning() {
+    let text = jsonl(&[
+        subagents(user("u1", None, json!("Find the retry code"))),
+        subagents(assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "retry"}}]),
+            usage(4, 120),
+        )),
+        subagents(user(
+            "u2",
+            Some("a1"),
+            json!([{"type": "tool_result", "tool_use_id": "t1", "content": "src/retry.py"}]),
+        )),
+        subagents(assistant(
+            "a2",
+            "u2",
+            "msg_2",
+            json!([{"type": "text", "text": "Retry is in src/retry.py."}]),
+            usage(4, 20),
+        )),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let messages: Vec<_> = transcript
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text().into_owned()))
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            (Role::User, "Find the retry code".to_owned()),
+            (Role::Assistant, String::new()),
+            (Role::Tool, "src/retry.py".to_owned()),
+            (Role::Assistant, "Retry is in src/retry.py.".to_owned()),
+        ]
+    );
+    assert_eq!(transcript.messages[1].calls()[0].id, "t1");
+    assert_eq!(
+        transcript.meta.warnings,
+        ["line 1: the file starts with a sidechain record (`isSidechain`), as a subagent's own log (Claude Code's \
+          `agent-<id>.jsonl`) does: its sidechain records are read as that subagent's conversation"]
+    );
+    assert!(
+        transcript.meta.skipped.is_empty(),
+        "{:?}",
+        transcript.meta.skipped
+    );
+}
+
+#[test]
+fn an_api_error_claude_code_wrote_itself_is_left_out_not_replayed_as_a_model_call() {
+    let mut error = assistant(
+        "a1",
+        "u1",
+        "7c1c1c1c-synthetic",
+        json!([{"type": "text", "text": "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}"}]),
+        json!({"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}),
+    );
+    error["isApiErrorMessage"] = json!(true);
+    error["message"]["model"] = json!("<synthetic>");
+    let mut stand_in = assistant(
+        "a2",
+        "u2",
+        "7c1c1c1d-synthetic",
+        json!([{"type": "text", "text": "No response requested."}]),
+        json!({"input_tokens": 0, "output_tokens": 0}),
+    );
+    stand_in["message"]["model"] = json!("<synthetic>");
+    let text = jsonl(&[
+        user("u1", None, json!("hello")),
+        error,
+        user("u2", Some("a1"), json!("try again")),
+        stand_in,
+        user("u3", Some("a2"), json!("and again")),
+        assistant(
+            "a3",
+            "u3",
+            "msg_1",
+            json!([{"type": "text", "text": "hi"}]),
+            usage(10, 5),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let texts: Vec<_> = transcript
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["hello", "try again", "and again", "hi"]);
+    let skipped: Vec<_> = transcript
+        .meta
+        .skipped
+        .iter()
+        .map(|(kind, count)| (kind.as_str(), *count))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("api error (written by Claude Code, not the model)", 1),
+            (
+                "synthetic assistant message (written by Claude Code, not the model)",
+                1
+            ),
+        ]
+    );
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+}
+
+#[test]
+fn parallel_results_linked_to_their_own_call_records_are_no_rewind() {
+    // Claude Code 2.x: one API message's two calls, a record each, and each result linked to the
+    // record of its own call.
+    let mut first = user(
+        "r1",
+        Some("a1"),
+        json!([{"type": "tool_result", "tool_use_id": "t1", "content": "A"}]),
+    );
+    first["sourceToolAssistantUUID"] = json!("a1");
+    let mut second = user(
+        "r2",
+        Some("a2"),
+        json!([{"type": "tool_result", "tool_use_id": "t2", "content": "B"}]),
+    );
+    second["sourceToolAssistantUUID"] = json!("a2");
+    let call = |uuid: &str, parent: &str, id: &str| {
+        assistant(
+            uuid,
+            parent,
+            "msg_1",
+            json!([{"type": "tool_use", "id": id, "name": "Read", "input": {}}]),
+            usage(1, 1),
+        )
+    };
+    let text = jsonl(&[
+        user("u1", None, json!("read both files")),
+        call("a1", "u1", "t1"),
+        call("a2", "a1", "t2"),
+        first,
+        second,
+        assistant(
+            "a3",
+            "r2",
+            "msg_2",
+            json!([{"type": "text", "text": "both read"}]),
+            usage(1, 1),
+        ),
+        // A real rewind after them is still reported.
+        user("u2", Some("a3"), json!("now a third")),
+        user("u2b", Some("r2"), json!("edited: now a fourth")),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let roles: Vec<_> = transcript.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "tool", "assistant", "user", "user"]
+    );
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            "1 records do not continue the record before them (a rewind or an edited prompt): \
+          the transcript is read in file order, abandoned branches included"
+        ]
+    );
+}

@@ -213,3 +213,90 @@ fn a_command_the_user_ran_is_read_as_openhands_sends_it_with_no_warning() {
     assert_eq!(transcript.messages[6].role, ctxhost_engine_abi::Role::User);
     assert_eq!(transcript.meta.warnings, Vec::<String>::new());
 }
+
+/// The parent's `delegate` call `call` (event `id`), made by the model response `response`.
+fn delegate_action(id: u64, call: &str, task: &str) -> Value {
+    let response = json!({"id": format!("resp-{call}"), "choices": [{"message": {"role": "assistant", "content": "Delegating.", "tool_calls": [
+        {"id": call, "type": "function", "function": {"name": "delegate_to_browsing_agent", "arguments": format!("{{\"task\": \"{task}\"}}")}}
+    ]}}]});
+    json!({"id": id, "source": "agent", "action": "delegate", "args": {"agent": "BrowsingAgent", "inputs": {"task": task}},
+           "tool_call_metadata": {"function_name": "delegate_to_browsing_agent", "tool_call_id": call, "model_response": response}})
+}
+
+/// The observation answering the delegation `call`, without a `cause`, as upstream OpenHands
+/// writes it.
+fn delegate_observation(id: u64, call: &str, content: &str) -> Value {
+    json!({"id": id, "source": "agent", "observation": "delegate", "content": content, "extras": {"outputs": {}},
+           "tool_call_metadata": {"function_name": "delegate_to_browsing_agent", "tool_call_id": call}})
+}
+
+#[test]
+fn a_delegates_own_events_are_left_out_and_the_delegate_call_gets_its_observation() {
+    let events = json!([
+        {"id": 0, "source": "agent", "action": "system", "args": {"content": "You are OpenHands."}},
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "Find the docs."}},
+        delegate_action(2, "t1", "find docs"),
+        // The delegate's own conversation, which the parent's model never saw, with a delegation
+        // of its own inside it.
+        {"id": 3, "source": "user", "action": "message", "args": {"content": "TASK: find docs"}},
+        delegate_action(4, "t9", "open the page"),
+        {"id": 5, "source": "user", "action": "message", "args": {"content": "TASK: open the page"}},
+        {"id": 6, "source": "agent", "action": "finish", "args": {"thought": "Opened."}},
+        delegate_observation(7, "t9", "page opened"),
+        {"id": 8, "source": "agent", "action": "finish", "args": {"thought": "The docs say X."}},
+        delegate_observation(9, "t1", "BrowsingAgent finishes task with content: docs say X"),
+        {"id": 10, "source": "agent", "action": "message", "args": {"content": "The docs say X."}},
+    ]);
+    let transcript = read(Format::Openhands, &serde_json::to_string_pretty(&events).unwrap());
+    let messages: Vec<(ctxhost_engine_abi::Role, String)> = transcript
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text().into_owned()))
+        .collect();
+    use ctxhost_engine_abi::Role::*;
+    assert_eq!(
+        messages,
+        [
+            (System, "You are OpenHands.".to_owned()),
+            (User, "Find the docs.".to_owned()),
+            (Assistant, "Delegating.".to_owned()),
+            (
+                Tool,
+                "BrowsingAgent finishes task with content: docs say X".to_owned()
+            ),
+            (Assistant, "The docs say X.".to_owned()),
+        ]
+    );
+    assert_eq!(transcript.messages[3].tool_call_id.as_deref(), Some("t1"));
+    assert_eq!(
+        transcript.meta.skipped["delegate's event (a subagent's record)"],
+        6
+    );
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+    assert_eq!(transcript.meta.pairing_repairs, 0);
+}
+
+#[test]
+fn a_delegation_never_answered_leaves_out_the_rest_with_a_warning_naming_its_line() {
+    let events = json!([
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "Find the docs."}},
+        delegate_action(2, "t1", "find docs"),
+        {"id": 3, "source": "user", "action": "message", "args": {"content": "TASK: find docs"}},
+    ]);
+    let text = serde_json::to_string_pretty(&events).unwrap();
+    let transcript = read(Format::Openhands, &text);
+    let texts: Vec<_> = transcript
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts[..2], ["Find the docs.", "Delegating."]);
+    assert_eq!(
+        transcript.meta.skipped["delegate's event (a subagent's record)"],
+        1
+    );
+    assert_eq!(
+        transcript.meta.warnings[0],
+        "line 10: this delegation is never answered (no `delegate` observation follows): every event after it is taken for the delegate's and left out"
+    );
+}

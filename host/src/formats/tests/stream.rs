@@ -490,3 +490,21 @@ fn a_replay_that_stops_early_lets_the_reader_go() {
         "dropping a read-ahead whose reader waits on a full queue returns"
     );
 }
+
+#[test]
+fn a_transcript_without_messages_says_so_once() {
+    let empty_array = read(Format::OpenaiArray, "[]");
+    assert_eq!(empty_array.messages, vec![]);
+    assert_eq!(
+        empty_array.meta.warnings,
+        ["the transcript holds no messages: there is nothing to replay"]
+    );
+    let titles_only = read(
+        Format::ClaudeCode,
+        &jsonl(&[json!({"type": "summary", "summary": "Fixing the parser", "leafUuid": "a1"})]),
+    );
+    assert_eq!(
+        titles_only.meta.warnings,
+        ["the transcript holds no messages: there is nothing to replay"]
+    );
+}
