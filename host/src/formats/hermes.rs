@@ -82,22 +82,23 @@ impl<R: BufRead> HermesReader<R> {
     }
 
     /// Whether the session whose fields were just read is the one to read.
-    fn is_wanted(&self, id: Option<&str>) -> bool {
+    fn is_wanted(&self, id: &str) -> bool {
         match &self.wanted {
             None => self.chosen.is_none(),
-            Some(wanted) => self.chosen.is_none() && id.is_some_and(|id| id.starts_with(wanted.as_str())),
+            Some(wanted) => self.chosen.is_none() && answers(wanted, id),
         }
     }
 
     /// The session's messages begin: read them (filling the meta) or skip them.
     fn enter_messages(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
-        let id = self.fields.get("id").map(value_as_text);
-        if let Some(id) = &id {
-            if self.ids.len() < LISTED_SESSIONS {
-                self.ids.push(id.clone());
-            }
+        let id = self
+            .fields
+            .get("id")
+            .map_or_else(|| unnamed(self.sessions), value_as_text);
+        if self.ids.len() < LISTED_SESSIONS {
+            self.ids.push(id.clone());
         }
-        if !self.is_wanted(id.as_deref()) {
+        if !self.is_wanted(&id) {
             self.cursor.skip_value()?;
             return Ok(false);
         }
@@ -115,7 +116,7 @@ impl<R: BufRead> HermesReader<R> {
         }
         self.chosen = Some(Chosen {
             number: self.sessions,
-            id,
+            id: Some(id),
             system_prompt,
             first_message: true,
         });
@@ -173,24 +174,38 @@ impl<R: BufRead> HermesReader<R> {
             self.cursor.begin_object("a session")?;
             *after += 1;
             let mut first = true;
+            let mut id = None;
             while let Some(key) = self.cursor.next_key(&mut first)? {
                 if key == "id" {
-                    let id = value_as_text(&self.cursor.value::<Value>()?);
-                    if self
-                        .wanted
-                        .as_ref()
-                        .is_some_and(|wanted| id.starts_with(wanted.as_str()))
-                    {
-                        self.also_wanted += 1;
-                    }
-                    if self.ids.len() < LISTED_SESSIONS {
-                        self.ids.push(id);
-                    }
+                    id = Some(value_as_text(&self.cursor.value::<Value>()?));
                 } else {
                     self.cursor.skip_value()?;
                 }
             }
+            let id = id.unwrap_or_else(|| unnamed(self.sessions + *after));
+            if self.wanted.as_ref().is_some_and(|wanted| answers(wanted, &id)) {
+                self.also_wanted += 1;
+            }
+            if self.ids.len() < LISTED_SESSIONS {
+                self.ids.push(id);
+            }
         }
+    }
+}
+
+/// The name of session `number` (1-based) when it has no `id`: its place in the file. A file of
+/// `{"messages": […]}` lines (an OpenAI fine-tuning or evals dataset) has no ids at all.
+fn unnamed(number: usize) -> String {
+    format!("#{number}")
+}
+
+/// Whether `--session wanted` picks the session `id`: the start of an id, or a place (`#2`)
+/// exactly (`#1` must not also pick `#10`).
+fn answers(wanted: &str, id: &str) -> bool {
+    if wanted.starts_with('#') {
+        id == wanted
+    } else {
+        id.starts_with(wanted)
     }
 }
 

@@ -180,3 +180,34 @@ fn pretty_printed_sessions_one_after_another_are_read_like_jsonl() {
     assert_eq!(transcript.messages[1].text(), "only?");
     assert_eq!(transcript.meta.warnings, Vec::<String>::new());
 }
+
+#[test]
+fn conversations_without_ids_an_openai_dataset_are_named_by_their_place_and_each_can_be_read() {
+    // An OpenAI fine-tuning or evals file: one `{"messages": […]}` a line, no ids.
+    let lines: Vec<Value> = (1..=11)
+        .map(|n| json!({"messages": [{"role": "user", "content": format!("question {n}")}, {"role": "assistant", "content": "ok"}]}))
+        .collect();
+    let (_dir, path) = write("dataset.jsonl", &jsonl(&lines));
+    let mut first = open_transcript_with(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(first.format(), Format::Hermes);
+    assert_eq!(first.by_ref().count(), 2);
+    assert_eq!(
+        first.meta().warnings,
+        ["the file holds 11 sessions (`#1`, `#2`, `#3`, `#4`, `#5`, `#6`, `#7`, `#8`, `#9`, `#10`, `#11`); read the first, `#1`; pass --session ID to read another"]
+    );
+    // `#1` is the first place, not every one starting so (`#10`, `#11`).
+    for (wanted, question) in [("#1", "question 1"), ("#10", "question 10")] {
+        let options = ReadOptions {
+            session: Some(wanted.into()),
+            ..ReadOptions::default()
+        };
+        let mut stream = open_transcript_with(&path, &options).unwrap();
+        let messages: Vec<_> = stream.by_ref().map(Result::unwrap).collect();
+        assert_eq!(messages[0].text(), question, "{wanted}");
+        assert!(
+            stream.meta().warnings[0].ends_with(&format!("`{wanted}`, as asked")),
+            "{:?}",
+            stream.meta().warnings
+        );
+    }
+}
