@@ -14,6 +14,10 @@
 //!   of that name still unanswered since the last message that was not a result. One answering no
 //!   such call gets no `tool_call_id`: the pairing repair drops it with a warning naming its line,
 //!   as it drops any result that answers no call;
+//! - Anthropic's own message shape (`tool_use` blocks in an assistant's content, `tool_result`
+//!   blocks in a user's) is not read as calls: once the file is read, one warning says how many
+//!   messages hold such blocks, that they are replayed as content the engine sees no call in, and
+//!   which line has the first;
 //! - once the file is read, one warning says how many of each were read so (a result dropped as
 //!   answering no call is not counted: it has its own warning): the conversion is
 //!   worth knowing about (the ids are made up), but not once per message.
@@ -38,6 +42,9 @@ pub(super) struct LegacyFunctions {
     open: Vec<(String, String)>,
     calls: u64,
     results: u64,
+    /// Messages holding Anthropic `tool_use` or `tool_result` blocks, and where the first is.
+    anthropic_blocks: u64,
+    first_anthropic_block: Option<String>,
 }
 
 impl LegacyFunctions {
@@ -49,6 +56,10 @@ impl LegacyFunctions {
         path: &Path,
         meta: &mut TranscriptMeta,
     ) -> Located {
+        if holds_anthropic_calls(&located.message) {
+            self.anthropic_blocks += 1;
+            self.first_anthropic_block.get_or_insert_with(|| located.place());
+        }
         let message = &mut located.message;
         if message.role == Role::Tool {
             return located;
@@ -110,6 +121,16 @@ impl LegacyFunctions {
 
     /// The file is read: one warning says what was read as tool calls, if anything was.
     pub(super) fn report(&mut self, path: &Path, meta: &mut TranscriptMeta) {
+        if let Some(first) = self.first_anthropic_block.take() {
+            let count = std::mem::take(&mut self.anthropic_blocks);
+            meta.warn(
+                path,
+                format!(
+                    "{count} {} Anthropic `tool_use`/`tool_result` blocks (the first at {first}): this looks like an Anthropic Messages transcript, which ctxhost does not read; the blocks are replayed as content, and the engine sees no tool call or result in them",
+                    plural(count, "message holds", "messages hold")
+                ),
+            );
+        }
         let (calls, results) = (std::mem::take(&mut self.calls), std::mem::take(&mut self.results));
         // A result is counted only once it answers a call: there are no results without calls.
         if calls == 0 {
@@ -127,6 +148,19 @@ impl LegacyFunctions {
             plural(calls, "message", "messages"),
         );
         meta.warn(path, warning);
+    }
+}
+
+/// Whether `message` holds Anthropic `tool_use` or `tool_result` content blocks.
+fn holds_anthropic_calls(message: &Message) -> bool {
+    match &message.content {
+        ctxhost_engine_abi::Content::Parts(parts) => parts.iter().any(|part| {
+            matches!(
+                part.get("type").and_then(Value::as_str),
+                Some("tool_use" | "tool_result")
+            )
+        }),
+        _ => false,
     }
 }
 

@@ -327,3 +327,20 @@ fn a_legacy_session_replays_and_compacts_into_a_valid_sequence() {
         .unwrap();
     assert_eq!(last_call.id, "legacy_function_call_line_95");
 }
+
+#[test]
+fn anthropic_tool_blocks_in_an_openai_file_are_said_once_not_read_in_silence() {
+    let text = jsonl(&[
+        json!({"role": "user", "content": "list files"}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "listing"},
+                {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}}]}),
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}]}),
+        json!({"role": "assistant", "content": "two files"}),
+    ]);
+    let transcript = read(Format::OpenaiJsonl, &text);
+    assert_eq!(transcript.messages.len(), 4);
+    assert_eq!(
+        transcript.meta.warnings,
+        ["2 messages hold Anthropic `tool_use`/`tool_result` blocks (the first at line 2): this looks like an Anthropic Messages transcript, which ctxhost does not read; the blocks are replayed as content, and the engine sees no tool call or result in them"]
+    );
+}
