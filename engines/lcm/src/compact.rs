@@ -48,9 +48,18 @@ The start of the covered text follows; lcm_expand gives all of it.]";
 /// A raw message of the context, with what the sweep needs of it.
 struct Raw {
     message: Message,
+    /// 0 for another engine's message ([`Slot::Foreign`]).
     id: i64,
     seq: i64,
     tokens: u64,
+}
+
+impl Raw {
+    /// Whether it is another engine's message, which no summary may take as a source: the sweep
+    /// keeps it where it is.
+    fn is_foreign(&self) -> bool {
+        self.id == 0
+    }
 }
 
 /// The state of one sweep.
@@ -90,6 +99,12 @@ pub fn compact(
                 message: entry.message,
                 id,
                 seq,
+                tokens,
+            }),
+            Slot::Foreign { tokens } => raws.push(Raw {
+                message: entry.message,
+                id: 0,
+                seq: -1,
                 tokens,
             }),
         }
@@ -158,6 +173,9 @@ pub fn compact(
         && sweep.may_continue()
     {
         let picked = choose_leaf_chunk(&raws[..uncovered], pinned, config.leaf_chunk_tokens);
+        if picked.is_empty() {
+            break;
+        }
         let chunk: Vec<&Raw> = picked.iter().map(|&at| &raws[at]).collect();
         let chunk_tokens: u64 = chunk.iter().map(|raw| raw.tokens).sum();
         let Some(summary) = sweep.leaf(&chunk, chunk_tokens, &config)? else {
@@ -183,8 +201,11 @@ pub fn compact(
     // (pinned now or by an earlier compaction): the summary message names it, so that the next
     // compaction finds it in the store.
     let _ = pinned;
+    // Another engine's messages before the first stored one (a compressor's summary of what
+    // came before) go before lcm's summaries, which cover what came after.
+    let leading_foreign = raws.iter().take_while(|raw| raw.is_foreign()).count();
     let pinned_id = raws
-        .first()
+        .get(leading_foreign)
         .filter(|raw| frontier_covers_after(&frontier, raw.seq))
         .map(|raw| raw.id);
 
@@ -230,11 +251,20 @@ pub fn compact(
         true => assemble::without_note(&system),
         false => system,
     }));
+    let mut raws = raws.into_iter().peekable();
+    while let Some(raw) = raws.next_if(Raw::is_foreign) {
+        context.push(raw.message);
+    }
     if !frontier.is_empty() {
         context.push(assemble::summary_message(&frontier, pinned_id));
     }
-    let tail_ids: Vec<i64> = raws.iter().map(|raw| raw.id).collect();
-    let first_seq = raws.first().map(|raw| raw.seq);
+    let raws: Vec<Raw> = raws.collect();
+    let tail_ids: Vec<i64> = raws
+        .iter()
+        .filter(|raw| !raw.is_foreign())
+        .map(|raw| raw.id)
+        .collect();
+    let first_seq = raws.iter().find(|raw| !raw.is_foreign()).map(|raw| raw.seq);
     context.extend(raws.into_iter().map(|raw| raw.message));
     let mut context = repair_tool_pairs(context);
     let mut rough_after = tokens::estimate_messages_tokens(&context);
@@ -351,14 +381,15 @@ fn frontier_covers_after(frontier: &[SummaryRow], seq: i64) -> bool {
     frontier.iter().any(|summary| summary.last_seq > seq)
 }
 
-/// The positions of the oldest chunk of `candidates` (all but `pinned`) within `max_tokens` (at
-/// least one message), extended so that a tool call's results stay with it.
+/// The positions of the oldest chunk of `candidates` (all but `pinned` and other engines'
+/// messages) within `max_tokens` (at least one message), extended so that a tool call's results
+/// stay with it.
 fn choose_leaf_chunk(candidates: &[Raw], pinned: Option<usize>, max_tokens: u64) -> Vec<usize> {
     let mut picked = Vec::new();
     let mut used = 0u64;
     let mut at = 0;
     while at < candidates.len() {
-        if Some(at) == pinned {
+        if Some(at) == pinned || candidates[at].is_foreign() {
             at += 1;
             continue;
         }

@@ -16,7 +16,9 @@
 //!
 //! 1. Ingest every message not stored yet ([`Lcm::ingest`]): the context is aligned with the
 //!    session's stored messages by position and content (a hash of the exact JSON), never by ids
-//!    the messages carry, so feeding the same prefix twice stores nothing new.
+//!    the messages carry, so feeding the same prefix twice stores nothing new. After `/engine lcm`
+//!    over a session lcm recorded as an observer, what the other engine wrote into the context
+//!    (its summary, stand-ins) is kept in the context and never stored as the conversation's.
 //! 2. Leaf passes over the oldest raw messages outside the fresh tail, until the context fits
 //!    under the target or nothing is left ([`compact`]).
 //! 3. Condensation passes while the summaries themselves take too much room.
@@ -56,6 +58,7 @@ pub mod assemble;
 pub mod compact;
 mod config;
 mod observing;
+mod positions;
 pub mod raw;
 pub mod raw_filter;
 pub mod search;
@@ -95,11 +98,11 @@ pub const EXT_LAST_COMPACTION: &str = "last_compaction";
 /// Engine extension: lift the anti-thrash pause (the host calls it before a manual `/compress`).
 pub const EXT_RESUME_AUTO_COMPACTION: &str = "resume_auto_compaction";
 
-/// How far past the expected position ingestion looks for a message it already holds.
-const RESYNC_WINDOW: usize = 64;
-
 /// `SessionInfo::boundary_reason` of a session that continues another after a compaction.
 const BOUNDARY_COMPRESSION: &str = "compression";
+
+/// `SessionInfo::boundary_reason` when `/engine` hands lcm a context another engine made.
+const BOUNDARY_ENGINE_SWAP: &str = "engine_swap";
 
 /// The session used when the host never calls `on_session_start`.
 const DEFAULT_SESSION: &str = "default";
@@ -143,12 +146,21 @@ struct Session {
     /// The row id, once the session exists in the store.
     id: Option<i64>,
     /// Its messages in ingestion order.
-    refs: Vec<StoredRef>,
+    refs: positions::Positions,
     loaded: bool,
     /// As an observer: how many of `refs` the session has appended so far.
     observed: usize,
     /// The time of the last message stored in this run that said when it was written.
     last_written: Option<i64>,
+    /// lcm took over a session it holds (`/engine lcm` after observing it): the first context it
+    /// is given is another engine's, and what in it the store lacks is that engine's writing.
+    taking_over: bool,
+    /// Hashes of the messages of another engine kept in the context (see [`Slot::Foreign`]).
+    foreign: std::collections::HashSet<i64>,
+    /// Positions of the messages this process stored in place of others (a live tool answer
+    /// that differs from the recorded one): stored at the end, they stand where the one they
+    /// replace stood, and finding one again must not take the expected position past the rest.
+    variants: std::collections::HashSet<usize>,
 }
 
 impl Session {
@@ -188,6 +200,13 @@ pub enum Slot {
         id: i64,
         /// Position in ingestion order.
         seq: i64,
+        /// Rough tokens.
+        tokens: u64,
+    },
+    /// Another engine's writing in a context lcm took over (a compressor's summary, a masked
+    /// stand-in): kept in the context, never stored, since what it stands for is stored already
+    /// as the messages lcm recorded while observing.
+    Foreign {
         /// Rough tokens.
         tokens: u64,
     },
@@ -279,7 +298,7 @@ impl Lcm {
             .and_then(|id| Ok((id, id.map(|id| store.load_refs(id)).transpose()?)));
         let (id, refs) = loaded.map_err(|error| self.store_error(error))?;
         self.session.id = id;
-        self.session.refs = refs.unwrap_or_default();
+        self.session.refs = positions::Positions::new(refs.unwrap_or_default());
         self.session.loaded = true;
         Ok(())
     }
@@ -297,9 +316,15 @@ impl Lcm {
     /// - The system message is stored without the engine's note.
     /// - The summary message moves the expected position past the last message its summaries
     ///   cover.
-    /// - A raw message is the stored one at the expected position when its exact JSON matches;
-    ///   otherwise it is new (a different message at that position — say a tool answer replayed
-    ///   differently — is stored as a variant, and the position still advances).
+    /// - A raw message is the first stored one with the same exact JSON at or after the expected
+    ///   position, however far on (the host or another engine dropped the messages between);
+    ///   otherwise it is new. A new message before the end of what is stored (say a tool answer
+    ///   replayed differently) is a variant: stored at the end, it does not move the expected
+    ///   position, so that the messages after it are found where they are. The expected position
+    ///   only moves forward.
+    /// - In the first context after lcm took over a session it holds, a message the store lacks
+    ///   that comes before the last one it holds is the other engine's writing: kept, not stored
+    ///   ([`Slot::Foreign`]); the messages after the last one it holds are the conversation's.
     pub fn ingest(&mut self, messages: Vec<Message>) -> Result<Vec<Entry>, EngineError> {
         self.write_pending()?;
         self.load_session()?;
@@ -308,26 +333,14 @@ impl Lcm {
         let mut pending: Vec<(usize, NewMessage)> = Vec::new();
         let mut entries = Vec::with_capacity(messages.len());
         let mut next_seq = self.session.refs.len() as i64;
+        let mut variants = Vec::new();
+        let last_held = match std::mem::take(&mut self.session.taking_over) {
+            true => self.last_held(&messages),
+            false => None,
+        };
         // The user message a summary message says it kept right after itself, out of order.
         let mut pinned: Option<i64> = None;
         for (index, message) in messages.into_iter().enumerate() {
-            if let Some(id) = pinned.take() {
-                let json = serde_json::to_string(&message).expect("a message serialises");
-                let hash = store::hash_json(&json);
-                let position = self.session.refs.binary_search_by_key(&id, |stored| stored.id);
-                if let Some(position) = position.ok().filter(|&at| self.session.refs[at].hash == hash) {
-                    let tokens = tokens::estimate_message_tokens(&message);
-                    entries.push(Entry {
-                        message,
-                        slot: Slot::Raw {
-                            id,
-                            seq: position as i64,
-                            tokens,
-                        },
-                    });
-                    continue;
-                }
-            }
             if let Some(ids) = assemble::parse_summary_message(&message) {
                 pinned = assemble::parse_pinned(&message);
                 let mut last_seq = None;
@@ -358,18 +371,54 @@ impl Lcm {
             let json = serde_json::to_string(&original).expect("a message serialises");
             let hash = store::hash_json(&json);
             let tokens = tokens::estimate_message_tokens(&original);
-            // The stored message at the expected position, or a little further on (messages
-            // the host dropped from its context) before deciding it is new.
-            let window = cursor..self.session.refs.len().min(cursor + RESYNC_WINDOW);
-            let known = window.into_iter().find(|&at| self.session.refs[at].hash == hash);
+            if let Some(id) = pinned {
+                let position = self.session.refs.binary_search_by_key(&id, |stored| stored.id);
+                if let Some(position) = position.ok().filter(|&at| self.session.refs[at].hash == hash) {
+                    pinned = None;
+                    entries.push(Entry {
+                        message,
+                        slot: Slot::Raw {
+                            id,
+                            seq: position as i64,
+                            tokens,
+                        },
+                    });
+                    continue;
+                }
+            }
+            let known = self.session.refs.find_from(hash, cursor);
+            let foreign = known.is_none()
+                && !is_system
+                && (self.session.foreign.contains(&hash) || last_held.is_some_and(|last| index < last));
+            if foreign {
+                // Another engine's message between the summaries and the pinned one keeps the
+                // pin: it is the pinned message that must be found, not stored again.
+                self.session.foreign.insert(hash);
+                entries.push(Entry {
+                    message,
+                    slot: Slot::Foreign { tokens },
+                });
+                continue;
+            }
+            pinned = None;
+            // A variant says where the conversation is by the message before it, for the summaries
+            // that cover it (their last position is where the next context resumes).
+            let before = cursor as i64 - 1;
             let (id, seq) = match known {
+                Some(at) if self.session.variants.contains(&at) => (self.session.refs[at].id, before),
                 Some(at) => {
-                    cursor = at;
+                    cursor = at + 1;
                     (self.session.refs[at].id, at as i64)
                 }
                 None => {
                     let seq = next_seq;
                     next_seq += 1;
+                    let variant = cursor < self.session.refs.len();
+                    if variant {
+                        variants.push(seq as usize);
+                    } else {
+                        cursor += 1;
+                    }
                     let created_at = self.session.time_of(&original, now);
                     pending.push((
                         entries.len(),
@@ -383,10 +432,9 @@ impl Lcm {
                             created_at,
                         },
                     ));
-                    (0, seq)
+                    (0, if variant { before } else { seq })
                 }
             };
-            cursor += 1;
             let slot = if is_system {
                 Slot::System { id }
             } else {
@@ -421,6 +469,7 @@ impl Lcm {
             .map_err(|error| self.store_error(error))?;
         // Not put back when the write fails: it knew words the file does not hold.
         self.terms = Some(known);
+        self.session.variants.extend(variants);
         for ((at, row), id) in positions.into_iter().zip(&rows).zip(ids) {
             self.session.refs.push(StoredRef {
                 id,
@@ -429,11 +478,23 @@ impl Lcm {
             });
             match &mut entries[at].slot {
                 Slot::System { id: slot } | Slot::Raw { id: slot, .. } => *slot = id,
-                Slot::Summaries(_) => unreachable!("only messages are pending"),
+                Slot::Summaries(_) | Slot::Foreign { .. } => unreachable!("only messages are pending"),
             }
         }
         tracing::debug!("{}: stored {} new messages", self.session.name, rows.len());
         Ok(entries)
+    }
+
+    /// The index in `messages` of the last one the session's store holds, anywhere.
+    fn last_held(&self, messages: &[Message]) -> Option<usize> {
+        messages.iter().enumerate().rev().find_map(|(index, message)| {
+            let json = match index == 0 && message.role == Role::System {
+                true => serde_json::to_string(&assemble::without_note(message)),
+                false => serde_json::to_string(message),
+            };
+            let hash = store::hash_json(&json.expect("a message serialises"));
+            self.session.refs.holds(hash).then_some(index)
+        })
     }
 
     fn threshold(&self) -> u64 {
@@ -584,7 +645,17 @@ impl Engine for Lcm {
             tracing::info!("automatic compaction resumed: a new session started");
         }
         self.switch_session(session_id.to_owned());
-        self.load_session()
+        self.load_session()?;
+        self.session.taking_over =
+            info.boundary_reason.as_deref() == Some(BOUNDARY_ENGINE_SWAP) && !self.session.refs.is_empty();
+        if self.session.taking_over {
+            tracing::info!(
+                "{session_id}: taking over a session of {} stored messages; what the store lacks \
+                 in the context handed over stays in the context, unstored",
+                self.session.refs.len()
+            );
+        }
+        Ok(())
     }
 
     fn on_session_end(&mut self, _session_id: &str, messages: &[Message]) -> Result<(), EngineError> {

@@ -5,6 +5,7 @@ mod observing;
 mod pacing;
 mod property;
 mod rotation;
+mod takeover;
 mod tools;
 
 use std::path::Path;

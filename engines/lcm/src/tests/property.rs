@@ -23,6 +23,7 @@ fn reachable(engine: &mut Lcm, context: &[Message]) -> Vec<(i64, String)> {
                     engine.handle_tool_call("lcm_expand", &json!({ "id": format!("msg_{id}") }), None);
                 found.push((id, answer["json"].as_str().unwrap().to_owned()));
             }
+            Slot::Foreign { .. } => panic!("lcm's own contexts hold no other engine's message"),
         }
     }
     while let Some(id) = pending.pop() {
