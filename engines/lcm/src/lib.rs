@@ -386,7 +386,10 @@ impl Lcm {
                     continue;
                 }
             }
-            let known = self.session.refs.find_from(hash, cursor);
+            let known = match self.session.refs.find_from(hash, cursor) {
+                None if is_system && cursor == 0 => self.stored_system_under(&original)?,
+                found => found,
+            };
             let foreign = known.is_none()
                 && !is_system
                 && (self.session.foreign.contains(&hash) || last_held.is_some_and(|last| index < last));
@@ -486,6 +489,26 @@ impl Lcm {
     }
 
     /// The index in `messages` of the last one the session's store holds, anywhere.
+    /// Position 0 when the stored session opens with a system message that `system` continues:
+    /// another engine may append a note of its own to it (the compressor does), which
+    /// [`assemble::without_note`] does not know to take off. It is the same system message.
+    fn stored_system_under(&mut self, system: &Message) -> Result<Option<usize>, EngineError> {
+        let Some(first) = self.session.refs.first().map(|stored| stored.id) else {
+            return Ok(None);
+        };
+        let row = self
+            .store()?
+            .message(first)
+            .map_err(|error| self.store_error(error))?;
+        let Some(row) = row.filter(|row| row.role == Role::System.as_str()) else {
+            return Ok(None);
+        };
+        let stored: Message = serde_json::from_str(&row.json)
+            .map_err(|error| EngineError::other(format!("lcm: stored message {first}: {error}")))?;
+        let (stored, given) = (stored.text(), system.text());
+        Ok((!stored.is_empty() && given.starts_with(stored.as_ref())).then_some(0))
+    }
+
     fn last_held(&self, messages: &[Message]) -> Option<usize> {
         messages.iter().enumerate().rev().find_map(|(index, message)| {
             let json = match index == 0 && message.role == Role::System {

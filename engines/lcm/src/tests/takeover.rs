@@ -55,7 +55,13 @@ fn take_over(dir: &std::path::Path, observed: &[Message], kept: usize) -> (Lcm, 
     observer.record_appended(observed).unwrap();
     observer.on_session_end("s", &[]).unwrap();
     drop(observer);
-    let mut context = vec![observed[0].clone(), Message::user(COMPACTION_NOTE)];
+    // The compressor appends a note of its own to the system message.
+    let mut system = observed[0].clone();
+    system.content = ctxhost_engine_abi::Content::Text(format!(
+        "{}\n\n[Note: earlier turns were compacted.]",
+        system.text()
+    ));
+    let mut context = vec![system, Message::user(COMPACTION_NOTE)];
     context.extend_from_slice(&observed[observed.len() - kept..]);
     let mut lcm = engine(dir, 6_000, json!({ "fresh_tail": 6 }));
     lcm.on_session_start("s", &swap()).unwrap();
