@@ -15,7 +15,9 @@
 //!   (the response's content, else the action's `final_thought` or `thought`), and so does this
 //!   reader, dropping `finish` calls from the assistant message;
 //! - an observation with `tool_call_metadata` becomes the `tool` message answering its
-//!   `tool_call_id`, its `content` the result;
+//!   `tool_call_id`, its `content` the result; a command's output as OpenHands shows it, with its
+//!   `metadata` (`[The command completed with exit code 1.]`, the working directory, the exit
+//!   code: `CmdOutputObservation.to_agent_observation`);
 //! - `system` is the system message (`args.content`); `message` from the user a user message,
 //!   from the agent an assistant message (`args.content`); `error` and `user_rejected`
 //!   observations without a call are user messages, as OpenHands sends them;
@@ -502,10 +504,21 @@ impl<R: BufRead> OpenhandsReader<R> {
                         return Err(self.cursor.bad_record(at, message));
                     }
                 };
+                let content = match observation {
+                    "run" => command_output(content, &event),
+                    _ => content,
+                };
                 Ok(Some(with_extra(Message::tool(id, content), event)))
             }
             (None, "error" | "user_rejected") => Ok(Some(with_extra(Message::user(content), event))),
             (None, "run" | "run_ipython") if self.caused_by(&event) == Some(TextAction::UserCommand) => {
+                let content = match has_command_metadata(&event) {
+                    true => format!(
+                        "\nObserved result of command executed by user:\n{}",
+                        command_output(content, &event)
+                    ),
+                    false => content,
+                };
                 Ok(Some(with_extra(Message::user(content), event)))
             }
             (None, "run" | "run_ipython") if self.caused_by(&event) == Some(TextAction::CodeAct) => {
@@ -533,6 +546,45 @@ impl<R> OpenhandsReader<R> {
         let cause = event.get("cause").and_then(Value::as_u64)?;
         self.text_actions.get(&cause).copied()
     }
+}
+
+/// Whether a command's observation carries the `metadata` OpenHands (0.2x on) shows the model
+/// with its output.
+fn has_command_metadata(event: &Map<String, Value>) -> bool {
+    event
+        .get("extras")
+        .and_then(|extras| extras.get("metadata"))
+        .is_some_and(Value::is_object)
+}
+
+/// A command's output as OpenHands shows it to the model (`CmdOutputObservation.
+/// to_agent_observation`): the output between the metadata's `prefix` and `suffix` (`[The command
+/// completed with exit code 1.]`), then the working directory, the Python interpreter and the exit
+/// code where known. Without `metadata` (older OpenHands), the output alone.
+fn command_output(content: String, event: &Map<String, Value>) -> String {
+    let Some(metadata) = event
+        .get("extras")
+        .and_then(|extras| extras.get("metadata"))
+        .and_then(Value::as_object)
+    else {
+        return content;
+    };
+    let text = |key: &str| metadata.get(key).and_then(Value::as_str).unwrap_or("");
+    let mut shown = format!("{}{content}{}", text("prefix"), text("suffix"));
+    if !text("working_dir").is_empty() {
+        shown.push_str(&format!("\n[Current working directory: {}]", text("working_dir")));
+    }
+    if !text("py_interpreter_path").is_empty() {
+        shown.push_str(&format!(
+            "\n[Python interpreter: {}]",
+            text("py_interpreter_path")
+        ));
+    }
+    match metadata.get("exit_code").and_then(Value::as_i64) {
+        Some(-1) | None => {}
+        Some(code) => shown.push_str(&format!("\n[Command finished with exit code {code}]")),
+    }
+    shown
 }
 
 /// `message` with the event's fields in its `extra`.

@@ -169,7 +169,7 @@ fn actions_before_function_calling_are_read_as_the_codeact_text_openhands_sent()
             (User, "OBSERVATION:\n1".to_owned()),
             (Assistant, "Fixed.".to_owned()),
             (User, "User executed the command:\ngit status".to_owned()),
-            (User, "nothing to commit".to_owned()),
+            (User, USER_COMMAND_OUTPUT.to_owned()),
         ]
     );
     // The arguments made into text are not kept twice.
@@ -187,6 +187,10 @@ fn actions_before_function_calling_are_read_as_the_codeact_text_openhands_sent()
     );
     assert_eq!(transcript.meta.skipped["observation (run)"], 1);
 }
+
+/// What OpenHands sends the model for the output of [`user_command`].
+const USER_COMMAND_OUTPUT: &str =
+    "\nObserved result of command executed by user:\nnothing to commit\n[Command finished with exit code 0]";
 
 /// A command the user ran in OpenHands's terminal (id `id`), and its output.
 fn user_command(id: u64) -> [Value; 2] {
@@ -207,7 +211,7 @@ fn a_command_the_user_ran_is_read_as_openhands_sends_it_with_no_warning() {
         .collect();
     assert_eq!(
         last,
-        ["User executed the command:\ngit status", "nothing to commit"]
+        ["User executed the command:\ngit status", USER_COMMAND_OUTPUT]
     );
     assert_eq!(transcript.messages[5].role, ctxhost_engine_abi::Role::User);
     assert_eq!(transcript.messages[6].role, ctxhost_engine_abi::Role::User);
@@ -298,5 +302,32 @@ fn a_delegation_never_answered_leaves_out_the_rest_with_a_warning_naming_its_lin
     assert_eq!(
         transcript.meta.warnings[0],
         "line 10: this delegation is never answered (no `delegate` observation follows): every event after it is taken for the delegate's and left out"
+    );
+}
+
+#[test]
+fn a_commands_output_is_read_with_the_metadata_openhands_shows_the_model() {
+    let mut events = events();
+    // The last observation answers a `run` call: give it the metadata OpenHands 0.2x records.
+    let run = events
+        .iter_mut()
+        .rev()
+        .find(|event| event["observation"] == "run")
+        .expect("the fixture runs a command");
+    run["extras"] = json!({"command": "pytest", "metadata": {
+        "exit_code": 1, "pid": -1, "working_dir": "/workspace", "py_interpreter_path": "/usr/bin/python",
+        "prefix": "", "suffix": "\n[The command completed with exit code 1.]"}});
+    let content = run["content"].as_str().unwrap().to_owned();
+    let transcript = read(Format::Openhands, &serde_json::to_string(&events).unwrap());
+    let result = transcript
+        .messages
+        .iter()
+        .find(|m| m.role == ctxhost_engine_abi::Role::Tool && m.text().starts_with(content.as_str()))
+        .expect("the command's result");
+    assert_eq!(
+        result.text(),
+        format!(
+            "{content}\n[The command completed with exit code 1.]\n[Current working directory: /workspace]\n[Python interpreter: /usr/bin/python]\n[Command finished with exit code 1]"
+        )
     );
 }
