@@ -520,7 +520,7 @@ fn telemetry_lines(tree: &PluginDir) -> Vec<Value> {
 }
 
 #[test]
-fn nothing_is_delivered_for_a_session_after_it_ended() {
+fn nothing_is_delivered_for_a_session_before_it_started_or_after_it_ended() {
     let tree = observers_tree(BASE_CONFIG);
     let transcript = example("transcripts/coupon-fix.json").display().to_string();
     replay(
@@ -529,12 +529,19 @@ fn nothing_is_delivered_for_a_session_after_it_ended() {
         &["--observer", "telemetry", "--at", "6:/new", "--at", "9:/reset"],
     );
     let lines = telemetry_lines(&tree);
-    let mut ended = Vec::new();
+    let (mut started, mut ended) = (Vec::new(), Vec::new());
     for line in &lines {
         let session = line["session_id"].as_str().unwrap().to_owned();
         assert!(
             !ended.contains(&session),
             "a fact after `{session}` ended: {line}"
+        );
+        if line["kind"] == "session_started" {
+            started.push(session.clone());
+        }
+        assert!(
+            started.contains(&session),
+            "a fact before `{session}` started: {line}"
         );
         if line["kind"] == "session_ended" {
             ended.push(session);
@@ -543,7 +550,8 @@ fn nothing_is_delivered_for_a_session_after_it_ended() {
     let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
     assert_eq!(ended.len(), 2, "{kinds:?}");
     assert_eq!(kinds.iter().filter(|k| **k == "session_started").count(), 2);
-    assert_eq!(kinds.iter().filter(|k| **k == "session_reset").count(), 2);
+    // `/reset`'s: `/new` resets between two sessions, where a fact would name one not started.
+    assert_eq!(kinds.iter().filter(|k| **k == "session_reset").count(), 1);
     assert_eq!(kinds.first(), Some(&"session_started"));
     assert_eq!(kinds.last(), Some(&"session_ended"));
 }

@@ -571,13 +571,14 @@ impl<'e> Replayer<'e> {
         });
         match &command {
             SessionCommand::Compress { focus } => self.compact(Trigger::Manual, focus.as_deref()),
-            SessionCommand::Reset => self.reset_session(),
+            SessionCommand::Reset => self.reset_session(true),
             SessionCommand::New => {
                 self.end_session();
-                // Nothing is published for a session once it ended: the reset is the new one's.
+                // Observers are told nothing of a session once it ended, nor of the next before it
+                // starts: the engines are reset, and the new session's start says why it began.
                 let old = std::mem::take(&mut self.session_id);
                 self.session_id = format!("{}-{}", self.options.session_id, self.sessions + 1);
-                self.reset_session();
+                self.reset_session(false);
                 self.begin_session(Some(NEW_SESSION_REASON), Some(old));
             }
             SessionCommand::Engine { name } => {
@@ -707,10 +708,15 @@ impl<'e> Replayer<'e> {
 
     /// `on_session_reset`, and the context restarts from the transcript's system message (as it
     /// came, without what a compaction may have added to it).
-    fn reset_session(&mut self) {
+    /// `within_session`: observers are told it as a fact of the session (`/reset`); `/new` resets
+    /// between two sessions, where a fact would name one not started yet (they still get
+    /// `on_session_reset`, and the event log records it).
+    fn reset_session(&mut self, within_session: bool) {
         self.call(|engine| engine.on_session_reset());
         self.observers.lifecycle(Lifecycle::Reset);
-        self.observe(FactKind::SessionReset, || FactBody::SessionReset);
+        if within_session {
+            self.observe(FactKind::SessionReset, || FactBody::SessionReset);
+        }
         self.publish(Fact::SessionReset {
             message_index: self.position,
             session_id: self.session_id.clone(),
