@@ -222,6 +222,15 @@ fn a_plugin_crashing_every_time_is_detached_and_the_built_in_compressor_takes_ov
         "{stdout}"
     );
     assert!(context.len() < example_messages().len());
+    // Whose context it was, and from when.
+    let owners = stdout
+        .lines()
+        .find(|line| line.starts_with("owners"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        owners.starts_with("owners      faulty messages 0-") && owners.contains("; compressor messages "),
+        "{owners}"
+    );
 }
 
 #[test]
