@@ -957,30 +957,8 @@ impl<'e> Replayer<'e> {
             ..
         } = error
         {
-            self.took_over_from(engine.clone());
-        }
-    }
-
-    /// The isolated engine `from` crashed once too often and the handle put the built-in
-    /// compressor in its place: from here on the context is the compressor's, and the report's
-    /// owners say so, as after `/engine`.
-    fn took_over_from(&mut self, from: String) {
-        self.context.set_keeping_json(self.engine.wants_json());
-        self.threshold = self.call(|engine| engine.counters()).map(|c| c.threshold_tokens);
-        self.above_threshold = false;
-        let warnings = self.read_tools();
-        let to = self.engine.name().to_owned();
-        self.publish(Fact::EngineSwap {
-            message_index: self.position,
-            from: from.clone(),
-            to: to.clone(),
-            origin: Some(self.engine.origin().to_string()),
-            refused: None,
-            tools: self.tools(),
-        });
-        self.observe(FactKind::EngineSwapped, || FactBody::EngineSwapped { from, to });
-        for warning in warnings {
-            self.warn(warning);
+            // The handle put the built-in compressor in its place: the report's owners say so.
+            self.handed_over_from(engine.clone());
         }
     }
 

@@ -57,11 +57,19 @@ impl Replayer<'_> {
             });
             self.record(ended);
         }
+        self.handed_over_from(from);
+    }
+
+    /// The engine in the handle owns the context from here on, after `from` (a swap, or the
+    /// built-in compressor put in place of an isolated engine that crashed once too often): the
+    /// context's JSON kept for it or not, its threshold and tools read, the handover published.
+    pub(super) fn handed_over_from(&mut self, from: String) {
         self.context.set_keeping_json(self.engine.wants_json());
         self.threshold = self.call(|engine| engine.counters()).map(|c| c.threshold_tokens);
         self.above_threshold = false;
         self.hygiene_blocked = false;
         let warnings = self.read_tools();
+        let to = self.engine.name().to_owned();
         self.publish(Fact::EngineSwap {
             message_index: self.position,
             from: from.clone(),
