@@ -175,11 +175,7 @@ impl Engine for Compressor {
     }
 
     fn update_from_response(&mut self, usage: &Usage) {
-        self.counters.last_prompt_tokens = usage.prompt_tokens;
-        self.counters.last_completion_tokens = usage.completion_tokens;
-        self.counters.last_total_tokens = usage.total_tokens;
-        self.thrash
-            .on_prompt(usage.prompt_tokens, self.counters.threshold_tokens);
+        self.thrash.on_usage(&mut self.counters, usage);
     }
 
     fn should_compress(&mut self, prompt_tokens: Option<u64>) -> bool {

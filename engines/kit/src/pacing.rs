@@ -60,6 +60,19 @@ impl AntiThrash {
         }
     }
 
+    /// `update_from_response` for an engine that paces itself so: the usage into its counters,
+    /// and the prompt's size weighed against its threshold ([`Self::on_prompt`]).
+    pub fn on_usage(
+        &mut self,
+        counters: &mut ctxhost_engine_abi::Counters,
+        usage: &ctxhost_engine_abi::Usage,
+    ) {
+        counters.last_prompt_tokens = usage.prompt_tokens;
+        counters.last_completion_tokens = usage.completion_tokens;
+        counters.last_total_tokens = usage.total_tokens;
+        self.on_prompt(usage.prompt_tokens, counters.threshold_tokens);
+    }
+
     /// Lifts the pause and forgets the streak.
     pub fn resume(&mut self) -> bool {
         let was_paused = self.paused;
