@@ -882,6 +882,11 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
                 reply,
             } => {
                 let answer = shared.calling(Call::Tool, || engine.handle_tool_call(&name, &arguments, None));
+                // Detached before the answer goes back: the session reading it then knows the
+                // call failed (it counts a detached observer's answer as a failure).
+                if let Err(error) = &answer {
+                    shared.detach(error.failure());
+                }
                 let _ = reply.send(match &answer {
                     Ok(answer) => answer.clone(),
                     Err(error) => json!({ "error": error.to_string() }),
