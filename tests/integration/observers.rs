@@ -725,6 +725,23 @@ fn a_swap_to_an_engine_that_observes_makes_it_stop_observing_first() {
 }
 
 #[test]
+fn lcm_swapped_in_then_out_stores_every_message_once_replay_after_replay() {
+    // lcm observes, takes over after the compressor compacted, then goes back to observing: the
+    // turns it was in charge of since its last compaction are stored when it hands over.
+    let (tree, transcript) = warehouse_observed_by("lcm");
+    let swaps = ["--at", "200:/engine:lcm", "--at", "300:/engine:masking"];
+    for replay_number in 1..=2 {
+        let (_, _, stderr) = replay(&tree, &transcript, &swaps);
+        assert!(!stderr.contains("warning"), "{stderr}");
+        let status = tree.run(&["tool", &transcript, "lcm_status", "{}"]);
+        let (stdout, stderr) = texts(&status);
+        assert!(status.status.success(), "{stderr}");
+        let status: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(status["messages"], 373, "replay {replay_number}: {status:#}");
+    }
+}
+
+#[test]
 fn a_swap_to_the_engine_in_charge_starts_it_afresh_and_ends_the_old_instance_even_on_standby() {
     let config = BASE_CONFIG.replace("engine: compressor", "engine: lcm\n  observers: [lcm, telemetry]");
     let tree = observers_tree(&config);

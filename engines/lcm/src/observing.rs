@@ -98,14 +98,10 @@ impl Lcm {
         for message in messages {
             let json = message.json();
             let hash = store::hash_json(&json);
-            let at = self.session.observed;
-            if self
-                .session
-                .refs
-                .get(at)
-                .is_some_and(|stored| stored.hash == hash)
-            {
-                self.session.observed += 1;
+            // Stored already, where expected or further on (a replay of what an engine in charge
+            // stored before it went back to observing): found as `ingest` finds it.
+            if let Some(found) = self.session.refs.find_from(hash, self.session.observed) {
+                self.session.observed = found + 1;
                 continue;
             }
             // A new message, or another one at a position the store knew (the session went

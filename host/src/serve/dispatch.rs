@@ -589,15 +589,18 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
     let to = session.engine.name().to_owned();
     session.watch.swapped(previous.name(), &to);
     let from = previous.name().to_owned();
-    if session.standby.contains(&from) && from != to {
-        // As in a replay: an engine asked to observe goes back to observing, its session going
-        // on; unless it is the one starting afresh, whose two instances would share one store.
-        if let Err(reason) = session.watch.attach(previous) {
-            tracing::warn!("`{from}` cannot stay on as an observer: {reason}");
-        }
-    } else if let Some((session_id, _)) = &session.started {
+    // As in a replay: its time in charge ends with the context as it stands (lcm stores the turns
+    // since its last compaction), then an engine asked to observe goes back to observing, its
+    // session going on; unless it is the one starting afresh, whose two instances would share
+    // one store.
+    if let Some((session_id, _)) = &session.started {
         if let Err(error) = previous.on_session_end(session_id, session.last_messages.messages()) {
             tracing::warn!("swapped out: {error}");
+        }
+    }
+    if session.standby.contains(&from) && from != to {
+        if let Err(reason) = session.watch.attach(previous) {
+            tracing::warn!("`{from}` cannot stay on as an observer: {reason}");
         }
     }
     let info = session.engine_info(None);

@@ -15,8 +15,8 @@ impl Replayer<'_> {
     /// - the new engine gets `update_model`, then `on_session_start` with the same session id
     ///   (`boundary_reason` `engine_swap`); if either fails, it is dropped, with one warning, and
     ///   the old engine stays;
-    /// - the old engine gets `on_session_end` with the current context, unless it is on standby
-    ///   ([`Watchers::standby`]) and not the one taking over: then it stays on as an observer;
+    /// - the old engine gets `on_session_end` with the current context; on standby
+    ///   ([`Watchers::standby`]) and not the one taking over, it then stays on as an observer;
     /// - the new engine owns the context from here on; the tools are read again.
     pub fn swap_engine(&mut self, mut engine: EngineHandle) {
         let to = engine.name().to_owned();
@@ -41,21 +41,21 @@ impl Replayer<'_> {
             }
             return self.refuse_swap(&to, reason);
         }
-        let old = std::mem::replace(&mut *self.engine, engine);
+        let mut old = std::mem::replace(&mut *self.engine, engine);
         let from = old.name().to_owned();
+        // Its time in charge ends with the context as it stands: an engine that stores messages
+        // when it compacts (lcm) stores those of the turns since, or they would never be stored.
+        let (session_id, context) = (&self.session_id, &self.context);
+        let ended = timed(&mut self.engine_time, || {
+            old.on_session_end(session_id, context.messages())
+        });
+        self.record(ended);
         // `/engine` naming the engine in charge starts it afresh (a rebuilt library runs as the
         // new code): the instance it replaces ends, or two would share one store.
         if self.standby.contains(&from) && from != to {
             if let Err(reason) = self.observers.attach(old) {
                 self.warn(format!("`{from}` cannot stay on as an observer: {reason}"));
             }
-        } else {
-            let mut old = old;
-            let (session_id, context) = (&self.session_id, &self.context);
-            let ended = timed(&mut self.engine_time, || {
-                old.on_session_end(session_id, context.messages())
-            });
-            self.record(ended);
         }
         self.handed_over_from(from);
     }
