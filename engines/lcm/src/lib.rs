@@ -84,6 +84,7 @@ use ctxhost_engine_abi::{
 };
 use ctxhost_engine_kit::{
     pacing::{AntiThrash, Cooldown},
+    sequence::REMOVED_RESULT_TEXT,
     tokens,
 };
 use serde_json::{json, Value};
@@ -390,9 +391,14 @@ impl Lcm {
                 None if is_system && cursor == 0 => self.stored_system_under(&original)?,
                 found => found,
             };
+            // A stub result the pair repair wrote (lcm's own or another engine's) stands for an
+            // output the store holds or never had: it is not the conversation's.
+            let stub = message.role == Role::Tool && message.text() == REMOVED_RESULT_TEXT;
             let foreign = known.is_none()
                 && !is_system
-                && (self.session.foreign.contains(&hash) || last_held.is_some_and(|last| index < last));
+                && (stub
+                    || self.session.foreign.contains(&hash)
+                    || last_held.is_some_and(|last| index < last));
             if foreign {
                 // Another engine's message between the summaries and the pinned one keeps the
                 // pin: it is the pinned message that must be found, not stored again.

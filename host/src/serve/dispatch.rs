@@ -7,7 +7,7 @@
 
 use std::{path::Path, time::Instant};
 
-use ctxhost_engine_abi::{EngineError, ModelInfo, ABI_VERSION};
+use ctxhost_engine_abi::{EngineError, ModelInfo, SessionInfo, ABI_VERSION};
 use ctxhost_protocol::{
     code, method, Answer, CallExtParams, CloseParams, CompactionOutcome, CompactionRecord, CompressParams,
     Compressed, ConfigSource, InitializeParams, Initialized, MessagesParams, OpenParams, Request, RpcError,
@@ -572,8 +572,15 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
         .as_ref()
         .map_or(Ok(()), |model| next.update_model(model))
         .and_then(|()| {
+            // As in a replay: told it takes over a session under way (lcm then keeps the old
+            // engine's summaries and stand-ins out of its store).
             session.started.as_ref().map_or(Ok(()), |(session_id, info)| {
-                next.on_session_start(session_id, info)
+                let info = SessionInfo {
+                    boundary_reason: Some(crate::runner::SWAP_REASON.to_owned()),
+                    old_session_id: None,
+                    ..info.clone()
+                };
+                next.on_session_start(session_id, &info)
             })
         });
     if let Err(error) = started {

@@ -157,3 +157,23 @@ fn a_live_tool_answer_that_differs_stores_that_answer_and_nothing_after_it_again
     assert_eq!(stored_jsons(&mut lcm, "s"), expected);
     assert_eq!(grep(&mut lcm, "MARK-0030"), 1);
 }
+
+#[test]
+fn a_stub_result_the_pair_repair_wrote_is_kept_in_the_context_but_never_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = conversation(10);
+    // A call whose output a compaction dropped: the repair's stub answers it in the context.
+    let mut context = all.clone();
+    let stubbed = context
+        .iter()
+        .position(|m| m.role == ctxhost_engine_abi::Role::Tool)
+        .unwrap();
+    let call_id = context[stubbed].tool_call_id.clone().unwrap();
+    context[stubbed] = Message::tool(call_id, ctxhost_engine_kit::sequence::REMOVED_RESULT_TEXT);
+    let mut lcm = engine(dir.path(), 6_000, json!({ "fresh_tail": 6 }));
+    lcm.on_session_start("s", &SessionInfo::default()).unwrap();
+    lcm.on_session_end("s", &context).unwrap();
+    let mut expected = all.clone();
+    expected.remove(stubbed);
+    assert_eq!(stored_jsons(&mut lcm, "s"), jsons(&expected));
+}
