@@ -145,6 +145,13 @@ class CtxhostEngine(ContextEngine):
             logger.warning("ctxhost: the server started again")
         self._start_failure = None
         self._backoff = FIRST_BACKOFF
+        # The session as it was: an engine failing here fails this call, as it would any other
+        # (the server is up; it is not a failed start).
+        if self._started is not None:
+            session_id, session_info = self._started
+            self._mirror(self._raw("on_session_start", {"session_id": session_id, "info": session_info}))
+        if self._last_usage is not None:
+            self._mirror(self._raw("update_from_response", {"usage": self._last_usage}))
 
     def _start_server(self) -> None:
         self._server = Server(
@@ -164,11 +171,6 @@ class CtxhostEngine(ContextEngine):
                 fallback.get("reason"),
             )
         self._mirror(opened)
-        if self._started is not None:
-            session_id, session_info = self._started
-            self._mirror(self._raw("on_session_start", {"session_id": session_id, "info": session_info}))
-        if self._last_usage is not None:
-            self._mirror(self._raw("update_from_response", {"usage": self._last_usage}))
 
     def _open_session(self) -> Dict[str, Any]:
         params: Dict[str, Any] = {"engine": self.settings.engine}
