@@ -65,8 +65,6 @@ pub(super) struct ClaudeCodeReader<R> {
     queue: Queue,
     /// Whose conversation the file holds.
     log: Log,
-    /// Conversation records of the main session in a subagent's log, left out.
-    not_the_subagents: u64,
     turn: Option<Turn>,
     /// The last conversation record, and the interface's records since.
     last_uuid: Option<String>,
@@ -129,6 +127,9 @@ fn holds_results(message: &ApiMessage) -> bool {
 
 /// How the sidechain records of a session's log are counted among the records left out.
 const SIDECHAIN: &str = "sidechain (a subagent's record)";
+
+/// How the main session's records in a subagent's log are counted among the records left out.
+const NOT_THE_SUBAGENTS: &str = "main session's record in a subagent's log";
 
 /// An assistant message being gathered from its records, with the results that arrived for it.
 struct Turn {
@@ -223,7 +224,6 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             lines: JsonLines::new(path, reader),
             queue: Queue::default(),
             log: Log::Unknown,
-            not_the_subagents: 0,
             turn: None,
             last_uuid: None,
             between: Vec::new(),
@@ -277,8 +277,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 return Ok(true);
             }
             (Log::Subagent, false) if conversation => {
-                self.not_the_subagents += 1;
-                meta.skip("main session's record in a subagent's log");
+                meta.skip(NOT_THE_SUBAGENTS);
                 return Ok(true);
             }
             _ => {}
@@ -636,10 +635,9 @@ impl<R: BufRead> QueuedRecords for ClaudeCodeReader<R> {
 
     fn end_of_file(&mut self, meta: &mut TranscriptMeta) {
         self.flush_turn();
-        if self.not_the_subagents > 0 {
+        if let Some(count) = meta.skipped.get(NOT_THE_SUBAGENTS).copied() {
             let warning = format!(
-                "{} conversation records are not sidechains, though the file started as a subagent's log: they are left out",
-                self.not_the_subagents
+                "{count} conversation records are not sidechains, though the file started as a subagent's log: they are left out"
             );
             meta.warn(self.lines.path(), warning);
         }

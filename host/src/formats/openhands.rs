@@ -504,20 +504,20 @@ impl<R: BufRead> OpenhandsReader<R> {
                         return Err(self.cursor.bad_record(at, message));
                     }
                 };
-                let content = match observation {
-                    "run" => command_output(content, &event),
+                let content = match (observation, command_metadata(&event)) {
+                    ("run", Some(metadata)) => command_output(content, metadata),
                     _ => content,
                 };
                 Ok(Some(with_extra(Message::tool(id, content), event)))
             }
             (None, "error" | "user_rejected") => Ok(Some(with_extra(Message::user(content), event))),
             (None, "run" | "run_ipython") if self.caused_by(&event) == Some(TextAction::UserCommand) => {
-                let content = match has_command_metadata(&event) {
-                    true => format!(
+                let content = match command_metadata(&event) {
+                    Some(metadata) => format!(
                         "\nObserved result of command executed by user:\n{}",
-                        command_output(content, &event)
+                        command_output(content, metadata)
                     ),
-                    false => content,
+                    None => content,
                 };
                 Ok(Some(with_extra(Message::user(content), event)))
             }
@@ -548,27 +548,20 @@ impl<R> OpenhandsReader<R> {
     }
 }
 
-/// Whether a command's observation carries the `metadata` OpenHands (0.2x on) shows the model
-/// with its output.
-fn has_command_metadata(event: &Map<String, Value>) -> bool {
+/// The `metadata` OpenHands (0.2x on) records with a command's output and shows the model beside
+/// it; older versions record none.
+fn command_metadata(event: &Map<String, Value>) -> Option<&Map<String, Value>> {
     event
         .get("extras")
         .and_then(|extras| extras.get("metadata"))
-        .is_some_and(Value::is_object)
+        .and_then(Value::as_object)
 }
 
 /// A command's output as OpenHands shows it to the model (`CmdOutputObservation.
 /// to_agent_observation`): the output between the metadata's `prefix` and `suffix` (`[The command
 /// completed with exit code 1.]`), then the working directory, the Python interpreter and the exit
-/// code where known. Without `metadata` (older OpenHands), the output alone.
-fn command_output(content: String, event: &Map<String, Value>) -> String {
-    let Some(metadata) = event
-        .get("extras")
-        .and_then(|extras| extras.get("metadata"))
-        .and_then(Value::as_object)
-    else {
-        return content;
-    };
+/// code where known.
+fn command_output(content: String, metadata: &Map<String, Value>) -> String {
     let text = |key: &str| metadata.get(key).and_then(Value::as_str).unwrap_or("");
     let mut shown = format!("{}{content}{}", text("prefix"), text("suffix"));
     if !text("working_dir").is_empty() {
