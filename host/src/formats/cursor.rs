@@ -19,6 +19,7 @@
 //! the file.
 
 use std::{
+    collections::VecDeque,
     io::BufRead,
     path::{Path, PathBuf},
 };
@@ -232,7 +233,7 @@ impl<R: BufRead> JsonCursor<R> {
     /// parses them with one deserializer: one per element started with an empty scratch buffer,
     /// regrown for every tool output full of escapes. An element the batch's deserializer does not
     /// end where its text ends is parsed alone, for the error `value` gives.
-    pub(super) fn read_elements<T: DeserializeOwned>(
+    fn read_elements<T: DeserializeOwned>(
         &mut self,
         first: &mut bool,
         batch_bytes: usize,
@@ -418,13 +419,60 @@ pub(super) struct Element<T> {
 }
 
 /// What follows the elements [`JsonCursor::read_elements`] read.
-pub(super) enum ElementsEnd {
+enum ElementsEnd {
     /// More elements, or the end of the array, to read.
     More,
     /// The array's `]`, consumed.
     ArrayEnded,
     /// The document is broken there: reading cannot go on.
     Failed(TranscriptError),
+}
+
+/// Bytes of an array's elements [`ArrayElements`] reads ahead and parses together (a longer
+/// element is read whole).
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// The elements of the array a cursor entered, read ahead a batch at a time
+/// ([`JsonCursor::read_elements`]): one deserializer a batch, not one an element, whose scratch
+/// buffer would be regrown for every tool output full of escapes.
+pub(super) struct ArrayElements<T> {
+    read: VecDeque<Element<T>>,
+    /// What follows the elements read; `None` before the first batch.
+    end: Option<ElementsEnd>,
+}
+
+impl<T> Default for ArrayElements<T> {
+    fn default() -> Self {
+        Self {
+            read: VecDeque::new(),
+            end: None,
+        }
+    }
+}
+
+impl<T: DeserializeOwned> ArrayElements<T> {
+    /// The next element; `None` once the array's `]` is consumed (the next call starts on another
+    /// array). An error breaks the document: reading cannot go on.
+    pub(super) fn next<R: BufRead>(
+        &mut self,
+        cursor: &mut JsonCursor<R>,
+        first: &mut bool,
+    ) -> Result<Option<Element<T>>, TranscriptError> {
+        loop {
+            if let Some(element) = self.read.pop_front() {
+                return Ok(Some(element));
+            }
+            match self.end.take() {
+                Some(ElementsEnd::ArrayEnded) => return Ok(None),
+                Some(ElementsEnd::Failed(error)) => return Err(error),
+                Some(ElementsEnd::More) | None => {
+                    let (elements, end) = cursor.read_elements(first, BATCH_BYTES);
+                    self.read.extend(elements);
+                    self.end = Some(end);
+                }
+            }
+        }
+    }
 }
 
 /// Finds where a JSON value ends, a chunk at a time: brackets are counted outside strings.

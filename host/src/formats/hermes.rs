@@ -27,8 +27,11 @@ use ctxhost_engine_abi::{Message, Role};
 use serde_json::{Map, Value};
 
 use super::{
-    cursor::JsonCursor, list_ids, openai::take_session_meta, pairing::fix_id_types, read_developer_role,
-    value_as_text, Located, Source, TranscriptError, TranscriptMeta,
+    cursor::{ArrayElements, Element, JsonCursor},
+    list_ids,
+    openai::take_session_meta,
+    pairing::fix_id_types,
+    read_developer_role, value_as_text, Located, Source, TranscriptError, TranscriptMeta,
 };
 
 /// How many session ids an error lists at most.
@@ -49,6 +52,8 @@ pub(super) struct HermesReader<R> {
     chosen: Option<Chosen>,
     /// The system prompt's message, waiting in front of the first message.
     ready: VecDeque<Located>,
+    /// The chosen session's messages, read ahead.
+    elements: ArrayElements<Message>,
 }
 
 struct Chosen {
@@ -78,6 +83,7 @@ impl<R: BufRead> HermesReader<R> {
             also_wanted: 0,
             chosen: None,
             ready: VecDeque::new(),
+            elements: ArrayElements::default(),
         }
     }
 
@@ -253,6 +259,60 @@ fn message_from_fields(mut fields: Map<String, Value>) -> Result<(Message, Vec<S
         .map_err(|error| error.to_string())
 }
 
+impl<R: BufRead> HermesReader<R> {
+    /// A message of the chosen session as the model is sent it (`None` for a `session_meta` row,
+    /// which goes to the meta). An element that is an OpenAI message as it is takes the direct
+    /// path; only the others (`tool_calls` as text, ids of the wrong type, `developer`,
+    /// `session_meta`) are read again as fields.
+    fn element_message(
+        &mut self,
+        element: Element<Message>,
+        meta: &mut TranscriptMeta,
+    ) -> Result<Option<Located>, TranscriptError> {
+        let Element { at, value, text } = element;
+        let message = match value {
+            Ok(message) => message,
+            Err(error) => {
+                let Some(mut fields) = text
+                    .as_deref()
+                    .and_then(|text| serde_json::from_slice::<Map<String, Value>>(text).ok())
+                else {
+                    return Err(error);
+                };
+                if fields.get("role").and_then(Value::as_str) == Some("session_meta") {
+                    take_session_meta(Some(fields), meta);
+                    return Ok(None);
+                }
+                if let Some(warning) = read_developer_role(&mut fields, &at.place()) {
+                    meta.warn(self.cursor.path(), warning);
+                }
+                let (message, fixed) =
+                    message_from_fields(fields).map_err(|error| self.cursor.bad_record(at, error))?;
+                meta.pairing_repairs += fixed.len() as u64;
+                for fix in fixed {
+                    meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
+                }
+                message
+            }
+        };
+        let message = Located::at(message, at);
+        let chosen = self.chosen.as_mut().expect("messages are read once chosen");
+        if std::mem::take(&mut chosen.first_message) {
+            if let Some(prompt) = chosen.system_prompt.take() {
+                if message.message.role == Role::System {
+                    // The messages carry their own: the session's stays a field.
+                    meta.extra
+                        .insert("system_prompt".to_owned(), Value::String(prompt));
+                } else {
+                    self.ready.push_back(message);
+                    return Ok(Some(Located::at(Message::system(prompt), at)));
+                }
+            }
+        }
+        Ok(Some(message))
+    }
+}
+
 impl<R: BufRead + Send> Source for HermesReader<R> {
     fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
         loop {
@@ -325,48 +385,21 @@ impl<R: BufRead + Send> Source for HermesReader<R> {
                     }
                 }
                 State::Messages { first } => {
-                    if !self.cursor.next_element(first)? {
-                        let chosen = self.chosen.as_mut().expect("messages are read once chosen");
-                        if std::mem::take(&mut chosen.first_message) {
-                            // No messages: the prompt alone still is what the model would start with.
-                            if let Some(prompt) = chosen.system_prompt.take() {
-                                let line = self.cursor.here().line;
-                                self.ready.push_back(Located::new(Message::system(prompt), line));
-                            }
+                    if let Some(element) = self.elements.next(&mut self.cursor, first)? {
+                        match self.element_message(element, meta)? {
+                            Some(message) => return Ok(Some(message)),
+                            None => continue,
                         }
-                        self.state = State::Keys { first: false };
-                        continue;
                     }
-                    let at = self.cursor.start_of_value()?;
-                    let mut fields = self.cursor.value::<Map<String, Value>>()?;
-                    if fields.get("role").and_then(Value::as_str) == Some("session_meta") {
-                        take_session_meta(Some(fields), meta);
-                        continue;
-                    }
-                    if let Some(warning) = read_developer_role(&mut fields, &at.place()) {
-                        meta.warn(self.cursor.path(), warning);
-                    }
-                    let (message, fixed) =
-                        message_from_fields(fields).map_err(|error| self.cursor.bad_record(at, error))?;
-                    meta.pairing_repairs += fixed.len() as u64;
-                    for fix in fixed {
-                        meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
-                    }
-                    let message = Located::at(message, at);
                     let chosen = self.chosen.as_mut().expect("messages are read once chosen");
                     if std::mem::take(&mut chosen.first_message) {
+                        // No messages: the prompt alone still is what the model would start with.
                         if let Some(prompt) = chosen.system_prompt.take() {
-                            if message.message.role == Role::System {
-                                // The messages carry their own: the session's stays a field.
-                                meta.extra
-                                    .insert("system_prompt".to_owned(), Value::String(prompt));
-                            } else {
-                                self.ready.push_back(message);
-                                return Ok(Some(Located::at(Message::system(prompt), at)));
-                            }
+                            let line = self.cursor.here().line;
+                            self.ready.push_back(Located::new(Message::system(prompt), line));
                         }
                     }
-                    return Ok(Some(message));
+                    self.state = State::Keys { first: false };
                 }
                 State::Done => return Ok(None),
             }

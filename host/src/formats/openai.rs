@@ -12,21 +12,18 @@
 //! OpenAI's legacy function calling (`function_call`, `role: "function"`) is read as tool calls,
 //! in every shape (see `legacy`).
 
-use std::{collections::VecDeque, io::BufRead, path::Path};
+use std::{io::BufRead, path::Path};
 
 use ctxhost_engine_abi::Message;
 use serde_json::{Map, Value};
 
 use super::{
-    cursor::{Element, ElementsEnd, JsonCursor},
+    cursor::{ArrayElements, Element, JsonCursor},
     legacy::LegacyFunctions,
     lines::JsonLines,
     pairing::message_with_fixed_ids,
     read_developer_role, value_as_text, Located, Source, TranscriptError, TranscriptMeta,
 };
-
-/// Bytes of messages read ahead and parsed together (a longer message is read whole).
-const BATCH_BYTES: usize = 256 * 1024;
 
 /// `[message, …]`.
 pub(super) struct ArrayReader<R> {
@@ -149,12 +146,10 @@ impl<R: BufRead + Send> Source for ObjectReader<R> {
     }
 }
 
-/// The messages of an array, read ahead a batch at a time ([`JsonCursor::read_elements`]).
+/// The messages of an array, read ahead, and the legacy `function` messages met in them.
 #[derive(Default)]
 struct Batch {
-    elements: VecDeque<Element<Message>>,
-    /// What follows the elements read; `None` before the first batch.
-    end: Option<ElementsEnd>,
+    elements: ArrayElements<Message>,
     legacy: LegacyFunctions,
 }
 
@@ -167,19 +162,9 @@ impl Batch {
         first: &mut bool,
         meta: &mut TranscriptMeta,
     ) -> Result<Option<Option<Located>>, TranscriptError> {
-        loop {
-            if let Some(element) = self.elements.pop_front() {
-                return element_message(cursor, element, meta, &mut self.legacy).map(Some);
-            }
-            match self.end.take() {
-                Some(ElementsEnd::ArrayEnded) => return Ok(None),
-                Some(ElementsEnd::Failed(error)) => return Err(error),
-                Some(ElementsEnd::More) | None => {
-                    let (elements, end) = cursor.read_elements(first, BATCH_BYTES);
-                    self.elements.extend(elements);
-                    self.end = Some(end);
-                }
-            }
+        match self.elements.next(cursor, first)? {
+            Some(element) => element_message(cursor, element, meta, &mut self.legacy).map(Some),
+            None => Ok(None),
         }
     }
 }

@@ -50,8 +50,12 @@ use std::{io::BufRead, path::Path};
 use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
 
+mod event;
+
+use event::{CallMetadata, Event, Metadata};
+
 use super::{
-    cursor::{JsonCursor, Position},
+    cursor::{ArrayElements, Element, JsonCursor, Position},
     pairing::{fix_id_types, kind_of},
     value_as_text, Located, RecordedCompaction, Source, TranscriptError, TranscriptMeta,
 };
@@ -75,6 +79,8 @@ pub(super) struct OpenhandsReader<R> {
     /// The delegations not answered yet, outermost first: while one is open, the events are a
     /// delegate's.
     delegations: Vec<Delegation>,
+    /// The events, read ahead.
+    events: ArrayElements<Event>,
 }
 
 /// A `delegate` action waiting for the `delegate` observation that answers it.
@@ -88,10 +94,10 @@ struct Delegation {
 }
 
 impl Delegation {
-    fn of(event: &Map<String, Value>, line: usize) -> Self {
+    fn of(event: &Event, line: usize) -> Self {
         Self {
-            action_id: event.get("id").and_then(Value::as_u64),
-            call_id: call_id_of(event),
+            action_id: event.fields.get("id").and_then(Value::as_u64),
+            call_id: call_id_of(&event.metadata),
             line,
         }
     }
@@ -99,9 +105,9 @@ impl Delegation {
     /// Whether `observation` (a `delegate` one) answers this delegation. Upstream OpenHands gives
     /// it the action's `tool_call_metadata` but not always a `cause`; with neither, it can only
     /// answer the innermost delegation.
-    fn is_answered_by(&self, observation: &Map<String, Value>) -> bool {
-        let cause = observation.get("cause").and_then(Value::as_u64);
-        let call_id = call_id_of(observation);
+    fn is_answered_by(&self, observation: &Event) -> bool {
+        let cause = observation.fields.get("cause").and_then(Value::as_u64);
+        let call_id = call_id_of(&observation.metadata);
         match (cause, call_id) {
             (Some(cause), _) if self.action_id.is_some() => self.action_id == Some(cause),
             (_, Some(call_id)) if self.call_id.is_some() => self.call_id == Some(call_id),
@@ -111,12 +117,15 @@ impl Delegation {
 }
 
 /// The `tool_call_id` of an event's `tool_call_metadata`, as text.
-fn call_id_of(event: &Map<String, Value>) -> Option<String> {
-    event
-        .get("tool_call_metadata")
-        .and_then(|metadata| metadata.get("tool_call_id"))
-        .filter(|id| !id.is_null())
-        .map(value_as_text)
+fn call_id_of(metadata: &Metadata) -> Option<String> {
+    match metadata {
+        Metadata::Call(call) => call
+            .tool_call_id
+            .as_ref()
+            .filter(|id| !id.is_null())
+            .map(value_as_text),
+        Metadata::Absent | Metadata::NotAnObject(_) => None,
+    }
 }
 
 /// Whether `event` is the `action` or `observation` named `kind`.
@@ -157,21 +166,18 @@ impl<R: BufRead> OpenhandsReader<R> {
             text_actions: std::collections::HashMap::new(),
             codeact_said: false,
             delegations: Vec::new(),
+            events: ArrayElements::default(),
         }
     }
 
     /// Whether `event` is one of a delegate's own, which the parent's model never saw: left out
     /// and counted. Keeps track of the delegations the events open and close.
-    fn is_delegates_event(
-        &mut self,
-        event: &Map<String, Value>,
-        at: Position,
-        meta: &mut TranscriptMeta,
-    ) -> bool {
-        if self.delegations.is_empty() && !is_event(event, "action", "delegate") {
+    fn is_delegates_event(&mut self, event: &Event, at: Position, meta: &mut TranscriptMeta) -> bool {
+        let fields = &event.fields;
+        if self.delegations.is_empty() && !is_event(fields, "action", "delegate") {
             return false;
         }
-        if is_event(event, "observation", "delegate") {
+        if is_event(fields, "observation", "delegate") {
             // The innermost delegation it answers closes, and any inside it that never returned
             // (a delegate that failed before its own delegate answered) with it.
             if let Some(answered) = self
@@ -184,7 +190,7 @@ impl<R: BufRead> OpenhandsReader<R> {
                     return false;
                 }
             }
-        } else if is_event(event, "action", "delegate") {
+        } else if is_event(fields, "action", "delegate") {
             let outermost = self.delegations.is_empty();
             self.delegations.push(Delegation::of(event, at.line));
             if outermost {
@@ -198,23 +204,26 @@ impl<R: BufRead> OpenhandsReader<R> {
     /// The message an event makes, if any.
     fn read_event(
         &mut self,
-        mut event: Map<String, Value>,
+        event: Event,
         at: Position,
         meta: &mut TranscriptMeta,
     ) -> Result<Option<Message>, TranscriptError> {
+        let Event {
+            fields: event,
+            metadata,
+        } = event;
         let source = event
             .get("source")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let metadata = match event.shift_remove("tool_call_metadata") {
-            Some(Value::Object(metadata)) => Some(metadata),
-            None | Some(Value::Null) => None,
-            Some(other) => {
-                return Err(self.cursor.bad_record(
-                    at,
-                    format!("`tool_call_metadata` is {}, not an object", kind_of(&other)),
-                ))
+        let metadata = match metadata {
+            Metadata::Call(call) => Some(call),
+            Metadata::Absent => None,
+            Metadata::NotAnObject(kind) => {
+                return Err(self
+                    .cursor
+                    .bad_record(at, format!("`tool_call_metadata` is {kind}, not an object")))
             }
         };
         if let Some(context_window) = event
@@ -249,7 +258,7 @@ impl<R: BufRead> OpenhandsReader<R> {
         action: &str,
         source: &str,
         mut event: Map<String, Value>,
-        metadata: Option<Map<String, Value>>,
+        metadata: Option<CallMetadata>,
         at: Position,
         meta: &mut TranscriptMeta,
     ) -> Result<Option<Message>, TranscriptError> {
@@ -378,20 +387,23 @@ impl<R: BufRead> OpenhandsReader<R> {
         action: &str,
         event: Map<String, Value>,
         args: &Map<String, Value>,
-        metadata: Map<String, Value>,
+        metadata: CallMetadata,
         at: Position,
         meta: &mut TranscriptMeta,
     ) -> Result<Option<Message>, TranscriptError> {
-        let call_id = metadata.get("tool_call_id").map(value_as_text);
-        let response = metadata.get("model_response").filter(|r| r.is_object());
-        let response_id = response
-            .and_then(|r| r.get("id"))
-            .map(value_as_text)
-            .or_else(|| call_id.clone());
+        let call_id = metadata.tool_call_id.as_ref().map(value_as_text);
+        let response_id = match metadata.response_id() {
+            Some(Ok(id)) => id.as_ref().map(value_as_text),
+            Some(Err(())) | None => None,
+        }
+        .or_else(|| call_id.clone());
         if response_id.is_some() && response_id == self.last_response {
             return Ok(None);
         }
         self.last_response = response_id;
+        // Parsed only now: the response's other actions were skipped above without it.
+        let response = metadata.response();
+        let response = response.as_ref();
         let choice = response.and_then(|r| r.pointer("/choices/0/message"));
         let mut calls = Vec::new();
         let mut content = String::new();
@@ -424,7 +436,8 @@ impl<R: BufRead> OpenhandsReader<R> {
                 }
             }
             None => {
-                let (Some(id), Some(name)) = (call_id, metadata.get("function_name").and_then(Value::as_str))
+                let (Some(id), Some(name)) =
+                    (call_id, metadata.function_name.as_ref().and_then(Value::as_str))
                 else {
                     return Err(self.cursor.bad_record(
                         at,
@@ -470,7 +483,7 @@ impl<R: BufRead> OpenhandsReader<R> {
         &mut self,
         observation: &str,
         mut event: Map<String, Value>,
-        metadata: Option<Map<String, Value>>,
+        metadata: Option<CallMetadata>,
         at: Position,
         meta: &mut TranscriptMeta,
     ) -> Result<Option<Message>, TranscriptError> {
@@ -485,7 +498,7 @@ impl<R: BufRead> OpenhandsReader<R> {
                 return Err(self.cursor.bad_record(at, message));
             }
         };
-        let id = metadata.as_ref().and_then(|m| m.get("tool_call_id"));
+        let id = metadata.as_ref().and_then(|m| m.tool_call_id.as_ref());
         match (id, observation) {
             (Some(id), _) => {
                 let id = match id {
@@ -669,7 +682,7 @@ impl<R: BufRead + Send> Source for OpenhandsReader<R> {
                 }
                 State::Events { first, in_object } => {
                     let in_object = *in_object;
-                    if !self.cursor.next_element(first)? {
+                    let Some(Element { at, value, .. }) = self.events.next(&mut self.cursor, first)? else {
                         if in_object {
                             self.state = State::Keys { first: false };
                         } else {
@@ -677,9 +690,8 @@ impl<R: BufRead + Send> Source for OpenhandsReader<R> {
                             self.state = State::Done;
                         }
                         continue;
-                    }
-                    let at = self.cursor.start_of_value()?;
-                    let event = self.cursor.value::<Map<String, Value>>()?;
+                    };
+                    let event = value?;
                     if self.is_delegates_event(&event, at, meta) {
                         continue;
                     }
