@@ -42,6 +42,7 @@ impl Replayer<'_> {
             return self.refuse_swap(&to, reason);
         }
         let mut old = std::mem::replace(&mut *self.engine, engine);
+        self.engine.keep_detached_from(&mut old);
         let from = old.name().to_owned();
         // Its time in charge ends with the context as it stands: an engine that stores messages
         // when it compacts (lcm) stores those of the turns since, or they would never be stored.
