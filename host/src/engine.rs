@@ -231,6 +231,15 @@ impl EngineHandle {
         self.detached.as_deref()
     }
 
+    /// Keeps why `previous`, the handle this one replaces (`/engine NAME`), had its engine
+    /// detached: the report's `fallback:` line reads it from the handle in charge at the end, and
+    /// a swap after the detach would otherwise drop it while the `owners` line still shows it.
+    pub fn keep_detached_from(&mut self, previous: &mut EngineHandle) {
+        if self.detached.is_none() {
+            self.detached = previous.detached.take();
+        }
+    }
+
     /// Calls an isolated engine; a lost process is counted by the child, and the one too many
     /// detaches it.
     fn through_child<T>(

@@ -360,6 +360,9 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
             None if observer.stopped_for_refused_swap => {
                 "stopped observing for a swap to it, which was refused; observed no more".to_owned()
             }
+            None if observer.kept_observing_after_refused_swap => {
+                "attached to the end (a swap to it was refused; it kept observing)".to_owned()
+            }
             None => "attached to the end".to_owned(),
         };
         let _ = writeln!(
@@ -368,6 +371,11 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
             observer.name, observer.origin, observer.facts, observer.queue_wait_ms, observer.end_wait_ms
         );
         label = "";
+        // As `--json`'s `status` is the active engine's `get_status`: the whole object, on one
+        // line (a store's own figures, such as lcm's `stored_messages`, are only there).
+        if let Some(status) = &observer.status {
+            let _ = writeln!(out, "{label:<11} {} status: {status}", observer.name);
+        }
     }
     for name in &outcome.standby {
         let _ = writeln!(

@@ -234,6 +234,27 @@ fn a_plugin_crashing_every_time_is_detached_and_the_built_in_compressor_takes_ov
 }
 
 #[test]
+fn the_fallback_line_stays_when_a_swap_follows_the_detach_of_the_engine() {
+    let tree = tree_with("faulty", &[], "should_compress", "exit");
+    // Three crashes (three tool turns) detach faulty long before message 30.
+    let args = ["run", &example_transcript(), "--at", "30:/engine:compressor"];
+    let (stdout, _, _) = run_surviving(&tree, &args, "swap after detach");
+    let owners = stdout
+        .lines()
+        .find(|line| line.starts_with("owners"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        owners.starts_with("owners      faulty messages 0-")
+            && owners.ends_with("; compressor messages 30-42"),
+        "{owners}"
+    );
+    assert!(
+        stdout.contains("fallback: engine `faulty` failed in `should_compress`"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_child_past_its_cpu_time_limit_is_ended_by_the_operating_system() {
     let tree = PluginDir::new();
     tree.engine("faulty", "ctxhost_test_faulty");

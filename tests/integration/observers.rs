@@ -208,7 +208,7 @@ fn an_observers_answer_to_a_replayed_call_is_compared_but_the_context_keeps_the_
         let config = format!("{BASE_CONFIG}faulty: {faulty}\n");
         let tree = observers_tree(&config);
         let watched = ["--observer", "lcm", "--observer", "faulty"];
-        let (report, context, _) = replay(&tree, &transcript, &watched);
+        let (report, context, stderr) = replay(&tree, &transcript, &watched);
         assert!(
             context == alone_context,
             "faulty {faulty}: the final contexts differ"
@@ -230,13 +230,16 @@ fn an_observers_answer_to_a_replayed_call_is_compared_but_the_context_keeps_the_
                 )
             })
             .collect();
-        assert_eq!(
-            answered,
-            [
-                ("lcm_grep", "lcm", "RECORDED-lcm_grep", false),
-                ("faulty_echo", "faulty", "RECORDED-faulty_echo", false)
-            ],
-            "faulty {faulty}"
+        let detached = faulty != "{}";
+        let mut expected = vec![("lcm_grep", "lcm", "RECORDED-lcm_grep", false)];
+        if !detached {
+            expected.push(("faulty_echo", "faulty", "RECORDED-faulty_echo", false));
+        }
+        // Detached, faulty is not asked: its tool's calls keep the transcript's results.
+        assert_eq!(answered, expected, "faulty {faulty}");
+        assert!(
+            dispatches.iter().all(|d| d["failed"] == false),
+            "faulty {faulty}: {dispatches:#?}"
         );
         // lcm answered from what it had stored by then; the context did not take it.
         assert!(
@@ -244,13 +247,9 @@ fn an_observers_answer_to_a_replayed_call_is_compared_but_the_context_keeps_the_
             "{}",
             dispatches[0]
         );
-        // Detached, faulty answers only why: a failed call, not an answer.
-        let detached = faulty != "{}";
-        assert_eq!(
-            dispatches[1]["failed"], detached,
-            "faulty {faulty}: {}",
-            dispatches[1]
-        );
+        let fell_back = "warning: observer `faulty` was detached, so the transcript's calls of its tool `faulty_echo` keep their recorded results";
+        let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with(fell_back)).collect();
+        assert_eq!(said.len(), usize::from(detached), "faulty {faulty}: {stderr}");
     }
 }
 
@@ -760,27 +759,37 @@ fn a_swap_to_the_engine_in_charge_starts_it_afresh_and_ends_the_old_instance_eve
 }
 
 #[test]
-fn an_observer_stopped_for_a_swap_that_is_then_refused_is_not_reported_as_taking_over() {
+fn an_observer_stopped_for_a_swap_that_is_then_refused_goes_back_to_observing_and_misses_nothing() {
     // The second instance of faulty (the one swapped in) fails to start.
     let config = BASE_CONFIG.replace("engine: compressor", "engine: compressor\n  observers: [faulty]")
-        + "faulty:\n  fail_session_start_from: 2\n";
+        + "faulty:\n  fail_session_start_from: 2\n  observe: count\n";
     let tree = observers_tree(&config);
     let transcript = example("transcripts/warehouse-migration.json")
         .display()
         .to_string();
+    let (unswapped, _, _) = replay(&tree, &transcript, &[]);
     let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:faulty"]);
+    let refused: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("warning: cannot swap to engine `faulty`"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{stderr}");
     assert!(
-        stderr.contains("cannot swap to engine `faulty`")
-            && stderr.contains("(`faulty` no longer observes the session)"),
+        refused[0].ends_with("(`faulty` keeps observing the session); `compressor` stays in charge"),
         "{stderr}"
     );
     let faulty = &report["observers"][0];
+    assert!(faulty["detached"].is_null(), "{faulty:#}");
     assert!(faulty.get("took_over").is_none(), "{faulty:#}");
-    assert_eq!(faulty["stopped_for_refused_swap"], true, "{faulty:#}");
+    assert!(faulty.get("stopped_for_refused_swap").is_none(), "{faulty:#}");
+    assert_eq!(faulty["kept_observing_after_refused_swap"], true, "{faulty:#}");
+    // Every fact of the session, before the swap and after it, as without the swap.
+    assert_eq!(faulty["facts"], unswapped["observers"][0]["facts"], "{faulty:#}");
+    assert_eq!(report["observers"].as_array().unwrap().len(), 1, "{report:#}");
     let text = tree.run(&["run", &transcript, "--at", "20:/engine:faulty"]);
     let (stdout, _) = texts(&text);
     assert!(
-        stdout.contains("stopped observing for a swap to it, which was refused; observed no more"),
+        stdout.contains("attached to the end (a swap to it was refused; it kept observing)"),
         "{stdout}"
     );
 }
@@ -917,5 +926,77 @@ fn a_swap_to_the_engine_in_charge_loads_it_afresh_and_an_index_past_the_end_is_s
             .any(|w| w.as_str().unwrap().starts_with(past_the_end)),
         "{}",
         report["warnings"]
+    );
+}
+
+#[test]
+fn each_observers_status_is_in_the_report_and_in_json() {
+    let (tree, transcript) = warehouse_observed_by("lcm, telemetry");
+    let (report, _, _) = replay(&tree, &transcript, &[]);
+    let lcm = &report["observers"][0];
+    assert_eq!(lcm["status"]["stored_messages"], 373, "{lcm:#}");
+    assert!(report["observers"][1]["status"].is_object(), "{report:#}");
+    let (stdout, _) = texts(&tree.run(&["run", &transcript]));
+    let status_lines: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.contains(" status: {"))
+        .collect();
+    assert_eq!(status_lines.len(), 2, "one line per observer:\n{stdout}");
+    assert!(
+        status_lines[0].trim_start().starts_with("lcm status: {")
+            && status_lines[0].contains("\"stored_messages\":373"),
+        "{stdout}"
+    );
+    assert!(
+        status_lines[1].trim_start().starts_with("telemetry status: {"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_observer_offering_a_tool_the_agent_has_itself_is_said_once_and_never_given_its_calls() {
+    let config = format!("{BASE_CONFIG}faulty:\n  echo_tool: terminal\n");
+    let tree = observers_tree(&config);
+    // The warehouse session with its agent's tools recorded, as Hermes's session_meta and the
+    // API's requests record them, ahead of its messages; and its calls to lcm's tool.
+    let with_calls: Value =
+        serde_json::from_str(&fs::read_to_string(warehouse_calling_observer_tools(tree.root())).unwrap())
+            .unwrap();
+    let tools = serde_json::json!(["terminal", "read_file", "patch"]
+        .map(|name| serde_json::json!({"type": "function", "function": {"name": name}})));
+    let transcript = tree.root().join("with-tools.json");
+    fs::write(
+        &transcript,
+        format!(r#"{{"tools": {tools}, "messages": {}}}"#, with_calls["messages"]),
+    )
+    .unwrap();
+    let transcript = transcript.display().to_string();
+    let (alone, alone_context, _) = replay(&tree, &transcript, &[]);
+    let watched = ["--observer", "faulty", "--observer", "lcm"];
+    let (report, context, stderr) = replay(&tree, &transcript, &watched);
+    assert!(context == alone_context, "the final contexts differ");
+    assert_eq!(compaction_records(&report), compaction_records(&alone));
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("`terminal`")).collect();
+    assert_eq!(
+        said,
+        ["warning: observer `faulty` offers the tool `terminal`, which the agent has itself; the agent's own calls of it are left to the transcript's recorded results"],
+        "{stderr}"
+    );
+    let answered: Vec<(&str, &str)> = report["tool_dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["tool"].as_str().unwrap(), d["engine"].as_str().unwrap()))
+        .collect();
+    // lcm's tool, which the agent does not have otherwise, is still answered live.
+    assert_eq!(answered, [("lcm_grep", "lcm")], "{report:#}");
+    assert!(
+        !report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "terminal"),
+        "{}",
+        report["tools"]
     );
 }

@@ -36,8 +36,8 @@ use crate::{
     report::{describe_overrun, warn_user},
     resolution::{resolve_engine_for, try_resolve_engine, Registry},
     runner::{
-        finish_with, observer_names, Fact, FactAccounting, Observers, ReplayOutcome, Replayer, Subscriber,
-        Tally, Trigger, Watchers,
+        finish_with, observer_names, tools::recorded_tool_names, Fact, FactAccounting, Observers,
+        ReplayOutcome, Replayer, Subscriber, Tally, Trigger, Watchers,
     },
 };
 
@@ -130,6 +130,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         observers,
         standby,
         warnings: observer_warnings,
+        agent_tools: recorded_tool_names(&meta.extra),
         ..Watchers::default()
     };
     watchers.subscribers.add(Rc::clone(&tally));

@@ -42,7 +42,7 @@ use serde_json::Value;
 
 pub use context::LiveContext;
 pub use facts::{CompactionEvent, Fact, Subscriber, Subscribers, UsageSource};
-pub use observers::{observer_names, ObserverSummary, Observers, DEFAULT_OBSERVER_TIMEOUT};
+pub use observers::{observer_names, ObserverSummary, Observers, ToolAnswer, DEFAULT_OBSERVER_TIMEOUT};
 pub use script::{CommandSource, ScriptedCommand, SessionCommand};
 pub use session::{EngineSource, Replayer, Watchers};
 pub use tally::Tally;

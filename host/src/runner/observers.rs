@@ -97,8 +97,20 @@ enum Job {
     Tool {
         name: String,
         arguments: Value,
-        reply: mpsc::Sender<Value>,
+        reply: mpsc::Sender<ToolAnswer>,
     },
+    /// `get_status`, kept in [`Shared::status`] for the report: asked last, as the session's
+    /// end asks the active engine.
+    Status,
+}
+
+/// What a call to an observer's tool gave.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolAnswer {
+    /// Its answer; `{"error": …}` when it failed in this call (which detached it).
+    Answered(Value),
+    /// Nothing: it had been detached before the call came (why), so it was never asked.
+    Detached(String),
 }
 
 /// What the session shares with one observer's thread.
@@ -117,6 +129,13 @@ struct Shared {
     is_stuck: AtomicBool,
     /// When its thread had handled every job and dropped its engine.
     finished_at: Mutex<Option<Instant>>,
+    /// Its `get_status`, once asked.
+    status: Mutex<Option<Value>>,
+    /// Set when its engine is to be handed back once its queue is closed (retired for a swap,
+    /// which may yet be refused), rather than dropped on its thread.
+    keep_engine: AtomicBool,
+    /// The engine, handed back.
+    kept: Mutex<Option<EngineHandle>>,
     /// Calls handed over that its thread has not taken yet: the queue's length in calls, however
     /// they were bundled (`serve` hands over a bundle after every request, often of one call).
     queued: AtomicUsize,
@@ -163,10 +182,11 @@ enum Call {
     New,
     Interests,
     ToolSchemas,
+    Status,
 }
 
 impl Call {
-    const NAMES: [&'static str; 12] = [
+    const NAMES: [&'static str; 13] = [
         "none (between calls)",
         "`observe`",
         "`observe_idle`",
@@ -179,6 +199,7 @@ impl Call {
         "`new` (loading or creating the engine)",
         "`interests`",
         "`get_tool_schemas`",
+        "`get_status`",
     ];
 
     fn of(call: &Lifecycle) -> Self {
@@ -298,8 +319,10 @@ struct Worker {
     /// Set once it stopped observing to take over the context: its tools are the active
     /// engine's from then on.
     retired: bool,
-    /// Retired for a swap that was then refused.
+    /// Retired for a swap that was then refused, and could not go back to observing.
     swap_refused: bool,
+    /// Went back to observing after a swap to it was refused.
+    resumed_after_refused_swap: bool,
 }
 
 /// What one observer did, for the report.
@@ -320,10 +343,16 @@ pub struct ObserverSummary {
     /// Set when it stopped observing because its engine took over the context (`/engine`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub took_over: bool,
-    /// Set when it stopped observing for its engine to take over, and the swap was then refused
-    /// (the engine failed to start): it observes no more.
+    /// Set when it stopped observing for its engine to take over, the swap was then refused
+    /// (the engine failed to start), and it could not go back to observing: it observes no more.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stopped_for_refused_swap: bool,
+    /// Set when a swap to its engine was refused and it went on observing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kept_observing_after_refused_swap: bool,
+    /// Its `get_status` when it stopped observing (at the session's end, or when its engine
+    /// took over the context); `None` when it was detached first.
+    pub status: Option<Value>,
     /// Time the session waited on its full queue.
     pub queue_wait_ms: f64,
     /// Time the end of the session waited for it to handle everything sent to it.
@@ -435,7 +464,12 @@ impl Observers {
                     let idle = introduction.idle;
                     // A session that gave up waiting is gone: the engine is dropped here.
                     if introduce.send(Ok(introduction)).is_ok() {
-                        serve_jobs(engine, receiver, idle, &shared);
+                        let engine = serve_jobs(engine, receiver, idle, &shared);
+                        if shared.keep_engine.load(Ordering::Acquire) && !shared.is_detached() {
+                            *shared.kept.lock().unwrap_or_else(|p| p.into_inner()) = Some(engine);
+                        } else {
+                            drop(engine);
+                        }
                         *shared.finished_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
                     }
                 }
@@ -474,6 +508,7 @@ impl Observers {
             reported: false,
             retired: false,
             swap_refused: false,
+            resumed_after_refused_swap: false,
         });
         Ok(())
     }
@@ -550,7 +585,22 @@ impl Observers {
     /// Calls a tool of observer `index`, once it has handled everything published before; an
     /// observer that is detached, or fails now, answers `{"error": …}`.
     pub fn call_tool(&mut self, index: usize, name: &str, arguments: &Value) -> Value {
+        match self.try_call_tool(index, name, arguments) {
+            ToolAnswer::Answered(answer) => answer,
+            ToolAnswer::Detached(why) => {
+                json!({ "error": format!("observer `{}` was detached: {why}", self.workers[index].name) })
+            }
+        }
+    }
+
+    /// [`Self::call_tool`], telling an observer detached before the call (never asked) from one
+    /// that answered or failed in it. The call travels the observer's queue, so a failure in a
+    /// fact published before it is known here however far behind the observer's thread was.
+    pub fn try_call_tool(&mut self, index: usize, name: &str, arguments: &Value) -> ToolAnswer {
         let worker = &mut self.workers[index];
+        if let Some(why) = worker.shared.detached() {
+            return ToolAnswer::Detached(why);
+        }
         let (reply, answer) = mpsc::channel();
         worker.send(Job::Tool {
             name: name.to_owned(),
@@ -570,7 +620,9 @@ impl Observers {
                 .shared
                 .detached()
                 .unwrap_or_else(|| "its thread stopped".to_owned());
-            json!({ "error": format!("observer `{}` was detached: {why}", worker.name) })
+            ToolAnswer::Answered(
+                json!({ "error": format!("observer `{}` was detached: {why}", worker.name) }),
+            )
         })
     }
 
@@ -610,6 +662,9 @@ impl Observers {
     /// A stuck observer's thread is left to itself.
     pub fn close(&mut self) {
         for worker in &mut self.workers {
+            if worker.jobs.is_some() {
+                worker.send(Job::Status);
+            }
             worker.flush();
             worker.jobs = None;
         }
@@ -649,6 +704,8 @@ impl Observers {
                 Arc::new(context.to_vec()),
             )));
         }
+        worker.send(Job::Status);
+        worker.shared.keep_engine.store(true, Ordering::Release);
         worker.flush();
         worker.jobs = None;
         worker.wait_for_thread();
@@ -657,16 +714,43 @@ impl Observers {
     }
 
     /// The observer `name`, retired for its engine to take over, was not taken over by it: the
-    /// swap was refused after it stopped. The report says so, not that it took over.
-    pub fn retired_for_nothing(&mut self, name: &str) {
-        if let Some(worker) = self
-            .workers
-            .iter_mut()
-            .rev()
-            .find(|w| w.name == name && w.retired)
-        {
-            worker.swap_refused = true;
+    /// swap was refused after it stopped. The same instance goes back to observing in its place
+    /// (its tools routed to it as before): it observed everything published up to the swap and
+    /// was given the context as it stands (`on_session_end`), as an engine swapped out is before
+    /// it observes. `Err` says why it cannot (it failed while stopping, or fails to start again):
+    /// then the report says it stopped for a swap that was refused.
+    pub fn resume_after_refused_swap(&mut self, name: &str) -> Result<(), String> {
+        let Some(index) = self.workers.iter().rposition(|w| w.name == name && w.retired) else {
+            return Err("it was not observing".to_owned());
+        };
+        let kept = self.workers[index]
+            .shared
+            .kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        let started = match kept {
+            Some(engine) => self.start(name, move || Ok(engine)),
+            None => Err(self.workers[index]
+                .shared
+                .detached()
+                .unwrap_or_else(|| "its engine was not handed back".to_owned())),
+        };
+        if let Err(reason) = started {
+            self.workers[index].swap_refused = true;
+            return Err(reason);
         }
+        // In the old one's place: the session's tool table routes its tools by this index.
+        let mut resumed = self.workers.pop().expect("just started");
+        let stopped = &self.workers[index];
+        resumed
+            .shared
+            .facts
+            .fetch_add(stopped.shared.facts.load(Ordering::Relaxed), Ordering::Relaxed);
+        resumed.waited += stopped.waited;
+        resumed.resumed_after_refused_swap = true;
+        self.workers[index] = resumed;
+        Ok(())
     }
 
     /// What each observer did.
@@ -680,8 +764,15 @@ impl Observers {
                 facts: w.shared.facts.load(Ordering::Relaxed),
                 tools: w.tools.clone(),
                 detached: w.shared.detached(),
+                status: w
+                    .shared
+                    .status
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .clone(),
                 took_over: w.retired && !w.swap_refused,
                 stopped_for_refused_swap: w.swap_refused,
+                kept_observing_after_refused_swap: w.resumed_after_refused_swap,
                 queue_wait_ms: w.waited.as_secs_f64() * 1e3,
                 end_wait_ms: w.waited_at_end.as_secs_f64() * 1e3,
             })
@@ -827,7 +918,12 @@ fn introduction(engine: &mut EngineHandle, shared: &Shared) -> Result<Introducti
 
 /// An observer's thread: runs its jobs in order until the session closes the queue. After a
 /// failure it only drains the queue (tool calls are answered with the reason).
-fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: Idle, shared: &Shared) {
+fn serve_jobs(
+    mut engine: EngineHandle,
+    bundles: Receiver<Vec<Job>>,
+    mut idle: Idle,
+    shared: &Shared,
+) -> EngineHandle {
     let mut queue = VecDeque::new();
     loop {
         if queue.is_empty() {
@@ -850,8 +946,7 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
         shared.took(1);
         if let Some(reason) = shared.detached() {
             if let Job::Tool { reply, .. } = job {
-                let _ = reply
-                    .send(json!({ "error": format!("observer `{}` was detached: {reason}", engine.name()) }));
+                let _ = reply.send(ToolAnswer::Detached(reason));
             }
             continue;
         }
@@ -887,17 +982,26 @@ fn serve_jobs(mut engine: EngineHandle, bundles: Receiver<Vec<Job>>, mut idle: I
                 if let Err(error) = &answer {
                     shared.detach(error.failure());
                 }
-                let _ = reply.send(match &answer {
+                let _ = reply.send(ToolAnswer::Answered(match &answer {
                     Ok(answer) => answer.clone(),
                     Err(error) => json!({ "error": error.to_string() }),
-                });
+                }));
                 answer.map(drop)
             }
+            Job::Status => shared
+                .calling(Call::Status, || engine.get_status())
+                .map(|status| {
+                    *shared
+                        .status
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(status);
+                }),
         };
         if let Err(error) = done {
             shared.detach(error.failure());
         }
     }
+    engine
 }
 
 /// Whether an observer is told its queue ran dry ([`EXT_OBSERVE_IDLE`]): when it is attached,

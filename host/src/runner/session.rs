@@ -7,7 +7,7 @@
 //! session does not know who listens.
 
 use std::{
-    collections::VecDeque,
+    collections::{BTreeSet, VecDeque},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use super::{
     facts::{CompactionEvent, Fact, Subscribers, UsageSource},
-    observers::{Lifecycle, Observers},
+    observers::{Lifecycle, Observers, ToolAnswer},
     recorded_usage,
     script::{self, CommandSource, ScriptedCommand, SessionCommand},
     tools::{answers_equal, merge_tool_owners, parse_arguments, PendingCall, ToolDispatch, ToolOwner},
@@ -49,6 +49,9 @@ pub struct Watchers<'e> {
     /// What attaching the observers had to say (one left out, a name given twice): published as
     /// warnings once the session starts, so that the report, `--json` and the event log have them.
     pub warnings: Vec<String>,
+    /// The tools the transcript records the agent was offered (its own tool definitions): an
+    /// observer offering one of those names is not given the agent's calls of it.
+    pub agent_tools: Vec<String>,
 }
 
 impl<'e> Watchers<'e> {
@@ -83,6 +86,15 @@ pub struct Replayer<'e> {
     session_id: String,
     /// The tools the agent is offered, with the engine that answers each.
     tools: Vec<(String, ToolOwner)>,
+    /// The agent's own tools, as far as the transcript shows them: those its definitions list,
+    /// and those it called while no engine offered them. Observers never answer them.
+    agent_tools: BTreeSet<String>,
+    /// Tools no longer routed because the observer offering them was detached, with its name:
+    /// the transcript's calls of them keep their recorded results.
+    fallen_back: Vec<(String, String)>,
+    /// Warnings that are said once in a session however often their cause comes back (a tool
+    /// table read again at every swap, a fallen-back tool called again).
+    said: BTreeSet<String>,
     /// Calls to engine tools waiting for their results.
     pending: Vec<PendingCall>,
     /// Transcript messages fed so far.
@@ -132,6 +144,9 @@ impl<'e> Replayer<'e> {
             sessions: 0,
             session_id: options.session_id.clone(),
             tools: Vec::new(),
+            agent_tools: watchers.agent_tools.into_iter().collect(),
+            fallen_back: Vec::new(),
+            said: BTreeSet::new(),
             pending: Vec::new(),
             messages_replayed: 0,
             model_calls: 0,
@@ -192,12 +207,30 @@ impl<'e> Replayer<'e> {
         let active = offered.names().map(str::to_owned).collect();
         let mut warnings = offered.warnings;
         warnings.extend(self.observers.schema_warnings().map(str::to_owned));
-        let observers = self
-            .observers
+        let (observers, agent_tools) = (&self.observers, &self.agent_tools);
+        let mut agents_own = Vec::new();
+        // A detached observer answers nothing: its tools are not offered again after a swap.
+        let offered_by_observers = observers
             .tools()
-            .map(|(index, tool)| (index, self.observers.name(index), tool));
-        let (table, more) = merge_tool_owners(active, observers);
+            .filter(|(index, _)| !observers.is_detached(*index))
+            .filter(|(index, tool)| {
+                let own = agent_tools.contains(*tool);
+                if own {
+                    agents_own.push(format!(
+                        "observer `{}` offers the tool `{tool}`, which the agent has itself; the agent's own calls of it are left to the transcript's recorded results",
+                        observers.name(*index)
+                    ));
+                }
+                !own
+            })
+            .map(|(index, tool)| (index, observers.name(index), tool));
+        let (table, more) = merge_tool_owners(active, offered_by_observers);
         warnings.extend(more);
+        for warning in agents_own {
+            if self.said.insert(warning.clone()) {
+                warnings.push(warning);
+            }
+        }
         self.tools = table;
         warnings
     }
@@ -337,6 +370,7 @@ impl<'e> Replayer<'e> {
         self.note_tokens(prompt_tokens, false);
         self.model_calls += 1;
         let recorded = recorded_usage(&message);
+        self.note_agent_tools(&message);
         let calls = self.engine_tool_calls(&message);
         // The model call is what the model received: published before its answer is appended.
         let completion_tokens = self.context.push(message);
@@ -406,6 +440,35 @@ impl<'e> Replayer<'e> {
         self.above_threshold = above;
     }
 
+    /// Learns the agent's own tools from `message`'s calls: a name no engine offers is one. Says
+    /// once for each tool of a detached observer that its calls keep their recorded results.
+    fn note_agent_tools(&mut self, message: &Message) {
+        for call in message.calls() {
+            let name = &call.function.name;
+            if self.tools.iter().any(|(tool, _)| tool == name) {
+                continue;
+            }
+            match self.fallen_back.iter().find(|(tool, _)| tool == name) {
+                Some((_, observer)) => {
+                    let observer = observer.clone();
+                    self.say_fallen_back(name, &observer);
+                }
+                None => {
+                    self.agent_tools.insert(name.clone());
+                }
+            }
+        }
+    }
+
+    fn say_fallen_back(&mut self, tool: &str, observer: &str) {
+        let warning = format!(
+            "observer `{observer}` was detached, so the transcript's calls of its tool `{tool}` keep their recorded results"
+        );
+        if self.said.insert(warning.clone()) {
+            self.warn(warning);
+        }
+    }
+
     /// The calls of an assistant message that name one of the offered tools.
     fn engine_tool_calls(&self, message: &Message) -> Vec<PendingCall> {
         message
@@ -433,23 +496,25 @@ impl<'e> Replayer<'e> {
         if let Some(waiting) = waiting {
             let call = self.pending.remove(waiting);
             let recorded = message.text().into_owned();
-            let (live, failed) = self.dispatch(&call);
+            let engine = self.tool_owner_name(&call.tool);
             let replaced = !self.observer_owns(&call.tool);
-            if replaced {
-                message.content = Content::Text(live.clone());
+            if let Some((live, failed)) = self.dispatch(&call) {
+                if replaced {
+                    message.content = Content::Text(live.clone());
+                }
+                self.record_dispatch(ToolDispatch {
+                    message_index: self.position,
+                    equal: answers_equal(&recorded, &live),
+                    engine,
+                    call_id: call.call_id,
+                    tool: call.tool,
+                    arguments: call.arguments,
+                    recorded: Some(recorded),
+                    live,
+                    failed,
+                    replaced,
+                });
             }
-            self.record_dispatch(ToolDispatch {
-                message_index: self.position,
-                equal: answers_equal(&recorded, &live),
-                engine: self.tool_owner_name(&call.tool),
-                call_id: call.call_id,
-                tool: call.tool,
-                arguments: call.arguments,
-                recorded: Some(recorded),
-                live,
-                failed,
-                replaced,
-            });
         }
         self.append(message);
     }
@@ -465,10 +530,13 @@ impl<'e> Replayer<'e> {
     /// nothing is inserted.
     fn settle_unanswered_calls(&mut self) {
         for call in std::mem::take(&mut self.pending) {
-            let (live, failed) = self.dispatch(&call);
+            let engine = self.tool_owner_name(&call.tool);
+            let Some((live, failed)) = self.dispatch(&call) else {
+                continue;
+            };
             self.record_dispatch(ToolDispatch {
                 message_index: call.message_index,
-                engine: self.tool_owner_name(&call.tool),
+                engine,
                 call_id: call.call_id,
                 tool: call.tool,
                 arguments: call.arguments,
@@ -482,13 +550,14 @@ impl<'e> Replayer<'e> {
     }
 
     /// The answer to `call` as JSON text, and whether the engine failed: a failure is contained
-    /// and answered as `{"error": …}`, as an agent loop answers the model.
-    fn dispatch(&mut self, call: &PendingCall) -> (String, bool) {
+    /// and answered as `{"error": …}`, as an agent loop answers the model. `None` when the
+    /// observer offering the tool had been detached before the call: it is not asked, and the
+    /// transcript's result stands.
+    fn dispatch(&mut self, call: &PendingCall) -> Option<(String, bool)> {
         let (answer, failed) = match parse_arguments(&call.arguments) {
             Err(problem) => (json!({ "error": problem }), false),
-            Ok(arguments) => match self.call_tool(&call.tool, &arguments) {
-                // A detached observer answers only why: a failure, said when it was detached.
-                Ok(answer) => (answer, self.detached_owner(&call.tool)),
+            Ok(arguments) => match self.route_tool_call(&call.tool, &arguments)? {
+                Ok(answered) => answered,
                 Err(error) => {
                     self.fault(&error);
                     (json!({ "error": error.to_string() }), true)
@@ -496,7 +565,36 @@ impl<'e> Replayer<'e> {
             },
         };
         let answer = serde_json::to_string(&answer).expect("JSON values serialise");
-        (answer, failed)
+        Some((answer, failed))
+    }
+
+    /// Calls the tool `name` for the transcript: [`Self::call_tool`], except that an observer
+    /// detached before the call is not asked (`None`; said once, and its tools no longer routed).
+    /// With the answer, whether the engine failed in it.
+    fn route_tool_call(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+    ) -> Option<Result<(Value, bool), EngineCallError>> {
+        let owner = self
+            .tools
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, owner)| *owner);
+        let Some(ToolOwner::Observer(index)) = owner else {
+            return Some(self.call_tool(name, arguments).map(|answer| (answer, false)));
+        };
+        let answer = self.observers.try_call_tool(index, name, arguments);
+        self.report_detached_observers();
+        match answer {
+            // Detached by this very call (it failed or got stuck in it): a failed call.
+            ToolAnswer::Answered(answer) => Some(Ok((answer, self.observers.is_detached(index)))),
+            ToolAnswer::Detached(_) => {
+                let observer = self.observers.name(index).to_owned();
+                self.say_fallen_back(name, &observer);
+                None
+            }
+        }
     }
 
     fn record_dispatch(&mut self, mut dispatch: ToolDispatch) {
@@ -517,13 +615,6 @@ impl<'e> Replayer<'e> {
             clip_for_the_record(recorded);
         }
         self.publish(Fact::ToolDispatch(dispatch));
-    }
-
-    /// Whether `tool` belongs to an observer that was detached.
-    fn detached_owner(&self, tool: &str) -> bool {
-        self.tools.iter().any(|(name, owner)| {
-            name == tool && matches!(owner, ToolOwner::Observer(index) if self.observers.is_detached(*index))
-        })
     }
 
     fn tool_owner_name(&self, tool: &str) -> String {
@@ -974,6 +1065,17 @@ impl<'e> Replayer<'e> {
         for warning in self.observers.newly_detached() {
             self.warn(warning);
         }
+        // A detached observer answers nothing: its tools are no longer offered, and the
+        // transcript's calls of them keep their recorded results.
+        let observers = &self.observers;
+        let fallen_back = &mut self.fallen_back;
+        self.tools.retain(|(tool, owner)| match owner {
+            ToolOwner::Observer(index) if observers.is_detached(*index) => {
+                fallen_back.push((tool.clone(), observers.name(*index).to_owned()));
+                false
+            }
+            _ => true,
+        });
     }
 
     /// Hands `fact` to every subscriber (held back while a session starts).

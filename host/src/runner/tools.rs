@@ -47,6 +47,30 @@ pub(crate) fn merge_tool_owners<'a>(
     (table, warnings)
 }
 
+/// The names of the tools a transcript records its agent was offered: a `tools` list of
+/// schemas (`{name}` or OpenAI's `{function: {name}}`) at its top level or in Hermes's
+/// `session_meta` record, as its reader kept them. Empty when it records none.
+pub fn recorded_tool_names(extra: &serde_json::Map<String, Value>) -> Vec<String> {
+    let lists = [
+        extra.get("tools"),
+        extra.get("session_meta").and_then(|meta| meta.get("tools")),
+    ];
+    lists
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|schema| {
+            schema
+                .get("function")
+                .unwrap_or(schema)
+                .get("name")
+                .and_then(Value::as_str)
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A call of the transcript to an engine tool, waiting for its result.
 #[derive(Clone, Debug)]
 pub(super) struct PendingCall {
@@ -130,6 +154,17 @@ mod tests {
         assert!(parse_arguments("{oops")
             .unwrap_err()
             .starts_with("the arguments are not JSON"));
+    }
+
+    #[test]
+    fn the_tools_a_transcript_records_are_read_in_either_schema_shape_and_where_hermes_keeps_them() {
+        let extra = json!({
+            "tools": [{"type": "function", "function": {"name": "terminal"}}, {"name": "read_file"}, 7],
+            "session_meta": {"tools": [{"name": "patch"}]},
+        });
+        let names = recorded_tool_names(extra.as_object().unwrap());
+        assert_eq!(names, ["terminal", "read_file", "patch"]);
+        assert!(recorded_tool_names(&serde_json::Map::new()).is_empty());
     }
 
     #[test]

@@ -587,8 +587,16 @@ fn swap(request: &Request, table: &mut SessionTable) -> Result<Box<RawValue>, Rp
         // Refused as an engine that cannot be used is: the session goes on with its engine.
         let mut message = format!("{error}; the session keeps `{}`", session.engine.name());
         if retired {
-            session.watch.observers_mut().retired_for_nothing(next.name());
-            message.push_str(&format!(" (`{}` no longer observes the session)", next.name()));
+            // As in a replay: the observing instance goes back to observing, once the one that
+            // failed no longer holds the store.
+            let name = next.name().to_owned();
+            drop(next);
+            match session.watch.observers_mut().resume_after_refused_swap(&name) {
+                Ok(()) => message.push_str(&format!(" (`{name}` keeps observing the session)")),
+                Err(why) => {
+                    message.push_str(&format!(" (`{name}` no longer observes the session: {why})"));
+                }
+            }
         }
         return Err(RpcError::new(code::CONFIG_ERROR, message));
     }

@@ -36,12 +36,20 @@ impl Replayer<'_> {
         if let Err(error) = started {
             let mut reason = error.to_string();
             if retired {
-                self.observers.retired_for_nothing(&to);
-                reason.push_str(&format!(" (`{to}` no longer observes the session)"));
+                // Dropped first: the instance that failed must not hold the store the observing
+                // one goes back to writing.
+                drop(engine);
+                match self.observers.resume_after_refused_swap(&to) {
+                    Ok(()) => reason.push_str(&format!(" (`{to}` keeps observing the session)")),
+                    Err(why) => {
+                        reason.push_str(&format!(" (`{to}` no longer observes the session: {why})"));
+                    }
+                }
             }
             return self.refuse_swap(&to, reason);
         }
         let mut old = std::mem::replace(&mut *self.engine, engine);
+        self.engine.keep_detached_from(&mut old);
         let from = old.name().to_owned();
         // Its time in charge ends with the context as it stands: an engine that stores messages
         // when it compacts (lcm) stores those of the turns since, or they would never be stored.
