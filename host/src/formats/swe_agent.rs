@@ -15,13 +15,19 @@ use std::{io::BufRead, path::Path};
 use ctxhost_engine_abi::Message;
 use serde_json::{Map, Value};
 
-use super::{cursor::JsonCursor, pairing::fix_id_types, Located, Source, TranscriptError, TranscriptMeta};
+use super::{
+    cursor::{ArrayElements, Element, JsonCursor},
+    pairing::fix_id_types,
+    Located, Source, TranscriptError, TranscriptMeta,
+};
 
 pub(super) struct SweAgentReader<R> {
     cursor: JsonCursor<R>,
     state: State,
     seen_history: bool,
     several_ids: usize,
+    /// The history's messages, read ahead.
+    history: ArrayElements<Message>,
 }
 
 enum State {
@@ -38,38 +44,38 @@ impl<R: BufRead> SweAgentReader<R> {
             state: State::Start,
             seen_history: false,
             several_ids: 0,
+            history: ArrayElements::default(),
         }
     }
 
-    /// A history message, with the ids of the wrong type it fixed.
+    /// A history message read as an OpenAI one: its `tool_call_ids` made its `tool_call_id`; with
+    /// the ids of the wrong type it fixed.
+    fn read_call_ids(&mut self, mut message: Message) -> Result<(Message, Vec<String>), String> {
+        let mut fixed = Vec::new();
+        if let Some(ids) = message.extra.shift_remove("tool_call_ids") {
+            let list = self.call_ids(&ids, &mut fixed)?;
+            if message.tool_call_id.is_none() {
+                message.tool_call_id = list.first().cloned();
+            }
+            if list.len() > 1 {
+                message.extra.insert("tool_call_ids".to_owned(), ids);
+            }
+        }
+        Ok((message, fixed))
+    }
+
+    /// A history message that is not an OpenAI one as it is (ids of the wrong type), with the ids
+    /// it fixed.
     fn message(&mut self, mut fields: Map<String, Value>) -> Result<(Message, Vec<String>), String> {
         let mut fixed = Vec::new();
         if let Some(ids) = fields.shift_remove("tool_call_ids") {
-            let list: Vec<String> = match &ids {
-                Value::Array(ids) => ids
-                    .iter()
-                    .filter_map(|id| match id {
-                        Value::String(id) => Some(id.clone()),
-                        Value::Number(number) => {
-                            fixed.push(format!(
-                                "`tool_call_ids` holds the number {number}, not text; it is read as \"{number}\""
-                            ));
-                            Some(number.to_string())
-                        }
-                        _ => None,
-                    })
-                    .collect(),
-                Value::String(id) => vec![id.clone()],
-                Value::Null => Vec::new(),
-                _ => return Err("`tool_call_ids` is neither a list nor text".to_owned()),
-            };
+            let list = self.call_ids(&ids, &mut fixed)?;
             if !fields.contains_key("tool_call_id") {
                 if let Some(first) = list.first() {
                     fields.insert("tool_call_id".to_owned(), Value::String(first.clone()));
                 }
             }
             if list.len() > 1 {
-                self.several_ids += 1;
                 fields.insert("tool_call_ids".to_owned(), ids);
             }
         }
@@ -77,6 +83,33 @@ impl<R: BufRead> SweAgentReader<R> {
         serde_json::from_value(Value::Object(fields))
             .map(|message| (message, fixed))
             .map_err(|error| error.to_string())
+    }
+
+    /// The ids a `tool_call_ids` names, numbers read as text (each such fix added to `fixed`);
+    /// counts a message answering several calls.
+    fn call_ids(&mut self, ids: &Value, fixed: &mut Vec<String>) -> Result<Vec<String>, String> {
+        let list: Vec<String> = match ids {
+            Value::Array(ids) => ids
+                .iter()
+                .filter_map(|id| match id {
+                    Value::String(id) => Some(id.clone()),
+                    Value::Number(number) => {
+                        fixed.push(format!(
+                            "`tool_call_ids` holds the number {number}, not text; it is read as \"{number}\""
+                        ));
+                        Some(number.to_string())
+                    }
+                    _ => None,
+                })
+                .collect(),
+            Value::String(id) => vec![id.clone()],
+            Value::Null => Vec::new(),
+            _ => return Err("`tool_call_ids` is neither a list nor text".to_owned()),
+        };
+        if list.len() > 1 {
+            self.several_ids += 1;
+        }
+        Ok(list)
     }
 }
 
@@ -147,15 +180,25 @@ impl<R: BufRead + Send> Source for SweAgentReader<R> {
                     }
                 }
                 State::History { first } => {
-                    if !self.cursor.next_element(first)? {
+                    let Some(Element { at, value, text }) = self.history.next(&mut self.cursor, first)?
+                    else {
                         self.state = State::Keys { first: false };
                         continue;
-                    }
-                    let at = self.cursor.start_of_value()?;
-                    let fields = self.cursor.value::<Map<String, Value>>()?;
-                    let (message, fixed) = self
-                        .message(fields)
-                        .map_err(|error| self.cursor.bad_record(at, error))?;
+                    };
+                    // Most messages are OpenAI's as they are; only the others are read as fields.
+                    let read = match value {
+                        Ok(message) => self.read_call_ids(message),
+                        Err(error) => {
+                            let Some(fields) = text
+                                .as_deref()
+                                .and_then(|text| serde_json::from_slice::<Map<String, Value>>(text).ok())
+                            else {
+                                return Err(error);
+                            };
+                            self.message(fields)
+                        }
+                    };
+                    let (message, fixed) = read.map_err(|error| self.cursor.bad_record(at, error))?;
                     meta.pairing_repairs += fixed.len() as u64;
                     for fix in fixed {
                         meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
