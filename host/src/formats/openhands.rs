@@ -48,11 +48,11 @@
 use std::{io::BufRead, path::Path};
 
 use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
-use serde_json::{json, Map, Value};
+use serde_json::{json, value::RawValue, Map, Value};
 
 mod event;
 
-use event::{CallMetadata, Event, Metadata};
+use event::{CallMetadata, Event, Metadata, Response};
 
 use super::{
     cursor::{ArrayElements, Element, JsonCursor, Position},
@@ -392,45 +392,27 @@ impl<R: BufRead> OpenhandsReader<R> {
         meta: &mut TranscriptMeta,
     ) -> Result<Option<Message>, TranscriptError> {
         let call_id = metadata.tool_call_id.as_ref().map(value_as_text);
-        let response_id = match metadata.response_id() {
-            Some(Ok(id)) => id.as_ref().map(value_as_text),
-            Some(Err(())) | None => None,
-        }
-        .or_else(|| call_id.clone());
+        let response = metadata.response();
+        let response_id = response
+            .as_ref()
+            .and_then(|response| response.id.as_ref())
+            .map(value_as_text)
+            .or_else(|| call_id.clone());
         if response_id.is_some() && response_id == self.last_response {
             return Ok(None);
         }
         self.last_response = response_id;
-        // Parsed only now: the response's other actions were skipped above without it.
-        let response = metadata.response();
-        let response = response.as_ref();
-        let choice = response.and_then(|r| r.pointer("/choices/0/message"));
         let mut calls = Vec::new();
         let mut content = String::new();
         let mut extra = event;
-        match choice.and_then(Value::as_object) {
+        match response.as_ref().and_then(Response::message) {
             Some(choice) => {
-                content = choice.get("content").map(value_as_text).unwrap_or_default();
-                if let Some(Value::Array(listed)) = choice.get("tool_calls") {
-                    for call in listed {
-                        let mut fields = Map::new();
-                        fields.insert("tool_calls".to_owned(), Value::Array(vec![call.clone()]));
-                        for fix in fix_id_types(&mut fields) {
-                            meta.pairing_repairs += 1;
-                            meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
-                        }
-                        let call = fields["tool_calls"][0].clone();
-                        let call: ToolCall = serde_json::from_value(call).map_err(|error| {
-                            self.cursor.bad_record(
-                                at,
-                                format!("a tool call in `model_response` is malformed: {error}"),
-                            )
-                        })?;
-                        calls.push(call);
-                    }
+                content = choice.content.as_ref().map(value_as_text).unwrap_or_default();
+                for call in choice.tool_calls() {
+                    calls.push(self.tool_call(&call, at, meta)?);
                 }
-                for key in ["reasoning_content", "reasoning"] {
-                    if let Some(reasoning) = choice.get(key).filter(|r| !r.is_null()) {
+                for reasoning in [&choice.reasoning_content, &choice.reasoning] {
+                    if let Some(reasoning) = reasoning.as_ref().filter(|r| !r.is_null()) {
                         extra.insert("reasoning".to_owned(), reasoning.clone());
                     }
                 }
@@ -447,11 +429,11 @@ impl<R: BufRead> OpenhandsReader<R> {
                 calls.push(ToolCall::new(id, name, Value::Object(args.clone()).to_string()));
             }
         }
-        if let Some(response) = response {
+        if let Some(response) = &response {
             if meta.model.is_none() {
-                meta.model = response.get("model").and_then(Value::as_str).map(str::to_owned);
+                meta.model = response.model.as_ref().and_then(Value::as_str).map(str::to_owned);
             }
-            if let Some(usage) = response.get("usage").and_then(usage_in_runner_terms) {
+            if let Some(usage) = response.usage.as_ref().and_then(usage_in_runner_terms) {
                 extra.insert("usage".to_owned(), usage);
             }
         }
@@ -477,6 +459,34 @@ impl<R: BufRead> OpenhandsReader<R> {
             extra,
         };
         Ok(Some(message))
+    }
+
+    /// A call listed in a model response; one whose ids have the wrong type is fixed, with a
+    /// warning.
+    fn tool_call(
+        &self,
+        call: &RawValue,
+        at: Position,
+        meta: &mut TranscriptMeta,
+    ) -> Result<ToolCall, TranscriptError> {
+        if let Ok(call) = serde_json::from_str::<ToolCall>(call.get()) {
+            return Ok(call);
+        }
+        let malformed = |error: serde_json::Error| {
+            self.cursor.bad_record(
+                at,
+                format!("a tool call in `model_response` is malformed: {error}"),
+            )
+        };
+        let call: Value = serde_json::from_str(call.get()).map_err(malformed)?;
+        let mut fields = Map::new();
+        fields.insert("tool_calls".to_owned(), Value::Array(vec![call]));
+        for fix in fix_id_types(&mut fields) {
+            meta.pairing_repairs += 1;
+            meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
+        }
+        let call = fields["tool_calls"][0].take();
+        serde_json::from_value(call).map_err(malformed)
     }
 
     fn read_observation(

@@ -41,29 +41,99 @@ pub(super) struct CallMetadata {
 }
 
 impl CallMetadata {
-    /// The response's `id`, read without parsing the rest: `None` when there is no response, or
-    /// it is not an object (`Err`, to be treated as no response).
-    pub fn response_id(&self) -> Option<Result<Option<Value>, ()>> {
-        #[derive(Deserialize)]
-        struct Head {
-            #[serde(default)]
-            id: Option<Value>,
-        }
+    /// The response, when it is an object; its choices are parsed only when asked for.
+    pub fn response(&self) -> Option<Response> {
         let raw = self.model_response.as_ref()?.get();
+        // A list would read as a struct too: only an object is a response.
         if !raw.trim_start().starts_with('{') {
-            return Some(Err(()));
+            return None;
         }
-        Some(
-            serde_json::from_str::<Head>(raw)
-                .map(|head| head.id)
-                .map_err(|_| ()),
-        )
+        serde_json::from_str(raw).ok()
     }
+}
 
-    /// The response parsed, when it is an object.
-    pub fn response(&self) -> Option<Value> {
-        let raw = self.model_response.as_ref()?.get();
-        serde_json::from_str::<Value>(raw).ok().filter(Value::is_object)
+/// The parts of a model response (LiteLLM's) a message is made of.
+#[derive(Deserialize)]
+pub(super) struct Response {
+    #[serde(default)]
+    pub id: Option<Value>,
+    #[serde(default)]
+    pub model: Option<Value>,
+    #[serde(default)]
+    pub usage: Option<Value>,
+    /// Unparsed: the response's other actions need only its id.
+    #[serde(default)]
+    choices: Option<Box<RawValue>>,
+}
+
+impl Response {
+    /// `choices[0].message`, when it is an object.
+    pub fn message(&self) -> Option<ChoiceMessage> {
+        #[derive(Deserialize)]
+        struct Choice {
+            #[serde(default)]
+            message: Option<ChoiceMessage>,
+        }
+        let choices: Vec<Box<RawValue>> = serde_json::from_str(self.choices.as_ref()?.get()).ok()?;
+        let first = choices.first()?.get();
+        // Lists would read as structs too: only objects are a choice and its message.
+        if !first.trim_start().starts_with('{') {
+            return None;
+        }
+        // A message that is not an object fails the parse: no message.
+        serde_json::from_str::<Choice>(first).ok()?.message
+    }
+}
+
+/// The assistant message of a response's choice, the parts a message is made of.
+pub(super) struct ChoiceMessage {
+    pub content: Option<Value>,
+    pub reasoning_content: Option<Value>,
+    pub reasoning: Option<Value>,
+    /// Unparsed: each call is read as a call, and parsed as JSON only when it is not one.
+    tool_calls: Option<Box<RawValue>>,
+}
+
+impl ChoiceMessage {
+    /// The calls of its `tool_calls`, unparsed; none when that is not a list.
+    pub fn tool_calls(&self) -> Vec<Box<RawValue>> {
+        self.tool_calls
+            .as_ref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_default()
+    }
+}
+
+impl<'de> Deserialize<'de> for ChoiceMessage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MessageVisitor;
+        impl<'de> Visitor<'de> for MessageVisitor {
+            type Value = ChoiceMessage;
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a choice's message")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ChoiceMessage, A::Error> {
+                let mut message = ChoiceMessage {
+                    content: None,
+                    reasoning_content: None,
+                    reasoning: None,
+                    tool_calls: None,
+                };
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "content" => message.content = map.next_value()?,
+                        "reasoning_content" => message.reasoning_content = map.next_value()?,
+                        "reasoning" => message.reasoning = map.next_value()?,
+                        "tool_calls" => message.tool_calls = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(message)
+            }
+        }
+        deserializer.deserialize_map(MessageVisitor)
     }
 }
 

@@ -78,6 +78,55 @@ fn the_calls_of_one_response_make_one_assistant_message() {
 }
 
 #[test]
+fn a_numeric_call_id_in_a_response_is_read_as_text_with_a_warning() {
+    let response = json!({"id": "r1", "object": "chat.completion", "choices": [{"index": 0, "message": {
+        "content": "Reading.", "reasoning_content": "think",
+        "tool_calls": [{"id": 7, "type": "function", "function": {"name": "read", "arguments": "{}"}}],
+    }}]});
+    let events = json!([
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "go"}, "tool_call_metadata": null},
+        {"id": 2, "source": "agent", "action": "read", "args": {"path": "a"},
+         "tool_call_metadata": {"function_name": "read", "tool_call_id": 7, "model_response": response}},
+        {"id": 3, "source": "agent", "observation": "read", "content": "A",
+         "tool_call_metadata": {"function_name": "read", "tool_call_id": 7}},
+    ]);
+    let transcript = read(Format::Openhands, &events.to_string());
+    let messages = &transcript.messages;
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[1].text(), "Reading.");
+    assert_eq!(messages[1].calls()[0].id, "7");
+    assert_eq!(messages[1].extra["reasoning"], "think");
+    assert_eq!(messages[2].tool_call_id.as_deref(), Some("7"));
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+    assert_eq!(
+        transcript.meta.warnings.len(),
+        2,
+        "{:?}",
+        transcript.meta.warnings
+    );
+    assert!(
+        transcript
+            .meta
+            .warnings
+            .iter()
+            .all(|w| w.contains("number") && w.contains("read as \"7\"")),
+        "{:?}",
+        transcript.meta.warnings
+    );
+}
+
+#[test]
+fn a_tool_call_metadata_that_is_not_an_object_is_an_error_naming_its_kind_and_line() {
+    let text = "[\n{\"id\": 1, \"source\": \"agent\", \"action\": \"run\", \"args\": {}, \"tool_call_metadata\": [1]}\n]";
+    let error = read_error(Format::Openhands, text);
+    assert!(error.contains(":2:1:"), "{error}");
+    assert!(
+        error.contains("`tool_call_metadata` is a list, not an object"),
+        "{error}"
+    );
+}
+
+#[test]
 fn the_trajectory_object_form_is_read_and_its_other_keys_kept() {
     let text = json!({"trajectory": events(), "conversation_id": "c-42"}).to_string();
     let transcript = read(Format::Openhands, &text);
