@@ -4,8 +4,16 @@
 //! `ctxhost compress OUT --context-length 200000` can be timed on it.
 //!
 //! `.jsonl` files get one OpenAI message a line; anything else a JSON array of messages. With
-//! `--format claude-code`, the same session as a Claude Code session log instead (records with
-//! `uuid`/`parentUuid`, content blocks, and each tool result's `toolUseResult`, as real logs have).
+//! `--format`, the same session as another agent writes it, with the fields real files carry, so
+//! that each reader's speed can be timed on the same conversation:
+//! - `claude-code`: a session log (records with `uuid`/`parentUuid`, content blocks, and each tool
+//!   result's `toolUseResult`);
+//! - `openhands`: an event stream (each action with its `tool_call_metadata` and the whole model
+//!   response, each observation with its command's `metadata`);
+//! - `hermes`: a `hermes sessions export` line (the session's row with its messages);
+//! - `codex`, `codex-legacy`: a Codex rollout (`session_meta`, `response_item`s), and the older
+//!   form (a bare header, then bare items);
+//! - `swe-agent`: a `.traj` (`history`, and `trajectory` repeating it step by step).
 
 use std::{
     fs::File,
@@ -14,8 +22,13 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use ctxhost_engine_abi::{Message, Role};
-use serde_json::{json, Value};
+use serde_json::Value;
+
+mod claude_code;
+mod codex;
+mod hermes;
+mod openhands;
+mod swe_agent;
 
 #[path = "../../benches/sessions.rs"]
 pub(crate) mod sessions;
@@ -38,6 +51,22 @@ pub enum Written {
     Openai,
     /// A Claude Code session log (JSONL).
     ClaudeCode,
+    /// An OpenHands event stream (a JSON list of events).
+    Openhands,
+    /// A Hermes Agent session export (one session a line).
+    Hermes,
+    /// A Codex rollout (JSONL).
+    Codex,
+    /// A Codex rollout as older Codex versions wrote it (JSONL).
+    CodexLegacy,
+    /// A SWE-agent trajectory (`.traj`).
+    SweAgent,
+}
+
+/// A file's content: records one a line, or one JSON document.
+enum Document {
+    Lines(Vec<Value>),
+    Whole(Value),
 }
 
 /// Writes the session `shape` of `messages` messages to `out` as `written`; returns the bytes
@@ -50,18 +79,30 @@ pub fn write_session(out: &Path, shape: Shape, messages: usize, written: Written
     let file = File::create(out).with_context(|| format!("creating {}", out.display()))?;
     let mut writer = BufWriter::new(file);
     let jsonl = out.extension().is_some_and(|ext| ext == "jsonl");
-    if written == Written::ClaudeCode {
-        for record in claude_code_records(&session) {
-            serde_json::to_writer(&mut writer, &record)?;
-            writer.write_all(b"\n")?;
+    let lines = Document::Lines;
+    let document = match written {
+        Written::Openai if jsonl => lines(
+            session
+                .iter()
+                .map(|m| serde_json::to_value(m).expect("a message"))
+                .collect(),
+        ),
+        Written::Openai => Document::Whole(serde_json::to_value(&session)?),
+        Written::ClaudeCode => lines(claude_code::records(&session)),
+        Written::Openhands => Document::Whole(Value::Array(openhands::events(&session))),
+        Written::Hermes => lines(vec![hermes::session(&session)]),
+        Written::Codex => lines(codex::rollout(&session)),
+        Written::CodexLegacy => lines(codex::legacy_rollout(&session)),
+        Written::SweAgent => Document::Whole(swe_agent::trajectory(&session)),
+    };
+    match document {
+        Document::Lines(records) => {
+            for record in &records {
+                serde_json::to_writer(&mut writer, record)?;
+                writer.write_all(b"\n")?;
+            }
         }
-    } else if jsonl {
-        for message in &session {
-            serde_json::to_writer(&mut writer, message)?;
-            writer.write_all(b"\n")?;
-        }
-    } else {
-        serde_json::to_writer(&mut writer, &session)?;
+        Document::Whole(value) => serde_json::to_writer(&mut writer, &value)?,
     }
     writer
         .flush()
@@ -74,83 +115,4 @@ pub fn write_session(out: &Path, shape: Shape, messages: usize, written: Written
         bytes as f64 / 1e6
     );
     Ok(bytes)
-}
-
-/// The session as Claude Code logs it: no system record (the log does not hold the system
-/// prompt), a record per user message, assistant message and tool result, chained by
-/// `parentUuid`.
-fn claude_code_records(session: &[Message]) -> Vec<Value> {
-    let mut records = Vec::with_capacity(session.len());
-    let mut parent: Option<String> = None;
-    for (index, message) in session.iter().enumerate() {
-        let uuid = format!("00000000-0000-4000-8000-{index:012}");
-        let timestamp = format!("2026-11-20T10:{:02}:{:02}.000Z", index / 60 % 60, index % 60);
-        let mut record = json!({
-            "parentUuid": parent,
-            "isSidechain": false,
-            "userType": "external",
-            "cwd": "/srv/app",
-            "sessionId": "3f1c2a9e-5b7d-4c11-9e2f-0a1b2c3d4e5f",
-            "version": "1.0.51",
-            "gitBranch": "main",
-            "uuid": uuid,
-            "timestamp": timestamp,
-        });
-        let fields = record.as_object_mut().expect("an object");
-        match message.role {
-            Role::System => continue,
-            Role::User => {
-                fields.insert("type".into(), "user".into());
-                fields.insert(
-                    "message".into(),
-                    json!({"role": "user", "content": message.text()}),
-                );
-            }
-            Role::Assistant => {
-                let text = message.text();
-                let text = (!text.is_empty()).then(|| json!({"type": "text", "text": text}));
-                let calls = message.calls().iter().map(|call| {
-                    let input: Value = serde_json::from_str(&call.function.arguments).unwrap_or_default();
-                    json!({"type": "tool_use", "id": call.id, "name": call.function.name, "input": input})
-                });
-                let content: Vec<Value> = text.into_iter().chain(calls).collect();
-                fields.insert("type".into(), "assistant".into());
-                fields.insert("requestId".into(), format!("req_{index:06}").into());
-                fields.insert(
-                    "message".into(),
-                    json!({
-                        "id": format!("msg_{index:06}"),
-                        "type": "message",
-                        "role": "assistant",
-                        "model": "claude-sonnet-4-20250514",
-                        "content": content,
-                        "stop_reason": if message.calls().is_empty() { "end_turn" } else { "tool_use" },
-                        "stop_sequence": null,
-                        "usage": {"input_tokens": 4, "cache_creation_input_tokens": 1200,
-                                  "cache_read_input_tokens": 30000, "output_tokens": 200},
-                    }),
-                );
-            }
-            Role::Tool => {
-                let output = message.text();
-                fields.insert("type".into(), "user".into());
-                fields.insert(
-                    "message".into(),
-                    json!({"role": "user", "content": [{
-                        "type": "tool_result",
-                        "tool_use_id": message.tool_call_id,
-                        "content": output,
-                    }]}),
-                );
-                // Claude Code repeats a tool's whole output here.
-                fields.insert(
-                    "toolUseResult".into(),
-                    json!({"stdout": output, "stderr": "", "interrupted": false, "isImage": false}),
-                );
-            }
-        }
-        records.push(record);
-        parent = Some(uuid);
-    }
-    records
 }

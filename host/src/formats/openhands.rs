@@ -42,8 +42,9 @@
 //!   are replayed; see the module docs of `formats`);
 //! - every other event (agent state changes, recalls, the interface's own) is left out and
 //!   counted; the event's other fields stay in the message's `extra`, minus the bulky
-//!   `tool_call_metadata`;
-//! - a `context_window` in `llm_metrics.token_usages` is the window.
+//!   `tool_call_metadata` and `llm_metrics`;
+//! - a `context_window` in `llm_metrics.token_usages` is the window; `llm_metrics` is not kept
+//!   (it repeats the session's metrics so far on every action, growing with each model call).
 
 use std::{io::BufRead, path::Path};
 
@@ -211,6 +212,7 @@ impl<R: BufRead> OpenhandsReader<R> {
         let Event {
             fields: event,
             metadata,
+            context_window,
         } = event;
         let source = event
             .get("source")
@@ -226,15 +228,7 @@ impl<R: BufRead> OpenhandsReader<R> {
                     .bad_record(at, format!("`tool_call_metadata` is {kind}, not an object")))
             }
         };
-        if let Some(context_window) = event
-            .get("llm_metrics")
-            .and_then(|metrics| metrics.get("token_usages"))
-            .and_then(Value::as_array)
-            .and_then(|usages| usages.last())
-            .and_then(|usage| usage.get("context_window"))
-            .and_then(Value::as_u64)
-            .filter(|window| *window > 0)
-        {
+        if let Some(context_window) = context_window {
             meta.context_length = meta.context_length.or(Some(context_window));
         }
         if let Some(action) = event.get("action").and_then(Value::as_str).map(str::to_owned) {
@@ -584,21 +578,23 @@ fn command_metadata(event: &Map<String, Value>) -> Option<&Map<String, Value>> {
 /// to_agent_observation`): the output between the metadata's `prefix` and `suffix` (`[The command
 /// completed with exit code 1.]`), then the working directory, the Python interpreter and the exit
 /// code where known.
-fn command_output(content: String, metadata: &Map<String, Value>) -> String {
+fn command_output(mut shown: String, metadata: &Map<String, Value>) -> String {
+    use std::fmt::Write;
     let text = |key: &str| metadata.get(key).and_then(Value::as_str).unwrap_or("");
-    let mut shown = format!("{}{content}{}", text("prefix"), text("suffix"));
+    // The output is extended where it is: a command's output is most of a heavy trajectory.
+    shown.insert_str(0, text("prefix"));
+    shown.push_str(text("suffix"));
     if !text("working_dir").is_empty() {
-        shown.push_str(&format!("\n[Current working directory: {}]", text("working_dir")));
+        let _ = write!(shown, "\n[Current working directory: {}]", text("working_dir"));
     }
     if !text("py_interpreter_path").is_empty() {
-        shown.push_str(&format!(
-            "\n[Python interpreter: {}]",
-            text("py_interpreter_path")
-        ));
+        let _ = write!(shown, "\n[Python interpreter: {}]", text("py_interpreter_path"));
     }
     match metadata.get("exit_code").and_then(Value::as_i64) {
         Some(-1) | None => {}
-        Some(code) => shown.push_str(&format!("\n[Command finished with exit code {code}]")),
+        Some(code) => {
+            let _ = write!(shown, "\n[Command finished with exit code {code}]");
+        }
     }
     shown
 }

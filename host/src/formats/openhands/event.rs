@@ -1,10 +1,13 @@
 //! An OpenHands event as read: its fields, with `tool_call_metadata` apart, and that metadata's
-//! `model_response` kept as unparsed text until a message is made of it.
+//! `model_response` kept as unparsed text until a message is made of it; of `llm_metrics`, only
+//! the window.
 //!
 //! Every action of a model response carries the whole response again (its message, every tool
 //! call and their arguments, the usage), and only the first action of each makes a message.
 //! Parsing each copy into maps was half the reading time of a tool-heavy trajectory; skipping
-//! over the text costs a scan.
+//! over the text costs a scan. `llm_metrics` is the session's metrics so far, repeated on every
+//! action with lists that grow by one entry a model call (costs, latencies, token usages): kept,
+//! it would make the file's size, squared, the size of the messages.
 
 use std::fmt;
 
@@ -16,9 +19,11 @@ use serde_json::{value::RawValue, Map, Value};
 
 /// One event of the stream.
 pub(super) struct Event {
-    /// Every field but `tool_call_metadata`, in the file's order.
+    /// Every field but `tool_call_metadata` and `llm_metrics`, in the file's order.
     pub fields: Map<String, Value>,
     pub metadata: Metadata,
+    /// The `context_window` of the last of `llm_metrics.token_usages`, when it is a number above 0.
+    pub context_window: Option<u64>,
 }
 
 /// An event's `tool_call_metadata`.
@@ -148,15 +153,22 @@ impl<'de> Deserialize<'de> for Event {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event, A::Error> {
                 let mut fields = Map::new();
                 let mut metadata = Metadata::Absent;
+                let mut context_window = None;
                 while let Some(key) = map.next_key::<String>()? {
-                    if key == "tool_call_metadata" {
-                        metadata = map.next_value()?;
-                    } else {
-                        let value = map.next_value()?;
-                        fields.insert(key, value);
+                    match key.as_str() {
+                        "tool_call_metadata" => metadata = map.next_value()?,
+                        "llm_metrics" => context_window = map.next_value::<LlmMetrics>()?.context_window,
+                        _ => {
+                            let value = map.next_value()?;
+                            fields.insert(key, value);
+                        }
                     }
                 }
-                Ok(Event { fields, metadata })
+                Ok(Event {
+                    fields,
+                    metadata,
+                    context_window,
+                })
             }
         }
         deserializer.deserialize_map(EventVisitor)
@@ -213,5 +225,144 @@ impl<'de> Deserialize<'de> for Metadata {
             }
         }
         deserializer.deserialize_any(MetadataVisitor)
+    }
+}
+
+/// What is read of `llm_metrics`: the window of its last token usage. Anything else there, of any
+/// shape, is skipped.
+#[derive(Default)]
+struct LlmMetrics {
+    context_window: Option<u64>,
+}
+
+/// The `context_window` of the last entry of `token_usages`.
+#[derive(Default)]
+struct TokenUsages(Option<u64>);
+
+/// A token usage's `context_window`, when it is a number above 0.
+#[derive(Default)]
+struct Usage(Option<u64>);
+
+/// The visitor methods of a value read leniently: a value of a shape not expected is skipped
+/// and reads as the default.
+macro_rules! skip_other_shapes {
+    ($value:ty) => {
+        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
+            Ok(Default::default())
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
+            Ok(Default::default())
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
+            Ok(Default::default())
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
+            Ok(Default::default())
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
+            Ok(Default::default())
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
+            Ok(Default::default())
+        }
+    };
+}
+
+/// Skips a list's elements.
+fn skip_elements<'de, A: de::SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Skips a map's entries.
+fn skip_entries<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Skips a map's entries but the one named `wanted`, which is read as a `T`.
+fn read_entry<'de, A: MapAccess<'de>, T: Deserialize<'de> + Default>(
+    mut map: A,
+    wanted: &str,
+) -> Result<T, A::Error> {
+    let mut found = T::default();
+    while let Some(key) = map.next_key::<String>()? {
+        if key == wanted {
+            found = map.next_value()?;
+        } else {
+            map.next_value::<IgnoredAny>()?;
+        }
+    }
+    Ok(found)
+}
+
+impl<'de> Deserialize<'de> for LlmMetrics {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetricsVisitor;
+        impl<'de> Visitor<'de> for MetricsVisitor {
+            type Value = LlmMetrics;
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("`llm_metrics`")
+            }
+            skip_other_shapes!(LlmMetrics);
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<LlmMetrics, A::Error> {
+                skip_elements(seq).map(|()| LlmMetrics::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LlmMetrics, A::Error> {
+                let TokenUsages(context_window) = read_entry(map, "token_usages")?;
+                Ok(LlmMetrics { context_window })
+            }
+        }
+        deserializer.deserialize_any(MetricsVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for TokenUsages {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct UsagesVisitor;
+        impl<'de> Visitor<'de> for UsagesVisitor {
+            type Value = TokenUsages;
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("`token_usages`")
+            }
+            skip_other_shapes!(TokenUsages);
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TokenUsages, A::Error> {
+                skip_entries(map).map(|()| TokenUsages(None))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<TokenUsages, A::Error> {
+                let mut last = Usage(None);
+                while let Some(usage) = seq.next_element::<Usage>()? {
+                    last = usage;
+                }
+                Ok(TokenUsages(last.0))
+            }
+        }
+        deserializer.deserialize_any(UsagesVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Usage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct UsageVisitor;
+        impl<'de> Visitor<'de> for UsageVisitor {
+            type Value = Usage;
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a token usage")
+            }
+            skip_other_shapes!(Usage);
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Usage, A::Error> {
+                skip_elements(seq).map(|()| Usage(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Usage, A::Error> {
+                let window: Option<Value> = read_entry(map, "context_window")?;
+                Ok(Usage(
+                    window
+                        .as_ref()
+                        .and_then(Value::as_u64)
+                        .filter(|window| *window > 0),
+                ))
+            }
+        }
+        deserializer.deserialize_any(UsageVisitor)
     }
 }

@@ -127,6 +127,47 @@ fn a_tool_call_metadata_that_is_not_an_object_is_an_error_naming_its_kind_and_li
 }
 
 #[test]
+fn the_window_is_read_from_llm_metrics_which_is_not_kept_whatever_its_shape() {
+    let metrics =
+        |usages: Value| json!({"accumulated_cost": 0.2, "costs": [{"cost": 0.1}], "token_usages": usages});
+    let message = |id: u64, metrics: Value| json!({"id": id, "source": "user", "action": "message", "args": {"content": "go"}, "llm_metrics": metrics});
+    let window_of = |events: Value| {
+        let transcript = read(Format::Openhands, &events.to_string());
+        assert!(transcript
+            .messages
+            .iter()
+            .all(|m| !m.extra.contains_key("llm_metrics")));
+        assert_eq!(transcript.messages.len(), events.as_array().unwrap().len());
+        transcript.meta.context_length
+    };
+    let usages = json!([{"context_window": 100_000}, {"prompt_tokens": 5, "context_window": 128_000}]);
+    assert_eq!(
+        window_of(json!([message(1, metrics(usages.clone()))])),
+        Some(128_000)
+    );
+    // The first event that has one sets it.
+    let later = json!([{"context_window": 64_000}]);
+    let events = json!([
+        message(1, metrics(json!([]))),
+        message(2, metrics(later)),
+        message(3, metrics(usages))
+    ]);
+    assert_eq!(window_of(events), Some(64_000));
+    // The last usage without a window, a window of 0, and shapes that are not OpenHands's: none.
+    for odd in [
+        metrics(json!([{"context_window": 128_000}, {"prompt_tokens": 5}])),
+        metrics(json!([{"context_window": 0}])),
+        metrics(json!({"context_window": 128_000})),
+        metrics(json!([7, "x", [1]])),
+        json!("metrics"),
+        json!([1, 2]),
+        Value::Null,
+    ] {
+        assert_eq!(window_of(json!([message(1, odd.clone())])), None, "{odd}");
+    }
+}
+
+#[test]
 fn the_trajectory_object_form_is_read_and_its_other_keys_kept() {
     let text = json!({"trajectory": events(), "conversation_id": "c-42"}).to_string();
     let transcript = read(Format::Openhands, &text);
