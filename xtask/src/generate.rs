@@ -116,3 +116,55 @@ pub fn write_session(out: &Path, shape: Shape, messages: usize, written: Written
     );
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use ctxhost::formats::{read_transcript_with, Format, ReadOptions};
+
+    use super::*;
+
+    /// Every format's file reads back, detected as that format, as the same conversation: the
+    /// same calls, each answered, and nothing for the reader to warn about or repair.
+    #[test]
+    fn each_format_written_reads_back_as_the_same_conversation() {
+        let folder = tempfile::tempdir().unwrap();
+        let cases = [
+            (Written::Openai, "session.jsonl", Format::OpenaiJsonl),
+            (Written::Openai, "session.json", Format::OpenaiArray),
+            (Written::ClaudeCode, "session.cc.jsonl", Format::ClaudeCode),
+            (Written::Openhands, "session.openhands.json", Format::Openhands),
+            (Written::Hermes, "session.hermes.jsonl", Format::Hermes),
+            (Written::Codex, "session.codex.jsonl", Format::Codex),
+            (Written::CodexLegacy, "session.legacy.jsonl", Format::Codex),
+            (Written::SweAgent, "session.traj", Format::SweAgent),
+        ];
+        let session = heavy_session(400);
+        let calls: Vec<_> = session
+            .iter()
+            .flat_map(|message| message.calls())
+            .map(|call| (call.id.clone(), call.function.name.clone()))
+            .collect();
+        for (written, name, format) in cases {
+            let path = folder.path().join(name);
+            write_session(&path, Shape::Heavy, 400, written).unwrap();
+            let transcript = read_transcript_with(&path, &ReadOptions::default())
+                .unwrap_or_else(|error| panic!("{name}: {error}"));
+            assert_eq!(transcript.format, format, "{name}");
+            let read: Vec<_> = transcript
+                .messages
+                .iter()
+                .flat_map(|message| message.calls())
+                .map(|call| (call.id.clone(), call.function.name.clone()))
+                .collect();
+            assert_eq!(read, calls, "{name}");
+            let results = transcript
+                .messages
+                .iter()
+                .filter(|m| m.tool_call_id.is_some())
+                .count();
+            assert_eq!(results, calls.len(), "{name}");
+            assert_eq!(transcript.meta.sequence_problems, vec![], "{name}");
+            assert_eq!(transcript.meta.warnings, Vec::<String>::new(), "{name}");
+        }
+    }
+}
