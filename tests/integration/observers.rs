@@ -254,6 +254,20 @@ fn an_observers_answer_to_a_replayed_call_is_compared_but_the_context_keeps_the_
 }
 
 #[test]
+fn ctxhost_tool_asked_for_a_detached_observers_tool_answers_why_it_was_detached() {
+    let config = format!("{BASE_CONFIG}faulty:\n  observe: fail\n  observe_fail_at: 40\n");
+    let tree = observers_tree(&config);
+    let transcript = warehouse_calling_observer_tools(tree.root());
+    let output = tree.run(&["tool", &transcript, "faulty_echo", "{}", "--observer", "faulty"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(
+        stdout.contains("observer `faulty` was detached: engine `faulty` failed in `observe`"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(!stdout.contains("Unknown"), "{stdout}");
+}
+
+#[test]
 fn a_tool_of_the_active_engine_that_panics_answers_with_its_error_and_the_report_says_it_failed() {
     let config = format!("{BASE_CONFIG}faulty:\n  panic_in: handle_tool_call\n").replacen(
         "engine: compressor",

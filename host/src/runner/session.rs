@@ -91,7 +91,7 @@ pub struct Replayer<'e> {
     agent_tools: BTreeSet<String>,
     /// Tools no longer routed because the observer offering them was detached, with its name:
     /// the transcript's calls of them keep their recorded results.
-    fallen_back: Vec<(String, String)>,
+    fallen_back: Vec<(String, usize)>,
     /// Warnings that are said once in a session however often their cause comes back (a tool
     /// table read again at every swap, a fallen-back tool called again).
     said: BTreeSet<String>,
@@ -449,8 +449,8 @@ impl<'e> Replayer<'e> {
                 continue;
             }
             match self.fallen_back.iter().find(|(tool, _)| tool == name) {
-                Some((_, observer)) => {
-                    let observer = observer.clone();
+                Some(&(_, index)) => {
+                    let observer = self.observers.name(index).to_owned();
                     self.say_fallen_back(name, &observer);
                 }
                 None => {
@@ -631,7 +631,14 @@ impl<'e> Replayer<'e> {
             .tools
             .iter()
             .find(|(tool, _)| tool == name)
-            .map(|(_, owner)| *owner);
+            .map(|(_, owner)| *owner)
+            // A detached observer's tool is offered no more, but asked for by name it answers why.
+            .or_else(|| {
+                self.fallen_back
+                    .iter()
+                    .find(|(tool, _)| tool == name)
+                    .map(|&(_, index)| ToolOwner::Observer(index))
+            });
         let answer = match owner {
             Some(ToolOwner::Observer(index)) => {
                 let answer = self.observers.call_tool(index, name, arguments);
@@ -1071,7 +1078,7 @@ impl<'e> Replayer<'e> {
         let fallen_back = &mut self.fallen_back;
         self.tools.retain(|(tool, owner)| match owner {
             ToolOwner::Observer(index) if observers.is_detached(*index) => {
-                fallen_back.push((tool.clone(), observers.name(*index).to_owned()));
+                fallen_back.push((tool.clone(), *index));
                 false
             }
             _ => true,
