@@ -10,7 +10,8 @@
 //!   `tool_calls`, the first time one of its actions is met (the response's other actions are part
 //!   of it). Without a `model_response`, the call is made from `function_name`, `tool_call_id` and
 //!   the action's `args`. The response's `usage` becomes the message's `"usage"`, its `model` the
-//!   meta's model;
+//!   meta's model. A response whose `choices` holds no message first is a malformed record (with
+//!   `--skip-bad-records`, skipped: another action's copy of the response then makes the message);
 //! - `finish` is not sent back as a call: OpenHands turns it into the assistant's closing words
 //!   (the response's content, else the action's `final_thought` or `thought`), and so does this
 //!   reader, dropping `finish` calls from the assistant message;
@@ -395,11 +396,17 @@ impl<R: BufRead> OpenhandsReader<R> {
         if response_id.is_some() && response_id == self.last_response {
             return Ok(None);
         }
+        let choice = match response.as_ref().map(Response::message).transpose() {
+            Ok(choice) => choice.flatten(),
+            // Refused (or skipped), it makes no message: another action's copy of the response
+            // still may.
+            Err(why) => return Err(self.cursor.bad_record(at, why)),
+        };
         self.last_response = response_id;
         let mut calls = Vec::new();
         let mut content = String::new();
         let mut extra = event;
-        match response.as_ref().and_then(Response::message) {
+        match choice {
             Some(choice) => {
                 content = choice.content.as_ref().map(value_as_text).unwrap_or_default();
                 for call in choice.tool_calls() {
@@ -510,8 +517,8 @@ impl<R: BufRead> OpenhandsReader<R> {
                     Value::Number(number) => {
                         meta.pairing_repairs += 1;
                         let warning = format!(
-                            "line {}: `tool_call_id` is the number {number}, not text; it is read as \"{number}\"",
-                            at.line
+                            "{}: `tool_call_id` is the number {number}, not text; it is read as \"{number}\"",
+                            at.place()
                         );
                         meta.warn(self.cursor.path(), warning);
                         number.to_string()

@@ -72,21 +72,41 @@ pub(super) struct Response {
 }
 
 impl Response {
-    /// `choices[0].message`, when it is an object.
-    pub fn message(&self) -> Option<ChoiceMessage> {
+    /// `choices[0].message`: `Ok(None)` when the response has no `choices` (or `null`), an error
+    /// saying what is there instead when it has some but no message object first.
+    pub fn message(&self) -> Result<Option<ChoiceMessage>, String> {
         #[derive(Deserialize)]
         struct Choice {
             #[serde(default)]
             message: Option<ChoiceMessage>,
         }
-        let choices: Vec<Box<RawValue>> = serde_json::from_str(self.choices.as_ref()?.get()).ok()?;
-        let first = choices.first()?.get();
+        let Some(choices) = self.choices.as_ref().map(|raw| raw.get().trim()) else {
+            return Ok(None);
+        };
+        if choices == "null" {
+            return Ok(None);
+        }
+        let unreadable = |what: &str| {
+            Err(format!(
+                "`model_response.choices` {what}, so the calls of this action's response cannot be read"
+            ))
+        };
+        let Ok(choices) = serde_json::from_str::<Vec<Box<RawValue>>>(choices) else {
+            return unreadable("is not a list");
+        };
+        let Some(first) = choices.first().map(|raw| raw.get()) else {
+            return unreadable("is empty");
+        };
         // Lists would read as structs too: only objects are a choice and its message.
         if !first.trim_start().starts_with('{') {
-            return None;
+            return unreadable("does not start with a choice object");
         }
-        // A message that is not an object fails the parse: no message.
-        serde_json::from_str::<Choice>(first).ok()?.message
+        match serde_json::from_str::<Choice>(first) {
+            Ok(Choice {
+                message: Some(message),
+            }) => Ok(Some(message)),
+            Ok(Choice { message: None }) | Err(_) => unreadable("holds no `message` object first"),
+        }
     }
 }
 

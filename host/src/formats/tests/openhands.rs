@@ -168,6 +168,50 @@ fn the_window_is_read_from_llm_metrics_which_is_not_kept_whatever_its_shape() {
 }
 
 #[test]
+fn a_response_copy_whose_choices_cannot_be_read_is_a_bad_record_and_skipped_leaves_the_other_copy_to_make_the_message(
+) {
+    use crate::formats::{read_transcript_with, BadRecords, ReadOptions};
+    let response = |choices: Value| json!({"id": "r1", "model": "gpt-4o", "choices": choices});
+    let readable = json!([{"message": {"content": "Both.", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "run", "arguments": "{}"}},
+        {"id": "b", "type": "function", "function": {"name": "read", "arguments": "{}"}},
+    ]}}]);
+    let meta = |id: &str, choices: Value| json!({"function_name": "run", "tool_call_id": id, "model_response": response(choices)});
+    let events = |broken: Value| {
+        json!([
+            {"id": 1, "source": "user", "action": "message", "args": {"content": "go"}},
+            {"id": 2, "source": "agent", "action": "run", "args": {"command": "ls"}, "tool_call_metadata": meta("a", broken)},
+            {"id": 3, "source": "agent", "action": "read", "args": {"path": "x"}, "tool_call_metadata": meta("b", readable.clone())},
+            {"id": 4, "source": "agent", "observation": "run", "content": "A", "tool_call_metadata": meta("a", Value::Null)},
+            {"id": 5, "source": "agent", "observation": "read", "content": "B", "tool_call_metadata": meta("b", Value::Null)},
+        ])
+        .to_string()
+    };
+    for broken in [
+        json!("x"),
+        json!([]),
+        json!([5]),
+        json!([{"message": "text"}]),
+        json!([{"index": 0}]),
+    ] {
+        let error = read_error(Format::Openhands, &events(broken.clone()));
+        assert!(error.contains("`model_response.choices`"), "{broken}: {error}");
+        let (_dir, path) = super::write("transcript", &events(broken.clone()));
+        let options = ReadOptions {
+            bad_records: BadRecords::Skip,
+            ..ReadOptions::default()
+        };
+        let transcript = read_transcript_with(&path, &options).unwrap();
+        let messages = &transcript.messages;
+        assert_eq!(messages.len(), 4, "{broken}");
+        assert_eq!(messages[1].text(), "Both.");
+        assert_eq!(messages[1].calls().len(), 2, "{broken}");
+        assert_eq!(transcript.meta.bad_records_skipped, 1, "{broken}");
+        assert_eq!(transcript.meta.sequence_problems, vec![], "{broken}");
+    }
+}
+
+#[test]
 fn the_trajectory_object_form_is_read_and_its_other_keys_kept() {
     let text = json!({"trajectory": events(), "conversation_id": "c-42"}).to_string();
     let transcript = read(Format::Openhands, &text);
