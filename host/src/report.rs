@@ -253,12 +253,29 @@ impl RunReport {
             let _ = writeln!(out, "compactions none");
         } else {
             let _ = writeln!(out, "compactions {}", count_outcomes(&o.compactions));
+            let repeated = repeated_nothing_to_compact(&o.compactions);
             for (number, compaction) in o.compactions.iter().enumerate() {
+                if repeated
+                    .iter()
+                    .any(|group| group.reason == nothing_reason(compaction))
+                {
+                    continue;
+                }
                 let _ = writeln!(
                     out,
                     "  #{:<3}{}",
                     number + 1,
                     describe_compaction(compaction, o.messages_replayed)
+                );
+            }
+            for group in repeated {
+                let _ = writeln!(
+                    out,
+                    "  {} attempts, before messages {} to {}: nothing to compact: {}",
+                    group.attempts,
+                    group.first_at,
+                    group.last_at,
+                    group.reason.unwrap_or_default()
                 );
             }
         }
@@ -475,6 +492,48 @@ fn describe_compaction(compaction: &CompactionRecord, messages_replayed: usize) 
         }
     }
     line
+}
+
+/// Attempts that found nothing to compact for the same reason, said once in the terminal report
+/// (each is still in `--json`): an engine that cannot bring the context under its threshold is
+/// asked before every model call, and a long session would list hundreds of identical lines.
+struct NothingToCompact<'a> {
+    reason: Option<&'a str>,
+    attempts: usize,
+    first_at: usize,
+    last_at: usize,
+}
+
+/// Why `compaction` found nothing to compact; `None` when it did something else.
+fn nothing_reason(compaction: &CompactionRecord) -> Option<&str> {
+    match &compaction.outcome {
+        Outcome::NothingToCompact { reason } => Some(reason.as_str()),
+        Outcome::Applied | Outcome::Kept { .. } => None,
+    }
+}
+
+/// The reasons for nothing to compact given more than once, in the order first met.
+fn repeated_nothing_to_compact(compactions: &[CompactionRecord]) -> Vec<NothingToCompact<'_>> {
+    let mut groups: Vec<NothingToCompact<'_>> = Vec::new();
+    for compaction in compactions {
+        let Some(reason) = nothing_reason(compaction) else {
+            continue;
+        };
+        match groups.iter_mut().find(|group| group.reason == Some(reason)) {
+            Some(group) => {
+                group.attempts += 1;
+                group.last_at = compaction.at_message;
+            }
+            None => groups.push(NothingToCompact {
+                reason: Some(reason),
+                attempts: 1,
+                first_at: compaction.at_message,
+                last_at: compaction.at_message,
+            }),
+        }
+    }
+    groups.retain(|group| group.attempts > 1);
+    groups
 }
 
 /// `5 (3 applied, 1 nothing to compact, 1 kept the context)`, or `3` when all were applied.

@@ -280,6 +280,27 @@ fn the_telemetry_observer_selected_as_the_engine_compacts_nothing_and_an_overrun
         overruns, 1,
         "warehouse-migration outgrows the bundled 16,000-token window"
     );
+    // The terminal report says the attempts once, not a line each.
+    let path = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let output = tree.run(&["run", &path, "--config", &config, "--engine", "telemetry"]);
+    let (stdout, _) = texts(&output);
+    let attempts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("nothing to compact"))
+        .collect();
+    assert_eq!(attempts.len(), 2, "{stdout}");
+    assert!(
+        attempts[0].starts_with("compactions ") && attempts[0].ends_with(" nothing to compact)"),
+        "{stdout}"
+    );
+    assert!(
+        attempts[1].contains(" attempts, before messages ")
+            && attempts[1].ends_with("the engine returned the context as it was"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("\n  #"), "{stdout}");
 }
 
 /// The keys the chat completions API takes on a message, by role, and on a tool call.
