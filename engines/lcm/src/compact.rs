@@ -304,7 +304,7 @@ pub fn compact(
     if let (Some(session), false) = (session, kept_input) {
         engine
             .store()?
-            .write_compaction(session, &written, &record)
+            .write_compaction(session, &written, reused, &record)
             .map_err(|e| engine.store_error(e))?;
     }
     let report = json!({

@@ -648,17 +648,21 @@ impl Store {
     }
 
     /// Writes a compaction in one transaction: every new summary with its lineage, and what the
-    /// context now holds. A summary whose id exists already is kept as it was.
+    /// context now holds. A summary whose id exists already is kept as it was. The compaction is
+    /// counted in the session's `compactions` only when it stored a summary, or wrote none and
+    /// `reused` none: one whose summaries all exist already is the same transcript replayed again.
     pub fn write_compaction(
         &mut self,
         session: i64,
         summaries: &[NewSummary],
+        reused: usize,
         context: &Value,
     ) -> StoreResult<()> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = crate::time::now_ms();
+        let mut new = summaries.is_empty() && reused == 0;
         for summary in summaries {
             if summary.messages.is_empty() && summary.sources.is_empty() {
                 return Err(StoreError {
@@ -690,6 +694,7 @@ impl Store {
             if inserted == 0 {
                 continue;
             }
+            new = true;
             let num = tx.last_insert_rowid();
             tx.prepare_cached("INSERT INTO summaries_fts (rowid, text) VALUES (?1, ?2)")?
                 .execute(params![num, summary.text])?;
@@ -706,8 +711,8 @@ impl Store {
                 sources.execute(params![summary.id, ord as i64, source])?;
             }
         }
-        tx.prepare_cached("UPDATE sessions SET context = ?2, compactions = compactions + 1 WHERE id = ?1")?
-            .execute(params![session, context.to_string()])?;
+        tx.prepare_cached("UPDATE sessions SET context = ?2, compactions = compactions + ?3 WHERE id = ?1")?
+            .execute(params![session, context.to_string(), i64::from(new)])?;
         tx.commit()?;
         Ok(())
     }

@@ -122,6 +122,29 @@ fn a_long_session_compacts_several_times_and_stores_every_message_exactly() {
 }
 
 #[test]
+fn the_same_session_replayed_again_is_not_counted_as_more_compactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = synthetic::conversation(7, 120, 1_500);
+    let mut counted = Vec::new();
+    for _ in 0..3 {
+        let mut engine = engine(dir.path(), 6_000, json!({ "fresh_tail": 8 }));
+        engine.on_session_start("s1", &SessionInfo::default()).unwrap();
+        let (context, compactions) = replay(&mut engine, &messages);
+        engine.on_session_end("s1", &context).unwrap();
+        let described = engine.handle_tool_call("lcm_describe", &json!({}), None);
+        counted.push((compactions, described["compactions"].clone()));
+    }
+    let first = counted[0].0;
+    assert!(first >= 3, "{counted:?}");
+    assert!(
+        counted
+            .iter()
+            .all(|(ran, said)| *ran == first && *said == json!(first)),
+        "{counted:?}"
+    );
+}
+
+#[test]
 fn compaction_leaves_headroom_so_the_next_turn_does_not_fire_again() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = engine(dir.path(), 8_000, json!({ "fresh_tail": 16 }));
