@@ -3,14 +3,16 @@
 //! (submission, exit status, model stats), and `environment`, `replay_config`.
 //!
 //! - `history` is the conversation. Its messages are OpenAI's, except that a tool message names
-//!   the calls it answers in a list, `tool_call_ids`: the first becomes `tool_call_id` (a second
-//!   one cannot be represented; the list is then kept and a warning given). SWE-agent's own
+//!   the calls it answers in a list, `tool_call_ids`: the first becomes `tool_call_id`. A result
+//!   for several calls at once (SWE-agent records one output for them) keeps its list, stands as
+//!   the first call's result, and is followed by a result for each other call saying where its
+//!   output is, with one warning naming the first such message's line. SWE-agent's own
 //!   fields (`agent`, `message_type`, `thought`, `action`, `is_demo`…) are kept in each message's
 //!   `extra`. Demonstrations (`is_demo`) were sent to the model, so they are kept.
 //! - `trajectory` repeats the history and is skipped without being held; the other keys go to
 //!   the meta's `extra`, and the model's name comes from `replay_config.agent.model.name`.
 
-use std::{io::BufRead, path::Path};
+use std::{collections::VecDeque, io::BufRead, path::Path};
 
 use ctxhost_engine_abi::Message;
 use serde_json::{Map, Value};
@@ -18,7 +20,7 @@ use serde_json::{Map, Value};
 use super::{
     cursor::{ArrayElements, Element, JsonCursor},
     pairing::fix_id_types,
-    Located, Source, TranscriptError, TranscriptMeta,
+    value_as_text, Located, Source, TranscriptError, TranscriptMeta,
 };
 
 pub(super) struct SweAgentReader<R> {
@@ -26,6 +28,10 @@ pub(super) struct SweAgentReader<R> {
     state: State,
     seen_history: bool,
     several_ids: usize,
+    /// Where the first of them is.
+    first_several_at: Option<usize>,
+    /// The notes standing in for the other calls of a result for several, after it.
+    ready: VecDeque<Located>,
     /// The history's messages, read ahead.
     history: ArrayElements<Message>,
 }
@@ -44,6 +50,8 @@ impl<R: BufRead> SweAgentReader<R> {
             state: State::Start,
             seen_history: false,
             several_ids: 0,
+            first_several_at: None,
+            ready: VecDeque::new(),
             history: ArrayElements::default(),
         }
     }
@@ -113,6 +121,26 @@ impl<R: BufRead> SweAgentReader<R> {
     }
 }
 
+/// For a result SWE-agent recorded for several calls at once (`tool_call_ids` kept in its
+/// `extra`), a result for each call after the first saying where its output is: every call
+/// needs one, and the output itself is the first call's.
+fn notes_for_the_other_calls(result: &Message) -> Vec<Message> {
+    let (Some(first), Some(Value::Array(ids))) = (&result.tool_call_id, result.extra.get("tool_call_ids"))
+    else {
+        return Vec::new();
+    };
+    ids.iter()
+        .map(value_as_text)
+        .filter(|id| id != first)
+        .map(|id| {
+            let note = format!(
+                "[SWE-agent recorded the output of this call together with that of call `{first}`, in its result]"
+            );
+            Message::tool(id, note)
+        })
+        .collect()
+}
+
 /// `replay_config.agent.model.name`; `replay_config` is an object or, in some versions, its JSON
 /// text.
 fn model_of(replay_config: &Value) -> Option<String> {
@@ -132,6 +160,9 @@ fn model_of(replay_config: &Value) -> Option<String> {
 
 impl<R: BufRead + Send> Source for SweAgentReader<R> {
     fn next_message(&mut self, meta: &mut TranscriptMeta) -> Result<Option<Located>, TranscriptError> {
+        if let Some(note) = self.ready.pop_front() {
+            return Ok(Some(note));
+        }
         loop {
             match &mut self.state {
                 State::Start => {
@@ -167,11 +198,15 @@ impl<R: BufRead + Send> Source for SweAgentReader<R> {
                             if !self.seen_history {
                                 return Err(self.cursor.error_here("the trajectory has no `history` list"));
                             }
-                            if self.several_ids > 0 {
+                            if let Some(line) = self.first_several_at {
+                                let (count, verb) = match self.several_ids {
+                                    1 => ("1 tool message".to_owned(), "answers"),
+                                    n => (format!("{n} tool messages"), "answer"),
+                                };
                                 let warning = format!(
-                                    "{} tool messages answer several calls at once (`tool_call_ids`); each counts as \
-                                     the answer to its first call only",
-                                    self.several_ids
+                                    "{count} {verb} several calls at once (`tool_call_ids`), the first at line {line}: \
+                                     the output stands as the first call's result, and each other call gets a note \
+                                     saying where its output is"
                                 );
                                 meta.warn(self.cursor.path(), warning);
                             }
@@ -202,6 +237,10 @@ impl<R: BufRead + Send> Source for SweAgentReader<R> {
                     meta.pairing_repairs += fixed.len() as u64;
                     for fix in fixed {
                         meta.warn(self.cursor.path(), format!("{}: {fix}", at.place()));
+                    }
+                    for note in notes_for_the_other_calls(&message) {
+                        self.first_several_at.get_or_insert(at.line);
+                        self.ready.push_back(Located::at(note, at));
                     }
                     return Ok(Some(Located::at(message, at)));
                 }

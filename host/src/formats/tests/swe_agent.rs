@@ -52,29 +52,35 @@ fn tool_call_ids_become_tool_call_id_and_swe_agent_fields_are_kept() {
 }
 
 #[test]
-fn a_result_for_several_calls_keeps_its_list_and_the_other_calls_get_stubs() {
+fn a_result_for_several_calls_keeps_its_list_and_the_other_calls_get_a_note_saying_where_their_output_is() {
     let history = json!([
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "", "tool_calls": [
             {"function": {"arguments": "{}", "name": "a"}, "id": "c1", "type": "function"},
-            {"function": {"arguments": "{}", "name": "b"}, "id": "c2", "type": "function"}]},
-        {"role": "tool", "content": "both", "tool_call_ids": ["c1", "c2"]},
+            {"function": {"arguments": "{}", "name": "b"}, "id": "c2", "type": "function"},
+            {"function": {"arguments": "{}", "name": "c"}, "id": "c3", "type": "function"}]},
+        {"role": "tool", "content": "all three", "tool_call_ids": ["c1", "c2", "c3"]},
+        {"role": "assistant", "content": "done"},
     ]);
     let transcript = read(Format::SweAgent, &trajectory(history));
-    let result = &transcript.messages[2];
+    let messages = &transcript.messages;
+    let result = &messages[2];
     assert_eq!(result.tool_call_id.as_deref(), Some("c1"));
-    assert_eq!(result.extra["tool_call_ids"], json!(["c1", "c2"]));
-    assert!(transcript
-        .meta
-        .warnings
-        .iter()
-        .any(|w| w.starts_with("1 tool messages answer several calls at once")));
-    assert!(transcript
-        .meta
-        .warnings
-        .iter()
-        .any(|w| w.ends_with("tool call `c2` is never answered; a stub result stands in for it")));
-    assert_eq!(transcript.messages[3].tool_call_id.as_deref(), Some("c2"));
+    assert_eq!(result.text(), "all three");
+    assert_eq!(result.extra["tool_call_ids"], json!(["c1", "c2", "c3"]));
+    for (message, id) in messages[3..5].iter().zip(["c2", "c3"]) {
+        assert_eq!(message.tool_call_id.as_deref(), Some(id));
+        assert!(
+            message.text().contains("together with that of call `c1`"),
+            "{}",
+            message.text()
+        );
+    }
+    assert_eq!(messages[5].text(), "done");
+    assert_eq!(
+        transcript.meta.warnings,
+        ["1 tool message answers several calls at once (`tool_call_ids`), the first at line 49: the output stands as the first call's result, and each other call gets a note saying where its output is"]
+    );
     assert_eq!(transcript.meta.sequence_problems, vec![]);
 }
 
