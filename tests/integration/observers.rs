@@ -1013,4 +1013,30 @@ fn an_observer_offering_a_tool_the_agent_has_itself_is_said_once_and_never_given
         "{}",
         report["tools"]
     );
+    // The same list after the messages comes too late for the streamed replay: said at the end.
+    let late = tree.root().join("tools-after.json");
+    fs::write(
+        &late,
+        format!(r#"{{"messages": {}, "tools": {tools}}}"#, with_calls["messages"]),
+    )
+    .unwrap();
+    let (report, context, stderr) = replay(&tree, &late.display().to_string(), &watched);
+    assert!(context == alone_context, "the final contexts differ");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("lists its tools after its messages"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains("`terminal`") && said[0].contains("observer `faulty`"),
+        "{stderr}"
+    );
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("lists its tools after its messages")),
+        "{report:#}"
+    );
 }

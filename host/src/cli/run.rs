@@ -36,8 +36,9 @@ use crate::{
     report::{describe_overrun, warn_user},
     resolution::{resolve_engine_for, try_resolve_engine, Registry},
     runner::{
-        finish_with, observer_names, tools::recorded_tool_names, Fact, FactAccounting, Observers,
-        ReplayOutcome, Replayer, Subscriber, Tally, Trigger, Watchers,
+        finish_with, observer_names,
+        tools::{recorded_tool_names, tools_listed_too_late},
+        Fact, FactAccounting, Observers, ReplayOutcome, Replayer, Subscriber, Tally, Trigger, Watchers,
     },
 };
 
@@ -126,11 +127,13 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
     let tally = Rc::new(RefCell::new(Tally::default()));
     let bytes_read = Rc::new(Cell::new(0));
     let (observers, standby, observer_warnings) = attach_observers(settings, args, engine.name());
+    // The agent's own tools, as far as the transcript listed them before its messages.
+    let agent_tools = recorded_tool_names(&meta.extra);
     let mut watchers = Watchers {
         observers,
         standby,
         warnings: observer_warnings,
-        agent_tools: recorded_tool_names(&meta.extra),
+        agent_tools: agent_tools.clone(),
         ..Watchers::default()
     };
     watchers.subscribers.add(Rc::clone(&tally));
@@ -195,6 +198,15 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         Some(stream) => stream.into_meta(),
         None => meta,
     };
+    let late = tools_listed_too_late(
+        &agent_tools,
+        &recorded_tool_names(&meta.extra),
+        &outcome.tool_dispatches,
+    );
+    for warning in late {
+        warn_user(&warning);
+        outcome.warnings.push(warning);
+    }
     write_outputs(args, log, &mut outcome)?;
     let overrun = outcome.over_window.clone();
     match mode {

@@ -71,6 +71,32 @@ pub fn recorded_tool_names(extra: &serde_json::Map<String, Value>) -> Vec<String
         .collect()
 }
 
+/// Warnings for the tools a transcript lists as its agent's own only after its messages (a
+/// `tools` key after `messages`): a streamed replay learns of them too late, and an observer
+/// offering such a name was given the agent's calls of it. One line a tool, naming the observer.
+pub fn tools_listed_too_late(
+    listed_before: &[String],
+    listed_after: &[String],
+    dispatches: &[ToolDispatch],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for tool in listed_after.iter().filter(|tool| !listed_before.contains(tool)) {
+        let answered: Vec<&ToolDispatch> = dispatches
+            .iter()
+            .filter(|dispatch| &dispatch.tool == tool && !dispatch.replaced)
+            .collect();
+        let Some(first) = answered.first() else {
+            continue;
+        };
+        warnings.push(format!(
+            "the transcript lists its tools after its messages, too late to know `{tool}` as the agent's own: observer `{}` was asked its {} call(s) (the context kept the recorded results); list `tools` ahead of `messages` to keep them from it",
+            first.engine,
+            answered.len()
+        ));
+    }
+    warnings
+}
+
 /// A call of the transcript to an engine tool, waiting for its result.
 #[derive(Clone, Debug)]
 pub(super) struct PendingCall {
