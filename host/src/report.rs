@@ -372,6 +372,10 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
     let mut label = "observers";
     for observer in &outcome.observers {
         let state = match &observer.detached {
+            // Its observing instance failed as it stopped; the swap to it still went ahead.
+            Some(reason) if observer.took_over => {
+                format!("stopped observing to take over the context (its observing instance DETACHED as it stopped: {reason})")
+            }
             Some(reason) => format!("DETACHED: {reason}"),
             None if observer.took_over => "stopped observing to take over the context".to_owned(),
             None if observer.stopped_for_refused_swap => {

@@ -707,6 +707,29 @@ fn engine_swaps_show_in_the_report_and_a_swap_that_cannot_load_keeps_the_old_eng
 }
 
 #[test]
+fn a_swap_to_an_observer_failing_as_it_stops_observing_says_both_in_the_text_report() {
+    let (tree, transcript) = warehouse_observed_by("faulty");
+    tree.config(&format!(
+        "{}faulty:\n  panic_in: on_session_end\n",
+        fs::read_to_string(tree.root().join("config.yaml")).unwrap()
+    ));
+    let (report, _, _) = replay(&tree, &transcript, &["--at", "20:/engine:faulty"]);
+    let faulty = &report["observers"][0];
+    assert_eq!(faulty["took_over"], true, "{faulty:#}");
+    assert!(faulty["detached"].is_string(), "{faulty:#}");
+    let output = tree.run(&["run", &transcript, "--at", "20:/engine:faulty"]);
+    let (stdout, stderr) = texts(&output);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("observers"))
+        .unwrap_or_else(|| panic!("{stdout}{stderr}"));
+    assert!(
+        line.contains("stopped observing to take over the context (its observing instance DETACHED as it stopped: engine `faulty` failed in `on_session_end`"),
+        "{line}"
+    );
+}
+
+#[test]
 fn a_swap_to_an_engine_that_observes_makes_it_stop_observing_first() {
     let (tree, transcript) = warehouse_observed_by("lcm, telemetry");
     let (report, _, stderr) = replay(&tree, &transcript, &["--at", "20:/engine:lcm"]);
