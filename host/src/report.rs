@@ -269,12 +269,14 @@ impl RunReport {
                 );
             }
             for group in repeated {
+                let at = match group.first_at == group.last_at {
+                    true => format!("before message {}", group.first_at),
+                    false => format!("before messages {} to {}", group.first_at, group.last_at),
+                };
                 let _ = writeln!(
                     out,
-                    "  {} attempts, before messages {} to {}: nothing to compact: {}",
+                    "  {} attempts, {at}: nothing to compact: {}",
                     group.attempts,
-                    group.first_at,
-                    group.last_at,
                     group.reason.unwrap_or_default()
                 );
             }
@@ -516,7 +518,11 @@ fn nothing_reason(compaction: &CompactionRecord) -> Option<&str> {
     }
 }
 
-/// The reasons for nothing to compact given more than once, in the order first met.
+/// Attempts of one reason listed one a line up to this many; more are one line.
+const NOTHING_TO_COMPACT_LISTED: usize = 3;
+
+/// The reasons for nothing to compact given more than [`NOTHING_TO_COMPACT_LISTED`] times, in the
+/// order first met.
 fn repeated_nothing_to_compact(compactions: &[CompactionRecord]) -> Vec<NothingToCompact<'_>> {
     let mut groups: Vec<NothingToCompact<'_>> = Vec::new();
     for compaction in compactions {
@@ -536,7 +542,7 @@ fn repeated_nothing_to_compact(compactions: &[CompactionRecord]) -> Vec<NothingT
             }),
         }
     }
-    groups.retain(|group| group.attempts > 1);
+    groups.retain(|group| group.attempts > NOTHING_TO_COMPACT_LISTED);
     groups
 }
 
