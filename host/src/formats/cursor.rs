@@ -418,6 +418,13 @@ pub(super) struct Element<T> {
     pub text: Option<Vec<u8>>,
 }
 
+/// The text of an element that is not what its reader asked for (an [`Element`]'s `text`), read
+/// again as a JSON object for a reader that knows other shapes of a record; `None` when it is
+/// not an object either.
+pub(super) fn text_as_object(text: Option<&[u8]>) -> Option<serde_json::Map<String, serde_json::Value>> {
+    text.and_then(|text| serde_json::from_slice(text).ok())
+}
+
 /// What follows the elements [`JsonCursor::read_elements`] read.
 enum ElementsEnd {
     /// More elements, or the end of the array, to read.

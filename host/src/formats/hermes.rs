@@ -27,7 +27,7 @@ use ctxhost_engine_abi::{Message, Role};
 use serde_json::{Map, Value};
 
 use super::{
-    cursor::{ArrayElements, Element, JsonCursor},
+    cursor::{text_as_object, ArrayElements, Element, JsonCursor},
     list_ids,
     openai::take_session_meta,
     pairing::fix_id_types,
@@ -273,10 +273,7 @@ impl<R: BufRead> HermesReader<R> {
         let message = match value {
             Ok(message) => message,
             Err(error) => {
-                let Some(mut fields) = text
-                    .as_deref()
-                    .and_then(|text| serde_json::from_slice::<Map<String, Value>>(text).ok())
-                else {
+                let Some(mut fields) = text_as_object(text.as_deref()) else {
                     return Err(error);
                 };
                 if fields.get("role").and_then(Value::as_str) == Some("session_meta") {

@@ -18,7 +18,7 @@ use ctxhost_engine_abi::Message;
 use serde_json::{Map, Value};
 
 use super::{
-    cursor::{ArrayElements, Element, JsonCursor},
+    cursor::{text_as_object, ArrayElements, Element, JsonCursor},
     legacy::LegacyFunctions,
     lines::JsonLines,
     pairing::message_with_fixed_ids,
@@ -180,7 +180,7 @@ fn element_message<R: BufRead>(
     let message = match value {
         Ok(message) => message,
         Err(error) => {
-            let record = text.as_deref().and_then(|text| serde_json::from_slice(text).ok());
+            let record = text_as_object(text.as_deref());
             match read_refused_record(record, &at.place(), cursor.path(), meta, legacy, error)? {
                 Some(message) => message,
                 None => return Ok(None),

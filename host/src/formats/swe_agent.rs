@@ -18,7 +18,7 @@ use ctxhost_engine_abi::Message;
 use serde_json::{Map, Value};
 
 use super::{
-    cursor::{ArrayElements, Element, JsonCursor},
+    cursor::{text_as_object, ArrayElements, Element, JsonCursor},
     pairing::fix_id_types,
     value_as_text, Located, Source, TranscriptError, TranscriptMeta,
 };
@@ -224,10 +224,7 @@ impl<R: BufRead + Send> Source for SweAgentReader<R> {
                     let read = match value {
                         Ok(message) => self.read_call_ids(message),
                         Err(error) => {
-                            let Some(fields) = text
-                                .as_deref()
-                                .and_then(|text| serde_json::from_slice::<Map<String, Value>>(text).ok())
-                            else {
+                            let Some(fields) = text_as_object(text.as_deref()) else {
                                 return Err(error);
                             };
                             self.message(fields)
