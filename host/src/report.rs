@@ -257,7 +257,7 @@ impl RunReport {
             for (number, compaction) in o.compactions.iter().enumerate() {
                 if repeated
                     .iter()
-                    .any(|group| group.reason == nothing_reason(compaction))
+                    .any(|group| Some(group.reason) == nothing_reason(compaction))
                 {
                     continue;
                 }
@@ -276,8 +276,7 @@ impl RunReport {
                 let _ = writeln!(
                     out,
                     "  {} attempts, {at}: nothing to compact: {}",
-                    group.attempts,
-                    group.reason.unwrap_or_default()
+                    group.attempts, group.reason
                 );
             }
         }
@@ -504,7 +503,7 @@ fn describe_compaction(compaction: &CompactionRecord, messages_replayed: usize) 
 /// (each is still in `--json`): an engine that cannot bring the context under its threshold is
 /// asked before every model call, and a long session would list hundreds of identical lines.
 struct NothingToCompact<'a> {
-    reason: Option<&'a str>,
+    reason: &'a str,
     attempts: usize,
     first_at: usize,
     last_at: usize,
@@ -529,13 +528,13 @@ fn repeated_nothing_to_compact(compactions: &[CompactionRecord]) -> Vec<NothingT
         let Some(reason) = nothing_reason(compaction) else {
             continue;
         };
-        match groups.iter_mut().find(|group| group.reason == Some(reason)) {
+        match groups.iter_mut().find(|group| group.reason == reason) {
             Some(group) => {
                 group.attempts += 1;
                 group.last_at = compaction.at_message;
             }
             None => groups.push(NothingToCompact {
-                reason: Some(reason),
+                reason,
                 attempts: 1,
                 first_at: compaction.at_message,
                 last_at: compaction.at_message,

@@ -1047,7 +1047,7 @@ fn an_observer_offering_a_tool_the_agent_has_itself_is_said_once_and_never_given
     assert!(context == alone_context, "the final contexts differ");
     let said: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.contains("lists its tools after its messages"))
+        .filter(|l| l.contains("tools-after.json: it lists its tools after its messages"))
         .collect();
     assert_eq!(said.len(), 1, "{stderr}");
     assert!(

@@ -204,6 +204,7 @@ pub(super) fn run_transcript(settings: &Settings, args: &RunArgs, mode: Mode) ->
         &outcome.tool_dispatches,
     );
     for warning in late {
+        let warning = format!("{}: {warning}", path.display());
         warn_user(&warning);
         outcome.warnings.push(warning);
     }

@@ -89,7 +89,7 @@ pub fn tools_listed_too_late(
             continue;
         };
         warnings.push(format!(
-            "the transcript lists its tools after its messages, too late to know `{tool}` as the agent's own: observer `{}` was asked its {} call(s) (the context kept the recorded results); list `tools` ahead of `messages` to keep them from it",
+            "it lists its tools after its messages, too late to know `{tool}` as the agent's own: observer `{}` was asked its {} call(s) (the context kept the recorded results); list `tools` ahead of `messages` to keep them from it",
             first.engine,
             answered.len()
         ));
