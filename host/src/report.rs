@@ -49,8 +49,8 @@ pub struct RunReport {
     pub transcript_warnings: Vec<String>,
     /// Malformed records left out (`--skip-bad-records`), each named in a warning.
     pub bad_records_skipped: u64,
-    /// Records left out because the model was never sent them (a Claude Code subagent's
-    /// sidechain, OpenHands's state changes…), by kind.
+    /// Records left out, not replayed as messages (a Claude Code subagent's sidechain,
+    /// OpenHands's state changes, an attachment type not read…), by kind.
     pub records_left_out: std::collections::BTreeMap<String, u64>,
     /// Compactions the recording agent made: where each was (its record's line, the messages
     /// before it), without its summary, which is not replayed.
@@ -184,7 +184,7 @@ impl RunReport {
                 .collect();
             let _ = writeln!(
                 out,
-                "            records the model was never sent, left out: {}",
+                "            records left out, not replayed as messages: {}",
                 kinds.join(", ")
             );
         }

@@ -557,7 +557,7 @@ fn records_left_out_are_counted_in_the_report_and_in_json() {
     let transcript = transcript.to_str().unwrap();
     let (stdout, _) = texts(&tree.run(&["run", transcript]));
     assert!(
-        stdout.contains("records the model was never sent, left out: 1 file-history-snapshot, 4 sidechain"),
+        stdout.contains("records left out, not replayed as messages: 1 file-history-snapshot, 4 sidechain"),
         "{stdout}"
     );
     let (stdout, _) = texts(&tree.run(&["run", transcript, "--json"]));

@@ -18,6 +18,13 @@
 //! - A record's `toolUseResult` is Claude Code's copy of a tool's output for its own interface
 //!   (a command's stdout again, an edited file's whole original): the model never saw it, and it
 //!   is left out, unread. Kept, it doubled every tool result in memory and in every engine's input.
+//! - An `attachment` record is what Claude Code adds to the next request besides the user's
+//!   words. The types whose text the model reads become `user` messages in place: a prompt typed
+//!   while the model worked (`queued_command` from a person) the user's own; an @-mentioned
+//!   `file`, CLAUDE.md (`nested_memory`), a hook's `hook_additional_context` and a
+//!   `skill_listing` meta messages (`isMeta`), the attachment's other fields kept. A record's
+//!   `rendered` text, what Claude Code sent for it, is read before its fields. Other types are
+//!   left out, counted by type.
 //! - `isSidechain` records are a subagent's conversation, not the main one: left out, counted.
 //!   A file whose first conversation record is a sidechain is a subagent's own log (Claude Code
 //!   writes each subagent's conversation to an `agent-<id>.jsonl`, every record a sidechain): its
@@ -146,6 +153,8 @@ struct Turn {
     merged_uuids: Vec<Value>,
     /// The results, with their records' lines.
     results: Vec<(Message, usize)>,
+    /// Attachments written while calls were unanswered, which follow the results.
+    after_results: Vec<(Message, usize)>,
 }
 
 impl Turn {
@@ -158,6 +167,16 @@ impl Turn {
                 .iter()
                 .any(|(seen, _)| seen.tool_call_id.as_deref() == id);
             called && !answered
+        })
+    }
+
+    /// Whether a call of the message has no result yet.
+    fn awaits_results(&self) -> bool {
+        self.calls.iter().any(|call| {
+            !self
+                .results
+                .iter()
+                .any(|(result, _)| result.tool_call_id.as_deref() == Some(call.id.as_str()))
         })
     }
 
@@ -194,7 +213,9 @@ impl Turn {
             name: None,
             extra,
         };
-        std::iter::once((assistant, self.line)).chain(self.results)
+        std::iter::once((assistant, self.line))
+            .chain(self.results)
+            .chain(self.after_results)
     }
 }
 
@@ -328,9 +349,64 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                     .unwrap_or("no subtype");
                 meta.skip(format!("system ({subtype})"));
             }
+            "attachment" => self.read_attachment(fields, at, meta),
             other => meta.skip(other),
         }
         Ok(true)
+    }
+
+    /// An `attachment` record: what Claude Code adds to the next request besides the user's words
+    /// (an @-mentioned file, CLAUDE.md, a hook's context, a prompt typed while the model worked).
+    /// One with text the model reads becomes a user message in place; any other is counted.
+    fn read_attachment(&mut self, mut fields: Fields, at: LineAt, meta: &mut TranscriptMeta) {
+        let rendered = fields.take("rendered");
+        fields.take("renderedRole");
+        let mut attachment = match fields.take("attachment") {
+            Some(Value::Object(attachment)) => attachment,
+            _ => {
+                meta.skip("attachment (no `attachment` object)");
+                return;
+            }
+        };
+        let kind = attachment
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("no type")
+            .to_owned();
+        // What Claude Code rendered for the model is read before what ctxhost would make of the
+        // attachment's fields, except for the user's own words.
+        let from_fields = attachment_text(&kind, &mut attachment);
+        let read = match (from_fields, rendered.as_ref().and_then(rendered_text)) {
+            (Some(AttachmentText::Prompt(text)), _) => Some(AttachmentText::Prompt(text)),
+            (_, Some(text)) => Some(AttachmentText::Meta(text)),
+            (from_fields, None) => from_fields,
+        };
+        let Some(read) = read else {
+            meta.skip(format!("attachment ({kind}: no text ctxhost replays)"));
+            return;
+        };
+        let mut extra = fields.into_map(2);
+        let text = match read {
+            AttachmentText::Prompt(text) => text,
+            AttachmentText::Meta(text) => {
+                extra.insert("isMeta".to_owned(), Value::Bool(true));
+                text
+            }
+        };
+        extra.insert("attachment".to_owned(), Value::Object(attachment));
+        let message = Message {
+            extra,
+            ..Message::user(text)
+        };
+        // Between a call and its result nothing may stand: what a hook added there follows the
+        // results.
+        match &mut self.turn {
+            Some(turn) if turn.awaits_results() => turn.after_results.push((message, at.line)),
+            _ => {
+                self.flush_turn();
+                self.queue.push(message, at.line);
+            }
+        }
     }
 
     /// Counts conversation records that do not continue the one before them. Records of the
@@ -546,6 +622,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 message_fields: Fields::default(),
                 merged_uuids: Vec::new(),
                 results: Vec::new(),
+                after_results: Vec::new(),
             });
         }
         let turn = self.turn.as_mut().expect("just set");
@@ -593,6 +670,93 @@ fn synthetic_kind(fields: &Fields, message: Option<&ApiMessage>) -> Option<&'sta
     } else {
         None
     }
+}
+
+/// The text an attachment gives the model.
+enum AttachmentText {
+    /// The user's own words: a prompt typed while the model was working.
+    Prompt(String),
+    /// Context Claude Code adds for the model (a `<system-reminder>`), read as a meta message.
+    Meta(String),
+}
+
+/// The text of the attachment types whose content reaches the model, taken out of
+/// `attachment` (its other keys stay in the message's `extra`); `None` for other types.
+fn attachment_text(kind: &str, attachment: &mut Map<String, Value>) -> Option<AttachmentText> {
+    match kind {
+        "queued_command" => {
+            let prompt = take_text(attachment, "prompt")?;
+            let mode = attachment.get("commandMode").and_then(Value::as_str);
+            let origin = attachment
+                .get("origin")
+                .and_then(|origin| origin.get("kind"))
+                .and_then(Value::as_str);
+            let typed =
+                mode.is_none_or(|mode| mode == "prompt") && origin.is_none_or(|origin| origin == "human");
+            Some(if typed {
+                AttachmentText::Prompt(prompt)
+            } else {
+                AttachmentText::Meta(prompt)
+            })
+        }
+        "hook_additional_context" | "skill_listing" => {
+            take_text(attachment, "content").map(AttachmentText::Meta)
+        }
+        "file" | "nested_memory" => {
+            let path = ["filename", "path"]
+                .iter()
+                .find_map(|key| attachment.get(*key).and_then(Value::as_str))
+                .map(str::to_owned);
+            // `file` holds what the Read tool would give (`content.file.content`), `nested_memory`
+            // the file's `content.content`; either may be the text itself.
+            let text = match attachment.get_mut("content")? {
+                Value::String(text) => std::mem::take(text),
+                Value::Object(content) => {
+                    let inner = match content.get_mut("file") {
+                        Some(Value::Object(file)) => file,
+                        _ => content,
+                    };
+                    match inner.get_mut("content") {
+                        Some(Value::String(text)) => std::mem::take(text),
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            };
+            attachment.remove("content");
+            Some(AttachmentText::Meta(match path {
+                Some(path) => format!("Contents of {path}:\n\n{text}"),
+                None => text,
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// `key` of `attachment` taken out as text: a string, or a list of strings one per line.
+fn take_text(attachment: &mut Map<String, Value>, key: &str) -> Option<String> {
+    let text = match attachment.get(key)? {
+        Value::String(text) => text.clone(),
+        Value::Array(items) => {
+            let lines: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+            lines?.join("\n")
+        }
+        _ => return None,
+    };
+    attachment.remove(key);
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// The text of a record's `rendered` (`[{"content": …}]`, what Claude Code sent for it), when
+/// it holds any.
+fn rendered_text(rendered: &Value) -> Option<String> {
+    let pieces: Vec<&str> = rendered
+        .as_array()?
+        .iter()
+        .filter_map(|piece| piece.get("content").and_then(Value::as_str))
+        .collect();
+    let text = pieces.join("\n");
+    (!text.trim().is_empty()).then_some(text)
 }
 
 /// A content block's `type`, when it is text.

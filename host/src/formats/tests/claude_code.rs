@@ -621,3 +621,164 @@ fn parallel_results_linked_to_their_own_call_records_are_no_rewind() {
         ]
     );
 }
+
+fn attachment(uuid: &str, parent: &str, attachment: Value) -> Value {
+    json!({"parentUuid": parent, "isSidechain": false, "type": "attachment", "uuid": uuid, "sessionId": "s1", "attachment": attachment})
+}
+
+#[test]
+fn attachments_the_model_reads_are_user_messages_in_place_and_others_are_counted() {
+    let mut rendered = attachment("at5", "at4", json!({"type": "date"}));
+    rendered["rendered"] = json!([{"content": "<system-reminder>Today is 2026-11-29.</system-reminder>"}]);
+    let text = jsonl(&[
+        user("u1", None, json!("fix the retry bug in @src/handlers.py")),
+        attachment(
+            "at1",
+            "u1",
+            json!({"type": "file", "filename": "/repo/src/handlers.py", "content": {"type": "text", "file": {"filePath": "/repo/src/handlers.py", "content": "def retry(): pass"}}}),
+        ),
+        attachment(
+            "at2",
+            "at1",
+            json!({"type": "nested_memory", "path": "/repo/CLAUDE.md", "content": {"path": "/repo/CLAUDE.md", "type": "Project", "content": "always run make test"}}),
+        ),
+        attachment(
+            "at3",
+            "at2",
+            json!({"type": "hook_additional_context", "content": ["branch: main", "ticket: PAY-7"], "hookEvent": "UserPromptSubmit"}),
+        ),
+        attachment(
+            "at4",
+            "at3",
+            json!({"type": "plan_mode", "planFilePath": "/p.md"}),
+        ),
+        rendered,
+        assistant(
+            "a1",
+            "at5",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test"}}]),
+            usage(10, 5),
+        ),
+        user(
+            "u2",
+            Some("a1"),
+            json!([{"type": "tool_result", "tool_use_id": "t1", "content": "1 failed"}]),
+        ),
+        attachment(
+            "at6",
+            "u2",
+            json!({"type": "queued_command", "prompt": "also check the logs", "commandMode": "prompt", "origin": {"kind": "human"}}),
+        ),
+        attachment(
+            "at7",
+            "at6",
+            json!({"type": "queued_command", "prompt": "<task-notification>done</task-notification>", "commandMode": "task-notification"}),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let messages: Vec<(Role, String, bool)> = transcript
+        .messages
+        .iter()
+        .map(|m| {
+            let meta = m.extra.get("isMeta") == Some(&json!(true));
+            (m.role, m.text().into_owned(), meta)
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            (
+                Role::User,
+                "fix the retry bug in @src/handlers.py".to_owned(),
+                false
+            ),
+            (
+                Role::User,
+                "Contents of /repo/src/handlers.py:\n\ndef retry(): pass".to_owned(),
+                true
+            ),
+            (
+                Role::User,
+                "Contents of /repo/CLAUDE.md:\n\nalways run make test".to_owned(),
+                true
+            ),
+            (Role::User, "branch: main\nticket: PAY-7".to_owned(), true),
+            (
+                Role::User,
+                "<system-reminder>Today is 2026-11-29.</system-reminder>".to_owned(),
+                true
+            ),
+            (Role::Assistant, String::new(), false),
+            (Role::Tool, "1 failed".to_owned(), false),
+            (Role::User, "also check the logs".to_owned(), false),
+            (
+                Role::User,
+                "<task-notification>done</task-notification>".to_owned(),
+                true
+            ),
+        ]
+    );
+    // The attachment's other fields stay, its text is not kept twice.
+    assert_eq!(
+        transcript.messages[1].extra["attachment"],
+        json!({"type": "file", "filename": "/repo/src/handlers.py"})
+    );
+    assert_eq!(
+        transcript
+            .meta
+            .skipped
+            .get("attachment (plan_mode: no text ctxhost replays)"),
+        Some(&1)
+    );
+    assert_eq!(transcript.meta.skipped.len(), 1);
+    assert!(
+        transcript.meta.warnings.is_empty(),
+        "{:?}",
+        transcript.meta.warnings
+    );
+}
+
+#[test]
+fn an_attachment_written_between_a_call_and_its_result_follows_the_result() {
+    let text = jsonl(&[
+        user("u1", None, json!("run the tests")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test"}}]),
+            usage(10, 5),
+        ),
+        attachment(
+            "at1",
+            "a1",
+            json!({"type": "hook_additional_context", "content": "lint is slow today", "hookEvent": "PreToolUse"}),
+        ),
+        user(
+            "u2",
+            Some("at1"),
+            json!([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let roles: Vec<(Role, String)> = transcript
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text().into_owned()))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            (Role::User, "run the tests".to_owned()),
+            (Role::Assistant, String::new()),
+            (Role::Tool, "ok".to_owned()),
+            (Role::User, "lint is slow today".to_owned()),
+        ]
+    );
+    assert!(
+        transcript.meta.warnings.is_empty(),
+        "{:?}",
+        transcript.meta.warnings
+    );
+}
