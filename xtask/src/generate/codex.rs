@@ -1,6 +1,8 @@
 //! The benchmark session as a Codex rollout: `session_meta`, then a `response_item` per message,
-//! call and call output (with a `token_count` event after each model call); and as older Codex
-//! versions wrote it, a bare header then bare items.
+//! call and call output, with what Codex records around them for its interface (a `turn_context`
+//! before each user message, `user_message`/`agent_message` events repeating the messages, a
+//! `token_count` event after each model call); and as older Codex versions wrote it, a bare
+//! header then bare items.
 
 use ctxhost_engine_abi::{Message, Role};
 use serde_json::{json, Value};
@@ -67,7 +69,26 @@ pub(super) fn rollout(session: &[Message]) -> Vec<Value> {
             index % 60,
             index % 1000
         );
+        // What Codex records for its own interface around the items: the turn's settings before
+        // a user's message, and events repeating the messages' text.
+        let role = (item["type"] == "message").then(|| item["role"].as_str()).flatten();
+        let text = item["content"][0]["text"].clone();
+        if role == Some("user") {
+            records.push(json!({"timestamp": timestamp, "type": "turn_context", "payload": {
+                "cwd": "/srv/app", "approval_policy": "on-request", "model": "gpt-5-codex", "effort": "medium",
+                "summary": "auto", "sandbox_policy": {"mode": "workspace-write", "network_access": false},
+            }}));
+        }
         records.push(json!({"timestamp": timestamp, "type": "response_item", "payload": item}));
+        match role {
+            Some("user") => records.push(json!({"timestamp": timestamp, "type": "event_msg", "payload": {
+                "type": "user_message", "message": text, "images": [],
+            }})),
+            Some("assistant") => records.push(json!({"timestamp": timestamp, "type": "event_msg", "payload": {
+                "type": "agent_message", "message": text,
+            }})),
+            _ => {}
+        }
         if ends_a_model_call {
             total += 31_000;
             records.push(json!({"timestamp": timestamp, "type": "event_msg", "payload": {
