@@ -40,7 +40,8 @@
 //!   delegation never answered leaves out the rest of the file, with a warning;
 //! - a `condensation` action is a compaction OpenHands's condenser made: left out, its `summary`
 //!   listed in [`TranscriptMeta::compactions`] (the events it forgot are still in the file, and
-//!   are replayed; see the module docs of `formats`);
+//!   are replayed; see the module docs of `formats`); so is a `condense` observation, the summary
+//!   of the condenser before it;
 //! - every other event (agent state changes, recalls, the interface's own) is left out and
 //!   counted; the event's other fields stay in the message's `extra`, minus the bulky
 //!   `tool_call_metadata` and `llm_metrics`;
@@ -535,6 +536,15 @@ impl<R: BufRead> OpenhandsReader<R> {
                 Ok(Some(with_extra(Message::tool(id, content), event)))
             }
             (None, "error" | "user_rejected") => Ok(Some(with_extra(Message::user(content), event))),
+            // The summary of the condenser OpenHands had before `condensation` actions.
+            (None, "condense") => {
+                meta.compactions.push(RecordedCompaction {
+                    line: at.line,
+                    messages_before: self.emitted,
+                    summary: content,
+                });
+                Ok(None)
+            }
             (None, "run" | "run_ipython") if self.caused_by(&event) == Some(TextAction::UserCommand) => {
                 let content = match command_metadata(&event) {
                     Some(metadata) => format!(

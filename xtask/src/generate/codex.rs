@@ -71,7 +71,9 @@ pub(super) fn rollout(session: &[Message]) -> Vec<Value> {
         );
         // What Codex records for its own interface around the items: the turn's settings before
         // a user's message, and events repeating the messages' text.
-        let role = (item["type"] == "message").then(|| item["role"].as_str()).flatten();
+        let role = (item["type"] == "message")
+            .then(|| item["role"].as_str())
+            .flatten();
         let text = item["content"][0]["text"].clone();
         if role == Some("user") {
             records.push(json!({"timestamp": timestamp, "type": "turn_context", "payload": {
@@ -84,9 +86,11 @@ pub(super) fn rollout(session: &[Message]) -> Vec<Value> {
             Some("user") => records.push(json!({"timestamp": timestamp, "type": "event_msg", "payload": {
                 "type": "user_message", "message": text, "images": [],
             }})),
-            Some("assistant") => records.push(json!({"timestamp": timestamp, "type": "event_msg", "payload": {
-                "type": "agent_message", "message": text,
-            }})),
+            Some("assistant") => {
+                records.push(json!({"timestamp": timestamp, "type": "event_msg", "payload": {
+                    "type": "agent_message", "message": text,
+                }}))
+            }
             _ => {}
         }
         if ends_a_model_call {

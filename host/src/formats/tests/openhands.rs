@@ -262,6 +262,32 @@ fn a_condensation_is_listed_as_a_recorded_compaction_and_not_replayed() {
 }
 
 #[test]
+fn a_condense_observation_of_the_older_condenser_is_a_recorded_compaction_too() {
+    let mut events = events();
+    events.insert(
+        5,
+        json!({"id": 9, "source": "agent", "observation": "condense", "content": "The user asked for the files; a README was listed.", "extras": {}}),
+    );
+    let transcript = read(Format::Openhands, &serde_json::to_string_pretty(&events).unwrap());
+    assert_eq!(transcript.messages.len(), 5);
+    let compactions = &transcript.meta.compactions;
+    assert_eq!(compactions.len(), 1);
+    assert_eq!(
+        (compactions[0].messages_before, compactions[0].summary.as_str()),
+        (4, "The user asked for the files; a README was listed.")
+    );
+    assert!(
+        !transcript
+            .meta
+            .skipped
+            .keys()
+            .any(|kind| kind.contains("condense")),
+        "{:?}",
+        transcript.meta.skipped
+    );
+}
+
+#[test]
 fn actions_before_function_calling_are_read_as_the_codeact_text_openhands_sent() {
     let events = json!([
         {"id": 0, "source": "user", "action": "message", "args": {"content": "Fix the test."}},
