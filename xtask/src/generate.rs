@@ -79,20 +79,19 @@ pub fn write_session(out: &Path, shape: Shape, messages: usize, written: Written
     let file = File::create(out).with_context(|| format!("creating {}", out.display()))?;
     let mut writer = BufWriter::new(file);
     let jsonl = out.extension().is_some_and(|ext| ext == "jsonl");
-    let lines = Document::Lines;
     let document = match written {
-        Written::Openai if jsonl => lines(
+        Written::Openai if jsonl => Document::Lines(
             session
                 .iter()
                 .map(|m| serde_json::to_value(m).expect("a message"))
                 .collect(),
         ),
         Written::Openai => Document::Whole(serde_json::to_value(&session)?),
-        Written::ClaudeCode => lines(claude_code::records(&session)),
+        Written::ClaudeCode => Document::Lines(claude_code::records(&session)),
         Written::Openhands => Document::Whole(Value::Array(openhands::events(&session))),
-        Written::Hermes => lines(vec![hermes::session(&session)]),
-        Written::Codex => lines(codex::rollout(&session)),
-        Written::CodexLegacy => lines(codex::legacy_rollout(&session)),
+        Written::Hermes => Document::Lines(vec![hermes::session(&session)]),
+        Written::Codex => Document::Lines(codex::rollout(&session)),
+        Written::CodexLegacy => Document::Lines(codex::legacy_rollout(&session)),
         Written::SweAgent => Document::Whole(swe_agent::trajectory(&session)),
     };
     match document {
