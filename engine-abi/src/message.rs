@@ -240,7 +240,7 @@ fn arguments_as_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Strin
 }
 
 /// One OpenAI-format chat message.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Message {
     /// Who wrote it.
     pub role: Role,
@@ -254,6 +254,40 @@ pub struct Message {
     pub name: Option<String>,
     /// Every other key, in the order it came.
     pub extra: Map<String, Value>,
+}
+
+/// Equal when every field is, `extra`'s keys in any order, as JSON objects compare.
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        self.role == other.role
+            && self.tool_call_id == other.tool_call_id
+            && self.name == other.name
+            && self.tool_calls == other.tool_calls
+            && self.content == other.content
+            && same_fields(&self.extra, &other.extra)
+    }
+}
+
+/// Whether two objects hold the same keys and values. A copy keeps its keys' order, so they are
+/// first compared in order: a map's own comparison hashes every key to find it in the other
+/// (SipHash), which was most of what comparing a context of Claude Code messages cost.
+fn same_fields(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    a.len() == b.len()
+        && (a
+            .iter()
+            .zip(b.iter())
+            .all(|((key_a, a), (key_b, b))| key_a == key_b && same_value(a, b))
+            || a == b)
+}
+
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => same_fields(a, b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_value(a, b))
+        }
+        _ => a == b,
+    }
 }
 
 impl Message {
@@ -433,6 +467,40 @@ fn json_size_hint(messages: &[Message]) -> usize {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn messages_compare_their_extra_keys_in_any_order() {
+        let message = |extra: Value| Message {
+            extra: extra.as_object().unwrap().clone(),
+            ..Message::user("hi")
+        };
+        let a = message(
+            serde_json::json!({"uuid": "u1", "usage": {"in": 1, "out": 2}, "tags": [{"a": 1, "b": 2}]}),
+        );
+        let reordered = message(
+            serde_json::json!({"tags": [{"b": 2, "a": 1}], "usage": {"out": 2, "in": 1}, "uuid": "u1"}),
+        );
+        assert_eq!(a, a.clone());
+        assert_eq!(a, reordered);
+        let other_value = message(
+            serde_json::json!({"uuid": "u1", "usage": {"in": 1, "out": 3}, "tags": [{"a": 1, "b": 2}]}),
+        );
+        assert_ne!(a, other_value);
+        let other_key = message(
+            serde_json::json!({"uuid": "u1", "usage": {"in": 1, "out": 2}, "tag": [{"a": 1, "b": 2}]}),
+        );
+        assert_ne!(a, other_key);
+        let fewer = message(serde_json::json!({"uuid": "u1", "usage": {"in": 1, "out": 2}}));
+        assert_ne!(a, fewer);
+        assert_ne!(
+            a,
+            Message {
+                content: Content::Text("ho".into()),
+                ..a.clone()
+            }
+        );
+    }
+
     use super::*;
 
     #[test]
