@@ -207,24 +207,12 @@ impl<'e> Replayer<'e> {
         let active = offered.names().map(str::to_owned).collect();
         let mut warnings = offered.warnings;
         warnings.extend(self.observers.schema_warnings().map(str::to_owned));
-        let (observers, agent_tools) = (&self.observers, &self.agent_tools);
-        let mut agents_own = Vec::new();
         // A detached observer answers nothing: its tools are not offered again after a swap.
-        let offered_by_observers = observers
-            .tools()
-            .filter(|(index, _)| !observers.is_detached(*index))
-            .filter(|(index, tool)| {
-                let own = agent_tools.contains(*tool);
-                if own {
-                    agents_own.push(format!(
-                        "observer `{}` offers the tool `{tool}`, which the agent has itself; the agent's own calls of it are left to the transcript's recorded results",
-                        observers.name(*index)
-                    ));
-                }
-                !own
-            })
-            .map(|(index, tool)| (index, observers.name(index), tool));
-        let (table, more) = merge_tool_owners(active, offered_by_observers);
+        let (offered_by_observers, agents_own) = self.observers.offerable_tools(
+            &self.agent_tools,
+            "the agent's own calls of it are left to the transcript's recorded results",
+        );
+        let (table, more) = merge_tool_owners(active, offered_by_observers.into_iter());
         warnings.extend(more);
         for warning in agents_own {
             if self.said.insert(warning.clone()) {
