@@ -1329,3 +1329,46 @@ fn tool_names(tools: &[Value]) -> Vec<String> {
         .map(|tool| tool["name"].as_str().unwrap().to_owned())
         .collect()
 }
+
+#[test]
+fn an_observers_tool_named_like_one_the_agent_has_itself_is_left_to_the_agent() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::start(tree.root());
+    let config = json!({"faulty": {"echo_tool": "terminal"}});
+    let call = json!({"name": "terminal", "arguments": {"command": "ls"}});
+    // A client that does not say which tools its agent has (as before protocol 1.4): the
+    // observer's `terminal` is offered and answers.
+    let unaware = served.open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}));
+    assert_eq!(
+        tool_names(&unaware.value.tools),
+        ["terminal", "faulty_host_services"]
+    );
+    assert_eq!(unaware.value.warnings, Vec::<String>::new());
+    let mut params = call.clone();
+    params["session"] = json!(unaware.value.session);
+    let echo: Answer<Value> = served.call(method::HANDLE_TOOL_CALL, params);
+    assert_eq!(echo.value, json!({"command": "ls"}));
+    // One that does: the observer's `terminal` is neither offered nor asked, said once.
+    let aware = served.open(json!({
+        "config": config, "observers": ["faulty"], "model": model(16_000),
+        "agent_tools": ["terminal", "read_file"],
+    }));
+    let session = aware.value.session;
+    let warning = "observer `faulty` offers the tool `terminal`, which the agent has itself; it is not offered as the observer's, and the agent's calls of it are not given to the observer";
+    assert_eq!(tool_names(&aware.value.tools), ["faulty_host_services"]);
+    assert_eq!(aware.value.warnings, [warning]);
+    let tools: Answer<Vec<Value>> = served.call(method::GET_TOOL_SCHEMAS, json!({"session": session}));
+    assert_eq!(tool_names(&tools.value), ["faulty_host_services"]);
+    let mut params = call.clone();
+    params["session"] = json!(session);
+    let answer: Answer<Value> = served.call(method::HANDLE_TOOL_CALL, params);
+    assert_eq!(
+        answer.value,
+        json!({"error": "Unknown context engine tool: terminal"}),
+        "the engine answers a tool it does not offer; the observer is not asked"
+    );
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    assert_eq!(log.matches(warning).count(), 1, "{log}");
+}

@@ -190,6 +190,7 @@ fn open(
     let _session = super::in_session(&session.id);
     session.watch = Watch::new(&session.id, observers);
     session.standby = standby;
+    session.agent_tools = params.agent_tools.iter().cloned().collect();
     if let Some(model) = &model {
         session.watch.update_model(model);
         let updated = session.engine.update_model(model).map_err(engine_error);

@@ -51,6 +51,9 @@ pub struct Session {
     /// Engines that go back to observing when a swap hands the context away from them: those
     /// asked to observe that are (or were swapped in as) the engine.
     pub standby: Vec<String>,
+    /// The tools the agent has itself (`session/open`'s `agent_tools`): an observer offering one
+    /// of those names is not offered as its owner, nor given the agent's calls of it.
+    pub agent_tools: BTreeSet<String>,
     engine_written: HashSet<String>,
 }
 
@@ -72,6 +75,7 @@ impl Session {
             last_messages: LastContext::default(),
             records: Vec::new(),
             standby: Vec::new(),
+            agent_tools: BTreeSet::new(),
             engine_written: HashSet::new(),
         };
         (session, fallback)
@@ -135,10 +139,10 @@ impl Session {
 
     /// Which engine answers each tool offered: the engine's (`active`), then each observer's
     /// that a replay would offer ([`Observers::offerable_tools`]: none of a detached
-    /// observer); the warnings about those left out.
+    /// observer, none the agent has itself); the warnings about those left out.
     fn tool_owners(&self, active: Vec<String>) -> (Vec<(String, ToolOwner)>, Vec<String>) {
         let (offerable, agents_own) = self.watch.observers().offerable_tools(
-            &BTreeSet::new(),
+            &self.agent_tools,
             "it is not offered as the observer's, and the agent's calls of it are not given to the observer",
         );
         let (owners, mut warnings) = merge_tool_owners(active, offerable.into_iter());
@@ -147,7 +151,7 @@ impl Session {
     }
 
     /// Who answers a call of the tool `name`: the observer it is offered as, else the engine (a
-    /// tool it does not offer gets the engine's own answer), unless a
+    /// tool it does not offer, the agent's own included, gets the engine's own answer), unless a
     /// detached observer offered it.
     pub fn route_tool_call(&mut self, name: &str) -> ToolRoute {
         // An engine whose schemas cannot be read offers no tools (its failure is in the log).
@@ -166,6 +170,7 @@ impl Session {
         {
             Some(ToolOwner::Observer(index)) => ToolRoute::Observer(index),
             Some(ToolOwner::Active) => ToolRoute::Engine,
+            None if self.agent_tools.contains(name) => ToolRoute::Engine,
             None => {
                 let observers = self.watch.observers();
                 let detached = observers
