@@ -24,7 +24,9 @@ use super::{
     observers::{Lifecycle, Observers, ToolAnswer},
     recorded_usage,
     script::{self, CommandSource, ScriptedCommand, SessionCommand},
-    tools::{answers_equal, merge_tool_owners, parse_arguments, PendingCall, ToolDispatch, ToolOwner},
+    tools::{
+        answers_equal, merge_tool_owners, parse_arguments, DetachedTool, PendingCall, ToolDispatch, ToolOwner,
+    },
     CompactionRecord, FactAccounting, LiveContext, Outcome, ReplayOptions, Trigger, HYGIENE_MESSAGES,
     HYGIENE_PERCENT, NEW_SESSION_REASON,
 };
@@ -988,6 +990,7 @@ impl<'e> Replayer<'e> {
             counters,
             status,
             observers: self.observers.summaries(),
+            detached_tools: self.detached_tools(),
             standby: self
                 .standby
                 .iter()
@@ -996,6 +999,19 @@ impl<'e> Replayer<'e> {
                 .collect(),
         });
         std::mem::take(&mut self.context).into_messages()
+    }
+
+    /// The tools no longer offered because the observer offering them was detached (a name an
+    /// engine swapped in since offers is offered again, as that engine's).
+    fn detached_tools(&self) -> Vec<DetachedTool> {
+        self.fallen_back
+            .iter()
+            .filter(|(tool, _)| !self.tools.iter().any(|(offered, _)| offered == tool))
+            .map(|(tool, index)| DetachedTool {
+                tool: tool.clone(),
+                observer: self.observers.name(*index).to_owned(),
+            })
+            .collect()
     }
 
     fn call<T>(&mut self, body: impl FnOnce(&mut EngineHandle) -> Result<T, EngineCallError>) -> Option<T> {
