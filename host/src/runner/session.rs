@@ -162,7 +162,12 @@ impl<'e> Replayer<'e> {
             failures_said: Vec::new(),
         };
         let model = replayer.options.model.clone();
-        replayer.call(|engine| engine.update_model(&model));
+        // Once, as the contract's lifecycle has it: an engine resolved for this model
+        // (`resolve_engine_for`, which puts the compressor in the place of one that fails there)
+        // was told it already.
+        if replayer.engine.model() != Some(&model) {
+            replayer.call(|engine| engine.update_model(&model));
+        }
         replayer.observers.lifecycle(Lifecycle::UpdateModel(model));
         let warnings = replayer.read_tools();
         replayer.begin_session(None, None);
