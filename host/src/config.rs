@@ -106,12 +106,42 @@ struct RawAuxiliary {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, expecting = "a mapping of settings")]
 struct RawContext {
-    engine: Option<String>,
-    observers: Vec<String>,
+    engine: Option<EngineName>,
+    observers: Vec<EngineName>,
     observer_timeout: Option<f64>,
     plugins_dir: Option<PathBuf>,
     tokenizer: Option<String>,
     isolation: Option<String>,
+}
+
+/// An engine's name as the file writes it (`context.engine`, `context.observers`): a string.
+/// YAML reads `engine: 5` as a number, which a plain `String` would take as the name "5" without
+/// a word; the error names the key and the line instead.
+#[derive(Debug)]
+struct EngineName(String);
+
+impl EngineName {
+    fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for EngineName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = EngineName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an engine name (a string)")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<EngineName, E> {
+                Ok(EngineName(name.to_owned()))
+            }
+        }
+        // `any`, not `string`: the YAML reader hands a plain `5` to `visit_str` when asked for a
+        // string, and as the number it is when asked what it is.
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// A config file that cannot be used.
@@ -275,8 +305,11 @@ impl Settings {
             .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS_DIR));
         Ok(Self {
             source: Some(path.to_owned()),
-            engine: raw.context.engine.unwrap_or_else(|| DEFAULT_ENGINE.to_owned()),
-            observers: raw.context.observers,
+            engine: raw
+                .context
+                .engine
+                .map_or_else(|| DEFAULT_ENGINE.to_owned(), |name| name.0),
+            observers: raw.context.observers.into_iter().map(|name| name.0).collect(),
             observer_timeout: raw
                 .context
                 .observer_timeout
@@ -344,7 +377,7 @@ impl Settings {
 
 fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> Result<(), ConfigError> {
     if let Some(engine) = &raw.context.engine {
-        if engine.trim().is_empty() {
+        if engine.as_str().trim().is_empty() {
             return Err(invalid(
                 "context.engine",
                 "must name an engine, got an empty string".into(),
@@ -377,7 +410,13 @@ fn validate(raw: &RawConfig, invalid: impl Fn(&str, String) -> ConfigError) -> R
             ));
         }
     }
-    if let Some(blank) = raw.context.observers.iter().find(|name| name.trim().is_empty()) {
+    if let Some(blank) = raw
+        .context
+        .observers
+        .iter()
+        .map(EngineName::as_str)
+        .find(|name| name.trim().is_empty())
+    {
         return Err(invalid(
             "context.observers",
             format!("lists an empty engine name ({blank:?})"),
@@ -441,7 +480,7 @@ fn misspelt_engine_blocks(
         .engine
         .iter()
         .chain(&context.observers)
-        .map(String::as_str)
+        .map(EngineName::as_str)
         .filter(|name| *name != DEFAULT_ENGINE && document.get(name).is_none())
         .collect();
     let Some(keys) = document.as_object() else {
@@ -691,6 +730,37 @@ mod tests {
             let error = parse(text).unwrap_err().to_string();
             assert!(error.ends_with(expected), "{text:?}: {error}");
         }
+    }
+
+    #[test]
+    fn an_engine_name_that_is_not_a_string_is_an_error_naming_the_file_line_and_key() {
+        for (text, expected) in [
+            (
+                "context:\n  engine: 5\n",
+                "c.yaml:2:11: context.engine: invalid type: integer `5`, expected an engine name (a string)",
+            ),
+            (
+                "context:\n  engine: masking\n  observers:\n    - lcm\n    - 7.5\n",
+                "c.yaml:5:7: context.observers[1]: invalid type: floating point `7.5`, expected an engine name (a string)",
+            ),
+            (
+                "context:\n  observers: [lcm, true]\n",
+                "c.yaml:2:20: context.observers[1]: invalid type: boolean `true`, expected an engine name (a string)",
+            ),
+            (
+                "context:\n  observers: [{name: lcm}]\n",
+                "c.yaml:2:15: context.observers[0]: invalid type: map, expected an engine name (a string)",
+            ),
+        ] {
+            let error = Settings::parse(text, Path::new("c.yaml")).unwrap_err().to_string();
+            assert_eq!(error, expected, "{text:?}");
+        }
+        // Quoted, a number is a name the user chose to write.
+        let settings = parse("context:\n  engine: '5'\n  observers: [\"7\"]\n").unwrap();
+        assert_eq!(
+            (settings.engine.as_str(), settings.observers),
+            ("5", vec!["7".to_owned()])
+        );
     }
 
     #[test]

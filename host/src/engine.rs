@@ -155,6 +155,8 @@ pub struct EngineHandle {
     origin: EngineOrigin,
     /// Why the engine first configured was detached, once it was.
     detached: Option<String>,
+    /// The model its last `update_model` that succeeded told it.
+    model: Option<ModelInfo>,
 }
 
 /// How the engine is called.
@@ -185,6 +187,7 @@ impl EngineHandle {
             name: name.into(),
             origin,
             detached: None,
+            model: None,
         }
     }
 
@@ -195,6 +198,7 @@ impl EngineHandle {
             name: name.into(),
             origin,
             detached: None,
+            model: None,
         }
     }
 
@@ -214,6 +218,7 @@ impl EngineHandle {
             name: name.into(),
             origin,
             detached: None,
+            model: None,
         }
     }
 
@@ -358,17 +363,34 @@ impl EngineHandle {
         .map_err(self.failed("counters"))
     }
 
+    /// The model the engine was last told (by an `update_model` that succeeded).
+    pub fn model(&self) -> Option<&ModelInfo> {
+        self.model.as_ref()
+    }
+
     /// Tells the engine the model and its window.
     pub fn update_model(&mut self, model: &ModelInfo) -> CallResult<()> {
-        match &mut self.reach {
+        self.model = None;
+        let told = match &mut self.reach {
             Reach::Boundary(object) => {
                 let json = serde_json::to_string(model).expect("model info serialises");
                 object.update_model(RStr::from(json.as_str())).into_result()
             }
             Reach::Linked(engine) => engine.update_model(model),
-            Reach::Child(_) => return self.through_child("update_model", |child| child.update_model(model)),
+            Reach::Child(_) => {
+                let told = self.through_child("update_model", |child| child.update_model(model));
+                return self.remember_model(told, model);
+            }
+        };
+        let told = told.map_err(self.failed("update_model"));
+        self.remember_model(told, model)
+    }
+
+    fn remember_model(&mut self, told: CallResult<()>, model: &ModelInfo) -> CallResult<()> {
+        if told.is_ok() {
+            self.model = Some(model.clone());
         }
-        .map_err(self.failed("update_model"))
+        told
     }
 
     /// Starts a session.

@@ -408,8 +408,36 @@ fn render_owners_and_observers(out: &mut String, outcome: &ReplayOutcome) {
     }
 }
 
-fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
+/// The tools offered at the end, then those a detached observer offered, under its name:
+/// `lcm_grep; detached with observer `faulty`: faulty_echo, faulty_host_services`.
+fn offered_tools(o: &ReplayOutcome) -> String {
+    let mut parts = Vec::new();
     if !o.tools.is_empty() {
+        parts.push(o.tools.join(", "));
+    }
+    let mut observers: Vec<&str> = Vec::new();
+    for detached in &o.detached_tools {
+        if !observers.contains(&detached.observer.as_str()) {
+            observers.push(&detached.observer);
+        }
+    }
+    for observer in observers {
+        let tools: Vec<&str> = o
+            .detached_tools
+            .iter()
+            .filter(|detached| detached.observer == observer)
+            .map(|detached| detached.tool.as_str())
+            .collect();
+        parts.push(format!(
+            "detached with observer `{observer}`: {}",
+            tools.join(", ")
+        ));
+    }
+    parts.join("; ")
+}
+
+fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
+    if !o.tools.is_empty() || !o.detached_tools.is_empty() {
         let differed = o.tool_dispatches.iter().filter(|d| !d.equal).count();
         let failed = o.tool_dispatches.iter().filter(|d| d.failed).count();
         let failed = match failed {
@@ -419,7 +447,7 @@ fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
         let _ = writeln!(
             out,
             "tools       {}; {} call{} answered live ({} differed from the recorded result{failed})",
-            o.tools.join(", "),
+            offered_tools(o),
             o.tool_dispatches.len(),
             if o.tool_dispatches.len() == 1 { "" } else { "s" },
             differed

@@ -156,6 +156,13 @@ pub struct OpenParams {
     /// running an engine in a child process hands it the block it would have created it with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_config: Option<Value>,
+    /// The names of the tools the agent has itself (added in 1.4): an observer offering a tool
+    /// of one of these names (`terminal`) is not offered as that tool's owner, nor given the
+    /// agent's calls of it, and the reply's `warnings` say so once. Absent or empty: the server
+    /// knows of none. A server before 1.4 refuses the field (-32602): send it only to one whose
+    /// `initialize` answered 1.4 or later.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_tools: Vec<String>,
 }
 
 /// The engine a session runs (`session/open`, `swap`).

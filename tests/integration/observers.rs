@@ -5,7 +5,7 @@
 
 use std::{fs, path::Path};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::{example, run_ctxhost_within, texts, PluginDir, FAULTY_BAD_TOOLS_WARNINGS};
 
@@ -251,6 +251,40 @@ fn an_observers_answer_to_a_replayed_call_is_compared_but_the_context_keeps_the_
         let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with(fell_back)).collect();
         assert_eq!(said.len(), usize::from(detached), "faulty {faulty}: {stderr}");
     }
+}
+
+#[test]
+fn the_report_names_a_detached_observers_tools_apart_from_those_still_offered_in_text_and_json() {
+    let config = format!("{BASE_CONFIG}faulty:\n  observe: fail\n  observe_fail_at: 40\n");
+    let tree = observers_tree(&config);
+    let transcript = warehouse_calling_observer_tools(tree.root());
+    let watched = ["--observer", "lcm", "--observer", "faulty"];
+    let (report, _, _) = replay(&tree, &transcript, &watched);
+    assert_eq!(
+        report["tools"],
+        json!(["lcm_grep", "lcm_describe", "lcm_expand", "lcm_status"]),
+        "{}",
+        report["tools"]
+    );
+    assert_eq!(
+        report["detached_tools"],
+        json!([
+            {"tool": "faulty_echo", "observer": "faulty"},
+            {"tool": "faulty_host_services", "observer": "faulty"},
+        ])
+    );
+    let mut args = vec!["run", transcript.as_str()];
+    args.extend_from_slice(&watched);
+    let output = tree.run(&args);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let tools = stdout.lines().find(|line| line.starts_with("tools ")).unwrap();
+    assert!(
+        tools.starts_with(
+            "tools       lcm_grep, lcm_describe, lcm_expand, lcm_status; detached with observer `faulty`: faulty_echo, faulty_host_services; "
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]

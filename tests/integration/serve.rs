@@ -12,7 +12,7 @@ use ctxhost::formats::read_transcript;
 use ctxhost_engine_abi::{messages_from_json, Message, Role, SessionInfo};
 use ctxhost_protocol::{
     code, method, Answer, Client, ClientError, CompactionOutcome, CompactionRecord, Compressed, EngineInfo,
-    RpcError, ShutdownReport, Unchecked,
+    ErrorData, RpcError, ShutdownReport, Unchecked,
 };
 use pretty_assertions::assert_eq;
 use rusqlite::Connection;
@@ -813,11 +813,16 @@ fn an_observer_that_fails_in_one_of_several_sessions_is_detached_with_a_warning_
             .value
             .session;
         let context = start_and_compress_the_first_half(&mut served, &session, &messages);
-        let echo: Answer<Value> = served.call(
+        let echo = served.client.call_value(
             method::HANDLE_TOOL_CALL,
             json!({"session": session, "name": "faulty_echo", "arguments": {"said": observe}}),
         );
-        contexts.push((session, context, echo.value));
+        let echo = match echo {
+            Ok(answer) => answer["value"].clone(),
+            Err(ClientError::Rpc { error, .. }) => json!({"error": error.message}),
+            Err(other) => panic!("{other}"),
+        };
+        contexts.push((session, context, echo));
     }
     let (status, log) = served.finish();
     assert!(status.success(), "{log}");
@@ -1272,4 +1277,98 @@ fn shutdown_names_an_observer_detached_as_its_session_ended_among_the_problems()
     );
     let (status, _) = served.finish();
     assert!(status.success());
+}
+
+#[test]
+fn a_detached_observers_tools_are_offered_no_more_and_a_call_of_one_says_why_it_was_detached() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::start(tree.root());
+    let config = json!({"faulty": {"observe": "fail", "observe_fail_at": 1}});
+    let opened = served.open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}));
+    let session = opened.value.session;
+    assert_eq!(
+        tool_names(&opened.value.tools),
+        ["faulty_echo", "faulty_host_services"]
+    );
+    // Its first fact (the session's start) fails it.
+    start_and_compress_the_first_half(&mut served, &session, &transcript("coupon-fix.json"));
+    let tools: Answer<Vec<Value>> = served.call(method::GET_TOOL_SCHEMAS, json!({"session": session}));
+    assert_eq!(tool_names(&tools.value), Vec::<String>::new());
+    let refused = served.refused(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "faulty_echo", "arguments": {"said": "hello"}}),
+    );
+    assert_eq!(
+        refused,
+        RpcError {
+            code: code::ENGINE_FAILED,
+            message: "observer `faulty` was detached: engine `faulty` failed in `observe`: faulty engine: told to fail in `observe`; its tool `faulty_echo` is offered no more".to_owned(),
+            data: Some(Box::new(ErrorData {
+                kind: "unavailable".to_owned(),
+                engine: Some("faulty".to_owned()),
+                method: Some(method::HANDLE_TOOL_CALL.to_owned()),
+            })),
+        }
+    );
+    // The session goes on: a tool nobody offered is still the engine's to answer.
+    let unknown: Answer<Value> = served.call(
+        method::HANDLE_TOOL_CALL,
+        json!({"session": session, "name": "nobodys_tool", "arguments": {}}),
+    );
+    assert!(unknown.value["error"].is_string(), "{}", unknown.value);
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    let detached: Vec<&str> = log.lines().filter(|line| line.contains("detached")).collect();
+    assert_eq!(detached.len(), 1, "{log}");
+}
+
+fn tool_names(tools: &[Value]) -> Vec<String> {
+    tools
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn an_observers_tool_named_like_one_the_agent_has_itself_is_left_to_the_agent() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::start(tree.root());
+    let config = json!({"faulty": {"echo_tool": "terminal"}});
+    let call = json!({"name": "terminal", "arguments": {"command": "ls"}});
+    // A client that does not say which tools its agent has (as before protocol 1.4): the
+    // observer's `terminal` is offered and answers.
+    let unaware = served.open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}));
+    assert_eq!(
+        tool_names(&unaware.value.tools),
+        ["terminal", "faulty_host_services"]
+    );
+    assert_eq!(unaware.value.warnings, Vec::<String>::new());
+    let mut params = call.clone();
+    params["session"] = json!(unaware.value.session);
+    let echo: Answer<Value> = served.call(method::HANDLE_TOOL_CALL, params);
+    assert_eq!(echo.value, json!({"command": "ls"}));
+    // One that does: the observer's `terminal` is neither offered nor asked, said once.
+    let aware = served.open(json!({
+        "config": config, "observers": ["faulty"], "model": model(16_000),
+        "agent_tools": ["terminal", "read_file"],
+    }));
+    let session = aware.value.session;
+    let warning = "observer `faulty` offers the tool `terminal`, which the agent has itself; it is not offered as the observer's, and the agent's calls of it are not given to the observer";
+    assert_eq!(tool_names(&aware.value.tools), ["faulty_host_services"]);
+    assert_eq!(aware.value.warnings, [warning]);
+    let tools: Answer<Vec<Value>> = served.call(method::GET_TOOL_SCHEMAS, json!({"session": session}));
+    assert_eq!(tool_names(&tools.value), ["faulty_host_services"]);
+    let mut params = call.clone();
+    params["session"] = json!(session);
+    let answer: Answer<Value> = served.call(method::HANDLE_TOOL_CALL, params);
+    assert_eq!(
+        answer.value,
+        json!({"error": "Unknown context engine tool: terminal"}),
+        "the engine answers a tool it does not offer; the observer is not asked"
+    );
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+    assert_eq!(log.matches(warning).count(), 1, "{log}");
 }

@@ -38,7 +38,7 @@ use serde_json::Value;
 use super::{
     observers::ObserverSummary,
     script::{CommandSource, SessionCommand},
-    tools::ToolDispatch,
+    tools::{DetachedTool, ToolDispatch},
     CompactionRecord, Outcome,
 };
 
@@ -228,6 +228,8 @@ pub enum Fact {
         status: Option<Value>,
         /// What each observer received, and whether it was detached.
         observers: Vec<ObserverSummary>,
+        /// The tools offered no more at the end because the observer offering them was detached.
+        detached_tools: Vec<DetachedTool>,
         /// Engines listed as observers that own the context at the end: they observe once
         /// `/engine` swaps them out.
         standby: Vec<String>,

@@ -46,7 +46,7 @@ pub use observers::{observer_names, ObserverSummary, Observers, ToolAnswer, DEFA
 pub use script::{CommandSource, ScriptedCommand, SessionCommand};
 pub use session::{EngineSource, Replayer, Watchers};
 pub use tally::Tally;
-pub use tools::ToolDispatch;
+pub use tools::{DetachedTool, ToolDispatch};
 
 use crate::{engine::EngineHandle, tokens::TokenCounter};
 
@@ -227,8 +227,11 @@ pub struct ReplayOutcome {
     pub usage_estimated: usize,
     /// The session's id at the end (a new one after `/new`).
     pub session_id: String,
-    /// The engine's tools, routed to `handle_tool_call`.
+    /// The tools offered at the end (the active engine's, then the observers'), routed to
+    /// `handle_tool_call`.
     pub tools: Vec<String>,
+    /// The tools offered no more because the observer offering them was detached.
+    pub detached_tools: Vec<DetachedTool>,
     /// Every call of the transcript to an engine tool, answered live.
     pub tool_dispatches: Vec<ToolDispatch>,
     /// Every scripted command that ran.

@@ -104,6 +104,12 @@ enum Job {
     Status,
 }
 
+/// What a detached observer's tool answers (in a replay, and `ctxhost tool`) or a served
+/// session's call of it says: which observer, and why it was detached.
+pub fn detached_observer(observer: &str, why: &str) -> String {
+    format!("observer `{observer}` was detached: {why}")
+}
+
 /// What a call to an observer's tool gave.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ToolAnswer {
@@ -570,6 +576,38 @@ impl Observers {
             .flat_map(|(index, w)| w.schemas.iter().map(move |schema| (index, schema)))
     }
 
+    /// The observers' tools the agent can be offered, each with its observer's index and name,
+    /// in attachment order, and one warning for each tool left out as the agent's own (ending
+    /// with `agents_calls`, what becomes of the agent's calls of it):
+    /// - a detached observer's tools are not offered: it answers nothing any more;
+    /// - a tool named like one of the agent's own (`agent_tools`: `terminal`) is not offered as
+    ///   the observer's, and the agent's calls of it are not given to the observer.
+    ///
+    /// A replay's tool table and a served session's tool list both come from this.
+    pub fn offerable_tools<'a>(
+        &'a self,
+        agent_tools: &BTreeSet<String>,
+        agents_calls: &str,
+    ) -> (Vec<(usize, &'a str, &'a str)>, Vec<String>) {
+        let mut agents_own = Vec::new();
+        let offered = self
+            .tools()
+            .filter(|(index, _)| !self.is_detached(*index))
+            .filter(|(index, tool)| {
+                let own = agent_tools.contains(*tool);
+                if own {
+                    agents_own.push(format!(
+                        "observer `{}` offers the tool `{tool}`, which the agent has itself; {agents_calls}",
+                        self.name(*index)
+                    ));
+                }
+                !own
+            })
+            .map(|(index, tool)| (index, self.name(index), tool))
+            .collect();
+        (offered, agents_own)
+    }
+
     /// The observer offering the tool `name`, if one does.
     pub fn tool_owner(&self, name: &str) -> Option<usize> {
         self.tools()
@@ -588,7 +626,7 @@ impl Observers {
         match self.try_call_tool(index, name, arguments) {
             ToolAnswer::Answered(answer) => answer,
             ToolAnswer::Detached(why) => {
-                json!({ "error": format!("observer `{}` was detached: {why}", self.workers[index].name) })
+                json!({ "error": detached_observer(&self.workers[index].name, &why) })
             }
         }
     }
@@ -620,10 +658,13 @@ impl Observers {
                 .shared
                 .detached()
                 .unwrap_or_else(|| "its thread stopped".to_owned());
-            ToolAnswer::Answered(
-                json!({ "error": format!("observer `{}` was detached: {why}", worker.name) }),
-            )
+            ToolAnswer::Answered(json!({ "error": detached_observer(&worker.name, &why) }))
         })
+    }
+
+    /// Why observer `index` was detached, once it was.
+    pub fn detached(&self, index: usize) -> Option<String> {
+        self.workers[index].shared.detached()
     }
 
     /// Whether observer `index` was detached (its tools answer only why).

@@ -24,7 +24,9 @@ use super::{
     observers::{Lifecycle, Observers, ToolAnswer},
     recorded_usage,
     script::{self, CommandSource, ScriptedCommand, SessionCommand},
-    tools::{answers_equal, merge_tool_owners, parse_arguments, PendingCall, ToolDispatch, ToolOwner},
+    tools::{
+        answers_equal, merge_tool_owners, parse_arguments, DetachedTool, PendingCall, ToolDispatch, ToolOwner,
+    },
     CompactionRecord, FactAccounting, LiveContext, Outcome, ReplayOptions, Trigger, HYGIENE_MESSAGES,
     HYGIENE_PERCENT, NEW_SESSION_REASON,
 };
@@ -160,7 +162,12 @@ impl<'e> Replayer<'e> {
             failures_said: Vec::new(),
         };
         let model = replayer.options.model.clone();
-        replayer.call(|engine| engine.update_model(&model));
+        // Once, as the contract's lifecycle has it: an engine resolved for this model
+        // (`resolve_engine_for`, which puts the compressor in the place of one that fails there)
+        // was told it already.
+        if replayer.engine.model() != Some(&model) {
+            replayer.call(|engine| engine.update_model(&model));
+        }
         replayer.observers.lifecycle(Lifecycle::UpdateModel(model));
         let warnings = replayer.read_tools();
         replayer.begin_session(None, None);
@@ -207,24 +214,12 @@ impl<'e> Replayer<'e> {
         let active = offered.names().map(str::to_owned).collect();
         let mut warnings = offered.warnings;
         warnings.extend(self.observers.schema_warnings().map(str::to_owned));
-        let (observers, agent_tools) = (&self.observers, &self.agent_tools);
-        let mut agents_own = Vec::new();
         // A detached observer answers nothing: its tools are not offered again after a swap.
-        let offered_by_observers = observers
-            .tools()
-            .filter(|(index, _)| !observers.is_detached(*index))
-            .filter(|(index, tool)| {
-                let own = agent_tools.contains(*tool);
-                if own {
-                    agents_own.push(format!(
-                        "observer `{}` offers the tool `{tool}`, which the agent has itself; the agent's own calls of it are left to the transcript's recorded results",
-                        observers.name(*index)
-                    ));
-                }
-                !own
-            })
-            .map(|(index, tool)| (index, observers.name(index), tool));
-        let (table, more) = merge_tool_owners(active, offered_by_observers);
+        let (offered_by_observers, agents_own) = self.observers.offerable_tools(
+            &self.agent_tools,
+            "the agent's own calls of it are left to the transcript's recorded results",
+        );
+        let (table, more) = merge_tool_owners(active, offered_by_observers.into_iter());
         warnings.extend(more);
         for warning in agents_own {
             if self.said.insert(warning.clone()) {
@@ -1000,6 +995,7 @@ impl<'e> Replayer<'e> {
             counters,
             status,
             observers: self.observers.summaries(),
+            detached_tools: self.detached_tools(),
             standby: self
                 .standby
                 .iter()
@@ -1008,6 +1004,19 @@ impl<'e> Replayer<'e> {
                 .collect(),
         });
         std::mem::take(&mut self.context).into_messages()
+    }
+
+    /// The tools no longer offered because the observer offering them was detached (a name an
+    /// engine swapped in since offers is offered again, as that engine's).
+    fn detached_tools(&self) -> Vec<DetachedTool> {
+        self.fallen_back
+            .iter()
+            .filter(|(tool, _)| !self.tools.iter().any(|(offered, _)| offered == tool))
+            .map(|(tool, index)| DetachedTool {
+                tool: tool.clone(),
+                observer: self.observers.name(*index).to_owned(),
+            })
+            .collect()
     }
 
     fn call<T>(&mut self, body: impl FnOnce(&mut EngineHandle) -> Result<T, EngineCallError>) -> Option<T> {

@@ -135,9 +135,15 @@ impl Subscriber for Tally {
                 counters,
                 status,
                 observers,
+                detached_tools,
                 standby,
                 ..
             } => {
+                // Offered no more: the report names them apart, with the observer detached.
+                outcome
+                    .tools
+                    .retain(|tool| !detached_tools.iter().any(|detached| detached.tool == *tool));
+                outcome.detached_tools.clone_from(detached_tools);
                 outcome.messages_replayed = *messages_replayed;
                 outcome.final_tokens = *final_tokens;
                 outcome.final_messages = *final_messages;

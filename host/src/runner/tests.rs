@@ -27,6 +27,8 @@ struct Probe {
     calls: Vec<String>,
     /// `should_compress` says yes after every tool turn (config `{"eager": true}`).
     eager: bool,
+    /// The window of each `update_model`, answered to `call_ext("models")`.
+    models: Vec<u64>,
 }
 
 impl Engine for Probe {
@@ -37,6 +39,7 @@ impl Engine for Probe {
             counters: Counters::default(),
             calls: Vec::new(),
             eager: config["eager"] == true,
+            models: Vec::new(),
         })
     }
     fn counters(&self) -> &Counters {
@@ -82,6 +85,7 @@ impl Engine for Probe {
         self.calls.push("on_session_reset".to_owned());
     }
     fn update_model(&mut self, model: &ModelInfo) {
+        self.models.push(model.context_length);
         self.counters.context_length = model.context_length;
         self.counters.threshold_tokens = model.context_length / 2;
     }
@@ -103,6 +107,7 @@ impl Engine for Probe {
     fn call_ext(&mut self, method: &str, _request: &Value) -> Result<Value, EngineError> {
         match method {
             "calls" => Ok(json!(self.calls)),
+            "models" => Ok(json!(self.models)),
             "resume_auto_compaction" => {
                 self.calls.push(method.to_owned());
                 Ok(json!(true))
@@ -186,6 +191,35 @@ fn conversation_with_commands() -> Vec<Message> {
 
 fn texts(messages: &[Message]) -> Vec<String> {
     messages.iter().map(|m| m.text().into_owned()).collect()
+}
+
+#[test]
+fn an_engine_resolved_for_the_model_is_told_it_once_before_its_session_starts() {
+    let mut registry = crate::resolution::Registry::default();
+    registry.register::<Probe>().unwrap();
+    let settings = Settings::defaults(Path::new("."));
+    let options = options();
+    let mut engine =
+        crate::resolution::resolve_engine_for("probe", &settings, &registry, &options.model).engine;
+    assert_eq!(engine.name(), "probe");
+    drop(Replayer::start(&mut engine, &options));
+    let told = engine.call_ext("models", &Value::Null).unwrap().unwrap();
+    assert_eq!(
+        told,
+        json!([100_000]),
+        "the engine-contract lifecycle: update_model once, then on_session_start"
+    );
+    // One told another window first is told the replay's.
+    let mut engine = probe();
+    engine
+        .update_model(&ModelInfo {
+            context_length: 5_000,
+            ..ModelInfo::default()
+        })
+        .unwrap();
+    drop(Replayer::start(&mut engine, &options));
+    let told = engine.call_ext("models", &Value::Null).unwrap().unwrap();
+    assert_eq!(told, json!([5_000, 100_000]));
 }
 
 #[test]

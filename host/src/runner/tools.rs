@@ -23,6 +23,15 @@ pub(crate) enum ToolOwner {
     Observer(usize),
 }
 
+/// A tool no longer offered because the observer offering it was detached.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DetachedTool {
+    /// The tool.
+    pub tool: String,
+    /// The observer that offered it.
+    pub observer: String,
+}
+
 /// The tools the agent is offered: the active engine's, then each observer's; a name offered
 /// twice keeps its first owner, with one warning.
 pub(crate) fn merge_tool_owners<'a>(

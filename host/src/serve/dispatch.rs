@@ -17,12 +17,22 @@ use ctxhost_protocol::{
 use serde::Serialize;
 use serde_json::{value::RawValue, Value};
 
-use super::{session::Session, stdio::Stop, table::SessionTable, unchecked, watch::Watch};
+use super::{
+    session::{Session, ToolRoute},
+    stdio::Stop,
+    table::SessionTable,
+    unchecked,
+    watch::Watch,
+};
 use crate::{
     config::Settings,
     engine::{Compacted, CompressCall, EngineCallError},
     resolution::{resolve_engine, try_resolve_engine},
-    runner::{observer_names, Observers},
+    runner::{
+        observer_names,
+        observers::{detached_observer, ToolAnswer},
+        Observers,
+    },
 };
 
 /// The outcome of one request: the result, and whether the server stops after replying.
@@ -180,6 +190,7 @@ fn open(
     let _session = super::in_session(&session.id);
     session.watch = Watch::new(&session.id, observers);
     session.standby = standby;
+    session.agent_tools = params.agent_tools.iter().cloned().collect();
     if let Some(model) = &model {
         session.watch.update_model(model);
         let updated = session.engine.update_model(model).map_err(engine_error);
@@ -363,12 +374,21 @@ fn run_session_method(
             if let Some(messages) = &params.messages {
                 session.watch.saw(messages);
             }
-            let observer = (!session.engine_offers(&params.name))
-                .then(|| session.watch.tool_owner(&params.name))
-                .flatten();
-            let result = match observer {
-                Some(index) => session.watch.call_tool(index, &params.name, &arguments),
-                None => session
+            let result = match session.route_tool_call(&params.name) {
+                ToolRoute::Observer(index) => {
+                    match session.watch.call_tool(index, &params.name, &arguments) {
+                        ToolAnswer::Answered(answer) => answer,
+                        // Detached by a fact handed to it before the call, which it had not handled yet.
+                        ToolAnswer::Detached(why) => {
+                            let observer = session.watch.observers().name(index);
+                            return Err(detached_tool(observer, &params.name, &why));
+                        }
+                    }
+                }
+                ToolRoute::Detached { observer, why } => {
+                    return Err(detached_tool(&observer, &params.name, &why))
+                }
+                ToolRoute::Engine => session
                     .engine
                     .handle_tool_call(&params.name, &arguments, params.messages.as_deref())
                     .map_err(engine_error)?,
@@ -639,6 +659,21 @@ fn to_raw<T: Serialize>(value: &T) -> Result<Box<RawValue>, RpcError> {
 }
 
 /// An engine call's failure as an error reply with the engine error's kind.
+/// A call of `tool`, offered by `observer` until it was detached (`why`): the tool is offered no
+/// more, and the call is an error of that observer, on one line.
+fn detached_tool(observer: &str, tool: &str, why: &str) -> RpcError {
+    let message = format!(
+        "{}; its tool `{tool}` is offered no more",
+        detached_observer(observer, why)
+    );
+    RpcError::engine_failed(
+        observer,
+        method::HANDLE_TOOL_CALL,
+        &EngineError::unavailable(message.clone()),
+        message,
+    )
+}
+
 pub(super) fn engine_error(error: EngineCallError) -> RpcError {
     let message = error.to_string();
     match &error {

@@ -8,7 +8,7 @@
 //! - which user-role messages it returned from a `compress` that were not in that call's input
 //!   (summaries, notes an engine wrote), so that it can tell the user's last message apart.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use ctxhost_engine_abi::{messages_from_json, Message, ModelInfo, Role, SessionInfo};
 use ctxhost_protocol::{CompactionRecord, EngineInfo, Fallback};
@@ -51,6 +51,9 @@ pub struct Session {
     /// Engines that go back to observing when a swap hands the context away from them: those
     /// asked to observe that are (or were swapped in as) the engine.
     pub standby: Vec<String>,
+    /// The tools the agent has itself (`session/open`'s `agent_tools`): an observer offering one
+    /// of those names is not offered as its owner, nor given the agent's calls of it.
+    pub agent_tools: BTreeSet<String>,
     engine_written: HashSet<String>,
 }
 
@@ -72,6 +75,7 @@ impl Session {
             last_messages: LastContext::default(),
             records: Vec::new(),
             standby: Vec::new(),
+            agent_tools: BTreeSet::new(),
             engine_written: HashSet::new(),
         };
         (session, fallback)
@@ -117,14 +121,9 @@ impl Session {
     fn with_observer_tools(&self, mut offered: OfferedTools) -> OfferedTools {
         offered.warnings.extend(self.watch.schema_warnings());
         let active = offered.names().map(str::to_owned).collect();
-        let observers = self.watch.observers();
-        let (owners, warnings) = merge_tool_owners(
-            active,
-            observers
-                .tools()
-                .map(|(index, tool)| (index, observers.name(index), tool)),
-        );
+        let (owners, warnings) = self.tool_owners(active);
         offered.warnings.extend(warnings);
+        let observers = self.watch.observers();
         let mut taken = HashSet::new();
         for (index, schema) in observers.tool_schemas() {
             let name = tool_name(schema).unwrap_or_default();
@@ -138,13 +137,51 @@ impl Session {
         offered
     }
 
-    /// Whether the engine itself offers the tool `name`.
-    pub fn engine_offers(&mut self, name: &str) -> bool {
-        self.engine.get_tool_schemas().is_ok_and(|tools| {
-            tools
-                .iter()
-                .any(|tool| tool.get("name").and_then(Value::as_str) == Some(name))
-        })
+    /// Which engine answers each tool offered: the engine's (`active`), then each observer's
+    /// that a replay would offer ([`Observers::offerable_tools`]: none of a detached
+    /// observer, none the agent has itself); the warnings about those left out.
+    fn tool_owners(&self, active: Vec<String>) -> (Vec<(String, ToolOwner)>, Vec<String>) {
+        let (offerable, agents_own) = self.watch.observers().offerable_tools(
+            &self.agent_tools,
+            "it is not offered as the observer's, and the agent's calls of it are not given to the observer",
+        );
+        let (owners, mut warnings) = merge_tool_owners(active, offerable.into_iter());
+        warnings.extend(agents_own);
+        (owners, warnings)
+    }
+
+    /// Who answers a call of the tool `name`: the observer it is offered as, else the engine (a
+    /// tool it does not offer, the agent's own included, gets the engine's own answer), unless a
+    /// detached observer offered it.
+    pub fn route_tool_call(&mut self, name: &str) -> ToolRoute {
+        // An engine whose schemas cannot be read offers no tools (its failure is in the log).
+        let active = match self.engine.get_tool_schemas() {
+            Ok(schemas) => offered_tools(self.engine.name(), schemas)
+                .names()
+                .map(str::to_owned)
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let (owners, _) = self.tool_owners(active);
+        match owners
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, owner)| *owner)
+        {
+            Some(ToolOwner::Observer(index)) => ToolRoute::Observer(index),
+            Some(ToolOwner::Active) => ToolRoute::Engine,
+            None if self.agent_tools.contains(name) => ToolRoute::Engine,
+            None => {
+                let observers = self.watch.observers();
+                let detached = observers
+                    .tool_owner(name)
+                    .and_then(|index| Some((observers.name(index).to_owned(), observers.detached(index)?)));
+                match detached {
+                    Some((observer, why)) => ToolRoute::Detached { observer, why },
+                    None => ToolRoute::Engine,
+                }
+            }
+        }
     }
 
     /// The user's last message in `messages`: the last user-role message that this server did
@@ -175,6 +212,22 @@ impl Session {
             .collect();
         self.engine_written.extend(written);
     }
+}
+
+/// Who answers a call of a tool ([`Session::route_tool_call`]).
+#[derive(Debug, PartialEq)]
+pub enum ToolRoute {
+    /// The session's engine.
+    Engine,
+    /// Observer number `n`, in attachment order.
+    Observer(usize),
+    /// No one: the observer that offered it was detached (why).
+    Detached {
+        /// Its name.
+        observer: String,
+        /// Why it was detached.
+        why: String,
+    },
 }
 
 /// The last context a call carried: messages, or the JSON of an unchecked `compress`'s answer,

@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::{
     engine::EngineHandle,
     runner::{
-        observers::{inserted_messages, Lifecycle},
+        observers::{inserted_messages, Lifecycle, ToolAnswer},
         Observers,
     },
 };
@@ -63,14 +63,10 @@ impl Watch {
         self.observers.schema_warnings().map(str::to_owned).collect()
     }
 
-    /// The observer offering the tool `name`.
-    pub fn tool_owner(&self, name: &str) -> Option<usize> {
-        self.observers.tool_owner(name)
-    }
-
-    /// Calls observer `index`'s tool once it has handled everything told before.
-    pub fn call_tool(&mut self, index: usize, name: &str, arguments: &Value) -> Value {
-        let answer = self.observers.call_tool(index, name, arguments);
+    /// Calls observer `index`'s tool once it has handled everything told before; one detached
+    /// before it came to the call is not asked.
+    pub fn call_tool(&mut self, index: usize, name: &str, arguments: &Value) -> ToolAnswer {
+        let answer = self.observers.try_call_tool(index, name, arguments);
         self.warn_detached();
         answer
     }

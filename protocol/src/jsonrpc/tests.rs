@@ -168,3 +168,23 @@ fn a_reply_has_a_result_or_an_error_never_both() {
         r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"not JSON"}}"#
     );
 }
+
+#[test]
+fn session_open_reads_the_agents_tools_when_given_and_none_from_an_older_client() {
+    let older =
+        Request::parse(r#"{"jsonrpc":"2.0","id":1,"method":"session/open","params":{"observers":["lcm"]}}"#)
+            .unwrap();
+    let params: crate::OpenParams = older.params().unwrap();
+    assert_eq!(params.agent_tools, Vec::<String>::new());
+    // Sent only when there are some: a server before 1.4 refuses a field it does not know.
+    assert_eq!(
+        serde_json::to_value(&params).unwrap(),
+        json!({"observers": ["lcm"]})
+    );
+    let newer = Request::parse(
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/open","params":{"agent_tools":["terminal"]}}"#,
+    )
+    .unwrap();
+    let params: crate::OpenParams = newer.params().unwrap();
+    assert_eq!(params.agent_tools, ["terminal"]);
+}
