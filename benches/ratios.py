@@ -262,6 +262,25 @@ def retention_table():
         share = kept / total * 100 if total else 100.0
         target = "target >= 90%" if window == 16000 else "target >= 75%"
         print(f"  {group + ' overall':<52} {window:>6} {inputs:>8,} {results:>7,}       {kept}/{total} {share:5.1f}%   {target}")
+    replayed = [row for row in rows if row.get("replay", {}).get("compactions")]
+    if not replayed:
+        return
+    print("\nfact retention in a replay, `ctxhost run FILE --context-length W`: every compaction's facts summed")
+    print(f"  {'transcript':<52} {'window':>6} {'compactions':>11} {'final':>7} {'facts kept':>18}")
+    replay_groups = {}
+    for row in replayed:
+        replay = row["replay"]
+        kept, total = replay["facts_kept"], replay["facts_total"]
+        share = f"{kept}/{total} {kept / total * 100:5.1f}%" if total else "no facts"
+        name = f"{row['group']}/{row['transcript']}"
+        print(f"  {name[:52]:<52} {row['window']:>6} {replay['compactions']:>11} {replay['final_tokens'] or 0:>7,} {share:>18}")
+        group = replay_groups.setdefault((row["group"], row["window"]), [0, 0])
+        group[0] += kept
+        group[1] += total
+    print()
+    for (group, window), (kept, total) in sorted(replay_groups.items(), key=lambda item: (item[0][0], -item[0][1])):
+        share = kept / total * 100 if total else 100.0
+        print(f"  {group + ' overall':<52} {window:>6} {'':>11} {'':>7}   {kept}/{total} {share:5.1f}%")
 
 
 if __name__ == "__main__":

@@ -100,6 +100,35 @@ fn a_long_run_after_one_request_stays_in_the_window_with_the_compressor() {
     assert!(report["final_tokens"].as_u64().unwrap() < 8_000);
 }
 
+/// A replay folds each summary into the next: what the first compactions kept must survive the
+/// later ones. warehouse-migration at 8,000 tokens compacts dozens of times; over all of them,
+/// the identifiers of what each compacted (an earlier summary's included) stay in its result.
+#[test]
+fn a_long_replay_keeps_what_earlier_compactions_kept() {
+    let tree = PluginDir::new();
+    tree.config("model:\n  context_length: 8000\n");
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let output = tree.run(&["run", &transcript, "--json", "--facts"]);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let (mut kept, mut total, mut applied) = (0, 0, 0);
+    for compaction in report["compactions"].as_array().unwrap() {
+        if compaction["outcome"]["status"] == "applied" {
+            applied += 1;
+            kept += compaction["retention"]["kept"].as_u64().unwrap();
+            total += compaction["retention"]["total"].as_u64().unwrap();
+        }
+    }
+    assert!(applied >= 20, "{applied} compactions applied");
+    assert!(
+        kept * 100 >= total * 95,
+        "{kept}/{total} identifiers kept over {applied} compactions"
+    );
+}
+
 #[test]
 fn a_context_over_the_window_is_reported_and_fails_the_run_when_asked() {
     // Every result of this engine is refused, so the example outgrows a small window.

@@ -2,7 +2,9 @@
 //! forced `ctxhost compress FILE --context-length W --json` per transcript at 16,000 and 8,000
 //! tokens, with the built-in compressor at its defaults (extractive summarizer), read back from
 //! the report: the transcript's tokens, the result's, and the facts of the compacted messages kept
-//! verbatim (the host's measure, kit's `measure_retention`).
+//! verbatim (the host's measure, kit's `measure_retention`). Each transcript is also replayed
+//! (`ctxhost run`, the same window) and every compaction's facts are summed: a replay folds each
+//! summary into the next, so this measures what earlier compactions kept surviving later ones.
 //!
 //! Transcripts: the made-up corpus (`benches/sessions.rs`, written to `target/retention-corpus/`),
 //! the bundled examples (`examples/transcripts/`), and the real Hermes and SWE-agent transcripts in
@@ -85,30 +87,24 @@ fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn measure(binary: &Path, root: &Path, group: &str, file: &Path, window: u64) -> Result<Value> {
-    let output = Command::new(binary)
-        .arg("compress")
-        .arg(file)
-        .args(["--context-length", &window.to_string(), "--json", "--facts"])
-        // No config of the repository's (it names a plugin engine): the built-in compressor at
-        // its defaults.
-        .args(["--config", "/dev/null"])
-        .current_dir(root)
-        .output()
-        .with_context(|| format!("cannot run {}", binary.display()))?;
-    if !output.status.success() {
-        bail!(
-            "ctxhost compress {} failed: {}",
-            file.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let report: Value = serde_json::from_slice(&output.stdout).context("ctxhost compress --json")?;
+    let report = report_of(binary, root, "compress", file, window)?;
     let compaction = report["compactions"].get(0).cloned().unwrap_or(Value::Null);
     let input = compaction["tokens_before"]
         .as_u64()
         .or_else(|| report["final_tokens"].as_u64());
     let result = compaction["tokens_after"].as_u64().or(input);
     let retention = &compaction["retention"];
+    // The same transcript replayed as the agent ran it: every compaction folds the summary before
+    // it into its own, so what earlier compactions kept must survive the later ones too.
+    let replay = report_of(binary, root, "run", file, window)?;
+    let (mut replay_kept, mut replay_total, mut replay_compactions) = (0, 0, 0);
+    for compaction in replay["compactions"].as_array().into_iter().flatten() {
+        if compaction["outcome"]["status"] == "applied" {
+            replay_compactions += 1;
+            replay_kept += compaction["retention"]["kept"].as_u64().unwrap_or(0);
+            replay_total += compaction["retention"]["total"].as_u64().unwrap_or(0);
+        }
+    }
     Ok(json!({
         "group": group,
         "transcript": file.file_name().and_then(|name| name.to_str()).unwrap_or(""),
@@ -120,5 +116,33 @@ fn measure(binary: &Path, root: &Path, group: &str, file: &Path, window: u64) ->
         "facts_total": retention["total"].as_u64().unwrap_or(0),
         "facts_kept": retention["kept"].as_u64().unwrap_or(0),
         "engine_ms": compaction["duration_ms"],
+        "replay": {
+            "compactions": replay_compactions,
+            "facts_total": replay_total,
+            "facts_kept": replay_kept,
+            "final_tokens": replay["final_tokens"],
+        },
     }))
+}
+
+/// `ctxhost COMMAND FILE --context-length W --json --facts` with the built-in compressor.
+fn report_of(binary: &Path, root: &Path, command: &str, file: &Path, window: u64) -> Result<Value> {
+    let output = Command::new(binary)
+        .arg(command)
+        .arg(file)
+        .args(["--context-length", &window.to_string(), "--json", "--facts"])
+        // No config of the repository's (it names a plugin engine): the built-in compressor at
+        // its defaults.
+        .args(["--config", "/dev/null"])
+        .current_dir(root)
+        .output()
+        .with_context(|| format!("cannot run {}", binary.display()))?;
+    if !output.status.success() {
+        bail!(
+            "ctxhost {command} {} failed: {}",
+            file.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout).with_context(|| format!("ctxhost {command} --json"))
 }

@@ -9,7 +9,9 @@
 //! - a file listed again keeps what was done to it before (`read`, `changed`) along with the new;
 //! - the oldest request keeps its place: it is the conversation's goal;
 //! - carried lines rank one tier below new ones of their kind, so a short budget drops older
-//!   detail before the facts of the turns just compacted.
+//!   detail before the facts of the turns just compacted;
+//! - what the earlier summary listed verbatim (identifiers, files, error lines, commands, the
+//!   user's requests) may use the room for facts, as the new middle's facts do.
 
 use std::{borrow::Cow, collections::HashSet};
 
@@ -164,6 +166,12 @@ impl<'t> Draft<'t> {
                 _ => 1_000_000_000 + line.order as i64,
             };
             candidate.always = line.tier == 0;
+            // What the earlier summary listed verbatim (its identifiers, files, error lines,
+            // commands and the user's requests) is a fact still: it may use the room for facts,
+            // after the new middle's. Kept to the prose's budget, a replay's summaries lost most
+            // of what earlier compactions had kept.
+            candidate.keeps_fact =
+                !matches!(line.group, Group::None | Group::Names) || line.section == Section::Goal;
         }
     }
 

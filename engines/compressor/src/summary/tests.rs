@@ -129,3 +129,57 @@ fn every_fact_of_the_middle_outranks_the_earlier_summarys_items() {
         "{carried} of the earlier summary's 3,000 URLs kept"
     );
 }
+
+/// A replay compacts again and again, each time folding the earlier summary into the new one.
+/// The earlier summary's identifiers are facts still: when the prose's budget (the target) is
+/// short and the room for facts is not, they stay. Kept to the prose's budget, a long session's
+/// summary ended up holding only its last turns' URLs.
+#[test]
+fn an_earlier_summarys_identifiers_use_the_room_for_facts() {
+    let middle = vec![
+        Message::user("now compare the queue libraries"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "c1",
+            "web_search",
+            r#"{"query":"bullmq vs hatchet"}"#,
+        )]),
+        Message::tool(
+            "c1",
+            "see https://docs.bullmq.io/guide/rate-limiting (bullmq 5.12.0)",
+        ),
+    ];
+    let earlier: Vec<String> = (0..40)
+        .map(|at| format!("https://research.example.org/topic/{at}/notes"))
+        .collect();
+    let previous = format!(
+        "## Goal\n- survey job queues for tenant fairness\n\n## Critical Context\n- URLs: {}",
+        earlier.join(", ")
+    );
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: Some(&previous),
+        focus_topic: None,
+        target_tokens: 100,
+        input_tokens: 3_000,
+    };
+    // A target of 400 characters, room for 8,000 of facts.
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 400, 8_000);
+    assert!(
+        summary.contains("https://docs.bullmq.io/guide/rate-limiting"),
+        "{summary}"
+    );
+    let missing: Vec<&String> = earlier
+        .iter()
+        .filter(|url| !summary.contains(url.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of 40 earlier URLs lost: {summary}",
+        missing.len()
+    );
+    assert!(
+        summary.contains("survey job queues for tenant fairness"),
+        "{summary}"
+    );
+}
