@@ -1,7 +1,7 @@
 //! Phase 1: pruning old tool output, without a model.
 //!
 //! - A tool result over 200 characters outside the tail becomes a one-line stand-in built from
-//!   the call that produced it (kit's `describe_tool_output`).
+//!   the call that produced it and how it ended (kit's `describe_tool_result`).
 //! - Identical long tool outputs anywhere (the tail included, the verbatim head excepted): the
 //!   newest stays, older copies become a "duplicate of a more recent result" line.
 //! - Tool-call arguments over 500 characters: each long string inside the JSON is cut to its first
@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use ctxhost_engine_abi::{is_image_part, Content, Message, Role, ToolCall};
-use ctxhost_engine_kit::stand_in::{describe_duplicate_output, describe_tool_output, group_thousands};
+use ctxhost_engine_kit::stand_in::{describe_duplicate_output, describe_tool_result, group_thousands};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -133,7 +133,7 @@ fn prune_result<'m>(
         stats.pruned_outputs += 1;
         let images = count_images(&message.content);
         stats.images_replaced += images;
-        let mut stand_in = describe_tool_output(call, &text);
+        let mut stand_in = describe_tool_result(call, message);
         if images > 0 {
             stand_in.push_str(&format!(" [{images} image(s) removed]"));
         }

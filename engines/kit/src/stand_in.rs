@@ -6,47 +6,137 @@
 
 use std::borrow::Cow;
 
-use ctxhost_engine_abi::ToolCall;
+use ctxhost_engine_abi::{Message, ToolCall};
 use serde_json::{Map, Value};
 
 /// The longest command, path or pattern quoted in a stand-in, in characters.
 const MAX_QUOTED_CHARS: usize = 120;
 
-/// A one-line description of `output`, produced by `call` (when it is known).
+/// How far into an output the words of a failure are looked for, in bytes.
+const FAILURE_WORDS_WITHIN: usize = 400;
+
+/// How a tool call failed, as its result tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The tool ran and failed, or could not run (a path that does not exist, an edit whose text
+    /// was not found).
+    Error,
+    /// The user refused the call: it did not run.
+    Rejected,
+}
+
+impl Failure {
+    /// The failure `result` records: its own flag (`is_error: true`, which Anthropic's and Claude
+    /// Code's results carry; OpenHands's `error` and `user_rejected` observations) or the words a
+    /// failed call answers with ([`in_text`](Self::in_text)).
+    pub fn of_result(result: &Message) -> Option<Self> {
+        let from_text = Self::in_text(&result.text());
+        if from_text == Some(Self::Rejected) {
+            return from_text;
+        }
+        match result.extra.get("observation").and_then(Value::as_str) {
+            Some("user_rejected") => return Some(Self::Rejected),
+            Some("error") => return Some(Self::Error),
+            _ => {}
+        }
+        if result.extra.get("is_error") == Some(&Value::Bool(true)) {
+            return Some(Self::Error);
+        }
+        from_text
+    }
+
+    /// The failure an output's own opening words say, where they cannot be anything else:
+    /// Claude Code's `<tool_use_error>` and its refusal ("The user doesn't want to proceed with
+    /// this tool use"), OpenHands's refusal ("Action has been rejected by the user").
+    pub fn in_text(output: &str) -> Option<Self> {
+        let start = &output[..floor_char_boundary(output, FAILURE_WORDS_WITHIN)];
+        if start.contains("doesn't want to proceed with this tool use")
+            || start.contains("has been rejected by the user")
+        {
+            Some(Self::Rejected)
+        } else if start.trim_start().starts_with("<tool_use_error>") {
+            Some(Self::Error)
+        } else {
+            None
+        }
+    }
+}
+
+/// A one-line description of `output`, produced by `call` (when it is known). A failure is told
+/// only from the output's words ([`Failure::in_text`]); [`describe_tool_result`] reads the
+/// result's own flags too.
 pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
+    describe_tool_outcome(call, output, Failure::in_text(output))
+}
+
+/// A one-line description of the tool message `result`, produced by `call` (when it is known):
+/// what the call did and what came of it, a failure or a refusal included
+/// ([`Failure::of_result`]).
+pub fn describe_tool_result(call: Option<&ToolCall>, result: &Message) -> String {
+    describe_tool_outcome(call, &result.text(), Failure::of_result(result))
+}
+
+/// A one-line description of `output`, produced by `call` (when it is known), for a call that
+/// ended as `failure` says.
+pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Option<Failure>) -> String {
+    // Counted only for the stand-ins that say it: a shell's or a search's output is described by
+    // its lines, and counting its characters too read the largest outputs once more for nothing.
+    let chars = || group_thousands(output.chars().count());
     let Some(call) = call else {
-        return format!(
-            "[tool] ({} chars of output cleared)",
-            group_thousands(output.chars().count())
-        );
+        return match failure {
+            Some(Failure::Rejected) => format!(
+                "[tool] rejected by the user ({} chars of output cleared)",
+                chars()
+            ),
+            Some(Failure::Error) => format!(
+                "[tool] failed: {} ({} chars of output cleared)",
+                error_line(output),
+                chars()
+            ),
+            None => format!("[tool] ({} chars of output cleared)", chars()),
+        };
     };
     let name = call.function.name.as_str();
     let arguments = parse_arguments(&call.function.arguments);
-    // Counted only for the stand-ins that say it: a shell's or a search's output is described by
-    // its lines, and counting its characters too read the largest outputs once more for nothing.
-    let chars = || output.chars().count();
+    let path = || {
+        first_string(
+            &arguments,
+            &["path", "file_path", "filename", "file", "target_file"],
+        )
+    };
     match ToolKind::of_call(name, &arguments) {
-        ToolKind::Shell => match command_under(&arguments, &COMMAND_KEYS) {
-            Some(command) => format!("[{name}] ran `{}` -> {}", quote(&command), shell_outcome(output)),
-            None => format!("[{name}] -> {}", shell_outcome(output)),
-        },
+        ToolKind::Shell => {
+            let command = command_under(&arguments, &COMMAND_KEYS);
+            let ran = command
+                .as_ref()
+                .map(|command| format!(" ran `{}`", quote(command)))
+                .unwrap_or_default();
+            match failure {
+                Some(Failure::Rejected) => format!(
+                    "[{name}]{ran} -> rejected by the user, did not run ({} chars of output cleared)",
+                    chars()
+                ),
+                _ => format!("[{name}]{ran} -> {}", shell_outcome(output, failure.is_some())),
+            }
+        }
         ToolKind::Read => {
-            let path = first_string(
-                &arguments,
-                &["path", "file_path", "filename", "file", "target_file"],
-            );
             let from = first_number(
                 &arguments,
                 &["offset", "start_line", "line", "line_number", "start"],
             );
             let from = from.map(|line| format!(" from line {line}")).unwrap_or_default();
-            match path {
-                Some(path) => format!(
-                    "[{name}] read {}{from} ({} chars)",
-                    quote(path),
-                    group_thousands(chars())
+            let target = path().map_or_else(|| "a file".to_owned(), quote);
+            match failure {
+                Some(Failure::Rejected) => format!(
+                    "[{name}] rejected by the user: {target} not read ({} chars of output cleared)",
+                    chars()
                 ),
-                None => format!("[{name}] read a file{from} ({} chars)", group_thousands(chars())),
+                Some(Failure::Error) => format!(
+                    "[{name}] could not read {target}{from}: {} ({} chars of output cleared)",
+                    error_line(output),
+                    chars()
+                ),
+                None => format!("[{name}] read {target}{from} ({} chars)", chars()),
             }
         }
         ToolKind::Search => {
@@ -58,28 +148,85 @@ pub fn describe_tool_output(call: Option<&ToolCall>, output: &str) -> String {
             let scope = scope
                 .map(|scope| format!(" in {}", quote(scope)))
                 .unwrap_or_default();
-            let matches = count_nonblank_lines(output);
-            match pattern {
-                Some(pattern) => format!(
-                    "[{name}] search for '{}'{scope} -> {matches} matching lines",
-                    quote(pattern)
+            let search = match pattern {
+                Some(pattern) => format!("search for '{}'{scope}", quote(pattern)),
+                None => format!("search{scope}"),
+            };
+            match failure {
+                Some(Failure::Rejected) => format!(
+                    "[{name}] {search} rejected by the user ({} chars of output cleared)",
+                    chars()
                 ),
-                None => format!("[{name}] search{scope} -> {matches} matching lines"),
+                Some(Failure::Error) => format!(
+                    "[{name}] {search} failed: {} ({} chars of output cleared)",
+                    error_line(output),
+                    chars()
+                ),
+                None => format!(
+                    "[{name}] {search} -> {} matching lines",
+                    count_nonblank_lines(output)
+                ),
             }
         }
         ToolKind::Write => {
-            let path = first_string(
-                &arguments,
-                &["path", "file_path", "filename", "file", "target_file"],
-            );
-            let target = path.map(|path| format!(" {}", quote(path))).unwrap_or_default();
-            format!(
-                "[{name}] changed{target} ({} chars of output cleared)",
-                group_thousands(chars())
-            )
+            let target = path().map(quote);
+            match (failure, target) {
+                (Some(Failure::Rejected), target) => format!(
+                    "[{name}] rejected by the user: {} not changed ({} chars of output cleared)",
+                    target.as_deref().unwrap_or("nothing"),
+                    chars()
+                ),
+                (Some(Failure::Error), target) => format!(
+                    "[{name}] failed to change {}: {} ({} chars of output cleared)",
+                    target.as_deref().unwrap_or("a file"),
+                    error_line(output),
+                    chars()
+                ),
+                (None, target) => format!(
+                    "[{name}] changed{} ({} chars of output cleared)",
+                    target.map(|target| format!(" {target}")).unwrap_or_default(),
+                    chars()
+                ),
+            }
         }
-        ToolKind::Other => format!("[{name}] ({} chars of output cleared)", group_thousands(chars())),
+        ToolKind::Other => match failure {
+            Some(Failure::Rejected) => format!(
+                "[{name}] rejected by the user ({} chars of output cleared)",
+                chars()
+            ),
+            Some(Failure::Error) => format!(
+                "[{name}] failed: {} ({} chars of output cleared)",
+                error_line(output),
+                chars()
+            ),
+            None => format!("[{name}] ({} chars of output cleared)", chars()),
+        },
     }
+}
+
+/// The first line of a failed call's output that says something, without Claude Code's
+/// `<tool_use_error>` tags, quoted on one line.
+pub fn error_line(output: &str) -> String {
+    let line = output
+        .lines()
+        .map(|line| {
+            line.trim()
+                .trim_start_matches("<tool_use_error>")
+                .trim_end_matches("</tool_use_error>")
+                .trim()
+        })
+        .find(|line| !line.is_empty())
+        .unwrap_or("no message");
+    quote(line)
+}
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// The stand-in for an older copy of a long output that appears again later.
@@ -201,8 +348,9 @@ fn first_number(arguments: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
     })
 }
 
-/// `exit N, L lines output` when the exit code can be read, else `L lines output`.
-fn shell_outcome(output: &str) -> String {
+/// `exit N, L lines output` when the exit code can be read, else `L lines output`; `failed, L lines
+/// output` for a call its result says failed and no exit code says how.
+fn shell_outcome(output: &str, failed: bool) -> String {
     let (lines, code) = match json_output(output) {
         Some(object) => {
             // The output's own lines, not the JSON's, which holds them escaped on one line.
@@ -218,8 +366,9 @@ fn shell_outcome(output: &str) -> String {
     };
     let lines = format!("{} lines output", group_thousands(lines));
     match code {
-        Some(code) => format!("exit {code}, {lines}"),
-        None => lines,
+        Some(code) if code != 0 || !failed => format!("exit {code}, {lines}"),
+        _ if failed => format!("failed, {lines}"),
+        _ => lines,
     }
 }
 
@@ -241,16 +390,16 @@ fn exit_code_of(object: &Map<String, Value>) -> Option<i64> {
         .find_map(|key| object.get(*key)?.as_i64())
 }
 
-/// The exit code a plain output reports in one of its last lines, such as `Exit code: 1`.
+/// The exit code a plain output reports in one of its last lines, such as `Exit code: 1`, or
+/// OpenHands's `[The command completed with exit code 1.]`.
 fn exit_code_line(output: &str) -> Option<i64> {
     output.lines().rev().take(5).find_map(|line| {
         let lower = line.to_ascii_lowercase();
         let rest = lower.split_once("exit code")?.1;
-        rest.trim_start_matches([':', ' ', '='])
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
+        let rest = rest.trim_start_matches([':', ' ', '=']);
+        let sign = usize::from(rest.starts_with('-'));
+        let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0).then(|| rest[..sign + digits].parse().ok()).flatten()
     })
 }
 
@@ -306,6 +455,84 @@ mod tests {
 
     fn call(name: &str, arguments: &str) -> ToolCall {
         ToolCall::new("c1", name, arguments)
+    }
+
+    fn result(text: &str, extra: serde_json::Value) -> Message {
+        Message {
+            extra: extra.as_object().cloned().unwrap_or_default(),
+            ..Message::tool("c1", text)
+        }
+    }
+
+    #[test]
+    fn a_failed_or_refused_call_is_said_to_have_failed_not_to_have_done_its_work() {
+        // Claude Code: `is_error` on the result, and its own words.
+        let edit = call(
+            "Edit",
+            r#"{"file_path":"/w/src/lib.rs","old_string":"a","new_string":"b"}"#,
+        );
+        let not_found = result(
+            "<tool_use_error>String to replace not found in file.\nString: a</tool_use_error>",
+            serde_json::json!({"is_error": true}),
+        );
+        assert_eq!(
+            describe_tool_result(Some(&edit), &not_found),
+            "[Edit] failed to change /w/src/lib.rs: String to replace not found in file. (79 chars of output cleared)"
+        );
+        let refused = result(
+            "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file).",
+            serde_json::json!({"is_error": true}),
+        );
+        assert_eq!(
+            describe_tool_result(Some(&edit), &refused),
+            "[Edit] rejected by the user: /w/src/lib.rs not changed (151 chars of output cleared)"
+        );
+        let bash = call("Bash", r#"{"command":"cargo build -p core"}"#);
+        let build_failed = result(
+            "Compiling core\nerror[E0308]: mismatched types",
+            serde_json::json!({"is_error": true}),
+        );
+        assert_eq!(
+            describe_tool_result(Some(&bash), &build_failed),
+            "[Bash] ran `cargo build -p core` -> failed, 2 lines output"
+        );
+        // OpenHands: the observation says it, and so does the exit code the reader appends.
+        let view = call(
+            "str_replace_editor",
+            r#"{"command":"view","path":"/w/shop/coupons.py"}"#,
+        );
+        let missing = result(
+            "Invalid `path` parameter: /w/shop/coupons.py. The path /w/shop/coupons.py does not exist.",
+            serde_json::json!({"observation": "error"}),
+        );
+        assert_eq!(
+            describe_tool_result(Some(&view), &missing),
+            "[str_replace_editor] could not read /w/shop/coupons.py: Invalid `path` parameter: /w/shop/coupons.py. The path /w/shop/coupons.py does not exist. (89 chars of output cleared)"
+        );
+        let push = call("execute_bash", r#"{"command":"git push origin fix/881"}"#);
+        let rejected = result(
+            "Action has been rejected by the user! Reason: do not push yet",
+            serde_json::json!({"observation": "user_rejected"}),
+        );
+        assert_eq!(
+            describe_tool_result(Some(&push), &rejected),
+            "[execute_bash] ran `git push origin fix/881` -> rejected by the user, did not run (61 chars of output cleared)"
+        );
+        let pytest = call("execute_bash", r#"{"command":"pytest -q"}"#);
+        let failed = result(
+            "F.\nFAILED tests/test_cart.py::test_total\n[The command completed with exit code 1.]",
+            serde_json::json!({"observation": "run"}),
+        );
+        assert_eq!(
+            describe_tool_result(Some(&pytest), &failed),
+            "[execute_bash] ran `pytest -q` -> exit 1, 3 lines output"
+        );
+        // A success says what it did, as before.
+        let edited = result("The file /w/src/lib.rs has been edited.", serde_json::json!({}));
+        assert_eq!(
+            describe_tool_result(Some(&edit), &edited),
+            "[Edit] changed /w/src/lib.rs (39 chars of output cleared)"
+        );
     }
 
     #[test]

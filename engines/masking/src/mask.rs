@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use ctxhost_engine_abi::{is_image_part, Content, Message, Role, ToolCall};
-use ctxhost_engine_kit::{sequence::REMOVED_RESULT_TEXT, stand_in::describe_tool_output, tokens};
+use ctxhost_engine_kit::{sequence::REMOVED_RESULT_TEXT, stand_in::describe_tool_result, tokens};
 
 /// How every stand-in `kit::stand_in` writes ends; with the `[<tool>] ` prefix, this is how an
 /// output masked earlier (by this engine or the built-in compressor) is recognised.
@@ -56,7 +56,7 @@ pub(crate) fn find_mask_candidates(messages: &[Message], min_chars: usize) -> (V
         if is_stand_in(&text, call) || (!has_image && text.chars().count() < min_chars) {
             continue;
         }
-        let stand_in = describe_tool_output(call, &text);
+        let stand_in = describe_tool_result(call, message);
         let masked_tokens = tokens::estimate_message_tokens(&with_text(message, &stand_in));
         let saved_tokens = tokens::estimate_message_tokens(message).saturating_sub(masked_tokens);
         candidates.push(Mask {

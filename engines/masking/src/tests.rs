@@ -90,6 +90,25 @@ fn the_window_and_everything_but_old_tool_output_is_kept_verbatim() {
 }
 
 #[test]
+fn a_failed_command_is_masked_as_failed_and_a_stand_in_is_not_masked_again() {
+    let mut engine = engine(json!({ "keep_last": 1 }));
+    let mut messages = transcript(2, 1_000);
+    // Claude Code's results say a failure with `is_error`, not with an exit code.
+    messages[3].extra.insert("is_error".to_owned(), Value::Bool(true));
+    let compacted = compress(&mut engine, messages);
+    assert_eq!(
+        tool_texts(&compacted)[0],
+        "[terminal] ran `cat file0.txt` -> failed, 72 lines output"
+    );
+    assert!(is_stand_in(
+        &tool_texts(&compacted)[0],
+        compacted[2].calls().first()
+    ));
+    let again = compress(&mut engine, compacted.clone());
+    assert_eq!(again, compacted);
+}
+
+#[test]
 fn unknown_tools_and_lost_calls_still_get_a_stand_in() {
     let mut engine = engine(json!({ "keep_last": 1 }));
     let messages = vec![

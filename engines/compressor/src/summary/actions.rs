@@ -1,7 +1,7 @@
 //! Tool actions: one line per call with its outcome, and what its arguments name.
 
 use ctxhost_engine_abi::{Message, ToolCall};
-use ctxhost_engine_kit::stand_in::{command_under, describe_tool_output, COMMAND_KEYS};
+use ctxhost_engine_kit::stand_in::{command_under, describe_tool_outcome, error_line, Failure, COMMAND_KEYS};
 use serde_json::Value;
 
 use super::facts::{verbs, Action, FactKind, Facts, Source};
@@ -22,6 +22,7 @@ impl<'a> Facts<'a> {
             first_error: None,
             answered: false,
             fact_ids: Vec::new(),
+            changed_path: None,
             itemised: scan,
             tool: name,
         };
@@ -55,6 +56,9 @@ impl<'a> Facts<'a> {
                 _ => 0,
             };
             let at = self.add_copy(FactKind::Path, path, Source::Arguments, index);
+            if verb == verbs::CHANGED && self.facts[at].verbs & verb == 0 {
+                action.changed_path = Some(at);
+            }
             self.facts[at].verbs |= verb;
             action.fact_ids.push(at);
         }
@@ -86,7 +90,8 @@ impl<'a> Facts<'a> {
     ) {
         let output = message.text();
         let kind = call.map_or(ToolKind::Other, tool_kind);
-        let line = action_line(call, kind, &output);
+        let failure = Failure::of_result(message);
+        let line = action_line(call, kind, &output, failure);
         let source = if kind == ToolKind::Read {
             Source::FileContent
         } else {
@@ -101,15 +106,21 @@ impl<'a> Facts<'a> {
                 (kept, new) => kept.or(new),
             };
         }
-        let failed = match exit_code_in(&line) {
-            Some(code) => code != 0,
-            None if kind == ToolKind::Read => false,
-            None if kind == ToolKind::Shell => first_error.is_some(),
-            None => starts_with_failure(&output),
-        };
+        let failed = failure.is_some()
+            || match exit_code_in(&line) {
+                Some(code) => code != 0,
+                None if kind == ToolKind::Read => false,
+                None if kind == ToolKind::Shell => first_error.is_some(),
+                None => starts_with_failure(&output),
+            };
         let error_id = first_error.and_then(|error| self.id_of(error));
         match slot {
             Some(slot) => {
+                // A change that failed or was refused changed nothing: the file is not listed
+                // as changed for it.
+                if let (Some(_), Some(path)) = (failure, self.actions[slot].changed_path) {
+                    self.facts[path].verbs &= !verbs::CHANGED;
+                }
                 let action = &mut self.actions[slot];
                 action.line = line;
                 action.failed = failed;
@@ -125,6 +136,7 @@ impl<'a> Facts<'a> {
                 first_error,
                 answered: true,
                 fact_ids: error_id.into_iter().collect(),
+                changed_path: None,
                 itemised: true,
                 tool: call.map_or("tool", |call| call.function.name.as_str()),
             }),
@@ -133,10 +145,11 @@ impl<'a> Facts<'a> {
 }
 
 /// One line for a tool action and its outcome: kit's stand-in for shell, read and search tools;
-/// for the others, what they acted on and, when it is short, what they answered.
-fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str) -> String {
+/// for the others, what they acted on and, when it is short, what they answered, or how they
+/// failed.
+fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str, failure: Option<Failure>) -> String {
     let Some(call) = call.filter(|_| matches!(kind, ToolKind::Write | ToolKind::Other)) else {
-        return describe_tool_output(call, output);
+        return describe_tool_outcome(call, output, failure);
     };
     let name = &call.function.name;
     let arguments: Option<Value> = serde_json::from_str(&call.function.arguments).ok();
@@ -156,10 +169,19 @@ fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str) -> String 
             .filter_map(|key| object.get(*key)?.as_str())
             .find(|value| !value.trim().is_empty() && value.len() <= 200 && !value.contains('\n'))
     });
-    let verb = if kind == ToolKind::Write { "changed " } else { "" };
+    let verb = if kind == ToolKind::Write && failure.is_none() {
+        "changed "
+    } else {
+        ""
+    };
     let target = target
         .map(|target| format!(" {verb}{target}"))
         .unwrap_or_default();
+    match failure {
+        Some(Failure::Rejected) => return format!("[{name}]{target} -> rejected by the user, did not run"),
+        Some(Failure::Error) => return format!("[{name}]{target} -> failed: {}", error_line(output)),
+        None => {}
+    }
     let output = output.trim();
     if output.len() <= 120 && !output.contains('\n') && !output.is_empty() {
         format!("[{name}]{target} -> {output}")

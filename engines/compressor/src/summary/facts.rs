@@ -93,6 +93,8 @@ pub(crate) struct Action<'a> {
     pub tool: &'a str,
     /// The facts this action names: its command, its path, its first error.
     pub fact_ids: Vec<usize>,
+    /// The path this action is the first to list as changed: no longer so if it failed.
+    pub changed_path: Option<usize>,
 }
 
 /// Everything [`extract_facts`] found, in the order it appeared.

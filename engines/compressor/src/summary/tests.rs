@@ -183,3 +183,62 @@ fn an_earlier_summarys_identifiers_use_the_room_for_facts() {
         "{summary}"
     );
 }
+
+/// An edit that failed or that the user refused changed nothing: the summary says how it ended
+/// and does not list the file as changed; a later edit that succeeded does.
+#[test]
+fn a_failed_or_refused_edit_is_not_a_change() {
+    let edit = |id: &str, path: &str| {
+        Message::assistant_calls(vec![ToolCall::new(
+            id,
+            "Edit",
+            serde_json::json!({"file_path": path, "old_string": "a", "new_string": "b"}).to_string(),
+        )])
+    };
+    let failed = |id: &str, text: &str| Message {
+        extra: serde_json::json!({"is_error": true})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        ..Message::tool(id, text)
+    };
+    let middle = vec![
+        Message::user("fix the proration in billing"),
+        edit("c1", "/w/billing/proration.py"),
+        failed(
+            "c1",
+            "The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        ),
+        edit("c2", "/w/src/lib.rs"),
+        failed(
+            "c2",
+            "<tool_use_error>String to replace not found in file.</tool_use_error>",
+        ),
+        edit("c3", "/w/src/main.rs"),
+        Message::tool("c3", "The file /w/src/main.rs has been updated."),
+    ];
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 2_000,
+        input_tokens: 3_000,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
+    let changed = summary
+        .lines()
+        .find(|line| line.contains("Changed:"))
+        .unwrap_or_default();
+    assert!(changed.contains("/w/src/main.rs"), "{summary}");
+    assert!(!changed.contains("/w/src/lib.rs"), "{summary}");
+    assert!(!changed.contains("proration.py"), "{summary}");
+    assert!(
+        summary.contains("[Edit] /w/billing/proration.py -> rejected by the user, did not run"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("[Edit] /w/src/lib.rs -> failed: String to replace not found in file."),
+        "{summary}"
+    );
+}
