@@ -12,6 +12,8 @@
 //!   Anthropic `image` block in a user message becomes an `image_url` part, and a part with text of
 //!   another kind (Codex's `input_text`) a `text` part. Any other part (an image in a tool's
 //!   result, which the API takes only from the user) is left out, and said;
+//! - a tool call's arguments that are not JSON (Codex's freeform custom tools, as `apply_patch`)
+//!   become `{"input": …}`, and empty ones `{}`, and said;
 //! - an assistant message with neither content nor tool calls (a Claude Code turn that held only
 //!   thinking, a legacy call that was not one) is left out, and said: the API refuses it. Any
 //!   other message without content gets empty text, which the API takes.
@@ -42,6 +44,9 @@ pub struct LeftOut {
     pub images_converted: usize,
     /// Assistant messages with neither content nor tool calls, left out.
     pub empty_assistant_messages: usize,
+    /// Tool calls whose arguments were not JSON (Codex's freeform custom tools, as `apply_patch`),
+    /// written as `{"input": …}`.
+    pub arguments_wrapped: usize,
 }
 
 impl LeftOut {
@@ -75,6 +80,13 @@ impl LeftOut {
                 }
             ));
         }
+        if self.arguments_wrapped > 0 {
+            said.push(format!(
+                "wrote {} tool call{} whose arguments were not JSON (a freeform tool's input) as `{{\"input\": …}}`",
+                self.arguments_wrapped,
+                if self.arguments_wrapped == 1 { "" } else { "s" }
+            ));
+        }
         if self.images_converted > 0 {
             said.push(format!(
                 "wrote {} Anthropic image block{} as `image_url` parts",
@@ -102,6 +114,17 @@ pub fn keep_api_fields(messages: &mut Vec<Message>) -> LeftOut {
         for call in message.tool_calls.iter_mut().flatten() {
             for key in std::mem::take(&mut call.extra).into_iter().map(|(key, _)| key) {
                 *left_out.fields.entry(format!("tool_calls[].{key}")).or_default() += 1;
+            }
+            // The API's function arguments are a JSON object's text; a freeform tool's input is
+            // not, and a client that parses it (an Anthropic-compatible endpoint) refuses it.
+            let arguments = &mut call.function.arguments;
+            if serde_json::from_str::<serde::de::IgnoredAny>(arguments).is_err() {
+                *arguments = if arguments.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    json!({ "input": arguments }).to_string()
+                };
+                left_out.arguments_wrapped += 1;
             }
         }
         if let Content::Parts(parts) = &mut message.content {
@@ -284,6 +307,34 @@ mod tests {
             left_out.describe().unwrap(),
             "--out-fields api: left out the fields `thinking` (1); left out content parts the API does not take: `thinking` (1); left out 2 assistant messages with neither content nor tool calls, which the API refuses"
         );
+    }
+
+    #[test]
+    fn a_freeform_tools_input_is_written_as_json_arguments_and_said() {
+        let mut messages = vec![message(json!({"role": "assistant", "content": null,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "apply_patch", "arguments": "*** Begin Patch\n*** End Patch"}},
+                {"id": "c2", "type": "function", "function": {"name": "ls", "arguments": ""}},
+                {"id": "c3", "type": "function", "function": {"name": "cat", "arguments": "{\"path\": \"a\"}"}}]}))];
+        let left_out = keep_api_fields(&mut messages);
+        let arguments: Vec<&str> = messages[0]
+            .calls()
+            .iter()
+            .map(|call| call.function.arguments.as_str())
+            .collect();
+        assert_eq!(
+            arguments,
+            [
+                r#"{"input":"*** Begin Patch\n*** End Patch"}"#,
+                "{}",
+                r#"{"path": "a"}"#
+            ]
+        );
+        assert_eq!(left_out.arguments_wrapped, 2);
+        assert!(left_out
+            .describe()
+            .unwrap()
+            .contains("wrote 2 tool calls whose arguments were not JSON"));
     }
 
     #[test]
