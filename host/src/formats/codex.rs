@@ -12,7 +12,8 @@
 //!   assistant message just before them, if the response had one); `function_call_output` and
 //!   `custom_tool_call_output` become `tool` messages. `reasoning` items (and `reasoning` parts)
 //!   are kept aside, in the next assistant message's `"reasoning"` key. Other items (web search
-//!   calls, ghost snapshots…) are left out and counted.
+//!   calls, ghost snapshots…) are left out and counted; a type the reader does not know, with one
+//!   warning naming its first line.
 //! - An `event_msg` `token_count` closes a response: its `last_token_usage` (or the difference of
 //!   two `total_token_usage`s) becomes the `"usage"` of that response's assistant message, in the
 //!   runner's names; its `model_context_window` is the window. A count with no assistant message
@@ -268,7 +269,25 @@ impl<R: BufRead> CodexReader<R> {
                     }
                 }
             }
-            other => meta.skip(format!("response_item ({other})")),
+            // A hosted web search the model ran (its findings reached it server-side, with no
+            // chat-format call and result to replay), and Codex's undo snapshots.
+            "web_search_call" => {
+                meta.skip("response_item (web_search_call, a hosted search: no call to replay)")
+            }
+            "ghost_snapshot" => meta.skip("response_item (ghost_snapshot, Codex's undo point)"),
+            other => {
+                // An item this reader does not know may be conversation the replay loses: said,
+                // once per type.
+                let kind = format!("response_item ({other})");
+                if !meta.skipped.contains_key(&kind) {
+                    let warning = format!(
+                        "line {}: a `response_item` of the type `{other}`, which ctxhost does not read: left out (each is counted)",
+                        at.line
+                    );
+                    meta.warn(self.lines.path(), warning);
+                }
+                meta.skip(kind);
+            }
         }
         Ok(())
     }

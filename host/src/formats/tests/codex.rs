@@ -287,3 +287,43 @@ fn call_ids_written_as_numbers_are_read_as_text_with_a_warning() {
     );
     assert_eq!(transcript.meta.sequence_problems, vec![]);
 }
+
+#[test]
+fn an_item_type_the_reader_does_not_know_is_left_out_with_one_warning_naming_its_line() {
+    let text = jsonl(&[
+        record("session_meta", json!({"id": "sess-1"})),
+        item(
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "find the docs"}]}),
+        ),
+        item(
+            json!({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "tokio docs"}}),
+        ),
+        item(json!({"type": "tool_search_call", "query": "docs"})),
+        item(json!({"type": "tool_search_call", "query": "more docs"})),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found them."}]}),
+        ),
+    ]);
+    let transcript = read(Format::Codex, &text);
+    assert_eq!(transcript.messages.len(), 2);
+    assert_eq!(
+        transcript.meta.warnings,
+        ["line 4: a `response_item` of the type `tool_search_call`, which ctxhost does not read: left out (each is counted)"]
+    );
+    let skipped: Vec<_> = transcript
+        .meta
+        .skipped
+        .iter()
+        .map(|(kind, count)| (kind.as_str(), *count))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("response_item (tool_search_call)", 2),
+            (
+                "response_item (web_search_call, a hosted search: no call to replay)",
+                1
+            ),
+        ]
+    );
+}
