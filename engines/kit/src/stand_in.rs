@@ -189,18 +189,23 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
                 ),
             }
         }
-        ToolKind::Other => match failure {
-            Some(Failure::Rejected) => format!(
-                "[{name}] rejected by the user ({} chars of output cleared)",
-                chars()
-            ),
-            Some(Failure::Error) => format!(
-                "[{name}] failed: {} ({} chars of output cleared)",
-                error_line(output),
-                chars()
-            ),
-            None => format!("[{name}] ({} chars of output cleared)", chars()),
-        },
+        ToolKind::Other => {
+            let target = call_target(&arguments)
+                .map(|target| format!(" {}", quote(&target)))
+                .unwrap_or_default();
+            match failure {
+                Some(Failure::Rejected) => format!(
+                    "[{name}]{target} rejected by the user ({} chars of output cleared)",
+                    chars()
+                ),
+                Some(Failure::Error) => format!(
+                    "[{name}]{target} failed: {} ({} chars of output cleared)",
+                    error_line(output),
+                    chars()
+                ),
+                None => format!("[{name}]{target} ({} chars of output cleared)", chars()),
+            }
+        }
     }
 }
 
@@ -333,6 +338,40 @@ fn parse_arguments(arguments: &str) -> Map<String, Value> {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     }
+}
+
+/// What a call of a tool that is neither a shell, a reader, a search nor an editor acted on: the
+/// first short text under a key that names a target (`path`, `url`, `query`…), or the first of a
+/// list of them (`urls: [a, b, c]` is `a (+2 more)`). `None` when it names none on one line.
+pub fn call_target(arguments: &Map<String, Value>) -> Option<String> {
+    const ONE: [&str; 9] = [
+        "path",
+        "file_path",
+        "url",
+        "query",
+        "name",
+        "id",
+        "target",
+        "q",
+        "topic",
+    ];
+    const MANY: [&str; 5] = ["urls", "paths", "files", "queries", "ids"];
+    let short = |value: &&str| !value.trim().is_empty() && value.len() <= 200 && !value.contains('\n');
+    if let Some(one) = ONE
+        .iter()
+        .filter_map(|key| arguments.get(*key)?.as_str())
+        .find(short)
+    {
+        return Some(one.to_owned());
+    }
+    MANY.iter().find_map(|key| {
+        let items = arguments.get(*key)?.as_array()?;
+        let first = items.iter().filter_map(Value::as_str).find(short)?;
+        Some(match items.len() - 1 {
+            0 => first.to_owned(),
+            more => format!("{first} (+{more} more)"),
+        })
+    })
 }
 
 fn first_string<'a>(arguments: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
@@ -532,6 +571,23 @@ mod tests {
         assert_eq!(
             describe_tool_result(Some(&edit), &edited),
             "[Edit] changed /w/src/lib.rs (39 chars of output cleared)"
+        );
+    }
+
+    #[test]
+    fn another_tools_stand_in_names_what_it_acted_on() {
+        let extract = call(
+            "web_extract",
+            r#"{"urls":["https://docs.bullmq.io/guide/rate-limiting","https://hatchet.run/docs"]}"#,
+        );
+        assert_eq!(
+            describe_tool_output(Some(&extract), "# Rate limiting\n..."),
+            "[web_extract] https://docs.bullmq.io/guide/rate-limiting (+1 more) (19 chars of output cleared)"
+        );
+        let fetch = call("fetch", r#"{"url":"https://example.org/a","timeout":5}"#);
+        assert_eq!(
+            describe_tool_output(Some(&fetch), "ok"),
+            "[fetch] https://example.org/a (2 chars of output cleared)"
         );
     }
 

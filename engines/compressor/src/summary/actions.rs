@@ -1,7 +1,9 @@
 //! Tool actions: one line per call with its outcome, and what its arguments name.
 
 use ctxhost_engine_abi::{Message, ToolCall};
-use ctxhost_engine_kit::stand_in::{command_under, describe_tool_outcome, error_line, Failure, COMMAND_KEYS};
+use ctxhost_engine_kit::stand_in::{
+    call_target, command_under, describe_tool_outcome, error_line, Failure, COMMAND_KEYS,
+};
 use serde_json::Value;
 
 use super::facts::{verbs, Action, FactKind, Facts, Source};
@@ -153,22 +155,10 @@ fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str, failure: O
     };
     let name = &call.function.name;
     let arguments: Option<Value> = serde_json::from_str(&call.function.arguments).ok();
-    let keys = [
-        "path",
-        "file_path",
-        "url",
-        "query",
-        "name",
-        "id",
-        "target",
-        "q",
-        "topic",
-    ];
-    let target = arguments.as_ref().and_then(Value::as_object).and_then(|object| {
-        keys.iter()
-            .filter_map(|key| object.get(*key)?.as_str())
-            .find(|value| !value.trim().is_empty() && value.len() <= 200 && !value.contains('\n'))
-    });
+    let target = arguments
+        .as_ref()
+        .and_then(Value::as_object)
+        .and_then(call_target);
     let verb = if kind == ToolKind::Write && failure.is_none() {
         "changed "
     } else {
