@@ -181,6 +181,9 @@ pub enum ConfigError {
     },
 }
 
+/// How errors and warnings name a config given as an object, not a file.
+const INLINE_CONFIG: &str = "inline config";
+
 struct Location(Option<usize>, Option<usize>);
 
 impl fmt::Display for Location {
@@ -222,6 +225,39 @@ impl Settings {
             source,
         })?;
         Self::parse(&text, path)
+    }
+
+    /// Validates a config that came as an object rather than a file (`ctxhost serve`'s
+    /// `session/open`), written out as YAML for `text`. Its errors and warnings name the keys,
+    /// under the name `inline config`, but no line: the lines would be those of YAML the client
+    /// never wrote.
+    pub fn parse_inline(text: &str) -> Result<Self, ConfigError> {
+        let mut settings = Self::parse(text, Path::new(INLINE_CONFIG)).map_err(|error| match error {
+            ConfigError::Parse { path, message, .. } => ConfigError::Parse {
+                path,
+                line: None,
+                column: None,
+                message,
+            },
+            ConfigError::Invalid {
+                path, key, message, ..
+            } => ConfigError::Invalid {
+                path,
+                line: None,
+                key,
+                message,
+            },
+            other => other,
+        })?;
+        for warning in &mut settings.warnings {
+            if let Some(rest) = warning.strip_prefix(INLINE_CONFIG) {
+                let rest = rest.trim_start_matches(|c: char| c == ':' || c.is_ascii_digit());
+                *warning = format!("{INLINE_CONFIG}: {}", rest.trim_start());
+            }
+        }
+        settings.source = None;
+        settings.key_lines = Arc::default();
+        Ok(settings)
     }
 
     /// Validates the text of a config file; `path` names it in errors and anchors relative paths.
@@ -611,6 +647,32 @@ mod tests {
 
     fn parse(text: &str) -> Result<Settings, ConfigError> {
         Settings::parse(text, Path::new("/work/config.yaml"))
+    }
+
+    /// A config given as an object (`ctxhost serve`) was written out as YAML by the server: its
+    /// errors and warnings name keys, never lines of that YAML.
+    #[test]
+    fn an_inline_configs_errors_and_warnings_name_keys_not_lines() {
+        let error = Settings::parse_inline("context:\n  engine: 5\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "inline config: context.engine: invalid type: integer `5`, expected an engine name (a string)"
+        );
+        let error = Settings::parse_inline("compression:\n  threshold: 3\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "inline config: `compression.threshold` must be between 0 and 1, got 3"
+        );
+        let settings = Settings::parse_inline("model:\n  context_lenght: 5000\n").unwrap();
+        assert_eq!(
+            settings.warnings,
+            ["inline config: unknown key `model.context_lenght`, ignored; did you mean `model.context_length`?"]
+        );
+        assert_eq!(settings.locate("model.context_lenght"), None);
     }
 
     #[test]

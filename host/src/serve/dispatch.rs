@@ -5,7 +5,7 @@
 //! are checked as the replay checks them (`compress/unchecked` leaves that to its client, the
 //! host's handle on an isolated engine). A failed call leaves the session as it was.
 
-use std::{path::Path, time::Instant};
+use std::time::Instant;
 
 use ctxhost_engine_abi::{EngineError, ModelInfo, SessionInfo, ABI_VERSION};
 use ctxhost_protocol::{
@@ -236,10 +236,8 @@ fn read_config(source: &ConfigSource, base: &Settings) -> Result<Settings, RpcEr
         ConfigSource::Path(path) => Settings::load(path).map_err(|error| config_error(&error)),
         ConfigSource::Inline(object) => {
             let text = serde_norway::to_string(object).map_err(|error| config_error(&error))?;
-            let mut settings =
-                Settings::parse(&text, Path::new("inline config")).map_err(|error| config_error(&error))?;
             // No file: engines' relative paths (lcm's database) are the working directory's.
-            settings.source = None;
+            let mut settings = Settings::parse_inline(&text).map_err(|error| config_error(&error))?;
             let names_plugins_dir = object
                 .get("context")
                 .and_then(|context| context.get("plugins_dir"))
