@@ -9,7 +9,9 @@
 //!   text, `input_image` an image part; role `developer` becomes a system message with
 //!   `"original_role": "developer"`. `function_call`, `custom_tool_call` and `local_shell_call`
 //!   items of one response become the `tool_calls` of one assistant message (joined to the
-//!   assistant message just before them, if the response had one); `function_call_output` and
+//!   assistant message just before them, if the response had one), even with outputs recorded
+//!   between them when a token count closes the response (Codex records a call when the model has
+//!   written it, and its output when the tool is done); `function_call_output` and
 //!   `custom_tool_call_output` become `tool` messages. `reasoning` items (and `reasoning` parts)
 //!   are kept aside, in the next assistant message's `"reasoning"` key. Other items (web search
 //!   calls, ghost snapshots…) are left out and counted; a type the reader does not know, with one
@@ -72,11 +74,59 @@ struct Response {
     outputs: Vec<(Message, usize)>,
     /// A token count has closed it: no more calls join it.
     counted: bool,
+    /// Calls that came after some of its outputs, each where it joined: the same response's when
+    /// a token count closes it, a response of their own otherwise.
+    joined: Vec<Joined>,
+}
+
+/// Where a call joined a response after some of its outputs.
+struct Joined {
+    /// The response's calls and outputs before it.
+    calls: usize,
+    outputs: usize,
+    /// Its record's line, and the fields a response of its own would have.
+    line: usize,
+    extra: Map<String, Value>,
 }
 
 impl Response {
     fn calls(&self, id: &str) -> bool {
         self.assistant.calls().iter().any(|call| call.id == id)
+    }
+
+    /// The messages of the response, in order: one assistant message with every call when a
+    /// token count closed it; without one, as many responses as calls came after outputs (a
+    /// rollout that counts no response does not tell parallel calls from the next response's).
+    fn into_messages(self) -> Vec<(Message, usize)> {
+        let Response {
+            mut assistant,
+            line,
+            outputs,
+            counted,
+            joined,
+        } = self;
+        if counted || joined.is_empty() {
+            return std::iter::once((assistant, line)).chain(outputs).collect();
+        }
+        let mut calls = assistant.tool_calls.take().unwrap_or_default();
+        let mut outputs = outputs;
+        let mut segments = Vec::new();
+        for join in joined.into_iter().rev() {
+            let later_calls = calls.split_off(join.calls);
+            let later_outputs = outputs.split_off(join.outputs);
+            let message = Message {
+                extra: join.extra,
+                ..Message::assistant_calls(later_calls)
+            };
+            segments.push(((message, join.line), later_outputs));
+        }
+        assistant.tool_calls = (!calls.is_empty()).then_some(calls);
+        segments.push(((assistant, line), outputs));
+        segments
+            .into_iter()
+            .rev()
+            .flat_map(|(assistant, outputs)| std::iter::once(assistant).chain(outputs))
+            .collect()
     }
 }
 
@@ -96,9 +146,8 @@ impl<R: BufRead> CodexReader<R> {
 
     fn flush_response(&mut self) {
         if let Some(response) = self.response.take() {
-            self.queue.push(response.assistant, response.line);
-            for (output, line) in response.outputs {
-                self.queue.push(output, line);
+            for (message, line) in response.into_messages() {
+                self.queue.push(message, line);
             }
         }
     }
@@ -219,6 +268,7 @@ impl<R: BufRead> CodexReader<R> {
                         line: at.line,
                         outputs: Vec::new(),
                         counted: false,
+                        joined: Vec::new(),
                     });
                 } else {
                     self.queue.push(message, at.line);
@@ -232,8 +282,28 @@ impl<R: BufRead> CodexReader<R> {
             }
             "function_call" | "custom_tool_call" | "local_shell_call" => {
                 let call = self.call(&kind, item, at)?;
+                // Codex records a call as soon as the model has written it and its output as soon
+                // as the tool is done, so a response's parallel calls may come with outputs
+                // between them (`call A, output A, call B`): until a token count closes the
+                // response, a call joins it (see `Response::into_messages`). Reasoning after an
+                // output is a new model call's.
+                let new_reasoning = !self.reasoning.is_empty();
                 match &mut self.response {
-                    Some(response) if response.outputs.is_empty() && !response.counted => {
+                    Some(response)
+                        if !response.counted && (response.outputs.is_empty() || !new_reasoning) =>
+                    {
+                        // Joined after outputs that came since the last call: calls with no
+                        // output between them are one group, whatever the count says.
+                        let outputs_since =
+                            response.joined.last().map_or(0, |join| join.outputs) < response.outputs.len();
+                        if outputs_since {
+                            response.joined.push(Joined {
+                                calls: response.assistant.calls().len(),
+                                outputs: response.outputs.len(),
+                                line: at.line,
+                                extra,
+                            });
+                        }
                         response
                             .assistant
                             .tool_calls
@@ -251,6 +321,7 @@ impl<R: BufRead> CodexReader<R> {
                             line: at.line,
                             outputs: Vec::new(),
                             counted: false,
+                            joined: Vec::new(),
                         });
                     }
                 }

@@ -1,3 +1,4 @@
+use ctxhost_engine_abi::Role;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -324,6 +325,92 @@ fn an_item_type_the_reader_does_not_know_is_left_out_with_one_warning_naming_its
                 "response_item (web_search_call, a hosted search: no call to replay)",
                 1
             ),
+        ]
+    );
+}
+
+/// Codex records a call when the model has written it and its output when the tool is done: a
+/// response's parallel calls may have outputs between them. Before the token count that closes the
+/// response, a call is still that response's.
+#[test]
+fn parallel_calls_recorded_with_outputs_between_them_are_one_response() {
+    let call = |id: &str, command: &str| {
+        item(
+            json!({"type": "function_call", "name": "shell", "arguments": json!({"command": ["bash", "-lc", command]}).to_string(), "call_id": id}),
+        )
+    };
+    let output =
+        |id: &str, text: &str| item(json!({"type": "function_call_output", "call_id": id, "output": text}));
+    let records = [
+        record("session_meta", json!({"id": "sess-1"})),
+        item(
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "check the tree"}]}),
+        ),
+        call("call_A", "ls"),
+        output("call_A", "src"),
+        call("call_B", "git status"),
+        output("call_B", "clean"),
+        token_count(1000, 0, 10),
+        call("call_C", "cargo test"),
+        output("call_C", "ok"),
+        token_count(1100, 1000, 20),
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "All clean."}]}),
+        ),
+        token_count(1200, 1100, 5),
+    ];
+    let shape = |transcript: &Transcript| -> Vec<String> {
+        transcript
+            .messages
+            .iter()
+            .map(|message| match message.role {
+                Role::Assistant if message.has_tool_calls() => {
+                    let ids: Vec<&str> = message.calls().iter().map(|call| call.id.as_str()).collect();
+                    format!("calls {}", ids.join(","))
+                }
+                Role::Tool => format!("result {}", message.tool_call_id.as_deref().unwrap_or("")),
+                role => format!("{role:?} {}", message.text()),
+            })
+            .collect()
+    };
+    let transcript = read(Format::Codex, &jsonl(&records));
+    assert_eq!(
+        shape(&transcript),
+        [
+            "User check the tree",
+            "calls call_A,call_B",
+            "result call_A",
+            "result call_B",
+            "calls call_C",
+            "result call_C",
+            "Assistant All clean.",
+        ]
+    );
+    assert_eq!(transcript.meta.sequence_problems, vec![]);
+    assert!(
+        transcript.meta.warnings.is_empty(),
+        "{:?}",
+        transcript.meta.warnings
+    );
+    // A rollout that closes no response with a token count does not tell parallel calls from the
+    // next response's: a call after an output stays a response of its own, as it was read.
+    let uncounted: Vec<Value> = records
+        .iter()
+        .filter(|record| record["type"] != "event_msg")
+        .cloned()
+        .collect();
+    let transcript = read(Format::Codex, &jsonl(&uncounted));
+    assert_eq!(
+        shape(&transcript),
+        [
+            "User check the tree",
+            "calls call_A",
+            "result call_A",
+            "calls call_B",
+            "result call_B",
+            "calls call_C",
+            "result call_C",
+            "Assistant All clean.",
         ]
     );
 }
