@@ -249,37 +249,7 @@ impl RunReport {
             );
         }
         render_tools_and_commands(&mut out, o);
-        if o.compactions.is_empty() {
-            let _ = writeln!(out, "compactions none");
-        } else {
-            let _ = writeln!(out, "compactions {}", count_outcomes(&o.compactions));
-            let repeated = repeated_nothing_to_compact(&o.compactions);
-            for (number, compaction) in o.compactions.iter().enumerate() {
-                if repeated
-                    .iter()
-                    .any(|group| Some(group.reason) == nothing_reason(compaction))
-                {
-                    continue;
-                }
-                let _ = writeln!(
-                    out,
-                    "  #{:<3}{}",
-                    number + 1,
-                    describe_compaction(compaction, o.messages_replayed)
-                );
-            }
-            for group in repeated {
-                let at = match group.first_at == group.last_at {
-                    true => format!("before message {}", group.first_at),
-                    false => format!("before messages {} to {}", group.first_at, group.last_at),
-                };
-                let _ = writeln!(
-                    out,
-                    "  {} attempts, {at}: nothing to compact: {}",
-                    group.attempts, group.reason
-                );
-            }
-        }
+        render_compactions(&mut out, &o.compactions, o.messages_replayed);
         let _ = writeln!(
             out,
             "tokens      peak {} of the {}-token window, final {} in {} messages (estimated, {})",
@@ -480,6 +450,44 @@ fn render_tools_and_commands(out: &mut String, o: &ReplayOutcome) {
     }
 }
 
+/// The `compactions` line, then a line for each compaction but those folded (see
+/// [`Unchanged`]), then one for each folded group.
+fn render_compactions(out: &mut String, compactions: &[CompactionRecord], messages_replayed: usize) {
+    if compactions.is_empty() {
+        let _ = writeln!(out, "compactions none");
+        return;
+    }
+    let _ = writeln!(out, "compactions {}", count_outcomes(compactions));
+    let repeated = repeated_unchanged(compactions);
+    for (number, compaction) in compactions.iter().enumerate() {
+        if repeated
+            .iter()
+            .any(|group| Some((group.kind, group.reason)) == unchanged(compaction))
+        {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  #{:<3}{}",
+            number + 1,
+            describe_compaction(compaction, messages_replayed)
+        );
+    }
+    for group in repeated {
+        let at = match group.first_at == group.last_at {
+            true => format!("before message {}", group.first_at),
+            false => format!("before messages {} to {}", group.first_at, group.last_at),
+        };
+        let _ = writeln!(
+            out,
+            "  {} attempts, {at}: {}: {}",
+            group.attempts,
+            group.kind.words(),
+            group.reason
+        );
+    }
+}
+
 fn describe_compaction(compaction: &CompactionRecord, messages_replayed: usize) -> String {
     let tokens = |n: u64| group_thousands(n as usize);
     let at = if compaction.at_message >= messages_replayed {
@@ -515,53 +523,70 @@ fn describe_compaction(compaction: &CompactionRecord, messages_replayed: usize) 
     {
         line.push_str(&format!("; {summary}"));
     }
-    match &compaction.outcome {
-        Outcome::Applied => {}
-        Outcome::NothingToCompact { reason } => {
-            line.push_str(&format!("\n       nothing to compact: {reason}"));
-        }
-        Outcome::Kept { reason } => {
-            line.push_str(&format!("\n       KEPT the context as it was: {reason}"));
-        }
+    if let Some((kind, reason)) = unchanged(compaction) {
+        line.push_str(&format!("\n       {}: {reason}", kind.words()));
     }
     line
 }
 
-/// Attempts that found nothing to compact for the same reason, said once in the terminal report
-/// (each is still in `--json`): an engine that cannot bring the context under its threshold is
-/// asked before every model call, and a long session would list hundreds of identical lines.
-struct NothingToCompact<'a> {
+/// How an attempt that left the context as it was ended. Attempts of one kind and reason are
+/// said once in the terminal report (each is still in `--json`): an engine that cannot bring the
+/// context under its threshold, or whose every result is refused, is asked before every model
+/// call, and a long session would list hundreds of identical lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unchanged {
+    NothingToCompact,
+    /// The host refused the result, or the engine failed.
+    Kept,
+}
+
+impl Unchanged {
+    fn words(self) -> &'static str {
+        match self {
+            Unchanged::NothingToCompact => "nothing to compact",
+            Unchanged::Kept => "KEPT the context as it was",
+        }
+    }
+}
+
+/// Attempts of one kind and reason, folded into one line.
+struct Repeated<'a> {
+    kind: Unchanged,
     reason: &'a str,
     attempts: usize,
     first_at: usize,
     last_at: usize,
 }
 
-/// Why `compaction` found nothing to compact; `None` when it did something else.
-fn nothing_reason(compaction: &CompactionRecord) -> Option<&str> {
+/// How and why `compaction` left the context as it was; `None` when it was applied.
+fn unchanged(compaction: &CompactionRecord) -> Option<(Unchanged, &str)> {
     match &compaction.outcome {
-        Outcome::NothingToCompact { reason } => Some(reason.as_str()),
-        Outcome::Applied | Outcome::Kept { .. } => None,
+        Outcome::NothingToCompact { reason } => Some((Unchanged::NothingToCompact, reason.as_str())),
+        Outcome::Kept { reason } => Some((Unchanged::Kept, reason.as_str())),
+        Outcome::Applied => None,
     }
 }
 
-/// Attempts of one reason listed one a line up to this many; more are one line.
-const NOTHING_TO_COMPACT_LISTED: usize = 3;
+/// Attempts of one kind and reason listed one a line up to this many; more are one line.
+const UNCHANGED_LISTED: usize = 3;
 
-/// The reasons for nothing to compact given more than [`NOTHING_TO_COMPACT_LISTED`] times, in the
-/// order first met.
-fn repeated_nothing_to_compact(compactions: &[CompactionRecord]) -> Vec<NothingToCompact<'_>> {
-    let mut groups: Vec<NothingToCompact<'_>> = Vec::new();
+/// The kinds and reasons given more than [`UNCHANGED_LISTED`] times, in the order first met.
+fn repeated_unchanged(compactions: &[CompactionRecord]) -> Vec<Repeated<'_>> {
+    let mut groups: Vec<Repeated<'_>> = Vec::new();
     for compaction in compactions {
-        let Some(reason) = nothing_reason(compaction) else {
+        let Some((kind, reason)) = unchanged(compaction) else {
             continue;
         };
-        match groups.iter_mut().find(|group| group.reason == reason) {
+        match groups
+            .iter_mut()
+            .find(|group| group.kind == kind && group.reason == reason)
+        {
             Some(group) => {
                 group.attempts += 1;
                 group.last_at = compaction.at_message;
             }
-            None => groups.push(NothingToCompact {
+            None => groups.push(Repeated {
+                kind,
                 reason,
                 attempts: 1,
                 first_at: compaction.at_message,
@@ -569,7 +594,7 @@ fn repeated_nothing_to_compact(compactions: &[CompactionRecord]) -> Vec<NothingT
             }),
         }
     }
-    groups.retain(|group| group.attempts > NOTHING_TO_COMPACT_LISTED);
+    groups.retain(|group| group.attempts > UNCHANGED_LISTED);
     groups
 }
 
@@ -626,4 +651,67 @@ fn summarise_details(details: &Value, applied: bool) -> Option<String> {
         parts.push(format!("reason {reason}"));
     }
     (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+    use crate::runner::Trigger;
+
+    fn attempt(at_message: usize, outcome: Outcome) -> CompactionRecord {
+        CompactionRecord {
+            at_message,
+            turn: at_message / 2,
+            trigger: Trigger::Preflight,
+            focus: None,
+            tokens_before: 9_000,
+            tokens_after: 9_000,
+            messages_before: at_message,
+            messages_after: at_message,
+            duration_ms: 0.5,
+            outcome,
+            retention: None,
+            details: None,
+        }
+    }
+
+    fn kept(reason: &str) -> Outcome {
+        Outcome::Kept {
+            reason: reason.to_owned(),
+        }
+    }
+
+    #[test]
+    fn more_than_three_refused_attempts_of_one_reason_are_one_line_as_nothing_to_compact_ones_are() {
+        let invalid =
+            "engine `faulty` returned an invalid result from `compress`: the last user message was lost";
+        let nothing = || Outcome::NothingToCompact {
+            reason: "the engine returned the context as it was".to_owned(),
+        };
+        let mut compactions = vec![attempt(30, kept("engine `faulty` failed in `compress`: timeout"))];
+        compactions.extend((31..36).map(|at| attempt(at, kept(invalid))));
+        compactions.extend((40..44).map(|at| attempt(at, nothing())));
+        // Three of a reason are still listed each.
+        compactions.extend((50..53).map(|at| attempt(at, kept("engine `faulty` panicked"))));
+        let mut out = String::new();
+        render_compactions(&mut out, &compactions, 60);
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            [
+                "compactions 13 (0 applied, 4 nothing to compact, 9 kept the context as it was)",
+                "  #1  before message 30 (preflight): 9,000 -> 9,000 tokens, 30 -> 30 messages, 0.50 ms",
+                "       KEPT the context as it was: engine `faulty` failed in `compress`: timeout",
+                "  #11 before message 50 (preflight): 9,000 -> 9,000 tokens, 50 -> 50 messages, 0.50 ms",
+                "       KEPT the context as it was: engine `faulty` panicked",
+                "  #12 before message 51 (preflight): 9,000 -> 9,000 tokens, 51 -> 51 messages, 0.50 ms",
+                "       KEPT the context as it was: engine `faulty` panicked",
+                "  #13 before message 52 (preflight): 9,000 -> 9,000 tokens, 52 -> 52 messages, 0.50 ms",
+                "       KEPT the context as it was: engine `faulty` panicked",
+                &format!("  5 attempts, before messages 31 to 35: KEPT the context as it was: {invalid}"),
+                "  4 attempts, before messages 40 to 43: nothing to compact: the engine returned the context as it was",
+            ]
+        );
+    }
 }

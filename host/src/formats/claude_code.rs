@@ -46,7 +46,9 @@
 //!   Parallel tool calls are no branch: Claude Code 2.x writes a response's calls one record each
 //!   and links each result to the record of its own call (`sourceToolAssistantUUID`), not to the
 //!   record before it, so a result whose parent is any record of the last API message continues
-//!   the chain.
+//!   the chain. A record refused as malformed (left out under `--skip-bad-records`) is never read,
+//!   so its `uuid` is unknown: a record naming an unknown parent after one is no branch, since
+//!   that parent may well be the refused record.
 //!   Rebuilding the active branch would need the whole file's `uuid` links before the first
 //!   message; file order keeps the reader a single pass.
 
@@ -79,7 +81,13 @@ pub(super) struct ClaudeCodeReader<R> {
     /// The last assistant API message's `message.id`, and the uuids of its records.
     api_message: Option<String>,
     api_records: Vec<String>,
+    /// Records that do not continue the chain, and the line of the first.
     branches: u64,
+    first_branch_line: Option<usize>,
+    /// Records refused so far (their error skipped, or the read would have stopped), and how many
+    /// had been when the records a parent may be (`last_uuid`, `between`, `api_records`) began.
+    refused: u64,
+    refused_before_chain: u64,
     /// Ids of the wrong type read as text in the last record, for warnings.
     id_fixes: Vec<String>,
 }
@@ -251,6 +259,9 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             api_message: None,
             api_records: Vec::new(),
             branches: 0,
+            first_branch_line: None,
+            refused: 0,
+            refused_before_chain: 0,
             id_fixes: Vec::new(),
         }
     }
@@ -309,7 +320,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         // Left out, a synthetic record is one of the interface's in the chain: the prompt after
         // it names it as its parent.
         let link = Link::of(&kind, message.as_ref(), synthetic.is_some());
-        self.follow_chain(&fields, link);
+        self.follow_chain(&fields, link, at.line);
         if meta.session_id.is_none() {
             meta.session_id = fields.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         }
@@ -412,7 +423,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
     /// Counts conversation records that do not continue the one before them. Records of the
     /// interface (`system`, `progress`…) may sit in the chain between two of them, and a result
     /// or a further record of the last API message may name any of its records.
-    fn follow_chain(&mut self, record: &Fields, link: Link) {
+    fn follow_chain(&mut self, record: &Fields, link: Link, line: usize) {
         let Some(uuid) = record.get("uuid").and_then(Value::as_str) else {
             return;
         };
@@ -423,6 +434,8 @@ impl<R: BufRead> ClaudeCodeReader<R> {
         let same_message =
             matches!(link, Link::Assistant(Some(id)) if self.api_message.as_deref() == Some(id));
         let parent = record.get("parentUuid").and_then(Value::as_str);
+        // Whether the parent may be a refused record, whose uuid was never read.
+        let mut parent_unknown = false;
         if let (Some(parent), Some(last)) = (parent, &self.last_uuid) {
             let of_the_message = |uuid: &str| self.api_records.iter().any(|record| record == uuid);
             let call_record = record.get("sourceToolAssistantUUID").and_then(Value::as_str);
@@ -431,7 +444,12 @@ impl<R: BufRead> ClaudeCodeReader<R> {
             let continues =
                 parent == last || self.between.iter().any(|between| between == parent) || joins_the_message;
             if !continues {
-                self.branches += 1;
+                if self.refused > self.refused_before_chain {
+                    parent_unknown = true;
+                } else {
+                    self.branches += 1;
+                    self.first_branch_line.get_or_insert(line);
+                }
             }
         }
         match link {
@@ -447,6 +465,18 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 self.api_records.clear();
             }
             Link::Results | Link::Interface => {}
+        }
+        // The records a parent may be now start here, unless this record hangs from a refused one:
+        // that one may be a record of the same API message, which later results name as their
+        // call's. Results name the message's records, so they keep its start.
+        let starts_anew = match link {
+            Link::Assistant(_) => !same_message,
+            Link::Prompt => true,
+            Link::Results => self.api_message.is_none(),
+            Link::Interface => false,
+        };
+        if starts_anew && !parent_unknown {
+            self.refused_before_chain = self.refused;
         }
         self.last_uuid = Some(uuid.to_owned());
         self.between.clear();
@@ -788,6 +818,11 @@ impl<R: BufRead> QueuedRecords for ClaudeCodeReader<R> {
 
     fn read_record(&mut self, meta: &mut TranscriptMeta) -> Result<bool, TranscriptError> {
         let more = self.read_one(meta);
+        if more.is_err() {
+            // The stream goes on past a skippable error only to skip the record, and stops on any
+            // other: either way, the record is not read.
+            self.refused += 1;
+        }
         report_id_fixes(
             meta,
             self.lines.path(),
@@ -805,11 +840,14 @@ impl<R: BufRead> QueuedRecords for ClaudeCodeReader<R> {
             );
             meta.warn(self.lines.path(), warning);
         }
-        if self.branches > 0 {
+        if let Some(first) = self.first_branch_line {
+            let (count, verb, them) = match self.branches {
+                1 => ("1 record".to_owned(), "does", "it"),
+                many => (format!("{many} records"), "do", "them"),
+            };
             let warning = format!(
-                "{} records do not continue the record before them (a rewind or an edited prompt): \
-                 the transcript is read in file order, abandoned branches included",
-                self.branches
+                "{count} {verb} not continue the record before {them} (a rewind or an edited prompt): \
+                 the transcript is read in file order, abandoned branches included (the first at line {first})"
             );
             meta.warn(self.lines.path(), warning);
         }

@@ -18,10 +18,14 @@
 //! - an observation with `tool_call_metadata` becomes the `tool` message answering its
 //!   `tool_call_id`, its `content` the result; a command's output as OpenHands shows it, with its
 //!   `metadata` (`[The command completed with exit code 1.]`, the working directory, the exit
-//!   code: `CmdOutputObservation.to_agent_observation`);
+//!   code: `CmdOutputObservation.to_agent_observation`); so does one without `tool_call_metadata`
+//!   whose `cause` is the `id` of an action that made a call (an `error` observation OpenHands
+//!   writes when the runtime died under the action): the result is recorded, and a stub saying
+//!   that none is would be false;
 //! - `system` is the system message (`args.content`); `message` from the user a user message,
-//!   from the agent an assistant message (`args.content`); `error` and `user_rejected`
-//!   observations without a call are user messages, as OpenHands sends them;
+//!   from the agent an assistant message (`args.content`, else the event's `message`, where
+//!   OpenHands writes the same text, with a warning); `error` and `user_rejected` observations
+//!   without a call are user messages, as OpenHands sends them;
 //! - a command the user ran in OpenHands's terminal (`run` from the user, no
 //!   `tool_call_metadata`) is the user message `User executed the command:\n{command}`, and the
 //!   observation it caused a user message of its output, as OpenHands sends them;
@@ -77,6 +81,9 @@ pub(super) struct OpenhandsReader<R> {
     /// The ids of actions read as text (no `tool_call_metadata`), and how: the observations they
     /// caused are read as text too.
     text_actions: std::collections::HashMap<u64, TextAction>,
+    /// The calls of actions with `tool_call_metadata` that no observation named as its `cause`
+    /// yet, by action id: an observation without metadata answers the call of its cause.
+    unanswered_calls: std::collections::HashMap<u64, String>,
     /// Whether the warning about actions read as CodeAct text was given (once a file).
     codeact_said: bool,
     /// The delegations not answered yet, outermost first: while one is open, the events are a
@@ -122,13 +129,17 @@ impl Delegation {
 /// The `tool_call_id` of an event's `tool_call_metadata`, as text.
 fn call_id_of(metadata: &Metadata) -> Option<String> {
     match metadata {
-        Metadata::Call(call) => call
-            .tool_call_id
-            .as_ref()
-            .filter(|id| !id.is_null())
-            .map(value_as_text),
+        Metadata::Call(call) => call_id(call),
         Metadata::Absent | Metadata::NotAnObject(_) => None,
     }
+}
+
+/// The `tool_call_id` of a `tool_call_metadata`, as text.
+fn call_id(call: &CallMetadata) -> Option<String> {
+    call.tool_call_id
+        .as_ref()
+        .filter(|id| !id.is_null())
+        .map(value_as_text)
 }
 
 /// Whether `event` is the `action` or `observation` named `kind`.
@@ -167,6 +178,7 @@ impl<R: BufRead> OpenhandsReader<R> {
             last_response: None,
             emitted: 0,
             text_actions: std::collections::HashMap::new(),
+            unanswered_calls: std::collections::HashMap::new(),
             codeact_said: false,
             delegations: Vec::new(),
             events: ArrayElements::default(),
@@ -276,16 +288,31 @@ impl<R: BufRead> OpenhandsReader<R> {
         };
         match (action, metadata) {
             ("system", _) => {
-                let content = arg_text("content").unwrap_or_default().to_owned();
+                // A `null` is left for `fill_null_content`, which reads it as empty text and warns.
+                let content = match args.get("content") {
+                    None | Some(Value::Null) => Content::Null,
+                    _ => Content::Text(arg_text("content").unwrap_or_default().to_owned()),
+                };
                 take_arg(&mut event, "content");
-                Ok(Some(with_extra(Message::system(content), event)))
+                let message = Message {
+                    content,
+                    ..Message::system(String::new())
+                };
+                Ok(Some(with_extra(message, event)))
             }
             ("message", None) => {
-                let content = arg_text("content").unwrap_or_default().to_owned();
+                let role = match source {
+                    "user" => Role::User,
+                    _ => Role::Assistant,
+                };
+                let content = match args.get("content") {
+                    None | Some(Value::Null) => self.message_without_content(&event, role, at, meta),
+                    _ => Content::Text(arg_text("content").unwrap_or_default().to_owned()),
+                };
                 take_arg(&mut event, "content");
-                let message = match source {
-                    "user" => Message::user(content),
-                    _ => Message::assistant(content),
+                let message = Message {
+                    content,
+                    ..Message::new(role, "")
                 };
                 Ok(Some(with_extra(message, event)))
             }
@@ -298,7 +325,16 @@ impl<R: BufRead> OpenhandsReader<R> {
                 });
                 Ok(None)
             }
-            (_, Some(metadata)) => self.response_message(action, event, &args, metadata, at, meta),
+            (_, Some(metadata)) => {
+                // `finish` makes no call (see `response_message`): nothing answers it.
+                let call = call_id(&metadata).filter(|_| action != "finish");
+                let action_id = event.get("id").and_then(Value::as_u64);
+                let message = self.response_message(action, event, &args, metadata, at, meta)?;
+                if let (Some(action_id), Some(call)) = (action_id, call) {
+                    self.unanswered_calls.insert(action_id, call);
+                }
+                Ok(message)
+            }
             ("run", None) if source == "user" && arg_text("command").is_some() => {
                 let text = format!(
                     "User executed the command:\n{}",
@@ -339,6 +375,36 @@ impl<R: BufRead> OpenhandsReader<R> {
                 meta.skip(format!("action ({other}, from the {})", or_unknown(source)));
                 Ok(None)
             }
+        }
+    }
+
+    /// The content of a `message` action whose `args.content` is `null` or missing: the event's
+    /// `message`, which OpenHands writes from the same text, else none. A user's `null` is read
+    /// as empty text with the warning every such message gets (`fill_null_content`); an agent's
+    /// is empty text, as an assistant's message may be.
+    fn message_without_content(
+        &self,
+        event: &Map<String, Value>,
+        role: Role,
+        at: Position,
+        meta: &mut TranscriptMeta,
+    ) -> Content {
+        let text = event
+            .get("message")
+            .and_then(Value::as_str)
+            .filter(|text| !text.trim().is_empty());
+        match (text, role) {
+            (Some(text), _) => {
+                let warning = format!(
+                    "{}: a `message` action without `args.content`: the event's `message` text, which OpenHands \
+                     writes from the same text, is read as its content",
+                    at.place()
+                );
+                meta.warn(self.cursor.path(), warning);
+                Content::Text(text.to_owned())
+            }
+            (None, Role::User) => Content::Null,
+            (None, _) => Content::Text(String::new()),
         }
     }
 
@@ -510,11 +576,17 @@ impl<R: BufRead> OpenhandsReader<R> {
                 return Err(self.cursor.bad_record(at, message));
             }
         };
-        let id = metadata.as_ref().and_then(|m| m.tool_call_id.as_ref());
+        let cause = event.get("cause").and_then(Value::as_u64);
+        // Taken out whether or not the metadata names the call too: a call has one result.
+        let caused_call = cause.and_then(|cause| self.unanswered_calls.remove(&cause));
+        let id = match metadata.as_ref().and_then(|m| m.tool_call_id.clone()) {
+            None => caused_call.map(Value::String),
+            recorded => recorded,
+        };
         match (id, observation) {
             (Some(id), _) => {
                 let id = match id {
-                    Value::String(id) => id.clone(),
+                    Value::String(id) => id,
                     Value::Number(number) => {
                         meta.pairing_repairs += 1;
                         let warning = format!(
@@ -525,7 +597,7 @@ impl<R: BufRead> OpenhandsReader<R> {
                         number.to_string()
                     }
                     other => {
-                        let message = format!("`tool_call_id` is {}, not text", kind_of(other));
+                        let message = format!("`tool_call_id` is {}, not text", kind_of(&other));
                         return Err(self.cursor.bad_record(at, message));
                     }
                 };

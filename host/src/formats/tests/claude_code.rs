@@ -277,9 +277,73 @@ fn a_rewind_is_read_in_file_order_and_reported() {
     let transcript = read(Format::ClaudeCode, &text);
     assert_eq!(transcript.messages.len(), 3);
     assert!(
-        transcript.meta.warnings[0].starts_with("1 records do not continue the record before them"),
+        transcript.meta.warnings[0].starts_with("1 record does not continue the record before it"),
         "{:?}",
         transcript.meta.warnings
+    );
+}
+
+#[test]
+fn a_record_after_a_skipped_one_is_no_branch_and_a_branch_names_its_line() {
+    use crate::formats::{read_transcript_with, BadRecords, ReadOptions};
+    let call = |uuid: &str, parent: &str, id: &str, call: &str| {
+        assistant(
+            uuid,
+            parent,
+            id,
+            json!([{"type": "tool_use", "id": call, "name": "Read", "input": {}}]),
+            usage(1, 1),
+        )
+    };
+    let result = |uuid: &str, parent: &str, call: &str| {
+        let mut result = user(
+            uuid,
+            Some(parent),
+            json!([{"type": "tool_result", "tool_use_id": call, "content": "text"}]),
+        );
+        result["sourceToolAssistantUUID"] = json!(parent);
+        result
+    };
+    let records = [
+        user("u1", None, json!("read them")),
+        call("a1", "u1", "msg_1", "t1"),
+        result("r1", "a1", "t1"),
+        // Line 4, cut short below: the next record names it as its parent.
+        call("a2", "r1", "msg_2", "t2"),
+        call("a3", "a2", "msg_2", "t3"),
+        // Two parallel results, each naming its own call's record; line 6's call was refused.
+        result("r2", "a2", "t2"),
+        result("r3", "a3", "t3"),
+        user("u2", Some("r3"), json!("thanks")),
+        // Line 9: an edited prompt, a real branch.
+        user("u3", Some("r3"), json!("thanks, and one more")),
+    ];
+    let mut text = String::new();
+    for (index, record) in records.iter().enumerate() {
+        let line = record.to_string();
+        let line = if index == 3 { &line[..60] } else { &line[..] };
+        text.push_str(line);
+        text.push('\n');
+    }
+    let (_dir, path) = super::write("transcript", &text);
+    let options = ReadOptions {
+        bad_records: BadRecords::Skip,
+        ..ReadOptions::default()
+    };
+    let transcript = read_transcript_with(&path, &options).unwrap();
+    assert_eq!(transcript.meta.bad_records_skipped, 1);
+    let branches: Vec<_> = transcript
+        .meta
+        .warnings
+        .iter()
+        .filter(|warning| warning.contains("a rewind or an edited prompt"))
+        .collect();
+    assert_eq!(
+        branches,
+        [
+            "1 record does not continue the record before it (a rewind or an edited prompt): \
+          the transcript is read in file order, abandoned branches included (the first at line 9)"
+        ]
     );
 }
 
@@ -616,8 +680,8 @@ fn parallel_results_linked_to_their_own_call_records_are_no_rewind() {
     assert_eq!(
         transcript.meta.warnings,
         [
-            "1 records do not continue the record before them (a rewind or an edited prompt): \
-          the transcript is read in file order, abandoned branches included"
+            "1 record does not continue the record before it (a rewind or an edited prompt): \
+          the transcript is read in file order, abandoned branches included (the first at line 8)"
         ]
     );
 }

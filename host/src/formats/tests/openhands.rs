@@ -491,3 +491,78 @@ fn a_commands_output_is_read_with_the_metadata_openhands_shows_the_model() {
         )
     );
 }
+
+#[test]
+fn an_observation_without_metadata_answers_the_call_of_the_action_it_names_as_its_cause() {
+    let mut events = events();
+    let [action, _] = call_and_result(10, "call_9", "Testing.", "");
+    events.push(action);
+    // What OpenHands writes when the runtime died under the action: `cause`, no metadata.
+    events.push(json!({"id": 11, "source": "agent", "cause": 10, "observation": "error", "content": "The action has not been executed due to a runtime error."}));
+    // A second one for the same action, and one whose cause made no call, stay user messages.
+    events.push(json!({"id": 12, "source": "agent", "cause": 10, "observation": "error", "content": "Runtime restarted."}));
+    events.push(
+        json!({"id": 13, "source": "agent", "cause": 1, "observation": "error", "content": "Bad input."}),
+    );
+    let text = serde_json::to_string_pretty(&events).unwrap();
+    let transcript = read(Format::Openhands, &text);
+    let messages: Vec<_> = transcript
+        .messages
+        .iter()
+        .skip(5)
+        .map(|m| (m.role, m.tool_call_id.as_deref(), m.text().into_owned()))
+        .collect();
+    use ctxhost_engine_abi::Role::*;
+    assert_eq!(
+        messages,
+        [
+            (Assistant, None, "Testing.".to_owned()),
+            (
+                Tool,
+                Some("call_9"),
+                "The action has not been executed due to a runtime error.".to_owned()
+            ),
+            (User, None, "Runtime restarted.".to_owned()),
+            (User, None, "Bad input.".to_owned()),
+        ]
+    );
+    assert_eq!(transcript.meta.warnings, Vec::<String>::new());
+    assert_eq!(transcript.meta.pairing_repairs, 0);
+}
+
+#[test]
+fn a_message_action_without_content_is_read_as_its_message_text_or_empty_with_a_warning() {
+    let text = "[\n{\"id\": 0, \"source\": \"user\", \"message\": \"Fix issue #881.\", \"action\": \"message\", \"args\": {\"content\": null, \"image_urls\": null}},\n\
+                {\"id\": 1, \"source\": \"user\", \"message\": \"\", \"action\": \"message\", \"args\": {}},\n\
+                {\"id\": 2, \"source\": \"agent\", \"action\": \"message\", \"args\": {\"content\": null}},\n\
+                {\"id\": 3, \"source\": \"agent\", \"action\": \"system\", \"args\": {\"tools\": []}}\n]";
+    let transcript = read(Format::Openhands, text);
+    let messages: Vec<_> = transcript
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text().into_owned()))
+        .collect();
+    use ctxhost_engine_abi::Role::*;
+    assert_eq!(
+        messages,
+        [
+            (User, "Fix issue #881.".to_owned()),
+            (User, String::new()),
+            (Assistant, String::new()),
+            (System, String::new()),
+        ]
+    );
+    assert!(!transcript.messages[0].extra["args"]
+        .as_object()
+        .unwrap()
+        .contains_key("content"));
+    assert_eq!(
+        transcript.meta.warnings,
+        [
+            "line 2, column 1: a `message` action without `args.content`: the event's `message` text, \
+             which OpenHands writes from the same text, is read as its content",
+            "line 3, column 1: a user message with no content (`null`); it is read as empty text, which a model API accepts",
+            "line 5, column 1: a system message with no content (`null`); it is read as empty text, which a model API accepts",
+        ]
+    );
+}
