@@ -307,7 +307,14 @@ impl<R: BufRead> OpenhandsReader<R> {
                 };
                 let content = match args.get("content") {
                     None | Some(Value::Null) => self.message_without_content(&event, role, at, meta),
-                    _ => Content::Text(arg_text("content").unwrap_or_default().to_owned()),
+                    Some(Value::String(text)) => Content::Text(text.clone()),
+                    Some(other) => {
+                        let message = format!(
+                            "the `message` action's `args.content` is {}, not text",
+                            kind_of(other)
+                        );
+                        return Err(self.cursor.bad_record(at, message));
+                    }
                 };
                 take_arg(&mut event, "content");
                 let message = Message {

@@ -566,3 +566,13 @@ fn a_message_action_without_content_is_read_as_its_message_text_or_empty_with_a_
         ]
     );
 }
+
+#[test]
+fn a_message_whose_content_is_not_text_is_a_malformed_record_naming_its_line() {
+    let text = "[\n{\"id\": 1, \"source\": \"user\", \"action\": \"message\", \"args\": {\"content\": \"go\"}},\n{\"id\": 2, \"source\": \"user\", \"action\": \"message\", \"args\": {\"content\": [\"a\", \"b\"]}}\n]";
+    let error = read_error(Format::Openhands, text);
+    assert!(
+        error.starts_with("transcript:3:1: the `message` action's `args.content` is a list"),
+        "{error}"
+    );
+}
