@@ -99,6 +99,8 @@ pub struct FigureSources {
     pub usage_recorded: String,
     /// Usage the host estimated.
     pub usage_estimated: String,
+    /// Usage recorded after a compaction changed the context, calibrated to the replayed one.
+    pub usage_calibrated: String,
     /// Peak and final tokens, and every compaction's tokens.
     pub tokens: String,
 }
@@ -113,9 +115,12 @@ impl FigureSources {
             threshold_tokens: format!(
                 "the threshold_tokens of `{last_engine}`, the engine in charge at the end, set by update_model from the window"
             ),
-            usage: "per model call: recorded in the transcript when it has usage, else estimated".to_owned(),
+            usage: "per model call: recorded in the transcript when it has usage (calibrated to the replayed context once a compaction changed it), else estimated".to_owned(),
             usage_recorded: RECORDED_USAGE_NOTE.to_owned(),
             usage_estimated: format!("counted by the host with {token_counter} on the replayed context"),
+            usage_calibrated: format!(
+                "counted by the host with {token_counter} on the replayed context, calibrated by the usage the transcript recorded before the first compaction (recorded ≈ a × counted + b)"
+            ),
             tokens: format!("counted by the host with {token_counter} on the replayed context"),
         }
     }
@@ -123,7 +128,7 @@ impl FigureSources {
 
 /// What recorded usage describes.
 pub const RECORDED_USAGE_NOTE: &str =
-    "recorded in the transcript: it describes the original run's context, which the engine under test may have compacted differently";
+    "recorded in the transcript: the original run's context, passed on while no compaction has changed it";
 
 /// The engine's origin, for reports.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -229,16 +234,25 @@ impl RunReport {
             tokens(self.threshold_tokens),
         );
         let o = &self.outcome;
+        let calibrated = if o.usage_calibrated > 0 {
+            format!(", {} calibrated", o.usage_calibrated)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "replayed    {} messages, {} model calls (usage: {} recorded, {} estimated)",
+            "replayed    {} messages, {} model calls (usage: {} recorded, {} estimated{calibrated})",
             o.messages_replayed, o.model_calls, o.usage_recorded, o.usage_estimated
         );
-        if o.usage_recorded > 0 {
+        if o.usage_calibrated > 0 {
             let _ = writeln!(
                 out,
-                "            recorded usage describes the original run's context, which {} may have compacted differently",
-                self.engine
+                "            recorded usage is passed on until a compaction changes the context; after it, the replayed context's count calibrated by the recorded calls before"
+            );
+        } else if o.usage_recorded > 0 {
+            let _ = writeln!(
+                out,
+                "            recorded usage describes the original run's context, which no compaction changed"
             );
         }
         if o.usage_estimated > 0 {

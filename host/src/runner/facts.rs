@@ -46,11 +46,15 @@ use super::{
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UsageSource {
-    /// The transcript recorded it. It describes the original run's context, which the engine
-    /// under test may have compacted differently.
+    /// The transcript recorded it, and no compaction has changed the context yet: it describes
+    /// the original run's context, which is this one.
     Recorded,
     /// The host estimated it from the replayed context with its token counter.
     Estimated,
+    /// The transcript recorded usage, but a compaction had changed the context: the replayed
+    /// context's count, calibrated by the calls recorded before the change (the completion is
+    /// the recorded one).
+    Calibrated,
 }
 
 /// One thing that happened during a replay.

@@ -9,7 +9,9 @@
 //! - the assistant message is appended, then `update_from_response` with the usage recorded in
 //!   the transcript, or an estimate of prompt and completion;
 //! - every estimate comes from [`ReplayOptions::token_counter`] (`context.tokenizer`), cached per
-//!   message by [`LiveContext`]; recorded usage is passed on as is, never replaced by one;
+//!   message by [`LiveContext`]; recorded usage is passed on as is while the context is the
+//!   original run's, and calibrated to the replayed context once a compaction changed it
+//!   ([`calibration`]);
 //! - a call to one of the engine's tools (`get_tool_schemas`, read at start) is answered by
 //!   `handle_tool_call` live, and the live answer replaces the recorded one ([`tools`]);
 //! - after a turn that ended in tool calls and their results, `should_compress`, and `compress`
@@ -25,6 +27,7 @@
 //! `/engine NAME` hands the context to another engine at a turn boundary
 //! ([`Replayer::swap_engine`]).
 
+mod calibration;
 mod context;
 pub mod facts;
 pub mod observers;
@@ -220,11 +223,14 @@ pub struct ReplayOutcome {
     pub messages_replayed: usize,
     /// Model calls (assistant messages).
     pub model_calls: usize,
-    /// Model calls whose usage came from the transcript: it describes the original run's
-    /// context, which the engine under test may have compacted differently.
+    /// Model calls whose usage came from the transcript, before any compaction changed the
+    /// context: it describes the original run's context, which is the replayed one.
     pub usage_recorded: usize,
     /// Model calls whose usage the host estimated from the replayed context.
     pub usage_estimated: usize,
+    /// Model calls whose transcript recorded usage, made after a compaction had changed the
+    /// context: the replayed context's count, calibrated by the recorded calls before it.
+    pub usage_calibrated: usize,
     /// The session's id at the end (a new one after `/new`).
     pub session_id: String,
     /// The tools offered at the end (the active engine's, then the observers'), routed to

@@ -20,6 +20,7 @@ use ctxhost_engine_kit::{
 use serde_json::{json, Value};
 
 use super::{
+    calibration::Calibration,
     facts::{CompactionEvent, Fact, Subscribers, UsageSource},
     observers::{Lifecycle, Observers, ToolAnswer},
     recorded_usage,
@@ -120,6 +121,10 @@ pub struct Replayer<'e> {
     /// Each engine failure said on stderr, and how many times it happened: an engine that fails
     /// the same way at every turn (a store it cannot open) is said once, then counted.
     failures_said: Vec<(String, usize)>,
+    /// The recorded usage of the calls made while the context was the original run's.
+    calibration: Calibration,
+    /// A compaction changed the context: recorded usage no longer describes it.
+    diverged: bool,
 }
 
 impl<'e> Replayer<'e> {
@@ -160,6 +165,8 @@ impl<'e> Replayer<'e> {
             overrun_warned: false,
             growth_warned: false,
             failures_said: Vec::new(),
+            calibration: Calibration::default(),
+            diverged: false,
         };
         let model = replayer.options.model.clone();
         // Once, as the contract's lifecycle has it: an engine resolved for this model
@@ -381,7 +388,28 @@ impl<'e> Replayer<'e> {
         });
         self.publish_last_appended();
         let (usage, source) = match recorded {
-            Some(usage) => (usage, UsageSource::Recorded),
+            Some(usage) if !self.diverged => {
+                self.calibration.add(prompt_tokens, usage.prompt_tokens);
+                let window = self.options.model.window();
+                if window > 0
+                    && usage.prompt_tokens > window
+                    && self.said.insert("recorded over window".to_owned())
+                {
+                    self.warn(format!(
+                        "before message {}: the original run's recorded prompt ({} tokens) is over the {}-token window, for a context the host counts at {}: it sent more than the transcript holds (the agent's own system prompt and tool schemas), and the engine is told so",
+                        self.position,
+                        group_thousands(usage.prompt_tokens as usize),
+                        group_thousands(window as usize),
+                        group_thousands(prompt_tokens as usize)
+                    ));
+                }
+                (usage, UsageSource::Recorded)
+            }
+            // The original run's context is not this one any more: its count, calibrated.
+            Some(recorded) => (
+                Usage::new(self.calibration.apply(prompt_tokens), recorded.completion_tokens),
+                UsageSource::Calibrated,
+            ),
             None => (
                 Usage::new(prompt_tokens, completion_tokens),
                 UsageSource::Estimated,
@@ -398,10 +426,12 @@ impl<'e> Replayer<'e> {
             reasoning_tokens: usage.reasoning_tokens.into_option(),
             describes: match source {
                 UsageSource::Recorded => {
-                    "the original run's context, which the engine under test may have compacted differently"
-                        .to_owned()
+                    "the original run's context, which no compaction has changed yet".to_owned()
                 }
                 UsageSource::Estimated => format!("the replayed context, counted with {counter}"),
+                UsageSource::Calibrated => format!(
+                    "the replayed context, counted with {counter} and calibrated by the usage recorded before its first compaction"
+                ),
             },
         });
         self.observe(FactKind::Usage, || FactBody::Usage {
@@ -896,6 +926,7 @@ impl<'e> Replayer<'e> {
                 }
                 self.context.replace_written(messages, json);
                 self.hygiene_blocked = false;
+                self.diverged = true;
                 Outcome::Applied
             }
             Err(error) => {

@@ -88,6 +88,7 @@ impl Subscriber for Tally {
             Fact::Usage { source, .. } => match source {
                 UsageSource::Recorded => outcome.usage_recorded += 1,
                 UsageSource::Estimated => outcome.usage_estimated += 1,
+                UsageSource::Calibrated => outcome.usage_calibrated += 1,
             },
             Fact::OverWindow {
                 message_index,

@@ -516,6 +516,119 @@ fn a_read_error_ends_the_replay_without_ending_the_session() {
     );
 }
 
+/// Recorded usage describes the original run's context. Once a compaction changed the replayed
+/// one, the engine is given the replayed context's count calibrated by the calls recorded before
+/// (here one: what the original sent besides the messages), with the recorded completion.
+#[test]
+fn after_a_compaction_recorded_usage_is_calibrated_to_the_replayed_context() {
+    let with_usage = |mut message: Message, prompt: u64, completion: u64| {
+        message.extra.insert(
+            "usage".to_owned(),
+            json!({"prompt_tokens": prompt, "completion_tokens": completion}),
+        );
+        message
+    };
+    let mut engine = probe_with(r#"{"eager": true}"#);
+    let (outcome, events) = replay_with(
+        &mut engine,
+        vec![
+            Message::user("hello"),
+            Message::assistant("hi"),
+            Message::user("list the files"),
+            with_usage(
+                Message::assistant_calls(vec![ToolCall::new("c1", "terminal", r#"{"command":"ls"}"#)]),
+                20_000,
+                7,
+            ),
+            Message::tool("c1", "a.txt\nb.txt"),
+            with_usage(
+                Message::assistant_calls(vec![ToolCall::new(
+                    "c2",
+                    "terminal",
+                    r#"{"command":"cat a.txt"}"#,
+                )]),
+                20_050,
+                9,
+            ),
+            Message::tool("c2", "hello"),
+            with_usage(Message::assistant("done"), 20_100, 3),
+        ],
+        &[],
+    );
+    assert_eq!(
+        (
+            outcome.usage_recorded,
+            outcome.usage_calibrated,
+            outcome.usage_estimated
+        ),
+        (1, 2, 1)
+    );
+    let prompts: Vec<u64> = events
+        .iter()
+        .filter_map(|event| match event {
+            Fact::ModelCall { prompt_tokens, .. } => Some(*prompt_tokens),
+            _ => None,
+        })
+        .collect();
+    let usages: Vec<(UsageSource, u64, u64)> = events
+        .iter()
+        .filter_map(|event| match event {
+            Fact::Usage {
+                source,
+                prompt_tokens,
+                completion_tokens,
+                ..
+            } => Some((*source, *prompt_tokens, *completion_tokens)),
+            _ => None,
+        })
+        .collect();
+    let besides = 20_000 - prompts[1];
+    assert_eq!(
+        usages[1..],
+        [
+            (UsageSource::Recorded, 20_000, 7),
+            (UsageSource::Calibrated, prompts[2] + besides, 9),
+            (UsageSource::Calibrated, prompts[3] + besides, 3),
+        ]
+    );
+    // The compaction made the context smaller than the original: under the original's count.
+    assert!(prompts[2] < prompts[1] + 20, "{prompts:?}");
+}
+
+#[test]
+fn a_recorded_prompt_over_the_window_is_said_once() {
+    let with_usage = |text: &str, prompt: u64| {
+        let mut message = Message::assistant(text);
+        message.extra.insert(
+            "usage".to_owned(),
+            json!({"prompt_tokens": prompt, "completion_tokens": 1}),
+        );
+        message
+    };
+    let mut engine = probe();
+    let (outcome, _) = replay_with(
+        &mut engine,
+        vec![
+            Message::user("hi"),
+            with_usage("hello", 120_000),
+            Message::user("more"),
+            with_usage("ok", 121_000),
+        ],
+        &[],
+    );
+    let said: Vec<&String> = outcome
+        .warnings
+        .iter()
+        .filter(|warning| warning.contains("recorded prompt"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", outcome.warnings);
+    assert!(
+        said[0].starts_with("before message 1: the original run's recorded prompt (120,000 tokens) is over the 100,000-token window"),
+        "{}",
+        said[0]
+    );
+}
+
 #[test]
 fn recorded_usage_is_passed_on_and_says_what_it_describes() {
     let mut answer = Message::assistant("hello");
@@ -552,7 +665,7 @@ fn recorded_usage_is_passed_on_and_says_what_it_describes() {
             "cache_read_tokens": 1000,
             "cache_write_tokens": null,
             "reasoning_tokens": null,
-            "describes": "the original run's context, which the engine under test may have compacted differently",
+            "describes": "the original run's context, which no compaction has changed yet",
         })
     );
     assert_eq!(usages[1]["source"], "estimated");
