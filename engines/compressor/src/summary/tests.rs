@@ -359,3 +359,27 @@ fn a_failed_read_or_search_is_not_listed_as_done() {
     assert!(summary.contains("/srv/tally/src/ledger/round.ts"), "{summary}");
     assert!(summary.contains("/srv/tally/vendor"), "{summary}");
 }
+
+/// A blocked action's line already quoting its error is not followed by the same error again.
+#[test]
+fn a_failure_is_told_once_in_blocked() {
+    let middle = vec![
+        Message::user("read the rounding docs"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "w1",
+            "WebFetch",
+            serde_json::json!({"url": "https://mikemcl.github.io/decimal.js/#rounding-modes"}).to_string(),
+        )]),
+        failed_result("w1", "Request failed with status code 404"),
+    ];
+    let summary = summarize(&middle);
+    let blocked = summary
+        .lines()
+        .find(|line| line.contains("[WebFetch]"))
+        .unwrap_or_default();
+    assert!(
+        blocked.contains("failed: Request failed with status code 404"),
+        "{summary}"
+    );
+    assert_eq!(blocked.matches("status code 404").count(), 1, "{summary}");
+}
