@@ -292,3 +292,87 @@ fn out_dash_writes_the_final_context_on_stdout_and_the_report_on_stderr() {
         assert!(stdout.is_empty() && stderr.contains(said), "{args:?}: {stderr}");
     }
 }
+
+/// `--out-fields api` says in one `warning:` line, without `-v`, when it changed what the file
+/// says (a freeform tool's input rewritten as `{"input": …}`), as the README promises; fields
+/// left out alone, which the option asks for, are said only at `-v`, and once.
+#[test]
+fn out_fields_api_warns_once_when_it_rewrote_arguments_and_only_at_v_for_fields() {
+    let tree = PluginDir::new();
+    let patch = "*** Begin Patch\n*** Update File: a.py\n*** End Patch";
+    let with_freeform = tree.root().join("freeform.json");
+    fs::write(
+        &with_freeform,
+        json!([
+            {"role": "user", "content": "patch a.py"},
+            {"role": "assistant", "content": null, "tool_calls": [{
+                "id": "c1", "type": "function",
+                "function": {"name": "apply_patch", "arguments": patch}
+            }]},
+            {"role": "tool", "tool_call_id": "c1", "content": "Done", "call_ms": 12},
+            {"role": "assistant", "content": "patched"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let fields_only = tree.root().join("fields.json");
+    fs::write(
+        &fields_only,
+        json!([
+            {"role": "user", "content": "q1", "uuid": "u1"},
+            {"role": "assistant", "content": "a1", "uuid": "u2"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = tree.root().join("final.json");
+    let run = |path: &Path, verbose: bool| {
+        let mut args = vec![
+            "run",
+            path_str(path),
+            "--out",
+            path_str(&out),
+            "--out-fields",
+            "api",
+        ];
+        if verbose {
+            args.push("-v");
+        }
+        let output = tree.run(&args);
+        let (_, stderr) = texts(&output);
+        assert!(output.status.success(), "{stderr}");
+        stderr
+    };
+    let said = |stderr: &str, prefix: &str| {
+        stderr
+            .lines()
+            .filter(|line| line.starts_with(&format!("{prefix}: --out-fields api:")))
+            .count()
+    };
+
+    let stderr = run(&with_freeform, false);
+    assert_eq!(said(&stderr, "warning"), 1, "{stderr}");
+    assert!(stderr.contains("whose arguments were not JSON"), "{stderr}");
+    assert!(stderr.contains("`call_ms` (1)"), "{stderr}");
+    let written = final_context(&out);
+    assert_eq!(
+        written[1]["tool_calls"][0]["function"]["arguments"],
+        json!({ "input": patch }).to_string()
+    );
+    // At `-v` too the line is said once, as a warning.
+    let stderr = run(&with_freeform, true);
+    assert_eq!(
+        (said(&stderr, "warning"), said(&stderr, "info")),
+        (1, 0),
+        "{stderr}"
+    );
+
+    let stderr = run(&fields_only, false);
+    assert!(!stderr.contains("--out-fields api"), "{stderr}");
+    let stderr = run(&fields_only, true);
+    assert_eq!(
+        (said(&stderr, "warning"), said(&stderr, "info")),
+        (0, 1),
+        "{stderr}"
+    );
+}

@@ -212,7 +212,7 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
 /// The first line of a failed call's output that says something, without Claude Code's
 /// `<tool_use_error>` tags, quoted on one line.
 pub fn error_line(output: &str) -> String {
-    let line = output
+    let mut lines = output
         .lines()
         .map(|line| {
             line.trim()
@@ -220,9 +220,17 @@ pub fn error_line(output: &str) -> String {
                 .trim_end_matches("</tool_use_error>")
                 .trim()
         })
-        .find(|line| !line.is_empty())
-        .unwrap_or("no message");
-    quote(line)
+        .filter(|line| !line.is_empty());
+    let Some(first) = lines.next() else {
+        return quote("no message");
+    };
+    // A first line that is only a label (OpenHands's `ERROR:`, the reason on the next line) says
+    // nothing alone: the next line goes with it.
+    let label_only = first.ends_with(':') && !first.contains(char::is_whitespace);
+    match lines.next().filter(|_| label_only) {
+        Some(reason) => quote(&format!("{first} {reason}")),
+        None => quote(first),
+    }
 }
 
 /// The largest char boundary of `text` at or below `at`.
@@ -403,12 +411,27 @@ fn shell_outcome(output: &str, failed: bool) -> String {
         }
         None => (count_lines(output), exit_code_line(output)),
     };
+    if !failed && still_running(output) {
+        return format!("still running, {} lines output so far", group_thousands(lines));
+    }
     let lines = format!("{} lines output", group_thousands(lines));
     match code {
         Some(code) if code != 0 || !failed => format!("exit {code}, {lines}"),
         _ if failed => format!("failed, {lines}"),
         _ => lines,
     }
+}
+
+/// Whether the output ends with OpenHands's note that the command had not finished when the
+/// agent got its output (`exit_code: -1`): `[The command has no new output after 30 seconds. You
+/// may wait longer …]`, or `[The command timed out after N seconds. You may wait longer …]`.
+fn still_running(output: &str) -> bool {
+    output.lines().rev().take(3).any(|line| {
+        let line = line.trim_start();
+        (line.starts_with("[The command has no new output after")
+            || line.starts_with("[The command timed out after"))
+            && line.contains("You may wait longer")
+    })
 }
 
 /// A shell tool's output given as a JSON object (Hermes's `{"output", "exit_code"}`, Codex's
@@ -588,6 +611,48 @@ mod tests {
         assert_eq!(
             describe_tool_output(Some(&fetch), "ok"),
             "[fetch] https://example.org/a (2 chars of output cleared)"
+        );
+    }
+
+    /// OpenHands answers a command that has not finished (`exit_code: -1`) with what it printed
+    /// so far and a note that it is still going: not a command that ended.
+    #[test]
+    fn a_command_still_running_is_not_said_to_have_ended() {
+        let render = call("execute_bash", r#"{"command":"python render.py"}"#);
+        for note in [
+            "[The command has no new output after 30 seconds. You may wait longer to see additional output by sending empty command '', send other commands to interact with the current process, or send keys to interrupt/kill the command.]",
+            "[The command timed out after 120 seconds. You may wait longer to see additional output by sending empty command '', send other commands to interact with the current process, or send keys to interrupt/kill the command.]",
+        ] {
+            let output = format!("tile 1\ntile 2\n{note}");
+            assert_eq!(
+                describe_tool_output(Some(&render), &output),
+                "[execute_bash] ran `python render.py` -> still running, 3 lines output so far"
+            );
+        }
+        let finished = "tile 1\ntile 2\n[The command completed with exit code 0.]";
+        assert_eq!(
+            describe_tool_output(Some(&render), finished),
+            "[execute_bash] ran `python render.py` -> exit 0, 3 lines output"
+        );
+    }
+
+    /// OpenHands's errors open with a line that is only `ERROR:`; the reason is on the next.
+    #[test]
+    fn an_error_whose_first_line_is_a_label_is_told_by_its_next_line() {
+        assert_eq!(
+            error_line(
+                "ERROR:\nNo replacement was performed, old_str `x` did not appear verbatim in /w/a.py."
+            ),
+            "ERROR: No replacement was performed, old_str `x` did not appear verbatim in /w/a.py."
+        );
+        assert_eq!(error_line("ERROR:"), "ERROR:");
+        assert_eq!(
+            error_line("<tool_use_error>File does not exist.</tool_use_error>\nmore"),
+            "File does not exist."
+        );
+        assert_eq!(
+            error_line("error: could not compile `x`\nnext"),
+            "error: could not compile `x`"
         );
     }
 

@@ -270,12 +270,12 @@ fn write_outputs(args: &RunArgs, log: Option<EventLog>, outcome: &mut ReplayOutc
         if args.out_fields == OutFields::Api {
             let left_out = keep_api_fields(&mut outcome.context);
             if let Some(line) = left_out.describe() {
-                // Content or messages the API cannot take are lost from the file: said. Fields
-                // are what the user asked to leave out: said at `-v`.
-                if left_out.parts.is_empty() && left_out.empty_assistant_messages == 0 {
-                    tracing::info!("{line}");
-                } else {
+                // Content or messages lost, or arguments rewritten, change what the file says:
+                // a warning. Fields alone are what the user asked to leave out: said at `-v`.
+                if left_out.warrants_warning() {
                     warn_user(&line);
+                } else {
+                    tracing::info!("{line}");
                 }
             }
         }

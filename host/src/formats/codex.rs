@@ -16,11 +16,12 @@
 //!   are kept aside, in the next assistant message's `"reasoning"` key. Other items (web search
 //!   calls, ghost snapshots…) are left out and counted; a type the reader does not know, with one
 //!   warning naming its first line.
-//! - An `event_msg` `token_count` closes a response: its `last_token_usage` (or the difference of
-//!   two `total_token_usage`s) becomes the `"usage"` of that response's assistant message, in the
-//!   runner's names; its `model_context_window` is the window. A count with no assistant message
-//!   since the previous one is left out and counted. Other events repeat the items for the
-//!   interface: left out, counted by type.
+//! - An `event_msg` `token_count` closes a response, whether or not it carries usage (`info` may
+//!   be null): its `last_token_usage` (or the difference of two `total_token_usage`s) becomes the
+//!   `"usage"` of that response's assistant message, in the runner's names; its
+//!   `model_context_window` is the window. A count with no assistant message since the previous
+//!   one is left out and counted. Other events repeat the items for the interface: left out,
+//!   counted by type.
 //! - `compacted` is a compaction Codex made: left out, its summary listed in
 //!   [`TranscriptMeta::compactions`] (see the module docs of `formats`).
 //! - **Legacy rollouts** (Codex CLI before the `{timestamp, type, payload}` envelope) are read
@@ -507,19 +508,27 @@ impl<R: BufRead> CodexReader<R> {
             meta.skip(format!("event_msg ({kind})"));
             return;
         }
-        let Some(info) = event.get("info").filter(|info| info.is_object()) else {
-            meta.skip("event_msg (token_count without usage)");
-            return;
-        };
-        if meta.context_length.is_none() {
-            meta.context_length = info.get("model_context_window").and_then(Value::as_u64);
-        }
-        let usage = self.last_usage(info);
-        match (&mut self.response, usage) {
-            (Some(response), Some(usage)) if !response.counted => {
-                response.assistant.extra.insert("usage".to_owned(), usage);
-                response.counted = true;
+        let info = event.get("info").filter(|info| info.is_object());
+        if let Some(info) = info {
+            if meta.context_length.is_none() {
+                meta.context_length = info.get("model_context_window").and_then(Value::as_u64);
             }
+        }
+        let usage = info.and_then(|info| self.last_usage(info));
+        match &mut self.response {
+            // A token count ends a response whether or not it carries usage (`info: null` from a
+            // provider that reports none): the calls before it are that response's, parallel
+            // ones recorded with outputs between them included.
+            Some(response) if !response.counted => {
+                response.counted = true;
+                match usage {
+                    Some(usage) => {
+                        response.assistant.extra.insert("usage".to_owned(), usage);
+                    }
+                    None => meta.skip("event_msg (token_count without usage)"),
+                }
+            }
+            _ if info.is_none() => meta.skip("event_msg (token_count without usage)"),
             _ => meta.skip("event_msg (token_count with no assistant message since the last)"),
         }
     }

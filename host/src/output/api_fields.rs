@@ -96,6 +96,14 @@ impl LeftOut {
         }
         (!said.is_empty()).then(|| format!("--out-fields api: {}", said.join("; ")))
     }
+
+    /// Whether the file says less or other than the context did, beyond the fields the user
+    /// asked to leave out: content parts or messages lost, or a call's arguments rewritten (the
+    /// model's own words changed). The README promises a `warning:` line for these; fields left
+    /// out and images converted as they are go to `-v`.
+    pub fn warrants_warning(&self) -> bool {
+        !self.parts.is_empty() || self.empty_assistant_messages > 0 || self.arguments_wrapped > 0
+    }
 }
 
 /// Keeps in `messages` only what the chat completions API takes; returns what was left out.
@@ -331,6 +339,7 @@ mod tests {
             ]
         );
         assert_eq!(left_out.arguments_wrapped, 2);
+        assert!(left_out.warrants_warning());
         assert!(left_out
             .describe()
             .unwrap()

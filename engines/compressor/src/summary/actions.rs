@@ -24,7 +24,7 @@ impl<'a> Facts<'a> {
             first_error: None,
             answered: false,
             fact_ids: Vec::new(),
-            changed_path: None,
+            path_verb: None,
             itemised: scan,
             tool: name,
         };
@@ -58,10 +58,11 @@ impl<'a> Facts<'a> {
                 _ => 0,
             };
             let at = self.add_copy(FactKind::Path, path, Source::Arguments, index);
-            if verb == verbs::CHANGED && self.facts[at].verbs & verb == 0 {
-                action.changed_path = Some(at);
+            // The verb waits for the result: a read, search or change that failed did not
+            // happen, and of several calls on one path, any one that succeeded counts.
+            if verb != 0 {
+                action.path_verb = Some((at, verb));
             }
-            self.facts[at].verbs |= verb;
             action.fact_ids.push(at);
         }
         // Identifiers inside short argument values (long ones are content being written).
@@ -81,6 +82,16 @@ impl<'a> Facts<'a> {
             None => format!("{name}\u{0}{}", path.unwrap_or(&call.function.arguments)),
         };
         action
+    }
+
+    /// Gives the calls whose result never came their path's verb: with no result to say how
+    /// they ended, a call is taken to have done what it asked, as before results were read.
+    pub(super) fn settle_unanswered(&mut self) {
+        for action in &self.actions {
+            if let (false, Some((path, verb))) = (action.answered, action.path_verb) {
+                self.facts[path].verbs |= verb;
+            }
+        }
     }
 
     pub(super) fn on_result(
@@ -118,10 +129,11 @@ impl<'a> Facts<'a> {
         let error_id = first_error.and_then(|error| self.id_of(error));
         match slot {
             Some(slot) => {
-                // A change that failed or was refused changed nothing: the file is not listed
-                // as changed for it.
-                if let (Some(_), Some(path)) = (failure, self.actions[slot].changed_path) {
-                    self.facts[path].verbs &= !verbs::CHANGED;
+                // A read, search or change that failed or was refused did nothing to its path:
+                // the path stays a fact, but is listed as read, searched or changed only for a
+                // call on it that succeeded.
+                if let (None, Some((path, verb))) = (failure, self.actions[slot].path_verb) {
+                    self.facts[path].verbs |= verb;
                 }
                 let action = &mut self.actions[slot];
                 action.line = line;
@@ -138,7 +150,7 @@ impl<'a> Facts<'a> {
                 first_error,
                 answered: true,
                 fact_ids: error_id.into_iter().collect(),
-                changed_path: None,
+                path_verb: None,
                 itemised: true,
                 tool: call.map_or("tool", |call| call.function.name.as_str()),
             }),

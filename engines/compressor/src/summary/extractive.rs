@@ -21,6 +21,8 @@
 
 use std::{borrow::Cow, cmp::Reverse};
 
+use ctxhost_engine_kit::stand_in::error_line;
+
 use super::{
     draft::{cut_marked, Draft, Group},
     facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
@@ -302,7 +304,12 @@ impl<'t> Draft<'t> {
                 text.push_str(&format!(" (×{times})"));
             }
             let (section, tier) = if blocked[at] {
-                if let Some(error) = action.first_error {
+                // The error line, unless the action's line already says it (a failed call's
+                // line quotes its first line: `-> failed: Request failed with status code 404`).
+                if let Some(error) = action
+                    .first_error
+                    .filter(|error| !action.line.contains(&error_line(error)))
+                {
                     text.push_str(" — ");
                     text.push_str(cut_at(error, 200));
                 }

@@ -93,8 +93,10 @@ pub(crate) struct Action<'a> {
     pub tool: &'a str,
     /// The facts this action names: its command, its path, its first error.
     pub fact_ids: Vec<usize>,
-    /// The path this action is the first to list as changed: no longer so if it failed.
-    pub changed_path: Option<usize>,
+    /// The path this call reads, searches or changes, and that verb: given to the path when
+    /// the result says the call succeeded, or when no result came
+    /// ([`settle_unanswered`](Facts::settle_unanswered)).
+    pub path_verb: Option<(usize, u8)>,
 }
 
 /// Everything [`extract_facts`] found, in the order it appeared.
@@ -269,6 +271,7 @@ pub(crate) fn extract_facts<'a>(
             Role::Tool | Role::System => {}
         }
     }
+    facts.settle_unanswered();
     facts
 }
 

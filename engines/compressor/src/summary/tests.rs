@@ -242,3 +242,144 @@ fn a_failed_or_refused_edit_is_not_a_change() {
         "{summary}"
     );
 }
+
+/// The Relevant Files line that starts with `label` (`Changed:`), or nothing.
+fn files_line<'s>(summary: &'s str, label: &str) -> &'s str {
+    summary
+        .lines()
+        .find(|line| line.trim_start_matches("- ").starts_with(label))
+        .unwrap_or_default()
+}
+
+fn summarize(middle: &[Message]) -> String {
+    let request = SummaryRequest {
+        middle,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 2_000,
+        input_tokens: 3_000,
+    };
+    ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
+}
+
+fn failed_result(id: &str, text: &str) -> Message {
+    Message {
+        extra: serde_json::json!({"is_error": true})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        ..Message::tool(id, text)
+    }
+}
+
+/// Two parallel edits of one file, one failing: the file was changed by the other, in either
+/// order; an edit whose result never came is still taken as a change.
+#[test]
+fn a_file_is_changed_when_any_edit_of_it_succeeded() {
+    let edit = |id: &str| {
+        ToolCall::new(
+            id,
+            "Edit",
+            serde_json::json!({"file_path": "/r/src/cfg.py", "old_string": id, "new_string": "b"})
+                .to_string(),
+        )
+    };
+    let not_found = "<tool_use_error>String to replace not found in file.</tool_use_error>";
+    let updated = "The file /r/src/cfg.py has been updated.";
+    for failing_first in [true, false] {
+        let (first, second) = if failing_first {
+            (failed_result("e1", not_found), Message::tool("e2", updated))
+        } else {
+            (Message::tool("e1", updated), failed_result("e2", not_found))
+        };
+        let middle = vec![
+            Message::user("fix the config"),
+            Message::assistant_calls(vec![edit("e1"), edit("e2")]),
+            first,
+            second,
+        ];
+        let summary = summarize(&middle);
+        assert!(
+            files_line(&summary, "Changed:").contains("/r/src/cfg.py"),
+            "failing first: {failing_first}\n{summary}"
+        );
+    }
+    let unanswered = vec![
+        Message::user("fix the config"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "e1",
+            "Edit",
+            serde_json::json!({"file_path": "/r/src/other.py", "old_string": "a", "new_string": "b"})
+                .to_string(),
+        )]),
+    ];
+    let summary = summarize(&unanswered);
+    assert!(
+        files_line(&summary, "Changed:").contains("/r/src/other.py"),
+        "{summary}"
+    );
+}
+
+/// A read or a search that failed did not read or search its path: the path is still named
+/// (it is an identifier of the conversation), but not as read or searched.
+#[test]
+fn a_failed_read_or_search_is_not_listed_as_done() {
+    let call = |id: &str, name: &str, path: &str| {
+        Message::assistant_calls(vec![ToolCall::new(
+            id,
+            name,
+            serde_json::json!({"path": path, "pattern": "round"}).to_string(),
+        )])
+    };
+    let middle = vec![
+        Message::user("find where the ledger rounds"),
+        call("r1", "Read", "/srv/tally/src/ledger/round.ts"),
+        failed_result("r1", "<tool_use_error>File does not exist.</tool_use_error>"),
+        call("s1", "Grep", "/srv/tally/vendor"),
+        failed_result(
+            "s1",
+            "<tool_use_error>Path does not exist: /srv/tally/vendor</tool_use_error>",
+        ),
+        call("r2", "Read", "/srv/tally/src/ledger/sum.ts"),
+        Message::tool(
+            "r2",
+            "export function sum(a: number, b: number) { return a + b; }",
+        ),
+        call("s2", "Grep", "/srv/tally/src/ledger/index.ts"),
+        Message::tool("s2", "12: export { round } from \"./round\";"),
+    ];
+    let summary = summarize(&middle);
+    let read = files_line(&summary, "Read:");
+    let searched = files_line(&summary, "Searched:");
+    assert!(read.contains("/srv/tally/src/ledger/sum.ts"), "{summary}");
+    assert!(!read.contains("round.ts"), "{summary}");
+    assert!(searched.contains("/srv/tally/src/ledger/index.ts"), "{summary}");
+    assert!(!searched.contains("/srv/tally/vendor"), "{summary}");
+    assert!(summary.contains("/srv/tally/src/ledger/round.ts"), "{summary}");
+    assert!(summary.contains("/srv/tally/vendor"), "{summary}");
+}
+
+/// A blocked action's line already quoting its error is not followed by the same error again.
+#[test]
+fn a_failure_is_told_once_in_blocked() {
+    let middle = vec![
+        Message::user("read the rounding docs"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "w1",
+            "WebFetch",
+            serde_json::json!({"url": "https://mikemcl.github.io/decimal.js/#rounding-modes"}).to_string(),
+        )]),
+        failed_result("w1", "Request failed with status code 404"),
+    ];
+    let summary = summarize(&middle);
+    let blocked = summary
+        .lines()
+        .find(|line| line.contains("[WebFetch]"))
+        .unwrap_or_default();
+    assert!(
+        blocked.contains("failed: Request failed with status code 404"),
+        "{summary}"
+    );
+    assert_eq!(blocked.matches("status code 404").count(), 1, "{summary}");
+}

@@ -392,6 +392,25 @@ fn parallel_calls_recorded_with_outputs_between_them_are_one_response() {
         "{:?}",
         transcript.meta.warnings
     );
+    // A token count closes a response when it carries no usage too (`info: null`, from a provider
+    // that reports none): the same responses, with no usage on them.
+    let without_usage: Vec<Value> = records
+        .iter()
+        .map(|line| match line["type"].as_str() {
+            Some("event_msg") => record(
+                "event_msg",
+                json!({"type": "token_count", "info": null, "rate_limits": null}),
+            ),
+            _ => line.clone(),
+        })
+        .collect();
+    let no_usage = read(Format::Codex, &jsonl(&without_usage));
+    assert_eq!(shape(&no_usage), shape(&transcript));
+    assert!(no_usage
+        .messages
+        .iter()
+        .all(|message| !message.extra.contains_key("usage")));
+    assert_eq!(no_usage.meta.skipped["event_msg (token_count without usage)"], 3);
     // A rollout that closes no response with a token count does not tell parallel calls from the
     // next response's: a call after an output stays a response of its own, as it was read.
     let uncounted: Vec<Value> = records
