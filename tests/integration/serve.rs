@@ -1323,6 +1323,37 @@ fn a_detached_observers_tools_are_offered_no_more_and_a_call_of_one_says_why_it_
     assert_eq!(detached.len(), 1, "{log}");
 }
 
+/// An observer stuck in a fact it was handed is detached by the tool call that waits for it past
+/// the observer timeout: that call is the same error as every later one, not an answer.
+#[test]
+fn the_tool_call_that_detaches_a_stuck_observer_is_the_error_later_calls_are() {
+    let tree = PluginDir::new();
+    tree.engine("faulty", "ctxhost_test_faulty");
+    let mut served = Served::start(tree.root());
+    let config =
+        json!({"context": {"observer_timeout": 1}, "faulty": {"observe": "hang", "observe_fail_at": 1}});
+    let opened = served.open(json!({"config": config, "observers": ["faulty"], "model": model(16_000)}));
+    let session = opened.value.session;
+    let _: Answer<Value> = served.call(
+        method::ON_SESSION_START,
+        json!({"session": session, "session_id": "stuck"}),
+    );
+    let call = || json!({"session": session, "name": "faulty_echo", "arguments": {"said": "hello"}});
+    let first = served.refused(method::HANDLE_TOOL_CALL, call());
+    let second = served.refused(method::HANDLE_TOOL_CALL, call());
+    assert_eq!(first, second);
+    assert_eq!(first.code, code::ENGINE_FAILED);
+    assert!(
+        first
+            .message
+            .starts_with("observer `faulty` was detached: it finished no call in 1 s"),
+        "{}",
+        first.message
+    );
+    let (status, log) = served.finish();
+    assert!(status.success(), "{log}");
+}
+
 fn tool_names(tools: &[Value]) -> Vec<String> {
     tools
         .iter()

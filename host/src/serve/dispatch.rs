@@ -374,13 +374,16 @@ fn run_session_method(
             }
             let result = match session.route_tool_call(&params.name) {
                 ToolRoute::Observer(index) => {
-                    match session.watch.call_tool(index, &params.name, &arguments) {
-                        ToolAnswer::Answered(answer) => answer,
-                        // Detached by a fact handed to it before the call, which it had not handled yet.
-                        ToolAnswer::Detached(why) => {
-                            let observer = session.watch.observers().name(index);
-                            return Err(detached_tool(observer, &params.name, &why));
+                    let answer = session.watch.call_tool(index, &params.name, &arguments);
+                    // Detached by a fact handed to it before the call, which it had not handled
+                    // yet, or in this very call (stuck in it past the observer timeout, or failing
+                    // in it): the same error either way, as for every later call of its tools.
+                    let observers = session.watch.observers();
+                    match (answer, observers.detached(index)) {
+                        (ToolAnswer::Detached(why), _) | (ToolAnswer::Answered(_), Some(why)) => {
+                            return Err(detached_tool(observers.name(index), &params.name, &why));
                         }
+                        (ToolAnswer::Answered(answer), None) => answer,
                     }
                 }
                 ToolRoute::Detached { observer, why } => {
