@@ -98,11 +98,18 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Every distinct fact in `messages`.
 pub fn find_facts(messages: &[Message]) -> BTreeSet<Fact> {
+    find_facts_of(messages, |_| true)
+}
+
+/// [`find_facts`], taking a user-role message's first line for a request of the user's only when
+/// `sent_by_user` says the user sent it: an engine's summary or note is no request, and its
+/// heading, written anew at every compaction, would count as one lost every time.
+pub fn find_facts_of(messages: &[Message], sent_by_user: impl Fn(&Message) -> bool) -> BTreeSet<Fact> {
     let mut facts = BTreeSet::new();
     for message in messages {
         let text = message.text();
         collect_text_facts(&text, &mut facts);
-        if message.role == Role::User {
+        if message.role == Role::User && sent_by_user(message) {
             if let Some(request) = text.lines().map(str::trim).find(|line| !line.is_empty()) {
                 facts.insert(fact(FactKind::Request, request));
             }
@@ -120,7 +127,17 @@ pub fn find_facts(messages: &[Message]) -> BTreeSet<Fact> {
 /// Measures how many facts of `compacted` (the messages an engine replaced or dropped) survive
 /// verbatim somewhere in `result`.
 pub fn measure_retention(compacted: &[Message], result: &[Message]) -> Retention {
-    let facts: Vec<Fact> = find_facts(compacted).into_iter().collect();
+    measure_retention_of(compacted, result, |_| true)
+}
+
+/// [`measure_retention`], where `sent_by_user` tells the user's messages from user-role messages
+/// an engine wrote ([`find_facts_of`]).
+pub fn measure_retention_of(
+    compacted: &[Message],
+    result: &[Message],
+    sent_by_user: impl Fn(&Message) -> bool,
+) -> Retention {
+    let facts: Vec<Fact> = find_facts_of(compacted, sent_by_user).into_iter().collect();
     let haystack = searchable_text(result);
     // One pass of every fact over the result, rather than one search of the result per fact:
     // thousands of facts over a result of 100 KB took most of a compaction's accounting.

@@ -21,7 +21,7 @@
 //! engine wrote into a [replaced](LiveContext::replace) context.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     hash::{DefaultHasher, Hasher},
 };
 
@@ -50,6 +50,9 @@ pub struct LiveContext {
     counted: u64,
     /// The newest user message appended from the conversation.
     user_message: Option<Message>,
+    /// The hash of the text of every user message appended from the conversation: a user-role
+    /// message of a compacted context whose text is not among them is an engine's.
+    user_texts: HashSet<u64>,
 }
 
 impl Default for LiveContext {
@@ -76,6 +79,7 @@ impl LiveContext {
             known: HashMap::new(),
             counted: 0,
             user_message: None,
+            user_texts: HashSet::new(),
         }
     }
 
@@ -101,6 +105,7 @@ impl LiveContext {
     /// Appends one message of the conversation and returns its tokens.
     pub fn push(&mut self, message: Message) -> u64 {
         if message.role == Role::User {
+            self.user_texts.insert(text_hash(&message));
             self.user_message = Some(message.clone());
         }
         let rough = estimate_message_tokens(&message);
@@ -136,12 +141,20 @@ impl LiveContext {
     /// message after `/new`): the user's newest message is the last user message among them.
     pub fn restart(&mut self, messages: Vec<Message>) {
         self.user_message = messages.iter().rev().find(|m| m.role == Role::User).cloned();
+        self.user_texts
+            .extend(messages.iter().filter(|m| m.role == Role::User).map(text_hash));
         self.replace(messages);
     }
 
     /// The newest message the user sent, as it was appended; `None` when there is none.
     pub fn user_message(&self) -> Option<&Message> {
         self.user_message.as_ref()
+    }
+
+    /// Whether `message` is one the conversation appended, not an engine's: every role but
+    /// `user` is taken as the conversation's, since only its user-role messages are told apart.
+    pub fn sent_by_user(&self, message: &Message) -> bool {
+        message.role != Role::User || self.user_texts.contains(&text_hash(message))
     }
 
     /// Replaces the whole context with an engine's result (after a compaction), counting only
@@ -286,6 +299,13 @@ impl LiveContext {
 fn hash_json(json: &[u8]) -> u64 {
     let mut hasher = DefaultHasher::new();
     hasher.write(json);
+    hasher.finish()
+}
+
+/// A user message's text, hashed: what tells it from a message an engine wrote.
+fn text_hash(message: &Message) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    hasher.write(message.text().as_bytes());
     hasher.finish()
 }
 

@@ -14,7 +14,7 @@ use std::{
 
 use ctxhost_engine_abi::{Content, FactBody, FactKind, Message, Role, SessionInfo, Usage};
 use ctxhost_engine_kit::{
-    retention::{compacted_messages, measure_retention},
+    retention::{compacted_messages, measure_retention_of},
     stand_in::group_thousands,
 };
 use serde_json::{json, Value};
@@ -919,7 +919,10 @@ impl<'e> Replayer<'e> {
             Ok(Compacted::Changed { messages, json }) => {
                 if self.options.facts == FactAccounting::Measure {
                     let compacted = compacted_messages(self.context.messages(), &messages);
-                    record.retention = Some(measure_retention(&compacted, &messages));
+                    let context = &self.context;
+                    record.retention = Some(measure_retention_of(&compacted, &messages, |message| {
+                        context.sent_by_user(message)
+                    }));
                 }
                 if self.observers.wants(FactKind::Compacted) {
                     inserted = super::observers::inserted_messages(self.context.messages(), &messages);
