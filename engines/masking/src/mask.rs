@@ -7,8 +7,9 @@ use ctxhost_engine_kit::{sequence::REMOVED_RESULT_TEXT, stand_in::describe_tool_
 
 /// How every stand-in `kit::stand_in` writes ends; with the `[<tool>] ` prefix, this is how an
 /// output masked earlier (by this engine or the built-in compressor) is recognised.
-const STAND_IN_ENDINGS: [&str; 5] = [
+const STAND_IN_ENDINGS: [&str; 6] = [
     "lines output",
+    "lines output so far",
     "matching lines",
     " chars)",
     " chars of output cleared)",

@@ -109,6 +109,22 @@ fn a_failed_command_is_masked_as_failed_and_a_stand_in_is_not_masked_again() {
 }
 
 #[test]
+fn every_stand_in_kit_writes_is_known_as_one() {
+    let run = ToolCall::new("c1", "execute_bash", r#"{"command":"python render.py"}"#);
+    let edit = ToolCall::new("c2", "Edit", r#"{"file_path":"/w/a.py"}"#);
+    let outputs = [
+        (&run, "tile 1\n[The command has no new output after 30 seconds. You may wait longer to see additional output]"),
+        (&run, "F\n[The command completed with exit code 1.]"),
+        (&edit, "<tool_use_error>String to replace not found in file.</tool_use_error>"),
+        (&edit, "The user doesn't want to proceed with this tool use."),
+    ];
+    for (call, output) in outputs {
+        let stand_in = ctxhost_engine_kit::stand_in::describe_tool_output(Some(call), output);
+        assert!(is_stand_in(&stand_in, Some(call)), "{stand_in}");
+    }
+}
+
+#[test]
 fn unknown_tools_and_lost_calls_still_get_a_stand_in() {
     let mut engine = engine(json!({ "keep_last": 1 }));
     let messages = vec![
