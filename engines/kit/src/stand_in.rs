@@ -79,22 +79,8 @@ pub fn describe_tool_result(call: Option<&ToolCall>, result: &Message) -> String
 /// A one-line description of `output`, produced by `call` (when it is known), for a call that
 /// ended as `failure` says.
 pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Option<Failure>) -> String {
-    // Counted only for the stand-ins that say it: a shell's or a search's output is described by
-    // its lines, and counting its characters too read the largest outputs once more for nothing.
-    let chars = || group_thousands(output.chars().count());
     let Some(call) = call else {
-        return match failure {
-            Some(Failure::Rejected) => format!(
-                "[tool] rejected by the user ({} chars of output cleared)",
-                chars()
-            ),
-            Some(Failure::Error) => format!(
-                "[tool] failed: {} ({} chars of output cleared)",
-                error_line(output),
-                chars()
-            ),
-            None => format!("[tool] ({} chars of output cleared)", chars()),
-        };
+        return other_outcome("tool", "", output, failure);
     };
     let name = call.function.name.as_str();
     let arguments = parse_arguments(&call.function.arguments);
@@ -113,8 +99,8 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
                 .unwrap_or_default();
             match failure {
                 Some(Failure::Rejected) => format!(
-                    "[{name}]{ran} -> rejected by the user, did not run ({} chars of output cleared)",
-                    chars()
+                    "[{name}]{ran} -> rejected by the user, did not run {}",
+                    cleared(output)
                 ),
                 _ => format!("[{name}]{ran} -> {}", shell_outcome(output, failure.is_some())),
             }
@@ -128,15 +114,18 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
             let target = path().map_or_else(|| "a file".to_owned(), quote);
             match failure {
                 Some(Failure::Rejected) => format!(
-                    "[{name}] rejected by the user: {target} not read ({} chars of output cleared)",
-                    chars()
+                    "[{name}] rejected by the user: {target} not read {}",
+                    cleared(output)
                 ),
                 Some(Failure::Error) => format!(
-                    "[{name}] could not read {target}{from}: {} ({} chars of output cleared)",
+                    "[{name}] could not read {target}{from}: {} {}",
                     error_line(output),
-                    chars()
+                    cleared(output)
                 ),
-                None => format!("[{name}] read {target}{from} ({} chars)", chars()),
+                None => format!(
+                    "[{name}] read {target}{from} ({} chars)",
+                    group_thousands(output.chars().count())
+                ),
             }
         }
         ToolKind::Search => {
@@ -149,43 +138,35 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
                 .map(|scope| format!(" in {}", quote(scope)))
                 .unwrap_or_default();
             let search = match pattern {
-                Some(pattern) => format!("search for '{}'{scope}", quote(pattern)),
-                None => format!("search{scope}"),
+                Some(pattern) => format!(" search for '{}'{scope}", quote(pattern)),
+                None => format!(" search{scope}"),
             };
             match failure {
-                Some(Failure::Rejected) => format!(
-                    "[{name}] {search} rejected by the user ({} chars of output cleared)",
-                    chars()
-                ),
-                Some(Failure::Error) => format!(
-                    "[{name}] {search} failed: {} ({} chars of output cleared)",
-                    error_line(output),
-                    chars()
-                ),
                 None => format!(
-                    "[{name}] {search} -> {} matching lines",
+                    "[{name}]{search} -> {} matching lines",
                     count_nonblank_lines(output)
                 ),
+                failure => other_outcome(name, &search, output, failure),
             }
         }
         ToolKind::Write => {
             let target = path().map(quote);
-            match (failure, target) {
-                (Some(Failure::Rejected), target) => format!(
-                    "[{name}] rejected by the user: {} not changed ({} chars of output cleared)",
+            match failure {
+                Some(Failure::Rejected) => format!(
+                    "[{name}] rejected by the user: {} not changed {}",
                     target.as_deref().unwrap_or("nothing"),
-                    chars()
+                    cleared(output)
                 ),
-                (Some(Failure::Error), target) => format!(
-                    "[{name}] failed to change {}: {} ({} chars of output cleared)",
+                Some(Failure::Error) => format!(
+                    "[{name}] failed to change {}: {} {}",
                     target.as_deref().unwrap_or("a file"),
                     error_line(output),
-                    chars()
+                    cleared(output)
                 ),
-                (None, target) => format!(
-                    "[{name}] changed{} ({} chars of output cleared)",
+                None => format!(
+                    "[{name}] changed{} {}",
                     target.map(|target| format!(" {target}")).unwrap_or_default(),
-                    chars()
+                    cleared(output)
                 ),
             }
         }
@@ -193,20 +174,30 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
             let target = call_target(&arguments)
                 .map(|target| format!(" {}", quote(&target)))
                 .unwrap_or_default();
-            match failure {
-                Some(Failure::Rejected) => format!(
-                    "[{name}]{target} rejected by the user ({} chars of output cleared)",
-                    chars()
-                ),
-                Some(Failure::Error) => format!(
-                    "[{name}]{target} failed: {} ({} chars of output cleared)",
-                    error_line(output),
-                    chars()
-                ),
-                None => format!("[{name}]{target} ({} chars of output cleared)", chars()),
-            }
+            other_outcome(name, &target, output, failure)
         }
     }
+}
+
+/// The stand-in of a call described by what it acted on alone (`target`, with its leading space):
+/// how it ended, and how much output it cleared.
+fn other_outcome(name: &str, target: &str, output: &str, failure: Option<Failure>) -> String {
+    let cleared = cleared(output);
+    match failure {
+        Some(Failure::Rejected) => format!("[{name}]{target} rejected by the user {cleared}"),
+        Some(Failure::Error) => format!("[{name}]{target} failed: {} {cleared}", error_line(output)),
+        None => format!("[{name}]{target} {cleared}"),
+    }
+}
+
+/// `(N chars of output cleared)`. Counted only for the stand-ins that say it: a shell's or a
+/// search's output is described by its lines, and counting its characters too read the largest
+/// outputs once more for nothing.
+fn cleared(output: &str) -> String {
+    format!(
+        "({} chars of output cleared)",
+        group_thousands(output.chars().count())
+    )
 }
 
 /// The first line of a failed call's output that says something, without Claude Code's

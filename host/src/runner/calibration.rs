@@ -21,7 +21,7 @@ pub(super) struct Calibration {
 }
 
 /// Tokenizers differ from the host's counters by far less than this, either way: a fit beyond it
-/// has been thrown by a few calls, and the share of what the transcript lacks is kept instead.
+/// has been thrown by a few calls, and only the tokens the transcript lacks are added instead.
 const SCALE_RANGE: std::ops::RangeInclusive<f64> = 0.5..=2.0;
 
 impl Calibration {
@@ -35,14 +35,9 @@ impl Calibration {
         self.products += x * y;
     }
 
-    /// Whether any call calibrates the count.
-    pub(super) fn is_known(&self) -> bool {
-        self.calls > 0.0
-    }
-
     /// The prompt a context `counted` by the host would have cost in the original run.
     pub(super) fn apply(&self, counted: u64) -> u64 {
-        if !self.is_known() {
+        if self.calls == 0.0 {
             return counted;
         }
         let (mean_x, mean_y) = (self.counted / self.calls, self.recorded / self.calls);
@@ -52,7 +47,7 @@ impl Calibration {
             (scale, mean_y - scale * mean_x)
         });
         // One call, or calls of one size, or a fit out of range: what the original sent beyond
-        // the transcript's messages, as a fixed share of tokens.
+        // the transcript's messages, as a fixed number of tokens.
         let (scale, extra) = match fitted {
             Some((scale, extra)) if SCALE_RANGE.contains(&scale) && extra >= 0.0 => (scale, extra),
             _ => (1.0, (mean_y - mean_x).max(0.0)),

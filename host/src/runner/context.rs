@@ -209,7 +209,7 @@ impl LiveContext {
             let start = json.len();
             serde_json::to_writer(&mut json, message).expect("messages serialise");
             let tokens = if caches {
-                let key = hash_json(&json[start..]);
+                let key = hash_bytes(&json[start..]);
                 let tokens = match previous.remove(&key).or_else(|| self.known.get(&key).copied()) {
                     Some(tokens) => tokens,
                     None => {
@@ -236,7 +236,7 @@ impl LiveContext {
     fn count_once(&mut self, message: &Message, json: &[u8]) -> u64 {
         let counter = self.counter;
         let counted = &mut self.counted;
-        *self.known.entry(hash_json(json)).or_insert_with(|| {
+        *self.known.entry(hash_bytes(json)).or_insert_with(|| {
             *counted += 1;
             counter.count_message(message)
         })
@@ -296,7 +296,7 @@ impl LiveContext {
 
 // SipHash with fixed keys: deterministic across runs. Two different messages of one context
 // sharing a 64-bit hash (odds ~n²/2⁶⁴) would only share a token estimate.
-fn hash_json(json: &[u8]) -> u64 {
+fn hash_bytes(json: &[u8]) -> u64 {
     let mut hasher = DefaultHasher::new();
     hasher.write(json);
     hasher.finish()
@@ -304,9 +304,7 @@ fn hash_json(json: &[u8]) -> u64 {
 
 /// A user message's text, hashed: what tells it from a message an engine wrote.
 fn text_hash(message: &Message) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    hasher.write(message.text().as_bytes());
-    hasher.finish()
+    hash_bytes(message.text().as_bytes())
 }
 
 #[cfg(test)]
