@@ -96,6 +96,16 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("error pattern compiles")
 });
 
+/// Whether a user-role message is the agent's own note rather than something the user asked:
+/// Claude Code's interruption marker (`[Request interrupted by user for tool use]`), or a message
+/// it marks `isMeta` (an @-mentioned file's text, CLAUDE.md, a hook's context). `text` is the
+/// message's text. Its identifiers are facts; it is no request.
+pub fn is_agent_note(message: &Message, text: &str) -> bool {
+    let text = text.trim();
+    message.extra.get("isMeta") == Some(&serde_json::Value::Bool(true))
+        || (text.starts_with("[Request interrupted by user") && text.ends_with(']') && !text.contains('\n'))
+}
+
 /// Every distinct fact in `messages`.
 pub fn find_facts(messages: &[Message]) -> BTreeSet<Fact> {
     find_facts_of(messages, |_| true)
@@ -109,7 +119,7 @@ pub fn find_facts_of(messages: &[Message], sent_by_user: impl Fn(&Message) -> bo
     for message in messages {
         let text = message.text();
         collect_text_facts(&text, &mut facts);
-        if message.role == Role::User && sent_by_user(message) {
+        if message.role == Role::User && sent_by_user(message) && !is_agent_note(message, &text) {
             if let Some(request) = text.lines().map(str::trim).find(|line| !line.is_empty()) {
                 facts.insert(fact(FactKind::Request, request));
             }

@@ -23,6 +23,9 @@ pub enum Failure {
     Error,
     /// The user refused the call: it did not run.
     Rejected,
+    /// A hook stopped the call before it ran (Claude Code's `PreToolUse` hooks: "Bash operation
+    /// blocked by hook: …").
+    BlockedByHook,
 }
 
 impl Failure {
@@ -31,7 +34,7 @@ impl Failure {
     /// failed call answers with ([`in_text`](Self::in_text)).
     pub fn of_result(result: &Message) -> Option<Self> {
         let from_text = Self::in_text(&result.text());
-        if from_text == Some(Self::Rejected) {
+        if from_text.is_some_and(|failure| failure.did_not_run()) {
             return from_text;
         }
         match result.extra.get("observation").and_then(Value::as_str) {
@@ -54,12 +57,35 @@ impl Failure {
             || start.contains("has been rejected by the user")
         {
             Some(Self::Rejected)
+        } else if start.contains("operation blocked by hook") {
+            Some(Self::BlockedByHook)
         } else if start.trim_start().starts_with("<tool_use_error>") {
             Some(Self::Error)
         } else {
             None
         }
     }
+
+    /// Whether the call never ran: refused by the user or stopped by a hook.
+    pub fn did_not_run(self) -> bool {
+        matches!(self, Self::Rejected | Self::BlockedByHook)
+    }
+
+    /// How the call ended, as stand-ins say it: `failed`, `rejected by the user`.
+    pub fn ending(self) -> &'static str {
+        match self {
+            Self::Error => "failed",
+            Self::Rejected => "rejected by the user",
+            Self::BlockedByHook => "blocked by a hook",
+        }
+    }
+}
+
+/// Whether `result` says itself that its call succeeded: `is_error: false`, which Claude Code's
+/// reader writes on every result Claude Code did not flag (it flags every failure). Output that
+/// reads like an error (a log's `ERROR` lines) does not make such a call a failure.
+pub fn flagged_success(result: &Message) -> bool {
+    result.extra.get("is_error") == Some(&Value::Bool(false))
 }
 
 /// A one-line description of `output`, produced by `call` (when it is known). A failure is told
@@ -98,8 +124,9 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
                 .map(|command| format!(" ran `{}`", quote(command)))
                 .unwrap_or_default();
             match failure {
-                Some(Failure::Rejected) => format!(
-                    "[{name}]{ran} -> rejected by the user, did not run {}",
+                Some(stopped @ (Failure::Rejected | Failure::BlockedByHook)) => format!(
+                    "[{name}]{ran} -> {}, did not run {}",
+                    stopped.ending(),
                     cleared(output)
                 ),
                 _ => format!("[{name}]{ran} -> {}", shell_outcome(output, failure.is_some())),
@@ -113,8 +140,9 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
             let from = from.map(|line| format!(" from line {line}")).unwrap_or_default();
             let target = path().map_or_else(|| "a file".to_owned(), quote);
             match failure {
-                Some(Failure::Rejected) => format!(
-                    "[{name}] rejected by the user: {target} not read {}",
+                Some(stopped @ (Failure::Rejected | Failure::BlockedByHook)) => format!(
+                    "[{name}] {}: {target} not read {}",
+                    stopped.ending(),
                     cleared(output)
                 ),
                 Some(Failure::Error) => format!(
@@ -152,8 +180,9 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
         ToolKind::Write => {
             let target = path().map(quote);
             match failure {
-                Some(Failure::Rejected) => format!(
-                    "[{name}] rejected by the user: {} not changed {}",
+                Some(stopped @ (Failure::Rejected | Failure::BlockedByHook)) => format!(
+                    "[{name}] {}: {} not changed {}",
+                    stopped.ending(),
                     target.as_deref().unwrap_or("nothing"),
                     cleared(output)
                 ),
@@ -184,8 +213,8 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
 fn other_outcome(name: &str, target: &str, output: &str, failure: Option<Failure>) -> String {
     let cleared = cleared(output);
     match failure {
-        Some(Failure::Rejected) => format!("[{name}]{target} rejected by the user {cleared}"),
         Some(Failure::Error) => format!("[{name}]{target} failed: {} {cleared}", error_line(output)),
+        Some(stopped) => format!("[{name}]{target} {} {cleared}", stopped.ending()),
         None => format!("[{name}]{target} {cleared}"),
     }
 }
@@ -444,16 +473,25 @@ fn exit_code_of(object: &Map<String, Value>) -> Option<i64> {
 }
 
 /// The exit code a plain output reports in one of its last lines, such as `Exit code: 1`, or
-/// OpenHands's `[The command completed with exit code 1.]`.
+/// OpenHands's `[The command completed with exit code 1.]`; or in its first line, where Claude
+/// Code puts it (`Exit code 1`, then what the command printed).
 fn exit_code_line(output: &str) -> Option<i64> {
-    output.lines().rev().take(5).find_map(|line| {
+    let code_in = |line: &str| {
         let lower = line.to_ascii_lowercase();
         let rest = lower.split_once("exit code")?.1;
         let rest = rest.trim_start_matches([':', ' ', '=']);
         let sign = usize::from(rest.starts_with('-'));
         let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
         (digits > 0).then(|| rest[..sign + digits].parse().ok()).flatten()
-    })
+    };
+    let first = output.lines().next().filter(|line| {
+        line.trim_start()
+            .get(..9)
+            .is_some_and(|start| start.eq_ignore_ascii_case("exit code"))
+    });
+    first
+        .and_then(code_in)
+        .or_else(|| output.lines().rev().take(5).find_map(code_in))
 }
 
 /// What `output.lines().count()` gives, by counting newlines: `lines()` stopped at every line
@@ -586,6 +624,41 @@ mod tests {
             describe_tool_result(Some(&edit), &edited),
             "[Edit] changed /w/src/lib.rs (39 chars of output cleared)"
         );
+    }
+
+    /// Claude Code writes a failed command's exit code on the result's first line and flags it;
+    /// a hook that stopped a call is no run that failed.
+    #[test]
+    fn claude_codes_exit_line_and_hook_blocks_are_read() {
+        let test = call("Bash", r#"{"command":"npm test -- --ci"}"#);
+        let output = format!("Exit code 1\n{}", "FAIL src/cart.test.ts\n".repeat(21));
+        let failed = result(&output, serde_json::json!({"is_error": true}));
+        assert_eq!(
+            describe_tool_result(Some(&test), &failed),
+            "[Bash] ran `npm test -- --ci` -> exit 1, 22 lines output"
+        );
+        let install = call("Bash", r#"{"command":"rm -rf node_modules && npm install"}"#);
+        let blocked = result(
+            "Bash operation blocked by hook:\n- [guard.sh]: no deleting node_modules\n",
+            serde_json::json!({"is_error": true}),
+        );
+        assert_eq!(Failure::of_result(&blocked), Some(Failure::BlockedByHook));
+        assert_eq!(
+            describe_tool_result(Some(&install), &blocked),
+            "[Bash] ran `rm -rf node_modules && npm install` -> blocked by a hook, did not run (71 chars of output cleared)"
+        );
+        let write = call("Write", r#"{"file_path":"/w/.env"}"#);
+        assert_eq!(
+            describe_tool_result(Some(&write), &blocked),
+            "[Write] blocked by a hook: /w/.env not changed (71 chars of output cleared)"
+        );
+        // A result flagged a success is one.
+        let logs = result(
+            "ERROR req-7 timeout\nINFO ok",
+            serde_json::json!({"is_error": false}),
+        );
+        assert!(flagged_success(&logs));
+        assert!(!flagged_success(&failed));
     }
 
     #[test]

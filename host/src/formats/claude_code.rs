@@ -5,7 +5,8 @@
 //! - `user` and `assistant` records are the conversation. `text` blocks become text content,
 //!   `tool_use {id, name, input}` a tool call whose arguments are the JSON text of `input`,
 //!   `tool_result {tool_use_id, content}` a `tool` message (a list content stays a list of parts;
-//!   `is_error` is kept). Tool results come first when a user record also holds text.
+//!   `is_error` is kept, and written `false` where Claude Code left it out: it flags every
+//!   failure). Tool results come first when a user record also holds text.
 //! - `thinking` and `redacted_thinking` blocks are kept aside, in the message's `"thinking"` key:
 //!   they are the model's own, never sent back as content. Other blocks (images, server tools'
 //!   blocks) stay content parts.
@@ -604,9 +605,14 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                     .error_at(at, "a `tool_result` whose `content` is neither text nor a list"))
             }
         };
+        let mut extra = block.into_map(1);
+        // Claude Code flags every failure (`is_error: true`) and most successes (`false`); a
+        // result without the flag succeeded too. Said outright, an engine need not know which
+        // agent wrote the log to tell a command that printed an `ERROR` line from one that failed.
+        extra.entry("is_error").or_insert(Value::Bool(false));
         Ok(Message {
             content,
-            extra: block.into_map(0),
+            extra,
             ..Message::tool(id, "")
         })
     }

@@ -2,7 +2,7 @@
 
 use ctxhost_engine_abi::{Message, ToolCall};
 use ctxhost_engine_kit::stand_in::{
-    call_target, command_under, describe_tool_outcome, error_line, Failure, COMMAND_KEYS,
+    call_target, command_under, describe_tool_outcome, error_line, flagged_success, Failure, COMMAND_KEYS,
 };
 use serde_json::Value;
 
@@ -119,10 +119,12 @@ impl<'a> Facts<'a> {
                 (kept, new) => kept.or(new),
             };
         }
+        // Without a flag or an exit code, words decide: a shell's error line, another tool's
+        // output opening with one. A result flagged a success is one, whatever it printed.
         let failed = failure.is_some()
             || match exit_code_in(&line) {
                 Some(code) => code != 0,
-                None if kind == ToolKind::Read => false,
+                None if kind == ToolKind::Read || flagged_success(message) => false,
                 None if kind == ToolKind::Shell => first_error.is_some(),
                 None => starts_with_failure(&output),
             };
@@ -180,8 +182,8 @@ fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str, failure: O
         .map(|target| format!(" {verb}{target}"))
         .unwrap_or_default();
     match failure {
-        Some(Failure::Rejected) => return format!("[{name}]{target} -> rejected by the user, did not run"),
         Some(Failure::Error) => return format!("[{name}]{target} -> failed: {}", error_line(output)),
+        Some(stopped) => return format!("[{name}]{target} -> {}, did not run", stopped.ending()),
         None => {}
     }
     let output = output.trim();

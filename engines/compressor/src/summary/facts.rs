@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use ctxhost_engine_abi::{part_text, Content, Message, Role, ToolCall};
-use ctxhost_engine_kit::sequence::align_start_to_group;
+use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_group};
 
 use super::{is_summary_text, patterns::CONSTRAINT_WORDS, patterns::DECISION_WORDS};
 use crate::scan::{capped_pieces, FastHash, FastMap};
@@ -175,6 +175,14 @@ impl<'a> Facts<'a> {
     fn on_user(&mut self, index: usize, message: &'a Message, scan: bool) {
         let text = message.text();
         if text.trim().is_empty() || is_summary_text(&text) {
+            return;
+        }
+        if is_agent_note(message, &text) {
+            if scan {
+                for piece in capped_pieces(message) {
+                    self.scan_identifiers(piece, Source::ToolOutput, index);
+                }
+            }
             return;
         }
         // The first request sets the goal: it is always read.

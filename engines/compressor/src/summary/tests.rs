@@ -383,3 +383,73 @@ fn a_failure_is_told_once_in_blocked() {
     );
     assert_eq!(blocked.matches("status code 404").count(), 1, "{summary}");
 }
+
+/// The lines under `heading` (`### Blocked`), up to the next heading.
+fn section<'s>(summary: &'s str, heading: &str) -> Vec<&'s str> {
+    summary
+        .lines()
+        .skip_while(|line| line.trim() != heading)
+        .skip(1)
+        .take_while(|line| !line.starts_with('#'))
+        .collect()
+}
+
+/// A command whose result is flagged a success printed its `ERROR` lines, it did not fail; an
+/// unflagged one that printed them still reads as failed.
+#[test]
+fn a_command_flagged_a_success_is_not_blocked_by_the_errors_it_printed() {
+    let logs = |id: &str| {
+        ToolCall::new(
+            id,
+            "Bash",
+            serde_json::json!({"command": format!("kubectl -n prod logs ingest-{id}")}).to_string(),
+        )
+    };
+    let printed = "INFO start\nERROR req-91 upstream timeout after 30s\nINFO retry ok";
+    let succeeded = Message {
+        extra: serde_json::json!({"is_error": false})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        ..Message::tool("k1", printed)
+    };
+    let middle = vec![
+        Message::user("why did ingest stall?"),
+        Message::assistant_calls(vec![logs("k1"), logs("k2")]),
+        succeeded,
+        Message::tool("k2", printed),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        !blocked.iter().any(|line| line.contains("ingest-k1")),
+        "{summary}"
+    );
+    assert!(blocked.iter().any(|line| line.contains("ingest-k2")), "{summary}");
+    assert!(summary.contains("ERROR req-91 upstream timeout"), "{summary}");
+}
+
+/// Claude Code's interruption marker and its meta messages are not what the user asked.
+#[test]
+fn an_interruption_marker_or_a_meta_message_is_no_goal() {
+    let claude_md = Message {
+        extra: serde_json::json!({"isMeta": true}).as_object().cloned().unwrap(),
+        ..Message::user("Contents of /w/CLAUDE.md:\nUse pnpm, never npm.")
+    };
+    let middle = vec![
+        Message::user("[Request interrupted by user for tool use]"),
+        claude_md,
+        Message::user("add rounding modes to the ledger"),
+        Message::assistant("Done: ROUND_HALF_EVEN is the default."),
+    ];
+    let summary = summarize(&middle);
+    let goal = section(&summary, "## Goal");
+    assert!(
+        goal.iter()
+            .any(|line| line.contains("add rounding modes to the ledger")),
+        "{summary}"
+    );
+    assert!(!summary.contains("[Request interrupted"), "{summary}");
+    assert!(!goal.iter().any(|line| line.contains("CLAUDE.md")), "{summary}");
+    assert!(summary.contains("/w/CLAUDE.md"), "{summary}");
+}

@@ -846,3 +846,38 @@ fn an_attachment_written_between_a_call_and_its_result_follows_the_result() {
         transcript.meta.warnings
     );
 }
+
+/// Claude Code flags every failure; a result it left unflagged is said to have succeeded, so
+/// that an engine can tell a command that printed an `ERROR` line from one that failed.
+#[test]
+fn an_unflagged_result_reads_as_a_success() {
+    let text = jsonl(&[
+        user("u1", None, json!("Why did ingest stall?")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "kubectl logs ingest-0"}},
+                {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "kubectl logs ingest-9"}},
+            ]),
+            usage(1, 10),
+        ),
+        user(
+            "u2",
+            Some("a1"),
+            json!([
+                {"type": "tool_result", "tool_use_id": "t1", "content": "ERROR req-91 upstream timeout"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "Error from server (NotFound)", "is_error": true},
+            ]),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let flags: Vec<_> = transcript
+        .messages
+        .iter()
+        .filter(|message| message.role == Role::Tool)
+        .map(|message| message.extra.get("is_error").cloned())
+        .collect();
+    assert_eq!(flags, [Some(json!(false)), Some(json!(true))]);
+}
