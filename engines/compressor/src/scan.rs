@@ -8,6 +8,7 @@
 use std::hash::{BuildHasher, Hasher};
 
 use ctxhost_engine_abi::{Message, ToolCall};
+use ctxhost_engine_kit::text::floor_char_boundary;
 
 pub(crate) use crate::identify::{classify_token, Shape};
 use crate::summary::facts::content_pieces;
@@ -90,17 +91,9 @@ fn cap(text: &str) -> (&str, Option<&str>) {
     if text.len() <= SCAN_MAX {
         return (text, None);
     }
-    let head_end = floor_boundary(text, SCAN_HEAD);
-    let tail_start = floor_boundary(text, text.len() - SCAN_TAIL);
+    let head_end = floor_char_boundary(text, SCAN_HEAD);
+    let tail_start = floor_char_boundary(text, text.len() - SCAN_TAIL);
     (&text[..head_end], Some(&text[tail_start..]))
-}
-
-pub(crate) fn floor_boundary(text: &str, mut at: usize) -> usize {
-    at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
 
 /// A byte that ends a token: whitespace, quotes, brackets, commas, a JSON escape's backslash.
@@ -257,8 +250,8 @@ pub(crate) fn line_around(text: &str, start: usize, end: usize) -> (&str, usize)
         }
         line_end += 1;
     }
-    let line_start = floor_boundary(text, line_start);
-    let line_end = floor_boundary(text, line_end);
+    let line_start = floor_char_boundary(text, line_start);
+    let line_end = floor_char_boundary(text, line_end);
     (&text[line_start..line_end], line_end)
 }
 
@@ -283,8 +276,8 @@ pub(crate) fn sentence_around(text: &str, start: usize, end: usize, max: usize) 
     if sentence_end < bytes.len() && bytes[sentence_end] != b'\n' {
         sentence_end += 1;
     }
-    let sentence_start = floor_boundary(text, sentence_start);
-    let sentence_end = floor_boundary(text, sentence_end.min(bytes.len()));
+    let sentence_start = floor_char_boundary(text, sentence_start);
+    let sentence_end = floor_char_boundary(text, sentence_end.min(bytes.len()));
     (&text[sentence_start..sentence_end], sentence_end)
 }
 

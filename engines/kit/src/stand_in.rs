@@ -7,6 +7,8 @@
 use std::borrow::Cow;
 
 use ctxhost_engine_abi::{Message, ToolCall};
+
+use crate::text::floor_char_boundary;
 use serde_json::{Map, Value};
 
 /// The longest command, path or pattern quoted in a stand-in, in characters.
@@ -251,15 +253,6 @@ pub fn error_line(output: &str) -> String {
         Some(reason) => quote(&format!("{first} {reason}")),
         None => quote(first),
     }
-}
-
-/// The largest char boundary of `text` at or below `at`.
-fn floor_char_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
 
 /// The stand-in for an older copy of a long output that appears again later.

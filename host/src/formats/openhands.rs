@@ -325,11 +325,7 @@ impl<R: BufRead> OpenhandsReader<R> {
             }
             ("condensation", _) => {
                 let summary = arg_text("summary").unwrap_or_default().to_owned();
-                meta.compactions.push(RecordedCompaction {
-                    line: at.line,
-                    messages_before: self.emitted,
-                    summary,
-                });
+                self.record_compaction(meta, at.line, summary);
                 Ok(None)
             }
             (_, Some(metadata)) => {
@@ -617,11 +613,7 @@ impl<R: BufRead> OpenhandsReader<R> {
             (None, "error" | "user_rejected") => Ok(Some(with_extra(Message::user(content), event))),
             // The summary of the condenser OpenHands had before `condensation` actions.
             (None, "condense") => {
-                meta.compactions.push(RecordedCompaction {
-                    line: at.line,
-                    messages_before: self.emitted,
-                    summary: content,
-                });
+                self.record_compaction(meta, at.line, content);
                 Ok(None)
             }
             (None, "run" | "run_ipython") if self.caused_by(&event) == Some(TextAction::UserCommand) => {
@@ -654,6 +646,16 @@ impl<R: BufRead> OpenhandsReader<R> {
 }
 
 impl<R> OpenhandsReader<R> {
+    /// Records a compaction OpenHands made here (a `condensation` action, or the `condense`
+    /// observation of its older condenser), which the replay leaves to the engine.
+    fn record_compaction(&self, meta: &mut TranscriptMeta, line: usize, summary: String) {
+        meta.compactions.push(RecordedCompaction {
+            line,
+            messages_before: self.emitted,
+            summary,
+        });
+    }
+
     /// How the action that caused the observation `event` was read, when as text.
     fn caused_by(&self, event: &Map<String, Value>) -> Option<TextAction> {
         let cause = event.get("cause").and_then(Value::as_u64)?;
