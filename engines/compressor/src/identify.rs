@@ -175,6 +175,10 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
     if token.len() < 3 || token.len() > 300 {
         return None;
     }
+    // Prose ends a hash with its sentence: `see commit 0454f31.`
+    if is_hash(token) {
+        return Some((FactKind::Hash, token));
+    }
     if has(Shape::COLON) {
         if let Some(scheme_end) = find_scheme_end(token) {
             let scheme = &token[..scheme_end];
@@ -374,7 +378,8 @@ mod tests {
     fn identifiers_are_told_apart() {
         let found = kinds(
             "see https://github.com/a/b/issues/12?x=1, fix #123 in src/app.py:42 (commit 3f2a9c1b) \
-             for v1.2.3 and 0.11.3; not and/or, 1/2 or e.g. or application/json",
+             for v1.2.3 and 0.11.3; not and/or, 1/2 or e.g. or application/json. Reverted in \
+             commit 0454f31.",
         );
         assert_eq!(
             found,
@@ -385,6 +390,7 @@ mod tests {
                 (FactKind::Hash, "3f2a9c1b".to_owned()),
                 (FactKind::Version, "v1.2.3".to_owned()),
                 (FactKind::Version, "0.11.3".to_owned()),
+                (FactKind::Hash, "0454f31".to_owned()),
             ]
         );
     }

@@ -115,6 +115,13 @@ pub fn find_facts(messages: &[Message]) -> BTreeSet<Fact> {
 /// `sent_by_user` says the user sent it: an engine's summary or note is no request, and its
 /// heading, written anew at every compaction, would count as one lost every time.
 pub fn find_facts_of(messages: &[Message], sent_by_user: impl Fn(&Message) -> bool) -> BTreeSet<Fact> {
+    find_facts_in(messages, sent_by_user)
+}
+
+fn find_facts_in<'m>(
+    messages: impl IntoIterator<Item = &'m Message>,
+    sent_by_user: impl Fn(&Message) -> bool,
+) -> BTreeSet<Fact> {
     let mut facts = BTreeSet::new();
     for message in messages {
         let text = message.text();
@@ -148,13 +155,66 @@ pub fn measure_retention_of(
     sent_by_user: impl Fn(&Message) -> bool,
 ) -> Retention {
     let facts: Vec<Fact> = find_facts_of(compacted, sent_by_user).into_iter().collect();
-    let haystack = searchable_text(result);
     // One pass of every fact over the result, rather than one search of the result per fact:
     // thousands of facts over a result of 100 KB took most of a compaction's accounting.
-    let found = find_all(&facts, &haystack);
+    let found = find_all(&facts, &searchable_text(result));
+    tally(&facts, &found)
+}
+
+/// The measure of a replay's compactions, one after another. The facts are the conversation's:
+/// what a compaction replaced of the messages the conversation appended, and of an earlier
+/// engine's messages (a summary, a stand-in) only the facts an earlier compaction kept that they
+/// still hold verbatim. A summary's own wording (its headings, an action's line, a list's
+/// markers) is no fact: written anew at every compaction, it would count as lost each time the
+/// new summary words the same fact differently.
+#[derive(Debug, Default)]
+pub struct ReplayRetention {
+    /// The facts the last compaction kept.
+    carried: Vec<Fact>,
+}
+
+impl ReplayRetention {
+    /// Measures one compaction: of `compacted` (what it replaced or dropped), `written_by_engine`
+    /// tells an engine's messages from the conversation's, and `sent_by_user` the user's own
+    /// user-role messages ([`find_facts_of`]).
+    pub fn measure(
+        &mut self,
+        compacted: &[Message],
+        result: &[Message],
+        written_by_engine: impl Fn(&Message) -> bool,
+        sent_by_user: impl Fn(&Message) -> bool,
+    ) -> Retention {
+        let (engine, conversation): (Vec<&Message>, Vec<&Message>) =
+            compacted.iter().partition(|message| written_by_engine(message));
+        let mut facts = find_facts_in(conversation, sent_by_user);
+        if !engine.is_empty() && !self.carried.is_empty() {
+            let written = searchable_text(engine);
+            let still_held = find_all(&self.carried, &written);
+            facts.extend(
+                self.carried
+                    .iter()
+                    .zip(still_held)
+                    .filter(|(_, held)| *held)
+                    .map(|(fact, _)| fact.clone()),
+            );
+        }
+        let facts: Vec<Fact> = facts.into_iter().collect();
+        let found = find_all(&facts, &searchable_text(result));
+        let retention = tally(&facts, &found);
+        self.carried = facts
+            .into_iter()
+            .zip(found)
+            .filter_map(|(fact, found)| found.then_some(fact))
+            .collect();
+        retention
+    }
+}
+
+/// The measure of `facts`, `found[i]` telling whether the result holds `facts[i]`.
+fn tally(facts: &[Fact], found: &[bool]) -> Retention {
     let mut kept = 0;
     let mut lost = Vec::new();
-    for (fact, found) in facts.iter().zip(found) {
+    for (fact, &found) in facts.iter().zip(found) {
         if found {
             kept += 1;
         } else if lost.len() < MAX_LISTED_LOSSES {
@@ -328,7 +388,7 @@ fn fact(kind: FactKind, text: &str) -> Fact {
 }
 
 /// Everything the model reads in `messages`, tool-call arguments included, in one string.
-fn searchable_text(messages: &[Message]) -> String {
+fn searchable_text<'m>(messages: impl IntoIterator<Item = &'m Message>) -> String {
     let mut text = String::new();
     for message in messages {
         text.push_str(&message.text());
@@ -497,6 +557,57 @@ mod tests {
         assert_eq!(
             compacted_messages(&before, &after),
             vec![Message::user("old"), Message::assistant("a")]
+        );
+    }
+
+    /// In a replay, an earlier summary's facts are the conversation's facts it holds, not its
+    /// lines: a later summary that words the same error differently keeps it; one that drops a
+    /// fact loses it.
+    #[test]
+    fn a_replay_counts_the_conversations_facts_an_earlier_summary_holds_not_its_wording() {
+        let conversation = vec![
+            Message::user("make the upload retry"),
+            Message::tool("c1", "npm ERR! code ELIFECYCLE\nsee /w/logs/npm-debug.log"),
+        ];
+        let first_summary = Message::user(
+            "## Goal\n- make the upload retry\n## Progress\n### Blocked\n- [Bash] ran `npm test` -> exit 1 — npm ERR! code ELIFECYCLE\n- /w/logs/npm-debug.log",
+        );
+        let mut measure = ReplayRetention::default();
+        let first = measure.measure(
+            &conversation,
+            std::slice::from_ref(&first_summary),
+            |_| false,
+            |_| true,
+        );
+        assert_eq!((first.kept, first.total), (first.total, 3), "{first:?}");
+        // The next compaction replaces the first summary: the error is now under Done, worded
+        // anew, and the log's path is gone.
+        let second_summary = Message::user(
+            "## Goal\n- make the upload retry\n## Progress\n### Done\n- [Bash] ran `npm test` (×2)\n## Critical Context\n- Errors:\n  - npm ERR! code ELIFECYCLE",
+        );
+        let second = measure.measure(
+            std::slice::from_ref(&first_summary),
+            std::slice::from_ref(&second_summary),
+            |message| *message == first_summary,
+            |_| true,
+        );
+        assert_eq!((second.kept, second.total), (2, 3), "{second:?}");
+        assert_eq!(
+            second.lost,
+            vec![Fact {
+                kind: FactKind::Path,
+                text: "/w/logs/npm-debug.log".to_owned()
+            }]
+        );
+        // Taken as the conversation's, the first summary's wording was a lost error line.
+        let worded = measure_retention_of(
+            std::slice::from_ref(&first_summary),
+            std::slice::from_ref(&second_summary),
+            |_| true,
+        );
+        assert!(
+            worded.lost.iter().any(|fact| fact.text.contains("[Bash] ran")),
+            "{worded:?}"
         );
     }
 }

@@ -296,7 +296,7 @@ impl LiveContext {
 
 // SipHash with fixed keys: deterministic across runs. Two different messages of one context
 // sharing a 64-bit hash (odds ~n²/2⁶⁴) would only share a token estimate.
-fn hash_bytes(json: &[u8]) -> u64 {
+pub(super) fn hash_bytes(json: &[u8]) -> u64 {
     let mut hasher = DefaultHasher::new();
     hasher.write(json);
     hasher.finish()

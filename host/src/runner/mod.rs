@@ -29,6 +29,7 @@
 
 mod calibration;
 mod context;
+mod fact_measure;
 pub mod facts;
 pub mod observers;
 pub mod script;

@@ -13,14 +13,12 @@ use std::{
 };
 
 use ctxhost_engine_abi::{Content, FactBody, FactKind, Message, Role, SessionInfo, Usage};
-use ctxhost_engine_kit::{
-    retention::{compacted_messages, measure_retention_of},
-    stand_in::group_thousands,
-};
+use ctxhost_engine_kit::stand_in::group_thousands;
 use serde_json::{json, Value};
 
 use super::{
     calibration::Calibration,
+    fact_measure::FactMeasure,
     facts::{CompactionEvent, Fact, Subscribers, UsageSource},
     observers::{Lifecycle, Observers, ToolAnswer},
     recorded_usage,
@@ -125,6 +123,8 @@ pub struct Replayer<'e> {
     calibration: Calibration,
     /// A compaction changed the context: recorded usage no longer describes it.
     diverged: bool,
+    /// The fact measure, when the replay takes it.
+    fact_measure: Option<FactMeasure>,
 }
 
 impl<'e> Replayer<'e> {
@@ -167,6 +167,7 @@ impl<'e> Replayer<'e> {
             failures_said: Vec::new(),
             calibration: Calibration::default(),
             diverged: false,
+            fact_measure: (options.facts == FactAccounting::Measure).then(FactMeasure::default),
         };
         let model = replayer.options.model.clone();
         // Once, as the contract's lifecycle has it: an engine resolved for this model
@@ -917,10 +918,9 @@ impl<'e> Replayer<'e> {
                 reason: "the engine returned the context as it was".to_owned(),
             },
             Ok(Compacted::Changed { messages, json }) => {
-                if self.options.facts == FactAccounting::Measure {
-                    let compacted = compacted_messages(self.context.messages(), &messages);
+                if let Some(measure) = &mut self.fact_measure {
                     let context = &self.context;
-                    record.retention = Some(measure_retention_of(&compacted, &messages, |message| {
+                    record.retention = Some(measure.measure(context.messages(), &messages, |message| {
                         context.sent_by_user(message)
                     }));
                 }

@@ -147,6 +147,9 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
     if token.len() < 3 || token.len() > 300 {
         return None;
     }
+    if is_hash(token) {
+        return Some((FactKind::Hash, token));
+    }
     if shape.colon {
         if let Some(scheme_end) = find_scheme_end(token) {
             let scheme = &token[..scheme_end];
