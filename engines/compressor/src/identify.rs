@@ -222,6 +222,10 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
             return Some((FactKind::Path, path));
         }
     }
+    // `req-0bcc497650320680`, `enricher-09bd12095b-6c84b`: an id whose parts are hashes.
+    if has(Shape::AT_OR_DASH) && has(Shape::DIGIT) && !has(Shape::DOT) && token.split('-').any(is_hash) {
+        return Some((FactKind::Hash, token));
+    }
     // `pytest-7.4.0`, `serde@1.0.210`: a name with its version.
     if digit_and_dot && has(Shape::AT_OR_DASH) {
         let (name, version) = split_last(token, |byte| matches!(byte, b'-' | b'@'))?;
@@ -379,7 +383,7 @@ mod tests {
         let found = kinds(
             "see https://github.com/a/b/issues/12?x=1, fix #123 in src/app.py:42 (commit 3f2a9c1b) \
              for v1.2.3 and 0.11.3; not and/or, 1/2 or e.g. or application/json. Reverted in \
-             commit 0454f31.",
+             commit 0454f31. Trace req-0bcc497650320680, not req-42 or a well-known-name.",
         );
         assert_eq!(
             found,
@@ -391,6 +395,7 @@ mod tests {
                 (FactKind::Version, "v1.2.3".to_owned()),
                 (FactKind::Version, "0.11.3".to_owned()),
                 (FactKind::Hash, "0454f31".to_owned()),
+                (FactKind::Hash, "req-0bcc497650320680".to_owned()),
             ]
         );
     }

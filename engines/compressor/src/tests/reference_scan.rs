@@ -192,6 +192,9 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
         }
     }
     // `pytest-7.4.0`, `serde@1.0.210`: a name with its version.
+    if shape.at_or_dash && shape.digit && !shape.dot && token.split('-').any(is_hash) {
+        return Some((FactKind::Hash, token));
+    }
     if shape.digit && shape.dot && shape.at_or_dash {
         let (name, version) = token.rsplit_once(['-', '@'])?;
         return (!name.is_empty() && is_version(version)).then_some((FactKind::Version, token));
