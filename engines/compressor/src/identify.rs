@@ -175,10 +175,6 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
     if token.len() < 3 || token.len() > 300 {
         return None;
     }
-    // Prose ends a hash with its sentence: `see commit 0454f31.`
-    if is_hash(token) {
-        return Some((FactKind::Hash, token));
-    }
     if has(Shape::COLON) {
         if let Some(scheme_end) = find_scheme_end(token) {
             let scheme = &token[..scheme_end];
@@ -198,11 +194,21 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
     } else {
         token
     };
+    // Prose ends a hash with its sentence: `see commit 0454f31.`
+    if is_hash(token) {
+        return Some((FactKind::Hash, token));
+    }
     if has(Shape::HASH) {
         if let Some(number) = token.strip_prefix('#') {
+            if is_hash(number) {
+                return Some((FactKind::Hash, number));
+            }
             return (is_digits(number) && number.len() <= 7).then_some((FactKind::Issue, token));
         }
         if let Some((repository, number)) = split_first(token, b'#') {
+            if is_hash(number) {
+                return Some((FactKind::Hash, number));
+            }
             return (repository.bytes().any(|byte| byte == b'/') && is_digits(number))
                 .then_some((FactKind::Issue, token));
         }
@@ -383,7 +389,8 @@ mod tests {
         let found = kinds(
             "see https://github.com/a/b/issues/12?x=1, fix #123 in src/app.py:42 (commit 3f2a9c1b) \
              for v1.2.3 and 0.11.3; not and/or, 1/2 or e.g. or application/json. Reverted in \
-             commit 0454f31. Trace req-0bcc497650320680, not req-42 or a well-known-name.",
+             commit 0454f31. Trace req-0bcc497650320680, not req-42 or a well-known-name; \
+             hash=deadbeef12 id#abcdef567.",
         );
         assert_eq!(
             found,
@@ -396,6 +403,8 @@ mod tests {
                 (FactKind::Version, "0.11.3".to_owned()),
                 (FactKind::Hash, "0454f31".to_owned()),
                 (FactKind::Hash, "req-0bcc497650320680".to_owned()),
+                (FactKind::Hash, "deadbeef12".to_owned()),
+                (FactKind::Hash, "abcdef567".to_owned()),
             ]
         );
     }

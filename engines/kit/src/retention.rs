@@ -292,7 +292,9 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
     let urls: Vec<(usize, usize)> = URL
         .find_iter(text)
         .map(|found| {
-            let url = found.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']);
+            let url = found
+                .as_str()
+                .trim_end_matches(['.', ',', ';', ':', '!', '?', '*']);
             facts.insert(fact(FactKind::Url, url));
             (found.start(), found.end())
         })
@@ -509,13 +511,14 @@ mod tests {
     #[test]
     fn bare_file_names_count_and_url_parts_do_not() {
         let found = kinds(&[Message::assistant(
-            "Open fields.py, then https://github.com/a/b/blob/main/setup.py#L12 and docs/x.md.",
+            "Open fields.py, then https://github.com/a/b/blob/main/setup.py#L12 and docs/x.md. Source: **https://bold.example/x**",
         )]);
         assert_eq!(
             found,
             vec![
                 (FactKind::Path, "docs/x.md".to_owned()),
                 (FactKind::Path, "fields.py".to_owned()),
+                (FactKind::Url, "https://bold.example/x".to_owned()),
                 (
                     FactKind::Url,
                     "https://github.com/a/b/blob/main/setup.py#L12".to_owned()

@@ -22,6 +22,9 @@ static ERROR_MARKERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
             "Traceback",
             "FAILED",
             "FAIL:",
+            // Jest's `FAIL src/cart.test.ts`, npm's `npm ERR! code ELIFECYCLE`.
+            "FAIL ",
+            "ERR!",
             "failed",
             "Failed",
             "failure",

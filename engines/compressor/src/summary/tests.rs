@@ -453,3 +453,19 @@ fn an_interruption_marker_or_a_meta_message_is_no_goal() {
     assert!(!goal.iter().any(|line| line.contains("CLAUDE.md")), "{summary}");
     assert!(summary.contains("/w/CLAUDE.md"), "{summary}");
 }
+
+/// Jest's and npm's failure lines are error lines, as the retention measure takes them.
+#[test]
+fn jest_and_npm_failure_lines_are_errors() {
+    let middle = vec![
+        Message::user("run the tests"),
+        Message::assistant_calls(vec![ToolCall::new("t1", "terminal", r#"{"command":"npm test"}"#)]),
+        Message::tool(
+            "t1",
+            "> shop@1.0.0 test\n> jest\n\nFAIL src/cart.test.ts\n  ● total rounds half up\n\nnpm ERR! code ELIFECYCLE\nnpm ERR! errno 1",
+        ),
+    ];
+    let summary = summarize(&middle);
+    assert!(summary.contains("FAIL src/cart.test.ts"), "{summary}");
+    assert!(summary.contains("npm ERR! code ELIFECYCLE"), "{summary}");
+}

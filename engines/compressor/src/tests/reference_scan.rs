@@ -147,9 +147,6 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
     if token.len() < 3 || token.len() > 300 {
         return None;
     }
-    if is_hash(token) {
-        return Some((FactKind::Hash, token));
-    }
     if shape.colon {
         if let Some(scheme_end) = find_scheme_end(token) {
             let scheme = &token[..scheme_end];
@@ -169,11 +166,20 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
     } else {
         token
     };
+    if is_hash(token) {
+        return Some((FactKind::Hash, token));
+    }
     if shape.hash {
         if let Some(number) = token.strip_prefix('#') {
+            if is_hash(number) {
+                return Some((FactKind::Hash, number));
+            }
             return (is_digits(number) && number.len() <= 7).then_some((FactKind::Issue, token));
         }
         if let Some((repository, number)) = token.split_once('#') {
+            if is_hash(number) {
+                return Some((FactKind::Hash, number));
+            }
             return (repository.contains('/') && is_digits(number)).then_some((FactKind::Issue, token));
         }
     }
