@@ -129,3 +129,60 @@ fn the_bundled_examples_keep_75_percent_of_their_facts_at_8k_and_90_at_16k_in_no
         }
     }
 }
+
+/// Identifiers in the shapes tools and prose write them, one tool output each: with room to
+/// spare, the compressor keeps every fact the measure finds. A shape the measure counts and the
+/// compressor does not see (a hash ending a sentence) is lost at any window.
+#[test]
+fn every_shape_of_identifier_the_measure_counts_is_kept_given_room() {
+    let shapes = [
+        "commit (abc1234) and abc1235, abc1236; abc1237: `abc1238` 'abc1239' \"abc123a\" [abc123b] <abc123c> abc123e). abc123f?",
+        "see https://example.com/a/b?c=1. Also <https://example.org/x>, [docs](https://docs.rs/serde/1.0.210/serde/) and **https://bold.example/x**",
+        "fixed in #123, #124; #125. (#126) [#127] see owner/repo#128",
+        "versions v1.2.3-rc.1, 1.2.3+build.5 and 0.11.3. (2.0.0) serde@1.0.210 pytest-7.4.0 'v3.4.5'",
+        "paths: ./src/a.py, ../b/c.rs; /etc/hosts. (src/main.rs:42) `lib/x.ts` \"docs/y.md\" config.yaml, README.md",
+        "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 and 4e07408562bedb8b60ce05c1decfe3ad16b72230967de01f640b7e4729b49fce.",
+        "trace req-0bcc497650320680, pod web-5d8f7c9b6d-x2k4z, hash=deadbeef12 id#abcdef567",
+        "Error: ENOENT: no such file or directory, open '/tmp/x.json'",
+        "FAIL src/cart.test.ts",
+        "npm ERR! code ELIFECYCLE",
+        "thread 'main' panicked at src/main.rs:10:5:",
+        "fatal: not a git repository (or any of the parent directories): .git",
+        "FAILED tests/test_a.py::test_b - AssertionError: 1 != 2",
+        "bash: foo: command not found",
+        "java.lang.NullPointerException at com.example.Foo.bar(Foo.java:42)",
+        "ERROR 1045 (28000): Access denied for user 'root'@'localhost'",
+    ];
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Investigate the failures and keep notes."),
+    ];
+    for (at, shape) in shapes.iter().enumerate() {
+        let id = format!("c{at}");
+        messages.push(Message::assistant_calls(vec![ctxhost_engine_abi::ToolCall::new(
+            &id,
+            "terminal",
+            format!(r#"{{"command":"cat log{at}.txt"}}"#),
+        )]));
+        let filler = "filler text words ".repeat(200);
+        messages.push(Message::tool(
+            &id,
+            format!("line one\n{shape}\nline three\n{filler}"),
+        ));
+        messages.push(Message::assistant(format!("Noted item {at}.")));
+        messages.push(Message::user(format!("Next item {at}.")));
+    }
+    for _ in 0..6 {
+        messages.push(Message::assistant("x ".repeat(400)));
+        messages.push(Message::user("continue ".repeat(50)));
+    }
+    let (input, output, retention) = compact_once(&messages, 30_000);
+    assert!(output < input / 2, "{input} -> {output} tokens");
+    assert_eq!(
+        retention.lost,
+        vec![],
+        "kept {} of {}",
+        retention.kept,
+        retention.total
+    );
+}
