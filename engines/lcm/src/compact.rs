@@ -140,7 +140,7 @@ pub fn compact(
     } else {
         ((threshold as f64 * config.tail_share) / scale) as u64
     };
-    let tail = find_tail(&raws, config.fresh_tail, tail_budget);
+    let tail = find_tail(&raws, config.fresh_tail, tail_budget, target_or_all(target));
     let summary_budget = target / 2;
 
     let mut sweep = Sweep {
@@ -349,8 +349,9 @@ struct Tail {
 
 /// The fresh tail of `raws`: the newest `fresh_tail` messages within `budget` tokens. When the
 /// newest user message and everything after it fit in the budget, the tail starts there;
-/// otherwise that user message is pinned.
-fn find_tail(raws: &[Raw], fresh_tail: usize, budget: u64) -> Tail {
+/// otherwise that user message is pinned. A tail kept whole with its tool groups stays within
+/// `limit` (the compaction's target): see below.
+fn find_tail(raws: &[Raw], fresh_tail: usize, budget: u64, limit: u64) -> Tail {
     let mut start = raws.len();
     let mut used = 0u64;
     while start > 0 && raws.len() - start < fresh_tail && used + raws[start - 1].tokens <= budget {
@@ -370,10 +371,36 @@ fn find_tail(raws: &[Raw], fresh_tail: usize, budget: u64) -> Tail {
     while start > 0 && start < raws.len() && raws[start].message.role == Role::Tool {
         start -= 1;
     }
+    // Tool outputs large next to the window (a log's tail of 10,000 tokens) make a tail kept
+    // with its whole tool groups larger than the compaction's target: with nothing else left to
+    // summarise, compactions would then give the context back over the threshold, and the
+    // session would grow without bound once they paused. Its oldest groups are summarised instead, the newest one too
+    // when it alone is that large; the store keeps their originals for `lcm_expand`.
+    let mut tail_tokens: u64 = raws[start..].iter().map(|raw| raw.tokens).sum();
+    while start < raws.len() && tail_tokens > limit {
+        tail_tokens -= raws[start].tokens;
+        start += 1;
+        while start < raws.len() && raws[start].message.role == Role::Tool {
+            tail_tokens -= raws[start].tokens;
+            start += 1;
+        }
+    }
+    if pinned.is_none() {
+        pinned = last_user.filter(|&at| at < start);
+    }
     if pinned.is_some_and(|p| p >= start) {
         pinned = None;
     }
     Tail { start, pinned }
+}
+
+/// The most a fresh tail may hold: the compaction's target, or anything without a threshold.
+fn target_or_all(target: u64) -> u64 {
+    if target == 0 {
+        u64::MAX
+    } else {
+        target
+    }
 }
 
 /// Whether a summary in `frontier` covers a message ingested after position `seq`.
@@ -768,6 +795,7 @@ pub fn has_content(config: &LcmConfig, threshold: u64, messages: &[Message]) -> 
         .iter()
         .find_map(assemble::parse_summary_message)
         .map_or(0, |ids| ids.len());
-    let tail = find_tail(&raws, config.fresh_tail, budget);
+    let target = (threshold as f64 * config.target) as u64;
+    let tail = find_tail(&raws, config.fresh_tail, budget, target_or_all(target));
     tail.start > usize::from(tail.pinned.is_some()) || summaries >= config.fan_in
 }

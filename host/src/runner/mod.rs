@@ -60,6 +60,10 @@ pub const HYGIENE_PERCENT: u64 = 85;
 /// Session hygiene also fires at this many messages.
 pub const HYGIENE_MESSAGES: usize = 5_000;
 
+/// After a hygiene compaction that left the context over the hygiene line, hygiene tries again
+/// once the context has grown by a this-th part of the window (5%).
+pub const HYGIENE_RETRY_SHARE: u64 = 20;
+
 /// The `boundary_reason` `on_session_start` is given after `/new`.
 pub const NEW_SESSION_REASON: &str = "new_session";
 

@@ -27,7 +27,7 @@ use super::{
         answers_equal, merge_tool_owners, parse_arguments, DetachedTool, PendingCall, ToolDispatch, ToolOwner,
     },
     CompactionRecord, FactAccounting, LiveContext, Outcome, ReplayOptions, Trigger, HYGIENE_MESSAGES,
-    HYGIENE_PERCENT, NEW_SESSION_REASON,
+    HYGIENE_PERCENT, HYGIENE_RETRY_SHARE, NEW_SESSION_REASON,
 };
 use crate::engine::{Compacted, CompressCall, EngineCallError, EngineHandle};
 
@@ -74,9 +74,10 @@ pub struct Replayer<'e> {
     standby: Vec<String>,
     engine_source: Option<EngineSource<'e>>,
     engine_time: Duration,
-    /// Set when a hygiene compaction could not bring the context under the hygiene line, so that
-    /// hygiene does not fire again at every call while the engine cannot do better.
-    hygiene_blocked: bool,
+    /// The context's rough size when a hygiene compaction last left it over the hygiene line:
+    /// hygiene tries again once the context has grown past it by [`HYGIENE_RETRY_SHARE`] of the
+    /// window, rather than at every call while the engine cannot do better, or never again.
+    hygiene_failed_at: Option<u64>,
     /// Facts held back while a session starts, so that `session_start` comes before the errors
     /// of the calls that start it.
     held: Option<Vec<Fact>>,
@@ -145,7 +146,7 @@ impl<'e> Replayer<'e> {
             standby: watchers.standby,
             engine_source: None,
             engine_time: Duration::ZERO,
-            hygiene_blocked: false,
+            hygiene_failed_at: None,
             held: Some(Vec::new()),
             script: VecDeque::new(),
             sessions: 0,
@@ -355,7 +356,7 @@ impl<'e> Replayer<'e> {
         self.note_threshold(self.context.tokens());
         if self.hygiene_due() {
             self.compact(Trigger::Hygiene, None);
-            self.hygiene_blocked = self.hygiene_due();
+            self.hygiene_failed_at = self.over_hygiene_line().then(|| self.context.rough_tokens());
         }
         let (engine, context) = (&mut *self.engine, &self.context);
         let preflight = timed(&mut self.engine_time, || {
@@ -846,14 +847,22 @@ impl<'e> Replayer<'e> {
             session_id: self.session_id.clone(),
         });
         self.context.restart(self.system.clone().into_iter().collect());
-        self.hygiene_blocked = false;
+        self.hygiene_failed_at = None;
         self.above_threshold = false;
     }
 
     fn hygiene_due(&self) -> bool {
         let window = self.options.model.window();
+        let grown = |failed_at: u64| self.context.rough_tokens() >= failed_at + window / HYGIENE_RETRY_SHARE;
+        self.over_hygiene_line() && self.hygiene_failed_at.is_none_or(grown)
+    }
+
+    /// Whether the context is at or over the hygiene line: [`HYGIENE_PERCENT`] of the window, or
+    /// [`HYGIENE_MESSAGES`] messages.
+    fn over_hygiene_line(&self) -> bool {
+        let window = self.options.model.window();
         let over_tokens = window > 0 && self.context.rough_tokens() * 100 >= window * HYGIENE_PERCENT;
-        !self.hygiene_blocked && (over_tokens || self.context.len() >= HYGIENE_MESSAGES)
+        over_tokens || self.context.len() >= HYGIENE_MESSAGES
     }
 
     /// Compacts the context now; on any failure the context stays as it was.
@@ -928,7 +937,7 @@ impl<'e> Replayer<'e> {
                     inserted = super::observers::inserted_messages(self.context.messages(), &messages);
                 }
                 self.context.replace_written(messages, json);
-                self.hygiene_blocked = false;
+                self.hygiene_failed_at = None;
                 self.diverged = true;
                 Outcome::Applied
             }

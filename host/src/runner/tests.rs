@@ -29,6 +29,9 @@ struct Probe {
     eager: bool,
     /// The window of each `update_model`, answered to `call_ext("models")`.
     models: Vec<u64>,
+    /// `compress` gives the context back as it was while it holds fewer messages than this
+    /// (config `{"stubborn_below": N}`).
+    stubborn_below: usize,
 }
 
 impl Engine for Probe {
@@ -40,6 +43,7 @@ impl Engine for Probe {
             calls: Vec::new(),
             eager: config["eager"] == true,
             models: Vec::new(),
+            stubborn_below: config["stubborn_below"].as_u64().unwrap_or(0) as usize,
         })
     }
     fn counters(&self) -> &Counters {
@@ -55,6 +59,9 @@ impl Engine for Probe {
     ) -> Result<Vec<Message>, EngineError> {
         self.calls
             .push(format!("compress focus={:?}", request.focus_topic));
+        if messages.len() < self.stubborn_below {
+            return Ok(messages);
+        }
         let head = usize::from(messages.first().is_some_and(|m| m.role == Role::System));
         let last_user = messages
             .iter()
@@ -792,4 +799,36 @@ fn a_typed_engine_command_without_one_name_is_said_and_replayed_as_the_users_mes
     );
     assert!(outcome.engine_spans.len() <= 1, "no swap was attempted");
     assert_eq!(outcome.final_messages, 5);
+}
+
+/// Session hygiene that could not bring the context under its line tries again once the context
+/// has grown by a twentieth of the window: not at every call, and not never (an engine that can
+/// do better with more to summarise would otherwise leave the context growing past the window).
+#[test]
+fn hygiene_tries_again_once_the_context_has_grown() {
+    let mut engine = probe_with(r#"{"stubborn_below": 95}"#);
+    let mut messages = vec![Message::system("be brief")];
+    // About 2,000 rough tokens a turn: hygiene's line (85,000 tokens of the 100,000-token
+    // window) is crossed after some 43 turns, and a retry is due every 5,000 tokens.
+    for at in 0..60 {
+        messages.push(Message::user(format!("question {at}")));
+        messages.push(Message::assistant(format!("{at:02} {}", "x".repeat(7_990))));
+    }
+    let (outcome, _) = replay_with(&mut engine, messages, &[]);
+    let hygiene: Vec<(usize, bool)> = outcome
+        .compactions
+        .iter()
+        .filter(|record| record.trigger == Trigger::Hygiene)
+        .map(|record| (record.messages_before, matches!(record.outcome, Outcome::Applied)))
+        .collect();
+    let (failed, applied): (Vec<(usize, bool)>, Vec<(usize, bool)>) =
+        hygiene.iter().partition(|(_, applied)| !applied);
+    assert!(failed.len() >= 2, "{hygiene:?}");
+    assert_eq!(applied.len(), 1, "{hygiene:?}");
+    // Every other call at most: a retry waits for 5,000 tokens, two or three turns here.
+    assert!(
+        hygiene.windows(2).all(|pair| pair[1].0 >= pair[0].0 + 4),
+        "{hygiene:?}"
+    );
+    assert!(outcome.peak_tokens < 100_000, "{}", outcome.peak_tokens);
 }

@@ -10,7 +10,7 @@ mod tools;
 
 use std::path::Path;
 
-use ctxhost_engine_abi::{CompressRequest, Engine, Host, Message, ModelInfo, Role, SessionInfo};
+use ctxhost_engine_abi::{CompressRequest, Engine, Host, Message, ModelInfo, Role, SessionInfo, ToolCall};
 use ctxhost_engine_kit::{sequence::find_sequence_problems, tokens::estimate_messages_tokens};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -194,6 +194,72 @@ fn a_long_session_in_a_small_window_stays_under_the_threshold_at_its_defaults() 
             context = compacted;
         }
         context.push(message.clone());
+    }
+}
+
+/// One request, then turns of two parallel calls whose first output (a log's tail) is larger
+/// than the compaction's target: the tail kept with its whole tool groups cannot fit, so the
+/// oldest groups, and the newest when it alone is that large, are summarised. Every compaction
+/// changes the context and leaves it under the threshold; none gives it back as it was.
+#[test]
+fn tool_outputs_large_next_to_the_window_are_summarised_and_the_context_stays_bounded() {
+    for (window, log_chars) in [
+        (8_000, 21_000),
+        (8_000, 42_000),
+        (12_000, 42_000),
+        (16_000, 42_000),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut engine = engine(dir.path(), window, json!({}));
+        engine.on_session_start("s", &SessionInfo::default()).unwrap();
+        let threshold = engine.threshold();
+        let mut messages = vec![Message::user("The gateway times out under load: find why.")];
+        for turn in 0..8 {
+            let (log, conf) = (format!("log{turn}"), format!("conf{turn}"));
+            messages.push(Message::assistant_calls(vec![
+                ToolCall::new(
+                    &log,
+                    "terminal",
+                    r#"{"command":"tail -n 220 /var/log/nginx/error.log"}"#,
+                ),
+                ToolCall::new(
+                    &conf,
+                    "read_file",
+                    format!(r#"{{"path":"/etc/nginx/conf.d/api{turn}.conf"}}"#),
+                ),
+            ]));
+            let line = format!("2026-11-21T09:0{turn}:00Z upstream timed out (110: Connection timed out) client: 10.0.7.{turn}\n");
+            messages.push(Message::tool(&log, line.repeat(log_chars / line.len())));
+            messages.push(Message::tool(
+                &conf,
+                format!("server {{ listen 80; proxy_read_timeout {turn}0s; }}\n").repeat(40),
+            ));
+        }
+        messages.push(Message::assistant("The upstream read timeout is too short."));
+        let mut context: Vec<Message> = Vec::new();
+        let mut compactions = 0;
+        for (at, message) in messages.iter().enumerate() {
+            if message.role == Role::Assistant && engine.should_compress_preflight(&context) {
+                let compacted = engine
+                    .compress(context.clone(), &CompressRequest::default())
+                    .unwrap();
+                assert_valid_compaction(&context, &compacted);
+                assert_ne!(
+                    compacted, context,
+                    "window {window}, before message {at}: nothing compacted"
+                );
+                let tokens = estimate_messages_tokens(&compacted);
+                assert!(
+                    tokens < threshold,
+                    "window {window}, before message {at}: {tokens} tokens after compaction, threshold {threshold}"
+                );
+                context = compacted;
+                compactions += 1;
+            }
+            context.push(message.clone());
+        }
+        assert!(compactions >= 4, "window {window}: {compactions} compactions");
+        assert_eq!(engine.get_status()["paused"], false, "window {window}");
     }
 }
 

@@ -75,7 +75,7 @@ impl Replayer<'_> {
         self.context.set_keeping_json(self.engine.wants_json());
         self.threshold = self.call(|engine| engine.counters()).map(|c| c.threshold_tokens);
         self.above_threshold = false;
-        self.hygiene_blocked = false;
+        self.hygiene_failed_at = None;
         let warnings = self.read_tools();
         let to = self.engine.name().to_owned();
         self.publish(Fact::EngineSwap {
