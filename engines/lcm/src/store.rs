@@ -941,8 +941,9 @@ pub fn insert_messages_in(
 /// One IMMEDIATE transaction, which reads the watermark again once it holds the write lock: two
 /// processes catching up at once index each row once (the second finds nothing left), and a
 /// process killed on the way leaves the index and its watermark as they were. The text indexed is
-/// [`stored_text::search_text_into`] of the stored JSON: what the regex search reads of each row,
-/// and what [`crate::text::search_text`] gave when rows were indexed as they were stored.
+/// [`crate::stored_text::search_text_into`] of the stored JSON: what the regex search reads of
+/// each row, and what [`crate::text::search_text`] gave when rows were indexed as they were
+/// stored.
 pub fn index_backlog(conn: &Connection) -> StoreResult<u64> {
     // Without the lock first: a search with nothing to catch up on (most of them) writes nothing.
     if index_state(conn)?.is_none() {
