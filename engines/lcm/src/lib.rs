@@ -126,8 +126,6 @@ pub struct Lcm {
     pending: writer::Batch,
     /// The thread writing appended messages while the host keeps lcm busy; it holds the store.
     writer: Option<writer::Writer>,
-    /// The words of the `terms` table, once read (see [`store::Terms`]).
-    terms: Option<store::Terms>,
     /// Checkpoints the store behind the writer thread, once that has run (see [`writer::Checkpointer`]).
     checkpointer: Option<writer::Checkpointer>,
     /// Set once the host has said its queue ran dry: from then on, it will say so again.
@@ -232,7 +230,6 @@ impl Lcm {
             observing: false,
             pending: writer::Batch::default(),
             writer: None,
-            terms: None,
             checkpointer: None,
             told_idle: false,
             thrash: AntiThrash::default(),
@@ -434,7 +431,6 @@ impl Lcm {
                         NewMessage {
                             seq,
                             role: original.role.as_str(),
-                            search_text: text::search_text(&original),
                             json,
                             tokens: tokens.min(u64::from(u32::MAX)) as u32,
                             hash,
@@ -467,17 +463,10 @@ impl Lcm {
             }
         };
         let (positions, rows): (Vec<usize>, Vec<NewMessage>) = pending.into_iter().unzip();
-        let mut known = self.take_terms()?;
-        let mut terms = Vec::new();
-        for row in &rows {
-            known.add(&row.search_text, &mut terms);
-        }
         let ids = self
             .store()?
-            .insert_observed(session, &rows, &[], &terms)
+            .insert_messages(session, &rows)
             .map_err(|error| self.store_error(error))?;
-        // Not put back when the write fails: it knew words the file does not hold.
-        self.terms = Some(known);
         self.session.variants.extend(variants);
         for ((at, row), id) in positions.into_iter().zip(&rows).zip(ids) {
             self.session.refs.push(StoredRef {

@@ -29,8 +29,8 @@ use serde_json::value::RawValue;
 
 use crate::{
     raw,
-    store::{self, NewMessage, ObservedCompaction, StoredRef, Terms},
-    text, time,
+    store::{self, NewMessage, ObservedCompaction, StoredRef},
+    time,
     writer::{Batch, Checkpointer, Outcome, Settled, Writer},
     Lcm,
 };
@@ -57,7 +57,8 @@ impl Appended<'_> {
         }
     }
 
-    /// The message as far as its search text and token estimate go.
+    /// The message as far as its role, time and token estimate go (its search text is derived
+    /// from the stored JSON later, when something searches: [`store::index_backlog`]).
     fn searchable(&self) -> Result<Cow<'_, Message>, EngineError> {
         match self {
             Self::Parsed(message) => Ok(Cow::Borrowed(*message)),
@@ -77,7 +78,7 @@ impl Lcm {
 
     /// [`record_appended`](Lcm::record_appended) for messages as the host wrote them (the
     /// plugin's path, [`ctxhost_engine_abi::RawFact::view`]): each is stored as the bytes
-    /// received, and only what its search text needs is read. The host writes a message exactly
+    /// received, and only what its role, time and token estimate need is read. The host writes a message exactly
     /// as `serde_json` writes a `Message`, so both paths store the same bytes, and a store
     /// filled by one is aligned with by the other.
     pub fn record_appended_raw(&mut self, messages: &[&RawValue]) -> Result<(), EngineError> {
@@ -89,10 +90,6 @@ impl Lcm {
             self.settle()?;
         }
         self.load_session()?;
-        // Taken for the loop; if a message is refused, it is read again from the file, since it
-        // knows the words of messages that will not be stored.
-        let mut known = self.take_terms()?;
-        let mut terms = Vec::new();
         let now = time::now_ms();
         let mut rows = Vec::new();
         for message in messages {
@@ -111,30 +108,21 @@ impl Lcm {
             let created_at = self.session.time_of(&searchable, now);
             let role = searchable.role.as_str();
             let tokens = tokens::estimate_message_tokens(&searchable).min(u64::from(u32::MAX)) as u32;
-            let search_text = match searchable {
-                Cow::Borrowed(message) => text::search_text(message),
-                Cow::Owned(message) => text::into_search_text(message),
-            };
-            // Here rather than on the writer thread, which is the busier of the two.
-            known.add(&search_text, &mut terms);
             rows.push(NewMessage {
                 seq,
                 role,
-                search_text,
                 tokens,
                 json: json.into_owned(),
                 hash,
                 created_at,
             });
         }
-        self.terms = Some(known);
         if rows.is_empty() {
             return Ok(());
         }
         let session = self.ensure_session_row(now)?;
         self.pending.session = session;
         self.pending.rows.append(&mut rows);
-        self.pending.terms.append(&mut terms);
         self.session.observed = self.unsettled();
         if !self.told_idle {
             self.write_pending()?;
@@ -142,16 +130,6 @@ impl Lcm {
             self.hand_over()?;
         }
         Ok(())
-    }
-
-    /// The words the `terms` table holds or will, read from the file if not known; the caller
-    /// puts them back in `self.terms`.
-    pub(crate) fn take_terms(&mut self) -> Result<Terms, EngineError> {
-        if let Some(terms) = self.terms.take() {
-            return Ok(terms);
-        }
-        let loaded = Terms::load(self.store()?);
-        loaded.map_err(|error| self.store_error(error))
     }
 
     /// The session's messages lcm has stored, is storing or holds to store.
@@ -209,9 +187,8 @@ impl Lcm {
         self.store = store;
         if let Some(lost) = lost {
             // What the thread committed before it panicked is known only to the file: the
-            // session's positions and the words are read from it again.
+            // session's positions are read from it again.
             self.session.loaded = false;
-            self.terms = None;
             return Err(EngineError::other(format!(
                 "lcm store {}: the writer thread panicked; {lost} messages were not stored",
                 self.database.display()
@@ -245,7 +222,6 @@ impl Lcm {
         for batch in unwritten.into_iter().chain([std::mem::take(&mut self.pending)]) {
             waiting.rows.extend(batch.rows);
             waiting.compactions.extend(batch.compactions);
-            waiting.terms.extend(batch.terms);
         }
         self.pending = waiting;
         let error = failure.expect("the first batch not written is the one that failed");
@@ -260,9 +236,9 @@ impl Lcm {
             return Ok(());
         }
         let batch = std::mem::take(&mut self.pending);
-        let written =
-            self.store()?
-                .insert_observed(batch.session, &batch.rows, &batch.compactions, &batch.terms);
+        let written = self
+            .store()?
+            .insert_observed(batch.session, &batch.rows, &batch.compactions);
         let ids = match written {
             Ok(ids) => ids,
             Err(error) => {

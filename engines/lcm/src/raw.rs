@@ -1,11 +1,11 @@
 //! A message as the bytes the host wrote, and what lcm reads of it to store it.
 //!
 //! Observing, lcm stores each appended message's JSON exactly as the host sent it
-//! ([`ctxhost_engine_abi::RawFact::view`]). It still needs the searchable text and a token
-//! estimate, which come from the role, the content, the tool calls and the `tool_call_id`: only
-//! those are read, every other key is skipped unread, and the result is the same
-//! [`Message`] those keys make, so [`crate::text::search_text`] and the token estimate give what
-//! they give for the whole message. Reading a whole `Message` (every key, each tool call's
+//! ([`ctxhost_engine_abi::RawFact::view`]). It still needs the role, the time and a token
+//! estimate, which come from the role, the content, the tool calls, the `tool_call_id` and the
+//! `timestamp`: only those are read, every other key is skipped unread, and the result is the
+//! same [`Message`] those keys make, so the token estimate (and [`crate::text::search_text`], which
+//! the index no longer reads from here) give what they give for the whole message. Reading a whole `Message` (every key, each tool call's
 //! unknown keys buffered through serde's `flatten`) and writing it out again was most of what lcm
 //! spent outside SQLite.
 

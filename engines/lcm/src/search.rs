@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::{
     raw_filter::RawFilter,
-    store::StoreResult,
+    store::{self, StoreResult},
     stored_text, text,
     walk::{self, Candidates, Reached},
 };
@@ -430,8 +430,9 @@ pub struct SummariesStopped {
 /// Runs `query` over the store: matches newest first, at most `query.limit`. Stored messages are
 /// searched newest first for `query.budget`; summaries only once every message was searched, in
 /// what is left of it.
+///
+/// The messages stored since the last search are indexed first ([`store::index_backlog`]).
 pub fn grep(conn: &Connection, query: &Query) -> Result<Found, String> {
-    let started = Instant::now();
     let mut hits = Vec::new();
     let mut checked = 0u64;
     let mut reached = Reached::Everything;
@@ -439,6 +440,13 @@ pub fn grep(conn: &Connection, query: &Query) -> Result<Found, String> {
     let sql = |error: rusqlite::Error| format!("search failed: {error}");
     // A continued search that reached the summaries has searched every message already.
     let messages = query.scope != Scope::Summaries && query.before_summary.is_none();
+    if messages {
+        // Whole, and before the budget starts: an index missing the newest rows would leave
+        // them out of the answer without saying so (a partial answer says what it searched).
+        store::index_backlog(conn)
+            .map_err(|error| format!("cannot index the messages stored since the last search: {error}"))?;
+    }
+    let started = Instant::now();
     let deadline = started.checked_add(query.budget);
     match query.mode {
         Mode::Regex => {

@@ -3,9 +3,18 @@
 //!
 //! - `messages` keeps the original JSON exactly as received, append-only: compaction never
 //!   updates or deletes a row. The plain text searched is derived from the JSON
-//!   ([`crate::text::search_text`]) and indexed by `messages_fts`, a *contentless* FTS5 table:
-//!   the text is in the index, never stored a second time, which keeps the file within 1.5× the
-//!   JSON it holds (the Python plugin stores ~3.3×).
+//!   ([`crate::stored_text::search_text_into`], the same as [`crate::text::search_text`]) and
+//!   indexed by `messages_fts`, a *contentless* FTS5 table: the text is in the index, never stored
+//!   a second time, which keeps the file within 1.5× the JSON it holds (the Python plugin stores
+//!   ~3.3×). `terms` holds every distinct word of that text, for regex searches.
+//! - The index is built late: a message is stored without its search text (as an observer and as
+//!   the engine in charge alike), and the rows stored
+//!   since the last search are indexed (`messages_fts` and `terms`) just before the next one, by
+//!   whichever process runs it ([`index_backlog`]). `message_index.indexed_through` is the
+//!   watermark: the highest message row indexed, every row up to it indexed once, none above it.
+//!   Storing a session's messages thus costs the rows and their log only; the first search after
+//!   a session pays for indexing it (about 11 µs a message of ~1 KB of JSON, 110 ms after a
+//!   10,000-message replay; benches/README.md, issue 9).
 //! - `summaries` (+ `summaries_fts`, external content), `summary_messages` (a leaf's messages,
 //!   ordered) and `summary_sources` (a condensed summary's sources, ordered), with foreign keys.
 //! - `sessions` records, per session, what the context held after its last compaction;
@@ -25,7 +34,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use serde_json::Value;
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The log is copied into the file once it holds this many pages (16 KiB each, 64 MiB), not
 /// SQLite's 1,000: a 10,000-message session writes about 18 MB of log, and each checkpoint waits
@@ -80,8 +89,6 @@ pub struct NewMessage {
     pub role: &'static str,
     /// The exact JSON.
     pub json: String,
-    /// What full-text search indexes.
-    pub search_text: String,
     /// Rough tokens.
     pub tokens: u32,
     /// [`hash_json`] of `json`.
@@ -202,23 +209,12 @@ pub struct Store {
     path: PathBuf,
 }
 
-/// The words of the `terms` table (and of messages on their way to it) in memory, so that
-/// storing a message looks each of its words up here and writes only those never seen. lcm keeps
-/// it where it reads the messages, beside the thread that writes them.
+/// The words one catch-up of the index has met ([`index_backlog`]), so that each is written to the
+/// `terms` table once, however many of the backlog's messages hold it.
 #[derive(Clone, Debug, Default)]
 pub struct Terms(HashSet<Box<str>, BuildWordHash>);
 
 impl Terms {
-    /// Every word the table holds.
-    pub fn load(store: &Store) -> StoreResult<Self> {
-        let mut statement = store.conn.prepare("SELECT term FROM terms")?;
-        let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
-        let terms = rows
-            .map(|term| term.map(String::into_boxed_str))
-            .collect::<Result<HashSet<_, BuildWordHash>, _>>()?;
-        Ok(Self(terms))
-    }
-
     /// Pushes onto `new` each word of `text` ([`crate::text::for_each_term`]) not known yet, and
     /// knows it from then on.
     pub fn add(&mut self, text: &str, new: &mut Vec<Box<str>>) {
@@ -398,6 +394,19 @@ CREATE TABLE session_aliases (
 ) WITHOUT ROWID;
 "#;
 
+/// Version 5: messages are stored without their search text, and indexed (`messages_fts`, `terms`)
+/// only before something searches them ([`index_backlog`]). Building the index as each message was
+/// stored was most of what lcm cost an observed replay. This row says how far the index goes:
+/// every message up to `indexed_through` (row ids only grow: messages are never deleted) is in
+/// both, none after it. A file of an older version indexed every message as it stored it.
+const SCHEMA_V5: &str = r#"
+CREATE TABLE message_index (
+    one             INTEGER PRIMARY KEY CHECK (one = 1),
+    indexed_through INTEGER NOT NULL
+);
+INSERT INTO message_index (one, indexed_through) SELECT 1, coalesce(max(id), 0) FROM messages;
+"#;
+
 /// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one version at a time, each step in a
 /// transaction. A file from a newer build is refused rather than guessed at.
 pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
@@ -418,7 +427,14 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
 /// opening a new store at once (two replays started together) would otherwise both create the
 /// tables, and the second fail with "table sessions already exists".
 pub(crate) fn migrate_to(conn: &mut Connection, version: i64, last: i64) -> StoreResult<()> {
-    for (target, step) in [(1, SCHEMA_V1), (2, SCHEMA_V2), (3, SCHEMA_V3), (4, SCHEMA_V4)] {
+    let steps = [
+        (1, SCHEMA_V1),
+        (2, SCHEMA_V2),
+        (3, SCHEMA_V3),
+        (4, SCHEMA_V4),
+        (5, SCHEMA_V5),
+    ];
+    for (target, step) in steps {
         if version < target && target <= last {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let now: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -585,25 +601,19 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Stores `messages` in one transaction, with every word of their search text; returns their
-    /// row ids.
+    /// Stores `messages` in one transaction; returns their row ids. They are searchable once
+    /// [`index_backlog`] has run.
     pub fn insert_messages(&mut self, session: i64, messages: &[NewMessage]) -> StoreResult<Vec<i64>> {
-        let (mut known, mut words) = (Terms::default(), Vec::new());
-        for message in messages {
-            known.add(&message.search_text, &mut words);
-        }
-        self.insert_observed(session, messages, &[], &words)
+        self.insert_observed(session, messages, &[])
     }
 
-    /// Stores `messages`, records `compactions` and adds `terms` to the `terms` table, in one
-    /// transaction; returns the messages' row ids. A compaction or a word recorded before (the
-    /// same session replayed again) is kept once.
+    /// Stores `messages` and records `compactions`, in one transaction; returns the messages' row
+    /// ids. A compaction recorded before (the same session replayed again) is kept once.
     pub fn insert_observed(
         &mut self,
         session: i64,
         messages: &[NewMessage],
         compactions: &[ObservedCompaction],
-        terms: &[Box<str>],
     ) -> StoreResult<Vec<i64>> {
         let tx = self
             .conn
@@ -612,14 +622,13 @@ impl Store {
         for compaction in compactions {
             insert_compaction_in(&tx, compaction)?;
         }
-        {
-            let mut insert = tx.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
-            for term in terms {
-                insert.execute([&**term])?;
-            }
-        }
         tx.commit()?;
         Ok(ids)
+    }
+
+    /// Indexes the messages stored since the last catch-up (see [`index_backlog`]).
+    pub fn index_backlog(&self) -> StoreResult<u64> {
+        index_backlog(&self.conn)
     }
 
     /// How many compactions by other engines are recorded for `session` (every session: `None`).
@@ -874,7 +883,8 @@ impl Store {
     }
 }
 
-/// Inserts `messages` in `tx` (message rows and their full-text entries); returns their row ids.
+/// Inserts `messages` in `tx` (the rows only: [`index_backlog`] indexes them); returns their row
+/// ids.
 ///
 /// Another process may have written the same session since this one read it (the same
 /// transcript replayed twice at once): a position it filled with the same message is that
@@ -890,7 +900,6 @@ pub fn insert_messages_in(
         "INSERT INTO messages (session_id, seq, role, json, tokens, hash, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (session_id, seq) DO NOTHING",
     )?;
-    let mut index = tx.prepare_cached("INSERT INTO messages_fts (rowid, text) VALUES (?1, ?2)")?;
     for message in messages {
         let mut insert_at = |seq: i64| {
             insert.execute(params![
@@ -919,10 +928,68 @@ pub fn insert_messages_in(
             insert_at(end)?;
             tx.last_insert_rowid()
         };
-        index.execute(params![id, message.search_text])?;
         ids.push(id);
     }
     Ok(ids)
+}
+
+/// Adds the messages stored since the last catch-up to `messages_fts` and their words to `terms`,
+/// in row order, and moves `message_index.indexed_through` past them; returns how many it indexed.
+/// Everything that searches messages runs it first, in whichever process: rows are stored
+/// without their search text, so that a session pays for the index only if something searches.
+///
+/// One IMMEDIATE transaction, which reads the watermark again once it holds the write lock: two
+/// processes catching up at once index each row once (the second finds nothing left), and a
+/// process killed on the way leaves the index and its watermark as they were. The text indexed is
+/// [`crate::stored_text::search_text_into`] of the stored JSON: what the regex search reads of
+/// each row, and what [`crate::text::search_text`] gave when rows were indexed as they were
+/// stored.
+pub fn index_backlog(conn: &Connection) -> StoreResult<u64> {
+    // Without the lock first: a search with nothing to catch up on (most of them) writes nothing.
+    if index_state(conn)?.is_none() {
+        return Ok(0);
+    }
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    let Some(from) = index_state(&tx)? else {
+        return Ok(0);
+    };
+    let mut through = from;
+    let mut indexed = 0;
+    {
+        let mut rows = tx.prepare_cached("SELECT id, json FROM messages WHERE id > ?1 ORDER BY id")?;
+        let mut index = tx.prepare_cached("INSERT INTO messages_fts (rowid, text) VALUES (?1, ?2)")?;
+        let mut add_term = tx.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
+        let (mut seen, mut new) = (Terms::default(), Vec::new());
+        let mut text = String::new();
+        let mut cursor = rows.query([from])?;
+        while let Some(row) = cursor.next()? {
+            let id: i64 = row.get(0)?;
+            let json = row.get_ref(1)?.as_bytes().map_err(|error| {
+                rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(error))
+            })?;
+            crate::stored_text::search_text_into(json, &mut text);
+            index.execute(params![id, text])?;
+            seen.add(&text, &mut new);
+            for term in new.drain(..) {
+                add_term.execute([&*term])?;
+            }
+            (through, indexed) = (id, indexed + 1);
+        }
+    }
+    tx.execute("UPDATE message_index SET indexed_through = ?1", [through])?;
+    tx.commit()?;
+    Ok(indexed)
+}
+
+/// The watermark, when some stored message is above it (`None`: the index holds every message).
+fn index_state(conn: &Connection) -> StoreResult<Option<i64>> {
+    let (through, last): (i64, i64) = conn
+        .prepare_cached(
+            "SELECT (SELECT indexed_through FROM message_index), \
+             (SELECT coalesce(max(id), 0) FROM messages)",
+        )?
+        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok((through < last).then_some(through))
 }
 
 /// Records a compaction another engine made in `tx`; the same one recorded twice is kept once.

@@ -50,9 +50,9 @@ pub fn terms(text: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
 
 /// Calls `f` with each of [`terms`]`(text)`, in order, allocating nothing.
 ///
-/// Every stored message goes through this (the `terms` table is kept up to date on each write), so
-/// ASCII text, nearly all of it, is split byte by byte and lowercased into one reused buffer;
-/// other text goes through [`terms`].
+/// Every stored message goes through this once, when the index catches up with it and adds its
+/// words to `terms`, so ASCII text, nearly all of it, is split byte by byte and lowercased into
+/// one reused buffer; other text goes through [`terms`].
 pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     if !text.is_ascii() {
         return terms(text).for_each(|term| f(&term));

@@ -1,6 +1,6 @@
 //! lcm's writer thread: while observing a session that keeps the host's queue full, appended
 //! messages are written to the store on a thread of lcm's own, so that reading the next facts
-//! (the host writing them as JSON, lcm reading, hashing and extracting their search text) runs
+//! (the host writing them as JSON, lcm reading and hashing them) runs
 //! beside SQLite's work instead of before it. On two cores, once the replay's thread is done, the
 //! observer's thread alone used to do both halves while the other core idled.
 //!
@@ -30,8 +30,6 @@ pub(crate) struct Batch {
     pub rows: Vec<NewMessage>,
     /// The compactions, in order.
     pub compactions: Vec<ObservedCompaction>,
-    /// The words of the messages' search text the `terms` table may not hold yet.
-    pub terms: Vec<Box<str>>,
 }
 
 impl Batch {
@@ -196,7 +194,7 @@ fn write_all(
             outcomes.push(Outcome::Unwritten(batch, None));
             continue;
         }
-        match store.insert_observed(batch.session, &batch.rows, &batch.compactions, &batch.terms) {
+        match store.insert_observed(batch.session, &batch.rows, &batch.compactions) {
             Ok(ids) => {
                 let refs = batch
                     .rows

@@ -45,7 +45,6 @@ fn store(dir: &std::path::Path, count: usize) -> Store {
                 NewMessage {
                     seq: seqs[session],
                     role: message.role.as_str(),
-                    search_text: crate::text::search_text(message),
                     hash: hash_json(&json),
                     json,
                     tokens: 10,

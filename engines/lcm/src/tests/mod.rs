@@ -1,6 +1,7 @@
 //! The engine in process, over real SQLite files in temporary directories.
 
 mod grep_budget;
+mod lazy_index;
 mod observing;
 mod pacing;
 mod property;
@@ -386,7 +387,6 @@ fn a_version_2_store_is_migrated_and_keeps_its_messages_searchable() {
             crate::store::NewMessage {
                 seq: seq as i64,
                 role: message.role.as_str(),
-                search_text: crate::text::search_text(message),
                 tokens: 1,
                 hash: crate::store::hash_json(&json),
                 json,
@@ -399,9 +399,7 @@ fn a_version_2_store_is_migrated_and_keeps_its_messages_searchable() {
         crate::store::migrate_to(&mut conn, 0, 2).unwrap();
         conn.execute("INSERT INTO sessions (name, created_at) VALUES ('old', 0)", [])
             .unwrap();
-        let tx = conn.transaction().unwrap();
-        crate::store::insert_messages_in(&tx, 1, &rows).unwrap();
-        tx.commit().unwrap();
+        lazy_index::insert_as_version_4_did(&mut conn, 1, &messages, &rows);
     }
     let mut lcm = engine(dir.path(), 100_000, json!({}));
     lcm.on_session_start("old", &SessionInfo::default()).unwrap();
@@ -452,10 +450,13 @@ fn a_version_1_store_is_migrated_keeping_its_messages() {
         .unwrap();
     engine.on_session_end("old", &[]).unwrap();
     drop(engine);
-    // What a version-1 build left: no table for observed compactions, nor for session names.
+    // What a version-1 build left: its rows indexed as they were stored, no table for observed
+    // compactions, for session names, nor for how far the index goes.
+    crate::Store::open(&path).unwrap().index_backlog().unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP TABLE observed_compactions; DROP TABLE session_aliases; PRAGMA user_version = 1;",
+        "DROP TABLE observed_compactions; DROP TABLE session_aliases; DROP TABLE message_index; \
+         PRAGMA user_version = 1;",
     )
     .unwrap();
     drop(conn);
@@ -467,4 +468,15 @@ fn a_version_1_store_is_migrated_keeping_its_messages() {
     assert_eq!(version, crate::store::SCHEMA_VERSION);
     assert_eq!(store.observed_compactions(None).unwrap(), 0);
     assert_eq!(store.message_totals(None).unwrap().0, 2);
+    // Its rows were indexed: none is indexed again.
+    assert_eq!(store.index_backlog().unwrap(), 0);
+    let indexed: i64 = store
+        .connection()
+        .query_row(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'upgrade'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexed, 1);
 }
