@@ -300,7 +300,20 @@ fn is_version(token: &str) -> bool {
     let suffix_ok = rest[core_end..]
         .iter()
         .all(|&byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'+' | b'.'));
-    digits > 0 && suffix_ok && (parts >= 3 || (prefixed && parts == 2))
+    digits > 0
+        && suffix_ok
+        && (parts >= 3 || (prefixed && parts == 2))
+        && !(!prefixed && core_end == rest.len() && is_ipv4(token))
+}
+
+/// Whether `token` is an IPv4 address (`10.0.7.1`): four numbers up to 255, a client's address
+/// in a log rather than a version.
+pub(crate) fn is_ipv4(token: &str) -> bool {
+    let parts: Vec<&str> = token.split('.').collect();
+    parts.len() == 4
+        && parts
+            .iter()
+            .all(|part| (1..=3).contains(&part.len()) && part.parse::<u16>().is_ok_and(|n| n <= 255))
 }
 
 /// A commit or content hash: 7–64 lowercase hex digits with both a digit and a letter.
@@ -390,7 +403,7 @@ mod tests {
             "see https://github.com/a/b/issues/12?x=1, fix #123 in src/app.py:42 (commit 3f2a9c1b) \
              for v1.2.3 and 0.11.3; not and/or, 1/2 or e.g. or application/json. Reverted in \
              commit 0454f31. Trace req-0bcc497650320680, not req-42 or a well-known-name; \
-             hash=deadbeef12 id#abcdef567.",
+             hash=deadbeef12 id#abcdef567. Client 10.0.7.1 ran 1.2.3.4567.",
         );
         assert_eq!(
             found,
@@ -405,6 +418,7 @@ mod tests {
                 (FactKind::Hash, "req-0bcc497650320680".to_owned()),
                 (FactKind::Hash, "deadbeef12".to_owned()),
                 (FactKind::Hash, "abcdef567".to_owned()),
+                (FactKind::Version, "1.2.3.4567".to_owned()),
             ]
         );
     }

@@ -327,7 +327,12 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         }
     }
     for found in VERSION.find_iter(text) {
-        insert_trimmed(facts, FactKind::Version, found.as_str());
+        // `10.0.7` of the address `10.0.7.1` is no version.
+        let rest = &text[found.end()..];
+        let address = rest.starts_with('.') && rest[1..].starts_with(|c: char| c.is_ascii_digit());
+        if !address {
+            insert_trimmed(facts, FactKind::Version, found.as_str());
+        }
     }
 }
 
@@ -506,6 +511,12 @@ mod tests {
                 (FactKind::Issue, "#77".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn an_address_is_no_version() {
+        let found = kinds(&[Message::tool("a", "client: 10.0.7.1 upgraded to 2.31.0")]);
+        assert_eq!(found, vec![(FactKind::Version, "2.31.0".to_owned())]);
     }
 
     #[test]

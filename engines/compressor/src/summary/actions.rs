@@ -125,7 +125,7 @@ impl<'a> Facts<'a> {
             || match exit_code_in(&line) {
                 Some(code) => code != 0,
                 None if kind == ToolKind::Read || flagged_success(message) => false,
-                None if kind == ToolKind::Shell => first_error.is_some(),
+                None if kind == ToolKind::Shell => first_error.is_some() && !shows_content(call),
                 None => starts_with_failure(&output),
             };
         let error_id = first_error.and_then(|error| self.id_of(error));
@@ -214,6 +214,65 @@ pub(super) fn program_of(command: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// Whether `call` runs a command that prints what it reads (`tail -n 200 error.log`, `grep`,
+/// `kubectl logs`): an error line in its output is what it read, not how it ended.
+fn shows_content(call: Option<&ToolCall>) -> bool {
+    let Some(command) = call.and_then(|call| {
+        let arguments: Value = serde_json::from_str(&call.function.arguments).ok()?;
+        command_under(arguments.as_object()?, &COMMAND_KEYS).map(|command| command.into_owned())
+    }) else {
+        return false;
+    };
+    // The last command of a pipeline or a chain is what printed the output.
+    let last = command
+        .rsplit(['|', ';'])
+        .next()
+        .unwrap_or(&command)
+        .rsplit("&&")
+        .next()
+        .unwrap_or(&command);
+    let words: Vec<&str> = last
+        .split_whitespace()
+        .filter(|word| !word.starts_with('-'))
+        .collect();
+    match words.as_slice() {
+        [program, ..] if VIEWERS.contains(program) => true,
+        // An option's value may come first: `kubectl -n prod logs api-0`.
+        [program, rest @ ..] => LOG_SUBCOMMANDS
+            .iter()
+            .any(|(known, sub)| known == program && rest.iter().take(2).any(|word| word == sub)),
+        _ => false,
+    }
+}
+
+/// Programs that print what they read.
+const VIEWERS: [&str; 14] = [
+    "cat",
+    "tail",
+    "head",
+    "less",
+    "more",
+    "grep",
+    "egrep",
+    "zgrep",
+    "rg",
+    "ag",
+    "zcat",
+    "sed",
+    "awk",
+    "journalctl",
+];
+
+/// Subcommands that print logs.
+const LOG_SUBCOMMANDS: [(&str, &str); 6] = [
+    ("kubectl", "logs"),
+    ("docker", "logs"),
+    ("podman", "logs"),
+    ("git", "log"),
+    ("git", "show"),
+    ("git", "grep"),
+];
 
 /// The exit code a stand-in line reports (`-> exit 1, …`).
 fn exit_code_in(line: &str) -> Option<i64> {

@@ -173,8 +173,9 @@ impl<'t> Draft<'t> {
             candidate.focus = facts.is_focus(sentence.index);
         }
         self.add_actions(facts);
+        let repeated = repeated_error_lines(facts);
         for (id, fact) in facts.facts.iter().enumerate() {
-            self.add_fact(id, fact);
+            self.add_fact(id, fact, repeated[id]);
         }
         self.cover_quoted_facts(facts);
     }
@@ -357,7 +358,8 @@ impl<'t> Draft<'t> {
         self.push(Section::Done, 1, 1, Cow::Owned(text)).display = i64::MIN;
     }
 
-    fn add_fact(&mut self, id: usize, fact: &Fact<'t>) {
+    /// Adds fact `id`; a `repeated` error line ranks below every other fact.
+    fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool) {
         let recency = fact.last_seen + 1;
         let (section, group, tier, shown) = match fact.kind {
             FactKind::Path => {
@@ -370,6 +372,7 @@ impl<'t> Draft<'t> {
             }
             FactKind::Error => {
                 let tier = match fact.source {
+                    _ if repeated => REPEATED_ERROR_TIER,
                     Source::User | Source::Arguments => 1,
                     Source::ToolOutput => 2,
                     Source::Assistant => 3,
@@ -415,6 +418,62 @@ impl<'t> Draft<'t> {
         candidate.focus = fact.focus;
         self.fact_candidates.insert(id, at);
     }
+}
+
+/// How many error lines of one shape rank as error lines do; the others rank below every fact.
+const LINES_PER_ERROR_SHAPE: usize = 3;
+
+/// The tier of an error line beyond the first [`LINES_PER_ERROR_SHAPE`] of its shape.
+const REPEATED_ERROR_TIER: u8 = 5;
+
+/// For each fact, whether it is an error line that repeats the shape of others: a log's
+/// `upstream timed out … client: 10.0.1.7 … page=7`, 110 times over, differing only in numbers.
+/// Beyond the newest [`LINES_PER_ERROR_SHAPE`] of a shape they fill only room no other fact
+/// wants: taken in turn, they once filled a whole summary and pushed out the files an earlier
+/// summary listed.
+fn repeated_error_lines(facts: &Facts<'_>) -> Vec<bool> {
+    let mut by_shape: FastMap<String, Vec<usize>> = FastMap::default();
+    for (id, fact) in facts.facts.iter().enumerate() {
+        if fact.kind == FactKind::Error {
+            by_shape.entry(error_shape(&fact.text)).or_default().push(id);
+        }
+    }
+    let mut repeated = vec![false; facts.facts.len()];
+    for ids in by_shape
+        .values_mut()
+        .filter(|ids| ids.len() > LINES_PER_ERROR_SHAPE)
+    {
+        ids.sort_by_key(|&id| Reverse(facts.facts[id].last_seen));
+        for &id in &ids[LINES_PER_ERROR_SHAPE..] {
+            repeated[id] = true;
+        }
+    }
+    repeated
+}
+
+/// An error line with each run of hex digits that holds a decimal one (a time, an address, a
+/// count, an id) written `0`: lines of one shape differ only there.
+fn error_shape(line: &str) -> String {
+    let mut shape = String::with_capacity(line.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, shape: &mut String| {
+        if run.bytes().any(|byte| byte.is_ascii_digit()) {
+            shape.push('0');
+        } else {
+            shape.push_str(run);
+        }
+        run.clear();
+    };
+    for c in line.chars() {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut shape);
+            shape.push(c);
+        }
+    }
+    flush(&mut run, &mut shape);
+    shape
 }
 
 /// The words of a focus topic worth matching, lowercase.

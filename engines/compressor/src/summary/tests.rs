@@ -395,14 +395,15 @@ fn section<'s>(summary: &'s str, heading: &str) -> Vec<&'s str> {
 }
 
 /// A command whose result is flagged a success printed its `ERROR` lines, it did not fail; an
-/// unflagged one that printed them still reads as failed.
+/// unflagged one that printed them still reads as failed, unless it prints what it reads (a
+/// log's tail).
 #[test]
 fn a_command_flagged_a_success_is_not_blocked_by_the_errors_it_printed() {
     let logs = |id: &str| {
         ToolCall::new(
             id,
             "Bash",
-            serde_json::json!({"command": format!("kubectl -n prod logs ingest-{id}")}).to_string(),
+            serde_json::json!({"command": format!("./ingest.sh --replay ingest-{id}")}).to_string(),
         )
     };
     let printed = "INFO start\nERROR req-91 upstream timeout after 30s\nINFO retry ok";
@@ -427,6 +428,23 @@ fn a_command_flagged_a_success_is_not_blocked_by_the_errors_it_printed() {
     );
     assert!(blocked.iter().any(|line| line.contains("ingest-k2")), "{summary}");
     assert!(summary.contains("ERROR req-91 upstream timeout"), "{summary}");
+    for command in [
+        "tail -n 220 /var/log/gw/error.log",
+        "kubectl -n prod logs ingest-0 | grep -v DEBUG",
+        "cd /srv && journalctl -u gw --since today",
+    ] {
+        let middle = vec![
+            Message::user("why did ingest stall?"),
+            Message::assistant_calls(vec![ToolCall::new(
+                "v1",
+                "terminal",
+                serde_json::json!({ "command": command }).to_string(),
+            )]),
+            Message::tool("v1", printed),
+        ];
+        let summary = summarize(&middle);
+        assert_eq!(section(&summary, "### Blocked")[0], "- (none)", "{summary}");
+    }
 }
 
 /// Claude Code's interruption marker and its meta messages are not what the user asked.
@@ -468,4 +486,53 @@ fn jest_and_npm_failure_lines_are_errors() {
     let summary = summarize(&middle);
     assert!(summary.contains("FAIL src/cart.test.ts"), "{summary}");
     assert!(summary.contains("npm ERR! code ELIFECYCLE"), "{summary}");
+}
+
+/// A log's repeated lines, differing only in numbers, rank below the other facts: an earlier
+/// summary's files and a distinct error keep their place in a summary with little room.
+#[test]
+fn a_logs_repeated_lines_give_way_to_other_facts() {
+    let line = |n: usize| {
+        format!(
+            "2026-11-21T09:{n:02}:00Z upstream timed out (110: Connection timed out) while reading response header from upstream, client: 10.0.1.{n}, request: \"GET /v2/orders?page={n} HTTP/1.1\""
+        )
+    };
+    let log: Vec<String> = (0..110).map(line).collect();
+    let middle = vec![
+        Message::user("The gateway times out under load: find why."),
+        Message::assistant_calls(vec![
+            ToolCall::new(
+                "l1",
+                "terminal",
+                r#"{"command":"tail -n 110 /var/log/gw/error.log"}"#,
+            ),
+            ToolCall::new("c1", "read_file", r#"{"path":"/etc/nginx/conf.d/api0.conf"}"#),
+        ]),
+        Message::tool("l1", log.join("\n")),
+        Message::tool(
+            "c1",
+            "proxy_read_timeout 5s;\nModuleNotFoundError: No module named 'lua_resty'",
+        ),
+    ];
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: Some(
+            "## Relevant Files\n- Read: /etc/nginx/conf.d/api9.conf, /etc/gw/limits.yaml\n",
+        ),
+        focus_topic: None,
+        target_tokens: 400,
+        input_tokens: 9_000,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 2_400, 2_400);
+    for kept in [
+        "/etc/nginx/conf.d/api9.conf",
+        "/etc/gw/limits.yaml",
+        "/etc/nginx/conf.d/api0.conf",
+        "ModuleNotFoundError: No module named 'lua_resty'",
+    ] {
+        assert!(summary.contains(kept), "{kept} lost:\n{summary}");
+    }
+    assert!(summary.contains("upstream timed out"), "{summary}");
+    assert!(summary.matches("upstream timed out").count() < 10, "{summary}");
 }

@@ -220,7 +220,8 @@ fn is_version(token: &str) -> bool {
     let suffix_ok = rest[core.len()..]
         .bytes()
         .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'+' | b'.'));
-    numeric && suffix_ok && (parts >= 3 || (prefixed && parts == 2))
+    let ipv4 = !prefixed && core.len() == rest.len() && crate::identify::is_ipv4(token);
+    numeric && suffix_ok && (parts >= 3 || (prefixed && parts == 2)) && !ipv4
 }
 
 /// The path in `token` (without a `:line:column` suffix), when it is one.
