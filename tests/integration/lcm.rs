@@ -500,3 +500,76 @@ fn a_mistyped_key_of_lcms_block_is_said_with_the_file_and_line() {
         "{stderr}"
     );
 }
+
+/// A condensed summary folds its leaves in section by section (the host's extractive
+/// summarizer, given them as the earlier summary): the request, the CI link and the error a leaf
+/// held survive into the summary condensing it, and into the final context. Given as an
+/// assistant's prose, they were lost, and the condensed summary read `Goal (none)`.
+#[test]
+fn a_condensed_summary_keeps_what_its_leaves_held() {
+    let tree = lcm_tree(
+        "context:\n  engine: lcm\nmodel:\n  context_length: 8000\nlcm:\n  database: store/lcm.sqlite\n",
+    );
+    let mut messages = vec![Message::user(
+        "The nightly reconcile job double-posts refunds (issue #5123); CI run https://ci.example.org/job/payments/4471/console shows it. Find why.",
+    )];
+    for turn in 0..30 {
+        let id = format!("t{turn}");
+        messages.push(Message::assistant_calls(vec![ctxhost_engine_abi::ToolCall::new(
+            &id,
+            "terminal",
+            format!(r#"{{"command":"pytest -q tests/ledger -k refund # try {turn}"}}"#),
+        )]));
+        let listing: String = (0..100)
+            .map(|n| format!("/srv/payments/src/ledger/queue_{}.py\n", turn * 100 + n))
+            .collect();
+        messages.push(Message::tool(
+            &id,
+            format!("{listing}E   psycopg2.errors.UniqueViolation: duplicate key value violates unique constraint \"ledger_entries_pkey\"\n1 failed"),
+        ));
+        messages.push(Message::assistant(format!("Try {turn} still fails.")));
+        if turn % 4 == 3 {
+            messages.push(Message::user("Keep going; do not touch the migrations."));
+        }
+    }
+    let transcript = tree.root().join("refund.json");
+    fs::write(&transcript, serde_json::to_string(&messages).unwrap()).unwrap();
+    let out = tree.root().join("out.json");
+    let report = run_json(
+        &tree,
+        &[
+            "run",
+            transcript.to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(applied(&report) >= 3, "{}", report["compactions"]);
+    let conn = Connection::open(tree.root().join("store/lcm.sqlite")).unwrap();
+    let condensed: Vec<String> = conn
+        .prepare("SELECT text FROM summaries WHERE depth >= 1 ORDER BY rowid")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        !condensed.is_empty(),
+        "no condensation ran: {}",
+        report["compactions"]
+    );
+    let context = fs::read_to_string(&out).unwrap();
+    for kept in [
+        "double-posts refunds",
+        "https://ci.example.org/job/payments/4471/console",
+        "UniqueViolation",
+    ] {
+        assert!(
+            condensed[0].contains(kept),
+            "{kept} lost by the first condensed summary:\n{}",
+            condensed[0]
+        );
+        assert!(context.contains(kept), "{kept} lost from the context");
+    }
+}

@@ -579,7 +579,7 @@ impl Sweep<'_> {
             .min(chunk_tokens / 2)
             .min(self.summary_cap)
             .max(1);
-        let Some((text, method)) = self.escalate(&messages, &refs, chunk_tokens, target)? else {
+        let Some((text, method)) = self.escalate(&messages, None, &refs, chunk_tokens, target)? else {
             return Ok(None);
         };
         let (earliest_at, latest_at) = self.times(chunk)?;
@@ -625,7 +625,12 @@ impl Sweep<'_> {
             .min(sources_tokens / 2)
             .min(self.summary_cap)
             .max(1);
-        let Some((text, method)) = self.escalate(&messages, &refs, sources_tokens, target)? else {
+        // The sources go to the summarizer as the earlier summary it folds into its own, section
+        // by section: given as messages, they read as an assistant's prose, and a condensed
+        // summary lost the request, the errors and the blocked steps its leaves held.
+        let earlier: Vec<String> = sources.iter().map(assemble::render_summary).collect();
+        let earlier = earlier.join("\n\n");
+        let Some((text, method)) = self.escalate(&[], Some(&earlier), &refs, sources_tokens, target)? else {
             return Ok(None);
         };
         let depth = sources.iter().map(|s| s.depth).max().unwrap_or(0) + 1;
@@ -681,11 +686,13 @@ impl Sweep<'_> {
         Ok((times[0].min(times[1]), times[0].max(times[1])))
     }
 
-    /// The three levels; `None` when nothing smaller than the input can be written. Errors only
-    /// when the summarizer is unavailable.
+    /// The three levels, for `messages` and the `earlier` summaries they follow (`refs` is what
+    /// the last level truncates); `None` when nothing smaller than the input can be written.
+    /// Errors only when the summarizer is unavailable.
     fn escalate(
         &mut self,
         messages: &[Message],
+        earlier: Option<&str>,
         refs: &[&Message],
         input_tokens: u64,
         target: u64,
@@ -711,7 +718,7 @@ impl Sweep<'_> {
             self.calls += 1;
             let request = SummarizeRequest {
                 messages,
-                previous_summary: None,
+                previous_summary: earlier,
                 focus_topic: self.focus.as_deref(),
                 target_tokens: target,
                 input_tokens,
