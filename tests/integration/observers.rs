@@ -1024,6 +1024,25 @@ fn each_observers_status_is_in_the_report_and_in_json() {
     );
 }
 
+/// OpenHands records its agent's tool definitions in the `system` event's `args`: an observer
+/// offering one of those names is told apart there too.
+#[test]
+fn the_tools_of_an_openhands_system_event_are_the_agents_own() {
+    let config = format!("{BASE_CONFIG}faulty:\n  echo_tool: execute_bash\n");
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/iso-week.openhands.json")
+        .display()
+        .to_string();
+    let (report, _, stderr) = replay(&tree, &transcript, &["--observer", "faulty"]);
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("`execute_bash`")).collect();
+    assert_eq!(
+        said,
+        ["warning: observer `faulty` offers the tool `execute_bash`, which the agent has itself; the agent's own calls of it are left to the transcript's recorded results"],
+        "{stderr}"
+    );
+    assert_eq!(report["tool_dispatches"], serde_json::json!([]), "{report:#}");
+}
+
 #[test]
 fn an_observer_offering_a_tool_the_agent_has_itself_is_said_once_and_never_given_its_calls() {
     let config = format!("{BASE_CONFIG}faulty:\n  echo_tool: terminal\n");

@@ -288,6 +288,11 @@ impl<R: BufRead> OpenhandsReader<R> {
         };
         match (action, metadata) {
             ("system", _) => {
+                // The agent's tool definitions: its own tools, which an observer offering one of
+                // their names must not answer (the transcript's top-level `tools` elsewhere).
+                if let Some(tools) = args.get("tools").filter(|tools| tools.is_array()) {
+                    meta.extra.entry("tools").or_insert_with(|| tools.clone());
+                }
                 // A `null` is left for `fill_null_content`, which reads it as empty text and warns.
                 let content = match args.get("content") {
                     None | Some(Value::Null) => Content::Null,
