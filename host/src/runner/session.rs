@@ -397,8 +397,16 @@ impl<'e> Replayer<'e> {
                     && usage.prompt_tokens > window
                     && self.said.insert("recorded over window".to_owned())
                 {
+                    // Which way the two differ says why: an agent sends what a transcript does
+                    // not hold (its system prompt, its tool schemas), or a transcript holds what
+                    // the agent did not send (outputs it cut itself), or the counters differ.
+                    let why = if usage.prompt_tokens > prompt_tokens {
+                        "it sent more than the transcript holds (the agent's own system prompt and tool schemas)"
+                    } else {
+                        "the agent sent less than the transcript holds (outputs it cut itself), or the host's count runs higher than its model's"
+                    };
                     self.warn(format!(
-                        "before message {}: the original run's recorded prompt ({} tokens) is over the {}-token window, for a context the host counts at {}: it sent more than the transcript holds (the agent's own system prompt and tool schemas), and the engine is told so",
+                        "before message {}: the original run's recorded prompt ({} tokens) is over the {}-token window, for a context the host counts at {}: {why}, and the engine is told the recorded figure",
                         self.position,
                         group_thousands(usage.prompt_tokens as usize),
                         group_thousands(window as usize),

@@ -634,6 +634,29 @@ fn a_recorded_prompt_over_the_window_is_said_once() {
         "{}",
         said[0]
     );
+    assert!(
+        said[0].contains("it sent more than the transcript holds"),
+        "{}",
+        said[0]
+    );
+    // A recorded prompt below the host's own count has the other reason.
+    let mut engine = probe();
+    let (outcome, _) = replay_with(
+        &mut engine,
+        vec![Message::user("x".repeat(480_000)), with_usage("hello", 101_000)],
+        &[],
+    );
+    let said: Vec<&String> = outcome
+        .warnings
+        .iter()
+        .filter(|warning| warning.contains("recorded prompt"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", outcome.warnings);
+    assert!(
+        said[0].contains("the agent sent less than the transcript holds"),
+        "{}",
+        said[0]
+    );
 }
 
 #[test]
