@@ -149,6 +149,10 @@ struct Session {
     loaded: bool,
     /// As an observer: how many of `refs` the session has appended so far.
     observed: usize,
+    /// As an observer: where the first message this run observed stands in the session (0: the
+    /// run replays the session from its start), and whether it recorded a compaction yet.
+    first_observed_at: Option<usize>,
+    compactions_recorded: bool,
     /// The time of the last message stored in this run that said when it was written.
     last_written: Option<i64>,
     /// lcm took over a session it holds (`/engine lcm` after observing it): the first context it

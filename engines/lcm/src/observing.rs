@@ -98,12 +98,14 @@ impl Lcm {
             // Stored already, where expected or further on (a replay of what an engine in charge
             // stored before it went back to observing): found as `ingest` finds it.
             if let Some(found) = self.session.refs.find_from(hash, self.session.observed) {
+                self.session.first_observed_at.get_or_insert(found);
                 self.session.observed = found + 1;
                 continue;
             }
             // A new message, or another one at a position the store knew (the session went
             // differently this time): stored at the end, as a variant, like `ingest` does.
             let seq = (self.unsettled() + rows.len()) as i64;
+            self.session.first_observed_at.get_or_insert(seq as usize);
             let searchable = message.searchable()?;
             let created_at = self.session.time_of(&searchable, now);
             let role = searchable.role.as_str();
@@ -287,6 +289,8 @@ impl Lcm {
             inserted_json: serde_json::to_string(inserted).expect("messages serialise"),
             // In the session's own time, as its messages are.
             created_at: self.session.last_written.unwrap_or(now),
+            starts_history: self.session.first_observed_at == Some(0)
+                && !std::mem::replace(&mut self.session.compactions_recorded, true),
         };
         // With the messages appended around it, in their transaction: a compaction every few
         // hundred messages would otherwise cut every batch short.

@@ -295,6 +295,10 @@ pub struct ObservedCompaction {
     pub inserted_json: String,
     /// When it was recorded (ms since the epoch).
     pub created_at: i64,
+    /// The first compaction of a run that observed the session from its first message: the
+    /// compactions recorded before, by another run of the same session, are another history's,
+    /// and this run's replace them.
+    pub starts_history: bool,
 }
 
 const SCHEMA_V1: &str = r#"
@@ -994,6 +998,10 @@ fn index_state(conn: &Connection) -> StoreResult<Option<i64>> {
 
 /// Records a compaction another engine made in `tx`; the same one recorded twice is kept once.
 fn insert_compaction_in(tx: &Transaction<'_>, compaction: &ObservedCompaction) -> StoreResult<()> {
+    if compaction.starts_history {
+        tx.prepare_cached("DELETE FROM observed_compactions WHERE session_id = ?1")?
+            .execute([compaction.session])?;
+    }
     tx.prepare_cached(
         "INSERT OR IGNORE INTO observed_compactions
          (session_id, at_seq, engine, tokens_before, tokens_after, inserted, created_at)

@@ -257,3 +257,49 @@ fn a_write_refused_on_the_writer_thread_is_reported_and_loses_nothing() {
     let found = lcm.handle_tool_call("lcm_grep", &json!({ "pattern": format!("{last}$") }), None);
     assert_eq!(found["matches"].as_array().map(Vec::len), Some(1), "{found}");
 }
+
+/// The compaction another engine made, as the host publishes it.
+fn compacted(engine: &str) -> Fact {
+    Fact {
+        session_id: "s".into(),
+        at_message: 0,
+        body: FactBody::Compacted {
+            engine: engine.into(),
+            tokens_before: 1_000,
+            tokens_after: 200,
+            messages_before: 6,
+            messages_after: 2,
+            inserted: vec![Message::user("[summary]")],
+        },
+    }
+}
+
+/// The session replayed again from its first message, compacting elsewhere this time: the
+/// compactions recorded are this history's, not both histories' added up. A run that picks the
+/// session up where it stood adds to them.
+#[test]
+fn a_session_replayed_from_its_start_records_its_own_compactions_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = synthetic::conversation(3, 8, 200);
+    let observe = |at: &[usize], from: usize| {
+        let mut lcm = engine(dir.path(), 100_000, json!({}));
+        lcm.on_session_start("s", &SessionInfo::default()).unwrap();
+        let mut start = from;
+        for &cut in at {
+            lcm.observe(&appended(&messages[start..cut])).unwrap();
+            lcm.observe(&compacted("compressor")).unwrap();
+            start = cut;
+        }
+        lcm.observe(&appended(&messages[start..])).unwrap();
+        let status = lcm.handle_tool_call("lcm_status", &json!({}), None);
+        lcm.on_session_end("s", &[]).unwrap();
+        status["observed_compactions"].clone()
+    };
+    assert_eq!(observe(&[4, 8], 0), 2);
+    // The same history again: the same two.
+    assert_eq!(observe(&[4, 8], 0), 2);
+    // Another history (a swap made it compact elsewhere): its three replace them.
+    assert_eq!(observe(&[3, 6, 9], 0), 3);
+    // A run that resumes the session at message 10 adds its compaction.
+    assert_eq!(observe(&[12], 10), 4);
+}
