@@ -942,48 +942,54 @@ pub fn insert_messages_in(
 /// Everything that searches messages runs it first, in whichever process: rows are stored
 /// without their search text, so that a session pays for the index only if something searches.
 ///
-/// One IMMEDIATE transaction, which reads the watermark again once it holds the write lock: two
-/// processes catching up at once index each row once (the second finds nothing left), and a
-/// process killed on the way leaves the index and its watermark as they were. The text indexed is
+/// IMMEDIATE transactions of [`INDEX_CHUNK_ROWS`] rows each, which read the watermark again once
+/// they hold the write lock: two processes catching up at once index each row once (the second
+/// finds nothing left), and a process killed on the way leaves the index and its watermark
+/// together, as the last chunk committed them. The text indexed is
 /// [`crate::stored_text::search_text_into`] of the stored JSON: what the regex search reads of
 /// each row, and what [`crate::text::search_text`] gave when rows were indexed as they were
 /// stored.
 pub fn index_backlog(conn: &Connection) -> StoreResult<u64> {
-    // Without the lock first: a search with nothing to catch up on (most of them) writes nothing.
-    if index_state(conn)?.is_none() {
-        return Ok(0);
-    }
-    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-    let Some(from) = index_state(&tx)? else {
-        return Ok(0);
-    };
-    let mut through = from;
+    let (mut seen, mut new) = (Terms::default(), Vec::new());
+    let mut text = String::new();
     let mut indexed = 0;
-    {
-        let mut rows = tx.prepare_cached("SELECT id, json FROM messages WHERE id > ?1 ORDER BY id")?;
-        let mut index = tx.prepare_cached("INSERT INTO messages_fts (rowid, text) VALUES (?1, ?2)")?;
-        let mut add_term = tx.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
-        let (mut seen, mut new) = (Terms::default(), Vec::new());
-        let mut text = String::new();
-        let mut cursor = rows.query([from])?;
-        while let Some(row) = cursor.next()? {
-            let id: i64 = row.get(0)?;
-            let json = row.get_ref(1)?.as_bytes().map_err(|error| {
-                rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(error))
-            })?;
-            crate::stored_text::search_text_into(json, &mut text);
-            index.execute(params![id, text])?;
-            seen.add(&text, &mut new);
-            for term in new.drain(..) {
-                add_term.execute([&*term])?;
+    // Without the lock first: a search with nothing to catch up on (most of them) writes nothing.
+    while index_state(conn)?.is_some() {
+        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+        let Some(from) = index_state(&tx)? else {
+            break;
+        };
+        let mut through = from;
+        {
+            let mut rows =
+                tx.prepare_cached("SELECT id, json FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2")?;
+            let mut index = tx.prepare_cached("INSERT INTO messages_fts (rowid, text) VALUES (?1, ?2)")?;
+            let mut add_term = tx.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
+            let mut cursor = rows.query(params![from, INDEX_CHUNK_ROWS])?;
+            while let Some(row) = cursor.next()? {
+                let id: i64 = row.get(0)?;
+                let json = row.get_ref(1)?.as_bytes().map_err(|error| {
+                    rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(error))
+                })?;
+                crate::stored_text::search_text_into(json, &mut text);
+                index.execute(params![id, text])?;
+                seen.add(&text, &mut new);
+                for term in new.drain(..) {
+                    add_term.execute([&*term])?;
+                }
+                (through, indexed) = (id, indexed + 1);
             }
-            (through, indexed) = (id, indexed + 1);
         }
+        tx.execute("UPDATE message_index SET indexed_through = ?1", [through])?;
+        tx.commit()?;
     }
-    tx.execute("UPDATE message_index SET indexed_through = ?1", [through])?;
-    tx.commit()?;
     Ok(indexed)
 }
+
+/// Rows indexed in one transaction of [`index_backlog`]: a backlog of a million messages (11 s of
+/// indexing) holds the write lock a few tens of milliseconds at a time, not longer than another
+/// process's busy timeout.
+const INDEX_CHUNK_ROWS: i64 = 2_000;
 
 /// The watermark, when some stored message is above it (`None`: the index holds every message).
 fn index_state(conn: &Connection) -> StoreResult<Option<i64>> {

@@ -206,6 +206,32 @@ fn two_catch_ups_at_once_index_each_message_once() {
     assert_eq!(terms, 1);
 }
 
+/// A backlog larger than one transaction's chunk is indexed chunk by chunk, every row once; a row
+/// written meanwhile by another connection is indexed once too, by whichever catch-up finds it.
+#[test]
+fn a_large_backlog_is_indexed_a_chunk_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.sqlite");
+    let mut writer = Store::open(&path).unwrap();
+    let session = writer.ensure_session("s", 0).unwrap();
+    let messages: Vec<Message> = (0..4_500)
+        .map(|n| Message::user(format!("marker number {n}")))
+        .collect();
+    writer.insert_messages(session, &rows_of(&messages, 0)).unwrap();
+    let searcher = std::thread::spawn({
+        let path = path.clone();
+        move || Store::open(&path).unwrap().index_backlog().unwrap()
+    });
+    // A write while the catch-up may be running.
+    let late = vec![Message::user("marker written meanwhile")];
+    writer.insert_messages(session, &rows_of(&late, 4_500)).unwrap();
+    let first = searcher.join().unwrap();
+    let rest = writer.index_backlog().unwrap();
+    assert_eq!(first + rest, 4_501);
+    assert_eq!(fts_matches(&path, "marker"), 4_501);
+    assert_eq!(indexed_through(&path), 4_501);
+}
+
 #[test]
 fn a_catch_up_that_fails_half_way_leaves_the_index_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
