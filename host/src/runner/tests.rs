@@ -612,50 +612,37 @@ fn a_recorded_prompt_over_the_window_is_said_once() {
         );
         message
     };
-    let mut engine = probe();
-    let (outcome, _) = replay_with(
-        &mut engine,
-        vec![
-            Message::user("hi"),
-            with_usage("hello", 120_000),
-            Message::user("more"),
-            with_usage("ok", 121_000),
-        ],
-        &[],
-    );
-    let said: Vec<&String> = outcome
-        .warnings
-        .iter()
-        .filter(|warning| warning.contains("recorded prompt"))
-        .collect();
-    assert_eq!(said.len(), 1, "{:?}", outcome.warnings);
+    // The one warning a replay of `messages` gives about a recorded prompt.
+    let said_of = |messages: Vec<Message>| {
+        let mut engine = probe();
+        let (outcome, _) = replay_with(&mut engine, messages, &[]);
+        let said: Vec<String> = outcome
+            .warnings
+            .into_iter()
+            .filter(|warning| warning.contains("recorded prompt"))
+            .collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        said[0].clone()
+    };
+    let said = said_of(vec![
+        Message::user("hi"),
+        with_usage("hello", 120_000),
+        Message::user("more"),
+        with_usage("ok", 121_000),
+    ]);
     assert!(
-        said[0].starts_with("before message 1: the original run's recorded prompt (120,000 tokens) is over the 100,000-token window"),
-        "{}",
-        said[0]
+        said.starts_with("before message 1: the original run's recorded prompt (120,000 tokens) is over the 100,000-token window"),
+        "{said}"
     );
-    assert!(
-        said[0].contains("it sent more than the transcript holds"),
-        "{}",
-        said[0]
-    );
+    assert!(said.contains("it sent more than the transcript holds"), "{said}");
     // A recorded prompt below the host's own count has the other reason.
-    let mut engine = probe();
-    let (outcome, _) = replay_with(
-        &mut engine,
-        vec![Message::user("x".repeat(480_000)), with_usage("hello", 101_000)],
-        &[],
-    );
-    let said: Vec<&String> = outcome
-        .warnings
-        .iter()
-        .filter(|warning| warning.contains("recorded prompt"))
-        .collect();
-    assert_eq!(said.len(), 1, "{:?}", outcome.warnings);
+    let said = said_of(vec![
+        Message::user("x".repeat(480_000)),
+        with_usage("hello", 101_000),
+    ]);
     assert!(
-        said[0].contains("the agent sent less than the transcript holds"),
-        "{}",
-        said[0]
+        said.contains("the agent sent less than the transcript holds"),
+        "{said}"
     );
 }
 
