@@ -37,6 +37,9 @@ pub(crate) struct Limits {
     pub summary_allowance: u64,
     pub protect_first_n: usize,
     pub protect_last_n: usize,
+    /// Where an earlier compaction's head ended (see [`head_cap`]): the head never reaches past
+    /// it. `None` before the first compaction.
+    pub head_cap: Option<usize>,
 }
 
 /// `messages[..head_end]` is the head, `messages[tail_start..]` the tail, the rest the middle,
@@ -57,6 +60,9 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
     let head_end = (usize::from(starts_with_system) + limits.protect_first_n).min(len);
     let head_end = align_end_to_group(messages, head_end);
     let head_end = shrink_head(messages, estimates, head_end, limits);
+    let head_end = limits.head_cap.map_or(head_end, |cap| {
+        head_end.min(cap.max(usize::from(starts_with_system)))
+    });
     if head_end >= len {
         return Boundaries {
             head_end: len,
@@ -110,6 +116,20 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
         tail_start: avoid_merging(messages, head_end, pinned_user, tail_start, &too_big),
         pinned_user,
     }
+}
+
+/// Where the head of an earlier compaction ended in `messages` (which still hold its summary):
+/// before that summary, and before the user message pinned there, the request that was newest
+/// then (the first one excepted, which is the head's). Counted again from the start, the head
+/// took in what an earlier compaction had placed after it, a pinned request, then the turns the
+/// tail kept, and froze them verbatim before the summary of older work.
+pub(crate) fn head_cap(messages: &[Message], carries_summary: impl Fn(&Message) -> bool) -> Option<usize> {
+    let summary_at = messages.iter().position(carries_summary)?;
+    let first_user = messages.iter().position(|message| message.role == Role::User);
+    let pinned_before = summary_at
+        .checked_sub(1)
+        .filter(|&at| messages[at].role == Role::User && Some(at) != first_user);
+    Some(pinned_before.unwrap_or(summary_at))
 }
 
 /// Most of the result cap the head may take before its tool groups give way.
@@ -211,6 +231,7 @@ mod tests {
             summary_allowance: 0,
             protect_first_n: 1,
             protect_last_n,
+            head_cap: None,
         }
     }
 
@@ -278,6 +299,7 @@ mod tests {
             summary_allowance: 20,
             protect_first_n: 1,
             protect_last_n: 20,
+            head_cap: None,
         };
         let found = find_boundaries(&messages, &estimates(&messages), &limits);
         // Head 20 + tail + allowance 20 must stay under 100: 5 tail messages of 10.

@@ -31,7 +31,7 @@ use crate::{
         append_system_note, assemble, carries_summary, has_summary, summary_message_text,
         take_previous_summaries, take_previous_summaries_estimated,
     },
-    boundaries::{find_boundaries, Boundaries, Limits},
+    boundaries::{find_boundaries, head_cap, Boundaries, Limits},
     config::{Budgets, CompressorConfig, SUMMARY_TOKENS_CEILING},
     prune::{
         calls_by_id, count_prunable, find_older_duplicates, prune_middle, replace_duplicates_in_place,
@@ -111,6 +111,7 @@ pub(crate) fn limits_for(settings: &Settings<'_>, scale: f64) -> Limits {
         summary_allowance: summary_room + PREAMBLE_ALLOWANCE_TOKENS,
         protect_first_n: settings.config.protect_first_n,
         protect_last_n: settings.config.protect_last_n,
+        head_cap: None,
     }
 }
 
@@ -131,7 +132,10 @@ pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool
         let remembered = settings.remembered_summary.map_or(0, estimate_text_tokens);
         (messages, remembered)
     };
-    let limits = limits_for(settings, 1.0);
+    let limits = Limits {
+        head_cap: head_cap(messages, carries_summary),
+        ..limits_for(settings, 1.0)
+    };
     let estimates = boundary_estimates(working, &limits);
     let Boundaries {
         head_end, tail_start, ..
@@ -226,7 +230,16 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         head_end,
         tail_start,
         pinned_user,
-    } = find_boundaries(&working, &estimates, &limits_for(settings, scale));
+    } = find_boundaries(
+        &working,
+        &estimates,
+        &Limits {
+            head_cap: found_summary
+                .then(|| head_cap(messages, carries_summary))
+                .flatten(),
+            ..limits_for(settings, scale)
+        },
+    );
     // The pinned user message moves to just after the head: the request, then the summary of the
     // work so far, then the tail.
     let (working, head_end) = match pinned_user {
@@ -434,6 +447,7 @@ mod tests {
                     summary_allowance: rng.below(3_000) as u64,
                     protect_first_n: rng.below(6),
                     protect_last_n: rng.below(30),
+                    head_cap: None,
                 };
                 assert_eq!(
                     find_boundaries(&messages, &boundary_estimates(&messages, &limits), &limits),

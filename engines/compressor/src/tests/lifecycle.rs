@@ -299,3 +299,74 @@ fn a_reset_forgets_the_remembered_summary() {
     compress(&mut engine, long_conversation(20, 400));
     assert!(!report(&mut engine).updated_previous_summary);
 }
+
+/// The head is where the conversation started, compaction after compaction: what an earlier
+/// compaction placed after its head (the request pinned there, the turns its tail kept) is never
+/// taken into the head of a later one and frozen there before the summary of older work.
+#[test]
+fn the_head_stays_where_the_conversation_started_compaction_after_compaction() {
+    use ctxhost_engine_abi::{Role, ToolCall};
+    let call = |id: String, command: &str| {
+        Message::assistant_calls(vec![ToolCall::new(
+            &id,
+            "terminal",
+            json!({ "command": command }).to_string(),
+        )])
+    };
+    let log = "2026-03-10T02:00:00Z INFO ledger.reconcile.batch batch=7 rows=912\n".repeat(160);
+    let source = "    1|     return self._pool.getconn()\n".repeat(200);
+    let mut turns = Vec::new();
+    for run in 0..14 {
+        if run == 6 {
+            turns.push(Message::user(
+                "Note: the staging DB is pg-staging-03.internal:5433.",
+            ));
+        }
+        if run == 10 {
+            // A short result: small enough for a head counted afresh to take it in.
+            turns.push(call("git".to_owned(), "git log --oneline -3"));
+            turns.push(Message::tool(
+                "git",
+                "6bbc76a session tz fix\n450e743 cursor: add prepare flag",
+            ));
+        }
+        let (logs, read) = (format!("log{run}"), format!("read{run}"));
+        turns.push(call(
+            logs.clone(),
+            &format!("kubectl logs job/ledger-reconcile-{run}"),
+        ));
+        turns.push(Message::tool(&logs, log.clone()));
+        turns.push(call(read.clone(), "cat -n ledger/db/cursor_pool.py"));
+        turns.push(Message::tool(&read, source.clone()));
+    }
+    let mut engine = engine(SMALL_WINDOW, 3, 6);
+    let mut context = vec![
+        Message::system("You are a coding agent."),
+        Message::user("The nightly job crashes since the psycopg bump (issue #4821)."),
+    ];
+    let mut heads = Vec::new();
+    for message in turns {
+        if message.role == Role::Assistant && engine.should_compress(Some(estimate_messages_tokens(&context)))
+        {
+            context = compress(&mut engine, context);
+            assert_valid(&context);
+            let summary_at = context
+                .iter()
+                .position(|m| m.role != Role::System && m.text().contains(SUMMARY_MARKER))
+                .expect("a summary");
+            heads.push(
+                context[..summary_at]
+                    .iter()
+                    .map(|m| m.text().chars().take(20).collect::<String>())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        context.push(message);
+    }
+    assert!(heads.len() >= 3, "{heads:?}");
+    // The system message, the first request, and the newest request when it is pinned.
+    for head in &heads {
+        assert!(head.len() <= 3, "{heads:?}");
+        assert!(head[1].starts_with("The nightly job"), "{heads:?}");
+    }
+}
