@@ -154,6 +154,13 @@ pub(crate) fn has_content(messages: &[Message], settings: &Settings<'_>) -> bool
     middle_tokens >= MIN_SUMMARISABLE_TOKENS
 }
 
+/// How many turns a summary's preamble says it stands for (`Earlier turns (8 messages) were…`).
+fn turns_summarised(text: &str) -> Option<usize> {
+    let rest = text.split_once("Earlier turns (")?.1;
+    let (count, _) = rest.split_once(" messages)")?;
+    count.parse().ok()
+}
+
 /// Estimates that give the boundaries `find_boundaries` gives with every message counted: the
 /// head's and the newest messages' exact, until those newest reach both the tail budget and the
 /// result cap; the older ones only bounded from above by their byte lengths. Every decision past
@@ -207,6 +214,15 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         }
     };
 
+    let earlier_turns: usize = if found_summary {
+        messages
+            .iter()
+            .filter(|message| carries_summary(message))
+            .filter_map(|message| turns_summarised(&message.text()))
+            .sum()
+    } else {
+        0
+    };
     // Earlier summaries out, in a copy: the input stays the caller's.
     let (working, bodies) = if found_summary {
         let (working, bodies, kept_estimates) = take_previous_summaries_estimated(messages, &estimates);
@@ -320,7 +336,11 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         }
         Ask::Skip { reason, .. } => (Err(SummaryError::Failed(reason)), false, None),
     };
-    let count = middle.len();
+    // The turns the earlier summaries stood for count too: the summary stands for all of them,
+    // and a count of the new middle alone could write a summary identical to the one it replaces
+    // (a session repeating its calls), which reads as an older message moved past the newest.
+    let count = middle.len() + earlier_turns;
+    let middle_messages = middle.len();
     let (body, outcome, preamble, reason) = match asked {
         Ok(body) => {
             let preamble = format!(
@@ -393,7 +413,7 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         messages_before,
         messages_after: assembled.len(),
         head_messages: head_end,
-        middle_messages: count,
+        middle_messages,
         tail_messages: working.len() - tail_start,
         pruned_outputs: 0,
         deduplicated_outputs: 0,

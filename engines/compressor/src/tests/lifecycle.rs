@@ -370,3 +370,26 @@ fn the_head_stays_where_the_conversation_started_compaction_after_compaction() {
         assert!(head[1].starts_with("The nightly job"), "{heads:?}");
     }
 }
+
+/// A summary counts every turn it stands for, an earlier summary's included: a session repeating
+/// its calls could otherwise get a summary identical to the one it replaces, placed after the
+/// newest request, which the host reads as an older message moved past it.
+#[test]
+fn a_summary_counts_the_turns_of_the_summary_it_replaces() {
+    let turns_in = |messages: &[Message]| -> usize {
+        let text = summary_of(messages);
+        let rest = text.split_once("Earlier turns (").expect("a preamble").1;
+        rest.split_once(" messages)").unwrap().0.parse().unwrap()
+    };
+    let mut engine = engine(SMALL_WINDOW, 1, 4);
+    let first = compress(&mut engine, long_conversation(20, 400));
+    let first_turns = turns_in(&first);
+    assert_eq!(first_turns, report(&mut engine).middle_messages);
+    let mut second_input = first;
+    second_input.extend(long_conversation(20, 400).into_iter().skip(1));
+    let second = compress(&mut engine, second_input);
+    assert_eq!(
+        turns_in(&second),
+        first_turns + report(&mut engine).middle_messages
+    );
+}
