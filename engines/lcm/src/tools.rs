@@ -380,14 +380,15 @@ fn expand(engine: &mut Lcm, arguments: &Value) -> ToolResult {
     let store = engine.store().map_err(|error| error.message.to_string())?;
     if let Some(message_id) = parse_message_id(id) {
         let message = stored_message(store, id, message_id)?;
-        return Ok(json!({
+        let mut answer = json!({
             "id": id,
             "type": "message",
             "role": message.role,
             "seq": message.seq,
             "time": format_iso(message.created_at),
-            "json": message.json,
-        }));
+        });
+        page_message(&mut answer, &message.json, max_tokens, cursor)?;
+        return Ok(answer);
     }
     if !is_summary_id(id) {
         return Err(unknown_id(id));
@@ -419,15 +420,25 @@ fn expand(engine: &mut Lcm, arguments: &Value) -> ToolResult {
                 if !items.is_empty() && used + message.tokens > max_tokens {
                     break;
                 }
-                used += message.tokens;
                 next += 1;
-                items.push(json!({
-                    "id": format!("msg_{}", message.id),
+                let message_id = format!("msg_{}", message.id);
+                let mut item = json!({
+                    "id": message_id,
                     "role": message.role,
                     "seq": message.seq,
                     "time": format_iso(message.created_at),
-                    "json": message.json,
-                }));
+                });
+                if message.tokens > max_tokens {
+                    // Alone larger than the answer may be: read by its own id, page by page.
+                    item["tokens"] = json!(message.tokens);
+                    item["note"] = json!(format!(
+                        "larger than max_tokens {max_tokens}: call lcm_expand with {{\"id\": \"{message_id}\"}} to read it page by page"
+                    ));
+                } else {
+                    used += message.tokens;
+                    item["json"] = json!(message.json);
+                }
+                items.push(item);
             }
         }
         SummaryKind::Condensed => {
@@ -470,6 +481,43 @@ fn expand(engine: &mut Lcm, arguments: &Value) -> ToolResult {
         ));
     }
     Ok(answer)
+}
+
+/// The characters of a stored message's JSON a page of `max_tokens` holds (the rough count's
+/// four characters a token).
+const CHARS_PER_TOKEN: u64 = 4;
+
+/// Puts a stored message's JSON into `answer`: whole (`json`) when it fits in `max_tokens` and
+/// no `cursor` asks for a later page, otherwise the page of its characters starting at `cursor`
+/// (`json_part`), with `next_cursor` while more follows. The pages put together are the exact
+/// original, so a message larger than the window can still be read back.
+fn page_message(answer: &mut Value, json: &str, max_tokens: u64, cursor: usize) -> Result<(), String> {
+    let max_chars = usize::try_from(max_tokens.saturating_mul(CHARS_PER_TOKEN)).unwrap_or(usize::MAX);
+    let total = json.chars().count();
+    if cursor == 0 && total <= max_chars {
+        answer["json"] = json!(json);
+        return Ok(());
+    }
+    if cursor >= total {
+        return Err(format!(
+            "cursor {cursor} is past the end: the message's JSON has {total} characters (cursors 0 to {})",
+            total - 1
+        ));
+    }
+    let part: String = json.chars().skip(cursor).take(max_chars).collect();
+    let end = cursor + part.chars().count();
+    answer["json_part"] = json!(part);
+    answer["shown"] = json!(format!("characters {cursor} to {} of {total}", end - 1));
+    answer["truncated"] = json!(end < total);
+    if end < total {
+        let id = answer["id"].as_str().unwrap_or_default().to_owned();
+        answer["next_cursor"] = json!(end);
+        answer["note"] = json!(format!(
+            "truncated at max_tokens {max_tokens}: {} more characters; call lcm_expand with {{\"id\": \"{id}\", \"cursor\": {end}}} for the rest",
+            total - end
+        ));
+    }
+    Ok(())
 }
 
 fn status(engine: &mut Lcm, session: Option<i64>) -> ToolResult {

@@ -39,7 +39,14 @@ fn reachable(engine: &mut Lcm, context: &[Message]) -> Vec<(i64, String)> {
             for source in answer["sources"].as_array().unwrap() {
                 let source_id = source["id"].as_str().unwrap();
                 match source_id.strip_prefix("msg_") {
-                    Some(n) => found.push((n.parse().unwrap(), source["json"].as_str().unwrap().to_owned())),
+                    Some(n) => {
+                        // A message larger than the page is read by its own id, page by page.
+                        let json = match source["json"].as_str() {
+                            Some(json) => json.to_owned(),
+                            None => read_in_pages(engine, source_id),
+                        };
+                        found.push((n.parse().unwrap(), json));
+                    }
                     None => pending.push(source_id.to_owned()),
                 }
             }
@@ -50,6 +57,23 @@ fn reachable(engine: &mut Lcm, context: &[Message]) -> Vec<(i64, String)> {
         }
     }
     found
+}
+
+/// The JSON of message `id`, put together from `lcm_expand`'s pages of 300 tokens.
+fn read_in_pages(engine: &mut Lcm, id: &str) -> String {
+    let (mut json, mut cursor) = (String::new(), 0);
+    loop {
+        let page = engine.handle_tool_call(
+            "lcm_expand",
+            &json!({ "id": id, "max_tokens": 300, "cursor": cursor }),
+            None,
+        );
+        json.push_str(page["json_part"].as_str().unwrap_or_else(|| panic!("{page}")));
+        match page.get("next_cursor").and_then(Value::as_u64) {
+            Some(next) => cursor = next,
+            None => return json,
+        }
+    }
 }
 
 /// Every match of `lcm_grep` with `arguments`, calling again with each partial answer's

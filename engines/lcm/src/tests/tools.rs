@@ -204,3 +204,72 @@ fn typed_words_found_together_are_searched_as_a_phrase() {
     // Only the message holding the two words together was read: not the 2,000 holding both.
     assert_eq!(answer["checked"], 1, "{answer}");
 }
+
+/// A message larger than `max_tokens` is read back page by page by its id, the pages together
+/// its exact JSON; a leaf summary lists it with a note rather than overrun the answer.
+#[test]
+fn a_message_larger_than_max_tokens_is_read_back_in_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = super::engine(dir.path(), 8_000, json!({}));
+    engine.on_session_start("big", &SessionInfo::default()).unwrap();
+    let log = "2026-03-10T02:00:00Z ERROR build step 7 failed: exit 2\n".repeat(900);
+    let mut messages = vec![Message::user("Why did the build fail?")];
+    for turn in 0..4 {
+        let id = format!("b{turn}");
+        messages.push(Message::assistant_calls(vec![ctxhost_engine_abi::ToolCall::new(
+            &id,
+            "terminal",
+            r#"{"command":"cat build.log"}"#,
+        )]));
+        messages.push(Message::tool(&id, format!("run {turn}\n{log}")));
+    }
+    messages.push(Message::assistant("The build step 7 fails."));
+    let (_, compactions) = replay(&mut engine, &messages);
+    assert!(compactions >= 1);
+    let found = engine.handle_tool_call("lcm_grep", &json!({ "pattern": "run 0" }), None);
+    let message_id = found["matches"][0]["id"].as_str().expect("found").to_owned();
+    let original = serde_json::to_string(&messages[2]).unwrap();
+    let (mut pages, mut cursor) = (String::new(), 0);
+    loop {
+        let page = engine.handle_tool_call(
+            "lcm_expand",
+            &json!({ "id": message_id, "max_tokens": 1_000, "cursor": cursor }),
+            None,
+        );
+        let part = page["json_part"].as_str().unwrap_or_else(|| panic!("{page}"));
+        assert!(part.chars().count() <= 4_000, "{}", part.len());
+        pages.push_str(part);
+        match page["next_cursor"].as_u64() {
+            Some(next) => cursor = next as usize,
+            None => break,
+        }
+    }
+    assert_eq!(pages, original);
+    // Whole when it fits.
+    let whole = engine.handle_tool_call(
+        "lcm_expand",
+        &json!({ "id": message_id, "max_tokens": 100_000 }),
+        None,
+    );
+    assert_eq!(whole["json"].as_str(), Some(original.as_str()));
+    // The leaf holding it names it instead of overrunning its answer.
+    let leaf = found["matches"][0]["summary"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no leaf covers it: {found}"));
+    let (mut cursor, mut noted) = (0, false);
+    loop {
+        let page = engine.handle_tool_call(
+            "lcm_expand",
+            &json!({ "id": leaf, "max_tokens": 1_000, "cursor": cursor }),
+            None,
+        );
+        let text = page.to_string();
+        assert!(text.len() < 4 * 1_000 + 2_000, "{} characters", text.len());
+        noted |= text.contains("page by page");
+        match page["next_cursor"].as_u64() {
+            Some(next) => cursor = next,
+            None => break,
+        }
+    }
+    assert!(noted, "the large message is named on a page of its leaf");
+}
