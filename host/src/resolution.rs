@@ -303,16 +303,18 @@ fn start_isolated(
 }
 
 /// A configuration error of engine `name` that starts with a key of its block (`lcm.fresh_tail:
-/// …`, as [`ctxhost_engine_abi::read_config`] writes them), with where that key is written in
-/// the config file put first: the engine knows its block, not the file.
+/// …`, as [`ctxhost_engine_abi::read_config`] writes them, or `lcm.fan_in must be at least 2`),
+/// with where that key is written in the config file put first: the engine knows its block, not
+/// the file.
 fn located(error: EngineError, settings: &Settings, name: &str) -> EngineError {
     if error.kind != ErrorKind::CONFIG {
         return error;
     }
     let key = error
         .message
-        .split_once(": ")
-        .map(|(key, _)| key.split('[').next().unwrap_or(key))
+        .split(|c: char| c == ':' || c.is_whitespace())
+        .next()
+        .map(|key| key.split('[').next().unwrap_or(key))
         .filter(|key| key.split('.').next() == Some(name) && key.split('.').all(is_key_word));
     match key.and_then(|key| settings.locate(key)) {
         Some(at) => EngineError::config(format!("{at}: {}", error.message)),

@@ -501,6 +501,21 @@ fn a_mistyped_key_of_lcms_block_is_said_with_the_file_and_line() {
     );
 }
 
+/// A value lcm refuses makes it fall back, and the warning says where the value is written.
+#[test]
+fn a_wrong_value_of_lcms_block_is_said_with_the_file_and_line() {
+    let tree = lcm_tree("context:\n  engine: lcm\nlcm:\n  database: s.sqlite\n  fan_in: 1\n");
+    let (_, stderr) = texts(&tree.run(&["run", &example_transcript()]));
+    let said: Vec<&str> = stderr.lines().filter(|line| line.contains("fan_in")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains(
+            "config.yaml:5: lcm.fan_in must be at least 2, got 1; running the built-in compressor instead"
+        ),
+        "{stderr}"
+    );
+}
+
 /// A condensed summary folds its leaves in section by section (the host's extractive
 /// summarizer, given them as the earlier summary): the request, the CI link and the error a leaf
 /// held survive into the summary condensing it, and into the final context. Given as an
