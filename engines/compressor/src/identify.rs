@@ -223,6 +223,10 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
             return Some((FactKind::Hash, hex));
         }
     }
+    // A DOI, `10.48550/arXiv.2409.14558`: a citation, listed with the links.
+    if has(Shape::SLASH) && is_doi(token) {
+        return Some((FactKind::Url, token));
+    }
     if has(Shape::SLASH) || has(Shape::DOT) {
         if let Some(path) = as_path(token) {
             return Some((FactKind::Path, path));
@@ -316,6 +320,17 @@ pub(crate) fn is_ipv4(token: &str) -> bool {
             .all(|part| (1..=3).contains(&part.len()) && part.parse::<u16>().is_ok_and(|n| n <= 255))
 }
 
+/// Whether `token` is a DOI: `10.`, a registrant code of four to nine digits, `/`, a suffix.
+pub(crate) fn is_doi(token: &str) -> bool {
+    let Some((prefix, suffix)) = split_first(token, b'/') else {
+        return false;
+    };
+    prefix
+        .strip_prefix("10.")
+        .is_some_and(|code| (4..=9).contains(&code.len()) && is_digits(code))
+        && !suffix.is_empty()
+}
+
 /// A commit or content hash: 7–64 lowercase hex digits with both a digit and a letter.
 pub(crate) fn is_hash(token: &str) -> bool {
     (7..=64).contains(&token.len())
@@ -403,7 +418,7 @@ mod tests {
             "see https://github.com/a/b/issues/12?x=1, fix #123 in src/app.py:42 (commit 3f2a9c1b) \
              for v1.2.3 and 0.11.3; not and/or, 1/2 or e.g. or application/json. Reverted in \
              commit 0454f31. Trace req-0bcc497650320680, not req-42 or a well-known-name; \
-             hash=deadbeef12 id#abcdef567. Client 10.0.7.1 ran 1.2.3.4567.",
+             hash=deadbeef12 id#abcdef567. Client 10.0.7.1 ran 1.2.3.4567. See 10.48550/arXiv.2409.14558.",
         );
         assert_eq!(
             found,
@@ -419,6 +434,7 @@ mod tests {
                 (FactKind::Hash, "deadbeef12".to_owned()),
                 (FactKind::Hash, "abcdef567".to_owned()),
                 (FactKind::Version, "1.2.3.4567".to_owned()),
+                (FactKind::Url, "10.48550/arXiv.2409.14558".to_owned()),
             ]
         );
     }

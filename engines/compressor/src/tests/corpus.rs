@@ -152,6 +152,7 @@ fn every_shape_of_identifier_the_measure_counts_is_kept_given_room() {
         "bash: foo: command not found",
         "java.lang.NullPointerException at com.example.Foo.bar(Foo.java:42)",
         "ERROR 1045 (28000): Access denied for user 'root'@'localhost'",
+        "LLMLingua-2 (ACL 2024), DOI 10.48550/arXiv.2403.12968; Selective Context, 10.18653/v1/2023.emnlp-main.391.",
     ];
     let mut messages = vec![
         Message::system("You are a coding agent."),

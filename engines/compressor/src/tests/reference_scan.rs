@@ -192,6 +192,9 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
             return Some((FactKind::Hash, hex));
         }
     }
+    if shape.slash && crate::identify::is_doi(token) {
+        return Some((FactKind::Url, token));
+    }
     if shape.slash || shape.dot {
         if let Some(path) = as_path(token) {
             return Some((FactKind::Path, path));
