@@ -416,10 +416,13 @@ impl<'e> Replayer<'e> {
                 (usage, UsageSource::Recorded)
             }
             // The original run's context is not this one any more: its count, calibrated.
-            Some(recorded) => (
-                Usage::new(self.calibration.apply(prompt_tokens), recorded.completion_tokens),
-                UsageSource::Calibrated,
-            ),
+            Some(recorded) => {
+                self.warn_overhead_over_threshold();
+                (
+                    Usage::new(self.calibration.apply(prompt_tokens), recorded.completion_tokens),
+                    UsageSource::Calibrated,
+                )
+            }
             None => (
                 Usage::new(prompt_tokens, completion_tokens),
                 UsageSource::Estimated,
@@ -857,6 +860,28 @@ impl<'e> Replayer<'e> {
         self.context.restart(self.system.clone().into_iter().collect());
         self.hygiene_failed_at = None;
         self.above_threshold = false;
+    }
+
+    /// Says once when what the original run sent besides the transcript's messages (its own
+    /// system prompt and tool schemas, as the calibration fits it) is alone at or over the
+    /// engine's threshold: no compaction can bring the prompt the engine is told under it, so
+    /// the engine pauses, and only hygiene bounds the context.
+    fn warn_overhead_over_threshold(&mut self) {
+        let overhead = self.calibration.apply(0);
+        let Some(threshold) = self
+            .threshold
+            .filter(|&threshold| threshold > 0 && overhead >= threshold)
+        else {
+            return;
+        };
+        if self.said.insert("overhead over threshold".to_owned()) {
+            self.warn(format!(
+                "before message {}: the original run sent about {} tokens besides the transcript's messages (its own system prompt and tool schemas), at or over the engine's {}-token threshold by itself: no compaction can bring the prompts the engine is told under it at this window",
+                self.position,
+                group_thousands(overhead as usize),
+                group_thousands(threshold as usize)
+            ));
+        }
     }
 
     fn hygiene_due(&self) -> bool {

@@ -841,3 +841,50 @@ fn hygiene_tries_again_once_the_context_has_grown() {
     );
     assert!(outcome.peak_tokens < 100_000, "{}", outcome.peak_tokens);
 }
+
+/// What the original run sent besides the transcript's messages, alone over the engine's
+/// threshold: said once, since no compaction can bring the prompts the engine is told under it.
+#[test]
+fn an_original_runs_overhead_over_the_threshold_is_said_once() {
+    let with_usage = |mut message: Message, prompt: u64| {
+        message.extra.insert(
+            "usage".to_owned(),
+            json!({"prompt_tokens": prompt, "completion_tokens": 5}),
+        );
+        message
+    };
+    let calls =
+        |id: &str| Message::assistant_calls(vec![ToolCall::new(id, "terminal", r#"{"command":"ls"}"#)]);
+    // The probe's threshold: 50,000 of the 100,000-token window.
+    let messages = |overhead: u64| {
+        vec![
+            Message::user("hello"),
+            Message::assistant("hi"),
+            Message::user("list the files"),
+            with_usage(calls("c1"), overhead),
+            Message::tool("c1", "a.txt"),
+            with_usage(calls("c2"), overhead + 50),
+            Message::tool("c2", "b.txt"),
+            with_usage(calls("c3"), overhead + 100),
+            Message::tool("c3", "c.txt"),
+            with_usage(Message::assistant("done"), overhead + 150),
+        ]
+    };
+    let said = |overhead: u64| -> Vec<String> {
+        let mut engine = probe_with(r#"{"eager": true}"#);
+        let (outcome, _) = replay_with(&mut engine, messages(overhead), &[]);
+        outcome
+            .warnings
+            .into_iter()
+            .filter(|warning| warning.contains("besides the transcript's messages"))
+            .collect()
+    };
+    let over = said(90_000);
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert!(
+        over[0].contains("at or over the engine's 50,000-token threshold by itself"),
+        "{}",
+        over[0]
+    );
+    assert_eq!(said(30_000), Vec::<String>::new());
+}
