@@ -374,8 +374,9 @@ fn find_tail(raws: &[Raw], fresh_tail: usize, budget: u64, limit: u64) -> Tail {
     // Tool outputs large next to the window (a log's tail of 10,000 tokens) make a tail kept
     // with its whole tool groups larger than the compaction's target: with nothing else left to
     // summarise, compactions would then give the context back over the threshold, and the
-    // session would grow without bound once they paused. Its oldest groups are summarised instead, the newest one too
-    // when it alone is that large; the store keeps their originals for `lcm_expand`.
+    // session would grow without bound once they paused. Its oldest groups are summarised
+    // instead, the newest one too when it alone is that large; the store keeps their originals
+    // for `lcm_expand`.
     let mut tail_tokens: u64 = raws[start..].iter().map(|raw| raw.tokens).sum();
     while start < raws.len() && tail_tokens > limit {
         tail_tokens -= raws[start].tokens;
