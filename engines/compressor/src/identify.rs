@@ -393,7 +393,22 @@ fn as_path(token: &str) -> Option<&str> {
         !ext.is_empty() && ext.len() <= 10 && ext.bytes().any(|b| b.is_ascii_alphabetic())
     });
     let ok = (anchored && segments >= 2) || looks_like_file || slashes >= 2;
-    ok.then_some(path)
+    (ok && !is_date(path)).then_some(path)
+}
+
+/// Whether `path` is a date written with slashes (`29/Nov/2026` in an access log, `2026/11/29`):
+/// three parts, numbers or a month's three letters, two of them numbers.
+pub(crate) fn is_date(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .filter(|part| is_digits(part) && (1..=4).contains(&part.len()))
+            .count()
+            >= 2
+        && parts
+            .iter()
+            .all(|part| is_digits(part) || (part.len() == 3 && part.bytes().all(|b| b.is_ascii_alphabetic())))
 }
 
 #[cfg(test)]
@@ -418,7 +433,8 @@ mod tests {
             "see https://github.com/a/b/issues/12?x=1, fix #123 in src/app.py:42 (commit 3f2a9c1b) \
              for v1.2.3 and 0.11.3; not and/or, 1/2 or e.g. or application/json. Reverted in \
              commit 0454f31. Trace req-0bcc497650320680, not req-42 or a well-known-name; \
-             hash=deadbeef12 id#abcdef567. Client 10.0.7.1 ran 1.2.3.4567. See 10.48550/arXiv.2409.14558.",
+             hash=deadbeef12 id#abcdef567. Client 10.0.7.1 ran 1.2.3.4567. See 10.48550/arXiv.2409.14558. \
+             [29/Nov/2026:09:40:00 +0000] on 2026/11/29.",
         );
         assert_eq!(
             found,

@@ -232,10 +232,23 @@ fn shows_content(call: Option<&ToolCall>) -> bool {
         .rsplit("&&")
         .next()
         .unwrap_or(&command);
-    let words: Vec<&str> = last
+    let mut words: Vec<&str> = last
         .split_whitespace()
-        .filter(|word| !word.starts_with('-'))
+        .map(|word| word.trim_matches(['\'', '"']))
+        .filter(|word| !word.is_empty() && !word.starts_with('-'))
         .collect();
+    // What runs under `sudo`, or on another host: `ssh api-2 'sudo tail -n 150 access.log'`.
+    loop {
+        match words.as_slice() {
+            ["sudo", ..] => {
+                words.remove(0);
+            }
+            ["ssh", _, _, ..] => {
+                words.drain(..2);
+            }
+            _ => break,
+        }
+    }
     match words.as_slice() {
         [program, ..] if VIEWERS.contains(program) => true,
         // An option's value may come first: `kubectl -n prod logs api-0`.

@@ -429,6 +429,7 @@ fn a_command_flagged_a_success_is_not_blocked_by_the_errors_it_printed() {
     assert!(blocked.iter().any(|line| line.contains("ingest-k2")), "{summary}");
     assert!(summary.contains("ERROR req-91 upstream timeout"), "{summary}");
     for command in [
+        "ssh checkout-api-2.eu1.internal 'sudo tail -n 150 /var/log/nginx/checkout.access.log'",
         "tail -n 220 /var/log/gw/error.log",
         "kubectl -n prod logs ingest-0 | grep -v DEBUG",
         "cd /srv && journalctl -u gw --since today",

@@ -260,6 +260,7 @@ fn as_path(token: &str) -> Option<&str> {
         !ext.is_empty() && ext.len() <= 10 && ext.bytes().any(|b| b.is_ascii_alphabetic())
     });
     let ok = (anchored && segments >= 2) || looks_like_file || slashes >= 2;
+    let ok = ok && !crate::identify::is_date(path);
     ok.then_some(path)
 }
 
