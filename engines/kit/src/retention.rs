@@ -58,6 +58,8 @@ pub struct Retention {
     pub share: f64,
     /// The facts lost, for the report (at most [`MAX_LISTED_LOSSES`]).
     pub lost: Vec<Fact>,
+    /// The facts lost beyond those listed in `lost`.
+    pub lost_unlisted: usize,
 }
 
 /// How many lost facts a [`Retention`] lists.
@@ -226,11 +228,13 @@ fn tally(facts: &[Fact], found: &[bool]) -> Retention {
     } else {
         kept as f64 / facts.len() as f64
     };
+    let lost_unlisted = facts.len() - kept - lost.len();
     Retention {
         total: facts.len(),
         kept,
         share,
         lost,
+        lost_unlisted,
     }
 }
 
@@ -550,6 +554,17 @@ mod tests {
         assert_eq!(lost, ["src/db.py", "Fix src/app.py and src/db.py (see #12)"]);
     }
 
+    /// More losses than are listed: the count of the rest says the list was cut.
+    #[test]
+    fn losses_beyond_the_list_are_counted() {
+        let ids: Vec<String> = (0..30).map(|n| format!("req-{n:02}a7f3c9e1b2d4")).collect();
+        let compacted = vec![Message::tool("c1", ids.join("\n"))];
+        let retention = measure_retention(&compacted, &[Message::user("nothing kept")]);
+        assert_eq!(retention.total, 30, "{retention:?}");
+        assert_eq!(retention.lost.len(), MAX_LISTED_LOSSES);
+        assert_eq!(retention.lost_unlisted, 30 - MAX_LISTED_LOSSES);
+    }
+
     #[test]
     fn nothing_compacted_is_full_retention() {
         assert_eq!(measure_retention(&[], &[Message::user("x")]).share, 1.0);
@@ -606,6 +621,7 @@ mod tests {
             |_| true,
         );
         assert_eq!((second.kept, second.total), (2, 3), "{second:?}");
+        assert_eq!(second.lost_unlisted, 0);
         assert_eq!(
             second.lost,
             vec![Fact {

@@ -187,6 +187,7 @@ fn compaction(before: u64, after: u64, outcome: Outcome, share: Option<f64>) -> 
             kept: (share * 10.0) as usize,
             share,
             lost: Vec::new(),
+            lost_unlisted: 0,
         }),
         details: None,
     }
