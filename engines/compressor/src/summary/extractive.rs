@@ -173,7 +173,7 @@ impl<'t> Draft<'t> {
             candidate.focus = facts.is_focus(sentence.index);
         }
         self.add_actions(facts);
-        let repeated = repeated_error_lines(facts);
+        let repeated = repeated_shapes(facts);
         for (id, fact) in facts.facts.iter().enumerate() {
             self.add_fact(id, fact, repeated[id]);
         }
@@ -358,7 +358,7 @@ impl<'t> Draft<'t> {
         self.push(Section::Done, 1, 1, Cow::Owned(text)).display = i64::MIN;
     }
 
-    /// Adds fact `id`; a `repeated` error line ranks below every other fact.
+    /// Adds fact `id`; a `repeated` error line or id ranks below every other fact.
     fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool) {
         let recency = fact.last_seen + 1;
         let (section, group, tier, shown) = match fact.kind {
@@ -372,7 +372,7 @@ impl<'t> Draft<'t> {
             }
             FactKind::Error => {
                 let tier = match fact.source {
-                    _ if repeated => REPEATED_ERROR_TIER,
+                    _ if repeated => REPEATED_TIER,
                     Source::User | Source::Arguments => 1,
                     Source::ToolOutput => 2,
                     Source::Assistant => 3,
@@ -401,12 +401,12 @@ impl<'t> Draft<'t> {
                     FactKind::Issue => Group::Issues,
                     _ => Group::Versions,
                 };
-                (
-                    Section::Critical,
-                    group,
-                    fact_tier(fact.source),
-                    fact.text.clone(),
-                )
+                let tier = if repeated {
+                    REPEATED_TIER
+                } else {
+                    fact_tier(fact.source)
+                };
+                (Section::Critical, group, tier, fact.text.clone())
             }
             FactKind::Name => (Section::Critical, Group::Names, 3, fact.text.clone()),
         };
@@ -420,22 +420,32 @@ impl<'t> Draft<'t> {
     }
 }
 
-/// How many error lines of one shape rank as error lines do; the others rank below every fact.
+/// How many error lines or ids of one shape rank as facts of their kind do; the others rank
+/// below every fact.
 const LINES_PER_ERROR_SHAPE: usize = 3;
 
-/// The tier of an error line beyond the first [`LINES_PER_ERROR_SHAPE`] of its shape.
-const REPEATED_ERROR_TIER: u8 = 5;
+/// The tier of an error line or id beyond the first [`LINES_PER_ERROR_SHAPE`] of its shape.
+const REPEATED_TIER: u8 = 5;
 
-/// For each fact, whether it is an error line that repeats the shape of others: a log's
-/// `upstream timed out … client: 10.0.1.7 … page=7`, 110 times over, differing only in numbers.
-/// Beyond the newest [`LINES_PER_ERROR_SHAPE`] of a shape they fill only room no other fact
-/// wants: taken in turn, they once filled a whole summary and pushed out the files an earlier
-/// summary listed.
-fn repeated_error_lines(facts: &Facts<'_>) -> Vec<bool> {
-    let mut by_shape: FastMap<String, Vec<usize>> = FastMap::default();
+/// For each fact, whether it repeats the shape of others of its kind, differing only in numbers:
+/// a log's `upstream timed out … client: 10.0.1.7 … page=7` 110 times over, an access log's
+/// `req-75370e51f7ee` on every line (a commit's hash, hex alone, has no shape to share). Beyond
+/// the newest [`LINES_PER_ERROR_SHAPE`] of a shape they fill only room no other fact wants:
+/// taken in turn, they once filled a whole summary and pushed out the files an earlier summary
+/// listed, and the one failing request's id with them.
+fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
+    let mut by_shape: FastMap<(FactKind, String), Vec<usize>> = FastMap::default();
     for (id, fact) in facts.facts.iter().enumerate() {
-        if fact.kind == FactKind::Error {
-            by_shape.entry(error_shape(&fact.text)).or_default().push(id);
+        let shaped = match fact.kind {
+            FactKind::Error => true,
+            FactKind::Hash => fact.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
+            _ => false,
+        };
+        if shaped {
+            by_shape
+                .entry((fact.kind, error_shape(&fact.text)))
+                .or_default()
+                .push(id);
         }
     }
     let mut repeated = vec![false; facts.facts.len()];

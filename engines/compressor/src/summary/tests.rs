@@ -537,3 +537,48 @@ fn a_logs_repeated_lines_give_way_to_other_facts() {
     assert!(summary.contains("upstream timed out"), "{summary}");
     assert!(summary.matches("upstream timed out").count() < 10, "{summary}");
 }
+
+/// An access log's request ids, one a line, rank below other facts beyond three: the failing
+/// request's error line and the commands keep their place.
+#[test]
+fn an_access_logs_ids_give_way_to_the_error_and_the_commands() {
+    let mut log: Vec<String> = (0..200)
+        .map(|n| {
+            format!(
+                "10.42.3.{} - - \"GET /v2/checkout HTTP/1.1\" 200 512 request_id=req-{n:04}a7f3c9e1",
+                n % 250
+            )
+        })
+        .collect();
+    log.insert(
+        120,
+        "[error] upstream timed out while reading response header, upstream: \"https://10.50.3.21:8443/v2/checkout\", request_id=req-7f3a9c2e11b0".to_owned(),
+    );
+    let middle = vec![
+        Message::user("Checkout p99 is at 4.2s: find the slow upstream."),
+        Message::assistant_calls(vec![ToolCall::new(
+            "k1",
+            "terminal",
+            r#"{"command":"kubectl -n payments get pods -o wide"}"#,
+        )]),
+        Message::tool("k1", "checkout-api-1 Running 10.50.3.21"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "l1",
+            "terminal",
+            r#"{"command":"tail -n 200 /var/log/nginx/checkout.access.log"}"#,
+        )]),
+        Message::tool("l1", log.join("\n")),
+    ];
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 300,
+        input_tokens: 8_000,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 1_800, 1_800);
+    for kept in ["req-7f3a9c2e11b0", "kubectl -n payments get pods -o wide"] {
+        assert!(summary.contains(kept), "{kept} lost:\n{summary}");
+    }
+}
