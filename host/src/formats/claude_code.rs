@@ -156,6 +156,8 @@ struct Turn {
     message_id: Option<String>,
     parts: Vec<Value>,
     calls: Vec<ToolCall>,
+    /// The line of each call's record.
+    call_lines: Vec<usize>,
     thinking: Vec<Value>,
     /// The first record's fields.
     fields: Fields,
@@ -191,7 +193,7 @@ impl Turn {
         })
     }
 
-    fn into_messages(self) -> impl Iterator<Item = (Message, usize)> {
+    fn into_messages(self) -> impl Iterator<Item = Located> {
         let usage = self.message_fields.get("usage").and_then(usage_in_runner_terms);
         // The keys added to the first record's, so that its map is sized once.
         let added = [
@@ -224,9 +226,14 @@ impl Turn {
             name: None,
             extra,
         };
-        std::iter::once((assistant, self.line))
-            .chain(self.results)
-            .chain(self.after_results)
+        let assistant = Located {
+            call_lines: self.call_lines,
+            ..Located::new(assistant, self.line)
+        };
+        let located = |(message, line)| Located::new(message, line);
+        std::iter::once(assistant)
+            .chain(self.results.into_iter().map(located))
+            .chain(self.after_results.into_iter().map(located))
     }
 }
 
@@ -271,8 +278,8 @@ impl<R: BufRead> ClaudeCodeReader<R> {
 
     fn flush_turn(&mut self) {
         if let Some(turn) = self.turn.take() {
-            for (message, line) in turn.into_messages() {
-                self.queue.push(message, line);
+            for located in turn.into_messages() {
+                self.queue.push_located(located);
             }
         }
     }
@@ -655,6 +662,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                 message_id,
                 parts: Vec::new(),
                 calls: Vec::new(),
+                call_lines: Vec::new(),
                 thinking: Vec::new(),
                 fields,
                 message_fields: Fields::default(),
@@ -685,6 +693,7 @@ impl<R: BufRead> ClaudeCodeReader<R> {
                         .get("input")
                         .map_or_else(|| "{}".to_owned(), Value::to_string);
                     turn.calls.push(ToolCall::new(id, name, arguments));
+                    turn.call_lines.push(at.line);
                 }
                 Some("thinking" | "redacted_thinking") => {
                     turn.thinking.push(Value::Object(block.into_map(0)))

@@ -24,8 +24,13 @@ pub(super) struct Queue {
 impl Queue {
     /// Queues `message`, which came from the record on `line`.
     pub(super) fn push(&mut self, message: Message, line: usize) {
+        self.push_located(Located::new(message, line));
+    }
+
+    /// Queues a message with where its records are.
+    pub(super) fn push_located(&mut self, located: Located) {
         self.queued += 1;
-        self.ready.push_back(Located::new(message, line));
+        self.ready.push_back(located);
     }
 
     /// How many messages were queued so far.

@@ -495,6 +495,10 @@ pub(crate) struct Located {
     pub message: Message,
     pub line: usize,
     pub column: Option<usize>,
+    /// The line of each of the message's tool calls, where a message gathered from several
+    /// records (Claude Code writes each block of a response on a line of its own) has calls on
+    /// other lines than its first; empty when every call is on `line`.
+    pub call_lines: Vec<usize>,
 }
 
 impl Located {
@@ -503,15 +507,15 @@ impl Located {
             message,
             line,
             column: None,
+            call_lines: Vec::new(),
         }
     }
 
     /// A message whose record starts at `at`.
     fn at(message: Message, at: cursor::Position) -> Self {
         Self {
-            message,
-            line: at.line,
             column: Some(at.column),
+            ..Self::new(message, at.line)
         }
     }
 
@@ -519,10 +523,24 @@ impl Located {
     pub(crate) fn place(&self) -> String {
         place(self.line, self.column)
     }
+
+    /// Where the record of the tool call with `id` is, for a warning about that call.
+    pub(crate) fn call_place(&self, id: &str) -> String {
+        let index = self
+            .message
+            .tool_calls
+            .iter()
+            .flatten()
+            .position(|call| call.id == id);
+        match index.and_then(|index| self.call_lines.get(index)) {
+            Some(&line) if line != self.line => place(line, None),
+            _ => self.place(),
+        }
+    }
 }
 
 /// `line L`, or `line L, column C` when the column is known.
-fn place(line: usize, column: Option<usize>) -> String {
+pub(super) fn place(line: usize, column: Option<usize>) -> String {
     match column {
         Some(column) => format!("line {line}, column {column}"),
         None => format!("line {line}"),

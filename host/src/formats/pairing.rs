@@ -30,7 +30,7 @@ use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
 use ctxhost_engine_kit::sequence::{repair_tool_pairs, REMOVED_RESULT_TEXT};
 use serde_json::{Map, Value};
 
-use super::{sequence::RecentIds, Located, TranscriptMeta};
+use super::{place, sequence::RecentIds, Located, TranscriptMeta};
 
 /// The start of the id given to a call whose id is empty.
 const EMPTY_CALL_ID_PREFIX: &str = "empty_tool_call_id_";
@@ -146,7 +146,10 @@ impl PairRepair {
     /// result goes with it, as a second result for one call does); an id an earlier message used
     /// gets a suffix naming the record's place, and its results follow it.
     fn fix_call_ids(&mut self, located: &mut Located, path: &Path, meta: &mut TranscriptMeta) {
-        let place = located.place();
+        let message_place = located.place();
+        let message_line = located.line;
+        let lines = std::mem::take(&mut located.call_lines);
+        let mut kept_lines = Vec::with_capacity(lines.len());
         let made_up = match located.column {
             Some(column) => format!("line_{}_column_{column}", located.line),
             None => format!("line_{}", located.line),
@@ -159,6 +162,11 @@ impl PairRepair {
         let mut written: Vec<String> = Vec::with_capacity(calls.len());
         let mut warnings = Vec::new();
         for (number, mut call) in std::mem::take(calls).into_iter().enumerate() {
+            let line = lines.get(number).copied();
+            let place = match line {
+                Some(line) if line != message_line => place(line, None),
+                _ => message_place.clone(),
+            };
             let nth = if number == 0 {
                 String::new()
             } else {
@@ -202,8 +210,10 @@ impl PairRepair {
             );
             self.seen.insert(&call.id);
             kept.push(call);
+            kept_lines.extend(line);
         }
         *calls = kept;
+        located.call_lines = kept_lines;
         for warning in warnings {
             meta.pairing_repairs += 1;
             meta.warn(path, warning);
@@ -234,11 +244,11 @@ impl PairRepair {
         let Some(head) = self.group.first() else {
             return;
         };
-        let head_place = head.place();
         for id in &self.open {
             meta.pairing_repairs += 1;
+            let place = head.call_place(id);
             let warning =
-                format!("{head_place}: tool call `{id}` is never answered; a stub result stands in for it");
+                format!("{place}: tool call `{id}` is never answered; a stub result stands in for it");
             meta.warn(path, warning);
         }
         let messages = self.group.drain(..).map(|located| located.message).collect();

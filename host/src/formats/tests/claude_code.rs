@@ -262,6 +262,48 @@ fn a_tool_use_left_unanswered_gets_a_stub_result_and_a_warning_naming_its_line()
 }
 
 #[test]
+fn a_call_left_unanswered_is_named_by_its_own_record_not_its_responses_first() {
+    // Claude Code writes each block of one response on a record of its own: the thinking on
+    // line 2, a call answered on line 3, the call left unanswered on line 5.
+    let text = jsonl(&[
+        user("u1", None, json!("run it")),
+        assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            json!([{"type": "thinking", "thinking": "Run make, then the tests.", "signature": "s"}]),
+            usage(1, 1),
+        ),
+        assistant(
+            "a2",
+            "a1",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]),
+            usage(1, 2),
+        ),
+        user(
+            "u2",
+            Some("a2"),
+            json!([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]),
+        ),
+        assistant(
+            "a3",
+            "u2",
+            "msg_1",
+            json!([{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "make test"}}]),
+            usage(1, 3),
+        ),
+    ]);
+    let transcript = read(Format::ClaudeCode, &text);
+    let roles: Vec<_> = transcript.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool"]);
+    assert_eq!(
+        transcript.meta.warnings,
+        ["line 5: tool call `t2` is never answered; a stub result stands in for it"]
+    );
+}
+
+#[test]
 fn a_rewind_is_read_in_file_order_and_reported() {
     let text = jsonl(&[
         user("u1", None, json!("first try")),
