@@ -9,7 +9,7 @@ use crate::scan::{FastHash, FastMap};
 /// Sub-lists of a section: the files of Relevant Files by what was done to them, the kinds of
 /// Critical Context. Identifiers are listed compactly, comma-separated, one list per kind: a
 /// reference list keeps far more of them in the same room than sentences that repeat them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) enum Group {
     None,
     FilesChanged,

@@ -422,19 +422,20 @@ impl<'t> Draft<'t> {
 
 /// How many error lines or ids of one shape rank as facts of their kind do; the others rank
 /// below every fact.
-const LINES_PER_ERROR_SHAPE: usize = 3;
+pub(super) const LINES_PER_ERROR_SHAPE: usize = 3;
 
 /// The tier of an error line or id beyond the first [`LINES_PER_ERROR_SHAPE`] of its shape.
-const REPEATED_TIER: u8 = 5;
+pub(super) const REPEATED_TIER: u8 = 5;
 
 /// For each fact, whether it repeats the shape of others of its kind, differing only in numbers:
 /// a log's `upstream timed out … client: 10.0.1.7 … page=7` 110 times over, an access log's
 /// `req-75370e51f7ee` on every line (a commit's hash, hex alone, has no shape to share). Beyond
 /// the newest [`LINES_PER_ERROR_SHAPE`] of a shape they fill only room no other fact wants:
 /// taken in turn, they once filled a whole summary and pushed out the files an earlier summary
-/// listed, and the one failing request's id with them.
+/// listed, and the one failing request's id with them. Ids an error line names are counted
+/// apart from the others of their shape: the failing request is not one of the log's many.
 fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
-    let mut by_shape: FastMap<(FactKind, String), Vec<usize>> = FastMap::default();
+    let mut by_shape: FastMap<(FactKind, bool, String), Vec<usize>> = FastMap::default();
     for (id, fact) in facts.facts.iter().enumerate() {
         let shaped = match fact.kind {
             FactKind::Error => true,
@@ -443,7 +444,7 @@ fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
         };
         if shaped {
             by_shape
-                .entry((fact.kind, error_shape(&fact.text)))
+                .entry((fact.kind, fact.in_error_line, error_shape(&fact.text)))
                 .or_default()
                 .push(id);
         }
@@ -463,7 +464,7 @@ fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
 
 /// An error line with each run of hex digits that holds a decimal one (a time, an address, a
 /// count, an id) written `0`: lines of one shape differ only there.
-fn error_shape(line: &str) -> String {
+pub(super) fn error_shape(line: &str) -> String {
     let mut shape = String::with_capacity(line.len());
     let mut run = String::new();
     let flush = |run: &mut String, shape: &mut String| {

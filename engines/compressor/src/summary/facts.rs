@@ -60,6 +60,8 @@ pub(crate) struct Fact<'a> {
     pub verbs: u8,
     /// Seen in a message about the focus topic.
     pub focus: bool,
+    /// An id named by an error line (the failing request's `req-…`): not one of a log's many.
+    pub in_error_line: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -137,6 +139,7 @@ impl<'a> Facts<'a> {
             last_seen: index,
             verbs: 0,
             focus,
+            in_error_line: false,
         });
         at
     }
@@ -356,6 +359,25 @@ pub(crate) fn cut_at(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// How far [`cut_at_token`] may go past its limit to finish a token.
+const TOKEN_OVERRUN: usize = 64;
+
+/// `text` cut to about `max` bytes without splitting a token: a cut inside one goes on to its
+/// end (at most [`TOKEN_OVERRUN`] bytes further), so that an error line never ends in part of
+/// an id (`request_id=req-7f3a9c2e` for `req-7f3a9c2e11b0`), which reads as an id of its own.
+pub(crate) fn cut_at_token(text: &str, max: usize) -> &str {
+    let cut = cut_at(text, max);
+    let rest = &text[cut.len()..];
+    if cut.ends_with(char::is_whitespace) || rest.starts_with(char::is_whitespace) {
+        return cut;
+    }
+    match rest.find(char::is_whitespace) {
+        Some(at) if at <= TOKEN_OVERRUN => &text[..cut.len() + at],
+        None if rest.len() <= TOKEN_OVERRUN => text,
+        _ => cut,
+    }
 }
 
 /// The text of a message's content, piece by piece, borrowed.

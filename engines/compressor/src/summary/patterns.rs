@@ -5,7 +5,7 @@ use std::{borrow::Cow, sync::LazyLock};
 
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 
-use super::facts::{cut_at, FactKind, Facts, Sentence, Source};
+use super::facts::{cut_at_token, FactKind, Facts, Sentence, Source};
 use crate::scan::{classify_token, for_each_token, line_around, sentence_around};
 
 /// Markers of an error line, matched leftmost-first as literals (an automaton builds in
@@ -262,17 +262,29 @@ impl<'a> Facts<'a> {
             }
             let (line, line_end) = line_around(text, found.start(), found.end());
             from = line_end.max(found.end());
-            let line = cut_at(line.trim(), MAX_ERROR_LINE);
+            let line = cut_at_token(line.trim(), MAX_ERROR_LINE);
             if line.len() < 6 || is_false_alarm(line) {
                 continue;
             }
             self.add(FactKind::Error, Cow::Borrowed(line), source, index);
+            self.mark_ids_in_error_line(line, source, index);
             let score = error_line_score(line);
             if best.is_none_or(|(best_score, _)| score > best_score) {
                 best = Some((score, line));
             }
         }
         best.map(|(_, line)| line)
+    }
+
+    /// The ids an error line names are facts marked as such: an access log's failing request
+    /// among its thousand successful ones.
+    fn mark_ids_in_error_line(&mut self, line: &'a str, source: Source, index: usize) {
+        for_each_token(line, |token, shape| {
+            if let Some((FactKind::Hash, id)) = classify_token(token, shape) {
+                let at = self.add(FactKind::Hash, Cow::Borrowed(id), source, index);
+                self.facts[at].in_error_line = true;
+            }
+        });
     }
 
     /// Commands and names written in code spans, and `$ command` lines.

@@ -15,13 +15,13 @@
 
 use std::{borrow::Cow, collections::HashSet};
 
-use crate::scan::FastHash;
+use crate::scan::{FastHash, FastMap};
 
 use super::{
     actions::program_of,
     draft::{Draft, Group},
-    extractive::files_group,
-    facts::{verbs, Facts},
+    extractive::{error_shape, files_group, LINES_PER_ERROR_SHAPE, REPEATED_TIER},
+    facts::{verbs, FactKind, Facts},
     sections::{parse_sections, Section},
 };
 
@@ -152,12 +152,18 @@ impl<'t> Draft<'t> {
             })
             .collect();
         drop(new);
+        let repeated = repeated_lines(facts, &carried);
         self.candidates.reserve(carried.len());
-        for line in carried {
+        for (line, repeated) in carried.into_iter().zip(repeated) {
             // One tier below new lines of the same kind: when the budget is short, what the
             // earlier summary already condensed gives way before the new middle's facts (the goal,
-            // tier 0, always stays).
-            let tier = if line.tier == 0 { 0 } else { line.tier + 1 };
+            // tier 0, always stays). Error lines and ids of a shape already listed three times go
+            // below every other line, as the new middle's do.
+            let tier = match line.tier {
+                0 => 0,
+                _ if repeated => REPEATED_TIER + 1,
+                tier => tier + 1,
+            };
             let candidate = self.push(line.section, tier, 0, Cow::Borrowed(line.text));
             candidate.group = line.group;
             // Earlier work reads before the new; everything else after it.
@@ -225,6 +231,49 @@ impl<'t> Draft<'t> {
         }
         true
     }
+}
+
+/// For each carried line, whether it is an error line or an id beyond the last
+/// [`LINES_PER_ERROR_SHAPE`] the earlier summary listed of its shape (see `repeated_shapes`). An
+/// id an error line names, carried or new, is counted apart: the failing request's id stays
+/// among the access log's others.
+fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
+    let shaped = |line: &Carried<'_>| match line.group {
+        Group::Errors => true,
+        Group::Hashes => line.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
+        _ => false,
+    };
+    let error_lines: Vec<&str> = carried
+        .iter()
+        .filter(|line| line.group == Group::Errors)
+        .map(|line| line.text)
+        .chain(
+            facts
+                .facts
+                .iter()
+                .filter(|fact| fact.kind == FactKind::Error)
+                .map(|fact| fact.text.as_ref()),
+        )
+        .collect();
+    let mut by_shape: FastMap<(Group, bool, String), Vec<usize>> = FastMap::default();
+    for (at, line) in carried.iter().enumerate().filter(|(_, line)| shaped(line)) {
+        let in_error_line =
+            line.group == Group::Hashes && error_lines.iter().any(|error| error.contains(line.text));
+        by_shape
+            .entry((line.group, in_error_line, error_shape(line.text)))
+            .or_default()
+            .push(at);
+    }
+    let mut repeated = vec![false; carried.len()];
+    for lines in by_shape
+        .values()
+        .filter(|lines| lines.len() > LINES_PER_ERROR_SHAPE)
+    {
+        for &at in &lines[..lines.len() - LINES_PER_ERROR_SHAPE] {
+            repeated[at] = true;
+        }
+    }
+    repeated
 }
 
 fn label_group(text: &str) -> Option<Group> {

@@ -582,3 +582,72 @@ fn an_access_logs_ids_give_way_to_the_error_and_the_commands() {
         assert!(summary.contains(kept), "{kept} lost:\n{summary}");
     }
 }
+
+/// An error line longer than the summary keeps is cut after a whole token: cut inside the id it
+/// ends with, it read as another id (`req-7f3a9c2e` for `req-7f3a9c2e11b0`).
+#[test]
+fn a_long_error_line_is_cut_after_a_whole_id() {
+    let padding = "x".repeat(276);
+    let line = format!("[error] {padding} request_id=req-7f3a9c2e11b0 upstream=10.50.3.21:8443");
+    assert!(line.find("req-").unwrap() < 300 && line.find("11b0").unwrap() > 300);
+    let middle = vec![
+        Message::user("find the slow upstream"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "t1",
+            "terminal",
+            r#"{"command":"tail -n 50 /var/log/nginx/error.log"}"#,
+        )]),
+        Message::tool("t1", line.clone()),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        summary.contains(&format!("{padding} request_id=req-7f3a9c2e11b0\n")),
+        "{summary}"
+    );
+}
+
+/// Folding earlier summaries (lcm condenses one summary and the next leaf, again and again), an
+/// access log's ids the earlier summary listed give way to its error line, the failing
+/// request's id and the commands, as the new middle's ids do. Carried whole, 300 ids filled the
+/// condensed summary and those were lost within two condensations.
+#[test]
+fn an_earlier_summarys_log_ids_give_way_to_its_error_and_commands() {
+    let failing = "req-7f3a9c2e11b0";
+    let ids = |host: u32| -> Vec<String> { (0..150).map(|n| format!("req-{host:02}{n:04}c9e1a7")).collect() };
+    let mut earlier_ids = ids(1);
+    earlier_ids.insert(75, failing.to_owned());
+    let previous = format!(
+        "## Goal\n- (none)\n\n## Progress\n### In Progress\n- [terminal] ran `ssh checkout-api-1 'sudo tail -n 150 /var/log/nginx/checkout.access.log'` -> 151 lines output\n\n\
+         ## Critical Context\n- Errors:\n  - [error] upstream timed out while reading response header, upstream: \"https://10.50.3.21:8443/v2/checkout\", request_id={failing}\n\
+         - Commands:\n  - `ssh checkout-api-1 'sudo tail -n 150 /var/log/nginx/checkout.access.log'`\n- Hashes: {}",
+        earlier_ids.join(", ")
+    );
+    let log: Vec<String> = ids(2)
+        .iter()
+        .map(|id| format!("10.42.3.7 - - \"GET /v2/checkout HTTP/1.1\" 200 512 request_id={id}"))
+        .collect();
+    let middle = vec![
+        Message::assistant_calls(vec![ToolCall::new(
+            "l2",
+            "terminal",
+            r#"{"command":"ssh checkout-api-2 'sudo tail -n 150 /var/log/nginx/checkout.access.log'"}"#,
+        )]),
+        Message::tool("l2", log.join("\n")),
+    ];
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: Some(&previous),
+        focus_topic: None,
+        target_tokens: 300,
+        input_tokens: 8_000,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 1_800, 1_800);
+    for kept in [
+        format!("request_id={failing}"),
+        "ssh checkout-api-1 'sudo tail".to_owned(),
+        "ssh checkout-api-2 'sudo tail".to_owned(),
+    ] {
+        assert!(summary.contains(&kept), "{kept} lost:\n{summary}");
+    }
+}
