@@ -103,6 +103,38 @@ fn the_example_compacts_several_times_and_the_tools_find_and_expand_its_first_me
     );
 }
 
+/// The README's example session gives the ids it shows: summary ids are hashes of what they
+/// hold, so a change to what the summarizer writes changes them, and the README must follow.
+#[test]
+fn the_readmes_lcm_example_finds_the_summaries_it_shows() {
+    let config = fs::read_to_string(example("lcm.yaml"))
+        .unwrap()
+        .replace("../.cache/lcm/example.sqlite", "store/lcm.sqlite")
+        .replace("plugins_dir: ../plugins", "");
+    let tree = lcm_tree(&config);
+    let transcript = example("transcripts/warehouse-migration.json");
+    let transcript = transcript.to_str().unwrap();
+    run_json(&tree, &["run", transcript, "--json"]);
+    let found = run_json(
+        &tree,
+        &["tool", transcript, "lcm_grep", r#"{"pattern": "issue #700"}"#],
+    );
+    let summary = &found["matches"][0]["summary"];
+    let shown = format!(
+        "\"summary\": {{ \"id\": {}, \"ancestors\": [{}] }}",
+        summary["id"],
+        summary["ancestors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let readme = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    assert!(readme.contains(&shown), "the README does not show {shown}");
+}
+
 #[test]
 fn the_default_store_is_in_the_data_directory_beside_the_config_file() {
     let tree = lcm_tree("context:\n  engine: lcm\nmodel:\n  context_length: 16000\n");
