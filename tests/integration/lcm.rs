@@ -620,3 +620,60 @@ fn a_condensed_summary_keeps_what_its_leaves_held() {
         assert!(context.contains(kept), "{kept} lost from the context");
     }
 }
+
+/// A chat session condenses again and again: the conversation's first request stays in every
+/// condensed summary and in the context. Each summary listed its requests newest first, and the
+/// next fold took the last line of the last leaf for the goal (the newest leaf's oldest), and a
+/// request the user wrote on two lines read back as two.
+#[test]
+fn a_chat_sessions_first_request_survives_every_condensation() {
+    let tree = lcm_tree(
+        "context:\n  engine: lcm\nmodel:\n  context_length: 8000\nlcm:\n  database: store/lcm.sqlite\n",
+    );
+    let first = "I want to plan the Q1 2027 platform roadmap with you: Kafka 3.7 (RFC at https://docs.internal.example.com/rfc/0042-event-bus), the v1 API retired by 2027-03-31. Tracking epic is PLAT-4410.";
+    let mut messages = vec![Message::user(first)];
+    let topics = ["the event bus", "the v1 API", "on-call", "hiring", "the SLO"];
+    for turn in 0..120 {
+        let topic = topics[turn % topics.len()];
+        messages.push(Message::user(format!(
+            "About {topic}: finance asked for a number by Friday, and the payments lead pushed back on the timeline. Can we split it into two milestones? Let's put it under PLAT-{}.\nLet's record it: Decision {turn}: {topic} -> two milestones.",
+            4420 + turn
+        )));
+        messages.push(Message::assistant(format!(
+            "For {topic}, two milestones work: the first before the freeze, the second after it, with a 20% buffer on each (turn {turn})."
+        )));
+    }
+    let transcript = tree.root().join("planning.json");
+    fs::write(&transcript, serde_json::to_string(&messages).unwrap()).unwrap();
+    let out = tree.root().join("out.json");
+    let report = run_json(
+        &tree,
+        &[
+            "run",
+            transcript.to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let conn = Connection::open(tree.root().join("store/lcm.sqlite")).unwrap();
+    let condensed: Vec<String> = conn
+        .prepare("SELECT text FROM summaries WHERE depth >= 1 ORDER BY rowid")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        condensed.len() >= 2,
+        "fewer than two condensations: {}",
+        report["compactions"]
+    );
+    for (at, summary) in condensed.iter().enumerate() {
+        assert!(
+            summary.contains("PLAT-4410"),
+            "condensed summary {at} lost the first request:\n{summary}"
+        );
+    }
+    assert!(fs::read_to_string(&out).unwrap().contains(first));
+}

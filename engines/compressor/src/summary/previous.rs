@@ -22,7 +22,7 @@ use super::{
     draft::{Draft, Group},
     extractive::{error_shape, files_group, LINES_PER_ERROR_SHAPE, REPEATED_TIER},
     facts::{verbs, FactKind, Facts},
-    sections::{parse_sections, Section},
+    sections::{oldest_request, parse_sections, Section},
 };
 
 /// One line of the earlier summary, placed in the new one.
@@ -38,6 +38,7 @@ impl<'t> Draft<'t> {
     /// Adds the lines of `previous` (an earlier summary's body) after the new candidates.
     pub(super) fn add_previous(&mut self, facts: &Facts<'t>, previous: &'t str) {
         let sections = parse_sections(previous);
+        let mut oldest = oldest_request(previous);
         let user_moved_on = !facts.requests.is_empty();
         let settled = user_moved_on || !facts.open_at_end;
         let mut carried = Vec::new();
@@ -46,12 +47,17 @@ impl<'t> Draft<'t> {
         for section in Section::ALL {
             let lines = &sections[section.index()];
             let mut group = Group::None;
-            for (order, line) in lines.iter().enumerate() {
+            for line in lines {
                 position += 1;
                 let (target, tier) = match section {
                     Section::Goal if line.starts_with("Focus: ") => continue,
-                    // The oldest request (listed last) keeps the conversation's goal.
-                    Section::Goal if order + 1 == lines.len() => (Section::Goal, 0),
+                    // The oldest request keeps the conversation's goal.
+                    Section::Goal | Section::NextSteps
+                        if oldest.take_if(|oldest| oldest == line).is_some() =>
+                    {
+                        let open = section == Section::NextSteps && !settled;
+                        (if open { section } else { Section::Goal }, 0)
+                    }
                     Section::NextSteps if settled && line.starts_with("Unanswered request: ") => {
                         (Section::Goal, 1)
                     }
@@ -172,6 +178,11 @@ impl<'t> Draft<'t> {
                 _ => 1_000_000_000 + line.order as i64,
             };
             candidate.always = line.tier == 0;
+            if line.tier == 0 && line.section == Section::Goal {
+                // The conversation's first request reads last, as a summary lists it: the next
+                // fold finds it there.
+                candidate.display = i64::MAX;
+            }
             // What the earlier summary listed verbatim (its identifiers, files, error lines,
             // commands and the user's requests) is a fact still: it may use the room for facts,
             // after the new middle's. Kept to the prose's budget, a replay's summaries lost most

@@ -77,36 +77,79 @@ impl Section {
     }
 }
 
-/// The lines of an earlier summary, by section (`- ` bullets and blank lines removed).
+/// The items of an earlier summary, by section (`- ` bullets and blank lines removed).
 ///
-/// Text before the first heading and lines under headings the template does not know are dropped;
-/// a summary written by a model may carry both.
+/// An item goes on over the lines that follow it up to the next bullet or heading: a request the
+/// user wrote on several lines (`…\nLet's record it: Decision 8: …`) is one item, its lines as
+/// they were, not a fragment each. Text before the first heading and lines under headings the
+/// template does not know are dropped; a summary written by a model may carry both.
 pub(crate) fn parse_sections(body: &str) -> [Vec<&str>; 9] {
     let mut sections: [Vec<&str>; 9] = Default::default();
     let mut current = None;
-    for line in body.lines() {
+    // Where the section's last item starts in `body`, while lines may still continue it.
+    let mut open: Option<usize> = None;
+    let mut offset = 0;
+    for line in body.split_inclusive('\n') {
+        let at = offset;
+        offset += line.len();
+        let line = line.trim_end();
         if line.starts_with('#') {
             current = Section::from_heading(line);
+            open = None;
             continue;
         }
         let Some(section) = current else { continue };
-        let item = line
-            .trim_start()
-            .strip_prefix("- ")
-            .unwrap_or(line.trim_start())
-            .trim_end();
-        if item.is_empty() || item == NONE_ITEM {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let items = &mut sections[section.index()];
+        let bullet = trimmed.starts_with("- ");
+        if let (false, Some(start), Some(last)) = (bullet, open, items.last_mut()) {
+            *last = &body[start..at + line.len()];
             continue;
         }
         // Keep nesting visible: a sub-bullet stays indented so group labels can be told apart.
-        let item = if line.starts_with("  ") && line.trim_start().starts_with("- ") {
-            &line[..line.trim_end().len()]
+        let start = if bullet && line.starts_with("  ") {
+            at
         } else {
-            item
+            at + (line.len() - trimmed.len()) + if bullet { 2 } else { 0 }
         };
-        sections[section.index()].push(item);
+        let item = &body[start..at + line.len()];
+        if item.is_empty() || item == NONE_ITEM {
+            open = None;
+            continue;
+        }
+        items.push(item);
+        open = Some(start);
     }
     sections
+}
+
+/// The conversation's first request as an earlier summary gives it: the oldest of its goal's
+/// (listed last), or, when it lists none, its unanswered one. Several summaries folded into one
+/// (lcm condenses its leaves, oldest first) give the first's.
+pub(crate) fn oldest_request(body: &str) -> Option<&str> {
+    let first = body
+        .match_indices(Section::Goal.heading())
+        .nth(1)
+        .map_or(body, |(at, _)| &body[..at]);
+    let sections = parse_sections(first);
+    sections[Section::Goal.index()]
+        .iter()
+        .rev()
+        .find(|line| !line.starts_with("Focus: ") && !is_unlisted_note(line))
+        .or_else(|| {
+            sections[Section::NextSteps.index()]
+                .iter()
+                .find(|line| line.starts_with("Unanswered request: "))
+        })
+        .copied()
+}
+
+/// Whether a goal's line is the count of the requests it leaves out, written by `add_requests`.
+fn is_unlisted_note(line: &str) -> bool {
+    line.starts_with('(') && line.ends_with(" earlier requests are not listed)")
 }
 
 /// The line an empty section shows.
@@ -125,6 +168,36 @@ mod tests {
         assert_eq!(sections[Section::Done.index()], vec!["ran tests"]);
         assert!(sections[Section::Blocked.index()].is_empty());
         assert_eq!(sections[Section::Critical.index()], vec!["Errors:", "  - boom"]);
+    }
+
+    #[test]
+    fn an_item_goes_on_over_its_lines_up_to_the_next_bullet() {
+        let body = "## Goal\n- Latest request: plan the drill\n- About the SLO: split it in two.\nLet's record it: Decision 7: owner Priya.\n\n- the first request\n## Critical Context\n- Errors:\n  - boom\n    at line 3\n";
+        let sections = parse_sections(body);
+        assert_eq!(
+            sections[Section::Goal.index()],
+            vec![
+                "Latest request: plan the drill",
+                "About the SLO: split it in two.\nLet's record it: Decision 7: owner Priya.",
+                "the first request",
+            ]
+        );
+        assert_eq!(
+            sections[Section::Critical.index()],
+            vec!["Errors:", "  - boom\n    at line 3"]
+        );
+    }
+
+    #[test]
+    fn the_oldest_request_is_the_first_summarys() {
+        let one = "## Goal\n- Latest request: b\n- a\n## Next Steps\n- (none)\n";
+        assert_eq!(oldest_request(one), Some("a"));
+        let folded = format!("## sum_1 (leaf)\n{one}\n\n## sum_2 (leaf)\n## Goal\n- d\n- c\n");
+        assert_eq!(oldest_request(&folded), Some("a"));
+        let noted = "## Goal\n- b\n- a\n- (12 earlier requests are not listed)\n";
+        assert_eq!(oldest_request(noted), Some("a"));
+        let unanswered = "## Goal\n- (none)\n## Next Steps\n- Unanswered request: a\n";
+        assert_eq!(oldest_request(unanswered), Some("Unanswered request: a"));
     }
 
     #[test]
