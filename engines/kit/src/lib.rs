@@ -7,7 +7,7 @@
 //! - [`release`]: freeing a large replaced context on a thread of its own.
 //! - [`keys`]: which known settings key a mistyped one most likely meant.
 //! - [`pacing`]: when to stop trying: the anti-thrash pause and the summarizer's cool-down.
-//! - [`text`]: cutting text where a character starts.
+//! - [`text`]: cutting text where a character starts; a JSON document's lines as its strings read.
 //!
 //! Engines are free not to use it; it exists so that the built-in engines and the host measure
 //! and validate the same way.

@@ -14,7 +14,10 @@ use ctxhost_engine_abi::{Message, Role};
 use regex::Regex;
 use serde::Serialize;
 
-use crate::stand_in::ToolKind;
+use crate::{
+    stand_in::ToolKind,
+    text::{is_json_document, within_json_string},
+};
 
 /// What kind of fact an identifier is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -280,8 +283,10 @@ fn json_of(message: &Message) -> String {
 fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
     // Each pattern runs once over the whole text, where the regex engine's literal prefilters
     // pay off; the escapes become real line ends first, so no match spans one.
+    let original = text;
     let text = unescape_line_ends(text);
     let text = text.as_ref();
+    let mut json_document = None;
     let mut from = 0;
     while let Some(found) = ERROR_LINE.find_at(text, from) {
         let start = text[from..found.start()]
@@ -290,7 +295,13 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         let end = text[found.end()..]
             .find('\n')
             .map_or(text.len(), |at| found.end() + at);
-        insert_trimmed(facts, FactKind::Error, &text[start..end]);
+        let line = &text[start..end];
+        // A tool's JSON answer: the error line is the text of its string, not the JSON around.
+        if *json_document.get_or_insert_with(|| is_json_document(original)) {
+            insert_trimmed(facts, FactKind::Error, &within_json_string(line));
+        } else {
+            insert_trimmed(facts, FactKind::Error, line);
+        }
         from = end;
     }
     let urls: Vec<(usize, usize)> = URL
@@ -513,6 +524,19 @@ mod tests {
                 ),
                 (FactKind::Url, "https://example.org/a/b.html".to_owned()),
                 (FactKind::Issue, "#77".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_json_answers_error_line_is_its_strings_text() {
+        let output = r#"{"output": "Traceback (most recent call last):\n  File \"train.py\", line 3\nKeyError: \"tenure_months\"", "exit_code": 1, "error": null}"#;
+        assert_eq!(
+            kinds(&[Message::tool("a", output)]),
+            vec![
+                (FactKind::Path, "train.py".to_owned()),
+                (FactKind::Error, "KeyError: \"tenure_months\"".to_owned()),
+                (FactKind::Error, "Traceback (most recent call last)".to_owned()),
             ]
         );
     }

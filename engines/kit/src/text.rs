@@ -1,4 +1,7 @@
-//! Cutting text where a character starts.
+//! Cutting text where a character starts, and reading the lines of a JSON document as the text
+//! inside its strings.
+
+use std::borrow::Cow;
 
 /// The largest char boundary of `text` at or below `at` (`str::floor_char_boundary`, which
 /// needs a newer Rust than the workspace's 1.86).
@@ -8,4 +11,140 @@ pub fn floor_char_boundary(text: &str, at: usize) -> usize {
         at -= 1;
     }
     at
+}
+
+/// Whether `text` is a JSON object or list, as many tools answer (Codex's
+/// `{"output": "…", "metadata": {"exit_code": 2}}`, a terminal tool's `{"output": …,
+/// "exit_code": 1}`): its lines, split at the `\n` escapes, are then read with
+/// [`within_json_string`].
+pub fn is_json_document(text: &str) -> bool {
+    let text = text.trim();
+    let bracketed =
+        (text.starts_with('{') && text.ends_with('}')) || (text.starts_with('[') && text.ends_with(']'));
+    bracketed && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
+/// A line of a JSON document's text, split at its `\n` escapes, as the string it is part of
+/// reads: the document's structure before the string (`{"output": "`, on its first line) and
+/// after it (`", "metadata": {…}}`, on its last) left out, and the escapes decoded (`\"`, `\\`,
+/// `\u2716`). `Found 36 errors in 9 files.", "metadata": {"exit_code": 2}}` reads
+/// `Found 36 errors in 9 files.`; a line with neither is returned as it is.
+pub fn within_json_string(line: &str) -> Cow<'_, str> {
+    let bytes = line.as_bytes();
+    // A line that opens the document starts inside its structure: the text starts after the
+    // first string value's opening quote.
+    let mut start = 0;
+    if matches!(bytes.first(), Some(b'{' | b'[')) {
+        match string_value_start(line) {
+            Some(at) => start = at,
+            None => return Cow::Borrowed(line),
+        }
+    }
+    let mut end = line.len();
+    let mut escaped = false;
+    let mut at = start;
+    while at < bytes.len() {
+        match bytes[at] {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => {
+                end = at;
+                break;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    let text = &line[start..end];
+    if !text.contains('\\') {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(unescape(text))
+}
+
+/// Where the first string value of a JSON document's opening line starts: after `"key": "`.
+fn string_value_start(line: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(colon) = line[from..].find("\":") {
+        let after = from + colon + 2;
+        let value = line[after..].trim_start();
+        if value.starts_with('"') {
+            return Some(line.len() - value.len() + 1);
+        }
+        from = after;
+    }
+    // A list of strings: `["first line`.
+    let rest = line[1..].trim_start();
+    rest.starts_with('"').then(|| line.len() - rest.len() + 1)
+}
+
+/// JSON string escapes decoded; an escape that is not one is kept as written.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('"') => out.push('"'),
+            Some('\\') => out.push('\\'),
+            Some('/') => out.push('/'),
+            Some('t') => out.push('\t'),
+            Some('n' | 'r') => out.push(' '),
+            Some('u') => {
+                let hex: String = chars.clone().take(4).collect();
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(decoded) if hex.len() == 4 => {
+                        out.push(decoded);
+                        chars.nth(3);
+                    }
+                    _ => out.push_str("\\u"),
+                }
+            }
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_documents_lines_read_as_their_strings() {
+        let document = r#"{"output": "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'.\nFound 36 errors in 9 files.", "metadata": {"exit_code": 2, "duration_seconds": 1.2}}"#;
+        assert!(is_json_document(document));
+        let lines: Vec<&str> = document.split("\\n").collect();
+        assert_eq!(
+            within_json_string(lines[0]),
+            "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'."
+        );
+        assert_eq!(within_json_string(lines[1]), "Found 36 errors in 9 files.");
+        assert_eq!(
+            within_json_string(r#"{"exit_code": 1, "output": "\u2716 15 problems (9 errors)"#),
+            "\u{2716} 15 problems (9 errors)"
+        );
+        assert_eq!(
+            within_json_string(r#"["Traceback (most recent call last):"#),
+            "Traceback (most recent call last):"
+        );
+        assert_eq!(
+            within_json_string("KeyError: 'tenure_months'"),
+            "KeyError: 'tenure_months'"
+        );
+    }
+
+    #[test]
+    fn text_that_only_looks_like_json_is_no_document() {
+        assert!(!is_json_document("{ not json }"));
+        assert!(!is_json_document("ERROR: {\"a\": 1}"));
+        assert!(is_json_document(" [\"a\", \"b\"]\n"));
+    }
 }

@@ -1,5 +1,7 @@
 //! Tool actions: one line per call with its outcome, and what its arguments name.
 
+use std::borrow::Cow;
+
 use ctxhost_engine_abi::{Message, ToolCall};
 use ctxhost_engine_kit::stand_in::{
     call_target, command_under, describe_tool_outcome, error_line, flagged_success, Failure, COMMAND_KEYS,
@@ -110,12 +112,12 @@ impl<'a> Facts<'a> {
         } else {
             Source::ToolOutput
         };
-        let mut first_error = None;
+        let mut first_error: Option<Cow<'a, str>> = None;
         for piece in capped_pieces(message) {
             self.scan_identifiers(piece, source, index);
             let error = self.scan_errors(piece, source, index);
             first_error = match (first_error, error) {
-                (Some(kept), Some(new)) if error_line_score(new) > error_line_score(kept) => Some(new),
+                (Some(kept), Some(new)) if error_line_score(&new) > error_line_score(&kept) => Some(new),
                 (kept, new) => kept.or(new),
             };
         }
@@ -128,7 +130,7 @@ impl<'a> Facts<'a> {
                 None if kind == ToolKind::Shell => first_error.is_some() && !shows_content(call),
                 None => starts_with_failure(&output),
             };
-        let error_id = first_error.and_then(|error| self.id_of(error));
+        let error_id = first_error.as_ref().and_then(|error| self.id_of(error));
         match slot {
             Some(slot) => {
                 // A read, search or change that failed or was refused did nothing to its path:

@@ -309,6 +309,7 @@ impl<'t> Draft<'t> {
                 // line quotes its first line: `-> failed: Request failed with status code 404`).
                 if let Some(error) = action
                     .first_error
+                    .as_deref()
                     .filter(|error| !action.line.contains(&error_line(error)))
                 {
                     text.push_str(" — ");

@@ -86,7 +86,7 @@ pub(crate) struct Action<'a> {
     pub failed: bool,
     /// Tool and main argument: a later success with the same key resolves a failure.
     pub key: String,
-    pub first_error: Option<&'a str>,
+    pub first_error: Option<Cow<'a, str>>,
     /// The result arrived (a call whose result is gone has none).
     pub answered: bool,
     /// Described on its own line; older actions beyond the scan budget are only counted.

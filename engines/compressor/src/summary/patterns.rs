@@ -6,6 +6,8 @@ use std::{borrow::Cow, sync::LazyLock};
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 
 use super::facts::{cut_at_token, FactKind, Facts, Sentence, Source};
+use ctxhost_engine_kit::text::{is_json_document, within_json_string};
+
 use crate::scan::{classify_token, for_each_token, line_around, sentence_around};
 
 /// Markers of an error line, matched leftmost-first as literals (an automaton builds in
@@ -249,8 +251,14 @@ impl<'a> Facts<'a> {
 
     /// Error lines in `text`, each once; returns the most telling (an `…Error: …` line over a
     /// `Traceback` or summary line).
-    pub(super) fn scan_errors(&mut self, text: &'a str, source: Source, index: usize) -> Option<&'a str> {
-        let mut best: Option<(u8, &'a str)> = None;
+    pub(super) fn scan_errors(
+        &mut self,
+        text: &'a str,
+        source: Source,
+        index: usize,
+    ) -> Option<Cow<'a, str>> {
+        let mut best: Option<(u8, Cow<'a, str>)> = None;
+        let mut json_document = None;
         let mut from = 0;
         while let Some(found) = ERROR_MARKERS.find(Input::new(text).span(from..text.len())) {
             // `"error": null` in a tool's JSON answer says there was none.
@@ -262,14 +270,28 @@ impl<'a> Facts<'a> {
             }
             let (line, line_end) = line_around(text, found.start(), found.end());
             from = line_end.max(found.end());
-            let line = cut_at_token(line.trim(), MAX_ERROR_LINE);
-            if line.len() < 6 || is_false_alarm(line) {
+            // A tool's JSON answer (`{"output": "…", "metadata": {…}}`): the line is the text of
+            // its string, not the JSON around it nor its escapes.
+            let line = if *json_document.get_or_insert_with(|| is_json_document(text)) {
+                within_json_string(line)
+            } else {
+                Cow::Borrowed(line)
+            };
+            let line = match line {
+                Cow::Borrowed(line) => Cow::Borrowed(cut_at_token(line.trim(), MAX_ERROR_LINE)),
+                Cow::Owned(line) => Cow::Owned(cut_at_token(line.trim(), MAX_ERROR_LINE).to_owned()),
+            };
+            if line.len() < 6 || is_false_alarm(&line) {
                 continue;
             }
-            self.add(FactKind::Error, Cow::Borrowed(line), source, index);
-            self.mark_ids_in_error_line(line, source, index);
-            let score = error_line_score(line);
-            if best.is_none_or(|(best_score, _)| score > best_score) {
+            let at = self.add(FactKind::Error, line.clone(), source, index);
+            if let Cow::Borrowed(line) = line {
+                self.mark_ids_in_error_line(line, source, index);
+            } else {
+                self.mark_ids_in_error_line_copied(at, source, index);
+            }
+            let score = error_line_score(&line);
+            if best.as_ref().is_none_or(|(best_score, _)| score > *best_score) {
                 best = Some((score, line));
             }
         }
@@ -285,6 +307,21 @@ impl<'a> Facts<'a> {
                 self.facts[at].in_error_line = true;
             }
         });
+    }
+
+    /// [`mark_ids_in_error_line`](Self::mark_ids_in_error_line) for an error line the facts hold
+    /// a copy of (decoded from a JSON answer): its ids are copied too.
+    fn mark_ids_in_error_line_copied(&mut self, error: usize, source: Source, index: usize) {
+        let mut ids = Vec::new();
+        for_each_token(&self.facts[error].text, |token, shape| {
+            if let Some((FactKind::Hash, id)) = classify_token(token, shape) {
+                ids.push(id.to_owned());
+            }
+        });
+        for id in ids {
+            let at = self.add_copy(FactKind::Hash, &id, source, index);
+            self.facts[at].in_error_line = true;
+        }
     }
 
     /// Commands and names written in code spans, and `$ command` lines.

@@ -651,3 +651,27 @@ fn an_earlier_summarys_log_ids_give_way_to_its_error_and_commands() {
         assert!(summary.contains(&kept), "{kept} lost:\n{summary}");
     }
 }
+
+/// A tool that answers JSON (Codex's `{"output": "…", "metadata": {…}}`): the summary quotes the
+/// error lines of its output as they read, not the JSON around them nor its escapes.
+#[test]
+fn a_json_answers_error_lines_are_quoted_as_its_output_reads() {
+    let output = r#"{"output": "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'.\nFound 36 errors in 9 files.", "metadata": {"exit_code": 2, "duration_seconds": 1.2}}"#;
+    let middle = vec![
+        Message::user("make the build pass"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "t1",
+            "shell",
+            r#"{"command":"npx tsc --noEmit"}"#,
+        )]),
+        Message::tool("t1", output),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        summary.contains("src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'."),
+        "{summary}"
+    );
+    for leaked in ["\\\"", "\"metadata\"", "{\"output\""] {
+        assert!(!summary.contains(leaked), "{leaked} in:\n{summary}");
+    }
+}
