@@ -180,7 +180,9 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
             let scheme = &token[..scheme_end];
             let known = matches!(
                 scheme,
-                "http" | "https" | "ftp" | "ssh" | "git" | "file" | "ws" | "wss"
+                "http" | "https" | "ftp" | "sftp" | "ssh" | "git" | "file" | "ws" | "wss"
+                    // Object stores and data lakes: a model's `s3://bucket/…/model.json`.
+                    | "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "wasb" | "wasbs" | "hdfs" | "dbfs"
             );
             return (known && token.len() > scheme_end + 4).then_some((FactKind::Url, token));
         }
@@ -451,6 +453,22 @@ mod tests {
                 (FactKind::Hash, "abcdef567".to_owned()),
                 (FactKind::Version, "1.2.3.4567".to_owned()),
                 (FactKind::Url, "10.48550/arXiv.2409.14558".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_object_stores_uri_is_a_url_not_a_path() {
+        let found =
+            kinds("model saved to s3://ana-ml-artifacts/churn/xgb/29e6/model.json and gs://b/k.parquet");
+        assert_eq!(
+            found,
+            vec![
+                (
+                    FactKind::Url,
+                    "s3://ana-ml-artifacts/churn/xgb/29e6/model.json".to_owned()
+                ),
+                (FactKind::Url, "gs://b/k.parquet".to_owned()),
             ]
         );
     }

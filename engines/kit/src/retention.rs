@@ -83,8 +83,14 @@ static FILE_NAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b[A-Za-z0-9_][A-Za-z0-9_.-]*\.(?:py|rs|ts|tsx|js|jsx|go|rb|java|kt|c|h|cc|cpp|hpp|cs|php|swift|md|mdc|txt|json|jsonl|toml|yaml|yml|ini|cfg|lock|sh|sql|html|css|xml|csv|log|ipynb)\b")
         .expect("file name pattern compiles")
 });
-static URL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"https?://[^\s<>"'`)\]\\{}|^]+"#).expect("url pattern compiles"));
+/// A URL of the schemes the compressor keeps as URLs: the web's, and object stores' and data
+/// lakes' (`s3://bucket/model.json` is no path `/bucket/model.json`).
+static URL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\b(?:https?|ftp|sftp|ssh|git|file|wss?|s3a?|gs|az|abfss?|wasbs?|hdfs|dbfs)://[^\s<>"'`)\]\\{}|^]+"#,
+    )
+    .expect("url pattern compiles")
+});
 static HASH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b[0-9a-f]{7,64}\b").expect("hash pattern compiles"));
 static ISSUE: LazyLock<Regex> =
@@ -525,6 +531,20 @@ mod tests {
                 (FactKind::Url, "https://example.org/a/b.html".to_owned()),
                 (FactKind::Issue, "#77".to_owned()),
             ]
+        );
+    }
+
+    #[test]
+    fn an_object_stores_uri_is_a_url_not_a_path() {
+        assert_eq!(
+            kinds(&[Message::tool(
+                "a",
+                "model saved to s3://ana-ml-artifacts/churn/xgb/29e6/model.json"
+            )]),
+            vec![(
+                FactKind::Url,
+                "s3://ana-ml-artifacts/churn/xgb/29e6/model.json".to_owned()
+            )]
         );
     }
 
