@@ -359,7 +359,7 @@ impl<'t> Draft<'t> {
         self.push(Section::Done, 1, 1, Cow::Owned(text)).display = i64::MIN;
     }
 
-    /// Adds fact `id`; a `repeated` error line or id ranks below every other fact.
+    /// Adds fact `id`; a `repeated` error line, command or id ranks below every other fact.
     fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool) {
         let recency = fact.last_seen + 1;
         let (section, group, tier, shown) = match fact.kind {
@@ -382,7 +382,11 @@ impl<'t> Draft<'t> {
                 (Section::Critical, Group::Errors, tier, fact.text.clone())
             }
             FactKind::Command => {
-                let tier = if fact.source == Source::Assistant { 3 } else { 1 };
+                let tier = match fact.source {
+                    _ if repeated => REPEATED_TIER,
+                    Source::Assistant => 3,
+                    _ => 1,
+                };
                 // A long command (a script, a commit message) is quoted by its start.
                 let shown = match cut_marked(fact.text.trim(), COMMAND_CHARS + 1) {
                     Cow::Borrowed(_) => fact.text.clone(),
@@ -429,7 +433,8 @@ pub(super) const LINES_PER_ERROR_SHAPE: usize = 3;
 pub(super) const REPEATED_TIER: u8 = 5;
 
 /// For each fact, whether it repeats the shape of others of its kind, differing only in numbers:
-/// a log's `upstream timed out … client: 10.0.1.7 … page=7` 110 times over, an access log's
+/// a log's `upstream timed out … client: 10.0.1.7 … page=7` 110 times over, `head -n 48 data.csv`
+/// run with twenty counts, an access log's
 /// `req-75370e51f7ee` on every line (a commit's hash, hex alone, has no shape to share). Beyond
 /// the newest [`LINES_PER_ERROR_SHAPE`] of a shape they fill only room no other fact wants:
 /// taken in turn, they once filled a whole summary and pushed out the files an earlier summary
@@ -439,7 +444,7 @@ fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
     let mut by_shape: FastMap<(FactKind, bool, String), Vec<usize>> = FastMap::default();
     for (id, fact) in facts.facts.iter().enumerate() {
         let shaped = match fact.kind {
-            FactKind::Error => true,
+            FactKind::Error | FactKind::Command => true,
             FactKind::Hash => fact.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
             _ => false,
         };

@@ -244,13 +244,13 @@ impl<'t> Draft<'t> {
     }
 }
 
-/// For each carried line, whether it is an error line or an id beyond the last
+/// For each carried line, whether it is an error line, a command or an id beyond the last
 /// [`LINES_PER_ERROR_SHAPE`] the earlier summary listed of its shape (see `repeated_shapes`). An
 /// id an error line names, carried or new, is counted apart: the failing request's id stays
 /// among the access log's others.
 fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
     let shaped = |line: &Carried<'_>| match line.group {
-        Group::Errors => true,
+        Group::Errors | Group::Commands => true,
         Group::Hashes => line.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
         _ => false,
     };

@@ -675,3 +675,58 @@ fn a_json_answers_error_lines_are_quoted_as_its_output_reads() {
         assert!(!summary.contains(leaked), "{leaked} in:\n{summary}");
     }
 }
+
+/// Twenty `head -n N` of one file differ only in their count: beyond three they give way to
+/// the commands, errors and files that say something new.
+#[test]
+fn commands_differing_only_in_numbers_give_way_to_others() {
+    let mut middle = vec![Message::user("the AUC dropped after the Q3 refresh: find why")];
+    for (at, lines) in (40..60).enumerate() {
+        let id = format!("h{at}");
+        middle.push(Message::assistant_calls(vec![ToolCall::new(
+            &id,
+            "terminal",
+            format!(r#"{{"command":"head -n {lines} data/raw/churn_2026q3.csv"}}"#),
+        )]));
+        middle.push(Message::tool(
+            &id,
+            "customer_id,tenure_months,total_charges\n1,3,29.85",
+        ));
+    }
+    for (id, command, output) in [
+        (
+            "p1",
+            "pytest tests/test_features.py -v",
+            "E   AssertionError: assert 0 == 3",
+        ),
+        (
+            "t1",
+            "python -m churn.train --config configs/xgb_v4.yaml",
+            "model saved to s3://ana-ml-artifacts/churn/xgb/29e6/model.json",
+        ),
+    ] {
+        middle.push(Message::assistant_calls(vec![ToolCall::new(
+            id,
+            "terminal",
+            format!(r#"{{"command":"{command}"}}"#),
+        )]));
+        middle.push(Message::tool(id, output));
+    }
+    middle.push(Message::assistant("Done with the first pass."));
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 200,
+        input_tokens: 8_000,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 900, 900);
+    for kept in [
+        "pytest tests/test_features.py -v",
+        "python -m churn.train --config configs/xgb_v4.yaml",
+        "s3://ana-ml-artifacts/churn/xgb/29e6/model.json",
+    ] {
+        assert!(summary.contains(kept), "{kept} lost:\n{summary}");
+    }
+}
