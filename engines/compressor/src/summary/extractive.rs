@@ -469,8 +469,15 @@ fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
 }
 
 /// An error line with each run of hex digits that holds a decimal one (a time, an address, a
-/// count, an id) written `0`: lines of one shape differ only there.
+/// count, an id) written `0`, and the place it opens with (`src/cart/Total.tsx(12,5):`,
+/// `app/models.py:42:`) left out: lines of one shape differ only there. A compiler's or a
+/// linter's one message at sixty places is one shape.
 pub(super) fn error_shape(line: &str) -> String {
+    let line = line.trim_start();
+    let line = match line.split_once(char::is_whitespace) {
+        Some((place, rest)) if is_source_place(place) => rest,
+        _ => line,
+    };
     let mut shape = String::with_capacity(line.len());
     let mut run = String::new();
     let flush = |run: &mut String, shape: &mut String| {
@@ -491,6 +498,21 @@ pub(super) fn error_shape(line: &str) -> String {
     }
     flush(&mut run, &mut shape);
     shape
+}
+
+/// Whether `token` is a place in a source file that opens a compiler's or a linter's line: a
+/// path with a line (`src/a.tsx(12,5):`, `app/models.py:42:`, `lib/x.rs:3:9:`).
+fn is_source_place(token: &str) -> bool {
+    let Some(token) = token.strip_suffix(':') else {
+        return false;
+    };
+    let path_end = token.find(['(', ':']).unwrap_or(token.len());
+    let (path, place) = token.split_at(path_end);
+    (path.contains('/') || path.contains('.'))
+        && place.bytes().any(|byte| byte.is_ascii_digit())
+        && place
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || matches!(byte, b'(' | b')' | b',' | b':'))
 }
 
 /// The words of a focus topic worth matching, lowercase.

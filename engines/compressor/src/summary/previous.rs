@@ -163,11 +163,14 @@ impl<'t> Draft<'t> {
         for (line, repeated) in carried.into_iter().zip(repeated) {
             // One tier below new lines of the same kind: when the budget is short, what the
             // earlier summary already condensed gives way before the new middle's facts (the goal,
-            // tier 0, always stays). Error lines and ids of a shape already listed three times go
-            // below every other line, as the new middle's do.
+            // tier 0, always stays). The user's constraints stand until they say otherwise: they
+            // keep their tier, or a long session's error lines pushed out `stay on react@18.3.1`.
+            // Error lines, commands and ids of a shape already listed three times go below every
+            // other line, as the new middle's do.
             let tier = match line.tier {
                 0 => 0,
                 _ if repeated => REPEATED_TIER + 1,
+                tier if line.section == Section::Constraints => tier,
                 tier => tier + 1,
             };
             let candidate = self.push(line.section, tier, 0, Cow::Borrowed(line.text));

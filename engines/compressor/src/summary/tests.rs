@@ -730,3 +730,62 @@ fn commands_differing_only_in_numbers_give_way_to_others() {
         assert!(summary.contains(kept), "{kept} lost:\n{summary}");
     }
 }
+
+/// A compiler's one message at many places is one shape: the place it opens with is left out.
+#[test]
+fn a_compilers_message_at_many_places_is_one_shape() {
+    use super::extractive::error_shape;
+    let at = |place: &str| {
+        error_shape(&format!(
+            "{place} error TS2339: Property 'total' does not exist on type 'CartState'."
+        ))
+    };
+    assert_eq!(
+        at("src/cart/Total.tsx(12,5):"),
+        at("src/checkout/Summary.tsx(3,17):")
+    );
+    assert_eq!(at("app/models.py:42:"), at("lib/x.py:7:"));
+    assert_ne!(
+        at("src/cart/Total.tsx(12,5):"),
+        error_shape(
+            "src/cart/Total.tsx(12,5): error TS2305: Module has no exported member 'selectCartTotal'."
+        )
+    );
+}
+
+/// The user's standing constraints, folded from an earlier summary, stay when the new middle is
+/// a long session's worth of compiler errors.
+#[test]
+fn an_earlier_summarys_constraints_outlast_new_error_lines() {
+    let previous = "## Goal\n- migrate the checkout to the new cart store\n\n## Constraints & Preferences\n- Don't bump react itself, we stay on react@18.3.1.\n- eslint must pass with --max-warnings 0.\n";
+    let errors: Vec<String> = (0..60)
+        .map(|n| {
+            format!(
+                "src/components/checkout/Step{n}.tsx({},{}): error TS{}: Property 'item{n}' does not exist on type 'CartState{n}'.",
+                n + 3,
+                n % 7 + 1,
+                2300 + n
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::assistant_calls(vec![ToolCall::new(
+            "t1",
+            "terminal",
+            r#"{"command":"npx tsc --noEmit"}"#,
+        )]),
+        Message::tool("t1", errors.join("\n")),
+    ];
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: Some(previous),
+        focus_topic: None,
+        target_tokens: 200,
+        input_tokens: 8_000,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 900, 1_200);
+    for kept in ["react@18.3.1", "--max-warnings 0"] {
+        assert!(summary.contains(kept), "{kept} lost:\n{summary}");
+    }
+}
