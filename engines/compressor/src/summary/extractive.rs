@@ -163,14 +163,27 @@ impl<'t> Draft<'t> {
             );
             candidate.focus = facts.is_focus(sentence.index);
         }
-        for sentence in &facts.decisions {
+        // The user's own decisions rank with their constraints and, quoted as they wrote them,
+        // may use the room for facts as their requests do; the assistant's reasoning ranks below.
+        let decisions = (facts.user_decisions.iter().map(|sentence| (sentence, true)))
+            .chain(facts.decisions.iter().map(|sentence| (sentence, false)));
+        // A decision the user recorded in a request is quoted with it as well (`add_requests`).
+        let decisions = decisions.filter(|(sentence, by_user)| {
+            !by_user
+                || !facts
+                    .requests
+                    .iter()
+                    .any(|request| request.index == sentence.index)
+        });
+        for (sentence, by_user) in decisions {
             let candidate = self.push(
                 Section::Decisions,
-                3,
+                if by_user { 2 } else { 3 },
                 sentence.index + 1,
                 Cow::Borrowed(sentence.text),
             );
             candidate.focus = facts.is_focus(sentence.index);
+            candidate.keeps_fact = by_user;
         }
         self.add_actions(facts);
         let repeated = repeated_shapes(facts);
@@ -245,7 +258,20 @@ impl<'t> Draft<'t> {
             } else {
                 (Section::Goal, 1, "", OLDER_REQUEST_CHARS)
             };
-            let text = format!("{label}{}", cut_marked(text.trim(), limit));
+            let quoted = cut_marked(text.trim(), limit);
+            let mut text = format!("{label}{quoted}");
+            // A request cut before the decision the user recorded at its end keeps it: the
+            // decision is what the rest of the conversation builds on.
+            if let Cow::Owned(_) = quoted {
+                for decision in facts
+                    .user_decisions
+                    .iter()
+                    .filter(|sentence| sentence.index == request.index)
+                {
+                    text.push(' ');
+                    text.push_str(decision.text.trim());
+                }
+            }
             let candidate = self.push(section, tier, request.index + 1, Cow::Owned(text));
             candidate.always = tier == 0;
             candidate.keeps_fact = true;

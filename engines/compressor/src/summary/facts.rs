@@ -11,7 +11,10 @@ use std::borrow::Cow;
 use ctxhost_engine_abi::{part_text, Content, Message, Role, ToolCall};
 use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_group};
 
-use super::{is_summary_text, patterns::CONSTRAINT_WORDS, patterns::DECISION_WORDS};
+use super::{
+    is_summary_text,
+    patterns::{CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS},
+};
 use crate::scan::{capped_pieces, FastHash, FastMap};
 
 /// Room made for this many facts a message before reading a middle.
@@ -107,6 +110,8 @@ pub(crate) struct Facts<'a> {
     pub requests: Vec<Request<'a>>,
     pub constraints: Vec<Sentence<'a>>,
     pub decisions: Vec<Sentence<'a>>,
+    /// Decisions the user stated, which rank with their requests.
+    pub user_decisions: Vec<Sentence<'a>>,
     pub actions: Vec<Action<'a>>,
     pub facts: Vec<Fact<'a>>,
     by_text: FastMap<Cow<'a, str>, usize>,
@@ -205,6 +210,7 @@ impl<'a> Facts<'a> {
             self.scan_errors(piece, Source::User, index);
             self.scan_code(piece, Source::User, index);
             Self::sentences(piece, &CONSTRAINT_WORDS, index, &mut self.constraints);
+            Self::sentences(piece, &USER_DECISION_WORDS, index, &mut self.user_decisions);
         }
     }
 

@@ -103,6 +103,22 @@ pub(super) static DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
     ])
 });
 
+/// What marks a decision the user states (`Let's record it: Decision 3: …`, `we agreed to …`):
+/// narrower than [`DECISION_WORDS`], whose `because` and `instead of` are the user's worries and
+/// wishes as often as decisions.
+pub(super) static USER_DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
+    Words::new(&[
+        "decided",
+        "decide to",
+        "decision",
+        "we agreed",
+        "agreed to",
+        "let's go with",
+        "we'll go with",
+        "going with",
+    ])
+});
+
 /// Whole words or phrases, ignoring ASCII case.
 pub(crate) struct Words(AhoCorasick);
 

@@ -66,7 +66,7 @@ impl<'t> Draft<'t> {
                     Section::InProgress if user_moved_on => (Section::Done, 2),
                     Section::Blocked if self.is_resolved(line) => (Section::Done, 2),
                     Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
-                    Section::Decisions => (section, 3),
+                    Section::Decisions => (section, 2),
                     _ => (section, 2),
                 };
                 let mut text = line.trim();

@@ -789,3 +789,27 @@ fn an_earlier_summarys_constraints_outlast_new_error_lines() {
         assert!(summary.contains(kept), "{kept} lost:\n{summary}");
     }
 }
+
+/// A long request cut to its start keeps the decision the user recorded at its end: the
+/// conversation builds on the decision, and the cut left `Let's record it: Deci…`.
+#[test]
+fn a_cut_request_keeps_the_decision_recorded_at_its_end() {
+    let mut middle = Vec::new();
+    for turn in 0..20 {
+        middle.push(Message::user(format!(
+            "About the SLO for checkout latency, round {turn}: finance asked for a number by Friday and the payments lead pushed back on the timeline; I am worried the estimate is too optimistic, so let's assume a 20% buffer.\nLet's record it: Decision {turn}: the SLO -> staged rollout (PLAT-{}).",
+            4400 + turn
+        )));
+        middle.push(Message::assistant(format!(
+            "Noted: a staged rollout, round {turn}."
+        )));
+    }
+    let summary = summarize(&middle);
+    for turn in 0..20 {
+        let decision = format!(
+            "Decision {turn}: the SLO -> staged rollout (PLAT-{})",
+            4400 + turn
+        );
+        assert!(summary.contains(&decision), "{decision} lost:\n{summary}");
+    }
+}
