@@ -273,6 +273,13 @@ impl RunReport {
             o.final_messages,
             self.token_counter
         );
+        if o.peak_told_tokens > o.peak_tokens {
+            let _ = writeln!(
+                out,
+                "            the engine was told prompts of up to {} tokens: the usage the transcript recorded, with the original agent's own system prompt and tool schemas",
+                tokens(o.peak_told_tokens)
+            );
+        }
         if let Some(overrun) = &o.over_window {
             let _ = writeln!(out, "            OVER THE WINDOW: {}", describe_overrun(overrun));
         }
@@ -311,6 +318,16 @@ impl RunReport {
 /// `2 model calls over it, first 10,020 tokens before message 4, and the final context (10,025
 /// tokens)`, or `the final context (9,164 tokens); no model call was over it`.
 pub fn describe_overrun(overrun: &WindowOverrun) -> String {
+    let described = describe_overrun_calls(overrun);
+    match overrun.with_overhead {
+        0 => described,
+        n => format!(
+            "{described} ({n} of them over it only with the original agent's own system prompt and tool schemas, which the recorded usage counts)"
+        ),
+    }
+}
+
+fn describe_overrun_calls(overrun: &WindowOverrun) -> String {
     let tokens = |n: u64| group_thousands(n as usize);
     let Some(final_tokens) = overrun.final_tokens else {
         return format!(

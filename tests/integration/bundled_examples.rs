@@ -63,10 +63,14 @@ fn every_bundled_example_replays_with_every_engine_without_refusal_or_overrun() 
                 "{case}: {:#}",
                 report["faults"]
             );
+            // A Claude Code log records prompts of 21,000 tokens and more (the agent's own
+            // system prompt and tool schemas), over the bundled 16,000-token window before any
+            // compaction: reported, and no engine's doing. Every other overrun is the engine's.
+            let overrun = &report["over_window"];
             assert!(
-                report["over_window"].is_null(),
-                "{case}: {:#}",
-                report["over_window"]
+                overrun.is_null()
+                    || (overrun["times"] == overrun["with_overhead"] && overrun["final_tokens"].is_null()),
+                "{case}: {overrun:#}"
             );
             assert!(
                 report["peak_tokens"].as_u64().unwrap() <= report["window"].as_u64().unwrap(),

@@ -21,6 +21,9 @@ pub struct AntiThrash {
     streak: u32,
     awaiting_verdict: bool,
     paused: bool,
+    /// A pause was warned about: the next ones are said at `info`, once a session pauses and
+    /// resumes twenty times (a prompt the engine cannot bring under its threshold).
+    warned: bool,
 }
 
 impl AntiThrash {
@@ -76,7 +79,10 @@ impl AntiThrash {
     /// Lifts the pause and forgets the streak.
     pub fn resume(&mut self) -> bool {
         let was_paused = self.paused;
-        *self = Self::default();
+        *self = Self {
+            warned: self.warned,
+            ..Self::default()
+        };
         was_paused
     }
 
@@ -84,10 +90,17 @@ impl AntiThrash {
         self.streak += 1;
         if self.streak >= INEFFECTIVE_LIMIT && !self.paused {
             self.paused = true;
-            tracing::warn!(
-                "automatic compaction paused after {} ineffective compactions in a row; it resumes when a prompt fits under the threshold, on /new or /reset, a model switch, or a manual /compress",
-                self.streak
-            );
+            if std::mem::replace(&mut self.warned, true) {
+                tracing::info!(
+                    "automatic compaction paused again after {} ineffective compactions in a row",
+                    self.streak
+                );
+            } else {
+                tracing::warn!(
+                    "automatic compaction paused after {} ineffective compactions in a row; it resumes when a prompt fits under the threshold, on /new or /reset, a model switch, or a manual /compress (said once; -v shows each pause)",
+                    self.streak
+                );
+            }
         }
     }
 }

@@ -171,6 +171,10 @@ pub enum Fact {
         window: u64,
         /// Whether this is the final context rather than a model call's.
         at_end: bool,
+        /// Whether only the prompt the engine is told from recorded usage is over (the replayed
+        /// context with the original agent's own system prompt and tool schemas), not the
+        /// replayed context alone.
+        with_overhead: bool,
     },
     /// The context reached the active engine's threshold: once per crossing, not per response.
     ThresholdCrossed {

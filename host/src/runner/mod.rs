@@ -205,6 +205,10 @@ pub struct WindowOverrun {
     pub first_tokens: u64,
     /// Model calls whose context was over the window (never more than the model calls made).
     pub times: usize,
+    /// Of `times`, the calls over it only with the original agent's own system prompt and tool
+    /// schemas, which the usage the transcript recorded counts and the replayed context does not
+    /// hold: no engine could have brought those under the window.
+    pub with_overhead: usize,
     /// The final context's tokens, when it is over the window too. It is no model call (the
     /// transcript ends there), so it is not one of `times`.
     pub final_tokens: Option<u64>,
@@ -255,6 +259,10 @@ pub struct ReplayOutcome {
     pub warnings: Vec<String>,
     /// The largest context (estimated tokens) the model would have received.
     pub peak_tokens: u64,
+    /// The largest prompt the engine was told from the usage the transcript recorded (recorded,
+    /// or calibrated by it): with the original agent's own system prompt and tool schemas, which
+    /// the transcript does not hold. 0 when no usage was recorded.
+    pub peak_told_tokens: u64,
     /// Set when the context the model would receive went over the usable window.
     pub over_window: Option<WindowOverrun>,
     /// Estimated tokens of the final context.

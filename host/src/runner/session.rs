@@ -428,6 +428,12 @@ impl<'e> Replayer<'e> {
                 UsageSource::Estimated,
             ),
         };
+        if source != UsageSource::Estimated && usage.prompt_tokens > prompt_tokens {
+            // The prompt the engine is told (the original run's usage, its own system prompt and
+            // tool schemas with it) is over the window, though the replayed context alone is not:
+            // that is a prompt a model would refuse too.
+            self.note_tokens_told(usage.prompt_tokens, prompt_tokens, source);
+        }
         self.publish(Fact::Usage {
             message_index: self.position,
             source,
@@ -1000,6 +1006,32 @@ impl<'e> Replayer<'e> {
         self.record_compaction(record, &inserted);
     }
 
+    /// Reports a prompt the engine is told from recorded usage (`told`) over the usable window
+    /// when the replayed context (`counted`) is under it, with a warning the first time (a
+    /// recorded prompt has had its own).
+    fn note_tokens_told(&mut self, told: u64, counted: u64, source: UsageSource) {
+        let window = self.options.model.window();
+        if window == 0 || told <= window || counted > window {
+            return;
+        }
+        self.publish(Fact::OverWindow {
+            message_index: self.position,
+            tokens: told,
+            window,
+            at_end: false,
+            with_overhead: true,
+        });
+        if !std::mem::replace(&mut self.overrun_warned, true) && source == UsageSource::Calibrated {
+            self.warn(format!(
+                "the prompt went over the window before message {}: {} tokens in {}-token window, which a model would refuse: the replayed context is {} tokens, and the original run's recorded usage adds its own system prompt and tool schemas",
+                self.position,
+                group_thousands(told as usize),
+                with_article(&group_thousands(window as usize)),
+                group_thousands(counted as usize),
+            ));
+        }
+    }
+
     /// Takes the tokens of a context the model would receive (or of the final one) and reports
     /// it when it is over the usable window, with a warning the first time.
     fn note_tokens(&mut self, tokens: u64, at_end: bool) {
@@ -1012,6 +1044,7 @@ impl<'e> Replayer<'e> {
             tokens,
             window,
             at_end,
+            with_overhead: false,
         });
         if !std::mem::replace(&mut self.overrun_warned, true) {
             let at = if self.transcript_ended {

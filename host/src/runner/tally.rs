@@ -85,28 +85,40 @@ impl Subscriber for Tally {
                 outcome.model_calls += 1;
                 outcome.peak_tokens = outcome.peak_tokens.max(*prompt_tokens);
             }
-            Fact::Usage { source, .. } => match source {
-                UsageSource::Recorded => outcome.usage_recorded += 1,
-                UsageSource::Estimated => outcome.usage_estimated += 1,
-                UsageSource::Calibrated => outcome.usage_calibrated += 1,
-            },
+            Fact::Usage {
+                source,
+                prompt_tokens,
+                ..
+            } => {
+                match source {
+                    UsageSource::Recorded => outcome.usage_recorded += 1,
+                    UsageSource::Estimated => outcome.usage_estimated += 1,
+                    UsageSource::Calibrated => outcome.usage_calibrated += 1,
+                }
+                if *source != UsageSource::Estimated {
+                    outcome.peak_told_tokens = outcome.peak_told_tokens.max(*prompt_tokens);
+                }
+            }
             Fact::OverWindow {
                 message_index,
                 tokens,
                 window,
                 at_end,
+                with_overhead,
             } => {
                 let overrun = outcome.over_window.get_or_insert(WindowOverrun {
                     window: *window,
                     first_at_message: *message_index,
                     first_tokens: *tokens,
                     times: 0,
+                    with_overhead: 0,
                     final_tokens: None,
                 });
                 if *at_end {
                     overrun.final_tokens = Some(*tokens);
                 } else {
                     overrun.times += 1;
+                    overrun.with_overhead += usize::from(*with_overhead);
                 }
             }
             Fact::ToolDispatch(dispatch) => outcome.tool_dispatches.push(dispatch.clone()),

@@ -888,3 +888,44 @@ fn an_original_runs_overhead_over_the_threshold_is_said_once() {
     );
     assert_eq!(said(30_000), Vec::<String>::new());
 }
+
+/// The prompt the engine is told from calibrated usage (the replayed context and what the
+/// original agent sent besides it) over the window is an overrun, reported as one, though the
+/// replayed context alone is under it: the report said `peak 13,568 of 16,000` while the engine
+/// was told 18,536.
+#[test]
+fn a_calibrated_prompt_over_the_window_is_reported() {
+    let with_usage = |mut message: Message, prompt: u64| {
+        message.extra.insert(
+            "usage".to_owned(),
+            json!({"prompt_tokens": prompt, "completion_tokens": 5}),
+        );
+        message
+    };
+    let calls =
+        |id: &str| Message::assistant_calls(vec![ToolCall::new(id, "terminal", r#"{"command":"ls"}"#)]);
+    let mut messages = vec![Message::user("list the files")];
+    // Every recorded prompt under the window; the context grows by some 600 tokens a result.
+    for at in 0..8 {
+        if at == 2 {
+            // A request of its own, so that the probe's compaction has turns before it to drop.
+            messages.push(Message::user("and the hidden ones"));
+        }
+        let id = format!("c{at}");
+        messages.push(with_usage(calls(&id), 99_000 + 100 * at));
+        messages.push(Message::tool(&id, "a.txt\n".repeat(400)));
+    }
+    messages.push(with_usage(Message::assistant("done"), 99_900));
+    let mut engine = probe_with(r#"{"eager": true}"#);
+    let (outcome, _) = replay_with(&mut engine, messages, &[]);
+    assert!(outcome.peak_tokens < 100_000, "{}", outcome.peak_tokens);
+    assert!(outcome.peak_told_tokens > 100_000, "{}", outcome.peak_told_tokens);
+    let overrun = outcome.over_window.as_ref().expect("an overrun");
+    assert!(overrun.first_tokens > 100_000, "{overrun:?}");
+    let said: Vec<&String> = outcome
+        .warnings
+        .iter()
+        .filter(|warning| warning.starts_with("the prompt went over the window"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", outcome.warnings);
+}
