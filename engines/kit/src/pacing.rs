@@ -57,7 +57,7 @@ impl AntiThrash {
             if self.paused {
                 tracing::info!("automatic compaction resumed: the prompt ({prompt_tokens} tokens) fits under the threshold");
             }
-            *self = Self::default();
+            self.reset();
         } else if std::mem::take(&mut self.awaiting_verdict) {
             self.count_ineffective();
         }
@@ -79,11 +79,16 @@ impl AntiThrash {
     /// Lifts the pause and forgets the streak.
     pub fn resume(&mut self) -> bool {
         let was_paused = self.paused;
+        self.reset();
+        was_paused
+    }
+
+    /// No streak and no pause; whether a pause was warned about is remembered.
+    fn reset(&mut self) {
         *self = Self {
             warned: self.warned,
             ..Self::default()
         };
-        was_paused
     }
 
     fn count_ineffective(&mut self) {
@@ -217,6 +222,47 @@ mod tests {
         thrash.on_prompt(80, 100);
         assert!(!thrash.is_paused());
         assert_eq!(thrash.streak(), 0);
+    }
+
+    /// A session that pauses and resumes all along (a prompt the engine is told over its
+    /// threshold now and then) warns of the first pause only: twenty identical warnings were
+    /// printed in one replay.
+    #[test]
+    fn the_first_pause_is_warned_and_later_ones_are_not() {
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let mut thrash = AntiThrash::default();
+            for _ in 0..3 {
+                thrash.on_ineffective();
+                thrash.on_ineffective();
+                assert!(thrash.is_paused());
+                thrash.on_prompt(80, 100);
+                assert!(!thrash.is_paused());
+            }
+        });
+        let written = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            written.matches("automatic compaction paused").count(),
+            1,
+            "{written}"
+        );
     }
 
     #[test]
