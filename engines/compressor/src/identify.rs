@@ -176,6 +176,10 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
         return None;
     }
     if has(Shape::COLON) {
+        // A package URL (`pkg:npm/body-parser@1.20.2`, an SBOM's): no path of this repository.
+        if token.starts_with("pkg:") && token[4..].contains('/') {
+            return Some((FactKind::Url, token));
+        }
         if let Some(scheme_end) = find_scheme_end(token) {
             let scheme = &token[..scheme_end];
             let known = matches!(
@@ -469,6 +473,17 @@ mod tests {
                     "s3://ana-ml-artifacts/churn/xgb/29e6/model.json".to_owned()
                 ),
                 (FactKind::Url, "gs://b/k.parquet".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_package_url_is_a_url_not_a_path() {
+        assert_eq!(
+            kinds("bom-ref pkg:npm/body-parser@1.20.2 and pkg:pypi/requests@2.31.0"),
+            vec![
+                (FactKind::Url, "pkg:npm/body-parser@1.20.2".to_owned()),
+                (FactKind::Url, "pkg:pypi/requests@2.31.0".to_owned()),
             ]
         );
     }

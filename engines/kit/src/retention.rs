@@ -83,11 +83,12 @@ static FILE_NAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b[A-Za-z0-9_][A-Za-z0-9_.-]*\.(?:py|rs|ts|tsx|js|jsx|go|rb|java|kt|c|h|cc|cpp|hpp|cs|php|swift|md|mdc|txt|json|jsonl|toml|yaml|yml|ini|cfg|lock|sh|sql|html|css|xml|csv|log|ipynb)\b")
         .expect("file name pattern compiles")
 });
-/// A URL of the schemes the compressor keeps as URLs: the web's, and object stores' and data
-/// lakes' (`s3://bucket/model.json` is no path `/bucket/model.json`).
+/// A URL of the schemes the compressor keeps as URLs: the web's, object stores' and data lakes'
+/// (`s3://bucket/model.json` is no path `/bucket/model.json`), and package URLs
+/// (`pkg:npm/bytes@3.1.2`, an SBOM's, no path `npm/bytes@3.1.2`).
 static URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"\b(?:https?|ftp|sftp|ssh|git|file|wss?|s3a?|gs|az|abfss?|wasbs?|hdfs|dbfs)://[^\s<>"'`)\]\\{}|^]+"#,
+        r#"\b(?:(?:https?|ftp|sftp|ssh|git|file|wss?|s3a?|gs|az|abfss?|wasbs?|hdfs|dbfs)://|pkg:[a-z]+/)[^\s<>"'`)\]\\{}|^]+"#,
     )
     .expect("url pattern compiles")
 });
@@ -545,6 +546,17 @@ mod tests {
                 FactKind::Url,
                 "s3://ana-ml-artifacts/churn/xgb/29e6/model.json".to_owned()
             )]
+        );
+    }
+
+    #[test]
+    fn a_package_url_is_a_url_not_a_path() {
+        assert_eq!(
+            kinds(&[Message::tool("a", "\"purl\": \"pkg:npm/bytes@3.1.2\"")]),
+            vec![
+                (FactKind::Url, "pkg:npm/bytes@3.1.2".to_owned()),
+                (FactKind::Version, "3.1.2".to_owned()),
+            ]
         );
     }
 
