@@ -548,6 +548,16 @@ fn a_wrong_value_of_lcms_block_is_said_with_the_file_and_line() {
     );
 }
 
+/// The text of every condensed summary in the tree's store (`store/lcm.sqlite`), oldest first.
+fn condensed_summaries(tree: &PluginDir) -> Vec<String> {
+    let conn = Connection::open(tree.root().join("store/lcm.sqlite")).unwrap();
+    let mut query = conn
+        .prepare("SELECT text FROM summaries WHERE depth >= 1 ORDER BY rowid")
+        .unwrap();
+    let texts = query.query_map([], |row| row.get(0)).unwrap();
+    texts.collect::<Result<_, _>>().unwrap()
+}
+
 /// A condensed summary folds its leaves in section by section (the host's extractive
 /// summarizer, given them as the earlier summary): the request, the CI link and the error a leaf
 /// held survive into the summary condensing it, and into the final context. Given as an
@@ -593,14 +603,7 @@ fn a_condensed_summary_keeps_what_its_leaves_held() {
         ],
     );
     assert!(applied(&report) >= 3, "{}", report["compactions"]);
-    let conn = Connection::open(tree.root().join("store/lcm.sqlite")).unwrap();
-    let condensed: Vec<String> = conn
-        .prepare("SELECT text FROM summaries WHERE depth >= 1 ORDER BY rowid")
-        .unwrap()
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let condensed = condensed_summaries(&tree);
     assert!(
         !condensed.is_empty(),
         "no condensation ran: {}",
@@ -656,14 +659,7 @@ fn a_chat_sessions_first_request_survives_every_condensation() {
             out.to_str().unwrap(),
         ],
     );
-    let conn = Connection::open(tree.root().join("store/lcm.sqlite")).unwrap();
-    let condensed: Vec<String> = conn
-        .prepare("SELECT text FROM summaries WHERE depth >= 1 ORDER BY rowid")
-        .unwrap()
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let condensed = condensed_summaries(&tree);
     assert!(
         condensed.len() >= 2,
         "fewer than two condensations: {}",

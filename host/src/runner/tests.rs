@@ -842,32 +842,37 @@ fn hygiene_tries_again_once_the_context_has_grown() {
     assert!(outcome.peak_tokens < 100_000, "{}", outcome.peak_tokens);
 }
 
+/// `message` with the usage an agent recorded for the call that wrote it.
+fn recorded(mut message: Message, prompt_tokens: u64) -> Message {
+    message.extra.insert(
+        "usage".to_owned(),
+        json!({"prompt_tokens": prompt_tokens, "completion_tokens": 5}),
+    );
+    message
+}
+
+/// An assistant message calling `ls` in a terminal, with call id `id`.
+fn ls_call(id: &str) -> Message {
+    Message::assistant_calls(vec![ToolCall::new(id, "terminal", r#"{"command":"ls"}"#)])
+}
+
 /// What the original run sent besides the transcript's messages, alone over the engine's
 /// threshold: said once, since no compaction can bring the prompts the engine is told under it.
 #[test]
 fn an_original_runs_overhead_over_the_threshold_is_said_once() {
-    let with_usage = |mut message: Message, prompt: u64| {
-        message.extra.insert(
-            "usage".to_owned(),
-            json!({"prompt_tokens": prompt, "completion_tokens": 5}),
-        );
-        message
-    };
-    let calls =
-        |id: &str| Message::assistant_calls(vec![ToolCall::new(id, "terminal", r#"{"command":"ls"}"#)]);
     // The probe's threshold: 50,000 of the 100,000-token window.
     let messages = |overhead: u64| {
         vec![
             Message::user("hello"),
             Message::assistant("hi"),
             Message::user("list the files"),
-            with_usage(calls("c1"), overhead),
+            recorded(ls_call("c1"), overhead),
             Message::tool("c1", "a.txt"),
-            with_usage(calls("c2"), overhead + 50),
+            recorded(ls_call("c2"), overhead + 50),
             Message::tool("c2", "b.txt"),
-            with_usage(calls("c3"), overhead + 100),
+            recorded(ls_call("c3"), overhead + 100),
             Message::tool("c3", "c.txt"),
-            with_usage(Message::assistant("done"), overhead + 150),
+            recorded(Message::assistant("done"), overhead + 150),
         ]
     };
     let said = |overhead: u64| -> Vec<String> {
@@ -895,15 +900,6 @@ fn an_original_runs_overhead_over_the_threshold_is_said_once() {
 /// was told 18,536.
 #[test]
 fn a_calibrated_prompt_over_the_window_is_reported() {
-    let with_usage = |mut message: Message, prompt: u64| {
-        message.extra.insert(
-            "usage".to_owned(),
-            json!({"prompt_tokens": prompt, "completion_tokens": 5}),
-        );
-        message
-    };
-    let calls =
-        |id: &str| Message::assistant_calls(vec![ToolCall::new(id, "terminal", r#"{"command":"ls"}"#)]);
     let mut messages = vec![Message::user("list the files")];
     // Every recorded prompt under the window; the context grows by some 600 tokens a result.
     for at in 0..8 {
@@ -912,10 +908,10 @@ fn a_calibrated_prompt_over_the_window_is_reported() {
             messages.push(Message::user("and the hidden ones"));
         }
         let id = format!("c{at}");
-        messages.push(with_usage(calls(&id), 99_000 + 100 * at));
+        messages.push(recorded(ls_call(&id), 99_000 + 100 * at));
         messages.push(Message::tool(&id, "a.txt\n".repeat(400)));
     }
-    messages.push(with_usage(Message::assistant("done"), 99_900));
+    messages.push(recorded(Message::assistant("done"), 99_900));
     let mut engine = probe_with(r#"{"eager": true}"#);
     let (outcome, _) = replay_with(&mut engine, messages, &[]);
     assert!(outcome.peak_tokens < 100_000, "{}", outcome.peak_tokens);
