@@ -22,10 +22,9 @@
 //! services share.
 
 use std::{
-    collections::HashSet,
     panic::{self, AssertUnwindSafe},
     path::{Path, PathBuf},
-    sync::{Arc, Mutex, PoisonError},
+    sync::Arc,
 };
 
 use abi_stable::{
@@ -161,9 +160,6 @@ pub fn warnings_while<T>(start: impl FnOnce() -> T) -> (T, Vec<String>) {
 struct EngineServices {
     engine: Arc<str>,
     context: Arc<ServiceContext>,
-    /// The warnings said once: an engine that says the same again (its anti-thrash pause,
-    /// paused and resumed all session long) is heard at `-v` after the first time.
-    warned: Arc<Mutex<HashSet<String>>>,
 }
 
 /// The services handed to engine `engine` when it is created, sharing `context`.
@@ -172,7 +168,6 @@ pub fn host_services_for(engine: &str, context: &Arc<ServiceContext>) -> HostBox
         RArc::new(EngineServices {
             engine: Arc::from(engine),
             context: Arc::clone(context),
-            warned: Arc::default(),
         }),
         TD_Opaque,
     )
@@ -215,17 +210,8 @@ impl EngineServices {
                 }
             });
         }
-        let repeated = level == LogLevel::WARN
-            && !self
-                .warned
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(message.to_owned());
         match level {
             LogLevel::ERROR => tracing::error!(target: "engine", engine, source = target, "{message}"),
-            LogLevel::WARN if repeated => {
-                tracing::info!(target: "engine", engine, source = target, "{message} (again)")
-            }
             LogLevel::WARN => tracing::warn!(target: "engine", engine, source = target, "{message}"),
             LogLevel::INFO => tracing::info!(target: "engine", engine, source = target, "{message}"),
             LogLevel::DEBUG => tracing::debug!(target: "engine", engine, source = target, "{message}"),
