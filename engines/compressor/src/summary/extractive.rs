@@ -5,12 +5,17 @@
 //! - the earliest and the latest request, always (the latest goes to Next Steps when unanswered),
 //!   and the focus topic;
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
-//! - tier 1: other requests (latest first), constraints, error lines the user pasted, commands
-//!   run, failures not resolved later, files the tools touched, the earlier summary's goal;
+//! - tier 1: other requests (latest first; one cut to its start keeps the decision the user
+//!   recorded at its end), constraints, error lines the user pasted, commands run, failures not
+//!   resolved later, files the tools touched, the earlier summary's goal and constraints;
 //! - tier 2: the newest tool actions with their outcome, error lines from tool output, every path,
 //!   URL, hash, issue number and version seen;
 //! - tier 3: older tool actions, decisions the assistant stated, names in code spans;
-//! - tier 4: identifiers found only inside file contents.
+//! - tier 4: identifiers found only inside file contents;
+//! - tier 5: error lines, commands and ids of one shape (differing only in numbers, or in the
+//!   place a compiler's message opens with) beyond the newest three.
+//!
+//! A tool's JSON answer (`{"output": "…", "metadata": {…}}`) is read as the text of its strings.
 //!
 //! Within a tier the newest comes first. Everything keeps to the target length; then the facts
 //! alone (identifiers, error lines, commands, requests) may fill the larger room the engine took
