@@ -305,7 +305,8 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         let line = &text[start..end];
         // A tool's JSON answer: the error line is the text of its string, not the JSON around.
         if *json_document.get_or_insert_with(|| is_json_document(original)) {
-            insert_trimmed(facts, FactKind::Error, &within_json_string(line));
+            let opens_document = start == text.len() - text.trim_start().len();
+            insert_trimmed(facts, FactKind::Error, &within_json_string(line, opens_document));
         } else {
             insert_trimmed(facts, FactKind::Error, line);
         }

@@ -25,16 +25,17 @@ pub fn is_json_document(text: &str) -> bool {
 }
 
 /// A line of a JSON document's text, split at its `\n` escapes, as the string it is part of
-/// reads: the document's structure before the string (`{"output": "`, on its first line) and
-/// after it (`", "metadata": {…}}`, on its last) left out, and the escapes decoded (`\"`, `\\`,
-/// `\u2716`). `Found 36 errors in 9 files.", "metadata": {"exit_code": 2}}` reads
-/// `Found 36 errors in 9 files.`; a line with neither is returned as it is.
-pub fn within_json_string(line: &str) -> Cow<'_, str> {
+/// reads: the document's structure before the string (`{"output": "`, on its first line, which
+/// `opens_document` says) and after it (`", "metadata": {…}}`, on its last) left out, and the
+/// escapes decoded (`\"`, `\\`, `\u2716`). `Found 36 errors in 9 files.", "metadata":
+/// {"exit_code": 2}}` reads `Found 36 errors in 9 files.`, and a JSON log line inside the string
+/// (`{\"level\": \"ERROR\"}`) reads as the log wrote it (`{"level": "ERROR"}`).
+pub fn within_json_string(line: &str, opens_document: bool) -> Cow<'_, str> {
     let bytes = line.as_bytes();
-    // A line that opens the document starts inside its structure: the text starts after the
+    // The line that opens the document starts inside its structure: the text starts after the
     // first string value's opening quote.
     let mut start = 0;
-    if matches!(bytes.first(), Some(b'{' | b'[')) {
+    if opens_document {
         match string_value_start(line) {
             Some(at) => start = at,
             None => return Cow::Borrowed(line),
@@ -123,21 +124,32 @@ mod tests {
         assert!(is_json_document(document));
         let lines: Vec<&str> = document.split("\\n").collect();
         assert_eq!(
-            within_json_string(lines[0]),
+            within_json_string(lines[0], true),
             "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'."
         );
-        assert_eq!(within_json_string(lines[1]), "Found 36 errors in 9 files.");
+        assert_eq!(within_json_string(lines[1], false), "Found 36 errors in 9 files.");
         assert_eq!(
-            within_json_string(r#"{"exit_code": 1, "output": "\u2716 15 problems (9 errors)"#),
+            within_json_string(
+                r#"{"exit_code": 1, "output": "\u2716 15 problems (9 errors)"#,
+                true
+            ),
             "\u{2716} 15 problems (9 errors)"
         );
         assert_eq!(
-            within_json_string(r#"["Traceback (most recent call last):"#),
+            within_json_string(r#"["Traceback (most recent call last):"#, true),
             "Traceback (most recent call last):"
         );
         assert_eq!(
-            within_json_string("KeyError: 'tenure_months'"),
+            within_json_string("KeyError: 'tenure_months'", false),
             "KeyError: 'tenure_months'"
+        );
+        // A JSON log line inside the output's string, past its first line, reads as logged.
+        assert_eq!(
+            within_json_string(
+                r#"{\"ts\": \"03:12:13Z\", \"level\": \"ERROR\", \"msg\": \"HikariPool-1 timed out\"}"#,
+                false
+            ),
+            r#"{"ts": "03:12:13Z", "level": "ERROR", "msg": "HikariPool-1 timed out"}"#
         );
     }
 

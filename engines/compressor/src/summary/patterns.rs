@@ -289,7 +289,9 @@ impl<'a> Facts<'a> {
             // A tool's JSON answer (`{"output": "…", "metadata": {…}}`): the line is the text of
             // its string, not the JSON around it nor its escapes.
             let line = if *json_document.get_or_insert_with(|| is_json_document(text)) {
-                within_json_string(line)
+                // Where `line` starts in `text`: the document's first line holds its structure.
+                let at = line.as_ptr() as usize - text.as_ptr() as usize;
+                within_json_string(line, at == text.len() - text.trim_start().len())
             } else {
                 Cow::Borrowed(line)
             };
