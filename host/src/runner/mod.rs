@@ -207,7 +207,7 @@ pub struct WindowOverrun {
     pub times: usize,
     /// Of `times`, the calls over it only with the original agent's own system prompt and tool
     /// schemas, which the usage the transcript recorded counts and the replayed context does not
-    /// hold: no engine could have brought those under the window.
+    /// hold: the replayed context alone was under the window.
     pub with_overhead: usize,
     /// The final context's tokens, when it is over the window too. It is no model call (the
     /// transcript ends there), so it is not one of `times`.
