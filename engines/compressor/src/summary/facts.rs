@@ -20,6 +20,10 @@ use crate::scan::{capped_pieces, FastHash, FastMap};
 /// Room made for this many facts a message before reading a middle.
 const FACTS_PER_MESSAGE: usize = 8;
 
+/// Tool output older than the scan budget is read for its error lines alone, up to this many
+/// times the budget.
+const ERROR_SCAN_SHARE: usize = 3;
+
 /// The user's messages get this share of the scan budget of their own.
 const USER_SCAN_SHARE: usize = 4;
 
@@ -268,6 +272,17 @@ pub(crate) fn extract_facts<'a>(
         ..Facts::default()
     };
     let (scan_from, user_scan_from) = scan_starts(middle, scan_budget);
+    // Error lines are cheap to find (one pass of the markers): the tool output older than the scan
+    // budget is read for them alone, up to a few times that budget, newest first. A session's
+    // compiler errors a megabyte back outrank the log lines of its last turns.
+    let mut error_budget = scan_budget.saturating_mul(ERROR_SCAN_SHARE);
+    let mut error_from = scan_from;
+    while error_from > 0 && error_budget > 0 {
+        let message = &middle[error_from - 1];
+        let bytes: usize = capped_pieces(message).map(str::len).sum();
+        error_budget = error_budget.saturating_sub(bytes);
+        error_from -= 1;
+    }
     let mut slots: FastMap<&str, usize> = FastMap::default();
     let mut calls: FastMap<&str, &ToolCall> = FastMap::default();
     for (index, message) in middle.iter().enumerate() {
@@ -284,6 +299,11 @@ pub(crate) fn extract_facts<'a>(
                 let id = message.tool_call_id.as_deref().unwrap_or("");
                 let slot = slots.remove(id);
                 facts.on_result(index, message, calls.get(id).copied(), slot);
+            }
+            Role::Tool if index >= error_from => {
+                for piece in capped_pieces(message) {
+                    facts.scan_errors(piece, Source::ToolOutput, index);
+                }
             }
             Role::Tool | Role::System => {}
         }

@@ -813,3 +813,43 @@ fn a_cut_request_keeps_the_decision_recorded_at_its_end() {
         assert!(summary.contains(&decision), "{decision} lost:\n{summary}");
     }
 }
+
+/// Tool output older than what the summarizer reads for identifiers is still read for its error
+/// lines: a session's compiler errors a few hundred kilobytes back outrank its last turns' logs.
+#[test]
+fn an_error_older_than_the_scan_budget_is_still_found() {
+    let mut middle = vec![
+        Message::user("get the build green"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "b0",
+            "terminal",
+            r#"{"command":"cargo build"}"#,
+        )]),
+        Message::tool(
+            "b0",
+            "   Compiling app v0.1.0\nerror[E0308]: mismatched types\n --> src/sync/engine.rs:201:9\n",
+        ),
+    ];
+    for at in 1..60 {
+        let id = format!("l{at}");
+        middle.push(Message::assistant_calls(vec![ToolCall::new(
+            &id,
+            "terminal",
+            r#"{"command":"tail -n 80 /var/log/app.log"}"#,
+        )]));
+        let log: String = (0..80)
+            .map(|line| format!("2026-11-19 14:{at:02}:{line:02} INFO sync tick {line} done in 12 ms\n"))
+            .collect();
+        middle.push(Message::tool(&id, log));
+    }
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 200,
+        input_tokens: 60_000,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 800, 2_000);
+    assert!(summary.contains("error[E0308]: mismatched types"), "{summary}");
+}
