@@ -79,7 +79,8 @@ pub(crate) fn tool_kind(call: &ToolCall) -> ToolKind {
     ToolKind::of_call_json(&call.function.name, &call.function.arguments)
 }
 
-/// A message's text pieces, each cut to its first 4,000 and last 1,500 bytes when over 6,000.
+/// A message's text pieces, each cut to its first [`SCAN_HEAD`] and last [`SCAN_TAIL`] bytes when
+/// over [`SCAN_MAX`].
 pub(crate) fn capped_pieces(message: &Message) -> impl Iterator<Item = &str> {
     content_pieces(&message.content).flat_map(|piece| {
         let (head, tail) = cap(piece);

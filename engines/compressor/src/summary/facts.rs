@@ -2,9 +2,10 @@
 //! lines, and every path, command, URL and identifier.
 //!
 //! One pass over the middle, at most linear in its size: bodies are read from the newest back
-//! within a byte budget, each only to the serialisation cap (its first 4,000 and last 1,500
-//! bytes); tokens are classified by hand (`identify`), and the few regexes (`patterns`) are
-//! compiled once. Tool calls are read in `actions`.
+//! within a byte budget, each only to its first 24,000 and last 8,000 bytes, and the tool output
+//! older than the budget for its error lines alone, up to three times the budget; tokens are
+//! classified by hand (`identify`), and the few regexes (`patterns`) are compiled once. Tool calls
+//! are read in `actions`.
 
 use std::borrow::Cow;
 
