@@ -16,7 +16,7 @@ use super::{
     is_summary_text,
     patterns::{CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS},
 };
-use crate::scan::{capped_pieces, FastHash, FastMap};
+use crate::scan::{capped_pieces, tool_kind, FastHash, FastMap, ToolKind};
 
 /// Room made for this many facts a message before reading a middle.
 const FACTS_PER_MESSAGE: usize = 8;
@@ -291,7 +291,7 @@ pub(crate) fn extract_facts<'a>(
         match message.role {
             Role::User => facts.on_user(index, message, index >= user_scan_from),
             Role::Assistant => {
-                if scan {
+                if index >= error_from {
                     calls.extend(message.calls().iter().map(|call| (call.id.as_str(), call)));
                 }
                 facts.on_assistant(index, message, &mut slots, scan);
@@ -302,8 +302,12 @@ pub(crate) fn extract_facts<'a>(
                 facts.on_result(index, message, calls.get(id).copied(), slot);
             }
             Role::Tool if index >= error_from => {
-                for piece in capped_pieces(message) {
-                    facts.scan_errors(piece, Source::ToolOutput, index);
+                // A file's contents are no error lines of a run (`raise ValueError(…)`).
+                let call = calls.get(message.tool_call_id.as_deref().unwrap_or(""));
+                if !call.is_some_and(|call| tool_kind(call) == ToolKind::Read) {
+                    for piece in capped_pieces(message) {
+                        facts.scan_errors(piece, Source::ToolOutput, index);
+                    }
                 }
             }
             Role::Tool | Role::System => {}

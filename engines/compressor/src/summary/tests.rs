@@ -829,6 +829,13 @@ fn an_error_older_than_the_scan_budget_is_still_found() {
             "b0",
             "   Compiling app v0.1.0\nerror[E0308]: mismatched types\n --> src/sync/engine.rs:201:9\n",
         ),
+        // A file's contents, as old: its `raise` is no error of a run.
+        Message::assistant_calls(vec![ToolCall::new(
+            "r0",
+            "read_file",
+            r#"{"path":"app/check.py"}"#,
+        )]),
+        Message::tool("r0", "def check(x):\n    raise ValueError(\"bad input\")\n"),
     ];
     for at in 1..60 {
         let id = format!("l{at}");
@@ -852,4 +859,5 @@ fn an_error_older_than_the_scan_budget_is_still_found() {
     };
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 800, 2_000);
     assert!(summary.contains("error[E0308]: mismatched types"), "{summary}");
+    assert!(!summary.contains("raise ValueError"), "{summary}");
 }
