@@ -105,15 +105,7 @@ fn every_fact_of_the_middle_outranks_the_earlier_summarys_items() {
         "## Goal\n- keep the page fetcher working\n\n## Critical Context\n- URLs: {}",
         earlier.join(", ")
     );
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: Some(&previous),
-        focus_topic: None,
-        target_tokens: 10_000,
-        input_tokens: 120_000,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 40_000, 48_000);
+    let summary = summarize_within(&middle, Some(&previous), 40_000, 48_000);
     for at in 0..150 {
         for fact in fact_of(at) {
             assert!(
@@ -217,15 +209,7 @@ fn a_failed_or_refused_edit_is_not_a_change() {
         edit("c3", "/w/src/main.rs"),
         Message::tool("c3", "The file /w/src/main.rs has been updated."),
     ];
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: None,
-        focus_topic: None,
-        target_tokens: 2_000,
-        input_tokens: 3_000,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
+    let summary = summarize_within(&middle, None, 8_000, 8_000);
     let changed = summary
         .lines()
         .find(|line| line.contains("Changed:"))
@@ -261,6 +245,25 @@ fn summarize(middle: &[Message]) -> String {
         input_tokens: 3_000,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
+}
+
+/// The extractive summary of `middle`, folding `previous` in, within `max_chars` of prose and
+/// `fact_chars` in all.
+fn summarize_within(
+    middle: &[Message],
+    previous: Option<&str>,
+    max_chars: usize,
+    fact_chars: usize,
+) -> String {
+    let request = SummaryRequest {
+        middle,
+        pruned_middle: &[],
+        previous_summary: previous,
+        focus_topic: None,
+        target_tokens: 300,
+        input_tokens: 8_000,
+    };
+    ExtractiveSummarizer.summarize_with_limits(&request, max_chars, fact_chars)
 }
 
 fn failed_result(id: &str, text: &str) -> Message {
@@ -569,15 +572,7 @@ fn an_access_logs_ids_give_way_to_the_error_and_the_commands() {
         )]),
         Message::tool("l1", log.join("\n")),
     ];
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: None,
-        focus_topic: None,
-        target_tokens: 300,
-        input_tokens: 8_000,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 1_800, 1_800);
+    let summary = summarize_within(&middle, None, 1_800, 1_800);
     for kept in ["req-7f3a9c2e11b0", "kubectl -n payments get pods -o wide"] {
         assert!(summary.contains(kept), "{kept} lost:\n{summary}");
     }
@@ -634,15 +629,7 @@ fn an_earlier_summarys_log_ids_give_way_to_its_error_and_commands() {
         )]),
         Message::tool("l2", log.join("\n")),
     ];
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: Some(&previous),
-        focus_topic: None,
-        target_tokens: 300,
-        input_tokens: 8_000,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 1_800, 1_800);
+    let summary = summarize_within(&middle, Some(&previous), 1_800, 1_800);
     for kept in [
         format!("request_id={failing}"),
         "ssh checkout-api-1 'sudo tail".to_owned(),
@@ -713,15 +700,7 @@ fn commands_differing_only_in_numbers_give_way_to_others() {
         middle.push(Message::tool(id, output));
     }
     middle.push(Message::assistant("Done with the first pass."));
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: None,
-        focus_topic: None,
-        target_tokens: 200,
-        input_tokens: 8_000,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 900, 900);
+    let summary = summarize_within(&middle, None, 900, 900);
     for kept in [
         "pytest tests/test_features.py -v",
         "python -m churn.train --config configs/xgb_v4.yaml",
@@ -776,15 +755,7 @@ fn an_earlier_summarys_constraints_outlast_new_error_lines() {
         )]),
         Message::tool("t1", errors.join("\n")),
     ];
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: Some(previous),
-        focus_topic: None,
-        target_tokens: 200,
-        input_tokens: 8_000,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 900, 1_200);
+    let summary = summarize_within(&middle, Some(previous), 900, 1_200);
     for kept in ["react@18.3.1", "--max-warnings 0"] {
         assert!(summary.contains(kept), "{kept} lost:\n{summary}");
     }
@@ -849,15 +820,7 @@ fn an_error_older_than_the_scan_budget_is_still_found() {
             .collect();
         middle.push(Message::tool(&id, log));
     }
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: None,
-        focus_topic: None,
-        target_tokens: 200,
-        input_tokens: 60_000,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 800, 2_000);
+    let summary = summarize_within(&middle, None, 800, 2_000);
     assert!(summary.contains("error[E0308]: mismatched types"), "{summary}");
     assert!(!summary.contains("raise ValueError"), "{summary}");
 }
