@@ -82,9 +82,15 @@ pub(crate) fn tool_kind(call: &ToolCall) -> ToolKind {
 /// A message's text pieces, each cut to its first [`SCAN_HEAD`] and last [`SCAN_TAIL`] bytes when
 /// over [`SCAN_MAX`].
 pub(crate) fn capped_pieces(message: &Message) -> impl Iterator<Item = &str> {
-    content_pieces(&message.content).flat_map(|piece| {
-        let (head, tail) = cap(piece);
-        std::iter::once(head).chain(tail)
+    capped_pieces_of_bodies(message).map(|(piece, _)| piece)
+}
+
+/// [`capped_pieces`], each with the whole body it was cut from: whether a body is a JSON
+/// document is a question about all of it, not about its first 24 KB.
+pub(crate) fn capped_pieces_of_bodies(message: &Message) -> impl Iterator<Item = (&str, &str)> {
+    content_pieces(&message.content).flat_map(|body| {
+        let (head, tail) = cap(body);
+        std::iter::once((head, body)).chain(tail.map(|tail| (tail, body)))
     })
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::facts::{verbs, Action, FactKind, Facts, Source};
 use super::patterns::error_line_score;
-use crate::scan::{capped_pieces, classify_token, for_each_token, tool_kind, ToolKind};
+use crate::scan::{capped_pieces_of_bodies, classify_token, for_each_token, tool_kind, ToolKind};
 
 /// Argument strings longer than this are content (a file being written), not identifiers.
 const MAX_ARGUMENT_SCANNED: usize = 400;
@@ -113,9 +113,9 @@ impl<'a> Facts<'a> {
             Source::ToolOutput
         };
         let mut first_error: Option<Cow<'a, str>> = None;
-        for piece in capped_pieces(message) {
+        for (piece, body) in capped_pieces_of_bodies(message) {
             self.scan_identifiers(piece, source, index);
-            let error = self.scan_errors(piece, source, index);
+            let error = self.scan_errors(piece, body, source, index);
             first_error = match (first_error, error) {
                 (Some(kept), Some(new)) if error_line_score(&new) > error_line_score(&kept) => Some(new),
                 (kept, new) => kept.or(new),

@@ -16,7 +16,7 @@ use super::{
     is_summary_text,
     patterns::{CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS},
 };
-use crate::scan::{capped_pieces, tool_kind, FastHash, FastMap, ToolKind};
+use crate::scan::{capped_pieces, capped_pieces_of_bodies, tool_kind, FastHash, FastMap, ToolKind};
 
 /// Room made for this many facts a message before reading a middle.
 const FACTS_PER_MESSAGE: usize = 8;
@@ -210,9 +210,9 @@ impl<'a> Facts<'a> {
         if !scan {
             return;
         }
-        for piece in capped_pieces(message) {
+        for (piece, body) in capped_pieces_of_bodies(message) {
             self.scan_identifiers(piece, Source::User, index);
-            self.scan_errors(piece, Source::User, index);
+            self.scan_errors(piece, body, Source::User, index);
             self.scan_code(piece, Source::User, index);
             Self::sentences(piece, &CONSTRAINT_WORDS, index, &mut self.constraints);
             Self::sentences(piece, &USER_DECISION_WORDS, index, &mut self.user_decisions);
@@ -305,8 +305,8 @@ pub(crate) fn extract_facts<'a>(
                 // A file's contents are no error lines of a run (`raise ValueError(…)`).
                 let call = calls.get(message.tool_call_id.as_deref().unwrap_or(""));
                 if !call.is_some_and(|call| tool_kind(call) == ToolKind::Read) {
-                    for piece in capped_pieces(message) {
-                        facts.scan_errors(piece, Source::ToolOutput, index);
+                    for (piece, body) in capped_pieces_of_bodies(message) {
+                        facts.scan_errors(piece, body, Source::ToolOutput, index);
                     }
                 }
             }

@@ -265,11 +265,12 @@ impl<'a> Facts<'a> {
         });
     }
 
-    /// Error lines in `text`, each once; returns the most telling (an `…Error: …` line over a
-    /// `Traceback` or summary line).
+    /// Error lines in `text`, a piece of `body` (the whole text it was cut from), each once;
+    /// returns the most telling (an `…Error: …` line over a `Traceback` or summary line).
     pub(super) fn scan_errors(
         &mut self,
         text: &'a str,
+        body: &str,
         source: Source,
         index: usize,
     ) -> Option<Cow<'a, str>> {
@@ -288,10 +289,13 @@ impl<'a> Facts<'a> {
             from = line_end.max(found.end());
             // A tool's JSON answer (`{"output": "…", "metadata": {…}}`): the line is the text of
             // its string, not the JSON around it nor its escapes.
-            let line = if *json_document.get_or_insert_with(|| is_json_document(text)) {
-                // Where `line` starts in `text`: the document's first line holds its structure.
+            let line = if *json_document.get_or_insert_with(|| is_json_document(body)) {
+                // Only the document's first line holds its structure, and only the body's first
+                // piece holds that line.
                 let at = line.as_ptr() as usize - text.as_ptr() as usize;
-                within_json_string(line, at == text.len() - text.trim_start().len())
+                let opens_document =
+                    text.as_ptr() == body.as_ptr() && at == text.len() - text.trim_start().len();
+                within_json_string(line, opens_document)
             } else {
                 Cow::Borrowed(line)
             };

@@ -663,6 +663,41 @@ fn a_json_answers_error_lines_are_quoted_as_its_output_reads() {
     }
 }
 
+/// The same over 32 KB, where the output is read at its ends only: whether it is a JSON
+/// document is decided on the whole answer, so the error lines of its first and last pieces read
+/// as its text too. Decided on the first 24 KB, which is no document, they kept `\"` and the
+/// closing `", "metadata": {…}}` while the host's fact measure decoded them.
+#[test]
+fn a_long_json_answers_error_lines_are_quoted_as_its_output_reads() {
+    let progress: String = (0..900)
+        .map(|n| format!("[{n:04}/1200] type-checked, no change since the last build\\n"))
+        .collect();
+    let output = format!(
+        r#"{{"output": "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'.\n{progress}Found 36 errors in 9 files.", "metadata": {{"exit_code": 2}}}}"#
+    );
+    assert!(output.len() > 32_000, "{} bytes", output.len());
+    assert!(ctxhost_engine_kit::text::is_json_document(&output));
+    let middle = vec![
+        Message::user("make the build pass"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "t1",
+            "shell",
+            r#"{"command":"npx tsc --noEmit"}"#,
+        )]),
+        Message::tool("t1", output),
+    ];
+    let summary = summarize(&middle);
+    for kept in [
+        "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'.",
+        "Found 36 errors in 9 files.",
+    ] {
+        assert!(summary.contains(kept), "{kept} lost:\n{summary}");
+    }
+    for leaked in ["\\\"", "\"metadata\"", "{\"output\""] {
+        assert!(!summary.contains(leaked), "{leaked} in:\n{summary}");
+    }
+}
+
 /// Twenty `head -n N` of one file differ only in their count: beyond three they give way to
 /// the commands, errors and files that say something new.
 #[test]
