@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use ctxhost_engine_abi::{Message, ToolCall};
 
-use crate::text::floor_char_boundary;
+use crate::text::{floor_char_boundary, reading_lines};
 use serde_json::{Map, Value};
 
 /// The longest command, path or pattern quoted in a stand-in, in characters.
@@ -234,13 +234,16 @@ fn cleared(output: &str) -> String {
 /// The first line of a failed call's output that says something, without Claude Code's
 /// `<tool_use_error>` tags, quoted on one line.
 pub fn error_line(output: &str) -> String {
-    let mut lines = output
-        .lines()
+    // A tool's JSON answer (`{"output": "Error: …\n…", "metadata": {…}}`) is quoted as its text
+    // reads, not as the JSON around it.
+    let mut lines = reading_lines(output)
         .map(|line| {
-            line.trim()
+            let trimmed = line
+                .trim()
                 .trim_start_matches("<tool_use_error>")
                 .trim_end_matches("</tool_use_error>")
-                .trim()
+                .trim();
+            trimmed.to_owned()
         })
         .filter(|line| !line.is_empty());
     let Some(first) = lines.next() else {
@@ -251,7 +254,7 @@ pub fn error_line(output: &str) -> String {
     let label_only = first.ends_with(':') && !first.contains(char::is_whitespace);
     match lines.next().filter(|_| label_only) {
         Some(reason) => quote(&format!("{first} {reason}")),
-        None => quote(first),
+        None => quote(&first),
     }
 }
 
@@ -690,6 +693,22 @@ mod tests {
         assert_eq!(
             describe_tool_output(Some(&render), finished),
             "[execute_bash] ran `python render.py` -> exit 0, 3 lines output"
+        );
+    }
+
+    /// A tool that answers JSON: its error is quoted as the output reads, not as the JSON of the
+    /// answer, which said only `{"output": "` within the quote's length.
+    #[test]
+    fn a_json_answers_error_is_quoted_as_its_output_reads() {
+        assert_eq!(
+            error_line(
+                r#"{"output": "\nError: ENOENT: no such file or directory, open '\"config/prod.json\"'\nat Object.openSync", "metadata": {"exit_code": 1}}"#
+            ),
+            r#"Error: ENOENT: no such file or directory, open '"config/prod.json"'"#
+        );
+        assert_eq!(
+            error_line(r#"{"exit_code": 2, "stderr": "fatal: not a git repository"}"#),
+            "fatal: not a git repository"
         );
     }
 

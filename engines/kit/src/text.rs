@@ -63,6 +63,38 @@ pub fn within_json_string(line: &str, opens_document: bool) -> Cow<'_, str> {
     Cow::Owned(unescape(text))
 }
 
+/// The lines of `text` as it reads: a JSON document's ([`is_json_document`]) split at its `\n`
+/// escapes and read with [`within_json_string`], any other text's as they are.
+pub fn reading_lines(text: &str) -> Box<dyn Iterator<Item = Cow<'_, str>> + '_> {
+    if !is_json_document(text) {
+        return Box::new(text.lines().map(Cow::Borrowed));
+    }
+    let text = text.trim();
+    let mut pieces = Vec::new();
+    let bytes = text.as_bytes();
+    let (mut start, mut at) = (0, 0);
+    while at + 1 < bytes.len() {
+        if bytes[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        // `\n` and `\r` end a line; another escape (`\"`, `\\`) is kept whole, so that the `n`
+        // of an escaped backslash's `\\n` ends none.
+        if matches!(bytes[at + 1], b'n' | b'r') {
+            pieces.push(&text[start..at]);
+            start = at + 2;
+        }
+        at += 2;
+    }
+    pieces.push(&text[start..]);
+    Box::new(
+        pieces
+            .into_iter()
+            .enumerate()
+            .map(|(index, line)| within_json_string(line, index == 0)),
+    )
+}
+
 /// Where the first string value of a JSON document's opening line starts: after `"key": "`.
 fn string_value_start(line: &str) -> Option<usize> {
     let mut from = 0;
