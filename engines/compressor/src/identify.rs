@@ -5,6 +5,8 @@
 //! and most tokens are rejected by the shape the scanner gathered while finding them, without
 //! reading their bytes again.
 
+use ctxhost_engine_kit::retention::without_diff_prefix;
+
 use crate::summary::facts::FactKind;
 
 /// Whether `ext` is an extension that makes a bare word a file name. A `match` rather than a
@@ -235,7 +237,7 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
     }
     if has(Shape::SLASH) || has(Shape::DOT) {
         if let Some(path) = as_path(token) {
-            return Some((FactKind::Path, path));
+            return Some((FactKind::Path, without_diff_prefix(path)));
         }
     }
     // `req-0bcc497650320680`, `enricher-09bd12095b-6c84b`: an id whose parts are hashes.
@@ -473,6 +475,21 @@ mod tests {
                     "s3://ana-ml-artifacts/churn/xgb/29e6/model.json".to_owned()
                 ),
                 (FactKind::Url, "gs://b/k.parquet".to_owned()),
+            ]
+        );
+    }
+
+    /// Listed once, as the file it is: a diff's `a/` and `b/` copies listed it twice, under
+    /// names no file has.
+    #[test]
+    fn a_diffs_file_is_its_path_without_the_a_and_b_prefixes() {
+        assert_eq!(
+            kinds("diff --git a/src/app.py b/src/app.py\n--- a/Cargo.toml\n+++ b/Cargo.toml"),
+            vec![
+                (FactKind::Path, "src/app.py".to_owned()),
+                (FactKind::Path, "src/app.py".to_owned()),
+                (FactKind::Path, "Cargo.toml".to_owned()),
+                (FactKind::Path, "Cargo.toml".to_owned()),
             ]
         );
     }

@@ -329,7 +329,7 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
     };
     for found in PATH.find_iter(text) {
         if !inside_url(found.start(), found.end()) {
-            insert_trimmed(facts, FactKind::Path, found.as_str());
+            insert_trimmed(facts, FactKind::Path, without_diff_prefix(found.as_str()));
         }
     }
     for found in FILE_NAME.find_iter(text) {
@@ -382,6 +382,16 @@ fn unescape_line_ends(text: &str) -> Cow<'_, str> {
     }
     // Only ASCII bytes were replaced by ASCII bytes.
     Cow::Owned(String::from_utf8(bytes).expect("still UTF-8"))
+}
+
+/// A path as git's diff headers write it (`--- a/src/app.py`, `+++ b/src/app.py`) without its
+/// prefix: the file is `src/app.py`, and the compressor lists it so. A top folder named `a` or
+/// `b` holding a path reads the same way, a rare name next to every diff's.
+pub fn without_diff_prefix(path: &str) -> &str {
+    match path.strip_prefix("a/").or_else(|| path.strip_prefix("b/")) {
+        Some(rest) if !rest.starts_with('/') && rest.contains(['.', '/']) => rest,
+        _ => path,
+    }
 }
 
 fn insert_trimmed(facts: &mut BTreeSet<Fact>, kind: FactKind, text: &str) {
@@ -548,6 +558,20 @@ mod tests {
                 "s3://ana-ml-artifacts/churn/xgb/29e6/model.json".to_owned()
             )]
         );
+    }
+
+    #[test]
+    fn a_diffs_file_is_its_path_without_the_a_and_b_prefixes() {
+        let diff = "diff --git a/src/app.py b/src/app.py\n--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-x\n+y\n--- a/Cargo.toml\n+++ b/Cargo.toml";
+        assert_eq!(
+            kinds(&[Message::tool("a", diff)]),
+            vec![
+                (FactKind::Path, "Cargo.toml".to_owned()),
+                (FactKind::Path, "src/app.py".to_owned()),
+            ]
+        );
+        assert_eq!(without_diff_prefix("a/b"), "a/b");
+        assert_eq!(without_diff_prefix("b//etc/hosts"), "b//etc/hosts");
     }
 
     #[test]

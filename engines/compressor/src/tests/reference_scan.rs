@@ -197,7 +197,11 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
     }
     if shape.slash || shape.dot {
         if let Some(path) = as_path(token) {
-            return Some((FactKind::Path, path));
+            // Since kept: a diff's `a/` and `b/` prefixes left out (identify's own rule).
+            return Some((
+                FactKind::Path,
+                ctxhost_engine_kit::retention::without_diff_prefix(path),
+            ));
         }
     }
     // `pytest-7.4.0`, `serde@1.0.210`: a name with its version.
