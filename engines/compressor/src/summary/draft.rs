@@ -19,6 +19,7 @@ pub(super) enum Group {
     Errors,
     Commands,
     Urls,
+    Routes,
     Hashes,
     Issues,
     Versions,
@@ -38,6 +39,7 @@ impl Group {
             Group::Errors => "Errors:",
             Group::Commands => "Commands:",
             Group::Urls => "URLs:",
+            Group::Routes => "Routes:",
             Group::Hashes => "Hashes:",
             Group::Issues => "Issues:",
             Group::Versions => "Versions:",
@@ -47,7 +49,7 @@ impl Group {
     }
 
     /// Every labelled group, for reading an earlier summary back.
-    pub(super) const LABELLED: [Group; 12] = [
+    pub(super) const LABELLED: [Group; 13] = [
         Group::FilesChanged,
         Group::FilesRead,
         Group::FilesSearched,
@@ -55,6 +57,7 @@ impl Group {
         Group::Errors,
         Group::Commands,
         Group::Urls,
+        Group::Routes,
         Group::Hashes,
         Group::Issues,
         Group::Versions,

@@ -425,9 +425,13 @@ impl<'t> Draft<'t> {
                 };
                 (Section::Critical, Group::Commands, tier, shown)
             }
-            FactKind::Url => (
+            FactKind::Url | FactKind::Route => (
                 Section::Critical,
-                Group::Urls,
+                if fact.kind == FactKind::Url {
+                    Group::Urls
+                } else {
+                    Group::Routes
+                },
                 fact_tier(fact.source),
                 fact.text.clone(),
             ),

@@ -33,6 +33,8 @@ const USER_SCAN_SHARE: usize = 4;
 pub(crate) enum FactKind {
     Path,
     Url,
+    /// An HTTP route a request named (`GET /v2/checkout`): a path, but of no file.
+    Route,
     Hash,
     Issue,
     Version,

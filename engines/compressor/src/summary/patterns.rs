@@ -256,10 +256,16 @@ const MAX_SENTENCE: usize = 300;
 const MAX_ERROR_LINE: usize = 300;
 
 impl<'a> Facts<'a> {
-    /// Paths, URLs, hashes, issue numbers and versions in `text`.
+    /// Paths, URLs, routes, hashes, issue numbers and versions in `text`.
     pub(super) fn scan_identifiers(&mut self, text: &'a str, source: Source, index: usize) {
         for_each_token(text, |token, shape| {
             if let Some((kind, fact)) = classify_token(token, shape) {
+                let kind = match kind {
+                    FactKind::Path if fact.starts_with('/') && follows_http_method(text, fact) => {
+                        FactKind::Route
+                    }
+                    kind => kind,
+                };
                 self.add(kind, Cow::Borrowed(fact), source, index);
             }
         });
@@ -384,6 +390,19 @@ impl<'a> Facts<'a> {
             }
         }
     }
+}
+
+/// Whether `fact`, a slice of `text`, is the target of an HTTP request line (`"GET
+/// /v2/checkout HTTP/1.1"`, `POST /api/orders`): a route, not a file.
+fn follows_http_method(text: &str, fact: &str) -> bool {
+    let at = fact.as_ptr() as usize - text.as_ptr() as usize;
+    let Some(before) = text[..at].strip_suffix(' ') else {
+        return false;
+    };
+    ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+        .iter()
+        .filter_map(|method| before.strip_suffix(method))
+        .any(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 /// How telling an error line is: a named error with its message beats a bare marker.

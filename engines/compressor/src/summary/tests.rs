@@ -698,6 +698,42 @@ fn a_long_json_answers_error_lines_are_quoted_as_its_output_reads() {
     }
 }
 
+/// An access log's request lines name routes, not files: they are listed as routes, the files
+/// read stay files, and a later summary folding this one keeps them apart.
+#[test]
+fn a_requests_route_is_listed_as_a_route_not_a_file() {
+    let log = "10.42.3.7 - - [29/Nov/2026:10:01:02] \"GET /v2/checkout/summary HTTP/1.1\" 504 0\n\
+               10.42.3.8 - - [29/Nov/2026:10:01:03] \"POST /api/orders/confirm HTTP/1.1\" 200 88";
+    let middle = vec![
+        Message::user("why does checkout time out?"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "l1",
+            "terminal",
+            r#"{"command":"tail -n 2 /var/log/nginx/checkout.access.log"}"#,
+        )]),
+        Message::tool("l1", log),
+    ];
+    let summary = summarize(&middle);
+    let routes = files_line(&summary, "Routes:");
+    for route in ["/v2/checkout/summary", "/api/orders/confirm"] {
+        assert!(routes.contains(route), "{route} not a route:\n{summary}");
+        assert!(
+            !files_line(&summary, "Mentioned:").contains(route),
+            "{route} a file:\n{summary}"
+        );
+    }
+    assert!(
+        summary.contains("/var/log/nginx/checkout.access.log"),
+        "{summary}"
+    );
+
+    let folded = summarize_within(&[Message::user("and the retries?")], Some(&summary), 4_000, 4_000);
+    let routes = files_line(&folded, "Routes:");
+    for route in ["/v2/checkout/summary", "/api/orders/confirm"] {
+        assert!(routes.contains(route), "{route} lost as a route:\n{folded}");
+    }
+}
+
 /// Twenty `head -n N` of one file differ only in their count: beyond three they give way to
 /// the commands, errors and files that say something new.
 #[test]
