@@ -240,6 +240,10 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
             return Some((FactKind::Path, without_diff_prefix(path)));
         }
     }
+    // A security advisory (`CVE-2024-45590`, `GHSA-qwcr-r2fm-qrc7`): the issue an audit is about.
+    if has(Shape::AT_OR_DASH) && has(Shape::DIGIT) && is_advisory_id(token) {
+        return Some((FactKind::Issue, token));
+    }
     // `req-0bcc497650320680`, `enricher-09bd12095b-6c84b`: an id whose parts are hashes.
     if has(Shape::AT_OR_DASH) && has(Shape::DIGIT) && !has(Shape::DOT) && token.split('-').any(is_hash) {
         return Some((FactKind::Hash, token));
@@ -253,6 +257,30 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
 }
 
 /// `token` without the punctuation that surrounds identifiers in prose and markdown.
+/// `CVE-2024-45590`, `GHSA-qwcr-r2fm-qrc7`, `RUSTSEC-2024-0421`, `PYSEC-2024-60`,
+/// `GO-2024-3321`: the ids advisory databases give, as the fact measure reads them
+/// (`ctxhost_engine_kit::retention`).
+pub(crate) fn is_advisory_id(token: &str) -> bool {
+    let Some((database, rest)) = split_first(token, b'-') else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split('-').collect();
+    let digits =
+        |part: &str, least: usize, most: usize| (least..=most).contains(&part.len()) && is_digits(part);
+    match (database, parts.as_slice()) {
+        ("CVE", [year, number]) => digits(year, 4, 4) && digits(number, 4, 7),
+        ("GHSA", [a, b, c]) => [a, b, c].iter().all(|part| {
+            part.len() == 4
+                && part
+                    .bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit())
+        }),
+        ("RUSTSEC" | "GO", [year, number]) => digits(year, 4, 4) && digits(number, 4, 4),
+        ("PYSEC", [year, number]) => digits(year, 4, 4) && digits(number, 1, 7),
+        _ => false,
+    }
+}
+
 pub(crate) fn trim_token(token: &str) -> &str {
     let bytes = token.as_bytes();
     let mut start = 0;
@@ -459,6 +487,24 @@ mod tests {
                 (FactKind::Hash, "abcdef567".to_owned()),
                 (FactKind::Version, "1.2.3.4567".to_owned()),
                 (FactKind::Url, "10.48550/arXiv.2409.14558".to_owned()),
+            ]
+        );
+    }
+
+    /// An audit's advisories are its issues; ids of their shape from elsewhere are not.
+    #[test]
+    fn an_advisory_id_is_an_issue() {
+        assert_eq!(
+            kinds(
+                "CVE-2024-45590: body-parser (GHSA-qwcr-r2fm-qrc7), RUSTSEC-2024-0421, PYSEC-2024-60 \
+                 and GO-2024-3321. Not CVE-24-1, GHSA-QWCR-R2FM-QRC7 or SHA-256."
+            ),
+            vec![
+                (FactKind::Issue, "CVE-2024-45590".to_owned()),
+                (FactKind::Issue, "GHSA-qwcr-r2fm-qrc7".to_owned()),
+                (FactKind::Issue, "RUSTSEC-2024-0421".to_owned()),
+                (FactKind::Issue, "PYSEC-2024-60".to_owned()),
+                (FactKind::Issue, "GO-2024-3321".to_owned()),
             ]
         );
     }

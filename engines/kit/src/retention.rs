@@ -2,9 +2,9 @@
 //! still present verbatim in its result.
 //!
 //! The facts are what a person would need to carry on: file paths, commands, error lines, URLs,
-//! hashes, numbered issues, versions, and the user's own requests. The measure is independent of
-//! any engine or summarizer, so it can compare them: a summary that paraphrases `src/app.py` as
-//! "the app module" has lost the fact.
+//! hashes, numbered issues and security advisories (`CVE-…`, `GHSA-…`), versions, and the user's
+//! own requests. The measure is independent of any engine or summarizer, so it can compare them:
+//! a summary that paraphrases `src/app.py` as "the app module" has lost the fact.
 
 use std::{borrow::Cow, collections::BTreeSet, sync::LazyLock};
 
@@ -94,8 +94,14 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
 });
 static HASH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b[0-9a-f]{7,64}\b").expect("hash pattern compiles"));
-static ISSUE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"#[0-9]{1,7}\b").expect("issue pattern compiles"));
+/// An issue number (`#123`) or a security advisory's id (`CVE-2024-45590`,
+/// `GHSA-qwcr-r2fm-qrc7`, `RUSTSEC-2024-0421`, `PYSEC-2024-60`, `GO-2024-3321`).
+static ISSUE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"#[0-9]{1,7}\b|\b(?:CVE-[0-9]{4}-[0-9]{4,7}|GHSA(?:-[0-9a-z]{4}){3}|(?:RUSTSEC|GO)-[0-9]{4}-[0-9]{4}|PYSEC-[0-9]{4}-[0-9]{1,7})\b",
+    )
+    .expect("issue pattern compiles")
+});
 static VERSION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\bv?[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.]+)?\b").expect("version pattern compiles")
 });
@@ -572,6 +578,21 @@ mod tests {
         );
         assert_eq!(without_diff_prefix("a/b"), "a/b");
         assert_eq!(without_diff_prefix("b//etc/hosts"), "b//etc/hosts");
+    }
+
+    #[test]
+    fn an_advisory_id_is_an_issue() {
+        assert_eq!(
+            kinds(&[Message::tool(
+                "a",
+                "CVE-2024-45590 (GHSA-qwcr-r2fm-qrc7) in body-parser; see https://github.com/advisories/GHSA-qwcr-r2fm-qrc7"
+            )]),
+            vec![
+                (FactKind::Url, "https://github.com/advisories/GHSA-qwcr-r2fm-qrc7".to_owned()),
+                (FactKind::Issue, "CVE-2024-45590".to_owned()),
+                (FactKind::Issue, "GHSA-qwcr-r2fm-qrc7".to_owned()),
+            ]
+        );
     }
 
     #[test]

@@ -204,6 +204,10 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
             ));
         }
     }
+    // Since kept: a security advisory's id (identify's own rule).
+    if shape.at_or_dash && shape.digit && crate::identify::is_advisory_id(token) {
+        return Some((FactKind::Issue, token));
+    }
     // `pytest-7.4.0`, `serde@1.0.210`: a name with its version.
     if shape.at_or_dash && shape.digit && !shape.dot && token.split('-').any(is_hash) {
         return Some((FactKind::Hash, token));
@@ -373,6 +377,9 @@ mod properties {
         "ftp",
         "git@github.com:a/b.git",
         "=a/b.toml",
+        "CVE-2024-45590",
+        "GHSA-qwcr-r2fm-qrc7",
+        "a/",
     ];
 
     /// Property: the fused scanner and classifier find the tokens the reference found, with the
