@@ -170,6 +170,45 @@ fn cumulative_token_counts_alone_give_each_response_its_difference() {
     );
 }
 
+/// Token counts are read typed, past the interface's fields: one written with its payload before
+/// its type, with a key twice (the last counts, as in a map), or with counters that are no whole
+/// numbers reads as it always did.
+#[test]
+fn token_counts_in_any_field_order_or_shape_give_their_usage() {
+    let assistant = |text: &str| {
+        item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}),
+        )
+    };
+    let user = |text: &str| {
+        item(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}))
+    };
+    let text = [
+        jsonl(&[record("session_meta", json!({"id": "s"})), user("hi"), assistant("one")]),
+        r#"{"payload": {"info": {"last_token_usage": {"input_tokens": 70, "output_tokens": 4}}, "type": "token_count"}, "type": "event_msg", "timestamp": "t"}"#.to_owned(),
+        jsonl(&[user("again"), assistant("two")]),
+        r#"{"timestamp": "t", "type": "event_msg", "payload": {"type": "token_count", "rate_limits": {"primary": [1, 2]}, "info": {"last_token_usage": {"input_tokens": 80, "input_tokens": 90, "output_tokens": "five", "total_tokens": 95}, "model_context_window": 64000}}}"#.to_owned(),
+        jsonl(&[user("and again"), assistant("three")]),
+        r#"{"timestamp": "t", "type": "event_msg", "payload": {"type": "token_count", "info": [{"last_token_usage": {"input_tokens": 1}}]}}"#.to_owned(),
+    ]
+    .join("\n");
+    let transcript = read(Format::Codex, &text);
+    assert_eq!(
+        transcript.messages[1].extra["usage"],
+        json!({"prompt_tokens": 70, "completion_tokens": 4})
+    );
+    assert_eq!(
+        transcript.messages[3].extra["usage"],
+        json!({"prompt_tokens": 90, "completion_tokens": 0, "total_tokens": 95})
+    );
+    assert!(!transcript.messages[5].extra.contains_key("usage"));
+    assert_eq!(transcript.meta.context_length, Some(64000));
+    assert_eq!(
+        transcript.meta.skipped["event_msg (token_count without usage)"],
+        1
+    );
+}
+
 #[test]
 fn a_compaction_is_listed_where_it_happened_not_replayed() {
     let text = jsonl(&[
