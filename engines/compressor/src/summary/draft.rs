@@ -199,8 +199,16 @@ impl<'t> Draft<'t> {
                 }
             }
         }
+        // When the facts have room of their own after the prose's, they take at most half of the
+        // prose's budget here: the newest results' identifiers rank with the actions that produced
+        // them, and taking them first left Progress empty while they went on into their own room.
+        let facts_here = if fact_budget > budget { budget / 2 } else { budget };
         for &at in &order {
-            chosen.take(&self.candidates[at], at, budget);
+            let candidate = &self.candidates[at];
+            if candidate.keeps_fact && !candidate.always && chosen.used >= facts_here {
+                continue;
+            }
+            chosen.take(candidate, at, budget);
             if budget.saturating_sub(chosen.used) < 8 {
                 break;
             }

@@ -2,8 +2,9 @@
 //!
 //! How it chooses what to keep, in order (each step only while the budget lasts):
 //!
-//! - the earliest and the latest request, always (the latest goes to Next Steps when unanswered),
-//!   and the focus topic;
+//! - the earliest and the latest request, always (the latest goes to Next Steps when no answer
+//!   followed it: `Unanswered request:` when nothing was done for it yet, `Request in progress:`
+//!   when the assistant acted on it), and the focus topic;
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
 //! - tier 1: other requests (latest first; one cut to its start keeps the decision the user
 //!   recorded at its end), constraints, error lines the user pasted, commands run, failures not
@@ -17,9 +18,10 @@
 //!
 //! A tool's JSON answer (`{"output": "…", "metadata": {…}}`) is read as the text of its strings.
 //!
-//! Within a tier the newest comes first. Everything keeps to the target length; then the facts
-//! alone (identifiers, error lines, commands, requests) may fill the larger room the engine took
-//! from the tail, as compact comma-separated lists by kind. A fact already quoted verbatim by a
+//! Within a tier the newest comes first. Everything keeps to the target length, where facts may
+//! take half of it when they have room of their own; then the facts alone (identifiers, error
+//! lines, commands, requests) may fill the larger room the engine took from the tail, as compact
+//! comma-separated lists by kind. A fact already quoted verbatim by a
 //! chosen line (a path inside a command, a version inside `name-1.2.3`) is not listed again. An
 //! earlier summary's lines follow the new ones of their section (`previous`); selection and layout
 //! are in `draft`.
@@ -32,7 +34,7 @@ use super::{
     draft::{cut_marked, Draft, Group},
     facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
     quoted::QuotedFacts,
-    sections::Section,
+    sections::{Section, IN_PROGRESS, UNANSWERED},
     Summarizer, SummaryError, SummaryRequest,
 };
 
@@ -245,13 +247,14 @@ impl<'t> Draft<'t> {
             if position > 0 && !latest && latest_of[request.text.trim()] != position {
                 continue;
             }
-            let unanswered = latest && !request.answered && facts.open_at_end;
+            let open = latest && !request.answered && facts.open_at_end;
             let text: &str = &request.text;
-            let (section, tier, label, limit) = if unanswered {
+            let (section, tier, label, limit) = if open {
+                let acted_on = facts.actions.len() > facts.in_progress_from;
                 (
                     Section::NextSteps,
                     0,
-                    "Unanswered request: ",
+                    if acted_on { IN_PROGRESS } else { UNANSWERED },
                     LATEST_REQUEST_CHARS,
                 )
             } else if latest {

@@ -22,7 +22,7 @@ use super::{
     draft::{Draft, Group},
     extractive::{error_shape, files_group, LINES_PER_ERROR_SHAPE, REPEATED_TIER},
     facts::{verbs, FactKind, Facts},
-    sections::{oldest_request, parse_sections, Section},
+    sections::{oldest_request, open_request, parse_sections, Section},
 };
 
 /// One line of the earlier summary, placed in the new one.
@@ -58,9 +58,7 @@ impl<'t> Draft<'t> {
                         let open = section == Section::NextSteps && !settled;
                         (if open { section } else { Section::Goal }, 0)
                     }
-                    Section::NextSteps if settled && line.starts_with("Unanswered request: ") => {
-                        (Section::Goal, 1)
-                    }
+                    Section::NextSteps if settled && open_request(line).is_some() => (Section::Goal, 1),
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),
                     Section::InProgress if user_moved_on => (Section::Done, 2),
@@ -118,9 +116,7 @@ impl<'t> Draft<'t> {
                 }
                 let text = match section {
                     Section::Goal => text.strip_prefix("Latest request: ").unwrap_or(text),
-                    Section::NextSteps if target == Section::Goal => {
-                        text.strip_prefix("Unanswered request: ").unwrap_or(text)
-                    }
+                    Section::NextSteps if target == Section::Goal => open_request(text).unwrap_or(text),
                     _ => text,
                 };
                 carried.push(Carried {

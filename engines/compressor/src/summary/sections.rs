@@ -142,7 +142,7 @@ pub(crate) fn oldest_request(body: &str) -> Option<&str> {
         .or_else(|| {
             sections[Section::NextSteps.index()]
                 .iter()
-                .find(|line| line.starts_with("Unanswered request: "))
+                .find(|line| open_request(line).is_some())
         })
         .copied()
 }
@@ -150,6 +150,19 @@ pub(crate) fn oldest_request(body: &str) -> Option<&str> {
 /// Whether a goal's line is the count of the requests it leaves out, written by `add_requests`.
 fn is_unlisted_note(line: &str) -> bool {
     line.starts_with('(') && line.ends_with(" earlier requests are not listed)")
+}
+
+/// How Next Steps opens the latest request when no answer to it came before the summary's end:
+/// unanswered when nothing was done for it yet…
+pub(crate) const UNANSWERED: &str = "Unanswered request: ";
+/// …in progress when the assistant acted on it (its actions are under In Progress): a request
+/// being worked on is not one to start again.
+pub(crate) const IN_PROGRESS: &str = "Request in progress: ";
+
+/// The request an open Next Steps line quotes, without its label.
+pub(crate) fn open_request(line: &str) -> Option<&str> {
+    line.strip_prefix(UNANSWERED)
+        .or_else(|| line.strip_prefix(IN_PROGRESS))
 }
 
 /// The line an empty section shows.

@@ -734,6 +734,60 @@ fn a_requests_route_is_listed_as_a_route_not_a_file() {
     }
 }
 
+/// A request the assistant acted on is in progress, not unanswered, and what was done for it
+/// stays in Progress though its results hold hundreds of identifiers: listed first, they took the
+/// prose's whole budget and went on into their own room, and the summary told a model to start a
+/// rollback that had already run.
+#[test]
+fn a_request_acted_on_is_in_progress_with_its_actions_listed() {
+    let log: Vec<String> = (0..300)
+        .map(|n| {
+            format!(
+                "10.42.3.7 - - \"GET /v2/orders/{} HTTP/1.1\" 200 512 req_id={:016x}",
+                4_000_000 + n * 7,
+                0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(n + 1)
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::user("Decision: roll back to revision 141 (d1a872f). Go."),
+        Message::assistant_calls(vec![ToolCall::new(
+            "r1",
+            "bash",
+            r#"{"command":"argocd app rollback orders-api 141 && argocd app wait orders-api --health"}"#,
+        )]),
+        Message::tool("r1", "Sync Revision: d1a872f\nHealth Status: Healthy"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "l1",
+            "bash",
+            r#"{"command":"kubectl -n orders exec deploy/ingress-nginx -- tail -n 300 /var/log/nginx/access.log"}"#,
+        )]),
+        Message::tool("l1", log.join("\n")),
+    ];
+    let summary = summarize_within(&middle, None, 1_500, 6_000);
+    assert!(
+        summary.contains("- Request in progress: Decision: roll back to revision 141 (d1a872f). Go."),
+        "{summary}"
+    );
+    assert!(!summary.contains("Unanswered request"), "{summary}");
+    let in_progress = summary
+        .split("### In Progress")
+        .nth(1)
+        .and_then(|rest| rest.split("### Blocked").next())
+        .unwrap_or_default();
+    assert!(
+        in_progress.contains("argocd app rollback orders-api 141"),
+        "{summary}"
+    );
+
+    // Nothing done for it yet: unanswered.
+    let asked = summarize_within(&middle[..1], None, 1_500, 6_000);
+    assert!(
+        asked.contains("- Unanswered request: Decision: roll back"),
+        "{asked}"
+    );
+}
+
 /// Twenty `head -n N` of one file differ only in their count: beyond three they give way to
 /// the commands, errors and files that say something new.
 #[test]
