@@ -5,7 +5,7 @@
 //! and most tokens are rejected by the shape the scanner gathered while finding them, without
 //! reading their bytes again.
 
-use ctxhost_engine_kit::retention::without_diff_prefix;
+use ctxhost_engine_kit::retention::{is_media_type, is_ticket_key, without_diff_prefix};
 
 use crate::summary::facts::FactKind;
 
@@ -235,13 +235,14 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
     if has(Shape::SLASH) && is_doi(token) {
         return Some((FactKind::Url, token));
     }
-    if has(Shape::SLASH) || has(Shape::DOT) {
+    if (has(Shape::SLASH) || has(Shape::DOT)) && !is_media_type(token) {
         if let Some(path) = as_path(token) {
             return Some((FactKind::Path, without_diff_prefix(path)));
         }
     }
-    // A security advisory (`CVE-2024-45590`, `GHSA-qwcr-r2fm-qrc7`): the issue an audit is about.
-    if has(Shape::AT_OR_DASH) && has(Shape::DIGIT) && is_advisory_id(token) {
+    // A security advisory (`CVE-2024-45590`, `GHSA-qwcr-r2fm-qrc7`): the issue an audit is
+    // about; a tracker's key (`INC-4471`): the incident or ticket a session is about.
+    if has(Shape::AT_OR_DASH) && has(Shape::DIGIT) && (is_advisory_id(token) || is_ticket_key(token)) {
         return Some((FactKind::Issue, token));
     }
     // `req-0bcc497650320680`, `enricher-09bd12095b-6c84b`: an id whose parts are hashes.
@@ -505,6 +506,24 @@ mod tests {
                 (FactKind::Issue, "RUSTSEC-2024-0421".to_owned()),
                 (FactKind::Issue, "PYSEC-2024-60".to_owned()),
                 (FactKind::Issue, "GO-2024-3321".to_owned()),
+            ]
+        );
+    }
+
+    /// A tracker's key is the ticket a session is about; a standard's name with its number, or a
+    /// media type with its dots, is no issue and no path.
+    #[test]
+    fn a_trackers_key_is_an_issue_and_a_media_type_no_path() {
+        assert_eq!(
+            kinds(
+                "INC-4471 (PLAT-5120, SEC-880): pinned by sha256 per SHA-256, UTF-16 and ISO-8601 as \
+                 application/vnd.oci.image.index.v1+json in charts/app/values.yaml"
+            ),
+            vec![
+                (FactKind::Issue, "INC-4471".to_owned()),
+                (FactKind::Issue, "PLAT-5120".to_owned()),
+                (FactKind::Issue, "SEC-880".to_owned()),
+                (FactKind::Path, "charts/app/values.yaml".to_owned()),
             ]
         );
     }

@@ -75,7 +75,7 @@ const MAX_FACT_CHARS: usize = 200;
 // page counts as much as one in its first lines.
 
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:\.{0,2}/)?(?:[A-Za-z0-9_.@-]+/)+[A-Za-z0-9_.@-]+\.[A-Za-z0-9]{1,8}\b|/(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+")
+    Regex::new(r"(?:\.{0,2}/)?(?:[A-Za-z0-9_.@-]+/)+[A-Za-z0-9_.@-]+\.[A-Za-z0-9]{1,8}\b|(?:[A-Za-z0-9_.@-]+)?/(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+")
         .expect("path pattern compiles")
 });
 /// A file named without its folder, by the extensions code and docs use.
@@ -94,11 +94,12 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
 });
 static HASH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b[0-9a-f]{7,64}\b").expect("hash pattern compiles"));
-/// An issue number (`#123`) or a security advisory's id (`CVE-2024-45590`,
-/// `GHSA-qwcr-r2fm-qrc7`, `RUSTSEC-2024-0421`, `PYSEC-2024-60`, `GO-2024-3321`).
+/// An issue number (`#123`), a security advisory's id (`CVE-2024-45590`,
+/// `GHSA-qwcr-r2fm-qrc7`, `RUSTSEC-2024-0421`, `PYSEC-2024-60`, `GO-2024-3321`) or a tracker's
+/// key (`INC-4471`, `PLAT-5120`; see [`is_ticket_key`]).
 static ISSUE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"#[0-9]{1,7}\b|\b(?:CVE-[0-9]{4}-[0-9]{4,7}|GHSA(?:-[0-9a-z]{4}){3}|(?:RUSTSEC|GO)-[0-9]{4}-[0-9]{4}|PYSEC-[0-9]{4}-[0-9]{1,7})\b",
+        r"#[0-9]{1,7}\b|\b(?:CVE-[0-9]{4}-[0-9]{4,7}|GHSA(?:-[0-9a-z]{4}){3}|(?:RUSTSEC|GO)-[0-9]{4}-[0-9]{4}|PYSEC-[0-9]{4}-[0-9]{1,7})\b|\b[A-Z][A-Z0-9]{1,9}-[0-9]{2,6}\b",
     )
     .expect("issue pattern compiles")
 });
@@ -309,6 +310,10 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
             .find('\n')
             .map_or(text.len(), |at| found.end() + at);
         let line = &text[start..end];
+        if reports_no_error(line) {
+            from = end;
+            continue;
+        }
         // A tool's JSON answer: the error line is the text of its string, not the JSON around.
         if *json_document.get_or_insert_with(|| is_json_document(original)) {
             let opens_document = start == text.len() - text.trim_start().len();
@@ -334,8 +339,12 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         before > 0 && urls[before - 1].1 >= end
     };
     for found in PATH.find_iter(text) {
-        if !inside_url(found.start(), found.end()) {
-            insert_trimmed(facts, FactKind::Path, without_diff_prefix(found.as_str()));
+        let path = found.as_str();
+        // `03/15/2026` is a date; `application/vnd.oci.image.index.v1+json` a media type.
+        let named = path.bytes().any(|byte| byte.is_ascii_alphabetic());
+        let media_type = is_media_type(token_at(text, found.start(), found.end()));
+        if named && !media_type && !inside_url(found.start(), found.end()) {
+            insert_trimmed(facts, FactKind::Path, without_diff_prefix(path));
         }
     }
     for found in FILE_NAME.find_iter(text) {
@@ -351,8 +360,14 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         }
     }
     for found in ISSUE.find_iter(text) {
-        if !inside_url(found.start(), found.end()) {
-            facts.insert(fact(FactKind::Issue, found.as_str()));
+        let id = found.as_str();
+        let known = id.starts_with('#')
+            || ["CVE-", "GHSA-", "RUSTSEC-", "PYSEC-", "GO-"]
+                .iter()
+                .any(|database| id.starts_with(database))
+            || is_ticket_key(id);
+        if known && !inside_url(found.start(), found.end()) {
+            facts.insert(fact(FactKind::Issue, id));
         }
     }
     for found in VERSION.find_iter(text) {
@@ -388,6 +403,107 @@ fn unescape_line_ends(text: &str) -> Cow<'_, str> {
     }
     // Only ASCII bytes were replaced by ASCII bytes.
     Cow::Owned(String::from_utf8(bytes).expect("still UTF-8"))
+}
+
+/// Whether an error line says there was none: `0 failed`, `no errors`, dbt's `PASS=41 WARN=0
+/// ERROR=0`. The compressor lists no such line, and the measure counts none.
+pub fn reports_no_error(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    [
+        "0 failed",
+        "0 errors",
+        "0 error",
+        "no errors",
+        "error: 0",
+        "errors: 0",
+        "error=0",
+        "errors=0",
+        "failed=0",
+        "failures=0",
+        "without error",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
+/// Whether `token` is a media type (`application/vnd.oci.image.index.v1+json`,
+/// `text/x-python`): no path, though it has a slash and dots.
+pub fn is_media_type(token: &str) -> bool {
+    let Some((kind, subtype)) = token.split_once('/') else {
+        return false;
+    };
+    let registered = matches!(
+        kind,
+        "application" | "audio" | "font" | "image" | "message" | "model" | "multipart" | "text" | "video"
+    );
+    registered
+        && !subtype.contains('/')
+        && (subtype.starts_with("vnd.")
+            || subtype.starts_with("x-")
+            || subtype.starts_with("prs.")
+            || subtype.contains('+'))
+}
+
+/// Whether `token` is an issue tracker's key (`INC-4471`, `PLAT-5120`, `SEC-880`): capitals, a
+/// dash and a number of two digits or more, unless the capitals name a standard or an encoding
+/// (`SHA-256`, `UTF-16`, `ISO-8601`, `RFC-7231`, `COVID-19`).
+pub fn is_ticket_key(token: &str) -> bool {
+    let Some((project, number)) = token.split_once('-') else {
+        return false;
+    };
+    let project_ok = (2..=10).contains(&project.len())
+        && project.as_bytes()[0].is_ascii_uppercase()
+        && project
+            .bytes()
+            .all(|byte| byte.is_ascii_uppercase() || byte.is_ascii_digit());
+    let number_ok = (2..=6).contains(&number.len()) && number.bytes().all(|byte| byte.is_ascii_digit());
+    project_ok
+        && number_ok
+        && !matches!(
+            project,
+            "SHA"
+                | "MD"
+                | "UTF"
+                | "UCS"
+                | "ISO"
+                | "IEC"
+                | "IEEE"
+                | "RFC"
+                | "ANSI"
+                | "ECMA"
+                | "AES"
+                | "DES"
+                | "RSA"
+                | "ECDSA"
+                | "CRC"
+                | "TLS"
+                | "SSL"
+                | "HTTP"
+                | "UTC"
+                | "GMT"
+                | "COVID"
+                | "IPV"
+                | "INT"
+                | "UINT"
+                | "FP"
+                | "BF"
+                | "ES"
+                | "CVE"
+                | "GHSA"
+                | "RUSTSEC"
+                | "PYSEC"
+                | "GO"
+                | "X"
+        )
+}
+
+/// The whitespace-delimited token around `start..end` of `text`.
+fn token_at(text: &str, start: usize, end: usize) -> &str {
+    let boundary =
+        |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | ')' | '[' | ']' | ',' | ';');
+    let from = text[..start].rfind(boundary).map_or(0, |at| at + 1);
+    let to = text[end..].find(boundary).map_or(text.len(), |at| end + at);
+    &text[from..to]
 }
 
 /// A path as git's diff headers write it (`--- a/src/app.py`, `+++ b/src/app.py`) without its
@@ -591,6 +707,25 @@ mod tests {
                 (FactKind::Url, "https://github.com/advisories/GHSA-qwcr-r2fm-qrc7".to_owned()),
                 (FactKind::Issue, "CVE-2024-45590".to_owned()),
                 (FactKind::Issue, "GHSA-qwcr-r2fm-qrc7".to_owned()),
+            ]
+        );
+    }
+
+    /// A date is no path, a media type neither; a path without an extension is read whole; a
+    /// tracker's key is an issue, a standard's number is not; a report of no errors is no error.
+    #[test]
+    fn what_looks_like_a_fact_and_is_not() {
+        assert_eq!(
+            kinds(&[Message::tool(
+                "a",
+                "on 03/15/2026 INC-4471 hit packages/app-0/node_modules/braces as \
+                 application/vnd.oci.image.index.v1+json per SHA-256\n\
+                 10:58:02  Done. PASS=41 WARN=0 ERROR=0 SKIP=0 TOTAL=41\nERROR: relation \"invoices\" does not exist"
+            )]),
+            vec![
+                (FactKind::Path, "packages/app-0/node_modules/braces".to_owned()),
+                (FactKind::Error, "ERROR: relation \"invoices\" does not exist".to_owned()),
+                (FactKind::Issue, "INC-4471".to_owned()),
             ]
         );
     }

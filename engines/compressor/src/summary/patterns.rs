@@ -6,7 +6,10 @@ use std::{borrow::Cow, sync::LazyLock};
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 
 use super::facts::{cut_at_token, FactKind, Facts, Sentence, Source};
-use ctxhost_engine_kit::text::{is_json_document, within_json_string};
+use ctxhost_engine_kit::{
+    retention::reports_no_error,
+    text::{is_json_document, within_json_string},
+};
 
 use crate::scan::{classify_token, for_each_token, line_around, sentence_around};
 
@@ -309,7 +312,7 @@ impl<'a> Facts<'a> {
                 Cow::Borrowed(line) => Cow::Borrowed(cut_at_token(line.trim(), MAX_ERROR_LINE)),
                 Cow::Owned(line) => Cow::Owned(cut_at_token(line.trim(), MAX_ERROR_LINE).to_owned()),
             };
-            if line.len() < 6 || is_false_alarm(&line) {
+            if line.len() < 6 || reports_no_error(&line) {
                 continue;
             }
             let at = self.add(FactKind::Error, line.clone(), source, index);
@@ -420,22 +423,6 @@ pub(super) fn error_line_score(line: &str) -> u8 {
     } else {
         1
     }
-}
-
-/// Lines that mention errors to say there are none.
-fn is_false_alarm(line: &str) -> bool {
-    let lower = line.to_ascii_lowercase();
-    [
-        "0 failed",
-        "0 errors",
-        "0 error",
-        "no errors",
-        "error: 0",
-        "errors: 0",
-        "without error",
-    ]
-    .iter()
-    .any(|phrase| lower.contains(phrase))
 }
 
 #[cfg(test)]

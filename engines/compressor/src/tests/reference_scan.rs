@@ -195,7 +195,8 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
     if shape.slash && crate::identify::is_doi(token) {
         return Some((FactKind::Url, token));
     }
-    if shape.slash || shape.dot {
+    // Since kept: a media type is no path (identify's own rule).
+    if (shape.slash || shape.dot) && !ctxhost_engine_kit::retention::is_media_type(token) {
         if let Some(path) = as_path(token) {
             // Since kept: a diff's `a/` and `b/` prefixes left out (identify's own rule).
             return Some((
@@ -204,8 +205,11 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
             ));
         }
     }
-    // Since kept: a security advisory's id (identify's own rule).
-    if shape.at_or_dash && shape.digit && crate::identify::is_advisory_id(token) {
+    // Since kept: a security advisory's id or a tracker's key (identify's own rule).
+    if shape.at_or_dash
+        && shape.digit
+        && (crate::identify::is_advisory_id(token) || ctxhost_engine_kit::retention::is_ticket_key(token))
+    {
         return Some((FactKind::Issue, token));
     }
     // `pytest-7.4.0`, `serde@1.0.210`: a name with its version.
@@ -379,6 +383,9 @@ mod properties {
         "=a/b.toml",
         "CVE-2024-45590",
         "GHSA-qwcr-r2fm-qrc7",
+        "INC-4471",
+        "SHA-256",
+        "application/vnd.oci.image.index.v1+json",
         "a/",
     ];
 
