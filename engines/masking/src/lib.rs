@@ -10,7 +10,8 @@
 //!
 //! The main type is [`Masking`], an [`Engine`]; [`MaskingConfig`] is its `masking:` block in
 //! `config.yaml`. The plugin library is the separate `ctxhost-masking-plugin` crate. This crate is
-//! not for conversations whose bulk is prose: it only ever shrinks tool output.
+//! not for conversations whose bulk is prose or call arguments (a session writing its files
+//! through `write_file` calls keeps every file it wrote): it only ever shrinks tool output.
 //!
 //! # How `compress` works
 //!
