@@ -199,16 +199,34 @@ impl<'t> Draft<'t> {
                 }
             }
         }
-        // When the facts have room of their own after the prose's, they take at most half of the
-        // prose's budget here: the newest results' identifiers rank with the actions that produced
-        // them, and taking them first left Progress empty while they went on into their own room.
-        let facts_here = if fact_budget > budget { budget / 2 } else { budget };
+        // Facts take at most half of the prose's budget first, then what the prose leaves: the
+        // newest results' identifiers rank with the actions that produced them, and taking them
+        // first left Progress empty (and lcm's summaries, which have no room beyond the prose's,
+        // without the commands an incident's rollback ran).
+        let facts_first = budget / 2;
+        let mut facts_used = 0;
         for &at in &order {
             let candidate = &self.candidates[at];
-            if candidate.keeps_fact && !candidate.always && chosen.used >= facts_here {
+            let fact = candidate.keeps_fact && !candidate.always;
+            if fact && facts_used >= facts_first {
                 continue;
             }
+            let before = chosen.used;
             chosen.take(candidate, at, budget);
+            if fact {
+                facts_used += chosen.used - before;
+            }
+            if budget.saturating_sub(chosen.used) < 8 {
+                break;
+            }
+        }
+        // What the prose left, to the facts that say something new: a log's lines of one shape,
+        // beyond the newest three, fill only the facts' own room.
+        for &at in &order {
+            let candidate = &self.candidates[at];
+            if candidate.tier < super::extractive::REPEATED_TIER {
+                chosen.take(candidate, at, budget);
+            }
             if budget.saturating_sub(chosen.used) < 8 {
                 break;
             }

@@ -18,10 +18,10 @@
 //!
 //! A tool's JSON answer (`{"output": "…", "metadata": {…}}`) is read as the text of its strings.
 //!
-//! Within a tier the newest comes first. Everything keeps to the target length, where facts may
-//! take half of it when they have room of their own; then the facts alone (identifiers, error
-//! lines, commands, requests) may fill the larger room the engine took from the tail, as compact
-//! comma-separated lists by kind. A fact already quoted verbatim by a
+//! Within a tier the newest comes first. Everything keeps to the target length, where the facts
+//! take at most half of it before the prose has had its turn (and lines of a repeated shape none
+//! of it); then the facts alone (identifiers, error lines, commands, requests) may fill the larger
+//! room the engine took from the tail, as compact comma-separated lists by kind. A fact already quoted verbatim by a
 //! chosen line (a path inside a command, a version inside `name-1.2.3`) is not listed again. An
 //! earlier summary's lines follow the new ones of their section (`previous`); selection and layout
 //! are in `draft`.
@@ -192,8 +192,8 @@ impl<'t> Draft<'t> {
             candidate.focus = facts.is_focus(sentence.index);
             candidate.keeps_fact = by_user;
         }
-        self.add_actions(facts);
         let repeated = repeated_shapes(facts);
+        self.add_actions(facts, &repeated);
         for (id, fact) in facts.facts.iter().enumerate() {
             self.add_fact(id, fact, repeated[id]);
         }
@@ -287,7 +287,9 @@ impl<'t> Draft<'t> {
         }
     }
 
-    fn add_actions(&mut self, facts: &Facts<'t>) {
+    /// The actions, each on its line; one whose command repeats the shape of others (`head -n
+    /// 48 data.csv` with twenty counts, `repeated`) ranks as that command does.
+    fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) {
         // A failure is resolved when the same call (tool and command or path) later succeeds.
         let mut resolved = std::collections::HashSet::new();
         let mut blocked = vec![false; facts.actions.len()];
@@ -355,6 +357,11 @@ impl<'t> Draft<'t> {
             } else {
                 (Section::Done, if recent[at] { 2 } else { 3 })
             };
+            let repeats_a_shape = action
+                .fact_ids
+                .iter()
+                .any(|&id| facts.facts[id].kind == FactKind::Command && repeated[id]);
+            let tier = if repeats_a_shape { REPEATED_TIER } else { tier };
             let covers = action
                 .fact_ids
                 .iter()

@@ -119,6 +119,10 @@ impl<'t> Draft<'t> {
                     Section::NextSteps if target == Section::Goal => open_request(text).unwrap_or(text),
                     _ => text,
                 };
+                // A command an earlier summary kept ranks as a new one does, above the ids listed
+                // after it: the later line wins a tie, and an incident's rollback gave way to
+                // a log's request ids when lcm condensed its summaries.
+                let tier = if group == Group::Commands { 1 } else { tier };
                 carried.push(Carried {
                     section: target,
                     group,

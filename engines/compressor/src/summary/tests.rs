@@ -780,6 +780,32 @@ fn a_request_acted_on_is_in_progress_with_its_actions_listed() {
         "{summary}"
     );
 
+    // With no room beyond the prose's (lcm's summaries), the same.
+    let summary = summarize_within(&middle, None, 1_500, 1_500);
+    assert!(
+        summary.contains("argocd app rollback orders-api 141"),
+        "{summary}"
+    );
+
+    // Folded into the next summary with little room, the command stays over the log's ids.
+    let folded = summarize_within(&[Message::user("status?")], Some(&summary), 900, 900);
+    assert!(folded.contains("argocd app rollback orders-api 141"), "{folded}");
+
+    // An earlier summary's command outranks the ids it lists after it: the later line won the
+    // tie, and lcm's condensed summary of an incident kept a log's request ids, not its rollback.
+    let ids: Vec<String> = (0..120_u64)
+        .map(|n| format!("{:016x}", 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(n + 1)))
+        .collect();
+    let earlier = format!(
+        "## Critical Context\n- Commands:\n  - `argocd app rollback orders-api 141`\n- Hashes: {}\n",
+        ids.join(", ")
+    );
+    let folded = summarize_within(&[Message::user("status?")], Some(&earlier), 900, 900);
+    assert!(
+        folded.contains("`argocd app rollback orders-api 141`"),
+        "{folded}"
+    );
+
     // Nothing done for it yet: unanswered.
     let asked = summarize_within(&middle[..1], None, 1_500, 6_000);
     assert!(
