@@ -538,13 +538,17 @@ fn describe_compaction(compaction: &CompactionRecord, messages_replayed: usize) 
         compaction.messages_after,
         compaction.duration_ms,
     );
-    if let Some(retention) = &compaction.retention {
-        line.push_str(&format!(
+    match &compaction.retention {
+        // Masking's stand-ins replace output with no identifier in it: nothing to keep is no
+        // perfect score.
+        Some(retention) if retention.total == 0 => line.push_str("; no facts in what it compacted"),
+        Some(retention) => line.push_str(&format!(
             "; facts kept {}/{} ({:.0}%)",
             retention.kept,
             retention.total,
             retention.share * 100.0
-        ));
+        )),
+        None => {}
     }
     let applied = compaction.outcome == Outcome::Applied;
     if let Some(summary) = compaction
@@ -712,6 +716,39 @@ mod tests {
         Outcome::Kept {
             reason: reason.to_owned(),
         }
+    }
+
+    /// A compaction whose compacted part held no identifier (masking's stand-ins of outputs that
+    /// named none) says so, not `facts kept 0/0 (100%)`.
+    #[test]
+    fn a_compaction_with_no_facts_to_keep_says_so() {
+        let measured = |total, kept| {
+            let mut compaction = attempt(30, Outcome::Applied);
+            compaction.retention = Some(ctxhost_engine_kit::retention::Retention {
+                total,
+                kept,
+                share: if total == 0 {
+                    1.0
+                } else {
+                    kept as f64 / total as f64
+                },
+                lost: Vec::new(),
+                lost_unlisted: 0,
+            });
+            let mut out = String::new();
+            render_compactions(&mut out, &[compaction], 40);
+            out
+        };
+        assert!(
+            measured(0, 0).contains("0.50 ms; no facts in what it compacted"),
+            "{}",
+            measured(0, 0)
+        );
+        assert!(
+            measured(4, 3).contains("0.50 ms; facts kept 3/4 (75%)"),
+            "{}",
+            measured(4, 3)
+        );
     }
 
     #[test]
