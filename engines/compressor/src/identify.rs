@@ -235,8 +235,8 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
     if has(Shape::SLASH) && is_doi(token) {
         return Some((FactKind::Url, token));
     }
-    if (has(Shape::SLASH) || has(Shape::DOT)) && !is_media_type(token) {
-        if let Some(path) = as_path(token) {
+    if has(Shape::SLASH) || has(Shape::DOT) {
+        if let Some(path) = as_path(token).filter(|_| !is_media_type(token)) {
             return Some((FactKind::Path, without_diff_prefix(path)));
         }
     }
