@@ -734,6 +734,7 @@ mod tests {
                 },
                 lost: Vec::new(),
                 lost_unlisted: 0,
+                lost_by_kind: Default::default(),
             });
             let mut out = String::new();
             render_compactions(&mut out, &[compaction], 40);

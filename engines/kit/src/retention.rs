@@ -6,7 +6,11 @@
 //! own requests. The measure is independent of any engine or summarizer, so it can compare them:
 //! a summary that paraphrases `src/app.py` as "the app module" has lost the fact.
 
-use std::{borrow::Cow, collections::BTreeSet, sync::LazyLock};
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, BTreeSet},
+    sync::LazyLock,
+};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
@@ -63,6 +67,9 @@ pub struct Retention {
     pub lost: Vec<Fact>,
     /// The facts lost beyond those listed in `lost`.
     pub lost_unlisted: usize,
+    /// How many facts of each kind were lost, all of them (`{"hash": 212, "path": 9}`): what an
+    /// engine gives up, where `lost` shows only the first few.
+    pub lost_by_kind: BTreeMap<FactKind, usize>,
 }
 
 /// How many lost facts a [`Retention`] lists.
@@ -233,10 +240,14 @@ impl ReplayRetention {
 fn tally(facts: &[Fact], found: &[bool]) -> Retention {
     let mut kept = 0;
     let mut lost = Vec::new();
+    let mut lost_by_kind = BTreeMap::new();
     for (fact, &found) in facts.iter().zip(found) {
         if found {
             kept += 1;
-        } else if lost.len() < MAX_LISTED_LOSSES {
+            continue;
+        }
+        *lost_by_kind.entry(fact.kind).or_insert(0) += 1;
+        if lost.len() < MAX_LISTED_LOSSES {
             lost.push(fact.clone());
         }
     }
@@ -252,6 +263,7 @@ fn tally(facts: &[Fact], found: &[bool]) -> Retention {
         share,
         lost,
         lost_unlisted,
+        lost_by_kind,
     }
 }
 
@@ -789,6 +801,10 @@ mod tests {
         assert_eq!(retention.share, 0.5);
         let lost: Vec<&str> = retention.lost.iter().map(|fact| fact.text.as_str()).collect();
         assert_eq!(lost, ["src/db.py", "Fix src/app.py and src/db.py (see #12)"]);
+        assert_eq!(
+            retention.lost_by_kind,
+            BTreeMap::from([(FactKind::Path, 1), (FactKind::Request, 1)])
+        );
     }
 
     /// More losses than are listed: the count of the rest says the list was cut.
@@ -800,6 +816,7 @@ mod tests {
         assert_eq!(retention.total, 30, "{retention:?}");
         assert_eq!(retention.lost.len(), MAX_LISTED_LOSSES);
         assert_eq!(retention.lost_unlisted, 30 - MAX_LISTED_LOSSES);
+        assert_eq!(retention.lost_by_kind.values().sum::<usize>(), 30);
     }
 
     #[test]

@@ -188,6 +188,7 @@ fn compaction(before: u64, after: u64, outcome: Outcome, share: Option<f64>) -> 
             share,
             lost: Vec::new(),
             lost_unlisted: 0,
+            lost_by_kind: Default::default(),
         }),
         details: None,
     }

@@ -8,7 +8,8 @@
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
 //! - tier 1: other requests (latest first; one cut to its start keeps the decision the user
 //!   recorded at its end), constraints, error lines the user pasted, commands run, failures not
-//!   resolved later, files the tools touched, the earlier summary's goal and constraints;
+//!   resolved later, files the tools touched, issue numbers, advisories and tickets, the earlier
+//!   summary's goal and constraints;
 //! - tier 2: the newest tool actions with their outcome, error lines from tool output, every path,
 //!   URL, hash, issue number and version seen;
 //! - tier 3: older tool actions, decisions the assistant stated, names in code spans;
@@ -451,10 +452,12 @@ impl<'t> Draft<'t> {
                     FactKind::Issue => Group::Issues,
                     _ => Group::Versions,
                 };
-                let tier = if repeated {
-                    REPEATED_TIER
-                } else {
-                    fact_tier(fact.source)
+                let tier = match fact_tier(fact.source) {
+                    _ if repeated => REPEATED_TIER,
+                    // An issue, an advisory or a ticket is what the work is about, and a session
+                    // names few: an audit's advisory ids went before its lockfile's paths.
+                    2 if fact.kind == FactKind::Issue => 1,
+                    tier => tier,
                 };
                 (Section::Critical, group, tier, fact.text.clone())
             }
