@@ -6,6 +6,7 @@ use ctxhost_engine_abi::{Message, ToolCall};
 use ctxhost_engine_kit::stand_in::{
     call_target, command_under, describe_tool_outcome, error_line, flagged_success, Failure, COMMAND_KEYS,
 };
+use ctxhost_engine_kit::text::within_json_string;
 use serde_json::Value;
 
 use super::facts::{verbs, Action, FactKind, Facts, Source};
@@ -26,6 +27,7 @@ impl<'a> Facts<'a> {
             first_error: None,
             answered: false,
             fact_ids: Vec::new(),
+            last_line: None,
             path_verb: None,
             itemised: scan,
             tool: name,
@@ -140,6 +142,9 @@ impl<'a> Facts<'a> {
                     self.facts[path].verbs |= verb;
                 }
                 let action = &mut self.actions[slot];
+                if kind == ToolKind::Shell && !failed {
+                    action.last_line = last_line(&output);
+                }
                 action.line = line;
                 action.failed = failed;
                 action.first_error = first_error;
@@ -154,6 +159,7 @@ impl<'a> Facts<'a> {
                 first_error,
                 answered: true,
                 fact_ids: error_id.into_iter().collect(),
+                last_line: None,
                 path_verb: None,
                 itemised: true,
                 tool: call.map_or("tool", |call| call.function.name.as_str()),
@@ -194,6 +200,37 @@ fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str, failure: O
     } else {
         format!("[{name}]{target} -> {} chars of output", output.chars().count())
     }
+}
+
+/// The last line of `output` that says something, when it is short and the output had more than
+/// one; a tool's JSON answer (`{"output": "…\nHealthy", …}`) read as its text.
+fn last_line(output: &str) -> Option<String> {
+    const MAX_LAST_LINE: usize = 120;
+    let trimmed = output.trim_end();
+    // Bracketed is enough here: parsing every output to be sure cost a pass over each.
+    let line = if trimmed.starts_with('{') && trimmed.ends_with('}') {
+        // The text after the last `\n` escape that says something (an output ends with one).
+        let mut end = trimmed.len();
+        let mut found = String::new();
+        for (at, _) in trimmed.rmatch_indices("\\n").take(4) {
+            found = within_json_string(&trimmed[at + 2..end], false).trim().to_owned();
+            if !found.is_empty() {
+                break;
+            }
+            end = at;
+        }
+        found
+    } else {
+        let (before, last) = trimmed.rsplit_once('\n')?;
+        if before.trim().is_empty() {
+            return None;
+        }
+        last.trim().to_owned()
+    };
+    // A closing brace or a count alone says nothing of how it ended.
+    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let says_something = line.bytes().any(|byte| byte.is_ascii_alphabetic());
+    (says_something && line.len() <= MAX_LAST_LINE).then_some(line)
 }
 
 /// Every string in `value` short enough to be an identifier rather than content.
@@ -309,4 +346,31 @@ fn starts_with_failure(output: &str) -> bool {
         || start.contains("\"error\":")
         || start.contains("\"success\": false")
         || start.contains("\"success\":false")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_line;
+
+    #[test]
+    fn a_commands_last_line_is_read_as_its_output_reads() {
+        assert_eq!(
+            last_line("Sync Revision: d1a872f\nHealth Status: Healthy\n\n").as_deref(),
+            Some("Health Status: Healthy")
+        );
+        assert_eq!(
+            last_line(r#"{"output": "Release \"checkout-api\" upgraded\nREVISION: 49\n", "metadata": {"exit_code": 0}}"#)
+                .as_deref(),
+            Some("REVISION: 49")
+        );
+        // One line is the whole output, which the action line tells already; a long one says
+        // too much for a hint.
+        assert_eq!(last_line("ok"), None);
+        assert_eq!(last_line("{\n  \"enabled\": false\n}"), None);
+        assert_eq!(
+            last_line("Sync Revision: d1a872f\nHealth Status:      Healthy").as_deref(),
+            Some("Health Status: Healthy")
+        );
+        assert_eq!(last_line(&format!("a\n{}", "x".repeat(200))), None);
+    }
 }

@@ -10,7 +10,8 @@
 //!   recorded at its end), constraints, error lines the user pasted, commands run, failures not
 //!   resolved later, files the tools touched, issue numbers, advisories and tickets, the earlier
 //!   summary's goal and constraints;
-//! - tier 2: the newest tool actions with their outcome, error lines from tool output, every path,
+//! - tier 2: the newest tool actions with their outcome (for the request in progress, with the
+//!   last line a command that succeeded printed), error lines from tool output, every path,
 //!   URL, hash, issue number and version seen;
 //! - tier 3: older tool actions, decisions the assistant stated, names in code spans;
 //! - tier 4: identifiers found only inside file contents;
@@ -358,6 +359,13 @@ impl<'t> Draft<'t> {
             } else {
                 (Section::Done, if recent[at] { 2 } else { 3 })
             };
+            // How the work on the request in progress ended, when a command said it last.
+            if let (Section::InProgress, Some(last)) = (section, &action.last_line) {
+                if !text.contains(last.as_str()) {
+                    text.push_str("; last line: ");
+                    text.push_str(last);
+                }
+            }
             let repeats_a_shape = action
                 .fact_ids
                 .iter()

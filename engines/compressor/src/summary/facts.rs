@@ -105,6 +105,9 @@ pub(crate) struct Action<'a> {
     pub tool: &'a str,
     /// The facts this action names: its command, its path, its first error.
     pub fact_ids: Vec<usize>,
+    /// The last line a command that succeeded printed, when short (`Health Status: Healthy`):
+    /// how the work on the request in progress ended.
+    pub last_line: Option<String>,
     /// The path this call reads, searches or changes, and that verb: given to the path when
     /// the result says the call succeeded, or when no result came
     /// ([`settle_unanswered`](Facts::settle_unanswered)).

@@ -779,6 +779,11 @@ fn a_request_acted_on_is_in_progress_with_its_actions_listed() {
         in_progress.contains("argocd app rollback orders-api 141"),
         "{summary}"
     );
+    // How it ended: the command's last line.
+    assert!(
+        in_progress.contains("; last line: Health Status: Healthy"),
+        "{summary}"
+    );
 
     // With no room beyond the prose's (lcm's summaries), the same.
     let summary = summarize_within(&middle, None, 1_500, 1_500);
