@@ -30,16 +30,17 @@
 //!   `function_call`, `function_call_output`, `reasoning`…), mapped as above; the
 //!   `{"record_type": "state"}` lines between them are the interface's, left out and counted.
 
-use std::{fmt, io::BufRead, marker::PhantomData, path::Path};
+use std::{fmt, io::BufRead, path::Path};
 
 use ctxhost_engine_abi::{Content, Message, Role, ToolCall};
 use serde::{
-    de::{self, value::MapAccessDeserializer, IgnoredAny, MapAccess, SeqAccess, Visitor},
+    de::{MapAccess, Visitor},
     Deserialize, Deserializer,
 };
 use serde_json::{json, Map, Value};
 
 use super::{
+    by_keys::{deserialize_by_keys, IfObject},
     content_from_parts,
     driver::{next_queued, Queue, QueuedRecords},
     lines::{JsonLines, LineAt},
@@ -578,8 +579,8 @@ impl<R: BufRead> CodexReader<R> {
         }
         let last = last?;
         let mut usage = json!({
-            "prompt_tokens": last.input_tokens?,
-            "completion_tokens": last.output_tokens.unwrap_or(0),
+            "prompt_tokens": last.input_tokens.0?,
+            "completion_tokens": last.output_tokens.0.unwrap_or(0),
         });
         for (value, to) in [
             (last.cached_input_tokens, "cache_read_tokens"),
@@ -587,7 +588,7 @@ impl<R: BufRead> CodexReader<R> {
             (last.reasoning_output_tokens, "reasoning_tokens"),
             (last.total_tokens, "total_tokens"),
         ] {
-            if let Some(value) = value {
+            if let Some(value) = value.0 {
                 usage[to] = value.into();
             }
         }
@@ -640,104 +641,57 @@ impl<'de> Deserialize<'de> for Record {
 }
 
 /// An `event_msg`'s payload: its type and, for a token count, its counters; the rest (the
-/// interface's copy of messages and command output) is read past. Read by hand rather than
-/// derived, so that a repeated key's last value counts, as it did in a map.
+/// interface's copy of messages and command output) is read past.
+#[derive(Default)]
 pub(super) struct Event {
     kind: Option<Value>,
     info: IfObject<TokenInfo>,
 }
 
+deserialize_by_keys!(Event, "an event", { "type" => kind, "info" => info });
+
+#[derive(Default)]
 struct TokenInfo {
     model_context_window: Option<Value>,
     total_token_usage: IfObject<Counters>,
     last_token_usage: IfObject<Counters>,
 }
 
-impl<'de> Deserialize<'de> for Event {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct EventVisitor;
+deserialize_by_keys!(TokenInfo, "a token count", {
+    "model_context_window" => model_context_window,
+    "total_token_usage" => total_token_usage,
+    "last_token_usage" => last_token_usage,
+});
 
-        impl<'de> Visitor<'de> for EventVisitor {
-            type Value = Event;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("an event")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event, A::Error> {
-                let mut event = Event {
-                    kind: None,
-                    info: IfObject(None),
-                };
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    match key.as_ref() {
-                        "type" => event.kind = map.next_value()?,
-                        "info" => event.info = map.next_value()?,
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(event)
-            }
-        }
-
-        deserializer.deserialize_map(EventVisitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for TokenInfo {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TokenInfoVisitor;
-
-        impl<'de> Visitor<'de> for TokenInfoVisitor {
-            type Value = TokenInfo;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("a token count")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TokenInfo, A::Error> {
-                let mut info = TokenInfo {
-                    model_context_window: None,
-                    total_token_usage: IfObject(None),
-                    last_token_usage: IfObject(None),
-                };
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    match key.as_ref() {
-                        "model_context_window" => info.model_context_window = map.next_value()?,
-                        "total_token_usage" => info.total_token_usage = map.next_value()?,
-                        "last_token_usage" => info.last_token_usage = map.next_value()?,
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(info)
-            }
-        }
-
-        deserializer.deserialize_map(TokenInfoVisitor)
-    }
-}
-
-/// A token count's counters this reader gives the runner; one that is not a whole number is none.
+/// A token count's counters this reader gives the runner.
 #[derive(Clone, Copy, Default)]
 struct Counters {
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    cached_input_tokens: Option<u64>,
-    cache_write_input_tokens: Option<u64>,
-    reasoning_output_tokens: Option<u64>,
-    total_tokens: Option<u64>,
+    input_tokens: Count,
+    output_tokens: Count,
+    cached_input_tokens: Count,
+    cache_write_input_tokens: Count,
+    reasoning_output_tokens: Count,
+    total_tokens: Count,
 }
+
+deserialize_by_keys!(Counters, "token counters", {
+    "input_tokens" => input_tokens,
+    "output_tokens" => output_tokens,
+    "cached_input_tokens" => cached_input_tokens,
+    "cache_write_input_tokens" => cache_write_input_tokens,
+    "reasoning_output_tokens" => reasoning_output_tokens,
+    "total_tokens" => total_tokens,
+});
 
 impl Counters {
     /// These cumulative counters less `previous`, counter by counter.
     fn since(self, previous: Option<&Counters>) -> Counters {
-        let less = |now: Option<u64>, before: fn(&Counters) -> Option<u64>| {
-            now.map(|now| now.saturating_sub(previous.and_then(before).unwrap_or(0)))
-        };
+        let less =
+            |now: Count, before: fn(&Counters) -> Count| {
+                Count(now.0.map(|now| {
+                    now.saturating_sub(previous.and_then(|previous| before(previous).0).unwrap_or(0))
+                }))
+            };
         Counters {
             input_tokens: less(self.input_tokens, |c| c.input_tokens),
             output_tokens: less(self.output_tokens, |c| c.output_tokens),
@@ -749,99 +703,13 @@ impl Counters {
     }
 }
 
-impl<'de> Deserialize<'de> for Counters {
+/// A counter: a whole number, or none when it is anything else.
+#[derive(Clone, Copy, Default)]
+struct Count(Option<u64>);
+
+impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct CountersVisitor;
-
-        impl<'de> Visitor<'de> for CountersVisitor {
-            type Value = Counters;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("token counters")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Counters, A::Error> {
-                let mut counters = Counters::default();
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    let slot = match key.as_ref() {
-                        "input_tokens" => &mut counters.input_tokens,
-                        "output_tokens" => &mut counters.output_tokens,
-                        "cached_input_tokens" => &mut counters.cached_input_tokens,
-                        "cache_write_input_tokens" => &mut counters.cache_write_input_tokens,
-                        "reasoning_output_tokens" => &mut counters.reasoning_output_tokens,
-                        "total_tokens" => &mut counters.total_tokens,
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                            continue;
-                        }
-                    };
-                    // A repeated key's last value counts, as in a map.
-                    *slot = map.next_value::<Value>()?.as_u64();
-                }
-                Ok(counters)
-            }
-        }
-
-        deserializer.deserialize_map(CountersVisitor)
-    }
-}
-
-/// `T` when the value is an object; nothing, the value read past, when it is anything else (a
-/// token count's `info: null`).
-pub(super) struct IfObject<T>(Option<T>);
-
-impl<T> Default for IfObject<T> {
-    fn default() -> Self {
-        Self(None)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for IfObject<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct IfObjectVisitor<T>(PhantomData<T>);
-
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for IfObjectVisitor<T> {
-            type Value = IfObject<T>;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("any value")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(|value| IfObject(Some(value)))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(IfObject(None))
-            }
-
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(IfObject(None))
-            }
-
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(IfObject(None))
-            }
-
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(IfObject(None))
-            }
-
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(IfObject(None))
-            }
-
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(IfObject(None))
-            }
-
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(IfObject(None))
-            }
-        }
-
-        deserializer.deserialize_any(IfObjectVisitor(PhantomData))
+        Value::deserialize(deserializer).map(|value| Count(value.as_u64()))
     }
 }
 

@@ -85,6 +85,7 @@ use ctxhost_engine_abi::{Content, Message, Role};
 use ctxhost_engine_kit::sequence::SequenceProblem;
 use serde_json::{Map, Value};
 
+mod by_keys;
 mod claude_code;
 mod codex;
 mod cursor;
