@@ -195,9 +195,9 @@ fn is_placeholder(line: &str) -> bool {
 enum FactItem {
     /// `- text`.
     Line(String),
-    /// `- Errors:` / `- Commands:` with one `  - member` per line.
+    /// `- Errors:` / `- Errors fixed since:` / `- Commands:` with one `  - member` per line.
     Block { label: String, members: Vec<String> },
-    /// `- URLs: a, b` / `- Identifiers: …` / ``- Names: `a`, `b` ``.
+    /// `- URLs: a, b` / `- Hashes: …` / ``- Names: `a`, `b` ``.
     Inline { label: String, members: Vec<String> },
 }
 
@@ -303,16 +303,24 @@ fn parse_facts(body: &str) -> [Vec<FactItem>; 9] {
         if text == "(none)" {
             continue;
         }
-        if matches!(text, "Errors:" | "Commands:") {
+        if matches!(text, "Errors:" | "Errors fixed since:" | "Commands:") {
             items.push(FactItem::Block {
                 label: text.to_owned(),
                 members: Vec::new(),
             });
             continue;
         }
-        let inline = ["URLs:", "Identifiers:", "Names:"]
-            .into_iter()
-            .find(|label| text.starts_with(&format!("{label} ")));
+        let inline = [
+            "URLs:",
+            "Routes:",
+            "Hashes:",
+            "Issues:",
+            "Versions:",
+            "Identifiers:",
+            "Names:",
+        ]
+        .into_iter()
+        .find(|label| text.starts_with(&format!("{label} ")));
         match inline {
             Some(label) => items.push(FactItem::Inline {
                 label: label.to_owned(),

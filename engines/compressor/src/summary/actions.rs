@@ -28,6 +28,7 @@ impl<'a> Facts<'a> {
             answered: false,
             fact_ids: Vec::new(),
             last_line: None,
+            result_index: None,
             path_verb: None,
             itemised: scan,
             tool: name,
@@ -146,6 +147,7 @@ impl<'a> Facts<'a> {
                     action.last_line = last_line(&output);
                 }
                 action.line = line;
+                action.result_index = Some(index);
                 action.failed = failed;
                 action.first_error = first_error;
                 action.answered = true;
@@ -160,6 +162,7 @@ impl<'a> Facts<'a> {
                 answered: true,
                 fact_ids: error_id.into_iter().collect(),
                 last_line: None,
+                result_index: Some(index),
                 path_verb: None,
                 itemised: true,
                 tool: call.map_or("tool", |call| call.function.name.as_str()),

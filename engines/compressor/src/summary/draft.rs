@@ -17,6 +17,8 @@ pub(super) enum Group {
     FilesSearched,
     FilesMentioned,
     Errors,
+    /// Error lines of failures a later run of the same call fixed.
+    FixedErrors,
     Commands,
     Urls,
     Routes,
@@ -37,6 +39,7 @@ impl Group {
             Group::FilesSearched => "Searched:",
             Group::FilesMentioned => "Mentioned:",
             Group::Errors => "Errors:",
+            Group::FixedErrors => "Errors fixed since:",
             Group::Commands => "Commands:",
             Group::Urls => "URLs:",
             Group::Routes => "Routes:",
@@ -49,12 +52,13 @@ impl Group {
     }
 
     /// Every labelled group, for reading an earlier summary back.
-    pub(super) const LABELLED: [Group; 13] = [
+    pub(super) const LABELLED: [Group; 14] = [
         Group::FilesChanged,
         Group::FilesRead,
         Group::FilesSearched,
         Group::FilesMentioned,
         Group::Errors,
+        Group::FixedErrors,
         Group::Commands,
         Group::Urls,
         Group::Routes,
@@ -66,17 +70,20 @@ impl Group {
     ];
 
     pub(super) fn inline(self) -> bool {
-        !matches!(self, Group::None | Group::Errors | Group::Commands)
+        !matches!(
+            self,
+            Group::None | Group::Errors | Group::FixedErrors | Group::Commands
+        )
     }
 
     /// Characters an item costs beyond its text.
     fn overhead(self) -> usize {
         match self {
-            Group::None => 3,     // "- " and a newline
-            Group::Errors => 5,   // "  - " and a newline
-            Group::Commands => 7, // "  - `" "`" and a newline
-            Group::Names => 4,    // ", `" "`"
-            _ => 2,               // ", "
+            Group::None => 3,                        // "- " and a newline
+            Group::Errors | Group::FixedErrors => 5, // "  - " and a newline
+            Group::Commands => 7,                    // "  - `" "`" and a newline
+            Group::Names => 4,                       // ", `" "`"
+            _ => 2,                                  // ", "
         }
     }
 }

@@ -195,9 +195,13 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = by_user;
         }
         let repeated = repeated_shapes(facts);
-        self.add_actions(facts, &repeated);
+        let fixed_later = self.add_actions(facts, &repeated);
         for (id, fact) in facts.facts.iter().enumerate() {
-            self.add_fact(id, fact, repeated[id]);
+            // An error line only a failure fixed later printed is history: it gives way to the
+            // facts of the work as it stands (a refactor's 99 compiler errors, all fixed, were
+            // half of its summary).
+            let fixed = fact.kind == FactKind::Error && fixed_later.contains(&fact.last_seen);
+            self.add_fact(id, fact, repeated[id], fixed);
         }
         self.cover_quoted_facts(facts);
     }
@@ -290,16 +294,20 @@ impl<'t> Draft<'t> {
     }
 
     /// The actions, each on its line; one whose command repeats the shape of others (`head -n
-    /// 48 data.csv` with twenty counts, `repeated`) ranks as that command does.
-    fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) {
+    /// 48 data.csv` with twenty counts, `repeated`) ranks as that command does. Returns where
+    /// the results of failures that a later success of the same call fixed are.
+    fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> std::collections::HashSet<usize> {
         // A failure is resolved when the same call (tool and command or path) later succeeds.
         let mut resolved = std::collections::HashSet::new();
         let mut blocked = vec![false; facts.actions.len()];
+        let mut fixed_later = std::collections::HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if !action.failed && action.answered {
                 resolved.insert(action.key.as_str());
             } else if action.failed && !resolved.contains(action.key.as_str()) {
                 blocked[at] = true;
+            } else if action.failed {
+                fixed_later.extend(action.result_index);
             }
         }
         self.resolved.extend(
@@ -383,6 +391,7 @@ impl<'t> Draft<'t> {
             candidate.covers = covers;
             candidate.focus = facts.is_focus(action.index);
         }
+        fixed_later
     }
 
     /// One line counting the older actions that were not read one by one, by tool.
@@ -409,8 +418,9 @@ impl<'t> Draft<'t> {
         self.push(Section::Done, 1, 1, Cow::Owned(text)).display = i64::MIN;
     }
 
-    /// Adds fact `id`; a `repeated` error line, command or id ranks below every other fact.
-    fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool) {
+    /// Adds fact `id`; a `repeated` error line, command or id ranks below every other fact, an
+    /// error line a later success `fixed` below the facts of tool output.
+    fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool, fixed: bool) {
         let recency = fact.last_seen + 1;
         let (section, group, tier, shown) = match fact.kind {
             FactKind::Path => {
@@ -424,12 +434,15 @@ impl<'t> Draft<'t> {
             FactKind::Error => {
                 let tier = match fact.source {
                     _ if repeated => REPEATED_TIER,
+                    _ if fixed => 4,
                     Source::User | Source::Arguments => 1,
                     Source::ToolOutput => 2,
                     Source::Assistant => 3,
                     Source::FileContent => 4,
                 };
-                (Section::Critical, Group::Errors, tier, fact.text.clone())
+                // Said so: a model reading a fixed failure's errors as standing would fix them again.
+                let group = if fixed { Group::FixedErrors } else { Group::Errors };
+                (Section::Critical, group, tier, fact.text.clone())
             }
             FactKind::Command => {
                 let tier = match fact.source {

@@ -108,6 +108,8 @@ pub(crate) struct Action<'a> {
     /// The last line a command that succeeded printed, when short (`Health Status: Healthy`):
     /// how the work on the request in progress ended.
     pub last_line: Option<String>,
+    /// Where its result is in the middle.
+    pub result_index: Option<usize>,
     /// The path this call reads, searches or changes, and that verb: given to the path when
     /// the result says the call succeeded, or when no result came
     /// ([`settle_unanswered`](Facts::settle_unanswered)).

@@ -819,6 +819,66 @@ fn a_request_acted_on_is_in_progress_with_its_actions_listed() {
     );
 }
 
+/// The error lines of a failure that a later run of the same command fixed give way to the
+/// error of the failure still standing: a refactor's compiler errors, all fixed, had filled
+/// half of its summary while nothing said they were fixed.
+#[test]
+fn errors_fixed_later_give_way_to_the_failure_still_standing() {
+    let tsc = |id: &str| {
+        Message::assistant_calls(vec![ToolCall::new(
+            id,
+            "terminal",
+            r#"{"command":"npx tsc -p tsconfig.strict.json"}"#,
+        )])
+    };
+    // Forty different messages, not one message at forty places (which give way anyway).
+    let names = [
+        "avatar", "email", "role", "team", "badge", "status", "title", "phone",
+    ];
+    let types = ["UserProps", "CardProps", "ListProps", "RowProps", "BadgeProps"];
+    let errors: Vec<String> = names
+        .iter()
+        .flat_map(|name| types.iter().map(move |kind| (name, kind)))
+        .map(|(name, kind)| {
+            format!("src/components/Card.tsx(12,5): error TS2339: Property '{name}' does not exist on type '{kind}'.")
+        })
+        .collect();
+    // The test failure came first and still stands; the compiler's errors came after it, and
+    // the next run of the compiler passed.
+    let middle = vec![
+        Message::user("make the tests and the strict build pass"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "v1",
+            "terminal",
+            r#"{"command":"npx vitest run src/components"}"#,
+        )]),
+        Message::tool(
+            "v1",
+            "FAIL src/components/ProfileCard.test.tsx > renders the avatar\nAssertionError: expected null to be truthy\nExit code: 1",
+        ),
+        tsc("t1"),
+        Message::tool("t1", format!("{}\nFound 40 errors.\nExit code: 2", errors.join("\n"))),
+        tsc("t2"),
+        Message::tool("t2", "Exit code: 0"),
+    ];
+    let summary = summarize_within(&middle, None, 1_200, 1_200);
+    assert!(
+        summary.contains("AssertionError: expected null to be truthy"),
+        "{summary}"
+    );
+    let fixed = summary.matches("error TS2339").count();
+    assert!(fixed < 5, "{fixed} fixed errors listed:\n{summary}");
+    // With room for them, they are listed as fixed, and stay so when a later summary folds this.
+    let roomy = summarize_within(&middle, None, 1_200, 8_000);
+    let listed = roomy.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    assert!(listed.contains("error TS2339"), "{roomy}");
+    let folded = summarize_within(&[Message::user("and now?")], Some(&roomy), 1_200, 8_000);
+    assert!(
+        folded.contains("- Errors fixed since:\n  - src/components/Card.tsx(12,5): error TS2339"),
+        "{folded}"
+    );
+}
+
 /// Twenty `head -n N` of one file differ only in their count: beyond three they give way to
 /// the commands, errors and files that say something new.
 #[test]

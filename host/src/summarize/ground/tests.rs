@@ -180,3 +180,27 @@ fn template_headings_are_recognised_at_any_level_and_in_any_case() {
         assert!(!has_template_heading(text), "{text}");
     }
 }
+
+/// The lists the extractive summary writes today (hashes, issues, versions, routes; errors fixed
+/// since) are grounded member by member, as URLs are: a model that quoted one hash gets only the
+/// other added, not the whole list again.
+#[test]
+fn every_list_of_the_extractive_summary_is_grounded_member_by_member() {
+    let facts = "## Critical Context
+- Errors fixed since:
+  - src/a.ts(3,1): error TS2304: Cannot find name 'x'.
+  - src/b.ts(9,2): error TS2339: Property 'y' does not exist on type 'Z'.
+- Hashes: 0454f31, 9c75bd7
+- Routes: /v2/orders, /v2/carts
+- Issues: #812, INC-4471";
+    let model = "## Critical Context\n- Rolled back from 9c75bd7; /v2/orders is healthy again (#812). src/a.ts(3,1): error TS2304: Cannot find name 'x'.";
+    let body = ground(model, facts, 10_000).body;
+    assert!(body.contains("- Hashes: 0454f31\n"), "{body}");
+    assert!(body.contains("- Routes: /v2/carts\n"), "{body}");
+    assert!(body.contains("- Issues: INC-4471"), "{body}");
+    assert!(
+        body.contains("- Errors fixed since:\n  - src/b.ts(9,2): error TS2339"),
+        "{body}"
+    );
+    assert!(!body.contains("  - src/a.ts(3,1)"), "{body}");
+}
