@@ -417,10 +417,19 @@ fn unescape_line_ends(text: &str) -> Cow<'_, str> {
     Cow::Owned(String::from_utf8(bytes).expect("still UTF-8"))
 }
 
-/// Whether an error line says there was none: `0 failed`, `no errors`, dbt's `PASS=41 WARN=0
-/// ERROR=0`. The compressor lists no such line, and the measure counts none.
+/// Whether an error line says there was none: `0 failed`, `no errors`, k6's
+/// `http_req_failed: 0.00%`, dbt's `PASS=41 WARN=0 ERROR=0`. The compressor lists no such line,
+/// and the measure counts none.
 pub fn reports_no_error(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
+    // A load test's rate of failures, none: k6's `http_req_failed......: 0.00%`.
+    if let Some(at) = lower.find("failed") {
+        let rate = lower[at + "failed".len()..]
+            .trim_start_matches(|c: char| c == '.' || c == ':' || c.is_whitespace());
+        if rate.starts_with("0.00%") || rate.starts_with("0%") {
+            return true;
+        }
+    }
     [
         "0 failed",
         "0 errors",
@@ -732,7 +741,8 @@ mod tests {
                 "a",
                 "on 03/15/2026 INC-4471 hit packages/app-0/node_modules/braces as \
                  application/vnd.oci.image.index.v1+json per SHA-256\n\
-                 10:58:02  Done. PASS=41 WARN=0 ERROR=0 SKIP=0 TOTAL=41\nERROR: relation \"invoices\" does not exist"
+                 10:58:02  Done. PASS=41 WARN=0 ERROR=0 SKIP=0 TOTAL=41\n\
+                 http_req_failed................: 0.00%   ✓ 0         ✗ 2356\nERROR: relation \"invoices\" does not exist"
             )]),
             vec![
                 (FactKind::Path, "packages/app-0/node_modules/braces".to_owned()),

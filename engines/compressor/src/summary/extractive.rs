@@ -35,6 +35,7 @@ use ctxhost_engine_kit::stand_in::error_line;
 use super::{
     draft::{cut_marked, Draft, Group},
     facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
+    patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{Section, IN_PROGRESS, UNANSWERED},
     Summarizer, SummaryError, SummaryRequest,
@@ -196,12 +197,26 @@ impl<'t> Draft<'t> {
         }
         let repeated = repeated_shapes(facts);
         let fixed_later = self.add_actions(facts, &repeated);
+        // The most telling error line of each result (`PSQLException: FATAL: password
+        // authentication failed` over the pool's `Exception during pool initialization`): the
+        // cause a log names, which a short summary kept behind newer, vaguer lines.
+        let telling: std::collections::HashSet<usize> = facts
+            .actions
+            .iter()
+            .flat_map(|action| &action.fact_ids)
+            .copied()
+            .filter(|&id| {
+                let fact = &facts.facts[id];
+                fact.kind == FactKind::Error && error_line_score(&fact.text) == TELLING_ERROR
+            })
+            .collect();
         for (id, fact) in facts.facts.iter().enumerate() {
             // An error line only a failure fixed later printed is history: it gives way to the
             // facts of the work as it stands (a refactor's 99 compiler errors, all fixed, were
             // half of its summary).
             let fixed = fact.kind == FactKind::Error && fixed_later.contains(&fact.last_seen);
-            self.add_fact(id, fact, repeated[id], fixed);
+            let telling = !fixed && telling.contains(&id);
+            self.add_fact(id, fact, repeated[id], fixed, telling);
         }
         self.cover_quoted_facts(facts);
     }
@@ -419,8 +434,9 @@ impl<'t> Draft<'t> {
     }
 
     /// Adds fact `id`; a `repeated` error line, command or id ranks below every other fact, an
-    /// error line a later success `fixed` below the facts of tool output.
-    fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool, fixed: bool) {
+    /// error line a later success `fixed` below the facts of tool output, the `telling` error of
+    /// a result with the commands.
+    fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool, fixed: bool, telling: bool) {
         let recency = fact.last_seen + 1;
         let (section, group, tier, shown) = match fact.kind {
             FactKind::Path => {
@@ -435,6 +451,7 @@ impl<'t> Draft<'t> {
                 let tier = match fact.source {
                     _ if repeated => REPEATED_TIER,
                     _ if fixed => 4,
+                    Source::ToolOutput if telling => 1,
                     Source::User | Source::Arguments => 1,
                     Source::ToolOutput => 2,
                     Source::Assistant => 3,

@@ -408,6 +408,9 @@ fn follows_http_method(text: &str, fact: &str) -> bool {
         .any(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
 }
 
+/// The score of an error line that names its error and says its message.
+pub(super) const TELLING_ERROR: u8 = 3;
+
 /// How telling an error line is: a named error with its message beats a bare marker.
 pub(super) fn error_line_score(line: &str) -> u8 {
     if line.contains("Error:")
@@ -415,7 +418,7 @@ pub(super) fn error_line_score(line: &str) -> u8 {
         || line.contains("error[")
         || line.contains("error:")
     {
-        3
+        TELLING_ERROR
     } else if line.contains("panicked") || line.contains("FAILED") || line.contains("fatal") {
         2
     } else if line.starts_with("Traceback") {

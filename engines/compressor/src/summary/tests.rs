@@ -879,6 +879,42 @@ fn errors_fixed_later_give_way_to_the_failure_still_standing() {
     );
 }
 
+/// The error a log names as its cause ranks with the commands, above newer, vaguer lines: a
+/// short summary kept the pool's `Exception during pool initialization` and newer results' ids,
+/// and lost `FATAL: password authentication failed`.
+#[test]
+fn the_most_telling_error_of_a_result_outranks_newer_facts() {
+    let log = "2026-11-29T14:51:19.884Z ERROR 1 --- [main] HikariPool-1 - Exception during pool initialization.\n\
+               org.postgresql.util.PSQLException: FATAL: password authentication failed for user \"checkout\"\n\
+               2026-11-29T14:51:20.433Z ERROR 1 --- [main] o.s.boot.SpringApplication : Application run failed";
+    let mut middle = vec![
+        Message::user("why does checkout-api crash on staging?"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "l1",
+            "terminal",
+            r#"{"command":"kubectl -n shop-staging logs checkout-api-5f8d7c9b4-69f4c --previous"}"#,
+        )]),
+        Message::tool("l1", log),
+    ];
+    for n in 0..6 {
+        let id = format!("g{n}");
+        middle.push(Message::assistant_calls(vec![ToolCall::new(
+            &id,
+            "terminal",
+            format!(r#"{{"command":"kubectl -n shop-staging get pods -o wide --selector=batch-{n}"}}"#),
+        )]));
+        let pods: Vec<String> = (0..12)
+            .map(|pod| format!("checkout-api-{n}f8d7c9b4-{pod:05x}a   0/1   CrashLoopBackOff   node-{pod}.eu-west1.internal"))
+            .collect();
+        middle.push(Message::tool(&id, pods.join("\n")));
+    }
+    let summary = summarize_within(&middle, None, 1_000, 1_000);
+    assert!(
+        summary.contains("PSQLException: FATAL: password authentication failed"),
+        "{summary}"
+    );
+}
+
 /// Twenty `head -n N` of one file differ only in their count: beyond three they give way to
 /// the commands, errors and files that say something new.
 #[test]
