@@ -224,16 +224,34 @@ fn last_line(output: &str) -> Option<String> {
         }
         found
     } else {
-        let (before, last) = trimmed.rsplit_once('\n')?;
-        if before.trim().is_empty() {
-            return None;
+        // A shell tool's closing `Exit code: 0` says what the action line says already: the line
+        // before it tells how the command ended.
+        let mut lines = trimmed
+            .lines()
+            .rev()
+            .map(str::trim)
+            .filter(|line| !line.is_empty());
+        let mut last = lines.next()?;
+        if is_exit_line(last) {
+            last = lines.next()?;
         }
-        last.trim().to_owned()
+        lines.next()?;
+        last.to_owned()
     };
     // A closing brace or a count alone says nothing of how it ended.
     let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
     let says_something = line.bytes().any(|byte| byte.is_ascii_alphabetic());
     (says_something && line.len() <= MAX_LAST_LINE).then_some(line)
+}
+
+/// `Exit code: 0`, `[exit code 1]`, `[Command finished with exit code 0]`: how a shell tool closes
+/// its output.
+fn is_exit_line(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let lower = lower.trim_start_matches('[');
+    lower.starts_with("exit code")
+        || lower.contains("finished with exit code")
+        || lower.starts_with("process exited")
 }
 
 /// Every string in `value` short enough to be an identifier rather than content.
@@ -369,6 +387,11 @@ mod tests {
         // One line is the whole output, which the action line tells already; a long one says
         // too much for a hint.
         assert_eq!(last_line("ok"), None);
+        assert_eq!(
+            last_line("Release upgraded\nREVISION: 49\nExit code: 0").as_deref(),
+            Some("REVISION: 49")
+        );
+        assert_eq!(last_line("REVISION: 49\n[exit code 0]"), None);
         assert_eq!(last_line("{\n  \"enabled\": false\n}"), None);
         assert_eq!(
             last_line("Sync Revision: d1a872f\nHealth Status:      Healthy").as_deref(),

@@ -7,14 +7,15 @@
 //!   when the assistant acted on it), and the focus topic;
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
 //! - tier 1: other requests (latest first; one cut to its start keeps the decision the user
-//!   recorded at its end), constraints, error lines the user pasted, commands run, failures not
-//!   resolved later, files the tools touched, issue numbers, advisories and tickets, the earlier
-//!   summary's goal and constraints;
+//!   recorded at its end), constraints, error lines the user pasted, the most telling error line
+//!   of each tool result, commands run, failures not resolved later, files the tools touched,
+//!   issue numbers, advisories and tickets, the earlier summary's goal, constraints and commands;
 //! - tier 2: the newest tool actions with their outcome (for the request in progress, with the
 //!   last line a command that succeeded printed), error lines from tool output, every path,
-//!   URL, hash, issue number and version seen;
+//!   URL, route, hash and version seen;
 //! - tier 3: older tool actions, decisions the assistant stated, names in code spans;
-//! - tier 4: identifiers found only inside file contents;
+//! - tier 4: identifiers found only inside file contents, and the error lines of failures a later
+//!   run of the same call fixed (listed under `Errors fixed since:`);
 //! - tier 5: error lines, commands and ids of one shape (differing only in numbers, or in the
 //!   place a compiler's message opens with) beyond the newest three.
 //!
@@ -23,12 +24,12 @@
 //! Within a tier the newest comes first. Everything keeps to the target length, where the facts
 //! take at most half of it before the prose has had its turn (and lines of a repeated shape none
 //! of it); then the facts alone (identifiers, error lines, commands, requests) may fill the larger
-//! room the engine took from the tail, as compact comma-separated lists by kind. A fact already quoted verbatim by a
-//! chosen line (a path inside a command, a version inside `name-1.2.3`) is not listed again. An
-//! earlier summary's lines follow the new ones of their section (`previous`); selection and layout
-//! are in `draft`.
+//! room the engine took from the tail, as compact comma-separated lists by kind. A fact already
+//! quoted verbatim by a chosen line (a path inside a command, a version inside `name-1.2.3`) is
+//! not listed again. An earlier summary's lines follow the new ones of their section
+//! (`previous`); selection and layout are in `draft`.
 
-use std::{borrow::Cow, cmp::Reverse};
+use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
 use ctxhost_engine_kit::stand_in::error_line;
 
@@ -200,7 +201,7 @@ impl<'t> Draft<'t> {
         // The most telling error line of each result (`PSQLException: FATAL: password
         // authentication failed` over the pool's `Exception during pool initialization`): the
         // cause a log names, which a short summary kept behind newer, vaguer lines.
-        let telling: std::collections::HashSet<usize> = facts
+        let telling: HashSet<usize> = facts
             .actions
             .iter()
             .flat_map(|action| &action.fact_ids)
@@ -214,9 +215,16 @@ impl<'t> Draft<'t> {
             // An error line only a failure fixed later printed is history: it gives way to the
             // facts of the work as it stands (a refactor's 99 compiler errors, all fixed, were
             // half of its summary).
-            let fixed = fact.kind == FactKind::Error && fixed_later.contains(&fact.last_seen);
-            let telling = !fixed && telling.contains(&id);
-            self.add_fact(id, fact, repeated[id], fixed, telling);
+            let standing = if fact.kind != FactKind::Error {
+                Standing::Plain
+            } else if fixed_later.contains(&fact.last_seen) {
+                Standing::FixedLater
+            } else if telling.contains(&id) {
+                Standing::Telling
+            } else {
+                Standing::Plain
+            };
+            self.add_fact(id, fact, repeated[id], standing);
         }
         self.cover_quoted_facts(facts);
     }
@@ -311,11 +319,11 @@ impl<'t> Draft<'t> {
     /// The actions, each on its line; one whose command repeats the shape of others (`head -n
     /// 48 data.csv` with twenty counts, `repeated`) ranks as that command does. Returns where
     /// the results of failures that a later success of the same call fixed are.
-    fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> std::collections::HashSet<usize> {
+    fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> HashSet<usize> {
         // A failure is resolved when the same call (tool and command or path) later succeeds.
-        let mut resolved = std::collections::HashSet::new();
+        let mut resolved = HashSet::new();
         let mut blocked = vec![false; facts.actions.len()];
-        let mut fixed_later = std::collections::HashSet::new();
+        let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if !action.failed && action.answered {
                 resolved.insert(action.key.as_str());
@@ -433,10 +441,9 @@ impl<'t> Draft<'t> {
         self.push(Section::Done, 1, 1, Cow::Owned(text)).display = i64::MIN;
     }
 
-    /// Adds fact `id`; a `repeated` error line, command or id ranks below every other fact, an
-    /// error line a later success `fixed` below the facts of tool output, the `telling` error of
-    /// a result with the commands.
-    fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool, fixed: bool, telling: bool) {
+    /// Adds fact `id`; a `repeated` error line, command or id ranks below every other fact, and an
+    /// error line as its `standing` says.
+    fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool, standing: Standing) {
         let recency = fact.last_seen + 1;
         let (section, group, tier, shown) = match fact.kind {
             FactKind::Path => {
@@ -450,15 +457,18 @@ impl<'t> Draft<'t> {
             FactKind::Error => {
                 let tier = match fact.source {
                     _ if repeated => REPEATED_TIER,
-                    _ if fixed => 4,
-                    Source::ToolOutput if telling => 1,
+                    _ if standing == Standing::FixedLater => 4,
+                    Source::ToolOutput if standing == Standing::Telling => 1,
                     Source::User | Source::Arguments => 1,
                     Source::ToolOutput => 2,
                     Source::Assistant => 3,
                     Source::FileContent => 4,
                 };
                 // Said so: a model reading a fixed failure's errors as standing would fix them again.
-                let group = if fixed { Group::FixedErrors } else { Group::Errors };
+                let group = match standing {
+                    Standing::FixedLater => Group::FixedErrors,
+                    _ => Group::Errors,
+                };
                 (Section::Critical, group, tier, fact.text.clone())
             }
             FactKind::Command => {
@@ -509,6 +519,17 @@ impl<'t> Draft<'t> {
         candidate.focus = fact.focus;
         self.fact_candidates.insert(id, at);
     }
+}
+
+/// Where an error line stands in the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Standing {
+    /// Any other line.
+    Plain,
+    /// The most telling line of a tool result (a named error with its message).
+    Telling,
+    /// Printed only by failures a later run of the same call fixed.
+    FixedLater,
 }
 
 /// How many error lines or ids of one shape rank as facts of their kind do; the others rank
