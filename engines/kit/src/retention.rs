@@ -444,7 +444,22 @@ pub fn reports_no_error(line: &str) -> bool {
         "without error",
     ]
     .iter()
-    .any(|phrase| lower.contains(phrase))
+    .any(|phrase| holds_whole_number(&lower, phrase))
+}
+
+/// Whether `text` holds `phrase` with its zero a whole number: `10 errors` and `errors: 0.5%`
+/// hold `0 errors` and `errors: 0` only as parts of other numbers.
+fn holds_whole_number(text: &str, phrase: &str) -> bool {
+    let number = |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_digit() || *byte == b'.');
+    text.match_indices(phrase).any(|(at, _)| {
+        let bytes = text.as_bytes();
+        let before = at.checked_sub(1).and_then(|before| bytes.get(before));
+        let after = bytes.get(at + phrase.len());
+        // A zero the phrase opens with starts its number; one it ends with ends it.
+        let whole_from_its_start = !phrase.starts_with('0') || !number(before);
+        let whole_to_its_end = !phrase.ends_with('0') || !number(after);
+        whole_from_its_start && whole_to_its_end
+    })
 }
 
 /// Whether `token` is a media type (`application/vnd.oci.image.index.v1+json`,
@@ -730,6 +745,27 @@ mod tests {
                 (FactKind::Issue, "GHSA-qwcr-r2fm-qrc7".to_owned()),
             ]
         );
+    }
+
+    /// A report of no errors is no error line; ten errors are.
+    #[test]
+    fn a_report_of_no_errors_is_none_and_ten_errors_are_errors() {
+        for none in [
+            "0 failed, 12 passed",
+            "Found 0 errors.",
+            "PASS=41 WARN=0 ERROR=0",
+            "errors: 0",
+        ] {
+            assert!(reports_no_error(none), "{none}");
+        }
+        for some in [
+            "Found 10 errors in 9 files.",
+            "110 failed, 2 passed",
+            "errors: 0.5%",
+            "ERROR=07",
+        ] {
+            assert!(!reports_no_error(some), "{some}");
+        }
     }
 
     /// A date is no path, a media type neither; a path without an extension is read whole; a
