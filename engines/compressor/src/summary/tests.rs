@@ -639,12 +639,9 @@ fn an_earlier_summarys_log_ids_give_way_to_its_error_and_commands() {
     }
 }
 
-/// A tool that answers JSON (Codex's `{"output": "…", "metadata": {…}}`): the summary quotes the
-/// error lines of its output as they read, not the JSON around them nor its escapes.
-#[test]
-fn a_json_answers_error_lines_are_quoted_as_its_output_reads() {
-    let output = r#"{"output": "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'.\nFound 36 errors in 9 files.", "metadata": {"exit_code": 2, "duration_seconds": 1.2}}"#;
-    let middle = vec![
+/// A request to make the build pass, and one `npx tsc` run that answered `output`.
+fn build_run(output: impl Into<String>) -> Vec<Message> {
+    vec![
         Message::user("make the build pass"),
         Message::assistant_calls(vec![ToolCall::new(
             "t1",
@@ -652,7 +649,15 @@ fn a_json_answers_error_lines_are_quoted_as_its_output_reads() {
             r#"{"command":"npx tsc --noEmit"}"#,
         )]),
         Message::tool("t1", output),
-    ];
+    ]
+}
+
+/// A tool that answers JSON (Codex's `{"output": "…", "metadata": {…}}`): the summary quotes the
+/// error lines of its output as they read, not the JSON around them nor its escapes.
+#[test]
+fn a_json_answers_error_lines_are_quoted_as_its_output_reads() {
+    let output = r#"{"output": "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'.\nFound 36 errors in 9 files.", "metadata": {"exit_code": 2, "duration_seconds": 1.2}}"#;
+    let middle = build_run(output);
     let summary = summarize(&middle);
     assert!(
         summary.contains("src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'."),
@@ -677,15 +682,7 @@ fn a_long_json_answers_error_lines_are_quoted_as_its_output_reads() {
     );
     assert!(output.len() > 32_000, "{} bytes", output.len());
     assert!(ctxhost_engine_kit::text::is_json_document(&output));
-    let middle = vec![
-        Message::user("make the build pass"),
-        Message::assistant_calls(vec![ToolCall::new(
-            "t1",
-            "shell",
-            r#"{"command":"npx tsc --noEmit"}"#,
-        )]),
-        Message::tool("t1", output),
-    ];
+    let middle = build_run(output);
     let summary = summarize(&middle);
     for kept in [
         "src/cart.ts(12,5): error TS2305: Module '\"@/store/cartSlice\"' has no exported member 'selectCartTotal'.",
