@@ -262,22 +262,30 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
 /// `GO-2024-3321`: the ids advisory databases give, as the fact measure reads them
 /// (`ctxhost_engine_kit::retention`).
 pub(crate) fn is_advisory_id(token: &str) -> bool {
+    // Every token with a dash and a digit (a date, a pod's name) is asked: the databases' names
+    // rule most out before the parts are read, and the parts are read without collecting them.
     let Some((database, rest)) = split_first(token, b'-') else {
         return false;
     };
-    let parts: Vec<&str> = rest.split('-').collect();
+    if !matches!(database, "CVE" | "GHSA" | "RUSTSEC" | "GO" | "PYSEC") {
+        return false;
+    }
+    let mut parts = rest.split('-');
+    let parts = [parts.next(), parts.next(), parts.next(), parts.next()];
     let digits =
         |part: &str, least: usize, most: usize| (least..=most).contains(&part.len()) && is_digits(part);
-    match (database, parts.as_slice()) {
-        ("CVE", [year, number]) => digits(year, 4, 4) && digits(number, 4, 7),
-        ("GHSA", [a, b, c]) => [a, b, c].iter().all(|part| {
+    match (database, parts) {
+        ("CVE", [Some(year), Some(number), None, None]) => digits(year, 4, 4) && digits(number, 4, 7),
+        ("GHSA", [Some(a), Some(b), Some(c), None]) => [a, b, c].iter().all(|part| {
             part.len() == 4
                 && part
                     .bytes()
                     .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit())
         }),
-        ("RUSTSEC" | "GO", [year, number]) => digits(year, 4, 4) && digits(number, 4, 4),
-        ("PYSEC", [year, number]) => digits(year, 4, 4) && digits(number, 1, 7),
+        ("RUSTSEC" | "GO", [Some(year), Some(number), None, None]) => {
+            digits(year, 4, 4) && digits(number, 4, 4)
+        }
+        ("PYSEC", [Some(year), Some(number), None, None]) => digits(year, 4, 4) && digits(number, 1, 7),
         _ => false,
     }
 }
