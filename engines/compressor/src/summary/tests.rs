@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 
 use ctxhost_engine_abi::{Message, ToolCall};
+
+use crate::tests::shell;
 use pretty_assertions::assert_eq;
 
 use super::*;
@@ -643,11 +645,7 @@ fn an_earlier_summarys_log_ids_give_way_to_its_error_and_commands() {
 fn build_run(output: impl Into<String>) -> Vec<Message> {
     vec![
         Message::user("make the build pass"),
-        Message::assistant_calls(vec![ToolCall::new(
-            "t1",
-            "shell",
-            r#"{"command":"npx tsc --noEmit"}"#,
-        )]),
+        shell("t1", "npx tsc --noEmit"),
         Message::tool("t1", output),
     ]
 }
@@ -703,11 +701,7 @@ fn a_requests_route_is_listed_as_a_route_not_a_file() {
                10.42.3.8 - - [29/Nov/2026:10:01:03] \"POST /api/orders/confirm HTTP/1.1\" 200 88";
     let middle = vec![
         Message::user("why does checkout time out?"),
-        Message::assistant_calls(vec![ToolCall::new(
-            "l1",
-            "terminal",
-            r#"{"command":"tail -n 2 /var/log/nginx/checkout.access.log"}"#,
-        )]),
+        shell("l1", "tail -n 2 /var/log/nginx/checkout.access.log"),
         Message::tool("l1", log),
     ];
     let summary = summarize(&middle);
@@ -748,17 +742,15 @@ fn a_request_acted_on_is_in_progress_with_its_actions_listed() {
         .collect();
     let middle = vec![
         Message::user("Decision: roll back to revision 141 (d1a872f). Go."),
-        Message::assistant_calls(vec![ToolCall::new(
+        shell(
             "r1",
-            "bash",
-            r#"{"command":"argocd app rollback orders-api 141 && argocd app wait orders-api --health"}"#,
-        )]),
+            "argocd app rollback orders-api 141 && argocd app wait orders-api --health",
+        ),
         Message::tool("r1", "Sync Revision: d1a872f\nHealth Status: Healthy"),
-        Message::assistant_calls(vec![ToolCall::new(
+        shell(
             "l1",
-            "bash",
-            r#"{"command":"kubectl -n orders exec deploy/ingress-nginx -- tail -n 300 /var/log/nginx/access.log"}"#,
-        )]),
+            "kubectl -n orders exec deploy/ingress-nginx -- tail -n 300 /var/log/nginx/access.log",
+        ),
         Message::tool("l1", log.join("\n")),
     ];
     let summary = summarize_within(&middle, None, 1_500, 6_000);
@@ -821,13 +813,7 @@ fn a_request_acted_on_is_in_progress_with_its_actions_listed() {
 /// half of its summary while nothing said they were fixed.
 #[test]
 fn errors_fixed_later_give_way_to_the_failure_still_standing() {
-    let tsc = |id: &str| {
-        Message::assistant_calls(vec![ToolCall::new(
-            id,
-            "terminal",
-            r#"{"command":"npx tsc -p tsconfig.strict.json"}"#,
-        )])
-    };
+    let tsc = |id: &str| shell(id, "npx tsc -p tsconfig.strict.json");
     // Forty different messages, not one message at forty places (which give way anyway).
     let names = [
         "avatar", "email", "role", "team", "badge", "status", "title", "phone",
@@ -844,11 +830,7 @@ fn errors_fixed_later_give_way_to_the_failure_still_standing() {
     // the next run of the compiler passed.
     let middle = vec![
         Message::user("make the tests and the strict build pass"),
-        Message::assistant_calls(vec![ToolCall::new(
-            "v1",
-            "terminal",
-            r#"{"command":"npx vitest run src/components"}"#,
-        )]),
+        shell("v1", "npx vitest run src/components"),
         Message::tool(
             "v1",
             "FAIL src/components/ProfileCard.test.tsx > renders the avatar\nAssertionError: expected null to be truthy\nExit code: 1",
@@ -886,20 +868,18 @@ fn the_most_telling_error_of_a_result_outranks_newer_facts() {
                2026-11-29T14:51:20.433Z ERROR 1 --- [main] o.s.boot.SpringApplication : Application run failed";
     let mut middle = vec![
         Message::user("why does checkout-api crash on staging?"),
-        Message::assistant_calls(vec![ToolCall::new(
+        shell(
             "l1",
-            "terminal",
-            r#"{"command":"kubectl -n shop-staging logs checkout-api-5f8d7c9b4-69f4c --previous"}"#,
-        )]),
+            "kubectl -n shop-staging logs checkout-api-5f8d7c9b4-69f4c --previous",
+        ),
         Message::tool("l1", log),
     ];
     for n in 0..6 {
         let id = format!("g{n}");
-        middle.push(Message::assistant_calls(vec![ToolCall::new(
+        middle.push(shell(
             &id,
-            "terminal",
-            format!(r#"{{"command":"kubectl -n shop-staging get pods -o wide --selector=batch-{n}"}}"#),
-        )]));
+            &format!("kubectl -n shop-staging get pods -o wide --selector=batch-{n}"),
+        ));
         let pods: Vec<String> = (0..12)
             .map(|pod| format!("checkout-api-{n}f8d7c9b4-{pod:05x}a   0/1   CrashLoopBackOff   node-{pod}.eu-west1.internal"))
             .collect();
