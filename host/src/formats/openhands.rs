@@ -677,6 +677,9 @@ fn command_metadata(event: &Map<String, Value>) -> Option<&Map<String, Value>> {
         .and_then(Value::as_object)
 }
 
+/// The bytes of the bracketed lines `command_output` adds besides the values they quote.
+const EXTRA_LINES_BYTES: usize = 128;
+
 /// A command's output as OpenHands shows it to the model (`CmdOutputObservation.
 /// to_agent_observation`): the output between the metadata's `prefix` and `suffix` (`[The command
 /// completed with exit code 1.]`), then the working directory, the Python interpreter and the exit
@@ -684,7 +687,14 @@ fn command_metadata(event: &Map<String, Value>) -> Option<&Map<String, Value>> {
 fn command_output(mut shown: String, metadata: &Map<String, Value>) -> String {
     use std::fmt::Write;
     let text = |key: &str| metadata.get(key).and_then(Value::as_str).unwrap_or("");
-    // The output is extended where it is: a command's output is most of a heavy trajectory.
+    // The output is extended where it is: a command's output is most of a heavy trajectory. Room
+    // for what is added is made once and no larger: grown as it is written, the text's buffer
+    // would double, and fresh memory is what a heavy trajectory's reading waits on most.
+    let lines = ["prefix", "suffix", "working_dir", "py_interpreter_path"]
+        .iter()
+        .map(|key| text(key).len())
+        .sum::<usize>();
+    shown.reserve_exact(lines + EXTRA_LINES_BYTES);
     shown.insert_str(0, text("prefix"));
     shown.push_str(text("suffix"));
     if !text("working_dir").is_empty() {
