@@ -117,6 +117,8 @@ pub(super) struct Draft<'t> {
     pub(super) resolved: HashSet<String>,
     /// For each fact listed on its own line, its candidate.
     pub(super) fact_candidates: FastMap<usize, usize>,
+    /// Decision records a later record with the same number replaced, in the middle or carried.
+    pub(super) replaced_records: usize,
 }
 
 /// Shortest cut of an item that must be kept.
@@ -131,6 +133,7 @@ impl<'t> Draft<'t> {
             focus_words,
             resolved: HashSet::new(),
             fact_candidates: FastMap::with_capacity_and_hasher(fact_count, FastHash),
+            replaced_records: 0,
         }
     }
 

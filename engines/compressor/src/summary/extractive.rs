@@ -76,6 +76,7 @@ impl ExtractiveSummarizer {
             + facts.requests.len()
             + facts.constraints.len()
             + facts.decisions.len()
+            + facts.records.len()
             + facts.actions.len()
             + 8;
         let mut draft = Draft::new(facts.facts.len(), lines, focus_words);
@@ -83,6 +84,7 @@ impl ExtractiveSummarizer {
         if let Some(previous) = request.previous_summary {
             draft.add_previous(&facts, previous);
         }
+        draft.note_replaced_records();
         draft.render(max_chars, fact_chars)
     }
 }
@@ -144,6 +146,30 @@ fn scan_budget(middle: &[ctxhost_engine_abi::Message], fact_chars: usize) -> usi
     ((budget as u128 * LARGE_MIDDLE_BYTES as u128 / middle_bytes as u128) as usize).max(MIN_SCAN_BYTES)
 }
 
+/// Longest decision record quoted.
+const DECISION_RECORD_CHARS: usize = 400;
+/// Where numbered decision records sit in their section: before the other decisions, which sit
+/// at minus their recency.
+pub(super) const RECORDS_DISPLAY: i64 = i64::MIN / 2;
+/// How the note on replaced decision records ends.
+const REPLACED_NOTE_END: &str = "replaced by the revisions listed here)";
+
+/// The count of the note on replaced decision records, when `line` is that note: an earlier
+/// summary's count is added to the next one's.
+pub(super) fn replaced_note_count(line: &str) -> Option<usize> {
+    let count = line.strip_prefix('(')?.strip_suffix(REPLACED_NOTE_END)?;
+    count.split(' ').next()?.parse().ok()
+}
+
+/// Whether two slices of the same text overlap.
+fn overlaps(a: &str, b: &str) -> bool {
+    let (a, b) = (
+        a.as_ptr() as usize..a.as_ptr() as usize + a.len(),
+        b.as_ptr() as usize..b.as_ptr() as usize + b.len(),
+    );
+    a.start < b.end && b.start < a.end
+}
+
 /// Action lines ranked with the facts; older ones rank below them.
 const RECENT_ACTIONS: usize = 8;
 
@@ -174,10 +200,18 @@ impl<'t> Draft<'t> {
             );
             candidate.focus = facts.is_focus(sentence.index);
         }
+        self.add_decision_records(facts);
         // The user's own decisions rank with their constraints and, quoted as they wrote them,
         // may use the room for facts as their requests do; the assistant's reasoning ranks below.
         let decisions = (facts.user_decisions.iter().map(|sentence| (sentence, true)))
-            .chain(facts.decisions.iter().map(|sentence| (sentence, false)));
+            .chain(facts.decisions.iter().map(|sentence| (sentence, false)))
+            // A sentence of a recorded decision is listed with its record, or was replaced.
+            .filter(|(sentence, _)| {
+                !facts
+                    .records
+                    .iter()
+                    .any(|record| overlaps(sentence.text, record.text))
+            });
         // A decision the user recorded in a request is quoted with it as well (`add_requests`).
         let decisions = decisions.filter(|(sentence, by_user)| {
             !by_user
@@ -227,6 +261,51 @@ impl<'t> Draft<'t> {
             self.add_fact(id, fact, repeated[id], standing);
         }
         self.cover_quoted_facts(facts);
+    }
+
+    /// The decisions the assistant recorded (`Decision 3: …`), as they stand: a later record
+    /// with the same number (`Decision 3 revised: …`) replaces the earlier, which is not listed,
+    /// so that a model reading the summary cannot take a reversed decision for the current one.
+    /// Numbered records are listed in their numbers' order, then the others newest first; they
+    /// rank with the user's constraints.
+    fn add_decision_records(&mut self, facts: &Facts<'t>) {
+        let mut latest: FastMap<u32, usize> = FastMap::default();
+        for (at, record) in facts.records.iter().enumerate() {
+            if let Some(number) = record.number {
+                latest.insert(number, at);
+            }
+        }
+        for (at, record) in facts.records.iter().enumerate() {
+            if record.number.is_some_and(|number| latest[&number] != at) {
+                self.replaced_records += 1;
+                continue;
+            }
+            let text = cut_marked(record.text, DECISION_RECORD_CHARS);
+            let candidate = self.push(Section::Decisions, 1, record.index + 1, text);
+            if let Some(number) = record.number {
+                candidate.display = RECORDS_DISPLAY + i64::from(number);
+            }
+            candidate.focus = facts.is_focus(record.index);
+            candidate.keeps_fact = true;
+        }
+    }
+
+    /// Says how many decision records were replaced, after the records that stand: a model then
+    /// knows that the decisions changed, and that the earlier versions it may find quoted in
+    /// requests are not current.
+    pub(super) fn note_replaced_records(&mut self) {
+        let replaced = self.replaced_records;
+        if replaced == 0 {
+            return;
+        }
+        let plural = if replaced == 1 {
+            "record was"
+        } else {
+            "records were"
+        };
+        let text = format!("({replaced} earlier {plural} {REPLACED_NOTE_END}");
+        let candidate = self.push(Section::Decisions, 1, 0, Cow::Owned(text));
+        candidate.display = i64::MAX;
     }
 
     /// A line that quotes a fact verbatim covers it: a command names its path and version

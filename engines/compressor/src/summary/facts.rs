@@ -14,7 +14,7 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 
 use super::{
     is_summary_text,
-    patterns::{CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS},
+    patterns::{decision_records, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS},
 };
 use crate::scan::{capped_pieces, capped_pieces_of_bodies, tool_kind, FastHash, FastMap, ToolKind};
 
@@ -88,6 +88,15 @@ pub(crate) struct Sentence<'a> {
     pub text: &'a str,
 }
 
+/// A decision recorded on a line of its own (`Decision 3 revised: …`): a later record with the
+/// same number replaces it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DecisionRecord<'a> {
+    pub index: usize,
+    pub number: Option<u32>,
+    pub text: &'a str,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Action<'a> {
     pub index: usize,
@@ -124,6 +133,8 @@ pub(crate) struct Facts<'a> {
     pub decisions: Vec<Sentence<'a>>,
     /// Decisions the user stated, which rank with their requests.
     pub user_decisions: Vec<Sentence<'a>>,
+    /// Decisions the assistant recorded on lines of their own, in order.
+    pub records: Vec<DecisionRecord<'a>>,
     pub actions: Vec<Action<'a>>,
     pub facts: Vec<Fact<'a>>,
     by_text: FastMap<Cow<'a, str>, usize>,
@@ -246,6 +257,7 @@ impl<'a> Facts<'a> {
                 self.scan_identifiers(piece, Source::Assistant, index);
                 self.scan_code(piece, Source::Assistant, index);
                 Self::sentences(piece, &DECISION_WORDS, index, &mut self.decisions);
+                decision_records(piece, index, &mut self.records);
             }
         }
         for call in message.calls() {

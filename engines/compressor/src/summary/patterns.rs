@@ -4,8 +4,9 @@
 use std::{borrow::Cow, sync::LazyLock};
 
 use aho_corasick::{AhoCorasick, Input, MatchKind};
+use regex::Regex;
 
-use super::facts::{cut_at_token, FactKind, Facts, Sentence, Source};
+use super::facts::{cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
     retention::reports_no_error,
     text::{is_json_document, within_json_string},
@@ -121,6 +122,51 @@ pub(super) static USER_DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "going with",
     ])
 });
+
+/// A decision as a running list records it, at the start of a line or of its sentence: `Decision
+/// 3: no CDC …`, `**Decision 1 reversed:** warehouse = BigQuery …`, `Noted. Decision 2: …`. A planning
+/// assistant asked to keep the decisions writes them so; the number says which earlier record a
+/// revision replaces.
+static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?][ \t]+)((?:\*\*)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:\*\*)?[ \t]*:)[^\n]*",
+    )
+    .expect("the decision record pattern compiles")
+});
+
+/// The shortest text after a record's `:` that makes it a decision, in bytes.
+const MIN_RECORD_TEXT: usize = 3;
+
+/// The decisions `text` records (`Decision 3: …`), each from its `Decision` to the end of its
+/// line.
+pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<DecisionRecord<'a>>) {
+    // Most text holds no record: a substring search is far cheaper than the pattern.
+    if !text.contains("ecision") && !text.contains("ECISION") {
+        return;
+    }
+    for found in DECISION_RECORD.captures_iter(text) {
+        let (Some(line), Some(label)) = (found.get(0), found.get(1)) else {
+            continue;
+        };
+        let record = text[label.start()..line.end()].trim_end();
+        if record[label.len()..].trim().len() < MIN_RECORD_TEXT {
+            continue;
+        }
+        into.push(DecisionRecord {
+            index,
+            number: found.get(2).and_then(|number| number.as_str().parse().ok()),
+            text: record,
+        });
+    }
+}
+
+/// The number of the decision `line` records (`Decision 4 revised: …` is 4), if it is one.
+pub(super) fn decision_record_number(line: &str) -> Option<u32> {
+    DECISION_RECORD
+        .captures(line)
+        .filter(|found| found.get(0).is_some_and(|whole| whole.start() == 0))
+        .and_then(|found| found.get(2)?.as_str().parse().ok())
+}
 
 /// Whole words or phrases, ignoring ASCII case.
 pub(crate) struct Words(AhoCorasick);

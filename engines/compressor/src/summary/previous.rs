@@ -20,8 +20,11 @@ use crate::scan::{FastHash, FastMap};
 use super::{
     actions::program_of,
     draft::{Draft, Group},
-    extractive::{error_shape, files_group, LINES_PER_ERROR_SHAPE, REPEATED_TIER},
+    extractive::{
+        error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, RECORDS_DISPLAY, REPEATED_TIER,
+    },
     facts::{verbs, FactKind, Facts},
+    patterns::decision_record_number,
     sections::{oldest_request, open_request, parse_sections, Section},
 };
 
@@ -64,7 +67,22 @@ impl<'t> Draft<'t> {
                     Section::InProgress if user_moved_on => (Section::Done, 2),
                     Section::Blocked if self.is_resolved(line) => (Section::Done, 2),
                     Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
-                    Section::Decisions => (section, 2),
+                    // A decision record the new middle revised is replaced, not carried; one that
+                    // stands ranks as a new record does.
+                    Section::Decisions => match decision_record_number(line) {
+                        Some(number) if facts.records.iter().any(|r| r.number == Some(number)) => {
+                            self.replaced_records += 1;
+                            continue;
+                        }
+                        Some(_) => (section, 1),
+                        None => match replaced_note_count(line) {
+                            Some(count) => {
+                                self.replaced_records += count;
+                                continue;
+                            }
+                            None => (section, 2),
+                        },
+                    },
                     _ => (section, 2),
                 };
                 let mut text = line.trim();
@@ -167,17 +185,26 @@ impl<'t> Draft<'t> {
             // keep their tier, or a long session's error lines pushed out `stay on react@18.3.1`.
             // Error lines, commands and ids of a shape already listed three times go below every
             // other line, as the new middle's do.
+            // So do the decisions recorded by number that no later record replaced.
+            let record = match line.section {
+                Section::Decisions => decision_record_number(line.text),
+                _ => None,
+            };
             let tier = match line.tier {
                 0 => 0,
                 _ if repeated => REPEATED_TIER + 1,
-                tier if line.section == Section::Constraints => tier,
+                tier if line.section == Section::Constraints || record.is_some() => tier,
                 tier => tier + 1,
             };
             let candidate = self.push(line.section, tier, 0, Cow::Borrowed(line.text));
             candidate.group = line.group;
-            // Earlier work reads before the new; everything else after it.
-            candidate.display = match line.section {
-                Section::Done | Section::InProgress | Section::Blocked => line.order as i64 - 1_000_000_000,
+            // Earlier work reads before the new; everything else after it, but for numbered
+            // decisions, which read in their numbers' order.
+            candidate.display = match (line.section, record) {
+                (_, Some(number)) => RECORDS_DISPLAY + i64::from(number),
+                (Section::Done | Section::InProgress | Section::Blocked, _) => {
+                    line.order as i64 - 1_000_000_000
+                }
                 _ => 1_000_000_000 + line.order as i64,
             };
             candidate.always = line.tier == 0;
@@ -190,8 +217,9 @@ impl<'t> Draft<'t> {
             // commands and the user's requests) is a fact still: it may use the room for facts,
             // after the new middle's. Kept to the prose's budget, a replay's summaries lost most
             // of what earlier compactions had kept.
-            candidate.keeps_fact =
-                !matches!(line.group, Group::None | Group::Names) || line.section == Section::Goal;
+            candidate.keeps_fact = !matches!(line.group, Group::None | Group::Names)
+                || line.section == Section::Goal
+                || record.is_some();
         }
     }
 

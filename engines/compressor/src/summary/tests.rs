@@ -1053,3 +1053,93 @@ fn an_error_older_than_the_scan_budget_is_still_found() {
     assert!(summary.contains("error[E0308]: mismatched types"), "{summary}");
     assert!(!summary.contains("raise ValueError"), "{summary}");
 }
+
+/// The lines of the summary's section under `heading`, up to the next heading.
+fn section_lines<'s>(summary: &'s str, heading: &str) -> Vec<&'s str> {
+    summary
+        .lines()
+        .skip_while(|line| *line != heading)
+        .skip(1)
+        .take_while(|line| !line.starts_with("## "))
+        .filter(|line| !line.trim().is_empty())
+        .collect()
+}
+
+/// A planning chat: the assistant keeps numbered decisions and revises two of them later. Key
+/// Decisions lists each as it stands, in the numbers' order, so that a model asked which warehouse
+/// was chosen cannot read the reversed `Decision 1` as the current one.
+fn planning_middle() -> Vec<Message> {
+    vec![
+        Message::user("Decision: Snowflake. Note it down."),
+        Message::assistant("Noted. Decision 1: warehouse = Snowflake Enterprise, AWS eu-central-1."),
+        Message::user("Owners: Priya owns ingestion, Marco the dbt port."),
+        Message::assistant("Decision 2: owners: ingestion = Priya; dbt port = Marco."),
+        Message::user("No CDC, nightly loads."),
+        Message::assistant("Decision 3: no CDC in this project; nightly incremental loads."),
+        Message::user("Reverse decision 1: we go BigQuery. Snowflake is off."),
+        Message::assistant(
+            "That changes the masking too.\n**Decision 1 reversed:** warehouse = BigQuery, europe-west3.\nKnock-on: masking moves to policy tags.",
+        ),
+        Message::user("Priya leaves in February: Marco owns ingestion."),
+        Message::assistant("- Decision 2 revised: owners: ingestion = Marco; dbt port = Marco after February."),
+    ]
+}
+
+#[test]
+fn a_revised_decision_record_replaces_the_one_it_revises() {
+    let summary = summarize(&planning_middle());
+    assert_eq!(
+        section_lines(&summary, "## Key Decisions"),
+        [
+            "- **Decision 1 reversed:** warehouse = BigQuery, europe-west3.",
+            "- Decision 2 revised: owners: ingestion = Marco; dbt port = Marco after February.",
+            "- Decision 3: no CDC in this project; nightly incremental loads.",
+            "- (2 earlier records were replaced by the revisions listed here)",
+        ],
+        "{summary}"
+    );
+    assert!(!summary.contains("warehouse = Snowflake"), "{summary}");
+}
+
+/// Folded into the next summary, a record stands until a later record with its number replaces
+/// it, and the count of replaced records goes on from the earlier summary's.
+#[test]
+fn a_folded_summary_keeps_the_records_no_revision_replaced() {
+    let previous = summarize(&planning_middle());
+    let previous = summary_body(&previous).unwrap_or(&previous).to_owned();
+    let middle = vec![
+        Message::user("Drop nightly loads for invoices: CDC for them."),
+        Message::assistant(
+            "Decision 3 revised: CDC via Datastream for erp.invoices only; the rest stays nightly.",
+        ),
+    ];
+    let summary = summarize_within(&middle, Some(&previous), 8_000, 8_000);
+    assert_eq!(
+        section_lines(&summary, "## Key Decisions"),
+        [
+            "- **Decision 1 reversed:** warehouse = BigQuery, europe-west3.",
+            "- Decision 2 revised: owners: ingestion = Marco; dbt port = Marco after February.",
+            "- Decision 3 revised: CDC via Datastream for erp.invoices only; the rest stays nightly.",
+            "- (3 earlier records were replaced by the revisions listed here)",
+        ],
+        "{summary}"
+    );
+}
+
+/// `Decision` starts a record only at the start of a line or of a sentence, followed by its number
+/// and a colon: prose that mentions a decision is no record.
+#[test]
+fn only_a_line_that_starts_with_a_decision_label_is_a_record() {
+    let mut records = Vec::new();
+    let text = "The decision: we wait.\nWe made Decision 4: nothing.\n  * Decision #12 updated: keep Looker.\nDecision 5:\n1. DECISION 6: cap = $15,000/month\nNoted. Decision 7: no staging.\n";
+    super::patterns::decision_records(text, 0, &mut records);
+    let found: Vec<(Option<u32>, &str)> = records.iter().map(|r| (r.number, r.text)).collect();
+    assert_eq!(
+        found,
+        [
+            (Some(12), "Decision #12 updated: keep Looker."),
+            (Some(6), "DECISION 6: cap = $15,000/month"),
+            (Some(7), "Decision 7: no staging."),
+        ]
+    );
+}
