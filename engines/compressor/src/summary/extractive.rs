@@ -469,8 +469,11 @@ impl<'t> Draft<'t> {
             } else {
                 (Section::Done, if recent[at] { 2 } else { 3 })
             };
-            // How the work on the request in progress ended, when a command said it last.
-            if let (Section::InProgress, Some(last)) = (section, &action.last_line) {
+            // How a command ended, when its last line says it (`Health Status: Healthy`, `320
+            // passed`): for the request in progress and the newest work done, whose successes
+            // would otherwise read as line counts beside failures quoted in words.
+            let tells_outcome = section == Section::InProgress || (section == Section::Done && recent[at]);
+            if let (true, Some(last)) = (tells_outcome, &action.last_line) {
                 if !text.contains(last.as_str()) {
                     text.push_str("; last line: ");
                     text.push_str(last);

@@ -1054,13 +1054,13 @@ fn an_error_older_than_the_scan_budget_is_still_found() {
     assert!(!summary.contains("raise ValueError"), "{summary}");
 }
 
-/// The lines of the summary's section under `heading`, up to the next heading.
+/// The lines of the summary's section under `heading`, up to the next heading of any level.
 fn section_lines<'s>(summary: &'s str, heading: &str) -> Vec<&'s str> {
     summary
         .lines()
         .skip_while(|line| *line != heading)
         .skip(1)
-        .take_while(|line| !line.starts_with("## "))
+        .take_while(|line| !line.starts_with('#'))
         .filter(|line| !line.trim().is_empty())
         .collect()
 }
@@ -1141,5 +1141,30 @@ fn only_a_line_that_starts_with_a_decision_label_is_a_record() {
             (Some(6), "DECISION 6: cap = $15,000/month"),
             (Some(7), "Decision 7: no staging."),
         ]
+    );
+}
+
+/// A success of the newest work done says how it ended, as a failure says its error: otherwise
+/// the summary tells failures in words and successes as line counts, and a model re-runs a test
+/// suite that already passed.
+#[test]
+fn the_newest_work_done_says_the_last_line_its_command_printed() {
+    let middle = vec![
+        Message::user("make the strict build pass"),
+        shell("t1", "npx vitest run"),
+        Message::tool(
+            "t1",
+            " ✓ src/user.test.ts (12 tests)\n ✓ src/card.test.ts (4 tests)\n\n Tests  320 passed (320)\n",
+        ),
+        Message::assistant("All 320 tests pass."),
+        Message::user("now the changelog"),
+        Message::assistant("Done: added the entry."),
+    ];
+    let summary = summarize(&middle);
+    let done = section_lines(&summary, "### Done");
+    assert_eq!(
+        done,
+        ["- [terminal] ran `npx vitest run` -> 4 lines output; last line: Tests 320 passed (320)"],
+        "{summary}"
     );
 }
