@@ -232,7 +232,16 @@ impl<'a> Facts<'a> {
             self.scan_identifiers(piece, Source::User, index);
             self.scan_errors(piece, body, Source::User, index);
             self.scan_code(piece, Source::User, index);
+            let from = self.constraints.len();
             Self::sentences(piece, &CONSTRAINT_WORDS, index, &mut self.constraints);
+            // A question is no constraint: the user asks it, and may answer it the other way
+            // (`Read-only from April, delete end of May?`, then `Not end of May`).
+            let stated: Vec<Sentence<'a>> = self
+                .constraints
+                .drain(from..)
+                .filter(|sentence| !sentence.text.ends_with('?'))
+                .collect();
+            self.constraints.extend(stated);
             Self::sentences(piece, &USER_DECISION_WORDS, index, &mut self.user_decisions);
         }
     }

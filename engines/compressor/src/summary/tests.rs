@@ -1168,3 +1168,21 @@ fn the_newest_work_done_says_the_last_line_its_command_printed() {
         "{summary}"
     );
 }
+
+/// A question the user asks is no constraint, though it says `only` or `never`: they may answer
+/// it the other way later.
+#[test]
+fn a_question_is_not_listed_as_a_constraint() {
+    let middle = vec![
+        Message::user("Redshift goes read-only from 2027-04-01, delete end of May? Or only end of April?"),
+        Message::assistant("End of April saves a month of on-demand pricing."),
+        Message::user("Snapshot and delete on 2027-04-30 then. Never keep it past the RI expiry."),
+        Message::assistant("Noted."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        ["- Never keep it past the RI expiry."],
+        "{summary}"
+    );
+}
