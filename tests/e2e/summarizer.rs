@@ -95,7 +95,7 @@ fn useless_answers_fall_back_to_the_extractive_summary() {
         assert!(summary.contains(why), "{why}: {summary}");
         // The window is tiny (3,000 tokens), so is the fallback's budget: the latest request stays.
         assert!(
-            summary.contains("## Goal\n- Latest request: Go on with step"),
+            summary.contains("## Goal\n- Latest request (answered): Go on with step"),
             "{why}: {summary}"
         );
     }

@@ -253,6 +253,7 @@ impl FactItem {
 /// else the whole line (without a cut mark).
 fn key_of(text: &str) -> &str {
     let text = [
+        "Latest request (answered): ",
         "Latest request: ",
         "Unanswered request: ",
         "Request in progress: ",

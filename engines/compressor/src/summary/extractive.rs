@@ -38,7 +38,7 @@ use super::{
     facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
-    sections::{Section, IN_PROGRESS, UNANSWERED},
+    sections::{Section, IN_PROGRESS, LATEST_ANSWERED, UNANSWERED},
     Summarizer, SummaryError, SummaryRequest,
 };
 
@@ -366,7 +366,7 @@ impl<'t> Draft<'t> {
                     LATEST_REQUEST_CHARS,
                 )
             } else if latest {
-                (Section::Goal, 0, "Latest request: ", LATEST_REQUEST_CHARS)
+                (Section::Goal, 0, LATEST_ANSWERED, LATEST_REQUEST_CHARS)
             } else if position == 0 && !has_previous {
                 (Section::Goal, 0, "", LATEST_REQUEST_CHARS)
             } else if count - position <= 10 {

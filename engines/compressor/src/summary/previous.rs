@@ -25,7 +25,7 @@ use super::{
     },
     facts::{verbs, FactKind, Facts},
     patterns::decision_record_number,
-    sections::{oldest_request, open_request, parse_sections, Section},
+    sections::{goal_request, oldest_request, open_request, parse_sections, Section},
 };
 
 /// One line of the earlier summary, placed in the new one.
@@ -133,7 +133,7 @@ impl<'t> Draft<'t> {
                     continue;
                 }
                 let text = match section {
-                    Section::Goal => text.strip_prefix("Latest request: ").unwrap_or(text),
+                    Section::Goal => goal_request(text),
                     Section::NextSteps if target == Section::Goal => open_request(text).unwrap_or(text),
                     _ => text,
                 };

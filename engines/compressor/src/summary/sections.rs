@@ -152,6 +152,19 @@ fn is_unlisted_note(line: &str) -> bool {
     line.starts_with('(') && line.ends_with(" earlier requests are not listed)")
 }
 
+/// How Goal opens the latest request of the part summarised, answered there: a model reading it
+/// must not answer it again (`Latest request: ` until 2026-11-29, still read in earlier
+/// summaries).
+pub(crate) const LATEST_ANSWERED: &str = "Latest request (answered): ";
+const LATEST_BEFORE: &str = "Latest request: ";
+
+/// The request a Goal line quotes, without the label of the latest.
+pub(crate) fn goal_request(line: &str) -> &str {
+    line.strip_prefix(LATEST_ANSWERED)
+        .or_else(|| line.strip_prefix(LATEST_BEFORE))
+        .unwrap_or(line)
+}
+
 /// How Next Steps opens the latest request when no answer to it came before the summary's end:
 /// unanswered when nothing was done for it yet…
 pub(crate) const UNANSWERED: &str = "Unanswered request: ";
@@ -199,6 +212,13 @@ mod tests {
             sections[Section::Critical.index()],
             vec!["Errors:", "  - boom\n    at line 3"]
         );
+    }
+
+    #[test]
+    fn a_goal_line_is_read_without_the_latest_requests_label_old_or_new() {
+        assert_eq!(goal_request("Latest request (answered): ship it"), "ship it");
+        assert_eq!(goal_request("Latest request: ship it"), "ship it");
+        assert_eq!(goal_request("ship it"), "ship it");
     }
 
     #[test]

@@ -1161,6 +1161,12 @@ fn the_newest_work_done_says_the_last_line_its_command_printed() {
         Message::assistant("Done: added the entry."),
     ];
     let summary = summarize(&middle);
+    // The latest request was answered: a model must not take it for one to answer.
+    assert_eq!(
+        section_lines(&summary, "## Goal").first(),
+        Some(&"- Latest request (answered): now the changelog"),
+        "{summary}"
+    );
     let done = section_lines(&summary, "### Done");
     assert_eq!(
         done,
