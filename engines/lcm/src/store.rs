@@ -821,11 +821,21 @@ impl Store {
         Ok((count as u64, tokens as u64))
     }
 
-    /// Summaries of `session` per depth: (depth, count, tokens, descendant tokens).
+    /// The summaries of `session`'s current DAG per depth: (depth, count, tokens, descendant
+    /// tokens). The current DAG is what the context held after the last compaction and every
+    /// summary under it. A replay of the same conversation at another window writes summaries of
+    /// its own over the same messages: counted with the current ones, they covered the messages
+    /// twice ([`Self::summary_count`] counts them all).
     pub fn summaries_by_depth(&self, session: Option<i64>) -> StoreResult<Vec<(u32, u64, u64, u64)>> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT depth, count(*), sum(tokens), sum(descendant_tokens) FROM summaries \
-             WHERE ?1 IS NULL OR session_id = ?1 GROUP BY depth ORDER BY depth",
+            "WITH RECURSIVE current(id) AS ( \
+                 SELECT j.value FROM sessions s, json_each(s.context, '$.summaries') j \
+                 WHERE ?1 IS NULL OR s.id = ?1 \
+                 UNION \
+                 SELECT src.source_id FROM summary_sources src JOIN current ON src.summary_id = current.id \
+             ) \
+             SELECT depth, count(*), sum(tokens), sum(descendant_tokens) FROM summaries \
+             WHERE id IN (SELECT id FROM current) GROUP BY depth ORDER BY depth",
         )?;
         let rows = statement.query_map([session], |row| {
             Ok((
@@ -836,6 +846,15 @@ impl Store {
             ))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Summaries of `session` (of every session for `None`), in its current DAG or not.
+    pub fn summary_count(&self, session: Option<i64>) -> StoreResult<u64> {
+        let count: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM summaries WHERE ?1 IS NULL OR session_id = ?1")?
+            .query_row([session], |row| row.get(0))?;
+        Ok(count as u64)
     }
 
     /// Bytes on disk: the database file plus its write-ahead log.

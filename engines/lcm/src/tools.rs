@@ -355,16 +355,43 @@ fn overview(store: &Store, session: Option<i64>) -> ToolResult {
     };
     let (messages, tokens) = store.message_totals(Some(session)).map_err(store_failure)?;
     let (context, compactions) = store.session_context(session).map_err(store_failure)?;
-    let by_depth = store.summaries_by_depth(Some(session)).map_err(store_failure)?;
-    Ok(json!({
+    let mut answer = json!({
         "messages": messages,
         "message_tokens": tokens,
         "compactions": compactions,
-        "summaries_by_depth": by_depth.iter().map(|(depth, count, tokens, covered)| json!({
-            "depth": depth, "count": count, "tokens": tokens, "covered_tokens": covered,
-        })).collect::<Vec<_>>(),
         "context": context,
-    }))
+    });
+    add_summary_counts(store, Some(session), &mut answer)?;
+    Ok(answer)
+}
+
+/// The current DAG's summaries per depth (`summaries_by_depth`), its leaves' compression ratio,
+/// and how many of the session's summaries are outside it, with a note saying why.
+fn add_summary_counts(store: &Store, session: Option<i64>, answer: &mut Value) -> Result<(), String> {
+    let by_depth = store.summaries_by_depth(session).map_err(store_failure)?;
+    let in_session = store.summary_count(session).map_err(store_failure)?;
+    let in_dag: u64 = by_depth.iter().map(|(_, count, ..)| count).sum();
+    let ratio = by_depth
+        .iter()
+        .find(|(depth, _, tokens, _)| *depth == 0 && *tokens > 0)
+        .map(|(_, _, tokens, covered)| *covered as f64 / *tokens as f64);
+    answer["summaries_by_depth"] = by_depth
+        .iter()
+        .map(|(depth, count, tokens, covered)| {
+            json!({ "depth": depth, "count": count, "tokens": tokens, "covered_tokens": covered })
+        })
+        .collect();
+    answer["compression_ratio"] = json!(ratio);
+    answer["summaries_in_session"] = json!(in_session);
+    if in_session > in_dag {
+        answer["summaries_note"] = json!(format!(
+            "{} of the session's {in_session} summaries are not under its current context: an earlier replay of the \
+             same messages (at another window, say) made them; summaries_by_depth counts the current ones, and \
+             lcm_grep and lcm_expand still find them all",
+            in_session - in_dag
+        ));
+    }
+    Ok(())
 }
 
 fn expand(engine: &mut Lcm, arguments: &Value) -> ToolResult {
@@ -523,35 +550,25 @@ fn page_message(answer: &mut Value, json: &str, max_tokens: u64, cursor: usize) 
 fn status(engine: &mut Lcm, session: Option<i64>) -> ToolResult {
     let counters = engine.counters;
     let config = engine.config.clone();
+    let name = engine.session.name.clone();
     let store = engine.store().map_err(|error| error.message.to_string())?;
     let (messages, message_tokens) = store
         .message_totals(session.or(Some(-1)))
         .map_err(store_failure)?;
     let (all_messages, _) = store.message_totals(None).map_err(store_failure)?;
-    let by_depth = store
-        .summaries_by_depth(session.or(Some(-1)))
-        .map_err(store_failure)?;
     let observed = store
         .observed_compactions(session.or(Some(-1)))
         .map_err(store_failure)?;
     let bytes = store.bytes_on_disk();
-    let leaf = by_depth.iter().find(|(depth, ..)| *depth == 0);
-    let ratio = leaf
-        .filter(|(_, _, tokens, _)| *tokens > 0)
-        .map(|(_, _, tokens, covered)| *covered as f64 / *tokens as f64);
-    Ok(json!({
+    let mut answer = json!({
         "database": store.path().display().to_string(),
         "bytes_on_disk": bytes,
         "bytes_per_message": bytes.checked_div(all_messages).unwrap_or(0),
         "schema_version": crate::store::SCHEMA_VERSION,
-        "session": engine.session.name,
+        "session": name,
         "messages": messages,
         "message_tokens": message_tokens,
         "messages_in_store": all_messages,
-        "summaries_by_depth": by_depth.iter().map(|(depth, count, tokens, covered)| json!({
-            "depth": depth, "count": count, "tokens": tokens, "covered_tokens": covered,
-        })).collect::<Vec<_>>(),
-        "compression_ratio": ratio,
         "threshold_tokens": counters.threshold_tokens,
         "context_length": counters.context_length,
         "compression_count": counters.compression_count,
@@ -560,5 +577,7 @@ fn status(engine: &mut Lcm, session: Option<i64>) -> ToolResult {
         "leaf_chunk_tokens": config.leaf_chunk_tokens,
         "fan_in": config.fan_in,
         "max_depth": config.max_depth,
-    }))
+    });
+    add_summary_counts(store, session.or(Some(-1)), &mut answer)?;
+    Ok(answer)
 }

@@ -273,3 +273,45 @@ fn a_message_larger_than_max_tokens_is_read_back_in_pages() {
     }
     assert!(noted, "the large message is named on a page of its leaf");
 }
+
+/// The same conversation replayed into one store at two windows: the second replay's summaries
+/// cover the same messages as the first's. The status counts the summaries under the current
+/// context, whose leaves cover no more than the messages, and says how many others there are
+/// (verify12 F7: 101,394 tokens covered of 51,631 after three replays).
+#[test]
+fn status_counts_the_current_dag_once_after_replays_at_two_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = synthetic::conversation(21, 60, 1_200);
+    let mut replays = 0;
+    for window in [6_000, 4_000] {
+        let mut engine = engine(dir.path(), window, json!({ "fresh_tail": 4, "fan_in": 2 }));
+        engine
+            .on_session_start("replayed", &SessionInfo::default())
+            .unwrap();
+        let (_, compactions) = replay(&mut engine, &messages);
+        assert!(compactions >= 1);
+        replays += 1;
+        let status = engine.handle_tool_call("lcm_status", &json!({}), None);
+        let message_tokens = status["message_tokens"].as_u64().unwrap();
+        let depths = status["summaries_by_depth"].as_array().unwrap();
+        let leaves = depths.iter().find(|depth| depth["depth"] == 0).unwrap();
+        let covered = leaves["covered_tokens"].as_u64().unwrap();
+        assert!(covered <= message_tokens, "replay {replays}: {status}");
+        let in_dag: u64 = depths.iter().map(|depth| depth["count"].as_u64().unwrap()).sum();
+        let in_session = status["summaries_in_session"].as_u64().unwrap();
+        match replays {
+            1 => assert!(
+                in_session == in_dag && status.get("summaries_note").is_none(),
+                "{status}"
+            ),
+            _ => {
+                assert!(in_session > in_dag, "{status}");
+                let note = status["summaries_note"].as_str().unwrap();
+                assert!(
+                    note.starts_with(&format!("{} of the session's", in_session - in_dag)),
+                    "{note}"
+                );
+            }
+        }
+    }
+}
