@@ -34,7 +34,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use serde_json::Value;
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The log is copied into the file once it holds this many pages (16 KiB each, 64 MiB), not
 /// SQLite's 1,000: a 10,000-message session writes about 18 MB of log, and each checkpoint waits
@@ -411,6 +411,16 @@ CREATE TABLE message_index (
 INSERT INTO message_index (one, indexed_through) SELECT 1, coalesce(max(id), 0) FROM messages;
 "#;
 
+/// Version 6: a tool call's arguments are indexed as their values read, strings unescaped
+/// ([`crate::text::push_call`]); they were indexed as JSON, a word after a `\n` escape as
+/// `nword`. The index is emptied, to be built again by the next search ([`index_backlog`]):
+/// the messages are untouched, and the search text is derived from them.
+const SCHEMA_V6: &str = r#"
+INSERT INTO messages_fts (messages_fts) VALUES ('delete-all');
+DELETE FROM terms;
+UPDATE message_index SET indexed_through = 0;
+"#;
+
 /// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one version at a time, each step in a
 /// transaction. A file from a newer build is refused rather than guessed at.
 pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
@@ -437,6 +447,7 @@ pub(crate) fn migrate_to(conn: &mut Connection, version: i64, last: i64) -> Stor
         (3, SCHEMA_V3),
         (4, SCHEMA_V4),
         (5, SCHEMA_V5),
+        (6, SCHEMA_V6),
     ];
     for (target, step) in steps {
         if version < target && target <= last {

@@ -31,12 +31,7 @@ pub fn search_text_into(json: &[u8], out: &mut String) {
             out.push_str(content);
         }
         for call in message.tool_calls.iter().flatten() {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(&call.0.function.name);
-            out.push(' ');
-            out.push_str(&call.0.function.arguments);
+            text::push_call(out, &call.0.function.name, &call.0.function.arguments);
         }
         return;
     }

@@ -23,14 +23,90 @@ pub fn into_search_text(mut message: Message) -> String {
 
 fn with_calls(mut text: String, message: &Message) -> String {
     for call in message.calls() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&call.function.name);
-        text.push(' ');
-        text.push_str(&call.function.arguments);
+        push_call(&mut text, &call.function.name, &call.function.arguments);
     }
     text
+}
+
+/// Appends a tool call's line: its name, then the values of its arguments as they read, each
+/// string unescaped (`{"content": "a\nb"}` is `a`, a line break, `b`), keys left out. Arguments
+/// that are not JSON are appended as they are.
+///
+/// Appended as JSON, a file written through a call was searched with its escapes: a word after a
+/// `\n` was indexed as `nword`, and snippets showed backslashes.
+pub fn push_call(out: &mut String, name: &str, arguments: &str) {
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(name);
+    let start = out.len();
+    let mut deserializer = serde_json::Deserializer::from_str(arguments);
+    let read = serde::de::DeserializeSeed::deserialize(ArgumentValues(out), &mut deserializer)
+        .and_then(|()| deserializer.end());
+    if read.is_err() {
+        out.truncate(start);
+        out.push(' ');
+        out.push_str(arguments);
+    }
+}
+
+/// Appends each scalar of a JSON value to the text, after a space, strings unescaped.
+struct ArgumentValues<'o>(&'o mut String);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ArgumentValues<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ArgumentValues<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<(), E> {
+        if !value.is_empty() {
+            self.0.push(' ');
+            self.0.push_str(value);
+        }
+        Ok(())
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<(), E> {
+        self.visit_str(if value { "true" } else { "false" })
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<(), E> {
+        self.visit_str(&value.to_string())
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<(), E> {
+        self.visit_str(&value.to_string())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<(), E> {
+        self.visit_str(&value.to_string())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(ArgumentValues(self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            map.next_value_seed(ArgumentValues(self.0))?;
+        }
+        Ok(())
+    }
 }
 
 /// The words of `text` as the full-text index sees them, lowercased: runs of letters and digits.
@@ -143,7 +219,7 @@ mod tests {
     fn search_text_holds_content_and_calls() {
         let mut message = Message::assistant("running it");
         message.tool_calls = Some(vec![ToolCall::new("c1", "terminal", r#"{"command":"ls"}"#)]);
-        assert_eq!(search_text(&message), "running it\nterminal {\"command\":\"ls\"}");
+        assert_eq!(search_text(&message), "running it\nterminal ls");
         assert_eq!(into_search_text(message.clone()), search_text(&message));
         let mut parts = Message::user("");
         parts.content = Content::Parts(vec![
@@ -151,6 +227,29 @@ mod tests {
             serde_json::json!({"type": "text", "text": "b"}),
         ]);
         assert_eq!(into_search_text(parts.clone()), "a\nb");
+    }
+
+    /// A file written through a call is searched as it reads: a word after a line break is that
+    /// word (verify12 F8: `PLAT-5120).\n3. JVM` indexed `n3`, snippets with backslashes).
+    #[test]
+    fn a_calls_arguments_are_searched_as_their_values_read() {
+        let arguments = r#"{"path": "docs/fix.md", "content": "could not read it (PLAT-5120).\n3. JVM \"heap\"", "lines": [1, 2.5, true, null], "opts": {}}"#;
+        let message = Message::assistant_calls(vec![ToolCall::new("c1", "write_file", arguments)]);
+        assert_eq!(
+            search_text(&message),
+            "write_file docs/fix.md could not read it (PLAT-5120).\n3. JVM \"heap\" 1 2.5 true"
+        );
+        let text = search_text(&message);
+        let terms: Vec<_> = terms(&text).collect();
+        assert!(
+            terms.contains(&"3".into()) && !terms.iter().any(|t| t.starts_with("n3")),
+            "{terms:?}"
+        );
+        // Arguments that are not JSON (or not all of it) are searched as written.
+        for raw in ["ls -la", "{\"a\": 1} trailing", ""] {
+            let message = Message::assistant_calls(vec![ToolCall::new("c1", "f", raw)]);
+            assert_eq!(search_text(&message), format!("f {raw}"));
+        }
     }
 
     #[test]

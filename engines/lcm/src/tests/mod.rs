@@ -468,7 +468,8 @@ fn a_version_1_store_is_migrated_keeping_its_messages() {
     assert_eq!(version, crate::store::SCHEMA_VERSION);
     assert_eq!(store.observed_compactions(None).unwrap(), 0);
     assert_eq!(store.message_totals(None).unwrap().0, 2);
-    // Its rows were indexed: none is indexed again.
+    // Its rows were indexed with the arguments' JSON: the next search indexes both again, once.
+    assert_eq!(store.index_backlog().unwrap(), 2);
     assert_eq!(store.index_backlog().unwrap(), 0);
     let indexed: i64 = store
         .connection()
