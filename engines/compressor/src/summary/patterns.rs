@@ -93,7 +93,10 @@ pub(super) static DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "switched to",
         "instead of",
         "root cause",
-        "the fix",
+        // Not `the fix` alone: `pushed the fix to PR #812` is a status, not a decision.
+        "the fix is",
+        "the fix was",
+        "the fix will be",
         "fixed by",
         "the problem is",
         "the problem was",

@@ -1192,3 +1192,21 @@ fn a_question_is_not_listed_as_a_constraint() {
         "{summary}"
     );
 }
+
+/// A status line that mentions a fix is no decision; the fix the assistant chose is (verify13 N6:
+/// `Storybook builds; pushed the fix to PR #812.` was the session's only Key Decision).
+#[test]
+fn a_status_that_mentions_a_fix_is_not_a_decision() {
+    let middle = vec![
+        Message::user("storybook fails to build"),
+        Message::assistant("The fix is to pin @storybook/react to 8.1.4 until the addon catches up."),
+        Message::user("ok do it"),
+        Message::assistant("Storybook builds; pushed the fix to PR #812."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "## Key Decisions"),
+        ["- The fix is to pin @storybook/react to 8.1.4 until the addon catches up."],
+        "{summary}"
+    );
+}
