@@ -195,7 +195,8 @@ fn is_placeholder(line: &str) -> bool {
 enum FactItem {
     /// `- text`.
     Line(String),
-    /// `- Errors:` / `- Errors fixed since:` / `- Commands:` with one `  - member` per line.
+    /// `- Errors:` / `- Errors fixed since:` / `- Lines of files read that mention errors:` /
+    /// `- Commands:` with one `  - member` per line.
     Block { label: String, members: Vec<String> },
     /// `- URLs: a, b` / `- Hashes: …` / ``- Names: `a`, `b` ``.
     Inline { label: String, members: Vec<String> },
@@ -304,7 +305,10 @@ fn parse_facts(body: &str) -> [Vec<FactItem>; 9] {
         if text == "(none)" {
             continue;
         }
-        if matches!(text, "Errors:" | "Errors fixed since:" | "Commands:") {
+        if matches!(
+            text,
+            "Errors:" | "Errors fixed since:" | "Lines of files read that mention errors:" | "Commands:"
+        ) {
             items.push(FactItem::Block {
                 label: text.to_owned(),
                 members: Vec::new(),

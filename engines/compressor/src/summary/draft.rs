@@ -19,6 +19,8 @@ pub(super) enum Group {
     Errors,
     /// Error lines of failures a later run of the same call fixed.
     FixedErrors,
+    /// Lines of files read that say `error`: source code (`catch (error) {`) as often as a log.
+    FileErrorLines,
     Commands,
     Urls,
     Routes,
@@ -40,6 +42,7 @@ impl Group {
             Group::FilesMentioned => "Mentioned:",
             Group::Errors => "Errors:",
             Group::FixedErrors => "Errors fixed since:",
+            Group::FileErrorLines => "Lines of files read that mention errors:",
             Group::Commands => "Commands:",
             Group::Urls => "URLs:",
             Group::Routes => "Routes:",
@@ -52,13 +55,14 @@ impl Group {
     }
 
     /// Every labelled group, for reading an earlier summary back.
-    pub(super) const LABELLED: [Group; 14] = [
+    pub(super) const LABELLED: [Group; 15] = [
         Group::FilesChanged,
         Group::FilesRead,
         Group::FilesSearched,
         Group::FilesMentioned,
         Group::Errors,
         Group::FixedErrors,
+        Group::FileErrorLines,
         Group::Commands,
         Group::Urls,
         Group::Routes,
@@ -72,18 +76,18 @@ impl Group {
     pub(super) fn inline(self) -> bool {
         !matches!(
             self,
-            Group::None | Group::Errors | Group::FixedErrors | Group::Commands
+            Group::None | Group::Errors | Group::FixedErrors | Group::FileErrorLines | Group::Commands
         )
     }
 
     /// Characters an item costs beyond its text.
     fn overhead(self) -> usize {
         match self {
-            Group::None => 3,                        // "- " and a newline
-            Group::Errors | Group::FixedErrors => 5, // "  - " and a newline
-            Group::Commands => 7,                    // "  - `" "`" and a newline
-            Group::Names => 4,                       // ", `" "`"
-            _ => 2,                                  // ", "
+            Group::None => 3,                                                // "- " and a newline
+            Group::Errors | Group::FixedErrors | Group::FileErrorLines => 5, // "  - " and a newline
+            Group::Commands => 7,                                            // "  - `" "`" and a newline
+            Group::Names => 4,                                               // ", `" "`"
+            _ => 2,                                                          // ", "
         }
     }
 }

@@ -7,15 +7,18 @@
 //!   when the assistant acted on it), and the focus topic;
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
 //! - tier 1: other requests (latest first; one cut to its start keeps the decision the user
-//!   recorded at its end), constraints, error lines the user pasted, the most telling error line
-//!   of each tool result, commands run, failures not resolved later, files the tools touched,
-//!   issue numbers, advisories and tickets, the earlier summary's goal, constraints and commands;
-//! - tier 2: the newest tool actions with their outcome (for the request in progress, with the
-//!   last line a command that succeeded printed), error lines from tool output, every path,
-//!   URL, route, hash and version seen;
+//!   recorded at its end), constraints (not questions), the assistant's decision records as they
+//!   stand (`Decision 3 revised: …` replaces `Decision 3: …`), error lines the user pasted, the
+//!   most telling error line of each tool result, commands run, failures not resolved later,
+//!   files the tools touched, issue numbers, advisories and tickets, the earlier summary's goal,
+//!   constraints, decision records and commands;
+//! - tier 2: the newest tool actions with their outcome (with the last line a command that
+//!   succeeded printed), error lines from tool output, every path, URL, route, hash and version
+//!   seen;
 //! - tier 3: older tool actions, decisions the assistant stated, names in code spans;
-//! - tier 4: identifiers found only inside file contents, and the error lines of failures a later
-//!   run of the same call fixed (listed under `Errors fixed since:`);
+//! - tier 4: identifiers found only inside file contents, lines of files read that mention
+//!   errors (listed apart: source code says `catch (error)`), and the error lines of failures a
+//!   later run of the same call fixed (listed under `Errors fixed since:`);
 //! - tier 5: error lines, commands and ids of one shape (differing only in numbers, or in the
 //!   place a compiler's message opens with) beyond the newest three.
 //!
@@ -546,9 +549,12 @@ impl<'t> Draft<'t> {
                     Source::Assistant => 3,
                     Source::FileContent => 4,
                 };
-                // Said so: a model reading a fixed failure's errors as standing would fix them again.
-                let group = match standing {
-                    Standing::FixedLater => Group::FixedErrors,
+                // Said so: a model reading a fixed failure's errors as standing would fix them
+                // again, and one reading a source file's `catch (error) {` as an error would look
+                // for a failure that never happened.
+                let group = match (standing, fact.source) {
+                    (Standing::FixedLater, _) => Group::FixedErrors,
+                    (_, Source::FileContent) => Group::FileErrorLines,
                     _ => Group::Errors,
                 };
                 (Section::Critical, group, tier, fact.text.clone())

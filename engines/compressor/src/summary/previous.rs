@@ -281,13 +281,18 @@ impl<'t> Draft<'t> {
 /// among the access log's others.
 fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
     let shaped = |line: &Carried<'_>| match line.group {
-        Group::Errors | Group::FixedErrors | Group::Commands => true,
+        Group::Errors | Group::FixedErrors | Group::FileErrorLines | Group::Commands => true,
         Group::Hashes => line.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
         _ => false,
     };
     let error_lines: Vec<&str> = carried
         .iter()
-        .filter(|line| matches!(line.group, Group::Errors | Group::FixedErrors))
+        .filter(|line| {
+            matches!(
+                line.group,
+                Group::Errors | Group::FixedErrors | Group::FileErrorLines
+            )
+        })
         .map(|line| line.text)
         .chain(
             facts

@@ -1210,3 +1210,39 @@ fn a_status_that_mentions_a_fix_is_not_a_decision() {
         "{summary}"
     );
 }
+
+/// A file read whose code says `error` holds no error of a run: its lines are listed apart, not
+/// under Errors, where a model would look for the failure (verify13 N3).
+#[test]
+fn lines_of_a_file_read_that_mention_errors_are_not_listed_as_errors() {
+    let middle = vec![
+        Message::user("port UserCard to a function component"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "r1",
+            "read_file",
+            r#"{"path":"src/components/UserCard.jsx"}"#,
+        )]),
+        Message::tool(
+            "r1",
+            "    14\t  state = { user: null, loading: true, error: null };\n    29\t    } catch (error) {\n    30\t      this.setState({ error, loading: false });\n",
+        ),
+        shell("t1", "npx tsc --noEmit"),
+        Message::tool(
+            "t1",
+            "src/pages/Team.tsx(24,39): error TS2307: Cannot find module '../components/legacy/UserCard'.\nExit code: 2",
+        ),
+        Message::assistant("The import in Team.tsx still points at the legacy card."),
+    ];
+    let summary = summarize(&middle);
+    // The run's error is quoted with its failure; no line of the file is called an error.
+    assert!(
+        section_lines(&summary, "### Blocked")[0]
+            .ends_with("error TS2307: Cannot find module '../components/legacy/UserCard'."),
+        "{summary}"
+    );
+    assert!(!summary.contains("- Errors:"), "{summary}");
+    assert!(
+        summary.contains("- Lines of files read that mention errors:\n  - 14\t  state = { user: null, loading: true, error: null };"),
+        "{summary}"
+    );
+}

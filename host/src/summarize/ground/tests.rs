@@ -182,7 +182,7 @@ fn template_headings_are_recognised_at_any_level_and_in_any_case() {
 }
 
 /// The lists the extractive summary writes today (hashes, issues, versions, routes; errors fixed
-/// since) are grounded member by member, as URLs are: a model that quoted one hash gets only the
+/// since, lines of files read that mention errors) are grounded member by member, as URLs are: a model that quoted one hash gets only the
 /// other added, not the whole list again.
 #[test]
 fn every_list_of_the_extractive_summary_is_grounded_member_by_member() {
@@ -190,10 +190,13 @@ fn every_list_of_the_extractive_summary_is_grounded_member_by_member() {
 - Errors fixed since:
   - src/a.ts(3,1): error TS2304: Cannot find name 'x'.
   - src/b.ts(9,2): error TS2339: Property 'y' does not exist on type 'Z'.
+- Lines of files read that mention errors:
+  - 29	    } catch (error) {
+  - 30	      this.setState({ error, loading: false });
 - Hashes: 0454f31, 9c75bd7
 - Routes: /v2/orders, /v2/carts
 - Issues: #812, INC-4471";
-    let model = "## Critical Context\n- Rolled back from 9c75bd7; /v2/orders is healthy again (#812). src/a.ts(3,1): error TS2304: Cannot find name 'x'.";
+    let model = "## Critical Context\n- Rolled back from 9c75bd7; /v2/orders is healthy again (#812). src/a.ts(3,1): error TS2304: Cannot find name 'x'. UserCard.jsx: `29\t    } catch (error) {`";
     let body = ground(model, facts, 10_000).body;
     assert!(body.contains("- Hashes: 0454f31\n"), "{body}");
     assert!(body.contains("- Routes: /v2/carts\n"), "{body}");
@@ -203,4 +206,9 @@ fn every_list_of_the_extractive_summary_is_grounded_member_by_member() {
         "{body}"
     );
     assert!(!body.contains("  - src/a.ts(3,1)"), "{body}");
+    assert!(
+        body.contains("- Lines of files read that mention errors:\n  - 30\t      this.setState"),
+        "{body}"
+    );
+    assert!(!body.contains("  - 29\t"), "{body}");
 }
