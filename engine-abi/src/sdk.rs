@@ -256,14 +256,15 @@ pub trait Engine: Send + 'static {
     /// - **It is still the newest**: no message kept word for word from before it comes after
     ///   it. Users repeat themselves ("continue"): keeping an earlier message of the same text,
     ///   with the turn that followed it, in place of the newest is refused.
-    /// - **Tool-call arguments are JSON**, unless the input already had them so.
+    /// - **Tool-call arguments are JSON**, unless the input's call of that id had arguments that
+    ///   were not (a freeform tool's input, as Codex's `apply_patch` patch: text it stays).
     ///
     /// Within those rules an engine may:
     ///
     /// - insert messages of role `user` or `assistant` (a summary, a note) anywhere outside a
     ///   tool group (between an assistant's calls and their results nothing may stand);
     /// - replace a tool result's content with a stand-in, keeping its `tool_call_id`;
-    /// - shorten a tool call's arguments (keeping them valid JSON);
+    /// - shorten a tool call's arguments (keeping them valid JSON, or text when they were text);
     /// - drop any other message, whole tool groups at a time.
     ///
     /// Size is not checked: a result larger than its input is applied (a replay warns once), and

@@ -892,23 +892,26 @@ fn inserted_system_message(input: &[Message], output: &[Message]) -> Option<usiz
 }
 
 /// The first tool call of `output` whose arguments are not JSON, with its message's index,
-/// unless the input made that very call already (a transcript's own problem).
+/// unless the input's call of the same id had arguments that were not JSON either: a
+/// transcript's own problem, or a freeform tool's input (Codex's `apply_patch` patch), which an
+/// engine may shorten as text.
 fn broken_arguments<'a>(
     input: &[Message],
     output: &'a [Message],
 ) -> Option<(usize, &'a ctxhost_engine_abi::ToolCall)> {
+    let is_json = |arguments: &str| serde_json::from_str::<serde::de::IgnoredAny>(arguments).is_ok();
     output.iter().enumerate().find_map(|(index, message)| {
         message
             .tool_calls
             .iter()
             .flatten()
             .find(|call| {
-                serde_json::from_str::<serde::de::IgnoredAny>(&call.function.arguments).is_err()
+                !is_json(&call.function.arguments)
                     && !input
                         .iter()
                         .filter_map(|known| known.tool_calls.as_ref())
                         .flatten()
-                        .any(|known| known == *call)
+                        .any(|known| known.id == call.id && !is_json(&known.function.arguments))
             })
             .map(|call| (index, call))
     })
@@ -1124,6 +1127,17 @@ mod tests {
         let mut recorded = input.clone();
         recorded[2] = Message::assistant_calls(vec![ToolCall::new("c1", "ls", "")]);
         assert_eq!(check_compacted(&recorded, &recorded[..4], None), Ok(()));
+        // A freeform tool's input (Codex's patch, text) shortened as text: accepted.
+        let patch = "*** Begin Patch\n*** Add File: docs/cli.md\n+# CLI\n*** End Patch\n";
+        let mut freeform = input.clone();
+        freeform[2] = Message::assistant_calls(vec![ToolCall::new("c1", "apply_patch", patch)]);
+        let mut masked = freeform.clone();
+        masked[2] = Message::assistant_calls(vec![ToolCall::new(
+            "c1",
+            "apply_patch",
+            "*** Begin Patch\n*** Add File: docs/cli.md\n[masked: 20 more chars]",
+        )]);
+        assert_eq!(check_compacted(&freeform, &masked, freeform.last()), Ok(()));
         let mut system = input.clone();
         system.insert(1, Message::system("[note] compacted"));
         assert_eq!(

@@ -16,6 +16,12 @@ pub struct MaskingConfig {
     pub keep_last: usize,
     /// Tool outputs shorter than this many characters are never masked. Default 200.
     pub min_chars: usize,
+    /// Whether the long string values of an older call's arguments (a file written through
+    /// `write_file`, a patch) are masked with its result. Default true.
+    pub mask_arguments: bool,
+    /// Argument values shorter than this many characters are never masked: a command or a path
+    /// is the record of what was done, a file's content is not. Default 1000.
+    pub min_argument_chars: usize,
 }
 
 impl Default for MaskingConfig {
@@ -24,12 +30,20 @@ impl Default for MaskingConfig {
             threshold: 0.75,
             keep_last: 10,
             min_chars: 200,
+            mask_arguments: true,
+            min_argument_chars: 1000,
         }
     }
 }
 
 /// The keys this block knows; any other is ignored (see [`MaskingConfig::from_json`]).
-const KNOWN_KEYS: [&str; 3] = ["threshold", "keep_last", "min_chars"];
+const KNOWN_KEYS: [&str; 5] = [
+    "threshold",
+    "keep_last",
+    "min_chars",
+    "mask_arguments",
+    "min_argument_chars",
+];
 
 impl MaskingConfig {
     /// Reads and validates the config block: `null` gives the defaults, unknown keys are ignored

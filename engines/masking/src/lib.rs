@@ -3,15 +3,16 @@
 //! Tool outputs older than a window of the most recent tool results are replaced by one-line
 //! stand-ins that say what the call did (``[terminal] ran `pytest -q` -> exit 1, 214 lines
 //! output``); nothing is summarised and no model is called. System, user and assistant messages
-//! and every tool call stay exactly as they were, so the sequence stays valid by construction.
+//! and every tool call stay as they were (but for long argument values), so the sequence stays
+//! valid by construction.
 //! Published agent experiments found this as effective as LLM summarisation at about half the
 //! cost (Lindenbauer et al. 2025, "The Complexity Trap: Simple Observation Masking Is as Efficient
 //! as LLM Summarization for Agent Context Management").
 //!
 //! The main type is [`Masking`], an [`Engine`]; [`MaskingConfig`] is its `masking:` block in
 //! `config.yaml`. The plugin library is the separate `ctxhost-masking-plugin` crate. This crate is
-//! not for conversations whose bulk is prose or call arguments (a session writing its files
-//! through `write_file` calls keeps every file it wrote): it only ever shrinks tool output.
+//! not for conversations whose bulk is prose: it only ever shrinks tool output and the long
+//! values of tool calls' arguments.
 //!
 //! # How `compress` works
 //!
@@ -19,6 +20,11 @@
 //! - Every older result of at least `min_chars` characters (or holding an image) becomes the
 //!   stand-in `kit::stand_in` builds from the call that produced it. Outputs that already are
 //!   stand-ins are recognised and left alone, so compressing twice changes nothing.
+//! - With `mask_arguments` (the default), every string value of at least `min_argument_chars`
+//!   characters in an older call's arguments becomes `[masked: N chars]`: a session that writes
+//!   its files through calls (`write_file`) otherwise keeps every file it wrote. Keys and shorter
+//!   values (the path, a command) stay, and the arguments stay JSON. Arguments that are not JSON
+//!   (Codex's `apply_patch` patch) keep their first two lines (`*** Add File: docs/cli.md`).
 //! - If the rough estimate (scaled up to `current_tokens` when the host gives a larger real
 //!   count) is still at or over the threshold, the window is halved, down to 1, until it fits:
 //!   compaction must make progress. The newest tool result is always kept.
@@ -166,7 +172,7 @@ impl Engine for Masking {
         request: &CompressRequest,
     ) -> Result<Vec<Message>, EngineError> {
         let estimate = Estimate::of(&messages, request.current_tokens);
-        let (candidates, result_count) = mask::find_mask_candidates(&messages, self.config.min_chars);
+        let (candidates, result_count) = mask::find_mask_candidates(&messages, &self.config);
         let keep = self.choose_window(&candidates, result_count, estimate);
         let masks = mask::outside_window(&candidates, result_count, keep);
         let saved: u64 = masks.iter().map(|mask| mask.saved_tokens).sum();
@@ -224,7 +230,7 @@ impl Engine for Masking {
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> bool {
-        let (candidates, result_count) = mask::find_mask_candidates(messages, self.config.min_chars);
+        let (candidates, result_count) = mask::find_mask_candidates(messages, &self.config);
         let estimate = Estimate::of(messages, None);
         let keep = self.choose_window(&candidates, result_count, estimate);
         !mask::outside_window(&candidates, result_count, keep).is_empty()

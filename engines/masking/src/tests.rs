@@ -328,7 +328,9 @@ fn defaults_apply_to_a_missing_block() {
         MaskingConfig {
             threshold: 0.75,
             keep_last: 10,
-            min_chars: 200
+            min_chars: 200,
+            mask_arguments: true,
+            min_argument_chars: 1000,
         }
     );
     let partial = MaskingConfig::from_json(&json!({ "min_chars": 50, "unknown": true })).unwrap();
@@ -447,4 +449,117 @@ fn a_manual_compress_a_model_switch_a_reset_or_a_new_output_to_mask_lifts_the_pa
     )]));
     grown.push(Message::tool("late", "line of late.txt\n".repeat(120)));
     assert!(engine.should_compress_preflight(&grown));
+}
+
+/// A session that writes its files through calls: `n` turns each writing a file of `chars`
+/// characters with `write_file`, answered by a short confirmation.
+fn writing_transcript(n: usize, chars: usize) -> Vec<Message> {
+    let mut messages = vec![
+        Message::system("You translate documents."),
+        Message::user("translate docs/"),
+    ];
+    for i in 0..n {
+        let id = format!("w{i}");
+        let content: String = format!("Zeile {i} der Übersetzung.\n")
+            .chars()
+            .cycle()
+            .take(chars)
+            .collect();
+        let arguments = json!({ "path": format!("docs/de/page{i}.md"), "content": content }).to_string();
+        messages.push(Message::assistant_calls(vec![ToolCall::new(
+            &id,
+            "write_file",
+            arguments,
+        )]));
+        messages.push(Message::tool(
+            &id,
+            format!("Wrote {chars} bytes to docs/de/page{i}.md"),
+        ));
+    }
+    messages.push(Message::assistant("All pages are translated."));
+    messages
+}
+
+fn call_arguments(messages: &[Message]) -> Vec<Value> {
+    messages
+        .iter()
+        .flat_map(Message::calls)
+        .map(|call| serde_json::from_str(&call.function.arguments).unwrap())
+        .collect()
+}
+
+/// verify12 F5: a session writing its files through calls stayed over the window, every file it
+/// wrote in the context. The long values of older calls' arguments are masked with their results;
+/// the path stays, and so does the newest call whole.
+#[test]
+fn the_long_arguments_of_older_calls_are_masked() {
+    let messages = writing_transcript(8, 12_000);
+    let before = tokens::estimate_messages_tokens(&messages);
+    let mut masking = engine_with_window(json!({ "keep_last": 2 }), 16_000);
+    let masked = compress(&mut masking, messages.clone());
+    assert!(find_sequence_problems(&masked).is_empty());
+    let arguments = call_arguments(&masked);
+    for (i, call) in arguments.iter().enumerate() {
+        assert_eq!(call["path"], format!("docs/de/page{i}.md"));
+        if i < 6 {
+            assert_eq!(call["content"], "[masked: 12000 chars]", "call {i}");
+        } else {
+            assert_eq!(
+                call["content"].as_str().unwrap().chars().count(),
+                12_000,
+                "call {i}"
+            );
+        }
+    }
+    let after = tokens::estimate_messages_tokens(&masked);
+    assert!(after < 12_000 && before > 24_000, "{before} -> {after}");
+    // Masked once, they are left alone: compressing again changes nothing.
+    assert_eq!(compress(&mut masking, masked.clone()), masked);
+}
+
+#[test]
+fn mask_arguments_false_keeps_every_call_as_it_was() {
+    let messages = writing_transcript(8, 12_000);
+    let mut masking = engine_with_window(json!({ "keep_last": 2, "mask_arguments": false }), 16_000);
+    let masked = compress(&mut masking, messages.clone());
+    assert_eq!(call_arguments(&masked), call_arguments(&messages));
+}
+
+/// A freeform call's input (Codex's `apply_patch` patch, not JSON) keeps its first lines, which
+/// name the file; a command under `min_argument_chars` is the record of what was done and stays.
+#[test]
+fn a_patch_keeps_its_first_lines_and_a_command_stays_whole() {
+    let patch = format!(
+        "*** Begin Patch\n*** Add File: docs/de/cli.md\n{}*** End Patch\n",
+        "+Zeile\n".repeat(2_000)
+    );
+    let command = json!({ "command": ["bash", "-lc", format!("sed -i -e 's/a/b/g' {}", "docs/de/page.md ".repeat(30))] }).to_string();
+    let mut messages = vec![Message::user("translate the CLI page")];
+    for (i, (name, arguments)) in [
+        ("apply_patch", patch.clone()),
+        ("shell", command.clone()),
+        ("shell", command.clone()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = format!("c{i}");
+        messages.push(Message::assistant_calls(vec![ToolCall::new(
+            &id, name, arguments,
+        )]));
+        messages.push(Message::tool(&id, "Done!"));
+    }
+    let mut masking = engine_with_window(json!({ "keep_last": 1 }), 4_000);
+    let masked = compress(&mut masking, messages);
+    let calls: Vec<&str> = masked
+        .iter()
+        .flat_map(Message::calls)
+        .map(|c| c.function.arguments.as_str())
+        .collect();
+    let rest = patch.chars().count() - "*** Begin Patch\n*** Add File: docs/de/cli.md\n".len();
+    assert_eq!(
+        calls[0],
+        format!("*** Begin Patch\n*** Add File: docs/de/cli.md\n[masked: {rest} more chars]")
+    );
+    assert_eq!(calls[1], command);
 }
