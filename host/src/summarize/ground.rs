@@ -255,6 +255,7 @@ impl FactItem {
 fn key_of(text: &str) -> &str {
     let text = [
         "Latest request (answered): ",
+        "Its answer: ",
         "Latest request: ",
         "Unanswered request: ",
         "Request in progress: ",

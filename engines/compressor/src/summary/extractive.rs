@@ -6,8 +6,8 @@
 //!   followed it: `Unanswered request:` when nothing was done for it yet, `Request in progress:`
 //!   when the assistant acted on it), and the focus topic;
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
-//! - tier 1: other requests (latest first; one cut to its start keeps the decision the user
-//!   recorded at its end), constraints (not questions), the assistant's decision records as they
+//! - tier 1: other requests (latest first, with the answer to it; one cut to its start keeps
+//!   the decision the user recorded at its end), constraints (not questions), the assistant's decision records as they
 //!   stand (`Decision 3 revised: …` replaces `Decision 3: …`), error lines the user pasted, the
 //!   most telling error line of each tool result, commands run, failures not resolved later,
 //!   files the tools touched, issue numbers, advisories and tickets, the earlier summary's goal,
@@ -37,11 +37,11 @@ use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 use ctxhost_engine_kit::stand_in::error_line;
 
 use super::{
-    draft::{cut_marked, Draft, Group},
+    draft::{cut_marked, Candidate, Draft, Group},
     facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
-    sections::{Section, IN_PROGRESS, LATEST_ANSWERED, UNANSWERED},
+    sections::{Section, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, UNANSWERED},
     Summarizer, SummaryError, SummaryRequest,
 };
 
@@ -149,6 +149,8 @@ fn scan_budget(middle: &[ctxhost_engine_abi::Message], fact_chars: usize) -> usi
     ((budget as u128 * LARGE_MIDDLE_BYTES as u128 / middle_bytes as u128) as usize).max(MIN_SCAN_BYTES)
 }
 
+/// Longest answer to the latest request quoted (its start and end, when longer).
+const ANSWER_CHARS: usize = 400;
 /// Longest decision record quoted.
 const DECISION_RECORD_CHARS: usize = 400;
 /// Where numbered decision records sit in their section: before the other decisions, which sit
@@ -162,6 +164,29 @@ const REPLACED_NOTE_END: &str = "replaced by the revisions listed here)";
 pub(super) fn replaced_note_count(line: &str) -> Option<usize> {
     let count = line.strip_prefix('(')?.strip_suffix(REPLACED_NOTE_END)?;
     count.split(' ').next()?.parse().ok()
+}
+
+/// `text` when it has at most `max` characters, else its start and its end, about half each,
+/// around `…`: an answer opens with what was asked and often ends with what it comes to
+/// (`Platform total ~$4,230/month`).
+fn head_and_tail(text: &str, max: usize) -> Cow<'_, str> {
+    let count = text.chars().count();
+    if count <= max {
+        return Cow::Borrowed(text);
+    }
+    let half = max / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail_from = text
+        .char_indices()
+        .nth(count - half)
+        .map_or(text.len(), |(at, _)| at);
+    let tail = &text[tail_from..];
+    // The end starts at a word, when one starts soon.
+    let tail = match tail.find(' ') {
+        Some(space) if space < half / 4 => &tail[space + 1..],
+        _ => tail,
+    };
+    Cow::Owned(format!("{} … {tail}", head.trim_end()))
 }
 
 /// Whether two slices of the same text overlap.
@@ -395,7 +420,23 @@ impl<'t> Draft<'t> {
             candidate.always = tier == 0;
             candidate.keeps_fact = true;
             candidate.focus = facts.is_focus(request.index);
+            let display = candidate.display;
+            if let (true, false, Some((answer, text))) = (latest, open, &request.answer) {
+                let candidate = self.add_latest_answer(text, *answer, display);
+                candidate.focus = facts.is_focus(*answer);
+            }
         }
+    }
+
+    /// The assistant's answer to the latest request (its start and end when long), right after
+    /// it: what the part summarised concluded (`Platform total ~$4,230/month, well under the $15,000 cap`), which
+    /// no other line keeps of an answer in prose.
+    fn add_latest_answer(&mut self, answer: &str, index: usize, request_display: i64) -> &mut Candidate<'t> {
+        let flat = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = format!("{LATEST_ANSWER}{}", head_and_tail(&flat, ANSWER_CHARS));
+        let candidate = self.push(Section::Goal, 1, index + 1, Cow::Owned(text));
+        candidate.display = request_display + 1;
+        candidate
     }
 
     /// The actions, each on its line; one whose command repeats the shape of others (`head -n

@@ -80,6 +80,8 @@ pub(crate) struct Request<'a> {
     pub text: Cow<'a, str>,
     /// An assistant answered it in text before the next request.
     pub answered: bool,
+    /// The last text answer to it, when one came, and its message.
+    pub answer: Option<(usize, Cow<'a, str>)>,
 }
 
 #[derive(Clone, Debug)]
@@ -222,6 +224,7 @@ impl<'a> Facts<'a> {
             index,
             text,
             answered: false,
+            answer: None,
         });
         self.open_at_end = true;
         self.in_progress_from = self.actions.len();
@@ -253,10 +256,12 @@ impl<'a> Facts<'a> {
         slots: &mut FastMap<&'a str, usize>,
         scan: bool,
     ) {
-        let answers = !message.has_tool_calls() && !message.text().trim().is_empty();
+        let text = message.text();
+        let answers = !message.has_tool_calls() && !text.trim().is_empty();
         if answers {
             if let Some(request) = self.requests.last_mut() {
                 request.answered = true;
+                request.answer = Some((index, text));
             }
             self.open_at_end = false;
         }

@@ -138,7 +138,9 @@ pub(crate) fn oldest_request(body: &str) -> Option<&str> {
     sections[Section::Goal.index()]
         .iter()
         .rev()
-        .find(|line| !line.starts_with("Focus: ") && !is_unlisted_note(line))
+        .find(|line| {
+            !line.starts_with("Focus: ") && !line.starts_with(LATEST_ANSWER) && !is_unlisted_note(line)
+        })
         .or_else(|| {
             sections[Section::NextSteps.index()]
                 .iter()
@@ -157,6 +159,9 @@ fn is_unlisted_note(line: &str) -> bool {
 /// summaries).
 pub(crate) const LATEST_ANSWERED: &str = "Latest request (answered): ";
 const LATEST_BEFORE: &str = "Latest request: ";
+
+/// How Goal opens the answer to the latest request, after it.
+pub(crate) const LATEST_ANSWER: &str = "Its answer: ";
 
 /// The request a Goal line quotes, without the label of the latest.
 pub(crate) fn goal_request(line: &str) -> &str {

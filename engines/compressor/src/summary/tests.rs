@@ -1246,3 +1246,64 @@ fn lines_of_a_file_read_that_mention_errors_are_not_listed_as_errors() {
         "{summary}"
     );
 }
+
+/// The answer to the latest request is kept after it, on one line: in a planning chat it is what
+/// the part summarised concluded, and no other line keeps an answer in prose (verify13 N1: the
+/// summary lost `Platform total ~$4,230/month`).
+#[test]
+fn the_latest_requests_answer_follows_it() {
+    let middle = vec![
+        Message::user("Price BigQuery for us."),
+        Message::assistant("About $1,430/month on demand."),
+        Message::user("What's the cost total now, roughly, per month?"),
+        Message::assistant("Thinking."),
+        Message::assistant(
+            "Rough monthly, from April:\n- BigQuery ~$1,430\n- Airbyte ~$1,500\n\nPlatform total ~$4,230/month, well under the $15,000 cap.",
+        ),
+    ];
+    let summary = summarize(&middle);
+    // A long answer keeps its start and its end, where the conclusion is.
+    let long = format!(
+        "Rough monthly, from April: {} Platform total ~$4,230/month, well under the $15,000 cap.",
+        "BigQuery on-demand ~$700 scans + ~$620 storage; ".repeat(12)
+    );
+    let mut long_middle = middle.clone();
+    *long_middle.last_mut().unwrap() = Message::assistant(long);
+    let long_summary = summarize(&long_middle);
+    let answer = section_lines(&long_summary, "## Goal")[1];
+    assert!(
+        answer.starts_with("- Its answer: Rough monthly, from April: BigQuery"),
+        "{answer}"
+    );
+    assert!(
+        answer.ends_with(" Platform total ~$4,230/month, well under the $15,000 cap."),
+        "{answer}"
+    );
+    assert!(answer.contains(" … ") && answer.chars().count() < 430, "{answer}");
+    assert_eq!(
+        section_lines(&summary, "## Goal")[..2],
+        [
+            "- Latest request (answered): What's the cost total now, roughly, per month?",
+            "- Its answer: Rough monthly, from April: - BigQuery ~$1,430 - Airbyte ~$1,500 Platform total ~$4,230/month, well under the $15,000 cap.",
+        ],
+        "{summary}"
+    );
+    // Folded into the next summary, the old answer gives way to the new one, and the oldest
+    // request is still the conversation's first.
+    let previous = summary_body(&summary).unwrap_or(&summary).to_owned();
+    let next = vec![
+        Message::user("And with a staging project?"),
+        Message::assistant("About $200/month more."),
+    ];
+    let folded = summarize_within(&next, Some(&previous), 8_000, 8_000);
+    let goal = section_lines(&folded, "## Goal");
+    assert_eq!(
+        goal.iter()
+            .filter(|line| line.starts_with("- Its answer: "))
+            .count(),
+        1,
+        "{folded}"
+    );
+    assert_eq!(goal[1], "- Its answer: About $200/month more.", "{folded}");
+    assert_eq!(goal.last(), Some(&"- Price BigQuery for us."), "{folded}");
+}
