@@ -7,11 +7,11 @@
 //!   when the assistant acted on it), and the focus topic;
 //! - with a focus topic, everything that mentions it, up to about two thirds of the budget;
 //! - tier 1: other requests (latest first, with the answer to it; one cut to its start keeps
-//!   the decision the user recorded at its end), constraints (not questions), the assistant's decision records as they
-//!   stand (`Decision 3 revised: …` replaces `Decision 3: …`), error lines the user pasted, the
-//!   most telling error line of each tool result, commands run, failures not resolved later,
-//!   files the tools touched, issue numbers, advisories and tickets, the earlier summary's goal,
-//!   constraints, decision records and commands;
+//!   the decision the user recorded at its end), constraints (not questions), the assistant's
+//!   decision records as they stand (`Decision 3 revised: …` replaces `Decision 3: …`), error
+//!   lines the user pasted, the most telling error line of each tool result, commands run,
+//!   failures not resolved later, files the tools touched, issue numbers, advisories and
+//!   tickets, the earlier summary's goal, constraints, decision records and commands;
 //! - tier 2: the newest tool actions with their outcome (with the last line a command that
 //!   succeeded printed), error lines from tool output, every path, URL, route, hash and version
 //!   seen;
@@ -429,8 +429,8 @@ impl<'t> Draft<'t> {
     }
 
     /// The assistant's answer to the latest request (its start and end when long), right after
-    /// it: what the part summarised concluded (`Platform total ~$4,230/month, well under the $15,000 cap`), which
-    /// no other line keeps of an answer in prose.
+    /// it: what the part summarised concluded (`Platform total ~$4,230/month`), which no other
+    /// line keeps of an answer in prose.
     fn add_latest_answer(&mut self, answer: &str, index: usize, request_display: i64) -> &mut Candidate<'t> {
         let flat = answer.split_whitespace().collect::<Vec<_>>().join(" ");
         let text = format!("{LATEST_ANSWER}{}", head_and_tail(&flat, ANSWER_CHARS));

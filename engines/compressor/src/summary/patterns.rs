@@ -126,10 +126,10 @@ pub(super) static USER_DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
     ])
 });
 
-/// A decision as a running list records it, at the start of a line or of its sentence: `Decision
-/// 3: no CDC …`, `**Decision 1 reversed:** warehouse = BigQuery …`, `Noted. Decision 2: …`. A planning
-/// assistant asked to keep the decisions writes them so; the number says which earlier record a
-/// revision replaces.
+/// A decision as a running list records it, at the start of a line or of its sentence:
+/// `Decision 3: no CDC …`, `**Decision 1 reversed:** warehouse = BigQuery …`, `Noted. Decision 2:
+/// …`. A planning assistant asked to keep the decisions writes them so; the number says which
+/// earlier record a revision replaces.
 static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?][ \t]+)((?:\*\*)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:\*\*)?[ \t]*:)[^\n]*",
