@@ -361,7 +361,7 @@ impl<'a> Facts<'a> {
                 Cow::Borrowed(line) => Cow::Borrowed(cut_at_token(line.trim(), MAX_ERROR_LINE)),
                 Cow::Owned(line) => Cow::Owned(cut_at_token(line.trim(), MAX_ERROR_LINE).to_owned()),
             };
-            if line.len() < 6 || reports_no_error(&line) {
+            if line.len() < 6 || reports_no_error(&line) || is_column_headings(&line) {
                 continue;
             }
             let at = self.add(FactKind::Error, line.clone(), source, index);
@@ -457,6 +457,20 @@ fn follows_http_method(text: &str, fact: &str) -> bool {
         .any(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
 }
 
+/// Whether `line` is a table's column headings (tsc's `Errors  Files`): single words apart by
+/// runs of spaces, nothing else. It names no error.
+fn is_column_headings(line: &str) -> bool {
+    let columns: Vec<&str> = line
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    columns.len() >= 2
+        && columns
+            .iter()
+            .all(|column| column.chars().all(|c| c.is_alphabetic() || c == '_'))
+}
+
 /// The score of an error line that names its error and says its message.
 pub(super) const TELLING_ERROR: u8 = 3;
 
@@ -491,6 +505,22 @@ mod tests {
             code_spans(text).collect::<Vec<_>>(),
             ["cargo test", "make lint", " and "]
         );
+    }
+
+    /// tsc's summary table opens with `Errors  Files` (verify13 N3): headings, no error; its rows
+    /// and a message that says `error` in two words are lines.
+    #[test]
+    fn a_tables_column_headings_are_no_error_line() {
+        let mut facts = Facts::default();
+        let output =
+            "Found 5 errors in 3 files.\n\nErrors  Files\n     2  src/api/users.ts:12\nFailed  to connect\n";
+        facts.scan_errors(output, output, Source::ToolOutput, 0);
+        let lines: Vec<&str> = facts.facts.iter().map(|fact| fact.text.as_ref()).collect();
+        assert!(!lines.contains(&"Errors  Files"), "{lines:?}");
+        assert!(lines.contains(&"Found 5 errors in 3 files."), "{lines:?}");
+        assert!(is_column_headings("Errors  Files"));
+        assert!(!is_column_headings("error: cannot find module"));
+        assert!(!is_column_headings("FAILED  tests/test_a.py::test_b"));
     }
 
     #[test]
