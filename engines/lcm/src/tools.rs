@@ -385,9 +385,9 @@ fn add_summary_counts(store: &Store, session: Option<i64>, answer: &mut Value) -
     answer["summaries_in_session"] = json!(in_session);
     if in_session > in_dag {
         answer["summaries_note"] = json!(format!(
-            "{} of the session's {in_session} summaries are not under its current context: an earlier replay of the \
-             same messages (at another window, say) made them; summaries_by_depth counts the current ones, and \
-             lcm_grep and lcm_expand still find them all",
+            "{} of the session's {in_session} summaries are not under its current context (an earlier replay of \
+             the same messages at another window makes such summaries); summaries_by_depth counts those under \
+             it, and lcm_grep and lcm_expand still find them all",
             in_session - in_dag
         ));
     }
