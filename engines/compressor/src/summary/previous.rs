@@ -184,10 +184,10 @@ impl<'t> Draft<'t> {
             // One tier below new lines of the same kind: when the budget is short, what the
             // earlier summary already condensed gives way before the new middle's facts (the goal,
             // tier 0, always stays). The user's constraints stand until they say otherwise: they
-            // keep their tier, or a long session's error lines pushed out `stay on react@18.3.1`.
-            // Error lines, commands and ids of a shape already listed three times go below every
-            // other line, as the new middle's do.
-            // So do the decisions recorded by number that no later record replaced.
+            // keep their tier, or a long session's error lines pushed out `stay on react@18.3.1`;
+            // so do the decisions recorded by number that no later record replaced. Error lines,
+            // commands and ids of a shape already listed three times go below every other line,
+            // as the new middle's do.
             let record = match line.section {
                 Section::Decisions => decision_record_number(line.text),
                 _ => None,
