@@ -23,7 +23,7 @@ impl<'a> Facts<'a> {
             index,
             line: String::new(),
             failed: false,
-            key: String::new(),
+            keys: Vec::new(),
             first_error: None,
             answered: false,
             fact_ids: Vec::new(),
@@ -82,9 +82,9 @@ impl<'a> Facts<'a> {
                 });
             }
         }
-        action.key = match command {
-            Some(command) => format!("{name}\u{0}{}", program_of(&command)),
-            None => format!("{name}\u{0}{}", path.unwrap_or(&call.function.arguments)),
+        action.keys = match command {
+            Some(command) => action_keys(name, &command),
+            None => vec![format!("{name}\u{0}{}", path.unwrap_or(&call.function.arguments))],
         };
         action
     }
@@ -128,6 +128,7 @@ impl<'a> Facts<'a> {
         // output opening with one. A result flagged a success is one, whatever it printed.
         let failed = failure.is_some()
             || match exit_code_in(&line) {
+                Some(1) if exit_one_answers(call) => false,
                 Some(code) => code != 0,
                 None if kind == ToolKind::Read || flagged_success(message) => false,
                 None if kind == ToolKind::Shell => first_error.is_some() && !shows_content(call),
@@ -157,7 +158,7 @@ impl<'a> Facts<'a> {
                 index,
                 line,
                 failed,
-                key: format!("orphan{index}"),
+                keys: vec![format!("orphan{index}")],
                 first_error,
                 answered: true,
                 fact_ids: error_id.into_iter().collect(),
@@ -264,9 +265,35 @@ fn collect_short_strings<'v>(value: &'v Value, into: &mut Vec<&'v str>) {
     }
 }
 
+/// The keys that tell a retry of `command` run by `tool`: each program its chain or pipeline
+/// runs, but `cd` and its kind (the command itself when it runs nothing else). A check that
+/// failed on its own (`python scripts/verify.py --from 2025-01`) and passed later inside a chain
+/// (`alembic upgrade head && python scripts/verify.py --from 2026-03`) was retried, and is not
+/// blocked; `cd dbt && dbt run` is not retried by `cd dbt && dbt test`.
+pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let chain = command.replace("&&", ";").replace("||", ";");
+    for step in chain.split([';', '|']) {
+        let Some(first) = step.split_whitespace().next() else {
+            continue;
+        };
+        if matches!(first, "cd" | "pushd" | "popd" | "export" | "source" | "." | "set") {
+            continue;
+        }
+        let key = format!("{tool}\u{0}{}", program_of(step));
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    if keys.is_empty() {
+        keys.push(format!("{tool}\u{0}{}", program_of(command)));
+    }
+    keys
+}
+
 /// The program a command runs, for telling a retry: its first two words that are not options
 /// (`python -m pytest -q tests/x.py` and `python -m pytest` are both `python pytest`).
-pub(super) fn program_of(command: &str) -> String {
+fn program_of(command: &str) -> String {
     command
         .split_whitespace()
         .filter(|word| !word.starts_with('-'))
@@ -275,16 +302,16 @@ pub(super) fn program_of(command: &str) -> String {
         .join(" ")
 }
 
-/// Whether `call` runs a command that prints what it reads (`tail -n 200 error.log`, `grep`,
-/// `kubectl logs`): an error line in its output is what it read, not how it ended.
-fn shows_content(call: Option<&ToolCall>) -> bool {
+/// `run` on the words of the command `call` runs last (the last of a pipeline or a chain, which
+/// printed the output and gave the exit code), without its options, `sudo` or an `ssh` host;
+/// false for a call that runs no command.
+fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str]) -> bool) -> bool {
     let Some(command) = call.and_then(|call| {
         let arguments: Value = serde_json::from_str(&call.function.arguments).ok()?;
         command_under(arguments.as_object()?, &COMMAND_KEYS).map(|command| command.into_owned())
     }) else {
         return false;
     };
-    // The last command of a pipeline or a chain is what printed the output.
     let last = command
         .rsplit(['|', ';'])
         .next()
@@ -309,15 +336,35 @@ fn shows_content(call: Option<&ToolCall>) -> bool {
             _ => break,
         }
     }
-    match words.as_slice() {
+    run(&words)
+}
+
+/// Whether `call` runs a command that prints what it reads (`tail -n 200 error.log`, `grep`,
+/// `kubectl logs`): an error line in its output is what it read, not how it ended.
+fn shows_content(call: Option<&ToolCall>) -> bool {
+    last_step(call, |words| match words {
         [program, ..] if VIEWERS.contains(program) => true,
         // An option's value may come first: `kubectl -n prod logs api-0`.
         [program, rest @ ..] => LOG_SUBCOMMANDS
             .iter()
             .any(|(known, sub)| known == program && rest.iter().take(2).any(|word| word == sub)),
         _ => false,
-    }
+    })
 }
+
+/// Whether `call` runs, last, a command whose exit code 1 is an answer rather than a failure:
+/// `diff` and `cmp` found differences, `grep` found no line. A schema diff that found what
+/// changed is work done, and listing it as Blocked told a model it had to be fixed.
+fn exit_one_answers(call: Option<&ToolCall>) -> bool {
+    last_step(call, |words| match words {
+        [program, ..] if ANSWER_BY_EXIT_ONE.contains(program) => true,
+        ["git", "diff", ..] => true,
+        _ => false,
+    })
+}
+
+/// Programs whose exit code 1 says what they found (POSIX `diff`, `cmp` and `grep`).
+const ANSWER_BY_EXIT_ONE: [&str; 7] = ["diff", "cmp", "grep", "egrep", "fgrep", "zgrep", "rg"];
 
 /// Programs that print what they read.
 const VIEWERS: [&str; 14] = [

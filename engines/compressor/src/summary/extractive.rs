@@ -200,6 +200,10 @@ fn overlaps(a: &str, b: &str) -> bool {
 
 /// Action lines ranked with the facts; older ones rank below them.
 const RECENT_ACTIONS: usize = 8;
+/// The newest of them ranks with the requests: what was done last is what a model resumes from,
+/// and without them Progress read `(none)` after a session of work whenever the requests and
+/// the facts filled the prose's room.
+const NEWEST_ACTIONS: usize = 1;
 
 /// Requests listed one by one, besides the first.
 const MAX_LISTED_REQUESTS: usize = 200;
@@ -443,14 +447,14 @@ impl<'t> Draft<'t> {
     /// 48 data.csv` with twenty counts, `repeated`) ranks as that command does. Returns where
     /// the results of failures that a later success of the same call fixed are.
     fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> HashSet<usize> {
-        // A failure is resolved when the same call (tool and command or path) later succeeds.
+        // A failure is resolved when a later success runs one of its programs, or acts on its path.
         let mut resolved = HashSet::new();
         let mut blocked = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if !action.failed && action.answered {
-                resolved.insert(action.key.as_str());
-            } else if action.failed && !resolved.contains(action.key.as_str()) {
+                resolved.extend(action.keys.iter().map(String::as_str));
+            } else if action.failed && !action.keys.iter().any(|key| resolved.contains(key.as_str())) {
                 blocked[at] = true;
             } else if action.failed {
                 fixed_later.extend(action.result_index);
@@ -473,10 +477,11 @@ impl<'t> Draft<'t> {
         // The newest lines tell what was going on; older ones rank below the facts, which the
         // Files and Critical Context lists keep more compactly than action lines do.
         let mut newer_lines = 0;
-        let mut recent = vec![false; facts.actions.len()];
+        // How many itemised lines are newer than each action's.
+        let mut newer = vec![usize::MAX; facts.actions.len()];
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if action.itemised && repeats[action.line.as_str()].1 == at {
-                recent[at] = newer_lines < RECENT_ACTIONS;
+                newer[at] = newer_lines;
                 newer_lines += 1;
             }
         }
@@ -511,12 +516,18 @@ impl<'t> Draft<'t> {
             } else if facts.open_at_end && at >= facts.in_progress_from {
                 (Section::InProgress, 2)
             } else {
-                (Section::Done, if recent[at] { 2 } else { 3 })
+                let tier = match newer[at] {
+                    n if n < NEWEST_ACTIONS => 1,
+                    n if n < RECENT_ACTIONS => 2,
+                    _ => 3,
+                };
+                (Section::Done, tier)
             };
             // How a command ended, when its last line says it (`Health Status: Healthy`, `320
             // passed`): for the request in progress and the newest work done, whose successes
             // would otherwise read as line counts beside failures quoted in words.
-            let tells_outcome = section == Section::InProgress || (section == Section::Done && recent[at]);
+            let tells_outcome =
+                section == Section::InProgress || (section == Section::Done && newer[at] < RECENT_ACTIONS);
             if let (true, Some(last)) = (tells_outcome, &action.last_line) {
                 if !text.contains(last.as_str()) {
                     text.push_str("; last line: ");

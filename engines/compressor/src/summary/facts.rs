@@ -105,8 +105,9 @@ pub(crate) struct Action<'a> {
     /// One line, built like a stand-in: ``[terminal] ran `make` -> exit 2, 14 lines output``.
     pub line: String,
     pub failed: bool,
-    /// Tool and main argument: a later success with the same key resolves a failure.
-    pub key: String,
+    /// Tool and main argument, and for a command each program its chain runs
+    /// ([`super::actions::action_keys`]): a later success sharing one resolves a failure.
+    pub keys: Vec<String>,
     pub first_error: Option<Cow<'a, str>>,
     /// The result arrived (a call whose result is gone has none).
     pub answered: bool,

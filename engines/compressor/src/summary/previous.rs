@@ -18,7 +18,7 @@ use std::{borrow::Cow, collections::HashSet};
 use crate::scan::{FastHash, FastMap};
 
 use super::{
-    actions::program_of,
+    actions::action_keys,
     draft::{Draft, Group},
     extractive::{
         error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, RECORDS_DISPLAY, REPEATED_TIER,
@@ -226,7 +226,7 @@ impl<'t> Draft<'t> {
     }
 
     /// Whether a Blocked line (``[terminal] ran `cmd` -> exit 1 …``) was resolved by a later success
-    /// of the same program.
+    /// of a program it runs.
     fn is_resolved(&self, line: &str) -> bool {
         let tool = line
             .strip_prefix('[')
@@ -237,9 +237,9 @@ impl<'t> Draft<'t> {
             .and_then(|(_, rest)| rest.split_once('`'))
             .map(|(command, _)| command);
         match (tool, command) {
-            (Some(tool), Some(command)) => self
-                .resolved
-                .contains(&format!("{tool}\u{0}{}", program_of(command))),
+            (Some(tool), Some(command)) => action_keys(tool, command)
+                .iter()
+                .any(|key| self.resolved.contains(key)),
             _ => false,
         }
     }

@@ -1307,3 +1307,102 @@ fn the_latest_requests_answer_follows_it() {
     assert_eq!(goal[1], "- Its answer: About $200/month more.", "{folded}");
     assert_eq!(goal.last(), Some(&"- Price BigQuery for us."), "{folded}");
 }
+
+/// A check that failed on its own and passed later inside a chain was retried: it is no longer
+/// blocked, and its errors are listed as fixed. A failure of a program nothing ran again stays
+/// blocked, and `cd` alone does not make two commands the same.
+#[test]
+fn a_failure_passed_later_inside_a_chain_is_not_blocked() {
+    let middle = vec![
+        Message::user("verify the months"),
+        shell(
+            "v1",
+            "python scripts/verify_months.py --from 2025-01 --to 2026-10",
+        ),
+        Message::tool(
+            "v1",
+            "2026-03 MISMATCH legacy_md5 != v2_md5\nERROR: 1 month differs\nExit code: 1",
+        ),
+        shell("d1", "cd dbt && dbt run --select billing"),
+        Message::tool("d1", "Database Error in model invoice_v2_monthly\nExit code: 1"),
+        shell(
+            "v2",
+            "alembic upgrade head && python scripts/verify_months.py --from 2026-03 --to 2026-03",
+        ),
+        Message::tool("v2", "2026-03 OK\nExit code: 0"),
+        shell("t1", "cd dbt && dbt test --select billing"),
+        Message::tool("t1", "Done. PASS=41 ERROR=0\nExit code: 0"),
+        Message::assistant("March matches now; the dbt run still fails."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        !blocked.iter().any(|line| line.contains("verify_months")),
+        "{summary}"
+    );
+    assert!(blocked.iter().any(|line| line.contains("dbt run")), "{summary}");
+    let fixed = summary.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    assert!(fixed.contains("ERROR: 1 month differs"), "{summary}");
+}
+
+/// `diff` that found differences and `grep` that found no line exit with 1: an answer, not a
+/// failure. Exit 2 is their failure.
+#[test]
+fn a_diff_that_found_differences_is_done_not_blocked() {
+    for (command, output, blocked) in [
+        (
+            "pg_dump --schema-only erp > /tmp/a.sql && diff -u /tmp/a.sql sql/target.sql",
+            "-    id bigint\n+    id integer\nExit code: 1",
+            false,
+        ),
+        ("grep -rn TODO src/", "Exit code: 1", false),
+        ("git diff --exit-code", "diff --git a/x b/x\nExit code: 1", false),
+        (
+            "diff -u a.sql missing.sql",
+            "diff: missing.sql: No such file or directory\nExit code: 2",
+            true,
+        ),
+        ("pytest -q", "1 failed\nExit code: 1", true),
+    ] {
+        let middle = vec![
+            Message::user("compare the schemas"),
+            shell("c1", command),
+            Message::tool("c1", output),
+        ];
+        let summary = summarize(&middle);
+        let listed = section(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains(command));
+        assert_eq!(listed, blocked, "{command}:\n{summary}");
+    }
+}
+
+/// The newest work done is listed when the requests and the facts fill the prose's room: Done
+/// read `(none)` after a session of work.
+#[test]
+fn the_newest_work_done_is_listed_in_a_short_summary() {
+    let mut middle = Vec::new();
+    for turn in 0..6 {
+        middle.push(Message::user(format!(
+            "Request {turn}: keep billing_v2.invoice_{turn} in sync with the legacy table and do not touch pg-legacy-01; the dashboard query must stay under 2 seconds on pg-billing-02."
+        )));
+        for step in 0..4 {
+            let id = format!("c{turn}{step}");
+            middle.push(shell(
+                &id,
+                &format!("psql -c 'select count(*) from billing_v2.invoice_{turn}_{step}'"),
+            ));
+            middle.push(Message::tool(
+                &id,
+                format!(
+                    "count\n{}\nrelease v1.{turn}.{step} at src/sync/part_{turn}_{step}.py\nExit code: 0",
+                    1000 + step
+                ),
+            ));
+        }
+    }
+    middle.push(Message::assistant("All six tables are in sync."));
+    let summary = summarize_within(&middle, None, 1_500, 6_000);
+    let done = section(&summary, "### Done");
+    assert!(done.iter().any(|line| line.contains("invoice_5_3")), "{summary}");
+}
