@@ -24,8 +24,10 @@
 //!   that none is would be false;
 //! - `system` is the system message (`args.content`); `message` from the user a user message,
 //!   from the agent an assistant message (`args.content`, else the event's `message`, where
-//!   OpenHands writes the same text, with a warning); `error` and `user_rejected` observations
-//!   without a call are user messages, as OpenHands sends them;
+//!   OpenHands writes the same text, with a warning), its `image_urls` image parts after the text
+//!   (a user's each after `Image N:`, as OpenHands sends them to a model that reads images);
+//!   `error` and `user_rejected` observations without a call are user messages, as OpenHands
+//!   sends them;
 //! - a command the user ran in OpenHands's terminal (`run` from the user, no
 //!   `tool_call_metadata`) is the user message `User executed the command:\n{command}`, and the
 //!   observation it caused a user message of its output, as OpenHands sends them;
@@ -322,6 +324,13 @@ impl<R: BufRead> OpenhandsReader<R> {
                     }
                 };
                 take_arg(&mut event, "content");
+                let content = match image_urls(&args) {
+                    Some(urls) => {
+                        take_arg(&mut event, "image_urls");
+                        with_images(content, role, urls)
+                    }
+                    None => content,
+                };
                 let message = Message {
                     content,
                     ..Message::new(role, "")
@@ -721,6 +730,29 @@ fn with_extra(message: Message, event: Map<String, Value>) -> Message {
 }
 
 /// Removes `args.key`, now that it is the message's content.
+/// A `message` action's `args.image_urls` when it lists images (strings only; anything else
+/// stays in `args` as it was).
+fn image_urls(args: &Map<String, Value>) -> Option<Vec<&str>> {
+    let urls = args.get("image_urls")?.as_array()?;
+    let urls: Option<Vec<&str>> = urls.iter().map(Value::as_str).collect();
+    urls.filter(|urls| !urls.is_empty())
+}
+
+/// The content OpenHands sends for a message with images (`ConversationMemory`, vision on: a
+/// transcript that carries images came from a model that reads them): the text, then each of
+/// the user's images after `Image N:`; an agent's images follow its text unlabelled.
+fn with_images(content: Content, role: Role, urls: Vec<&str>) -> Content {
+    let text = content.text().into_owned();
+    let mut parts = vec![json!({"type": "text", "text": text})];
+    for (at, url) in urls.into_iter().enumerate() {
+        if role == Role::User {
+            parts.push(json!({"type": "text", "text": format!("Image {}:", at + 1)}));
+        }
+        parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+    }
+    Content::Parts(parts)
+}
+
 fn take_arg(event: &mut Map<String, Value>, key: &str) {
     if let Some(Value::Object(args)) = event.get_mut("args") {
         args.shift_remove(key);

@@ -576,3 +576,43 @@ fn a_message_whose_content_is_not_text_is_a_malformed_record_naming_its_line() {
         "{error}"
     );
 }
+
+/// A screenshot the user attached is part of what OpenHands sends the model: each image after
+/// `Image N:`, as its `ConversationMemory` writes them; an agent's images unlabelled. A list that
+/// is empty or holds something else than URLs stays in `args`.
+#[test]
+fn a_messages_images_are_sent_as_image_parts() {
+    use ctxhost_engine_abi::Content;
+    let text = serde_json::to_string(&json!([
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "The button is cut off, see:", "image_urls": ["data:image/png;base64,iVBORw0KGgo=", "https://example.com/b.png"], "file_urls": []}},
+        {"id": 1, "source": "agent", "action": "message", "args": {"content": "Here is the fix.", "image_urls": ["https://example.com/after.png"]}},
+        {"id": 2, "source": "user", "action": "message", "args": {"content": "Thanks.", "image_urls": []}},
+        {"id": 3, "source": "user", "action": "message", "args": {"content": "And this?", "image_urls": [42]}},
+    ]))
+    .unwrap();
+    let transcript = read(Format::Openhands, &text);
+    let [user, agent, no_images, odd] = &transcript.messages[..] else {
+        panic!("{:?}", transcript.messages);
+    };
+    assert_eq!(
+        user.content,
+        Content::Parts(vec![
+            json!({"type": "text", "text": "The button is cut off, see:"}),
+            json!({"type": "text", "text": "Image 1:"}),
+            json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}),
+            json!({"type": "text", "text": "Image 2:"}),
+            json!({"type": "image_url", "image_url": {"url": "https://example.com/b.png"}}),
+        ])
+    );
+    assert!(!user.extra["args"].as_object().unwrap().contains_key("image_urls"));
+    assert_eq!(
+        agent.content,
+        Content::Parts(vec![
+            json!({"type": "text", "text": "Here is the fix."}),
+            json!({"type": "image_url", "image_url": {"url": "https://example.com/after.png"}}),
+        ])
+    );
+    assert_eq!(no_images.content, Content::Text("Thanks.".into()));
+    assert_eq!(odd.content, Content::Text("And this?".into()));
+    assert_eq!(odd.extra["args"]["image_urls"], json!([42]));
+}
