@@ -471,23 +471,37 @@ fn exit_code_of(object: &Map<String, Value>) -> Option<i64> {
 /// The exit code a plain output reports in one of its last lines, such as `Exit code: 1`, or
 /// OpenHands's `[The command completed with exit code 1.]`; or in its first line, where Claude
 /// Code puts it (`Exit code 1`, then what the command printed).
+///
+/// Only a line that is such a report counts, not one that quotes another process's: `gh run view
+/// --log-failed` succeeds printing a CI job's `Error: Process completed with exit code 1.`
 fn exit_code_line(output: &str) -> Option<i64> {
-    let code_in = |line: &str| {
-        let lower = line.to_ascii_lowercase();
-        let rest = lower.split_once("exit code")?.1;
-        let rest = rest.trim_start_matches([':', ' ', '=']);
-        let sign = usize::from(rest.starts_with('-'));
-        let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
-        (digits > 0).then(|| rest[..sign + digits].parse().ok()).flatten()
-    };
     let first = output.lines().next().filter(|line| {
         line.trim_start()
             .get(..9)
             .is_some_and(|start| start.eq_ignore_ascii_case("exit code"))
     });
     first
-        .and_then(code_in)
-        .or_else(|| output.lines().rev().take(5).find_map(code_in))
+        .and_then(reported_exit_code)
+        .or_else(|| output.lines().rev().take(5).find_map(reported_exit_code))
+}
+
+/// The code of a line that reports how a command ended: `Exit code: 1`, `[exit code 0]`, `[The
+/// command completed with exit code 1.]`, `[Command 7 finished with exit code 1]`, `Process
+/// exited with code 2`.
+fn reported_exit_code(line: &str) -> Option<i64> {
+    let lower = line.trim_start().trim_start_matches('[').to_ascii_lowercase();
+    let rest = ["exit code", "the command completed with exit code", "process exited with code"]
+        .iter()
+        .find_map(|report| lower.strip_prefix(report))
+        .or_else(|| {
+            let (command, rest) = lower.strip_prefix("command")?.split_once("finished with exit code")?;
+            // `Command finished …` or `Command 12 finished …`: an id at most.
+            (command.split_whitespace().count() <= 1).then_some(rest)
+        })?;
+    let rest = rest.trim_start_matches([':', ' ', '=']);
+    let sign = usize::from(rest.starts_with('-'));
+    let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
+    (digits > 0).then(|| rest[..sign + digits].parse().ok()).flatten()
 }
 
 /// What `output.lines().count()` gives, by counting newlines: `lines()` stopped at every line
@@ -620,6 +634,35 @@ mod tests {
             describe_tool_result(Some(&edit), &edited),
             "[Edit] changed /w/src/lib.rs (39 chars of output cleared)"
         );
+    }
+
+    /// A line that reports how the command ended gives its exit code; one that quotes another
+    /// process's does not: `gh run view --log-failed` succeeded, printing a CI job's failure.
+    #[test]
+    fn only_a_report_of_how_the_command_ended_gives_its_exit_code() {
+        let view = call("Bash", r#"{"command":"gh run view 1234 --log-failed"}"#);
+        let log = "test\tRun pytest\tE   ImportError: Missing optional dependency 'pyarrow'.\ntest\tRun pytest\t##[error]Process completed with exit code 1.\nError: Process completed with exit code 1.";
+        assert_eq!(
+            describe_tool_result(Some(&view), &result(log, serde_json::json!({"is_error": false}))),
+            "[Bash] ran `gh run view 1234 --log-failed` -> 3 lines output"
+        );
+        for (report, code) in [
+            ("Exit code: 2", 2),
+            ("[exit code 0]", 0),
+            ("[The command completed with exit code 1.]", 1),
+            ("[Command 7 finished with exit code 1]", 1),
+            ("[Command finished with exit code -1]", -1),
+            ("Process exited with code 2", 2),
+        ] {
+            assert_eq!(exit_code_line(&format!("ok\n{report}")), Some(code), "{report}");
+        }
+        for quoted in [
+            "Error: Process completed with exit code 1.",
+            "make: *** [all] Error 2 (exit code 2)",
+            "the command failed before, finished with exit code 1",
+        ] {
+            assert_eq!(exit_code_line(&format!("ok\n{quoted}")), None, "{quoted}");
+        }
     }
 
     /// Claude Code writes a failed command's exit code on the result's first line and flags it;
