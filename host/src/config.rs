@@ -529,7 +529,7 @@ fn misspelt_engine_blocks(
             let meant = ctxhost_engine_kit::keys::closest_key(key, &selected)?;
             let at = Location(find_key_line(text, key), None);
             Some(format!(
-                "{}{at}: `{key}` is not the block of any engine here; did you mean `{meant}`, which the file selects? (its settings are its defaults)",
+                "{}{at}: `{key}` is the block of no engine the file selects, and `{meant}`, which it selects, has none: one of the two names is misspelt (`{meant}` starts with its defaults)",
                 path.display()
             ))
         })
@@ -719,7 +719,7 @@ mod tests {
         let text = "context:\n  engine: tail-note\n  observers: [lcm]\ntail-noet:\n  turns: 1\nlcm:\n  fresh_tail: 3\nlcmm: {}\n";
         assert_eq!(
             parse(text).unwrap().warnings,
-            ["/work/config.yaml:4: `tail-noet` is not the block of any engine here; did you mean `tail-note`, which the file selects? (its settings are its defaults)"]
+            ["/work/config.yaml:4: `tail-noet` is the block of no engine the file selects, and `tail-note`, which it selects, has none: one of the two names is misspelt (`tail-note` starts with its defaults)"]
         );
         // With its own block there, a look-alike is another program's business.
         let both = "context:\n  engine: tail-note\ntail-note: {}\ntail-noet: {}\n";

@@ -387,7 +387,7 @@ fn mark_duplicates(folders: &mut [PluginFolder]) {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
     /// No folder of that name.
-    #[error("no plugin folder `{name}` in {}{}", root.display(), where_list(*root_exists, usable))]
+    #[error("no plugin folder `{name}` in {}{}", root.display(), where_list(name, *root_exists, usable))]
     Missing {
         /// The name asked for.
         name: String,
@@ -409,14 +409,18 @@ pub enum LookupError {
     },
 }
 
-fn where_list(root_exists: bool, usable: &[String]) -> String {
+fn where_list(name: &str, root_exists: bool, usable: &[String]) -> String {
     if !root_exists {
-        " (no such directory)".to_owned()
-    } else if usable.is_empty() {
-        String::new()
-    } else {
-        // Not "usable": finding them opens no library, and one may still fail to load.
-        format!(" (plugins there: {})", usable.join(", "))
+        return " (no such directory)".to_owned();
+    }
+    if usable.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = usable.iter().map(String::as_str).collect();
+    // Not "usable": finding them opens no library, and one may still fail to load.
+    match ctxhost_engine_kit::keys::closest_key(name, &names) {
+        Some(meant) => format!(" (plugins there: {}; did you mean `{meant}`?)", names.join(", ")),
+        None => format!(" (plugins there: {})", names.join(", ")),
     }
 }
 

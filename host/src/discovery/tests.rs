@@ -132,6 +132,14 @@ fn finding_a_plugin_explains_what_is_wrong() {
         missing.ends_with("context_engine (plugins there: good)"),
         "{missing}"
     );
+    // A name one letter off a plugin's is taken for a typo of it.
+    let typo = find_plugin(&folders, "godo", tree.0.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        typo.ends_with("(plugins there: good; did you mean `good`?)"),
+        "{typo}"
+    );
 }
 
 #[test]
