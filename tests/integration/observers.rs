@@ -1116,3 +1116,36 @@ fn an_observer_offering_a_tool_the_agent_has_itself_is_said_once_and_never_given
         "{report:#}"
     );
 }
+
+/// The README's observers example gives the figures it shows: the compressor's compactions and
+/// the facts lcm observed. A change to what the compressor keeps moves them, and the README
+/// must follow (a tester found 31 and 404 against the README's 30 and 403).
+#[test]
+fn the_readmes_observers_example_gives_the_figures_it_shows() {
+    let config = fs::read_to_string(example("observers.yaml"))
+        .unwrap()
+        .replace("plugins_dir: ../plugins", "")
+        .replace("../.cache/lcm/observers.sqlite", "store/lcm.sqlite")
+        .replace("../.cache/telemetry/observers.jsonl", "telemetry.jsonl");
+    let tree = observers_tree(&config);
+    let transcript = example("transcripts/warehouse-migration.json")
+        .display()
+        .to_string();
+    let (report, _, stderr) = replay(&tree, &transcript, &[]);
+    let compactions = report["compactions"].as_array().unwrap().len();
+    let lcm = report["observers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|observer| observer["name"] == "lcm")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let readme = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    for shown in [
+        format!("the same compactions as the compressor alone ({compactions} of them)"),
+        format!("{} facts observed", lcm["facts"]),
+        format!("and {compactions} compactions;"),
+    ] {
+        assert!(readme.contains(&shown), "the README does not show {shown:?}");
+    }
+}

@@ -490,14 +490,20 @@ fn exit_code_line(output: &str) -> Option<i64> {
 /// exited with code 2`.
 fn reported_exit_code(line: &str) -> Option<i64> {
     let lower = line.trim_start().trim_start_matches('[').to_ascii_lowercase();
-    let rest = ["exit code", "the command completed with exit code", "process exited with code"]
-        .iter()
-        .find_map(|report| lower.strip_prefix(report))
-        .or_else(|| {
-            let (command, rest) = lower.strip_prefix("command")?.split_once("finished with exit code")?;
-            // `Command finished …` or `Command 12 finished …`: an id at most.
-            (command.split_whitespace().count() <= 1).then_some(rest)
-        })?;
+    let rest = [
+        "exit code",
+        "the command completed with exit code",
+        "process exited with code",
+    ]
+    .iter()
+    .find_map(|report| lower.strip_prefix(report))
+    .or_else(|| {
+        let (command, rest) = lower
+            .strip_prefix("command")?
+            .split_once("finished with exit code")?;
+        // `Command finished …` or `Command 12 finished …`: an id at most.
+        (command.split_whitespace().count() <= 1).then_some(rest)
+    })?;
     let rest = rest.trim_start_matches([':', ' ', '=']);
     let sign = usize::from(rest.starts_with('-'));
     let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
