@@ -624,16 +624,20 @@ impl<'t> Draft<'t> {
                 };
                 (Section::Critical, Group::Commands, tier, shown)
             }
-            FactKind::Url | FactKind::Route => (
-                Section::Critical,
-                if fact.kind == FactKind::Url {
+            FactKind::Url | FactKind::Route => {
+                // A page the user gave, a tool fetched, or the assistant cited from what it read
+                // ranks with the commands: a research session's search results listed seventy
+                // URLs nobody opened, and the newest of them took the room of the cited sources.
+                let used = fact.source <= Source::Arguments
+                    || (fact.source == Source::ToolOutput && fact.said_by_assistant);
+                let group = if fact.kind == FactKind::Url {
                     Group::Urls
                 } else {
                     Group::Routes
-                },
-                fact_tier(fact.source),
-                fact.text.clone(),
-            ),
+                };
+                let tier = if used { 1 } else { fact_tier(fact.source) };
+                (Section::Critical, group, tier, fact.text.clone())
+            }
             FactKind::Hash | FactKind::Issue | FactKind::Version => {
                 let group = match fact.kind {
                     FactKind::Hash => Group::Hashes,

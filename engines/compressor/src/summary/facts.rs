@@ -72,6 +72,9 @@ pub(crate) struct Fact<'a> {
     pub focus: bool,
     /// An id named by an error line (the failing request's `req-…`): not one of a log's many.
     pub in_error_line: bool,
+    /// Seen in the assistant's own words: with a tool's output, what it drew on from it (the
+    /// page a research answer cites among the search results it read).
+    pub said_by_assistant: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -171,6 +174,7 @@ impl<'a> Facts<'a> {
             verbs: 0,
             focus,
             in_error_line: false,
+            said_by_assistant: source == Source::Assistant,
         });
         at
     }
@@ -193,6 +197,7 @@ impl<'a> Facts<'a> {
         let fact = &mut self.facts[at];
         fact.last_seen = fact.last_seen.max(index);
         fact.source = fact.source.min(source);
+        fact.said_by_assistant |= source == Source::Assistant;
         fact.focus |= focus;
     }
 

@@ -1406,3 +1406,49 @@ fn the_newest_work_done_is_listed_in_a_short_summary() {
     let done = section(&summary, "### Done");
     assert!(done.iter().any(|line| line.contains("invoice_5_3")), "{summary}");
 }
+
+/// The pages a research session fetched and cited outrank the search results nobody opened,
+/// however many newer results there are.
+#[test]
+fn fetched_and_cited_pages_outrank_search_results() {
+    let search = |id: &str, topic: usize| {
+        let results: Vec<String> = (0..12)
+            .map(|n| format!("{n}. Passkeys on shared devices, part {n}\n   https://news.example.com/topic-{topic}/result-{n}-passkeys-shared-devices"))
+            .collect();
+        vec![
+            Message::assistant_calls(vec![ToolCall::new(
+                id,
+                "web_search",
+                serde_json::json!({"query": format!("passkeys shared devices {topic}")}).to_string(),
+            )]),
+            Message::tool(id, results.join("\n")),
+        ]
+    };
+    let mut middle = vec![Message::user(
+        "Which passkey setup fits our shared scanners? Cite sources.",
+    )];
+    middle.extend(search("s1", 1));
+    middle.push(Message::assistant_calls(vec![ToolCall::new(
+        "f1",
+        "web_extract",
+        r#"{"urls": ["https://fidoalliance.org/white-paper-frontline-workers-passkeys/"]}"#,
+    )]));
+    middle.push(Message::tool(
+        "f1",
+        "Frontline workers and passkeys: device-bound keys on shared devices ...",
+    ));
+    middle.push(Message::assistant(
+        "Per the FIDO white paper and https://news.example.com/topic-1/result-3-passkeys-shared-devices, device-bound keys fit.",
+    ));
+    for topic in 2..8 {
+        middle.extend(search(&format!("s{topic}"), topic));
+    }
+    let summary = summarize_within(&middle, None, 1_500, 2_500);
+    for kept in [
+        "https://fidoalliance.org/white-paper-frontline-workers-passkeys/",
+        "https://news.example.com/topic-1/result-3-passkeys-shared-devices",
+    ] {
+        assert!(summary.contains(kept), "{kept} lost:\n{summary}");
+    }
+    assert!(!summary.contains("topic-1/result-4"), "{summary}");
+}
