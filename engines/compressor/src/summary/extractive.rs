@@ -295,21 +295,65 @@ impl<'t> Draft<'t> {
         self.cover_quoted_facts(facts);
     }
 
-    /// The decisions the assistant recorded (`Decision 3: …`), as they stand: a later record
-    /// with the same number (`Decision 3 revised: …`) replaces the earlier, which is not listed,
-    /// so that a model reading the summary cannot take a reversed decision for the current one.
+    /// The decisions the assistant or the user recorded (`Decision 3: …`), as they stand: a later
+    /// record with the same number (`Decision 3 revised: …`) replaces the earlier, which is not
+    /// listed, and a revision without a number (`Reverse yesterday's decision: …`) the latest
+    /// record without one, so that a model reading the summary cannot take a reversed decision
+    /// for the current one.
     /// Numbered records are listed in their numbers' order, then the others newest first; they
     /// rank with the user's constraints.
     fn add_decision_records(&mut self, facts: &Facts<'t>) {
+        let records = &facts.records;
+        // A record without a number that the next message numbers (the user's `Decision:
+        // Snowflake.`, the assistant's `Noted. Decision 1: warehouse = Snowflake …`) is that
+        // record: it goes when the number is revised, and is no replacement of its own.
+        let adopted: Vec<Option<u32>> = records
+            .iter()
+            .enumerate()
+            .map(|(at, record)| match (record.number, records.get(at + 1)) {
+                (None, Some(next))
+                    if !next.revises && next.index > record.index && next.index - record.index <= 2 =>
+                {
+                    next.number
+                }
+                _ => None,
+            })
+            .collect();
+        let number_of = |at: usize| records[at].number.or(adopted[at]);
         let mut latest: FastMap<u32, usize> = FastMap::default();
-        for (at, record) in facts.records.iter().enumerate() {
-            if let Some(number) = record.number {
-                latest.insert(number, at);
+        // Records without a number that a later one without a number revises.
+        let mut revised = HashSet::new();
+        let mut unnumbered = None;
+        for (at, record) in records.iter().enumerate() {
+            match number_of(at) {
+                Some(number) => {
+                    latest.insert(number, at);
+                }
+                None => {
+                    if record.revises {
+                        revised.extend(unnumbered);
+                    }
+                    unnumbered = Some(at);
+                }
             }
         }
-        for (at, record) in facts.records.iter().enumerate() {
-            if record.number.is_some_and(|number| latest[&number] != at) {
-                self.replaced_records += 1;
+        for (at, record) in records.iter().enumerate() {
+            let replaced = match number_of(at) {
+                Some(number) => latest[&number] != at,
+                None => revised.contains(&at),
+            };
+            // Restated by the next message (the user's `Reverse decision 1: BigQuery`, the
+            // assistant's `Decision 1 reversed: warehouse = BigQuery …`): one change, counted once.
+            let restated = records.get(at + 1).is_some_and(|next| {
+                next.index > record.index
+                    && next.index - record.index <= 2
+                    && next.number.is_some()
+                    && next.number == number_of(at)
+            });
+            if replaced {
+                if !restated {
+                    self.replaced_records += 1;
+                }
                 continue;
             }
             let text = cut_marked(record.text, DECISION_RECORD_CHARS);

@@ -99,6 +99,9 @@ pub(crate) struct Sentence<'a> {
 pub(crate) struct DecisionRecord<'a> {
     pub index: usize,
     pub number: Option<u32>,
+    /// Says it revises an earlier decision (`Decision 1 reversed:`, `Reverse yesterday's
+    /// decision:`): without a number, it replaces the latest record without one.
+    pub revises: bool,
     pub text: &'a str,
 }
 
@@ -252,6 +255,7 @@ impl<'a> Facts<'a> {
                 .collect();
             self.constraints.extend(stated);
             Self::sentences(piece, &USER_DECISION_WORDS, index, &mut self.user_decisions);
+            decision_records(piece, index, &mut self.records);
         }
     }
 

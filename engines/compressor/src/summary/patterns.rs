@@ -128,11 +128,13 @@ pub(super) static USER_DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
 
 /// A decision as a running list records it, at the start of a line or of its sentence:
 /// `Decision 3: no CDC …`, `**Decision 1 reversed:** warehouse = BigQuery …`, `Noted. Decision 2:
-/// …`. A planning assistant asked to keep the decisions writes them so; the number says which
-/// earlier record a revision replaces.
+/// …`, and a revision said first: `Reverse decision 1: we go BigQuery`, `About decision 1: keep
+/// 8G`, `Reverse yesterday's decision: impute tenure`. A planning assistant asked to keep the
+/// decisions writes them so, and so do users recording their own; the number says which earlier
+/// record a revision replaces.
 static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?][ \t]+)((?:\*\*)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:\*\*)?[ \t]*:)[^\n]*",
+        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?][ \t]+)((?:\*\*)?(?:(reverse|revise|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+)?)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:\*\*)?[ \t]*:)[^\n]*",
     )
     .expect("the decision record pattern compiles")
 });
@@ -157,7 +159,8 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
         }
         into.push(DecisionRecord {
             index,
-            number: found.get(2).and_then(|number| number.as_str().parse().ok()),
+            number: found.get(3).and_then(|number| number.as_str().parse().ok()),
+            revises: found.get(2).is_some() || found.get(4).is_some(),
             text: record,
         });
     }
@@ -168,7 +171,7 @@ pub(super) fn decision_record_number(line: &str) -> Option<u32> {
     DECISION_RECORD
         .captures(line)
         .filter(|found| found.get(0).is_some_and(|whole| whole.start() == 0))
-        .and_then(|found| found.get(2)?.as_str().parse().ok())
+        .and_then(|found| found.get(3)?.as_str().parse().ok())
 }
 
 /// Whole words or phrases, ignoring ASCII case.

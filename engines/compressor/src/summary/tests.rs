@@ -1452,3 +1452,48 @@ fn fetched_and_cited_pages_outrank_search_results() {
     }
     assert!(!summary.contains("topic-1/result-4"), "{summary}");
 }
+
+/// The user's own records are decisions as the assistant's are, and a revision said first
+/// (`Reverse yesterday's decision:`) replaces the record it revises: a model must not drop the
+/// rows again, nor miss the DNS-01 decision written in a request.
+#[test]
+fn the_users_decision_records_and_their_reversals_are_key_decisions() {
+    let middle = vec![
+        Message::user("Renew the cert. Decision 2: DNS-01 with the Hetzner API token, stored in /etc/letsencrypt/hetzner.ini, mode 600."),
+        Message::assistant("Done; the token file is mode 600."),
+        Message::user("Decision: rows without tenure are excluded from training."),
+        Message::assistant("Excluded 13,196 rows."),
+        Message::user("Bad news from finance.\nReverse yesterday's decision: do not drop them. Impute tenure from first_invoice_at instead."),
+        Message::assistant("Imputed; AUC 0.8179."),
+        Message::user("About decision 2: use the staging token for staging."),
+        Message::assistant("Switched."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "## Key Decisions"),
+        [
+            "- About decision 2: use the staging token for staging.",
+            "- Reverse yesterday's decision: do not drop them. Impute tenure from first_invoice_at instead.",
+            "- (2 earlier records were replaced by the revisions listed here)",
+        ],
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
+    let mut records = Vec::new();
+    let text = "Reverse decision 1: we go BigQuery.\nAbout decision 3: keep 8G.\nOK. Reverse yesterday's decision: keep them.\nWe should reverse the decision: later.\nDecision 4: plain.\n";
+    super::patterns::decision_records(text, 0, &mut records);
+    let found: Vec<(Option<u32>, bool, &str)> =
+        records.iter().map(|r| (r.number, r.revises, r.text)).collect();
+    assert_eq!(
+        found,
+        [
+            (Some(1), true, "Reverse decision 1: we go BigQuery."),
+            (Some(3), true, "About decision 3: keep 8G."),
+            (None, true, "Reverse yesterday's decision: keep them."),
+            (Some(4), false, "Decision 4: plain."),
+        ]
+    );
+}
