@@ -329,7 +329,10 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         // A tool's JSON answer: the error line is the text of its string, not the JSON around.
         if *json_document.get_or_insert_with(|| is_json_document(original)) {
             let opens_document = start == text.len() - text.trim_start().len();
-            insert_trimmed(facts, FactKind::Error, &within_json_string(line, opens_document));
+            let line = within_json_string(line, opens_document);
+            if !reports_no_error(&line) {
+                insert_trimmed(facts, FactKind::Error, &line);
+            }
         } else {
             insert_trimmed(facts, FactKind::Error, line);
         }
@@ -418,10 +421,35 @@ fn unescape_line_ends(text: &str) -> Cow<'_, str> {
 }
 
 /// Whether an error line says there was none: `0 failed`, `no errors`, k6's
-/// `http_req_failed: 0.00%`, dbt's `PASS=41 WARN=0 ERROR=0`. The compressor lists no such line,
-/// and the measure counts none.
+/// `http_req_failed: 0.00%`, dbt's `PASS=41 WARN=0 ERROR=0`; or names none itself: a traceback's
+/// header and the source lines it quotes (`raise MergeError(msg)`), which every Python error
+/// shares and its last line names; a release note's issue fixed (`SPR49897: Resolved an issue
+/// where profiles failed with error …`). The compressor lists no such line, and the measure
+/// counts none.
 pub fn reports_no_error(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    if trimmed.starts_with("Traceback (most recent call last)")
+        || trimmed.starts_with("raise ")
+        || trimmed.starts_with("throw ")
+    {
+        return true;
+    }
     let lower = line.to_ascii_lowercase();
+    if [
+        "resolved an issue",
+        "fixed an issue",
+        "fixes an issue",
+        "resolves an issue",
+        "fixed a bug",
+        "resolved a bug",
+        "fixed a crash",
+        "fixed an error",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+    {
+        return true;
+    }
     // A load test's rate of failures, none: k6's `http_req_failed......: 0.00%`.
     if let Some(at) = lower.find("failed") {
         let rate = lower[at + "failed".len()..]
@@ -755,6 +783,10 @@ mod tests {
             "Found 0 errors.",
             "PASS=41 WARN=0 ERROR=0",
             "errors: 0",
+            "Traceback (most recent call last):",
+            "    raise MergeError(msg)",
+            "SPR49897: Resolved an issue where StageNow profiles failed with error 'Feature not supported'.",
+            "- Fixed a crash when the config has no `error` key",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
@@ -807,7 +839,6 @@ mod tests {
             vec![
                 (FactKind::Path, "train.py".to_owned()),
                 (FactKind::Error, "KeyError: \"tenure_months\"".to_owned()),
-                (FactKind::Error, "Traceback (most recent call last)".to_owned()),
             ]
         );
     }

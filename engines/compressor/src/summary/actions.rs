@@ -115,10 +115,17 @@ impl<'a> Facts<'a> {
         } else {
             Source::ToolOutput
         };
+        // A page fetched says what it says (`Known limitation: … cannot …`): its error words are
+        // a file's, not how the call ended.
+        let error_source = if fetches_pages(call) {
+            Source::FileContent
+        } else {
+            source
+        };
         let mut first_error: Option<Cow<'a, str>> = None;
         for (piece, body) in capped_pieces_of_bodies(message) {
             self.scan_identifiers(piece, source, index);
-            let error = self.scan_errors(piece, body, source, index);
+            let error = self.scan_errors(piece, body, error_source, index);
             first_error = match (first_error, error) {
                 (Some(kept), Some(new)) if error_line_score(&new) > error_line_score(&kept) => Some(new),
                 (kept, new) => kept.or(new),
@@ -131,7 +138,9 @@ impl<'a> Facts<'a> {
                 Some(1) if exit_one_answers(call) => false,
                 Some(code) => code != 0,
                 None if kind == ToolKind::Read || flagged_success(message) => false,
-                None if kind == ToolKind::Shell => first_error.is_some() && !shows_content(call),
+                None if kind == ToolKind::Shell => {
+                    fetch_failed(&output) || (first_error.is_some() && !shows_content(call))
+                }
                 None => starts_with_failure(&output),
             };
         let error_id = first_error.as_ref().and_then(|error| self.id_of(error));
@@ -363,11 +372,35 @@ fn exit_one_answers(call: Option<&ToolCall>) -> bool {
     })
 }
 
+/// Whether `call` fetches pages, whose text is what they say: a web tool (`web_extract`,
+/// `WebFetch`, `browser`), or a command that runs `curl` or `wget` last.
+fn fetches_pages(call: Option<&ToolCall>) -> bool {
+    let Some(name) = call.map(|call| call.function.name.to_ascii_lowercase()) else {
+        return false;
+    };
+    ["fetch", "web", "browse", "scrape", "extract"]
+        .iter()
+        .any(|word| name.contains(word))
+        || last_step(call, |words| matches!(words, ["curl" | "wget", ..]))
+}
+
+/// Whether a fetcher says it failed (`curl: (6) Could not resolve host: …`, `wget: unable to
+/// resolve host address`), which a page's own words never do.
+fn fetch_failed(output: &str) -> bool {
+    let first = output.trim_start();
+    (first.starts_with("curl: (") && first[7..].starts_with(|c: char| c.is_ascii_digit()))
+        || first.starts_with("wget: ")
+}
+
 /// Programs whose exit code 1 says what they found (POSIX `diff`, `cmp` and `grep`).
 const ANSWER_BY_EXIT_ONE: [&str; 7] = ["diff", "cmp", "grep", "egrep", "fgrep", "zgrep", "rg"];
 
 /// Programs that print what they read.
-const VIEWERS: [&str; 14] = [
+const VIEWERS: [&str; 16] = [
+    // A fetched page's `Known limitation: … cannot …` is what it says, not how the fetch ended;
+    // the fetcher's own failure names it (`curl: (6) Could not resolve host`).
+    "curl",
+    "wget",
     "cat",
     "tail",
     "head",

@@ -1497,3 +1497,48 @@ fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
         ]
     );
 }
+
+/// Lines that name no error standing are not listed as errors, and a page a command fetched is
+/// what the page says: a traceback's header and the source lines it quotes, a release note's
+/// issue fixed, a fetched page's `cannot`. The error a traceback ends with is listed; a fetch
+/// that failed is blocked.
+#[test]
+fn a_traceback_header_a_fixed_issue_and_a_fetched_page_are_no_errors() {
+    let middle = vec![
+        Message::user("why does the merge fail, and what do the release notes say?"),
+        shell("p1", "python -m churn.train"),
+        Message::tool(
+            "p1",
+            "Traceback (most recent call last):\n  File \"src/churn/merge.py\", line 41, in join\n    raise MergeError(msg)\npandas.errors.MergeError: left keys must be sorted\nExit code: 1",
+        ),
+        shell("c1", "curl -sL https://techdocs.example.com/lifeguard/release-notes"),
+        Message::tool(
+            "c1",
+            "Release 14-28-03\nSPR49897: Resolved an issue where StageNow profiles failed with error 'Feature not supported'.\nKnown limitation: synced passkeys cannot be told apart on shared devices.",
+        ),
+        shell("c2", "curl -sL https://intranet.example/notes"),
+        Message::tool("c2", "curl: (6) Could not resolve host: intranet.example"),
+        Message::assistant("The merge needs sorted keys; the notes list one fix."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        summary.contains("MergeError: left keys must be sorted"),
+        "{summary}"
+    );
+    for not_an_error in [
+        "Traceback (most recent call last)",
+        "raise MergeError(msg)",
+        "Resolved an issue",
+    ] {
+        assert!(!summary.contains(not_an_error), "{not_an_error}:\n{summary}");
+    }
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        !blocked.iter().any(|line| line.contains("release-notes")),
+        "{summary}"
+    );
+    assert!(
+        blocked.iter().any(|line| line.contains("intranet.example")),
+        "{summary}"
+    );
+}
