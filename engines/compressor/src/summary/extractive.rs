@@ -740,7 +740,12 @@ fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
     for (id, fact) in facts.facts.iter().enumerate() {
         let shaped = match fact.kind {
             FactKind::Error | FactKind::Command => true,
-            FactKind::Hash => fact.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
+            // Ids of a log's lines (`req-7f3a…`), and digests of 64 hex digits and more: a
+            // checksum listing's sha256 sums filled half of an ops session's summary, where a
+            // commit's hash (40 digits at most) is what a session names a few of.
+            FactKind::Hash => {
+                fact.text.len() >= 64 || fact.text.bytes().any(|byte| !byte.is_ascii_hexdigit())
+            }
             _ => false,
         };
         if shaped {

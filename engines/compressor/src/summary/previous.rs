@@ -111,6 +111,9 @@ impl<'t> Draft<'t> {
                         group = label;
                         let items = text[label.label().len()..].trim();
                         if label.inline() {
+                            // An issue an earlier summary kept ranks as a new one does: a
+                            // helpdesk's tickets (`OPS-3302`) gave way to the next day's ids.
+                            let tier = if group == Group::Issues { 1 } else { tier };
                             for item in items.split(", ").filter(|item| !item.is_empty()) {
                                 carried.push(Carried {
                                     section: target,
@@ -185,7 +188,8 @@ impl<'t> Draft<'t> {
             // earlier summary already condensed gives way before the new middle's facts (the goal,
             // tier 0, always stays). The user's constraints stand until they say otherwise: they
             // keep their tier, or a long session's error lines pushed out `stay on react@18.3.1`;
-            // so do the decisions recorded by number that no later record replaced. Error lines,
+            // so do the decisions recorded by number that no later record replaced, and the
+            // issues and tickets the work is about (a session names few). Error lines,
             // commands and ids of a shape already listed three times go below every other line,
             // as the new middle's do.
             let record = match line.section {
@@ -195,7 +199,12 @@ impl<'t> Draft<'t> {
             let tier = match line.tier {
                 0 => 0,
                 _ if repeated => REPEATED_TIER + 1,
-                tier if line.section == Section::Constraints || record.is_some() => tier,
+                tier if line.section == Section::Constraints
+                    || record.is_some()
+                    || line.group == Group::Issues =>
+                {
+                    tier
+                }
                 tier => tier + 1,
             };
             let candidate = self.push(line.section, tier, 0, Cow::Borrowed(line.text));
@@ -284,7 +293,7 @@ impl<'t> Draft<'t> {
 fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
     let shaped = |line: &Carried<'_>| match line.group {
         Group::Errors | Group::FixedErrors | Group::FileErrorLines | Group::Commands => true,
-        Group::Hashes => line.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
+        Group::Hashes => line.text.len() >= 64 || line.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
         _ => false,
     };
     let error_lines: Vec<&str> = carried

@@ -1542,3 +1542,32 @@ fn a_traceback_header_a_fixed_issue_and_a_fetched_page_are_no_errors() {
         "{summary}"
     );
 }
+
+/// A helpdesk's tickets, kept by an earlier summary, outlast the next day's checksum listing:
+/// sha256 sums beyond the newest few rank below every other fact, and a carried issue ranks as
+/// a new one does.
+#[test]
+fn carried_tickets_outlast_a_checksum_listing() {
+    let previous = "## Goal\n- Morning. OPS-3301: rotate the staging keys.\n\n## Critical Context\n- Issues: OPS-3302, OPS-3303, OPS-3304\n";
+    let sums: Vec<String> = (0..60)
+        .map(|n| {
+            format!(
+                "{:064x}  /srv/nextcloud/data/file-{n}.bin",
+                0x9f3e_2ab0_u64 * (n + 7)
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::user("Verify the restore."),
+        shell(
+            "v1",
+            "sha256sum -c /srv/restore/SHA256SUMS --quiet; sha256sum /srv/nextcloud/data/*",
+        ),
+        Message::tool("v1", format!("{}\nExit code: 0", sums.join("\n"))),
+        Message::assistant("All 60 files match."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 900, 1_500);
+    for ticket in ["OPS-3302", "OPS-3303", "OPS-3304"] {
+        assert!(summary.contains(ticket), "{ticket} lost:\n{summary}");
+    }
+}
