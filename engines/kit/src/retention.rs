@@ -509,8 +509,9 @@ pub fn is_media_type(token: &str) -> bool {
 }
 
 /// Whether `token` is an issue tracker's key (`INC-4471`, `PLAT-5120`, `SEC-880`): capitals, a
-/// dash and a number of two digits or more, unless the capitals name a standard or an encoding
-/// (`SHA-256`, `UTF-16`, `ISO-8601`, `RFC-7231`, `COVID-19`).
+/// dash and a number of two digits or more, unless the capitals name a standard, an encoding or
+/// a class (`SHA-256`, `UTF-16`, `ISO-8601`, `RFC-7231`, ACME's `DNS-01`, the weakness `CWE-400`,
+/// `COVID-19`).
 pub fn is_ticket_key(token: &str) -> bool {
     let Some((project, number)) = token.split_once('-') else {
         return false;
@@ -543,6 +544,8 @@ pub fn is_ticket_key(token: &str) -> bool {
                 | "TLS"
                 | "SSL"
                 | "HTTP"
+                | "DNS"
+                | "CWE"
                 | "UTC"
                 | "GMT"
                 | "COVID"
@@ -797,6 +800,17 @@ mod tests {
             "ERROR=07",
         ] {
             assert!(!reports_no_error(some), "{some}");
+        }
+    }
+
+    /// A tracker's key is an issue; a standard's, an encoding's or a class's number is not.
+    #[test]
+    fn only_a_trackers_key_is_a_ticket() {
+        for key in ["INC-4471", "OPS-3302", "PLAT-5120", "DS-1187"] {
+            assert!(is_ticket_key(key), "{key}");
+        }
+        for not_a_key in ["SHA-256", "UTF-16", "DNS-01", "HTTP-01", "CWE-400", "ISO-8601"] {
+            assert!(!is_ticket_key(not_a_key), "{not_a_key}");
         }
     }
 
