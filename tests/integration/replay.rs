@@ -7,6 +7,39 @@ use ctxhost_engine_kit::sequence::find_sequence_problems;
 
 use crate::support::{example, example_transcript, texts, PluginDir};
 
+/// A context masking cannot bring under the window says why in the overrun's warning: the
+/// newest result it keeps whole, and the rest it never shortens.
+#[test]
+fn masking_left_over_the_window_says_what_holds_the_room() {
+    let tree = PluginDir::new();
+    tree.engine("masking", "ctxhost_engine_masking");
+    tree.config("context:\n  engine: masking\n  tokenizer: rough\nmasking:\n  keep_last: 4\n");
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "read the four logs"})];
+    for n in 0..4 {
+        let id = format!("call_{n}");
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "terminal", "arguments": format!("{{\"command\": \"cat build-{n}.log\"}}")}}
+        ]}));
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": format!("build {n} step ok\n").repeat(1200)}));
+    }
+    messages.push(serde_json::json!({"role": "assistant", "content": "All four builds passed."}));
+    let transcript = tree.root().join("logs.json");
+    fs::write(&transcript, serde_json::to_string(&messages).unwrap()).unwrap();
+    let output = tree.run(&["run", transcript.to_str().unwrap(), "--context-length", "4000"]);
+    let (_, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let warning = stderr
+        .lines()
+        .find(|line| line.starts_with("warning: the context went over the window"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        warning.contains("; masking said of its last compaction: still ~")
+            && warning.contains("the newest tool result, kept whole, holds ~")
+            && warning.contains("(keep_last: 4, down to 1 to fit)"),
+        "{warning}"
+    );
+}
+
 #[test]
 fn the_masking_plugin_replays_the_example_and_the_report_names_its_library() {
     let tree = PluginDir::new();

@@ -65,7 +65,7 @@ use ctxhost_engine_abi::{
     default_status, CompressRequest, Counters, Engine, EngineError, Host, Message, ModelInfo, SessionInfo,
     Usage,
 };
-use ctxhost_engine_kit::{pacing::AntiThrash, tokens};
+use ctxhost_engine_kit::{pacing::AntiThrash, stand_in::group_thousands, tokens};
 use serde_json::{json, Value};
 
 pub use config::MaskingConfig;
@@ -73,6 +73,8 @@ pub use mask::is_stand_in;
 
 /// Engine extension: lift the anti-thrash pause (the host calls it before a manual `/compress`).
 pub const EXT_RESUME_AUTO_COMPACTION: &str = "resume_auto_compaction";
+/// Engine extension: the last compaction's account (the host's report shows its `reason`).
+pub const EXT_LAST_COMPACTION: &str = "last_compaction";
 
 /// The observation-masking engine (`context.engine: masking`).
 pub struct Masking {
@@ -84,6 +86,8 @@ pub struct Masking {
     /// prose alone made Hermes send the whole context for nothing after every response
     /// (explore-hermes FINDINGS.md, finding 3).
     thrash: AntiThrash,
+    /// What the last `compress` did, for [`EXT_LAST_COMPACTION`].
+    last_compaction: Option<Value>,
 }
 
 impl Masking {
@@ -95,6 +99,7 @@ impl Masking {
             counters: Counters::default(),
             masked_outputs: 0,
             thrash: AntiThrash::default(),
+            last_compaction: None,
         })
     }
 
@@ -197,13 +202,33 @@ impl Engine for Masking {
             estimate.rough - saved,
         );
         let after = estimate.after_saving(saved);
-        if self.counters.threshold_tokens > 0 && after >= self.counters.threshold_tokens {
-            tracing::debug!(
-                "still ~{after} tokens after masking, at or over the threshold of {}: the rest is not \
-                 tool output",
-                self.counters.threshold_tokens
+        let threshold = self.counters.threshold_tokens;
+        let mut details = json!({ "masked_outputs": masks.len(), "kept_whole": keep });
+        if threshold > 0 && after >= threshold {
+            // Why masking cannot bring this context under the threshold, so that a user knows
+            // what to change: the results it keeps whole, or the rest, which it never shortens.
+            let kept = mask::newest_results_tokens(&messages, keep);
+            let tokens = |n: u64| group_thousands(n as usize);
+            let results = match keep {
+                1 => "the newest tool result, kept whole, holds".to_owned(),
+                n => format!("the {n} newest tool results, kept whole, hold"),
+            };
+            let window = match keep == self.config.keep_last {
+                true => format!("keep_last: {keep}"),
+                false => format!("keep_last: {}, down to {keep} to fit", self.config.keep_last),
+            };
+            let reason = format!(
+                "still ~{} tokens, at or over the threshold of {}: {results} ~{} ({window}); the \
+                 messages, calls and stand-ins, which masking never shortens, ~{}",
+                tokens(after),
+                tokens(threshold),
+                tokens(kept),
+                tokens(after.saturating_sub(kept)),
             );
+            tracing::debug!("{reason}");
+            details["reason"] = reason.into();
         }
+        self.last_compaction = Some(details);
         Ok(messages)
     }
 
@@ -279,11 +304,12 @@ impl Engine for Masking {
                 let was_paused = self.thrash.resume();
                 Ok(json!({ "paused": false, "was_paused": was_paused }))
             }
+            EXT_LAST_COMPACTION => Ok(self.last_compaction.clone().unwrap_or(Value::Null)),
             other => Err(EngineError::unknown_method(other)),
         }
     }
 
     fn ext_methods(&self) -> Vec<&'static str> {
-        vec![EXT_RESUME_AUTO_COMPACTION]
+        vec![EXT_RESUME_AUTO_COMPACTION, EXT_LAST_COMPACTION]
     }
 }

@@ -170,6 +170,17 @@ fn mask_long_strings(value: &mut Value, min_chars: usize) -> bool {
     masked
 }
 
+/// Rough tokens of the last `keep` tool results of `messages`.
+pub(crate) fn newest_results_tokens(messages: &[Message], keep: usize) -> u64 {
+    messages
+        .iter()
+        .rev()
+        .filter(|message| message.role == Role::Tool)
+        .take(keep)
+        .map(tokens::estimate_message_tokens)
+        .sum()
+}
+
 /// The candidates outside a window of the last `keep` tool results.
 pub(crate) fn outside_window(candidates: &[Mask], result_count: usize, keep: usize) -> &[Mask] {
     let first_kept = result_count.saturating_sub(keep);

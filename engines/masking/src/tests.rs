@@ -254,6 +254,28 @@ fn the_newest_output_is_kept_even_when_the_context_cannot_fit() {
     assert_eq!(texts[3].chars().count(), 2_000);
 }
 
+/// A compaction that cannot bring the context under the threshold says why, so that the host's
+/// report can tell the user what to change; one that can says nothing of the kind.
+#[test]
+fn a_compaction_left_over_the_threshold_says_what_holds_the_room() {
+    let mut engine = engine_with_window(json!({ "keep_last": 4 }), 400);
+    compress(&mut engine, transcript(4, 2_000));
+    let account = engine.call_ext(crate::EXT_LAST_COMPACTION, &Value::Null).unwrap();
+    assert_eq!(account["masked_outputs"], 3);
+    assert_eq!(account["kept_whole"], 1);
+    let reason = account["reason"].as_str().unwrap();
+    assert!(reason.starts_with("still ~"), "{reason}");
+    assert!(
+        reason.contains("the newest tool result, kept whole, holds ~")
+            && reason.contains("(keep_last: 4, down to 1 to fit)"),
+        "{reason}"
+    );
+    let mut roomy = engine_with_window(json!({ "keep_last": 2 }), 100_000);
+    compress(&mut roomy, transcript(4, 2_000));
+    let account = roomy.call_ext(crate::EXT_LAST_COMPACTION, &Value::Null).unwrap();
+    assert!(account.get("reason").is_none(), "{account}");
+}
+
 #[test]
 fn a_larger_real_count_shrinks_the_window_further() {
     let messages = transcript(8, 1_000);

@@ -115,6 +115,9 @@ pub struct Replayer<'e> {
     above_threshold: bool,
     /// Whether the first window overrun was warned about.
     overrun_warned: bool,
+    /// Why the engine's last compaction left the context as large as it did, when it said so
+    /// (its `last_compaction` account's `reason`): the over-window warning gives it.
+    last_compaction_reason: Option<String>,
     /// Whether a compaction that made the context larger was warned about.
     growth_warned: bool,
     /// Each engine failure said on stderr, and how many times it happened: an engine that fails
@@ -164,6 +167,7 @@ impl<'e> Replayer<'e> {
             threshold: None,
             above_threshold: false,
             overrun_warned: false,
+            last_compaction_reason: None,
             growth_warned: false,
             failures_said: Vec::new(),
             calibration: Calibration::default(),
@@ -1052,8 +1056,12 @@ impl<'e> Replayer<'e> {
             } else {
                 format!("before message {}", self.position)
             };
+            let why = match &self.last_compaction_reason {
+                Some(reason) => format!("; {} said of its last compaction: {reason}", self.engine.name()),
+                None => String::new(),
+            };
             self.warn(format!(
-                "the context went over the window {at}: {} tokens in {}-token window, which a model would refuse",
+                "the context went over the window {at}: {} tokens in {}-token window, which a model would refuse{why}",
                 group_thousands(tokens as usize),
                 with_article(&group_thousands(window as usize)),
             ));
@@ -1061,6 +1069,11 @@ impl<'e> Replayer<'e> {
     }
 
     fn record_compaction(&mut self, record: CompactionRecord, inserted: &[Message]) {
+        self.last_compaction_reason = record
+            .details
+            .as_ref()
+            .and_then(|details| details.get("reason")?.as_str())
+            .map(str::to_owned);
         if record.outcome == Outcome::Applied {
             let engine = self.engine.name().to_owned();
             self.observe(FactKind::Compacted, || FactBody::Compacted {
