@@ -76,10 +76,13 @@ pub fn without_note(system: &Message) -> Message {
     original
 }
 
-/// One summary as shown in the context.
+/// One summary as shown in the context: its time range, or when its messages were stored when
+/// they carry no time (a replayed transcript's range is the seconds of its replay, no span of
+/// the session's).
 pub fn render_summary(summary: &SummaryRow) -> String {
+    let stored = if summary.dated { "" } else { "stored " };
     format!(
-        "## {} ({}, depth {}, {} to {}, {} messages)\n{}",
+        "## {} ({}, depth {}, {stored}{} to {}, {} messages)\n{}",
         summary.id,
         summary.kind.as_str(),
         summary.depth,
@@ -166,6 +169,7 @@ mod tests {
             descendant_count: 3,
             descendant_tokens: 30,
             last_seq: 3,
+            dated: true,
         }
     }
 

@@ -532,6 +532,7 @@ impl NewSummary {
             descendant_count: self.descendant_count,
             descendant_tokens: self.descendant_tokens,
             last_seq: self.last_seq,
+            dated: self.dated,
         }
     }
 }
@@ -583,7 +584,7 @@ impl Sweep<'_> {
         let Some((text, method)) = self.escalate(&messages, None, &refs, chunk_tokens, target)? else {
             return Ok(None);
         };
-        let (earliest_at, latest_at) = self.times(chunk)?;
+        let (earliest_at, latest_at, dated) = self.times(chunk)?;
         let summary = NewSummary {
             id: summary_id(SummaryKind::Leaf, 0, &text, &key),
             kind: SummaryKind::Leaf,
@@ -593,6 +594,7 @@ impl Sweep<'_> {
             text,
             earliest_at,
             latest_at,
+            dated,
             descendant_count: chunk.len() as u64,
             descendant_tokens: chunk_tokens,
             last_seq: chunk.iter().map(|raw| raw.seq).max().unwrap_or(0),
@@ -644,6 +646,7 @@ impl Sweep<'_> {
             text,
             earliest_at: sources.iter().map(|s| s.earliest_at).min().unwrap_or(0),
             latest_at: sources.iter().map(|s| s.latest_at).max().unwrap_or(0),
+            dated: sources.iter().all(|s| s.dated),
             descendant_count: sources.iter().map(|s| s.descendant_count).sum(),
             descendant_tokens: sources.iter().map(|s| s.descendant_tokens).sum(),
             last_seq: sources.iter().map(|s| s.last_seq).max().unwrap_or(0),
@@ -673,18 +676,22 @@ impl Sweep<'_> {
     }
 
     /// Earliest and latest storage time of the chunk's messages.
-    fn times(&mut self, chunk: &[&Raw]) -> Result<(i64, i64), EngineError> {
+    /// The time range of `chunk` (its first and last messages' times), and whether those are
+    /// when they were written.
+    fn times(&mut self, chunk: &[&Raw]) -> Result<(i64, i64, bool), EngineError> {
         let (first, last) = (chunk[0].id, chunk[chunk.len() - 1].id);
         let mut times = Vec::new();
+        let mut dated = true;
         for id in [first, last] {
             let row = self
                 .engine
                 .store()?
                 .message(id)
                 .map_err(|e| self.engine.store_error(e))?;
+            dated &= row.as_ref().is_some_and(|row| row.dated);
             times.push(row.map_or(0, |row| row.created_at));
         }
-        Ok((times[0].min(times[1]), times[0].max(times[1])))
+        Ok((times[0].min(times[1]), times[0].max(times[1]), dated))
     }
 
     /// The three levels, for `messages` and the `earlier` summaries they follow (`refs` is what

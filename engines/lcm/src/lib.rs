@@ -167,14 +167,18 @@ struct Session {
 }
 
 impl Session {
-    /// The time a message is stored with: when it says it was written; for one that does not say,
-    /// the time of the last that did, so that a transcript's messages keep the session's own
-    /// times; `now` in a session whose messages never said.
-    fn time_of(&mut self, message: &Message, now: i64) -> i64 {
+    /// The time a message is stored with, and whether it is when it was written: when it says it
+    /// was written; for one that does not say, the time of the last that did, so that a
+    /// transcript's messages keep the session's own times; `now`, not a time it was written, in a
+    /// session whose messages never said.
+    fn time_of(&mut self, message: &Message, now: i64) -> (i64, bool) {
         if let Some(written) = time::message_time(&message.extra) {
             self.last_written = Some(written);
         }
-        self.last_written.unwrap_or(now)
+        match self.last_written {
+            Some(written) => (written, true),
+            None => (now, false),
+        }
     }
 }
 
@@ -429,7 +433,7 @@ impl Lcm {
                     } else {
                         cursor += 1;
                     }
-                    let created_at = self.session.time_of(&original, now);
+                    let (created_at, dated) = self.session.time_of(&original, now);
                     pending.push((
                         entries.len(),
                         NewMessage {
@@ -439,6 +443,7 @@ impl Lcm {
                             tokens: tokens.min(u64::from(u32::MAX)) as u32,
                             hash,
                             created_at,
+                            dated,
                         },
                     ));
                     (0, if variant { before } else { seq })

@@ -107,7 +107,7 @@ impl Lcm {
             let seq = (self.unsettled() + rows.len()) as i64;
             self.session.first_observed_at.get_or_insert(seq as usize);
             let searchable = message.searchable()?;
-            let created_at = self.session.time_of(&searchable, now);
+            let (created_at, dated) = self.session.time_of(&searchable, now);
             let role = searchable.role.as_str();
             let tokens = tokens::estimate_message_tokens(&searchable).min(u64::from(u32::MAX)) as u32;
             rows.push(NewMessage {
@@ -117,6 +117,7 @@ impl Lcm {
                 json: json.into_owned(),
                 hash,
                 created_at,
+                dated,
             });
         }
         if rows.is_empty() {

@@ -34,7 +34,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use serde_json::Value;
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The log is copied into the file once it holds this many pages (16 KiB each, 64 MiB), not
 /// SQLite's 1,000: a 10,000-message session writes about 18 MB of log, and each checkpoint waits
@@ -95,6 +95,9 @@ pub struct NewMessage {
     pub hash: i64,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// Whether `created_at` is when the message was written (its own `timestamp`, or an earlier
+    /// message's in a transcript that has them), not when it was stored.
+    pub dated: bool,
 }
 
 /// A summary about to be stored, with its lineage.
@@ -116,6 +119,8 @@ pub struct NewSummary {
     pub earliest_at: i64,
     /// See `earliest_at`.
     pub latest_at: i64,
+    /// Whether those are the times its messages were written: all of them were dated.
+    pub dated: bool,
     /// Raw messages covered, transitively.
     pub descendant_count: u64,
     /// Tokens of those messages.
@@ -176,6 +181,8 @@ pub struct SummaryRow {
     pub earliest_at: i64,
     /// Unix ms.
     pub latest_at: i64,
+    /// Whether those are the times its messages were written, not when they were stored.
+    pub dated: bool,
     /// Raw messages covered.
     pub descendant_count: u64,
     /// Their tokens.
@@ -201,6 +208,8 @@ pub struct MessageRow {
     pub tokens: u64,
     /// Unix ms.
     pub created_at: i64,
+    /// Whether `created_at` is when it was written, not when it was stored.
+    pub dated: bool,
 }
 
 /// The open store.
@@ -421,6 +430,16 @@ DELETE FROM terms;
 UPDATE message_index SET indexed_through = 0;
 "#;
 
+/// Version 7: whether a message's time, and a summary's time range, are when its messages were
+/// written (a transcript's timestamps) or when they were stored (a transcript without them,
+/// replayed in a second): a summary of the latter said `2026-11-29T19:17:45Z to
+/// 2026-11-29T19:17:45Z` for an incident of three hours. Rows of older files are taken as dated,
+/// as they were shown.
+const SCHEMA_V7: &str = r#"
+ALTER TABLE messages ADD COLUMN dated INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE summaries ADD COLUMN dated INTEGER NOT NULL DEFAULT 1;
+"#;
+
 /// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one version at a time, each step in a
 /// transaction. A file from a newer build is refused rather than guessed at.
 pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
@@ -448,6 +467,7 @@ pub(crate) fn migrate_to(conn: &mut Connection, version: i64, last: i64) -> Stor
         (4, SCHEMA_V4),
         (5, SCHEMA_V5),
         (6, SCHEMA_V6),
+        (7, SCHEMA_V7),
     ];
     for (target, step) in steps {
         if version < target && target <= last {
@@ -483,11 +503,12 @@ fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
         descendant_count: row.get::<_, i64>(8)? as u64,
         descendant_tokens: row.get::<_, i64>(9)? as u64,
         last_seq: row.get(10)?,
+        dated: row.get(11)?,
     })
 }
 
 const SUMMARY_COLUMNS: &str =
-    "id, kind, depth, method, text, tokens, earliest_at, latest_at, descendant_count, descendant_tokens, last_seq";
+    "id, kind, depth, method, text, tokens, earliest_at, latest_at, descendant_count, descendant_tokens, last_seq, dated";
 
 impl Store {
     /// Opens (or creates) the store at `path`, creating its folder, in WAL mode, migrated.
@@ -696,8 +717,8 @@ impl Store {
             let inserted = tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO summaries (id, session_id, kind, depth, method, text, tokens, \
-                     earliest_at, latest_at, descendant_count, descendant_tokens, last_seq, sources_key, created_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                     earliest_at, latest_at, descendant_count, descendant_tokens, last_seq, sources_key, created_at, dated) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 )?
                 .execute(params![
                     summary.id,
@@ -714,6 +735,7 @@ impl Store {
                     summary.last_seq,
                     summary.sources_key,
                     now,
+                    summary.dated,
                 ])?;
             if inserted == 0 {
                 continue;
@@ -801,7 +823,7 @@ impl Store {
         Ok(self
             .conn
             .prepare_cached(
-                "SELECT m.id, s.name, m.seq, m.role, m.json, m.tokens, m.created_at \
+                "SELECT m.id, s.name, m.seq, m.role, m.json, m.tokens, m.created_at, m.dated \
                  FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id = ?1",
             )?
             .query_row([id], message_from_row)
@@ -931,8 +953,8 @@ pub fn insert_messages_in(
 ) -> StoreResult<Vec<i64>> {
     let mut ids = Vec::with_capacity(messages.len());
     let mut insert = tx.prepare_cached(
-        "INSERT INTO messages (session_id, seq, role, json, tokens, hash, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (session_id, seq) DO NOTHING",
+        "INSERT INTO messages (session_id, seq, role, json, tokens, hash, created_at, dated) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (session_id, seq) DO NOTHING",
     )?;
     for message in messages {
         let mut insert_at = |seq: i64| {
@@ -944,6 +966,7 @@ pub fn insert_messages_in(
                 message.tokens,
                 message.hash,
                 message.created_at,
+                message.dated,
             ])
         };
         let id = if insert_at(message.seq)? == 1 {
@@ -1064,5 +1087,6 @@ pub(crate) fn message_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mess
         json: row.get(4)?,
         tokens: row.get::<_, i64>(5)? as u64,
         created_at: row.get(6)?,
+        dated: row.get(7)?,
     })
 }

@@ -312,6 +312,7 @@ fn describe(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolRe
             "role": message.role,
             "tokens": message.tokens,
             "time": format_iso(message.created_at),
+            "time_is": time_is(message.dated),
             "summary": covering(store, id).map_err(store_failure)?,
         }));
     }
@@ -340,6 +341,7 @@ fn describe(engine: &mut Lcm, session: Option<i64>, arguments: &Value) -> ToolRe
         "tokens": summary.tokens,
         "earliest": format_iso(summary.earliest_at),
         "latest": format_iso(summary.latest_at),
+        "time_is": time_is(summary.dated),
         "descendant_count": summary.descendant_count,
         "descendant_tokens": summary.descendant_tokens,
         "sources": sources,
@@ -413,6 +415,7 @@ fn expand(engine: &mut Lcm, arguments: &Value) -> ToolResult {
             "role": message.role,
             "seq": message.seq,
             "time": format_iso(message.created_at),
+            "time_is": time_is(message.dated),
         });
         page_message(&mut answer, &message.json, max_tokens, cursor)?;
         return Ok(answer);
@@ -485,6 +488,7 @@ fn expand(engine: &mut Lcm, arguments: &Value) -> ToolResult {
                     "depth": child.depth,
                     "earliest": format_iso(child.earliest_at),
                     "latest": format_iso(child.latest_at),
+                    "time_is": time_is(child.dated),
                     "descendant_count": child.descendant_count,
                     "text": child.text,
                 }));
@@ -580,4 +584,14 @@ fn status(engine: &mut Lcm, session: Option<i64>) -> ToolResult {
     });
     add_summary_counts(store, session.or(Some(-1)), &mut answer)?;
     Ok(answer)
+}
+
+/// What a stored time is: when the message was written (its transcript's `timestamp`), or when
+/// it was stored (a transcript without times, replayed in seconds).
+fn time_is(dated: bool) -> &'static str {
+    if dated {
+        "written"
+    } else {
+        "stored"
+    }
 }

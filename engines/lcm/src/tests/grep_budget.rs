@@ -49,6 +49,7 @@ fn store(dir: &std::path::Path, count: usize) -> Store {
                     json,
                     tokens: 10,
                     created_at: 1_000_000 + ((n * 700 + i) as i64) * 1_000,
+                    dated: true,
                 }
             })
             .collect();

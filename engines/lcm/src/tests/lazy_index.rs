@@ -23,7 +23,7 @@ pub(super) fn insert_as_version_4_did(
     rows: &[NewMessage],
 ) {
     let tx = conn.transaction().unwrap();
-    let ids = store::insert_messages_in(&tx, session, rows).unwrap();
+    let ids = insert_rows_as_version_4_did(&tx, session, rows);
     for (message, id) in messages.iter().zip(ids) {
         let search_text = text::search_text(message);
         tx.execute(
@@ -39,6 +39,34 @@ pub(super) fn insert_as_version_4_did(
     tx.commit().unwrap();
 }
 
+/// Stores `rows` in the columns a build of schema version 6 or older had (`dated` came with
+/// version 7); their row ids.
+fn insert_rows_as_version_4_did(
+    tx: &rusqlite::Transaction<'_>,
+    session: i64,
+    rows: &[NewMessage],
+) -> Vec<i64> {
+    rows.iter()
+        .map(|row| {
+            tx.execute(
+                "INSERT INTO messages (session_id, seq, role, json, tokens, hash, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![
+                    session,
+                    row.seq,
+                    row.role,
+                    row.json,
+                    row.tokens,
+                    row.hash,
+                    row.created_at
+                ],
+            )
+            .unwrap();
+            tx.last_insert_rowid()
+        })
+        .collect()
+}
+
 fn rows_of(messages: &[Message], first_seq: i64) -> Vec<NewMessage> {
     messages
         .iter()
@@ -52,6 +80,7 @@ fn rows_of(messages: &[Message], first_seq: i64) -> Vec<NewMessage> {
                 hash: store::hash_json(&json),
                 json,
                 created_at: 0,
+                dated: true,
             }
         })
         .collect()
@@ -280,7 +309,7 @@ fn a_version_4_file_is_indexed_again_once_with_the_arguments_as_they_read() {
         insert_as_version_4_did(&mut conn, 1, before, &rows_of(before, 0));
         // The call as version 4 indexed it: its arguments' JSON, escapes and all.
         let tx = conn.transaction().unwrap();
-        let ids = store::insert_messages_in(&tx, 1, &rows_of(call, before.len() as i64)).unwrap();
+        let ids = insert_rows_as_version_4_did(&tx, 1, &rows_of(call, before.len() as i64));
         tx.execute(
             "INSERT INTO messages_fts (rowid, text) VALUES (?1, ?2)",
             rusqlite::params![

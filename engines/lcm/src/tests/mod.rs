@@ -391,6 +391,7 @@ fn a_version_2_store_is_migrated_and_keeps_its_messages_searchable() {
                 hash: crate::store::hash_json(&json),
                 json,
                 created_at: 0,
+                dated: true,
             }
         })
         .collect();
@@ -456,6 +457,7 @@ fn a_version_1_store_is_migrated_keeping_its_messages() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP TABLE observed_compactions; DROP TABLE session_aliases; DROP TABLE message_index; \
+         ALTER TABLE messages DROP COLUMN dated; ALTER TABLE summaries DROP COLUMN dated; \
          PRAGMA user_version = 1;",
     )
     .unwrap();

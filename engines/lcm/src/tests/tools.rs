@@ -315,3 +315,42 @@ fn status_counts_the_current_dag_once_after_replays_at_two_windows() {
         }
     }
 }
+
+/// A summary of messages that carry no time says its times are when they were stored, in the
+/// context and in `lcm_describe`: a replayed transcript's range is the seconds of its replay,
+/// and read as the session's it told a three-hour incident lasted no time. Dated messages give
+/// their own range.
+#[test]
+fn a_summary_of_undated_messages_says_its_times_are_when_they_were_stored() {
+    for dated in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut engine = engine(dir.path(), 4_000, json!({ "fresh_tail": 4, "fan_in": 2 }));
+        engine.on_session_start("times", &SessionInfo::default()).unwrap();
+        let mut messages = synthetic::conversation(21, 60, 1_200);
+        if !dated {
+            for message in &mut messages {
+                message.extra.remove("timestamp");
+            }
+        }
+        let (context, compactions) = replay(&mut engine, &messages);
+        assert!(compactions >= 1);
+        let summary = context
+            .iter()
+            .find_map(|message| crate::assemble::parse_summary_message(message).map(|ids| (message, ids)))
+            .expect("a summary message");
+        let header = summary
+            .0
+            .text()
+            .lines()
+            .find(|line| line.starts_with("## sum_"))
+            .unwrap()
+            .to_owned();
+        assert_eq!(header.contains(", stored "), !dated, "{header}");
+        let described = engine.handle_tool_call("lcm_describe", &json!({ "id": summary.1[0] }), None);
+        assert_eq!(
+            described["time_is"],
+            if dated { "written" } else { "stored" },
+            "{described}"
+        );
+    }
+}
