@@ -378,10 +378,13 @@ fn fetches_pages(call: Option<&ToolCall>) -> bool {
     let Some(name) = call.map(|call| call.function.name.to_ascii_lowercase()) else {
         return false;
     };
+    let arguments = call.map_or("", |call| call.function.arguments.as_str());
     ["fetch", "web", "browse", "scrape", "extract"]
         .iter()
         .any(|word| name.contains(word))
-        || last_step(call, |words| matches!(words, ["curl" | "wget", ..]))
+        // Every result is asked: its arguments are parsed only when they name a fetcher.
+        || ((arguments.contains("curl") || arguments.contains("wget"))
+            && last_step(call, |words| matches!(words, ["curl" | "wget", ..])))
 }
 
 /// Whether a fetcher says it failed (`curl: (6) Could not resolve host: …`, `wget: unable to
