@@ -460,6 +460,7 @@ pub fn reports_no_error(line: &str) -> bool {
     }
     [
         "0 failed",
+        "0 failures",
         "0 errors",
         "0 error",
         "no errors",
@@ -546,6 +547,8 @@ pub fn is_ticket_key(token: &str) -> bool {
                 | "HTTP"
                 | "DNS"
                 | "CWE"
+                | "ARM"
+                | "AMD"
                 | "UTC"
                 | "GMT"
                 | "COVID"
@@ -788,6 +791,7 @@ mod tests {
             "errors: 0",
             "Traceback (most recent call last):",
             "    raise MergeError(msg)",
+            "Executed 43 tests, with 0 failures (0 unexpected) in 12.204 seconds",
             "SPR49897: Resolved an issue where StageNow profiles failed with error 'Feature not supported'.",
             "- Fixed a crash when the config has no `error` key",
         ] {
@@ -809,7 +813,9 @@ mod tests {
         for key in ["INC-4471", "OPS-3302", "PLAT-5120", "DS-1187"] {
             assert!(is_ticket_key(key), "{key}");
         }
-        for not_a_key in ["SHA-256", "UTF-16", "DNS-01", "HTTP-01", "CWE-400", "ISO-8601"] {
+        for not_a_key in [
+            "SHA-256", "UTF-16", "DNS-01", "HTTP-01", "CWE-400", "ISO-8601", "ARM-64",
+        ] {
             assert!(!is_ticket_key(not_a_key), "{not_a_key}");
         }
     }

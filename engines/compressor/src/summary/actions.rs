@@ -133,13 +133,23 @@ impl<'a> Facts<'a> {
         }
         // Without a flag or an exit code, words decide: a shell's error line, another tool's
         // output opening with one. A result flagged a success is one, whatever it printed.
-        let failed = failure.is_some()
-            || match exit_code_in(&line) {
-                Some(1) if exit_one_answers(call) => false,
+        let exit_code = exit_code_in(&line);
+        // `diff` that found differences exits with 1, and Claude Code flags it an error as it
+        // does every exit code but 0: the code says more than the flag.
+        let answered = exit_code == Some(1) && exit_one_answers(call);
+        let failed = (failure.is_some() && !(answered && failure == Some(Failure::Error)))
+            || match exit_code {
+                Some(_) if answered => false,
                 Some(code) => code != 0,
                 None if kind == ToolKind::Read || flagged_success(message) => false,
                 None if kind == ToolKind::Shell => {
-                    fetch_failed(&output) || (first_error.is_some() && !shows_content(call))
+                    fetch_failed(&output)
+                        || match queries(call) {
+                            // A listing of crashes is full of exception names; its own failure
+                            // is what it prints first.
+                            true => starts_with_failure(&output),
+                            false => first_error.is_some() && !shows_content(call),
+                        }
                 }
                 None => starts_with_failure(&output),
             };
@@ -358,6 +368,21 @@ fn shows_content(call: Option<&ToolCall>) -> bool {
             .iter()
             .any(|(known, sub)| known == program && rest.iter().take(2).any(|word| word == sub)),
         _ => false,
+    })
+}
+
+/// Whether `call` runs, last, a command that asks a service for records (`firebase
+/// crashlytics:issues:list`, `kubectl get events`, `asc review-submissions messages`, `sentry-cli
+/// issues list`): what it prints are the records, errors among them.
+fn queries(call: Option<&ToolCall>) -> bool {
+    last_step(call, |words| {
+        words.iter().skip(1).take(4).any(|word| {
+            let verb = word.rsplit(':').next().unwrap_or(word);
+            matches!(
+                verb,
+                "list" | "ls" | "get" | "describe" | "view" | "show" | "messages" | "events" | "status"
+            )
+        })
     })
 }
 

@@ -173,11 +173,16 @@ impl<'t> Draft<'t> {
             })
             .map(|candidate| candidate.text.as_ref())
             .collect();
+        // A repeat within a section goes; the same words in two sections stay: a user's request
+        // that is all a decision (`Reverse decision 1: …`) is listed in Goal and in Key
+        // Decisions, and dropping the second made the next fold lose the decision.
         let mut seen = HashSet::with_capacity_and_hasher(carried.len(), FastHash);
         let carried: Vec<Carried<'t>> = carried
             .into_iter()
             .filter(|line| {
-                !new.contains(line.text) && !facts.contains_text(line.text) && seen.insert(line.text)
+                !new.contains(line.text)
+                    && !facts.contains_text(line.text)
+                    && seen.insert((line.section, line.text))
             })
             .collect();
         drop(new);

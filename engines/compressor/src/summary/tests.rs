@@ -1375,6 +1375,26 @@ fn a_diff_that_found_differences_is_done_not_blocked() {
             .any(|line| line.contains(command));
         assert_eq!(listed, blocked, "{command}:\n{summary}");
     }
+    // Claude Code flags every exit code but 0 an error, and writes the code first.
+    let flagged = Message {
+        extra: serde_json::json!({"is_error": true})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        ..Message::tool("c1", "Exit code 1\n-    id bigint\n+    id integer")
+    };
+    let command = "git diff --no-index ../baseline/AndroidManifest.xml app/AndroidManifest.xml";
+    let summary = summarize(&[
+        Message::user("compare the manifests"),
+        shell("c1", command),
+        flagged,
+    ]);
+    assert!(
+        !section(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("git diff")),
+        "{summary}"
+    );
 }
 
 /// The newest work done is listed when the requests and the facts fill the prose's room: Done
@@ -1483,7 +1503,7 @@ fn the_users_decision_records_and_their_reversals_are_key_decisions() {
 #[test]
 fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
     let mut records = Vec::new();
-    let text = "Reverse decision 1: we go BigQuery.\nAbout decision 3: keep 8G.\nOK. Reverse yesterday's decision: keep them.\nWe should reverse the decision: later.\nDecision 4: plain.\n";
+    let text = "Reverse decision 1: we go BigQuery.\nAbout decision 3: keep 8G.\nOK. Reverse yesterday's decision: keep them.\nWe should reverse the decision: later.\nDecision 4: plain.\nFor the rollout I propose — Decision 2: phased release.\n";
     super::patterns::decision_records(text, 0, &mut records);
     let found: Vec<(Option<u32>, bool, &str)> =
         records.iter().map(|r| (r.number, r.revises, r.text)).collect();
@@ -1494,6 +1514,7 @@ fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
             (Some(3), true, "About decision 3: keep 8G."),
             (None, true, "Reverse yesterday's decision: keep them."),
             (Some(4), false, "Decision 4: plain."),
+            (Some(2), false, "Decision 2: phased release."),
         ]
     );
 }
@@ -1570,4 +1591,51 @@ fn carried_tickets_outlast_a_checksum_listing() {
     for ticket in ["OPS-3302", "OPS-3303", "OPS-3304"] {
         assert!(summary.contains(ticket), "{ticket} lost:\n{summary}");
     }
+}
+
+/// A request that is all a decision is listed in Goal and in Key Decisions, and folding the
+/// summary keeps both: the fold had kept the request and dropped the decision, and the next
+/// summary held the decision it reversed.
+#[test]
+fn a_decision_quoted_as_a_request_stays_a_decision_when_folded() {
+    let record = "Reverse decision 1: checkout_v2 goes OFF by default on both platforms.";
+    let previous = format!(
+        "## Goal\n- Ship 4.2.0.\n- {record}\n\n## Key Decisions\n- {record}\n- Decision 3: remove QUERY_ALL_PACKAGES.\n"
+    );
+    let middle = vec![
+        Message::user("Build 4.2.1."),
+        Message::assistant("Built 4.2.1 (1192)."),
+    ];
+    let summary = summarize_within(&middle, Some(&previous), 8_000, 8_000);
+    assert!(
+        section_lines(&summary, "## Key Decisions").contains(&format!("- {record}").as_str()),
+        "{summary}"
+    );
+}
+
+/// Without an exit code, a listing of crashes is what it lists: its exception names are records,
+/// not how the command ended. A query that failed says so first.
+#[test]
+fn a_listing_of_crashes_is_no_failure_without_an_exit_code() {
+    let middle = vec![
+        Message::user("did the fix work?"),
+        shell("q1", "firebase crashlytics:issues:list --app 1:123:android:abc --since 24h"),
+        Message::tool(
+            "q1",
+            "Crash-free users: 99.71%\n4d4b4d79 | 0 | 40201 | java.lang.IllegalStateException: Fragment not attached\nfa01 | 3 | 40201 | java.net.SocketTimeoutException: timeout",
+        ),
+        shell("q2", "kubectl get pods -n shop"),
+        Message::tool("q2", "Error from server (Forbidden): pods is forbidden: User \"ci\" cannot list resource \"pods\""),
+        Message::assistant("The crash is gone; I cannot list the pods."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        !blocked.iter().any(|line| line.contains("crashlytics")),
+        "{summary}"
+    );
+    assert!(
+        blocked.iter().any(|line| line.contains("kubectl get pods")),
+        "{summary}"
+    );
 }
