@@ -417,8 +417,14 @@ fn where_list(name: &str, root_exists: bool, usable: &[String]) -> String {
         return String::new();
     }
     let names: Vec<&str> = usable.iter().map(String::as_str).collect();
+    // The built-in engine is a name a user may have meant too (`compresor`).
+    let known: Vec<&str> = names
+        .iter()
+        .copied()
+        .chain([crate::config::DEFAULT_ENGINE])
+        .collect();
     // Not "usable": finding them opens no library, and one may still fail to load.
-    match ctxhost_engine_kit::keys::closest_key(name, &names) {
+    match ctxhost_engine_kit::keys::closest_key(name, &known) {
         Some(meant) => format!(" (plugins there: {}; did you mean `{meant}`?)", names.join(", ")),
         None => format!(" (plugins there: {})", names.join(", ")),
     }

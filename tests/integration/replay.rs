@@ -34,8 +34,7 @@ fn masking_left_over_the_window_says_what_holds_the_room() {
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(
         warning.contains("; masking said of its last compaction: still ~")
-            && warning.contains("the newest tool result, kept whole, holds ~")
-            && warning.contains("(keep_last: 4, down to 1 to fit)"),
+            && warning.contains("the newest tool result, which masking always keeps whole, holds ~"),
         "{warning}"
     );
 }

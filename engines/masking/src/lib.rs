@@ -209,17 +209,19 @@ impl Engine for Masking {
             // what to change: the results it keeps whole, or the rest, which it never shortens.
             let kept = mask::newest_results_tokens(&messages, keep);
             let tokens = |n: u64| group_thousands(n as usize);
-            let results = match keep {
-                1 => "the newest tool result, kept whole, holds".to_owned(),
-                n => format!("the {n} newest tool results, kept whole, hold"),
-            };
-            let window = match keep == self.config.keep_last {
-                true => format!("keep_last: {keep}"),
-                false => format!("keep_last: {}, down to {keep} to fit", self.config.keep_last),
+            // A window cut down to the newest result is no setting to lower: masking always
+            // keeps that one.
+            let results = match (keep, keep == self.config.keep_last) {
+                (1, _) => "the newest tool result, which masking always keeps whole, holds".to_owned(),
+                (n, true) => format!("the {n} newest tool results, kept whole (keep_last: {n}), hold"),
+                (n, false) => format!(
+                    "the {n} newest tool results, kept whole (keep_last: {}, cut to {n}), hold",
+                    self.config.keep_last
+                ),
             };
             let reason = format!(
-                "still ~{} tokens, at or over the threshold of {}: {results} ~{} ({window}); the \
-                 messages, calls and stand-ins, which masking never shortens, ~{}",
+                "still ~{} tokens, at or over the threshold of {}: {results} ~{}; the messages, \
+                 calls and stand-ins, which masking never shortens, ~{}",
                 tokens(after),
                 tokens(threshold),
                 tokens(kept),

@@ -140,6 +140,13 @@ fn finding_a_plugin_explains_what_is_wrong() {
         typo.ends_with("(plugins there: good; did you mean `good`?)"),
         "{typo}"
     );
+    let built_in = find_plugin(&folders, "compresor", tree.0.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        built_in.ends_with("(plugins there: good; did you mean `compressor`?)"),
+        "{built_in}"
+    );
 }
 
 #[test]
