@@ -113,8 +113,12 @@ pub struct Replayer<'e> {
     /// Whether the context was at or over the threshold at the last model call: a crossing is
     /// published once, not on every response.
     above_threshold: bool,
-    /// Whether the first window overrun was warned about.
+    /// Whether the first window overrun of the context itself was warned about.
     overrun_warned: bool,
+    /// Whether the first overrun of a prompt the engine is told (the context and the recorded
+    /// run's own system prompt and tools) was: a context that then outgrows the window by itself
+    /// is warned about too.
+    told_overrun_warned: bool,
     /// Why the engine's last compaction left the context as large as it did, when it said so
     /// (its `last_compaction` account's `reason`): the over-window warning gives it.
     last_compaction_reason: Option<String>,
@@ -167,6 +171,7 @@ impl<'e> Replayer<'e> {
             threshold: None,
             above_threshold: false,
             overrun_warned: false,
+            told_overrun_warned: false,
             last_compaction_reason: None,
             growth_warned: false,
             failures_said: Vec::new(),
@@ -1025,7 +1030,7 @@ impl<'e> Replayer<'e> {
             at_end: false,
             with_overhead: true,
         });
-        if !std::mem::replace(&mut self.overrun_warned, true) && source == UsageSource::Calibrated {
+        if !std::mem::replace(&mut self.told_overrun_warned, true) && source == UsageSource::Calibrated {
             self.warn(format!(
                 "the prompt went over the window before message {}: {} tokens in {}-token window, which a model would refuse: the replayed context is {} tokens, and the original run's recorded usage adds its own system prompt and tool schemas",
                 self.position,

@@ -925,3 +925,40 @@ fn a_calibrated_prompt_over_the_window_is_reported() {
         .collect();
     assert_eq!(said.len(), 1, "{:?}", outcome.warnings);
 }
+
+/// A context that outgrows the window by itself after a told prompt did is warned about too:
+/// the told prompt's warning had silenced it, and a masking replay ended over the window with
+/// no word.
+#[test]
+fn a_context_over_the_window_after_a_told_prompt_is_warned_about_too() {
+    let mut messages = vec![Message::user("list the files")];
+    for at in 0..8 {
+        if at == 2 {
+            messages.push(Message::user("and the hidden ones"));
+        }
+        let id = format!("c{at}");
+        messages.push(recorded(ls_call(&id), 99_000 + 100 * at));
+        messages.push(Message::tool(&id, "a.txt\n".repeat(400)));
+    }
+    messages.push(recorded(ls_call("big"), 99_900));
+    messages.push(Message::tool("big", "b.txt\n".repeat(80_000)));
+    messages.push(Message::assistant("done"));
+    let mut engine = probe_with(r#"{"eager": true}"#);
+    let (outcome, _) = replay_with(&mut engine, messages, &[]);
+    assert!(outcome.peak_tokens > 100_000, "{}", outcome.peak_tokens);
+    for said in [
+        "the prompt went over the window",
+        "the context went over the window",
+    ] {
+        assert_eq!(
+            outcome
+                .warnings
+                .iter()
+                .filter(|warning| warning.starts_with(said))
+                .count(),
+            1,
+            "{said}: {:?}",
+            outcome.warnings
+        );
+    }
+}
