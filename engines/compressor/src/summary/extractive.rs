@@ -545,6 +545,11 @@ impl<'t> Draft<'t> {
             if times > 1 {
                 text.push_str(&format!(" (×{times})"));
             }
+            // A failure a later run resolved reads as done work: say so, or `-> exit 1` under
+            // Done reads as a failure left behind.
+            if action.failed && !blocked[at] {
+                text.push_str("; passed on a later run");
+            }
             let (section, tier) = if blocked[at] {
                 // The error line, unless the action's line already says it (a failed call's
                 // line quotes its first line: `-> failed: Request failed with status code 404`).

@@ -1343,6 +1343,13 @@ fn a_failure_passed_later_inside_a_chain_is_not_blocked() {
     assert!(blocked.iter().any(|line| line.contains("dbt run")), "{summary}");
     let fixed = summary.split("- Errors fixed since:").nth(1).unwrap_or_default();
     assert!(fixed.contains("ERROR: 1 month differs"), "{summary}");
+    assert!(
+        summary
+            .lines()
+            .any(|line| line.contains("verify_months.py --from 2025-01")
+                && line.ends_with("; passed on a later run")),
+        "{summary}"
+    );
 }
 
 /// `diff` that found differences and `grep` that found no line exit with 1: an answer, not a
