@@ -898,10 +898,10 @@ fn an_original_runs_overhead_over_the_threshold_is_said_once() {
 /// original agent sent besides it) over the window is an overrun, reported as one, though the
 /// replayed context alone is under it: the report said `peak 13,568 of 16,000` while the engine
 /// was told 18,536.
-#[test]
-fn a_calibrated_prompt_over_the_window_is_reported() {
+/// Eight listings, each answer's recorded prompt just under a 100,000-token window; the context
+/// grows by some 600 tokens a result.
+fn listings_recorded_under_the_window() -> Vec<Message> {
     let mut messages = vec![Message::user("list the files")];
-    // Every recorded prompt under the window; the context grows by some 600 tokens a result.
     for at in 0..8 {
         if at == 2 {
             // A request of its own, so that the probe's compaction has turns before it to drop.
@@ -911,6 +911,12 @@ fn a_calibrated_prompt_over_the_window_is_reported() {
         messages.push(recorded(ls_call(&id), 99_000 + 100 * at));
         messages.push(Message::tool(&id, "a.txt\n".repeat(400)));
     }
+    messages
+}
+
+#[test]
+fn a_calibrated_prompt_over_the_window_is_reported() {
+    let mut messages = listings_recorded_under_the_window();
     messages.push(recorded(Message::assistant("done"), 99_900));
     let mut engine = probe_with(r#"{"eager": true}"#);
     let (outcome, _) = replay_with(&mut engine, messages, &[]);
@@ -931,15 +937,7 @@ fn a_calibrated_prompt_over_the_window_is_reported() {
 /// no word.
 #[test]
 fn a_context_over_the_window_after_a_told_prompt_is_warned_about_too() {
-    let mut messages = vec![Message::user("list the files")];
-    for at in 0..8 {
-        if at == 2 {
-            messages.push(Message::user("and the hidden ones"));
-        }
-        let id = format!("c{at}");
-        messages.push(recorded(ls_call(&id), 99_000 + 100 * at));
-        messages.push(Message::tool(&id, "a.txt\n".repeat(400)));
-    }
+    let mut messages = listings_recorded_under_the_window();
     messages.push(recorded(ls_call("big"), 99_900));
     messages.push(Message::tool("big", "b.txt\n".repeat(80_000)));
     messages.push(Message::assistant("done"));
