@@ -200,9 +200,9 @@ fn overlaps(a: &str, b: &str) -> bool {
 
 /// Action lines ranked with the facts; older ones rank below them.
 const RECENT_ACTIONS: usize = 8;
-/// The newest of them ranks with the requests: what was done last is what a model resumes from,
-/// and without them Progress read `(none)` after a session of work whenever the requests and
-/// the facts filled the prose's room.
+/// The newest of them ranks with the requests, and is kept: what was done last is what a model
+/// resumes from, and without it Progress read `(none)` after a session of work whenever the
+/// requests and the facts filled the prose's room.
 const NEWEST_ACTIONS: usize = 1;
 
 /// Requests listed one by one, besides the first.
@@ -563,7 +563,10 @@ impl<'t> Draft<'t> {
                 }
                 (Section::Blocked, 1)
             } else if facts.open_at_end && at >= facts.in_progress_from {
-                (Section::InProgress, 2)
+                (
+                    Section::InProgress,
+                    if newer[at] < NEWEST_ACTIONS { 1 } else { 2 },
+                )
             } else {
                 let tier = match newer[at] {
                     n if n < NEWEST_ACTIONS => 1,
@@ -596,9 +599,16 @@ impl<'t> Draft<'t> {
                     facts.facts[id].kind != FactKind::Path && text.contains(facts.facts[id].text.as_ref())
                 })
                 .collect();
+            let keep_newest = matches!(section, Section::Done | Section::InProgress)
+                && newer[at] < NEWEST_ACTIONS
+                && self.focus_words.is_empty();
             let candidate = self.push(section, tier, action.index + 1, Cow::Owned(text));
             candidate.covers = covers;
             candidate.focus = facts.is_focus(action.index);
+            // The newest action is kept, cut to fit if it must: ranked with the requests, it
+            // still lost to them at 8,000 tokens, and a mobile release's summaries read `Done:
+            // (none)` and `In Progress: (none)`. A focus topic asked for the room instead.
+            candidate.always = keep_newest;
         }
         fixed_later
     }

@@ -697,8 +697,10 @@ fn a_long_json_answers_error_lines_are_quoted_as_its_output_reads() {
 /// read stay files, and a later summary folding this one keeps them apart.
 #[test]
 fn a_requests_route_is_listed_as_a_route_not_a_file() {
+    // The last line is what the command's line quotes (`; last line: …`), which covers a route.
     let log = "10.42.3.7 - - [29/Nov/2026:10:01:02] \"GET /v2/checkout/summary HTTP/1.1\" 504 0\n\
-               10.42.3.8 - - [29/Nov/2026:10:01:03] \"POST /api/orders/confirm HTTP/1.1\" 200 88";
+               10.42.3.8 - - [29/Nov/2026:10:01:03] \"POST /api/orders/confirm HTTP/1.1\" 200 88\n\
+               tail: done";
     let middle = vec![
         Message::user("why does checkout time out?"),
         shell("l1", "tail -n 2 /var/log/nginx/checkout.access.log"),
@@ -1428,8 +1430,16 @@ fn the_newest_work_done_is_listed_in_a_short_summary() {
             ));
         }
     }
+    // The last request still open: its newest action is in progress, and listed as well, however
+    // short the room.
+    let open = summarize_within(&middle, None, 600, 6_000);
+    let in_progress = section(&open, "### In Progress");
+    assert!(
+        in_progress.iter().any(|line| line.contains("invoice_5_3")),
+        "{open}"
+    );
     middle.push(Message::assistant("All six tables are in sync."));
-    let summary = summarize_within(&middle, None, 1_500, 6_000);
+    let summary = summarize_within(&middle, None, 600, 6_000);
     let done = section(&summary, "### Done");
     assert!(done.iter().any(|line| line.contains("invoice_5_3")), "{summary}");
 }
