@@ -1579,6 +1579,13 @@ fn a_traceback_header_a_fixed_issue_and_a_fetched_page_are_no_errors() {
         blocked.iter().any(|line| line.contains("intranet.example")),
         "{summary}"
     );
+    // The page's `cannot` is listed with what files read say, not as an error of the session.
+    let errors = summary
+        .split("- Errors:")
+        .nth(1)
+        .and_then(|rest| rest.split("\n- ").next())
+        .unwrap_or_default();
+    assert!(!errors.contains("Known limitation"), "{summary}");
 }
 
 /// A helpdesk's tickets, kept by an earlier summary, outlast the next day's checksum listing:
