@@ -135,11 +135,17 @@ fn masked_text(text: &str, min_chars: usize) -> Option<String> {
     }
     let mut kept = String::new();
     let mut kept_chars = 0;
-    for line in text.lines().take(KEPT_INPUT_LINES) {
-        let line: String = line.chars().take(KEPT_INPUT_LINE_CHARS).collect();
-        // Counted as in the text: the line and its line break.
-        kept_chars += line.chars().count() + 1;
-        kept.push_str(&line);
+    for piece in text.split_inclusive('\n').take(KEPT_INPUT_LINES) {
+        let line = piece.trim_end_matches(['\n', '\r']);
+        let shown: String = line.chars().take(KEPT_INPUT_LINE_CHARS).collect();
+        let shown_chars = shown.chars().count();
+        // Counted as in the text: the part of the line shown, and its line break (if it has one)
+        // when the whole line is.
+        kept_chars += match shown_chars == line.chars().count() {
+            true => piece.chars().count(),
+            false => shown_chars,
+        };
+        kept.push_str(&shown);
         kept.push('\n');
     }
     Some(format!(

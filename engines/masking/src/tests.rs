@@ -584,3 +584,26 @@ fn a_patch_keeps_its_first_lines_and_a_command_stays_whole() {
     );
     assert_eq!(calls[1], command);
 }
+
+/// The note counts what it hides, exactly: a one-line input shows its first characters, and the
+/// rest of that line is counted, with no line break it never had.
+#[test]
+fn a_one_line_input_counts_the_characters_it_hides() {
+    let input = format!("*** {}", "x".repeat(1_496));
+    let mut messages = vec![Message::user("apply it")];
+    for id in ["c0", "c1"] {
+        messages.push(Message::assistant_calls(vec![ToolCall::new(
+            id,
+            "apply_patch",
+            input.clone(),
+        )]));
+        messages.push(Message::tool(id, "Done!"));
+    }
+    let mut masking = engine_with_window(json!({ "keep_last": 1 }), 4_000);
+    let masked = compress(&mut masking, messages);
+    let shown: String = input.chars().take(120).collect();
+    assert_eq!(
+        masked[1].calls()[0].function.arguments,
+        format!("{shown}\n[masked: 1380 more chars]")
+    );
+}
