@@ -253,17 +253,10 @@ impl FactItem {
 /// What must appear verbatim for a line to count as quoted: a file line's path, a request's text,
 /// else the whole line (without a cut mark).
 fn key_of(text: &str) -> &str {
-    let text = [
-        "Latest request (answered): ",
-        "Its answer: ",
-        "Latest request: ",
-        "Unanswered request: ",
-        "Request in progress: ",
-        "Focus: ",
-    ]
-    .iter()
-    .find_map(|label| text.strip_prefix(label))
-    .unwrap_or(text);
+    let text = ctxhost_compressor::ITEM_LABELS
+        .iter()
+        .find_map(|label| text.strip_prefix(label))
+        .unwrap_or(text);
     let text = text.trim_end_matches('…');
     match text.split_once(" (") {
         Some((path, verbs))

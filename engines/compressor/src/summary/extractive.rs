@@ -41,7 +41,7 @@ use super::{
     facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
-    sections::{Section, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, UNANSWERED},
+    sections::{Section, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, UNANSWERED},
     Summarizer, SummaryError, SummaryRequest,
 };
 
@@ -218,7 +218,7 @@ const LATEST_REQUEST_CHARS: usize = 1_200;
 impl<'t> Draft<'t> {
     pub(super) fn add_new(&mut self, facts: &Facts<'t>, focus: Option<&str>, has_previous: bool) {
         if let Some(focus) = focus {
-            let candidate = self.push(Section::Goal, 0, 0, Cow::Owned(format!("Focus: {focus}")));
+            let candidate = self.push(Section::Goal, 0, 0, Cow::Owned(format!("{FOCUS}{focus}")));
             candidate.always = true;
             candidate.display = i64::MIN;
         }

@@ -25,7 +25,7 @@ use super::{
     },
     facts::{verbs, FactKind, Facts},
     patterns::decision_record_number,
-    sections::{goal_request, oldest_request, open_request, parse_sections, Section, LATEST_ANSWER},
+    sections::{goal_request, oldest_request, open_request, parse_sections, Section, FOCUS, LATEST_ANSWER},
 };
 
 /// One line of the earlier summary, placed in the new one.
@@ -53,7 +53,7 @@ impl<'t> Draft<'t> {
             for line in lines {
                 position += 1;
                 let (target, tier) = match section {
-                    Section::Goal if line.starts_with("Focus: ") => continue,
+                    Section::Goal if line.starts_with(FOCUS) => continue,
                     // The answer to an earlier summary's latest request: the new summary has its own.
                     Section::Goal if line.starts_with(LATEST_ANSWER) => continue,
                     // The oldest request keeps the conversation's goal.

@@ -138,9 +138,7 @@ pub(crate) fn oldest_request(body: &str) -> Option<&str> {
     sections[Section::Goal.index()]
         .iter()
         .rev()
-        .find(|line| {
-            !line.starts_with("Focus: ") && !line.starts_with(LATEST_ANSWER) && !is_unlisted_note(line)
-        })
+        .find(|line| !line.starts_with(FOCUS) && !line.starts_with(LATEST_ANSWER) && !is_unlisted_note(line))
         .or_else(|| {
             sections[Section::NextSteps.index()]
                 .iter()
@@ -176,6 +174,20 @@ pub(crate) const UNANSWERED: &str = "Unanswered request: ";
 /// …in progress when the assistant acted on it (its actions are under In Progress): a request
 /// being worked on is not one to start again.
 pub(crate) const IN_PROGRESS: &str = "Request in progress: ";
+
+/// How Goal opens the focus topic of a manual `/compress <focus>`.
+pub(crate) const FOCUS: &str = "Focus: ";
+
+/// The labels a Goal or Next Steps item opens with, before the text it quotes: a reader that
+/// looks for the quoted text (the host's grounding of a model's summary) strips them.
+pub const ITEM_LABELS: [&str; 6] = [
+    LATEST_ANSWERED,
+    LATEST_BEFORE,
+    LATEST_ANSWER,
+    UNANSWERED,
+    IN_PROGRESS,
+    FOCUS,
+];
 
 /// The request an open Next Steps line quotes, without its label.
 pub(crate) fn open_request(line: &str) -> Option<&str> {
