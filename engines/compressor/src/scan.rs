@@ -265,10 +265,14 @@ pub(crate) fn line_around(text: &str, start: usize, end: usize) -> (&str, usize)
 /// The sentence around bytes `start..end` of `text`, at most `max` bytes, and where it ends.
 pub(crate) fn sentence_around(text: &str, start: usize, end: usize, max: usize) -> (&str, usize) {
     let bytes = text.as_bytes();
+    // A quotation's closing mark ends the sentence it ends (`… does not need it.' We never …`).
     let ends_sentence = |at: usize| {
-        bytes[at] == b'\n'
-            || (matches!(bytes[at], b'.' | b'!' | b'?')
-                && bytes.get(at + 1).is_none_or(|next| next.is_ascii_whitespace()))
+        let closes = match bytes[at] {
+            b'.' | b'!' | b'?' => true,
+            b'\'' | b'"' | b')' => at > 0 && matches!(bytes[at - 1], b'.' | b'!' | b'?'),
+            _ => false,
+        };
+        bytes[at] == b'\n' || (closes && bytes.get(at + 1).is_none_or(|next| next.is_ascii_whitespace()))
     };
     let floor = start.saturating_sub(max / 2);
     let mut sentence_start = start;
@@ -304,6 +308,12 @@ mod tests {
             sentence_around(text, at, at + 4, 300).0,
             " You must not touch the API."
         );
+        let text = "Play said: 'Your app does not need it.' We never added it. Fix it.";
+        let at = text.find("never").unwrap();
+        assert_eq!(sentence_around(text, at, at + 5, 300).0, " We never added it.");
+        let text = "He said \"stop.\" Then left (as asked.) Done";
+        let at = text.find("Then").unwrap();
+        assert_eq!(sentence_around(text, at, at + 4, 300).0, " Then left (as asked.)");
     }
 
     /// Property: the eight-byte search finds the first byte the table marks, on every byte value

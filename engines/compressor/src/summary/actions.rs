@@ -251,8 +251,9 @@ fn last_line(output: &str) -> Option<String> {
             .rev()
             .map(str::trim)
             .filter(|line| !line.is_empty());
+        // So does OpenHands's trailer: the exit code, the working directory, the interpreter.
         let mut last = lines.next()?;
-        if is_exit_line(last) {
+        while is_exit_line(last) || is_shell_trailer(last) {
             last = lines.next()?;
         }
         lines.next()?;
@@ -272,6 +273,23 @@ fn is_exit_line(line: &str) -> bool {
     lower.starts_with("exit code")
         || lower.contains("finished with exit code")
         || lower.starts_with("process exited")
+}
+
+/// Whether `line` is one of the lines OpenHands writes after a command's output, other than
+/// its exit code: `[Current working directory: /workspace]`, `[Python interpreter: …]`,
+/// `[The command completed with exit code 1.]`.
+fn is_shell_trailer(line: &str) -> bool {
+    let Some(inner) = line.strip_prefix('[').and_then(|line| line.strip_suffix(']')) else {
+        return false;
+    };
+    let lower = inner.to_ascii_lowercase();
+    [
+        "current working directory:",
+        "python interpreter:",
+        "the command completed with exit code",
+    ]
+    .iter()
+    .any(|start| lower.starts_with(start))
 }
 
 /// Every string in `value` short enough to be an identifier rather than content.

@@ -464,6 +464,18 @@ impl<'t> Draft<'t> {
                     text.push_str(decision.text.trim());
                 }
             }
+            if request.images > 0 {
+                let plural = if request.images == 1 { "" } else { "s" };
+                let space = if text.is_empty() || text.ends_with(' ') {
+                    ""
+                } else {
+                    " "
+                };
+                text.push_str(&format!(
+                    "{space}[{} image{plural} sent with it, not kept]",
+                    request.images
+                ));
+            }
             let candidate = self.push(section, tier, request.index + 1, Cow::Owned(text));
             candidate.always = tier == 0;
             candidate.keeps_fact = true;

@@ -9,12 +9,12 @@
 
 use std::borrow::Cow;
 
-use ctxhost_engine_abi::{part_text, Content, Message, Role, ToolCall};
+use ctxhost_engine_abi::{is_image_part, part_text, Content, Message, Role, ToolCall};
 use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_group};
 
 use super::{
     is_summary_text,
-    patterns::{decision_records, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS},
+    patterns::{decision_records, states_a_rule, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS},
 };
 use crate::scan::{capped_pieces, capped_pieces_of_bodies, tool_kind, FastHash, FastMap, ToolKind};
 
@@ -85,6 +85,8 @@ pub(crate) struct Request<'a> {
     pub answered: bool,
     /// The last text answer to it, when one came, and its message.
     pub answer: Option<(usize, Cow<'a, str>)>,
+    /// Images the user sent with it, which a summary cannot carry.
+    pub images: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -216,7 +218,9 @@ impl<'a> Facts<'a> {
 
     fn on_user(&mut self, index: usize, message: &'a Message, scan: bool) {
         let text = message.text();
-        if text.trim().is_empty() || is_summary_text(&text) {
+        let images = image_count(message);
+        // A screenshot sent alone is a request too: the summary says one was sent.
+        if (text.trim().is_empty() && images == 0) || is_summary_text(&text) {
             return;
         }
         if is_agent_note(message, &text) {
@@ -234,6 +238,7 @@ impl<'a> Facts<'a> {
             text,
             answered: false,
             answer: None,
+            images,
         });
         self.open_at_end = true;
         self.in_progress_from = self.actions.len();
@@ -251,7 +256,7 @@ impl<'a> Facts<'a> {
             let stated: Vec<Sentence<'a>> = self
                 .constraints
                 .drain(from..)
-                .filter(|sentence| !sentence.text.ends_with('?'))
+                .filter(|sentence| !sentence.text.ends_with('?') && states_a_rule(sentence.text))
                 .collect();
             self.constraints.extend(stated);
             Self::sentences(piece, &USER_DECISION_WORDS, index, &mut self.user_decisions);
@@ -358,6 +363,14 @@ pub(crate) fn extract_facts<'a>(
     }
     facts.settle_unanswered();
     facts
+}
+
+/// The image parts of `message`.
+fn image_count(message: &Message) -> usize {
+    match &message.content {
+        Content::Parts(parts) => parts.iter().filter(|part| is_image_part(part)).count(),
+        Content::Null | Content::Text(_) => 0,
+    }
 }
 
 /// Where reading starts: for tool output and the assistant's text (at a group's start, so that

@@ -78,6 +78,41 @@ pub(super) static CONSTRAINT_WORDS: LazyLock<Words> = LazyLock::new(|| {
     ])
 });
 
+/// Whether `sentence` states a rule: a constraint word in it other than `never` or `always`
+/// before a verb in the past tense, which tells what happened (`We never added that permission`,
+/// `it always failed on Fridays`), not what must.
+pub(super) fn states_a_rule(sentence: &str) -> bool {
+    let mut from = 0;
+    while let Some((start, end)) = CONSTRAINT_WORDS.find_at(sentence, from) {
+        let word = &sentence[start..end];
+        let tells_the_past = (word.eq_ignore_ascii_case("never") || word.eq_ignore_ascii_case("always"))
+            && sentence[end..]
+                .split_whitespace()
+                .next()
+                .is_some_and(is_past_tense);
+        if !tells_the_past {
+            return true;
+        }
+        from = end;
+    }
+    false
+}
+
+/// Whether `word` is a verb in the past tense: a regular one (`added`, `shipped`; not `need`,
+/// `exceed`), or a common irregular one.
+fn is_past_tense(word: &str) -> bool {
+    const IRREGULAR: &[&str] = &[
+        "had", "was", "were", "did", "got", "saw", "made", "took", "went", "knew", "sent", "came", "gave",
+        "told", "wrote", "found", "thought", "heard", "left", "kept", "built", "bought", "paid", "said",
+        "ran", "agreed",
+    ];
+    let word = word
+        .trim_end_matches(|c: char| !c.is_ascii_alphabetic())
+        .to_ascii_lowercase();
+    IRREGULAR.contains(&word.as_str())
+        || (word.len() >= 5 && word.ends_with("ed") && !word.ends_with("eed") && word != "embed")
+}
+
 /// Words that state a decision, matched as whole words, ignoring ASCII case.
 pub(super) static DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
     Words::new(&[

@@ -1177,6 +1177,33 @@ fn the_newest_work_done_says_the_last_line_its_command_printed() {
     );
 }
 
+/// OpenHands closes every command's output with its working directory, interpreter and exit
+/// code: the last line quoted is the command's own (verify15's mobile release read `last line:
+/// [Python interpreter: /openhands/poetry/bin/python]` on every action).
+#[test]
+fn the_last_line_quoted_is_the_commands_not_openhands_trailer() {
+    let middle = vec![
+        Message::user("build the bundle"),
+        shell("t1", "./gradlew :app:bundleRelease"),
+        Message::tool(
+            "t1",
+            "> Task :app:bundleRelease\nBUILD SUCCESSFUL in 2m 14s\n[The command completed with exit code 0.]\n\
+             [Current working directory: /workspace]\n[Python interpreter: /openhands/poetry/bin/python]\n\
+             [Command finished with exit code 0]",
+        ),
+        Message::assistant("Built."),
+        Message::user("thanks"),
+        Message::assistant("Anytime."),
+    ];
+    let summary = summarize(&middle);
+    let done = section_lines(&summary, "### Done");
+    assert_eq!(done.len(), 1, "{summary}");
+    assert!(
+        done[0].ends_with("; last line: BUILD SUCCESSFUL in 2m 14s"),
+        "{summary}"
+    );
+}
+
 /// A question the user asks is no constraint, though it says `only` or `never`: they may answer
 /// it the other way later.
 #[test]
@@ -1193,6 +1220,59 @@ fn a_question_is_not_listed_as_a_constraint() {
         ["- Never keep it past the RI expiry."],
         "{summary}"
     );
+}
+
+/// What happened is no rule, and a pasted quotation ends where its closing mark does (verify15
+/// W6: `…does not need it.' We never added that permission.` was kept as a constraint).
+#[test]
+fn a_past_never_or_a_pasted_fragment_is_not_a_constraint() {
+    let middle = vec![
+        Message::user(
+            "Google Play rejected 40200: 'Your app uses the QUERY_ALL_PACKAGES permission but \
+             does not need it.' We never added that permission. It always failed on the \
+             internal track. Never touch the upload keystore, and always bump versionCode.",
+        ),
+        Message::assistant("Looking at the merged manifest."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        ["- Never touch the upload keystore, and always bump versionCode."],
+        "{summary}"
+    );
+}
+
+/// A screenshot the user sent leaves a trace: the request says how many images came with it,
+/// also when an image came alone (verify15 W10).
+#[test]
+fn a_requests_images_are_counted_in_its_goal_line() {
+    let image = |url: &str| serde_json::json!({"type": "image_url", "image_url": {"url": url}});
+    let with_parts = |parts: Vec<serde_json::Value>| {
+        let mut message = Message::user("");
+        message.content = ctxhost_engine_abi::Content::Parts(parts);
+        message
+    };
+    let middle = vec![
+        with_parts(vec![
+            serde_json::json!({"type": "text", "text": "The checkout screen crashes, see both screenshots."}),
+            image("data:image/png;base64,AAAA"),
+            image("data:image/png;base64,BBBB"),
+        ]),
+        Message::assistant("The stack is in CheckoutFragment."),
+        with_parts(vec![image("https://example.com/after.png")]),
+        Message::assistant("That is the fixed layout."),
+        Message::user("Ship it."),
+        Message::assistant("Shipped."),
+    ];
+    let summary = summarize(&middle);
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        goal.contains(
+            &"- The checkout screen crashes, see both screenshots. [2 images sent with it, not kept]"
+        ),
+        "{summary}"
+    );
+    assert!(goal.contains(&"- [1 image sent with it, not kept]"), "{summary}");
 }
 
 /// A status line that mentions a fix is no decision; the fix the assistant chose is (verify13 N6:
