@@ -303,23 +303,27 @@ fn collect_short_strings<'v>(value: &'v Value, into: &mut Vec<&'v str>) {
 }
 
 /// The keys that tell a retry of `command` run by `tool`: each program its chain or pipeline
-/// runs, but `cd` and its kind (the command itself when it runs nothing else). A check that
-/// failed on its own (`python scripts/verify.py --from 2025-01`) and passed later inside a chain
-/// (`alembic upgrade head && python scripts/verify.py --from 2026-03`) was retried, and is not
-/// blocked; `cd dbt && dbt run` is not retried by `cd dbt && dbt test`.
+/// runs, but `cd` and its kind (the command itself when it runs nothing else), and the filters a
+/// pipeline passes the output through. A check that failed on its own (`python scripts/verify.py
+/// --from 2025-01`) and passed later inside a chain (`alembic upgrade head && python
+/// scripts/verify.py --from 2026-03`) was retried, and is not blocked; `cd dbt && dbt run` is not
+/// retried by `cd dbt && dbt test`, nor `pnpm test 2>&1 | tail -5` by `git log | tail -3`.
 pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
     let mut keys = Vec::new();
     let chain = command.replace("&&", ";").replace("||", ";");
-    for step in chain.split([';', '|']) {
-        let Some(first) = step.split_whitespace().next() else {
-            continue;
-        };
-        if matches!(first, "cd" | "pushd" | "popd" | "export" | "source" | "." | "set") {
-            continue;
-        }
-        let key = format!("{tool}\u{0}{}", program_of(step));
-        if !keys.contains(&key) {
-            keys.push(key);
+    for pipeline in chain.split(';') {
+        for (position, step) in pipeline.split('|').enumerate() {
+            let Some(first) = step.split_whitespace().next() else {
+                continue;
+            };
+            let filters = position > 0 && PIPE_FILTERS.contains(&first);
+            if filters || matches!(first, "cd" | "pushd" | "popd" | "export" | "source" | "." | "set") {
+                continue;
+            }
+            let key = format!("{tool}\u{0}{}", program_of(step));
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
         }
     }
     if keys.is_empty() {
@@ -328,15 +332,40 @@ pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
     keys
 }
 
-/// The program a command runs, for telling a retry: its first two words that are not options
-/// (`python -m pytest -q tests/x.py` and `python -m pytest` are both `python pytest`).
+/// Programs a pipeline passes another's output through: what ran is the program before them.
+const PIPE_FILTERS: &[&str] = &[
+    "tail", "head", "grep", "egrep", "fgrep", "rg", "sort", "uniq", "wc", "cat", "tee", "less",
+    "more", "cut", "tr", "sed", "awk", "jq", "column", "nl", "fold",
+];
+
+/// Options that take the next word as their value, where a command's options come before what
+/// it runs: `pnpm --filter @acme/worker test`, `kubectl -n prod get pods`, `git -C repo status`.
+const OPTIONS_WITH_VALUES: &[&str] = &[
+    "--filter", "-F", "--prefix", "-C", "--dir", "--cwd", "--workspace", "-w", "--project",
+    "--package", "-p", "--manifest-path", "-f", "--file", "-n", "--namespace", "--context",
+    "--kubeconfig", "--region", "--profile", "--chdir", "--config",
+];
+
+/// The program a command runs, for telling a retry: its first two words that are neither options
+/// nor an option's value (`python -m pytest -q tests/x.py` and `python -m pytest` are both
+/// `python pytest`; `pnpm --filter @acme/worker test` is `pnpm test`).
 fn program_of(command: &str) -> String {
-    command
-        .split_whitespace()
-        .filter(|word| !word.starts_with('-'))
-        .take(2)
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut words = Vec::with_capacity(2);
+    let mut value_next = false;
+    for word in command.split_whitespace() {
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        if word.starts_with('-') {
+            value_next = OPTIONS_WITH_VALUES.contains(&word);
+            continue;
+        }
+        words.push(word);
+        if words.len() == 2 {
+            break;
+        }
+    }
+    words.join(" ")
 }
 
 /// `run` on the words of the command `call` runs last (the last of a pipeline or a chain, which

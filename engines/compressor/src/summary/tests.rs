@@ -1434,6 +1434,35 @@ fn a_failure_passed_later_inside_a_chain_is_not_blocked() {
     );
 }
 
+/// A pipeline's filters are not what it ran: a test run piped through `tail` is not retried by
+/// `git log | tail -3`, nor a package's tests by another package's build (verify16: a
+/// jsonwebtoken failure the user had parked read as fixed).
+#[test]
+fn a_failure_is_not_resolved_by_a_later_command_sharing_its_filter() {
+    let middle = vec![
+        Message::user("upgrade jsonwebtoken in the worker"),
+        shell("t1", "pnpm --filter @acme/worker test 2>&1 | tail -5"),
+        Message::tool(
+            "t1",
+            "Error: legacy-auth: jsonwebtoken peer mismatch (expected 8.x)\n 1 failed\nExit code: 1",
+        ),
+        Message::assistant("Blocked on legacy-auth; parking it."),
+        Message::user("fine, show me the log"),
+        shell("g1", "git log --oneline | tail -3"),
+        Message::tool("g1", "a1b2c3d bump axios\n9f8e7d6 lockfile\n1234abc init\nExit code: 0"),
+        shell("b1", "pnpm --filter @acme/worker build"),
+        Message::tool("b1", "built in 2.1s\nExit code: 0"),
+        Message::assistant("Here it is."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        blocked.iter().any(|line| line.contains("pnpm --filter @acme/worker test")),
+        "{summary}"
+    );
+    assert!(!summary.contains("- Errors fixed since:"), "{summary}");
+}
+
 /// `diff` that found differences and `grep` that found no line exit with 1: an answer, not a
 /// failure. Exit 2 is their failure.
 #[test]
