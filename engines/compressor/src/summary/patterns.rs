@@ -163,13 +163,14 @@ pub(super) static USER_DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
 
 /// A decision as a running list records it, at the start of a line or of its sentence:
 /// `Decision 3: no CDC …`, `**Decision 1 reversed:** warehouse = BigQuery …`, `Noted. Decision 2:
-/// …`, `I propose — Decision 2: …`, and a revision said first: `Reverse decision 1: we go BigQuery`, `About decision 1: keep
+/// …`, `I propose — Decision 2: …`, `Also, Decision 3: …`, `One more reversal: Decision 2
+/// revised — …`, and a revision said first: `Reverse decision 1: we go BigQuery`, `About decision 1: keep
 /// 8G`, `Reverse yesterday's decision: impute tenure`. A planning assistant asked to keep the
 /// decisions writes them so, and so do users recording their own; the number says which earlier
 /// record a revision replaces.
 static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–][ \t]+)((?:\*\*)?(?:(reverse|revise|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+)?)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:\*\*)?[ \t]*:)[^\n]*",
+        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–:][ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|revise|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+)?)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
     )
     .expect("the decision record pattern compiles")
 });

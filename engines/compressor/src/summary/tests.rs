@@ -1629,7 +1629,7 @@ fn the_users_decision_records_and_their_reversals_are_key_decisions() {
 #[test]
 fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
     let mut records = Vec::new();
-    let text = "Reverse decision 1: we go BigQuery.\nAbout decision 3: keep 8G.\nOK. Reverse yesterday's decision: keep them.\nWe should reverse the decision: later.\nDecision 4: plain.\nFor the rollout I propose — Decision 2: phased release.\n";
+    let text = "Reverse decision 1: we go BigQuery.\nAbout decision 3: keep 8G.\nOK. Reverse yesterday's decision: keep them.\nWe should reverse the decision: later.\nDecision 4: plain.\nFor the rollout I propose — Decision 2: phased release.\nLeave it. One more reversal: Decision 5 revised — raise min_capacity to 6.\nPLAT-2291 is open. Also, Decision 6: pin the provider to 5.62.0.\n";
     super::patterns::decision_records(text, 0, &mut records);
     let found: Vec<(Option<u32>, bool, &str)> =
         records.iter().map(|r| (r.number, r.revises, r.text)).collect();
@@ -1641,6 +1641,8 @@ fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
             (None, true, "Reverse yesterday's decision: keep them."),
             (Some(4), false, "Decision 4: plain."),
             (Some(2), false, "Decision 2: phased release."),
+            (Some(5), true, "Decision 5 revised — raise min_capacity to 6."),
+            (Some(6), false, "Decision 6: pin the provider to 5.62.0."),
         ]
     );
 }
