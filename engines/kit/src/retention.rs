@@ -450,13 +450,28 @@ pub fn reports_no_error(line: &str) -> bool {
     {
         return true;
     }
-    // A load test's rate of failures, none: k6's `http_req_failed......: 0.00%`.
+    // A load test's count or rate of failures, none: k6's `http_req_failed......: 0.00%`,
+    // pgbench's `number of failed transactions: 0 (0.000%)`.
     if let Some(at) = lower.find("failed") {
-        let rate = lower[at + "failed".len()..]
-            .trim_start_matches(|c: char| c == '.' || c == ':' || c.is_whitespace());
-        if rate.starts_with("0.00%") || rate.starts_with("0%") {
+        let rest = lower[at + "failed".len()..]
+            .trim_start_matches(|c: char| c.is_ascii_lowercase() || c == ' ' || c == '_');
+        let count = rest.trim_start_matches(|c: char| c == '.' || c == ':' || c.is_whitespace());
+        if rest.len() > count.len() && is_zero(count) {
             return true;
         }
+    }
+    // A column or a section named for failures, which lists none by itself: pgbench's `statement
+    // latencies in milliseconds and failures:`.
+    if line.trim_end().ends_with(':') && (lower.contains(" and failures") || lower.contains(" and errors")) {
+        return true;
+    }
+    // `No lint errors`, `no type errors found`.
+    if lower.match_indices("no ").any(|(at, _)| {
+        let at_word = at == 0 || !lower.as_bytes()[at - 1].is_ascii_alphanumeric();
+        let mut words = lower[at + 3..].split_whitespace();
+        at_word && (words.next().is_some_and(counts_none) || words.next().is_some_and(counts_none))
+    }) {
+        return true;
     }
     [
         "0 failed",
@@ -474,6 +489,28 @@ pub fn reports_no_error(line: &str) -> bool {
     ]
     .iter()
     .any(|phrase| holds_whole_number(&lower, phrase))
+}
+
+/// Whether `text` opens with a zero that is a whole number or a rate (`0`, `0 (0.000%)`, `0.00%`),
+/// not the start of another number (`0.5%`, `07`).
+fn is_zero(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('0') else {
+        return false;
+    };
+    let decimals = rest.strip_prefix('.').map(|rest| rest.trim_start_matches('0'));
+    match decimals {
+        Some(after) => after.starts_with('%'),
+        // `0 passed` after `3 failed:` counts something else.
+        None => rest.trim().is_empty() || rest.starts_with(" (") || rest.starts_with(['%', ',', ';']),
+    }
+}
+
+/// Whether `word` names errors or failures, of which the word before says there are none.
+fn counts_none(word: &str) -> bool {
+    matches!(
+        word.trim_end_matches(|c: char| !c.is_ascii_alphabetic()),
+        "errors" | "failures"
+    )
 }
 
 /// Whether `text` holds `phrase` with its zero a whole number: `10 errors` and `errors: 0.5%`
@@ -794,6 +831,11 @@ mod tests {
             "Executed 43 tests, with 0 failures (0 unexpected) in 12.204 seconds",
             "SPR49897: Resolved an issue where StageNow profiles failed with error 'Feature not supported'.",
             "- Fixed a crash when the config has no `error` key",
+            "number of failed transactions: 0 (0.000%)",
+            "http_req_failed................: 0.00%  ✓ 0  ✗ 1200",
+            "statement latencies in milliseconds and failures:",
+            "✨ No lint errors",
+            "no type errors found",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
@@ -802,6 +844,11 @@ mod tests {
             "110 failed, 2 passed",
             "errors: 0.5%",
             "ERROR=07",
+            "number of failed transactions: 12 (0.400%)",
+            "http_req_failed................: 0.52%",
+            "Found no config; 3 errors in 2 files",
+            "Error: no route to host",
+            "3 tests failed: 0 passed",
         ] {
             assert!(!reports_no_error(some), "{some}");
         }

@@ -334,16 +334,35 @@ pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
 
 /// Programs a pipeline passes another's output through: what ran is the program before them.
 const PIPE_FILTERS: &[&str] = &[
-    "tail", "head", "grep", "egrep", "fgrep", "rg", "sort", "uniq", "wc", "cat", "tee", "less",
-    "more", "cut", "tr", "sed", "awk", "jq", "column", "nl", "fold",
+    "tail", "head", "grep", "egrep", "fgrep", "rg", "sort", "uniq", "wc", "cat", "tee", "less", "more",
+    "cut", "tr", "sed", "awk", "jq", "column", "nl", "fold",
 ];
 
 /// Options that take the next word as their value, where a command's options come before what
 /// it runs: `pnpm --filter @acme/worker test`, `kubectl -n prod get pods`, `git -C repo status`.
 const OPTIONS_WITH_VALUES: &[&str] = &[
-    "--filter", "-F", "--prefix", "-C", "--dir", "--cwd", "--workspace", "-w", "--project",
-    "--package", "-p", "--manifest-path", "-f", "--file", "-n", "--namespace", "--context",
-    "--kubeconfig", "--region", "--profile", "--chdir", "--config",
+    "--filter",
+    "-F",
+    "--prefix",
+    "-C",
+    "--dir",
+    "--cwd",
+    "--workspace",
+    "-w",
+    "--project",
+    "--package",
+    "-p",
+    "--manifest-path",
+    "-f",
+    "--file",
+    "-n",
+    "--namespace",
+    "--context",
+    "--kubeconfig",
+    "--region",
+    "--profile",
+    "--chdir",
+    "--config",
 ];
 
 /// The program a command runs, for telling a retry: its first two words that are neither options

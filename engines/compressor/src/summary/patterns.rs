@@ -382,6 +382,14 @@ impl<'a> Facts<'a> {
                 from = found.end();
                 continue;
             }
+            // A file named for errors (`Edited scripts/audit-exceptions.mjs`, `M
+            // src/errors.ts`) and a key in code a command printed (`{ error: 'invalid' }`) report
+            // none; a file read lists its lines that mention errors apart.
+            let code_key = source != Source::FileContent && is_object_key(text, found.start(), found.end());
+            if code_key || in_file_name(text, found.start(), found.end()) {
+                from = found.end();
+                continue;
+            }
             let (line, line_end) = line_around(text, found.start(), found.end());
             from = line_end.max(found.end());
             // A tool's JSON answer (`{"output": "…", "metadata": {…}}`): the line is the text of
@@ -481,6 +489,47 @@ impl<'a> Facts<'a> {
             }
         }
     }
+}
+
+/// Whether the match at `start..end` of `text` lies in a path or a file name: a word holding a
+/// `/`, or ending with an extension (`errors.log`, `audit-exceptions.mjs:`), not a class's dotted
+/// name (`java.lang.IllegalStateException`).
+fn in_file_name(text: &str, start: usize, end: usize) -> bool {
+    let bytes = text.as_bytes();
+    let is_boundary = |byte: u8| {
+        byte.is_ascii_whitespace() || matches!(byte, b'"' | b'\'' | b'`' | b'\\' | b'(' | b'[' | b'{')
+    };
+    let word_start = bytes[..start]
+        .iter()
+        .rposition(|&byte| is_boundary(byte))
+        .map_or(0, |at| at + 1);
+    let word_end = bytes[start..]
+        .iter()
+        .position(|&byte| is_boundary(byte))
+        .map_or(bytes.len(), |at| start + at);
+    // A marker of several words (`FAIL `, `No such file`) is no part of a name.
+    if end > word_end {
+        return false;
+    }
+    let word = text[word_start..word_end].trim_end_matches([':', ',', ';', '.', ')', ']', '}']);
+    if word.contains('/') {
+        return true;
+    }
+    word.rsplit_once('.').is_some_and(|(name, extension)| {
+        !name.is_empty()
+            && (1..=5).contains(&extension.len())
+            && extension
+                .bytes()
+                .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit())
+    })
+}
+
+/// Whether the match at `start..end` of `text` is a bare key of an object literal in code (`{
+/// error: 'invalid' }`): a value a program sets, not an error it met. A quoted key is a tool's
+/// JSON answer as often (`{"error": "rate limited"}`), and stays an error.
+fn is_object_key(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].trim_end();
+    text[end..].starts_with(':') && (before.ends_with('{') || before.ends_with(','))
 }
 
 /// Whether `fact`, a slice of `text`, is the target of an HTTP request line (`"GET

@@ -1449,7 +1449,10 @@ fn a_failure_is_not_resolved_by_a_later_command_sharing_its_filter() {
         Message::assistant("Blocked on legacy-auth; parking it."),
         Message::user("fine, show me the log"),
         shell("g1", "git log --oneline | tail -3"),
-        Message::tool("g1", "a1b2c3d bump axios\n9f8e7d6 lockfile\n1234abc init\nExit code: 0"),
+        Message::tool(
+            "g1",
+            "a1b2c3d bump axios\n9f8e7d6 lockfile\n1234abc init\nExit code: 0",
+        ),
         shell("b1", "pnpm --filter @acme/worker build"),
         Message::tool("b1", "built in 2.1s\nExit code: 0"),
         Message::assistant("Here it is."),
@@ -1457,7 +1460,9 @@ fn a_failure_is_not_resolved_by_a_later_command_sharing_its_filter() {
     let summary = summarize(&middle);
     let blocked = section(&summary, "### Blocked");
     assert!(
-        blocked.iter().any(|line| line.contains("pnpm --filter @acme/worker test")),
+        blocked
+            .iter()
+            .any(|line| line.contains("pnpm --filter @acme/worker test")),
         "{summary}"
     );
     assert!(!summary.contains("- Errors fixed since:"), "{summary}");
@@ -1644,6 +1649,66 @@ fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
             (Some(5), true, "Decision 5 revised — raise min_capacity to 6."),
             (Some(6), false, "Decision 6: pin the provider to 5.62.0."),
         ]
+    );
+}
+
+/// A file named for errors, a key in code and a report of none are no error lines; an error
+/// naming such a file is one (verify16: `Edited …/audit-exceptions.mjs`, `✨ No lint errors` and
+/// pgbench's `number of failed transactions: 0 (0.000%)` filled Errors).
+#[test]
+fn files_named_for_errors_and_reports_of_none_are_no_errors() {
+    let middle = vec![
+        Message::user("allow-list the audit exceptions and benchmark the index"),
+        shell("e1", "apply_patch scripts/audit-exceptions.mjs"),
+        Message::tool(
+            "e1",
+            "Edited /home/dev/acme/scripts/audit-exceptions.mjs: replaced 1 occurrence.\n\
+             Wrote 770 bytes to /home/dev/acme/scripts/audit-exceptions.mjs.\nM scripts/audit-exceptions.mjs\nExit code: 0",
+        ),
+        shell("l1", "pnpm lint && sed -n 40,44p src/login.ts"),
+        Message::tool(
+            "l1",
+            "✨ No lint errors\nif (!user) return res.status(401).render('login', { error: 'invalid' });\nExit code: 0",
+        ),
+        shell("b1", "pgbench -T 60 -c 16 shop"),
+        Message::tool(
+            "b1",
+            "number of failed transactions: 0 (0.000%)\nlatency average = 3.112 ms\n\
+             statement latencies in milliseconds and failures:\n         3.101           0  SELECT …\nExit code: 0",
+        ),
+        shell("t1", "npx tsc --noEmit"),
+        Message::tool(
+            "t1",
+            "src/errors.ts(3,1): error TS2304: Cannot find name 'AuditError'.\nExit code: 2",
+        ),
+        Message::assistant("One type error left."),
+    ];
+    let summary = summarize(&middle);
+    let errors: Vec<&str> = summary
+        .split("- Errors:")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .take_while(|line| line.starts_with("  - "))
+        .collect();
+    for reports_none in [
+        "audit-exceptions",
+        "No lint errors",
+        "error: 'invalid'",
+        "failed transactions",
+        "and failures",
+    ] {
+        assert!(
+            !errors.iter().any(|line| line.contains(reports_none)),
+            "{summary}"
+        );
+    }
+    assert!(
+        section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.ends_with("src/errors.ts(3,1): error TS2304: Cannot find name 'AuditError'.")),
+        "{summary}"
     );
 }
 
