@@ -371,10 +371,10 @@ pub(crate) fn replay_options(
         }
         fits
     });
-    let session_id = meta.session_id.clone().unwrap_or_else(|| {
-        path.file_stem()
-            .map_or("session".to_owned(), |stem| stem.to_string_lossy().into_owned())
-    });
+    let session_id = meta
+        .session_id
+        .clone()
+        .unwrap_or_else(|| session_id_of_file(path));
     ReplayOptions {
         session_id,
         model: ModelInfo {
@@ -386,6 +386,21 @@ pub(crate) fn replay_options(
         token_counter: TokenCounter::new(settings.tokenizer),
         facts: FactAccounting::Skip,
     }
+}
+
+/// The session id of a transcript that records none: its file name, and a hash of where it is,
+/// so that two files named alike (`a/chat.jsonl`, `b/chat.jsonl`, or `terraform.openai.json`
+/// beside `terraform.openai.jsonl`) are two sessions of one store, and the same file is always
+/// the same one.
+fn session_id_of_file(path: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let stem = path
+        .file_stem()
+        .map_or("session".to_owned(), |stem| stem.to_string_lossy().into_owned());
+    let full = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let digest = Sha256::digest(full.as_os_str().as_encoded_bytes());
+    let short: String = digest[..4].iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("{stem}-{short}")
 }
 
 fn build_report(

@@ -350,6 +350,49 @@ fn sessions_are_separate_and_a_new_process_sees_them() {
     );
 }
 
+/// Two transcripts named alike are two sessions (verify16: `a/chat.jsonl` and `b/chat.jsonl`, or
+/// `x.openai.json` beside `x.openai.jsonl`, were one, and a grep in one found the other's
+/// messages); the same file is the same session in the next process.
+#[test]
+fn transcripts_named_alike_are_separate_sessions() {
+    let tree =
+        lcm_tree("context:\n  engine: lcm\nmodel:\n  context_length: 16000\nlcm:\n  database: s.sqlite\n");
+    let write = |path: &str, text: &str| {
+        let path = tree.root().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let messages = json!([
+            { "role": "system", "content": "sys" },
+            { "role": "user", "content": text },
+            { "role": "assistant", "content": "ok" },
+        ]);
+        fs::write(&path, messages.to_string()).unwrap();
+        path.display().to_string()
+    };
+    let a = write("a/chat.json", "a has PLANTED-IN-A");
+    let b = write("b/chat.json", "b has nothing");
+    let beside = tree.root().join("b/chat.jsonl");
+    fs::write(
+        &beside,
+        "{\"role\":\"user\",\"content\":\"jsonl has PLANTED-IN-JSONL\"}\n",
+    )
+    .unwrap();
+    let beside = beside.display().to_string();
+    for transcript in [&a, &b, &beside] {
+        assert!(tree.run(&["run", transcript]).status.success());
+    }
+    let grep = |pattern: &str| format!(r#"{{"pattern": "{pattern}", "mode": "full_text"}}"#);
+    let matches = |transcript: &str, pattern: &str| {
+        let found = run_json(&tree, &["tool", transcript, "lcm_grep", &grep(pattern)]);
+        found["matches"].as_array().unwrap().len()
+    };
+    assert_eq!(matches(&a, "PLANTED-IN-A"), 1);
+    assert_eq!(matches(&b, "PLANTED-IN-A"), 0);
+    assert_eq!(matches(&beside, "PLANTED-IN-JSONL"), 1);
+    assert_eq!(matches(&b, "PLANTED-IN-JSONL"), 0);
+    let status = run_json(&tree, &["tool", &b, "lcm_status", "{}"]);
+    assert_eq!(status["messages"], 3, "{status}");
+}
+
 #[test]
 fn a_transcript_calling_lcm_grep_is_answered_live_from_the_store() {
     let tree =
