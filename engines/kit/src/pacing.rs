@@ -16,11 +16,19 @@ pub const INEFFECTIVE_LIMIT: u32 = 2;
 /// - An attempt that changed nothing (nothing to compress, aborted) is ineffective at once.
 /// - The pause lifts when a reported prompt fits under the threshold, on a session reset, a model
 ///   switch, or an explicit resume (the host's manual `/compress`).
+/// - It lifts for one more try when the prompt has grown by a quarter of the threshold since the
+///   pause: what came since is a middle a compaction can free. A prompt the engine can never bring
+///   under its threshold (a system prompt and tools close to it) otherwise grew until it was over
+///   the window; so the prompt stays within about that quarter of the smallest context the engine
+///   can leave. One more ineffective try pauses again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AntiThrash {
     streak: u32,
     awaiting_verdict: bool,
     paused: bool,
+    /// The latest prompt reported, and the one reported when the pause began (0: none yet).
+    last_prompt: u64,
+    paused_at: u64,
     /// A pause was warned about: the next ones are said at `info`, once a session pauses and
     /// resumes twenty times (a prompt the engine cannot bring under its threshold).
     warned: bool,
@@ -53,6 +61,7 @@ impl AntiThrash {
         if threshold_tokens == 0 {
             return;
         }
+        self.last_prompt = prompt_tokens;
         if prompt_tokens < threshold_tokens {
             if self.paused {
                 tracing::info!("automatic compaction resumed: the prompt ({prompt_tokens} tokens) fits under the threshold");
@@ -60,6 +69,17 @@ impl AntiThrash {
             self.reset();
         } else if std::mem::take(&mut self.awaiting_verdict) {
             self.count_ineffective();
+        } else if self.paused
+            && self.paused_at > 0
+            && prompt_tokens >= self.paused_at + (threshold_tokens / 4).max(1)
+        {
+            tracing::info!(
+                "automatic compaction resumed for one try: the prompt grew from {} to {prompt_tokens} tokens since the pause",
+                self.paused_at
+            );
+            self.paused = false;
+            self.paused_at = 0;
+            self.streak = INEFFECTIVE_LIMIT - 1;
         }
     }
 
@@ -95,6 +115,7 @@ impl AntiThrash {
         self.streak += 1;
         if self.streak >= INEFFECTIVE_LIMIT && !self.paused {
             self.paused = true;
+            self.paused_at = self.last_prompt;
             if std::mem::replace(&mut self.warned, true) {
                 tracing::info!(
                     "automatic compaction paused again after {} ineffective compactions in a row",
@@ -102,7 +123,7 @@ impl AntiThrash {
                 );
             } else {
                 tracing::warn!(
-                    "automatic compaction paused after {} ineffective compactions in a row; it resumes when a prompt fits under the threshold, on /new or /reset, a model switch, or a manual /compress (said once; -v shows each pause)",
+                    "automatic compaction paused after {} ineffective compactions in a row; it resumes when a prompt fits under the threshold, for one more try when the prompt has grown by a quarter of the threshold, on /new or /reset, a model switch, or a manual /compress (said once; -v shows each pause)",
                     self.streak
                 );
             }
@@ -214,10 +235,10 @@ mod tests {
         assert!(!thrash.is_paused());
         thrash.on_ineffective();
         assert!(thrash.is_paused());
-        thrash.on_prompt(150, 100);
+        thrash.on_prompt(140, 100);
         assert!(
             thrash.is_paused(),
-            "a prompt still over the threshold keeps the pause"
+            "a prompt still over the threshold, grown by less than a quarter of it, keeps the pause"
         );
         thrash.on_prompt(80, 100);
         assert!(!thrash.is_paused());
@@ -263,6 +284,36 @@ mod tests {
             1,
             "{written}"
         );
+    }
+
+    /// A prompt the engine cannot bring under its threshold (overhead close to it) is tried again
+    /// as it grows, not left to grow over the window (verify16: a Claude Code log at 8k paused at
+    /// message 14 for good, and 26 model calls went over the window).
+    #[test]
+    fn a_paused_prompt_that_grew_a_quarter_of_the_threshold_is_tried_once_more() {
+        let mut thrash = AntiThrash::default();
+        thrash.on_compacted();
+        thrash.on_prompt(4_500, 4_000);
+        thrash.on_ineffective();
+        assert!(thrash.is_paused());
+        thrash.on_prompt(5_400, 4_000);
+        assert!(
+            thrash.is_paused(),
+            "900 tokens more is under a quarter of the threshold"
+        );
+        thrash.on_prompt(5_500, 4_000);
+        assert!(!thrash.is_paused(), "1,000 tokens more is a quarter");
+        // The try freed something but not enough: paused again, from the new prompt.
+        thrash.on_compacted();
+        thrash.on_prompt(4_600, 4_000);
+        assert!(thrash.is_paused());
+        thrash.on_prompt(5_500, 4_000);
+        assert!(thrash.is_paused());
+        thrash.on_prompt(5_600, 4_000);
+        assert!(!thrash.is_paused());
+        // An attempt that changed nothing pauses again at once too.
+        thrash.on_ineffective();
+        assert!(thrash.is_paused());
     }
 
     #[test]
