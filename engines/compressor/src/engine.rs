@@ -241,7 +241,11 @@ impl Engine for Compressor {
             "last_summarizer_failure": self.cooldown.reason(),
             "window": self.budgets.window,
             "tail_token_budget": self.budgets.tail_token_budget,
-            "max_summary_tokens": self.budgets.max_summary_tokens,
+            // A model is asked for at most the first; the extractive summary may fill the
+            // second with the facts it lists (a 3,300-token summary beside a maximum of 800 read
+            // as a contradiction).
+            "max_model_summary_tokens": self.budgets.max_summary_tokens,
+            "summary_room_tokens": self.budgets.summary_room_tokens,
             "has_summary": self.remembered_summary.is_some(),
             "last_outcome": self.last_report.as_ref().map(|report| report.outcome),
         });

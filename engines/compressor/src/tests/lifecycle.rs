@@ -230,6 +230,9 @@ fn status_shows_the_contract_fields_and_the_compressors_own() {
     assert_eq!(status["paused"], false);
     assert_eq!(status["summarizer"], "extractive");
     assert_eq!(status["cooldown_until"], Value::Null);
+    // What a model is asked for, and the room an extractive summary may fill: both named.
+    assert_eq!(status["max_model_summary_tokens"], 400);
+    assert_eq!(status["summary_room_tokens"], 2_000);
     assert_eq!(
         engine.ext_methods(),
         vec!["resume_auto_compaction", "last_compaction", "budgets"]
