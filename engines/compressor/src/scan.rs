@@ -20,8 +20,10 @@ const SCAN_MAX: usize = 32_000;
 pub(crate) const SCAN_HEAD: usize = 24_000;
 /// …and their last bytes.
 pub(crate) const SCAN_TAIL: usize = 8_000;
-/// How far a line or sentence is looked for around a match, in bytes.
+/// How far a line or sentence is looked for around a match, in bytes…
 const LOOK_AROUND: usize = 400;
+/// …but for the end of an error line: why a cloud API refused often ends a line of 600 bytes.
+const LINE_END_AROUND: usize = 1_000;
 
 /// A fast, non-cryptographic hash (the Fx hash of rustc) for the maps filled per token: SipHash
 /// cost a third of the scan. The inputs are the user's own transcript, so flooding is no concern.
@@ -233,7 +235,8 @@ pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str, Shape
 }
 
 /// The line around bytes `start..end` of `text` (a real newline or a JSON `\n` ends it), looked for
-/// at most [`LOOK_AROUND`] bytes either side, and the byte offset where it ends.
+/// at most [`LOOK_AROUND`] bytes before and [`LINE_END_AROUND`] after, and the byte offset where
+/// it ends.
 pub(crate) fn line_around(text: &str, start: usize, end: usize) -> (&str, usize) {
     let bytes = text.as_bytes();
     let floor = start.saturating_sub(LOOK_AROUND);
@@ -248,7 +251,7 @@ pub(crate) fn line_around(text: &str, start: usize, end: usize) -> (&str, usize)
         }
         line_start -= 1;
     }
-    let ceiling = (end + LOOK_AROUND).min(bytes.len());
+    let ceiling = (end + LINE_END_AROUND).min(bytes.len());
     let mut line_end = end;
     while line_end < ceiling {
         let byte = bytes[line_end];

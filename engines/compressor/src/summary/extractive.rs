@@ -45,7 +45,7 @@ use super::{
     Summarizer, SummaryError, SummaryRequest,
 };
 
-use crate::{scan::FastMap, summary::facts::cut_at};
+use crate::scan::FastMap;
 
 /// The summarizer that needs no model: the default, and the fallback for every other one.
 #[derive(Clone, Copy, Debug, Default)]
@@ -570,8 +570,9 @@ impl<'t> Draft<'t> {
                     .as_deref()
                     .filter(|error| !action.line.contains(&error_line(error)))
                 {
+                    // Whole, or its start and end: why it failed often closes the line.
                     text.push_str(" — ");
-                    text.push_str(cut_at(error, 200));
+                    text.push_str(error);
                 }
                 (Section::Blocked, 1)
             } else if facts.open_at_end && at >= facts.in_progress_from {

@@ -343,8 +343,41 @@ const COMMAND_WORDS: &[&str] = &[
 
 /// The longest constraint or decision sentence kept, in bytes.
 const MAX_SENTENCE: usize = 300;
-/// The longest error line kept, in bytes.
+/// The longest error line kept whole, in bytes.
 const MAX_ERROR_LINE: usize = 300;
+/// A longer one keeps its start, at least this many bytes and its first 200 characters (what the
+/// retention measure compares)…
+const ERROR_HEAD: usize = 210;
+/// …and its end, about this many bytes.
+const ERROR_END: usize = 90;
+
+/// An error line `line` whole when it fits in [`MAX_ERROR_LINE`] (a token finished past it),
+/// else its start and its end around ` … `: what failed opens a line, and why often closes it
+/// (`api error AccessDenied: User: arn:aws:sts::…:assumed-role/… is not authorized to perform:
+/// iam:UpdateOpenIDConnectProviderThumbprint …`).
+fn head_and_end(line: &str) -> Cow<'_, str> {
+    let whole = cut_at_token(line, MAX_ERROR_LINE);
+    if whole.len() == line.len() {
+        return Cow::Borrowed(line);
+    }
+    let first_chars = line.char_indices().nth(200).map_or(line.len(), |(at, _)| at);
+    let head = cut_at_token(line, first_chars.max(ERROR_HEAD));
+    let mut end_from = line.len() - ERROR_END;
+    while !line.is_char_boundary(end_from) {
+        end_from += 1;
+    }
+    // The end starts with a whole token when one starts soon enough.
+    if let Some(at) = line[end_from..].find(char::is_whitespace) {
+        if at < ERROR_END / 2 {
+            end_from += at;
+        }
+    }
+    let end = line[end_from..].trim_start();
+    if end_from <= head.len() || end.is_empty() {
+        return Cow::Borrowed(whole);
+    }
+    Cow::Owned(format!("{} … {end}", head.trim_end()))
+}
 
 impl<'a> Facts<'a> {
     /// Paths, URLs, routes, hashes, issue numbers and versions in `text`.
@@ -405,8 +438,8 @@ impl<'a> Facts<'a> {
                 Cow::Borrowed(line)
             };
             let line = match line {
-                Cow::Borrowed(line) => Cow::Borrowed(cut_at_token(line.trim(), MAX_ERROR_LINE)),
-                Cow::Owned(line) => Cow::Owned(cut_at_token(line.trim(), MAX_ERROR_LINE).to_owned()),
+                Cow::Borrowed(line) => head_and_end(line.trim()),
+                Cow::Owned(line) => Cow::Owned(head_and_end(line.trim()).into_owned()),
             };
             if line.len() < 6 || reports_no_error(&line) || is_column_headings(&line) {
                 continue;

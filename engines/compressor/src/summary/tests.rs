@@ -580,10 +580,12 @@ fn an_access_logs_ids_give_way_to_the_error_and_the_commands() {
     }
 }
 
-/// An error line longer than the summary keeps is cut after a whole token: cut inside the id it
-/// ends with, it read as another id (`req-7f3a9c2e` for `req-7f3a9c2e11b0`).
+/// An error line longer than the summary keeps whole keeps its start and its end, each of whole
+/// tokens: cut inside the id it ends with, it read as another id (`req-7f3a9c2e` for
+/// `req-7f3a9c2e11b0`); cut at 300 bytes, an AWS error lost the permission it was missing
+/// (verify16: `… api error AccessDenied: User:`).
 #[test]
-fn a_long_error_line_is_cut_after_a_whole_id() {
+fn a_long_error_line_keeps_its_start_and_its_end() {
     let padding = "x".repeat(276);
     let line = format!("[error] {padding} request_id=req-7f3a9c2e11b0 upstream=10.50.3.21:8443");
     assert!(line.find("req-").unwrap() < 300 && line.find("11b0").unwrap() > 300);
@@ -598,7 +600,29 @@ fn a_long_error_line_is_cut_after_a_whole_id() {
     ];
     let summary = summarize(&middle);
     assert!(
-        summary.contains(&format!("{padding} request_id=req-7f3a9c2e11b0\n")),
+        summary.contains(&format!("  - [error] {}", &padding[..200])),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("x … request_id=req-7f3a9c2e11b0 upstream=10.50.3.21:8443\n"),
+        "{summary}"
+    );
+
+    let denied = "│ Error: updating IAM OIDC Provider (arn:aws:iam::318204617552:oidc-provider/token.actions.githubusercontent.com) \
+                  thumbprint: operation error IAM: UpdateOpenIDConnectProviderThumbprint, https response error StatusCode: 403, \
+                  RequestID: 5b0e9c1f-3d2a-4c7e-9f11-6a8d2e4b7c90, api error AccessDenied: User: \
+                  arn:aws:sts::318204617552:assumed-role/tf-staging-applier/infra-live-staging is not authorized to perform: \
+                  iam:UpdateOpenIDConnectProviderThumbprint on resource: arn:aws:iam::318204617552:oidc-provider/token.actions.githubusercontent.com \
+                  because no identity-based policy allows the iam:UpdateOpenIDConnectProviderThumbprint action";
+    let middle = vec![
+        Message::user("apply staging"),
+        shell("a1", "terraform apply tfplan"),
+        Message::tool("a1", format!("{denied}\n│\nExit code: 1")),
+        Message::assistant("The applier role is missing a permission."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        summary.contains("StatusCode: … no identity-based policy allows the iam:UpdateOpenIDConnectProviderThumbprint action"),
         "{summary}"
     );
 }
