@@ -277,10 +277,23 @@ pub(crate) fn sentence_around(text: &str, start: usize, end: usize, max: usize) 
         };
         bytes[at] == b'\n' || (closes && bytes.get(at + 1).is_none_or(|next| next.is_ascii_whitespace()))
     };
-    let floor = start.saturating_sub(max / 2);
+    // The sentence's start, as far back as the match still fits; failing that, half of `max`
+    // back, from a word's start (`pdating the prod lockfile …` read as a word of its own).
+    let floor = start.saturating_sub(max.saturating_sub(end - start));
     let mut sentence_start = start;
     while sentence_start > floor && !ends_sentence(sentence_start - 1) {
         sentence_start -= 1;
+    }
+    if sentence_start == floor && floor > 0 && !ends_sentence(floor - 1) {
+        sentence_start = start.saturating_sub(max / 2);
+        if sentence_start > 0 && !bytes[sentence_start - 1].is_ascii_whitespace() {
+            if let Some(space) = bytes[sentence_start..start]
+                .iter()
+                .position(u8::is_ascii_whitespace)
+            {
+                sentence_start += space;
+            }
+        }
     }
     let ceiling = (sentence_start + max).min(bytes.len());
     let mut sentence_end = end;
@@ -314,6 +327,20 @@ mod tests {
         let text = "Play said: 'Your app does not need it.' We never added it. Fix it.";
         let at = text.find("never").unwrap();
         assert_eq!(sentence_around(text, at, at + 5, 300).0, " We never added it.");
+        let text = format!(
+            "Lock {} needs 5.62.0. Updating the lockfile needs an init, which the reader role is blocked on.",
+            "x".repeat(400)
+        );
+        let at = text.find("blocked").unwrap();
+        assert_eq!(
+            sentence_around(&text, at, at + 7, 300).0,
+            " Updating the lockfile needs an init, which the reader role is blocked on."
+        );
+        let long = format!("{} role is blocked on it.", "word ".repeat(80));
+        let at = long.find("blocked").unwrap();
+        assert!(sentence_around(&long, at, at + 7, 300)
+            .0
+            .starts_with(" word word"));
         let text = "He said \"stop.\" Then left (as asked.) Done";
         let at = text.find("Then").unwrap();
         assert_eq!(sentence_around(text, at, at + 4, 300).0, " Then left (as asked.)");

@@ -149,6 +149,13 @@ fn scan_budget(middle: &[ctxhost_engine_abi::Message], fact_chars: usize) -> usi
     ((budget as u128 * LARGE_MIDDLE_BYTES as u128 / middle_bytes as u128) as usize).max(MIN_SCAN_BYTES)
 }
 
+/// How a blocker someone stated opens its line under Blocked.
+pub(super) const STATED_BLOCKER: &str = "Stated by ";
+/// Stated blockers listed from one middle, the newest first.
+const STATED_BLOCKERS: usize = 2;
+/// Longest stated blocker quoted.
+const STATED_BLOCKER_CHARS: usize = 300;
+
 /// Longest answer to the latest request quoted (its start and end, when longer).
 const ANSWER_CHARS: usize = 400;
 /// Longest decision record quoted.
@@ -232,6 +239,7 @@ impl<'t> Draft<'t> {
             );
             candidate.focus = facts.is_focus(sentence.index);
         }
+        self.add_stated_blockers(facts);
         self.add_decision_records(facts);
         // The user's own decisions rank with their constraints and, quoted as they wrote them,
         // may use the room for facts as their requests do; the assistant's reasoning ranks below.
@@ -484,6 +492,42 @@ impl<'t> Draft<'t> {
             if let (true, false, Some((answer, text))) = (latest, open, &request.answer) {
                 let candidate = self.add_latest_answer(text, *answer, display);
                 candidate.focus = facts.is_focus(*answer);
+            }
+        }
+    }
+
+    /// What the user or the assistant said blocks the work, the newest few, under Blocked: a
+    /// permission the prod role lacks, a ticket prod waits on, is no failed command (verify16:
+    /// `Blocked: (none)` while the assistant had said `Blocked: the prod reader role …`). The
+    /// newest ranks with the failures, the one before below them; nothing says when one is
+    /// lifted, so an earlier summary's give way first (`previous`).
+    fn add_stated_blockers(&mut self, facts: &Facts<'t>) {
+        let mut seen: Vec<&str> = Vec::new();
+        for blocker in facts.blockers.iter().rev() {
+            let text = blocker.sentence.text;
+            if seen.contains(&text) {
+                continue;
+            }
+            let tier = if seen.is_empty() { 1 } else { 2 };
+            seen.push(text);
+            let who = if blocker.by_user {
+                "the user"
+            } else {
+                "the assistant"
+            };
+            let line = format!(
+                "{STATED_BLOCKER}{who}: {}",
+                cut_marked(text, STATED_BLOCKER_CHARS)
+            );
+            let candidate = self.push(
+                Section::Blocked,
+                tier,
+                blocker.sentence.index + 1,
+                Cow::Owned(line),
+            );
+            candidate.focus = facts.is_focus(blocker.sentence.index);
+            if seen.len() == STATED_BLOCKERS {
+                break;
             }
         }
     }

@@ -14,7 +14,9 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 
 use super::{
     is_summary_text,
-    patterns::{decision_records, states_a_rule, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS},
+    patterns::{
+        decision_records, states_a_rule, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
+    },
 };
 use crate::scan::{capped_pieces, capped_pieces_of_bodies, tool_kind, FastHash, FastMap, ToolKind};
 
@@ -89,6 +91,13 @@ pub(crate) struct Request<'a> {
     pub images: usize,
 }
 
+/// A sentence saying what blocks the work, and who said it.
+#[derive(Clone, Debug)]
+pub(crate) struct Blocker<'a> {
+    pub sentence: Sentence<'a>,
+    pub by_user: bool,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Sentence<'a> {
     pub index: usize,
@@ -146,6 +155,8 @@ pub(crate) struct Facts<'a> {
     pub user_decisions: Vec<Sentence<'a>>,
     /// Decisions the assistant recorded on lines of their own, in order.
     pub records: Vec<DecisionRecord<'a>>,
+    /// What the user or the assistant said blocks the work, in order.
+    pub blockers: Vec<Blocker<'a>>,
     pub actions: Vec<Action<'a>>,
     pub facts: Vec<Fact<'a>>,
     by_text: FastMap<Cow<'a, str>, usize>,
@@ -259,9 +270,23 @@ impl<'a> Facts<'a> {
                 .filter(|sentence| !sentence.text.ends_with('?') && states_a_rule(sentence.text))
                 .collect();
             self.constraints.extend(stated);
+            self.blockers_in(piece, index, true);
             Self::sentences(piece, &USER_DECISION_WORDS, index, &mut self.user_decisions);
             decision_records(piece, index, &mut self.records);
         }
+    }
+
+    /// The sentences of `piece` (of message `index`) that say what blocks the work; not a
+    /// question.
+    fn blockers_in(&mut self, piece: &'a str, index: usize, by_user: bool) {
+        let mut found = Vec::new();
+        Self::sentences(piece, &BLOCKER_WORDS, index, &mut found);
+        self.blockers.extend(
+            found
+                .into_iter()
+                .filter(|sentence| !sentence.text.ends_with('?'))
+                .map(|sentence| Blocker { sentence, by_user }),
+        );
     }
 
     fn on_assistant(
@@ -287,6 +312,7 @@ impl<'a> Facts<'a> {
                 self.scan_code(piece, Source::Assistant, index);
                 Self::sentences(piece, &DECISION_WORDS, index, &mut self.decisions);
                 decision_records(piece, index, &mut self.records);
+                self.blockers_in(piece, index, false);
             }
         }
         for call in message.calls() {

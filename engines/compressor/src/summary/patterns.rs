@@ -113,6 +113,20 @@ fn is_past_tense(word: &str) -> bool {
         || (word.len() >= 5 && word.ends_with("ed") && !word.ends_with("eed") && word != "embed")
 }
 
+/// Words that say work is blocked, matched as whole words, ignoring ASCII case: `Blocked: the
+/// prod reader role cannot list the state bucket`, `Until that lands prod stays blocked`. Not
+/// `blocking`, which is as often `non-blocking`.
+pub(super) static BLOCKER_WORDS: LazyLock<Words> = LazyLock::new(|| {
+    Words::new(&[
+        "blocked",
+        "blocker",
+        "blockers",
+        "waiting on",
+        "can't proceed",
+        "cannot proceed",
+    ])
+});
+
 /// Words that state a decision, matched as whole words, ignoring ASCII case.
 pub(super) static DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
     Words::new(&[

@@ -22,6 +22,7 @@ use super::{
     draft::{Draft, Group},
     extractive::{
         error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, RECORDS_DISPLAY, REPEATED_TIER,
+        STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::decision_record_number,
@@ -68,6 +69,8 @@ impl<'t> Draft<'t> {
                     Section::NextSteps => (section, 1),
                     Section::InProgress if user_moved_on => (Section::Done, 2),
                     Section::Blocked if self.is_resolved(line) => (Section::Done, 2),
+                    // Nothing says when a stated blocker was lifted: it gives way to the others.
+                    Section::Blocked if line.starts_with(STATED_BLOCKER) => (section, 2),
                     Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
                     // A decision record the new middle revised is replaced, not carried; one that
                     // stands ranks as a new record does.

@@ -1458,6 +1458,30 @@ fn a_failure_passed_later_inside_a_chain_is_not_blocked() {
     );
 }
 
+/// What blocks the work is listed under Blocked when someone says it, not only when a command
+/// failed: a role lacking a permission, a ticket prod waits on (verify16: `Blocked: (none)`
+/// while the assistant had said what blocked prod).
+#[test]
+fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
+    let middle = vec![
+        Message::user("plan prod too"),
+        Message::assistant(
+            "Blocked: the prod reader role tf-prod-reader cannot list s3://acme-tfstate-prod, so I can't run a read-only plan.",
+        ),
+        Message::user("I opened PLAT-2291 for the reader role. Until that lands prod stays blocked. Is staging blocked too?"),
+        Message::assistant("No, staging is fine."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "### Blocked"),
+        [
+            "- Stated by the assistant: Blocked: the prod reader role tf-prod-reader cannot list s3://acme-tfstate-prod, so I can't run a read-only plan.",
+            "- Stated by the user: Until that lands prod stays blocked.",
+        ],
+        "{summary}"
+    );
+}
+
 /// A pipeline's filters are not what it ran: a test run piped through `tail` is not retried by
 /// `git log | tail -3`, nor a package's tests by another package's build (verify16: a
 /// jsonwebtoken failure the user had parked read as fixed).
