@@ -122,6 +122,24 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("error pattern compiles")
 });
 
+/// The first line of `text` that names an error as the measure counts them (`│ Error: …`,
+/// `FAILED tests/…`, `npm ERR!`), not one that reports none.
+pub fn first_error_line(text: &str) -> Option<&str> {
+    let mut from = 0;
+    while let Some(found) = ERROR_LINE.find_at(text, from) {
+        let start = text[..found.start()].rfind('\n').map_or(0, |at| at + 1);
+        let end = text[found.end()..]
+            .find('\n')
+            .map_or(text.len(), |at| found.end() + at);
+        let line = text[start..end].trim();
+        if !reports_no_error(line) {
+            return Some(line);
+        }
+        from = end;
+    }
+    None
+}
+
 /// Whether a user-role message is the agent's own note rather than something the user asked:
 /// Claude Code's interruption marker (`[Request interrupted by user for tool use]`), or a message
 /// it marks `isMeta` (an @-mentioned file's text, CLAUDE.md, a hook's context). `text` is the

@@ -104,6 +104,23 @@ pub fn describe_tool_result(call: Option<&ToolCall>, result: &Message) -> String
     describe_tool_outcome(call, &result.text(), Failure::of_result(result))
 }
 
+/// [`describe_tool_result`] for a stand-in that replaces the output: a shell command's that gives
+/// no exit code (SWE-agent's) and is not flagged a failure also quotes its first error line, or
+/// nothing would say that `terraform apply` failed.
+pub fn describe_tool_result_noting_errors(call: Option<&ToolCall>, result: &Message) -> String {
+    let output = result.text();
+    let failure = Failure::of_result(result);
+    let described = describe_tool_outcome(call, &output, failure);
+    let shell = call.is_some_and(|call| {
+        ToolKind::of_call(&call.function.name, &parse_arguments(&call.function.arguments)) == ToolKind::Shell
+    });
+    let told = failure.is_some() || json_output(&output).is_some() || exit_code_line(&output).is_some();
+    match crate::retention::first_error_line(&output) {
+        Some(line) if shell && !told => format!("{described}; its first error line: {}", quote(line)),
+        _ => described,
+    }
+}
+
 /// A one-line description of `output`, produced by `call` (when it is known), for a call that
 /// ended as `failure` says.
 pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Option<Failure>) -> String {
@@ -569,6 +586,35 @@ mod tests {
             extra: extra.as_object().cloned().unwrap_or_default(),
             ..Message::tool("c1", text)
         }
+    }
+
+    /// SWE-agent records no exit code: a stand-in for a command's output quotes its first error
+    /// line, or nothing says the apply failed (verify16); an output with an exit code says how it
+    /// ended already, and one with no error line is described as before.
+    #[test]
+    fn a_stand_in_without_an_exit_code_quotes_the_first_error_line() {
+        let apply = call("bash", r#"{"command":"terraform apply tfplan"}"#);
+        let failed = result(
+            "module.ci_iam.aws_iam_role.ci: Modifying...\n│ Error: updating IAM OIDC Provider: AccessDenied\n│\n",
+            serde_json::Value::Null,
+        );
+        assert_eq!(
+            describe_tool_result_noting_errors(Some(&apply), &failed),
+            "[bash] ran `terraform apply tfplan` -> 3 lines output; its first error line: │ Error: updating IAM OIDC Provider: AccessDenied"
+        );
+        let with_code = result("│ Error: AccessDenied\nExit code: 1", serde_json::Value::Null);
+        assert_eq!(
+            describe_tool_result_noting_errors(Some(&apply), &with_code),
+            "[bash] ran `terraform apply tfplan` -> exit 1, 2 lines output"
+        );
+        let clean = result(
+            "Apply complete! Resources: 0 added, 1 changed, 0 destroyed.",
+            serde_json::Value::Null,
+        );
+        assert_eq!(
+            describe_tool_result_noting_errors(Some(&apply), &clean),
+            describe_tool_result(Some(&apply), &clean)
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use ctxhost_engine_abi::{is_image_part, Content, Message, Role, ToolCall};
-use ctxhost_engine_kit::{sequence::REMOVED_RESULT_TEXT, stand_in::describe_tool_result, tokens};
+use ctxhost_engine_kit::{
+    sequence::REMOVED_RESULT_TEXT, stand_in::describe_tool_result_noting_errors, tokens,
+};
 use serde_json::Value;
 
 use crate::MaskingConfig;
@@ -78,7 +80,7 @@ pub(crate) fn find_mask_candidates(messages: &[Message], config: &MaskingConfig)
         let stand_in = if is_stand_in(&text, call) || (!has_image && text.chars().count() < min_chars) {
             None
         } else {
-            let stand_in = describe_tool_result(call, message);
+            let stand_in = describe_tool_result_noting_errors(call, message);
             let masked_tokens = tokens::estimate_message_tokens(&with_text(message, &stand_in));
             saved_tokens += tokens::estimate_message_tokens(message).saturating_sub(masked_tokens);
             Some(stand_in)
