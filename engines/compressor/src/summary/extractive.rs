@@ -153,8 +153,12 @@ fn scan_budget(middle: &[ctxhost_engine_abi::Message], fact_chars: usize) -> usi
 pub(super) const STATED_BLOCKER: &str = "Stated by ";
 /// Stated blockers listed from one middle, the newest first.
 const STATED_BLOCKERS: usize = 2;
-/// Longest stated blocker quoted.
+/// Longest stated blocker or measured result quoted.
 const STATED_BLOCKER_CHARS: usize = 300;
+/// How a measured result opens its line under Done (a version bumped `0.27.2 -> 1.6.8` is one too).
+const RESULT: &str = "Result: ";
+/// Measured results listed from one middle, the newest first.
+const RESULTS: usize = 3;
 
 /// Longest answer to the latest request quoted (its start and end, when longer).
 const ANSWER_CHARS: usize = 400;
@@ -240,6 +244,7 @@ impl<'t> Draft<'t> {
             candidate.focus = facts.is_focus(sentence.index);
         }
         self.add_stated_blockers(facts);
+        self.add_results(facts);
         self.add_decision_records(facts);
         // The user's own decisions rank with their constraints and, quoted as they wrote them,
         // may use the room for facts as their requests do; the assistant's reasoning ranks below.
@@ -529,6 +534,18 @@ impl<'t> Draft<'t> {
             if seen.len() == STATED_BLOCKERS {
                 break;
             }
+        }
+    }
+
+    /// What the assistant measured, before and after (`queryid -6021…: 2381.442 ms -> 3.112 ms`),
+    /// under Done: what the work achieved, which no command's line says (verify16: lost in all
+    /// 14 summaries of a tuning session). The newest few, below the newest actions.
+    fn add_results(&mut self, facts: &Facts<'t>) {
+        for (newer, sentence) in facts.results.iter().rev().take(RESULTS).enumerate() {
+            let tier = if newer == 0 { 1 } else { 2 };
+            let line = format!("{RESULT}{}", cut_marked(sentence.text, STATED_BLOCKER_CHARS));
+            let candidate = self.push(Section::Done, tier, sentence.index + 1, Cow::Owned(line));
+            candidate.focus = facts.is_focus(sentence.index);
         }
     }
 

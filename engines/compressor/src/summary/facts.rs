@@ -15,7 +15,8 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, states_a_rule, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
+        decision_records, measured_changes, states_a_rule, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS,
+        USER_DECISION_WORDS,
     },
 };
 use crate::scan::{capped_pieces, capped_pieces_of_bodies, tool_kind, FastHash, FastMap, ToolKind};
@@ -157,6 +158,8 @@ pub(crate) struct Facts<'a> {
     pub records: Vec<DecisionRecord<'a>>,
     /// What the user or the assistant said blocks the work, in order.
     pub blockers: Vec<Blocker<'a>>,
+    /// The assistant's sentences stating a measured change (`2381.442 ms -> 3.112 ms`), in order.
+    pub results: Vec<Sentence<'a>>,
     pub actions: Vec<Action<'a>>,
     pub facts: Vec<Fact<'a>>,
     by_text: FastMap<Cow<'a, str>, usize>,
@@ -313,6 +316,7 @@ impl<'a> Facts<'a> {
                 Self::sentences(piece, &DECISION_WORDS, index, &mut self.decisions);
                 decision_records(piece, index, &mut self.records);
                 self.blockers_in(piece, index, false);
+                measured_changes(piece, index, &mut self.results);
             }
         }
         for call in message.calls() {

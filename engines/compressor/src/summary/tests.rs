@@ -1482,6 +1482,30 @@ fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
     );
 }
 
+/// What the assistant measured before and after is listed under Done: no command's line says
+/// what the tuning achieved (verify16: `2381.442 ms -> 3.112 ms` was lost in all 14 summaries).
+#[test]
+fn a_measured_change_the_assistant_states_is_a_result_under_done() {
+    let middle = vec![
+        Message::user("make the tenant orders query fast"),
+        shell("e1", "psql -c 'EXPLAIN ANALYZE …'"),
+        Message::tool("e1", "Execution Time: 3.112 ms\nExit code: 0"),
+        Message::assistant(
+            "queryid -6021393718541228421: 2381.442 ms -> 3.112 ms on the staging replica with an Index Scan. \
+             The planner is happy. Next, prod.",
+        ),
+        Message::user("ok"),
+        Message::assistant("Noted."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Done").contains(
+            &"- Result: queryid -6021393718541228421: 2381.442 ms -> 3.112 ms on the staging replica with an Index Scan."
+        ),
+        "{summary}"
+    );
+}
+
 /// A pipeline's filters are not what it ran: a test run piped through `tail` is not retried by
 /// `git log | tail -3`, nor a package's tests by another package's build (verify16: a
 /// jsonwebtoken failure the user had parked read as fixed).
