@@ -367,9 +367,10 @@ const OPTIONS_WITH_VALUES: &[&str] = &[
 
 /// The program a command runs, for telling a retry: its first two words that are neither options
 /// nor an option's value (`python -m pytest -q tests/x.py` and `python -m pytest` are both
-/// `python pytest`; `pnpm --filter @acme/worker test` is `pnpm test`).
+/// `python pytest`; `pnpm --filter @acme/worker test` is `pnpm test`), three for a command whose
+/// second word says little (`npm run build`, `aws iam put-role-policy`, `gh pr checks`).
 fn program_of(command: &str) -> String {
-    let mut words = Vec::with_capacity(2);
+    let mut words = Vec::with_capacity(3);
     let mut value_next = false;
     for word in command.split_whitespace() {
         if std::mem::take(&mut value_next) {
@@ -380,12 +381,23 @@ fn program_of(command: &str) -> String {
             continue;
         }
         words.push(word);
-        if words.len() == 2 {
+        let wanted = match words.as_slice() {
+            [program, ..] if SERVICE_CLIS.contains(program) => 3,
+            [_, runner, ..] if RUNNERS.contains(runner) => 3,
+            _ => 2,
+        };
+        if words.len() >= wanted {
             break;
         }
     }
     words.join(" ")
 }
+
+/// Programs whose second word is a service or a group, the third what is done to it.
+const SERVICE_CLIS: &[&str] = &["aws", "gcloud", "az", "gh", "glab", "doctl", "flyctl"];
+/// Second words that run what the third names: `npm run build`, `bundle exec rspec`, `docker
+/// compose up`, `poetry run pytest`.
+const RUNNERS: &[&str] = &["run", "exec", "compose", "x", "dlx"];
 
 /// `run` on the words of the command `call` runs last (the last of a pipeline or a chain, which
 /// printed the output and gave the exit code), without its options, `sudo` or an `ssh` host;
@@ -430,11 +442,21 @@ fn shows_content(call: Option<&ToolCall>) -> bool {
     last_step(call, |words| match words {
         [program, ..] if VIEWERS.contains(program) => true,
         // An option's value may come first: `kubectl -n prod logs api-0`.
-        [program, rest @ ..] => LOG_SUBCOMMANDS
-            .iter()
-            .any(|(known, sub)| known == program && rest.iter().take(2).any(|word| word == sub)),
+        [program, rest @ ..] => {
+            LOG_SUBCOMMANDS
+                .iter()
+                .any(|(known, sub)| known == program && rest.iter().take(2).any(|word| word == sub))
+                || rest.iter().take(3).any(|word| names_logs(word))
+        }
         _ => false,
     })
+}
+
+/// Whether a subcommand reads a service's logs: `aws logs tail`, `aws logs get-log-events`, `aws
+/// rds download-db-log-file-portion`, `gcloud logging read` (verify17: a database's log of an
+/// attacker's refused logins read as the download's failure).
+fn names_logs(word: &str) -> bool {
+    word == "logs" || word == "logging" || word.starts_with("log-") || word.contains("-log-")
 }
 
 /// Whether `call` runs, last, a command that asks a service for records (`firebase

@@ -234,7 +234,17 @@ impl<'t> Draft<'t> {
             candidate.display = i64::MIN;
         }
         self.add_requests(facts, has_previous);
-        for sentence in &facts.constraints {
+        // A decision record is listed, or replaced, as a decision: not again as a rule (verify17:
+        // a reversed `Decision 1: keep a thin shim … so external consumers don't break` stood
+        // under Constraints beside its reversal; `Decision 1: deactivate the key (don't delete
+        // it)` was listed twice).
+        let constraints = facts.constraints.iter().filter(|sentence| {
+            !facts
+                .records
+                .iter()
+                .any(|record| overlaps(sentence.text, record.text))
+        });
+        for sentence in constraints {
             let candidate = self.push(
                 Section::Constraints,
                 1,

@@ -1540,6 +1540,94 @@ fn a_failure_is_not_resolved_by_a_later_command_sharing_its_filter() {
     assert!(!summary.contains("- Errors fixed since:"), "{summary}");
 }
 
+/// A CLI whose second word is a service or a runner is told by its third word too: a later
+/// `aws iam get-role` does not retry a refused `aws iam put-role-policy`, nor `npm run build` a
+/// failed `npm run test` (verify17: an AccessDenied the assistant called blocked was listed as
+/// fixed). A service's log downloaded is what it holds, not how the download ended.
+#[test]
+fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
+    let middle = vec![
+        Message::user("revoke the ci-runner sessions and check the db log"),
+        shell("p1", "aws iam put-role-policy --role-name ci-runner-role --policy-name deny-old --policy-document file://deny.json"),
+        Message::tool(
+            "p1",
+            "An error occurred (AccessDenied) when calling the PutRolePolicy operation: User: ir-agent is not authorized to perform: iam:PutRolePolicy\nExit code: 254",
+        ),
+        shell("g1", "aws iam get-role --role-name ci-runner-role"),
+        Message::tool("g1", "{\"Role\": {\"RoleName\": \"ci-runner-role\"}}\nExit code: 0"),
+        shell("t1", "npm run test"),
+        Message::tool("t1", "FAIL src/session.test.ts\nTests: 1 failed, 40 passed\nExit code: 1"),
+        shell("b1", "npm run build"),
+        Message::tool("b1", "built in 3.2s\nExit code: 0"),
+        shell(
+            "l1",
+            "aws rds download-db-log-file-portion --db-instance-identifier prod-orders-db --log-file-name error/postgresql.log",
+        ),
+        Message::tool(
+            "l1",
+            "2026-01-02 04:44:02 UTC:185.220.101.47(51834):postgres@orders:FATAL:  no pg_hba.conf entry for host \"185.220.101.47\"",
+        ),
+        Message::assistant("Still blocked on IAM; the log shows refused logins."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        blocked
+            .iter()
+            .any(|line| line.contains("aws iam put-role-policy")),
+        "{summary}"
+    );
+    assert!(
+        blocked.iter().any(|line| line.contains("npm run test")),
+        "{summary}"
+    );
+    assert!(
+        !blocked
+            .iter()
+            .any(|line| line.contains("download-db-log-file-portion")),
+        "{summary}"
+    );
+}
+
+/// A decision record is a decision, listed or replaced as one: never a rule beside its reversal,
+/// nor a rule and a decision both.
+#[test]
+fn a_decision_record_is_no_constraint() {
+    let middle = vec![
+        Message::user(
+            "Decision 1: keep a thin core-utils shim for one release, so external consumers don't break.",
+        ),
+        Message::assistant("Shim added."),
+        Message::user(
+            "Hold on. Decision 1 is reversed: no shim, delete core-utils. Don't touch the mobile app.",
+        ),
+        Message::assistant("Deleted."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        ["- (none)"],
+        "{summary}"
+    );
+    let decisions = section_lines(&summary, "## Key Decisions");
+    assert!(
+        decisions
+            .iter()
+            .any(|line| line.ends_with("delete core-utils. Don't touch the mobile app.")),
+        "{summary}"
+    );
+    assert!(
+        decisions
+            .iter()
+            .any(|line| line.contains("Decision 1 is reversed: no shim")),
+        "{summary}"
+    );
+    assert!(
+        !decisions.iter().any(|line| line.contains("keep a thin")),
+        "{summary}"
+    );
+}
+
 /// `diff` that found differences and `grep` that found no line exit with 1: an answer, not a
 /// failure. Exit 2 is their failure.
 #[test]
@@ -1706,7 +1794,7 @@ fn the_users_decision_records_and_their_reversals_are_key_decisions() {
 #[test]
 fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
     let mut records = Vec::new();
-    let text = "Reverse decision 1: we go BigQuery.\nAbout decision 3: keep 8G.\nOK. Reverse yesterday's decision: keep them.\nWe should reverse the decision: later.\nDecision 4: plain.\nFor the rollout I propose — Decision 2: phased release.\nLeave it. One more reversal: Decision 5 revised — raise min_capacity to 6.\nPLAT-2291 is open. Also, Decision 6: pin the provider to 5.62.0.\n";
+    let text = "Reverse decision 1: we go BigQuery.\nAbout decision 3: keep 8G.\nOK. Reverse yesterday's decision: keep them.\nWe should reverse the decision: later.\nDecision 4: plain.\nFor the rollout I propose — Decision 2: phased release.\nLeave it. One more reversal: Decision 5 revised — raise min_capacity to 6.\nPLAT-2291 is open. Also, Decision 6: pin the provider to 5.62.0.\nHold on. Decision 1 is reversed: no shim.\n";
     super::patterns::decision_records(text, 0, &mut records);
     let found: Vec<(Option<u32>, bool, &str)> =
         records.iter().map(|r| (r.number, r.revises, r.text)).collect();
@@ -1720,6 +1808,7 @@ fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
             (Some(2), false, "Decision 2: phased release."),
             (Some(5), true, "Decision 5 revised — raise min_capacity to 6."),
             (Some(6), false, "Decision 6: pin the provider to 5.62.0."),
+            (Some(1), true, "Decision 1 is reversed: no shim."),
         ]
     );
 }
