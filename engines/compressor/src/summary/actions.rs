@@ -108,7 +108,9 @@ impl<'a> Facts<'a> {
     ) {
         let output = message.text();
         let kind = call.map_or(ToolKind::Other, tool_kind);
-        let failure = Failure::of_result(message);
+        // A JSON answer that sets its `error` failed, though nothing flags it.
+        let failure =
+            Failure::of_result(message).or_else(|| json_answer_error(&output).map(|_| Failure::Error));
         let line = action_line(call, kind, &output, failure);
         let source = if kind == ToolKind::Read {
             Source::FileContent
@@ -213,16 +215,54 @@ fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str, failure: O
         .map(|target| format!(" {verb}{target}"))
         .unwrap_or_default();
     match failure {
-        Some(Failure::Error) => return format!("[{name}]{target} -> failed: {}", error_line(output)),
+        Some(Failure::Error) => {
+            let error = json_answer_error(output).unwrap_or_else(|| error_line(output));
+            return format!("[{name}]{target} -> failed: {error}");
+        }
         Some(stopped) => return format!("[{name}]{target} -> {}, did not run", stopped.ending()),
         None => {}
     }
-    let output = output.trim();
+    // A tool's JSON answer is quoted as its text reads: `The file … has been updated.`
+    let answer = json_answer_text(output);
+    let output = answer.as_deref().unwrap_or(output).trim();
     if output.len() <= 120 && !output.contains('\n') && !output.is_empty() {
         format!("[{name}]{target} -> {output}")
     } else {
         format!("[{name}]{target} -> {} chars of output", output.chars().count())
     }
+}
+
+/// The error a short JSON answer sets (`{"output": "", "exit_code": 1, "error": "old_string not
+/// found in file"}`), when it sets one.
+fn json_answer_error(output: &str) -> Option<String> {
+    let object = json_answer(output)?;
+    let error = object.get("error")?;
+    match error {
+        Value::String(text) if !text.trim().is_empty() => Some(text.trim().to_owned()),
+        Value::Object(map) => map.get("message")?.as_str().map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// A short tool answer that is a JSON object.
+fn json_answer(output: &str) -> Option<serde_json::Map<String, Value>> {
+    let trimmed = output.trim();
+    if !trimmed.starts_with('{') || trimmed.len() > 2_000 {
+        return None;
+    }
+    match serde_json::from_str(trimmed).ok()? {
+        Value::Object(object) => Some(object),
+        _ => None,
+    }
+}
+
+/// The text of a short JSON answer (`{"output": "…", "exit_code": 0, "error": null}`): its
+/// `output`, `stdout`, `result` or `message`.
+fn json_answer_text(output: &str) -> Option<String> {
+    let object = json_answer(output)?;
+    ["output", "stdout", "result", "message"]
+        .iter()
+        .find_map(|key| object.get(*key)?.as_str().map(str::to_owned))
 }
 
 /// The last line of `output` that says something, when it is short and the output had more than
@@ -399,9 +439,10 @@ const SERVICE_CLIS: &[&str] = &["aws", "gcloud", "az", "gh", "glab", "doctl", "f
 /// compose up`, `poetry run pytest`.
 const RUNNERS: &[&str] = &["run", "exec", "compose", "x", "dlx"];
 
-/// `run` on the words of the command `call` runs last (the last of a pipeline or a chain, which
-/// printed the output and gave the exit code), without its options, `sudo` or an `ssh` host;
-/// false for a call that runs no command.
+/// `run` on the words of the command `call` runs last (the last of a chain, which printed the
+/// output and gave the exit code; of its pipeline, the last program that is not a filter: `pnpm
+/// test 2>&1 | head -n 12` printed what `pnpm test` did, `cat app.log | grep ERROR` a file),
+/// without its options, `sudo` or an `ssh` host; false for a call that runs no command.
 fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str]) -> bool) -> bool {
     let Some(command) = call.and_then(|call| {
         let arguments: Value = serde_json::from_str(&call.function.arguments).ok()?;
@@ -409,13 +450,20 @@ fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str]) -> bool) -> bool
     }) else {
         return false;
     };
-    let last = command
-        .rsplit(['|', ';'])
-        .next()
-        .unwrap_or(&command)
-        .rsplit("&&")
-        .next()
-        .unwrap_or(&command);
+    let chain = command.replace("&&", ";").replace("||", ";");
+    let pipeline = chain.rsplit(';').next().unwrap_or(&chain);
+    let stages: Vec<&str> = pipeline.split('|').collect();
+    let is_filter = |stage: &&str| {
+        stage
+            .split_whitespace()
+            .next()
+            .is_some_and(|program| PIPE_FILTERS.contains(&program))
+    };
+    let last = stages
+        .iter()
+        .rev()
+        .find(|stage| !is_filter(stage))
+        .unwrap_or(&stages[0]);
     let mut words: Vec<&str> = last
         .split_whitespace()
         .map(|word| word.trim_matches(['\'', '"']))
@@ -560,9 +608,20 @@ fn starts_with_failure(output: &str) -> bool {
     start.starts_with("error")
         || start.starts_with("failed")
         || start.starts_with("exception")
-        || start.contains("\"error\":")
+        || sets_an_error(start)
         || start.contains("\"success\": false")
         || start.contains("\"success\":false")
+}
+
+/// Whether a JSON answer's start sets its `error` key: Hermes's `{"output": "…", "exit_code": 0,
+/// "error": null}` sets none (verify17: every edit listed as Blocked).
+fn sets_an_error(start: &str) -> bool {
+    start.match_indices("\"error\":").any(|(at, key)| {
+        let value = start[at + key.len()..].trim_start();
+        !["null", "\"\"", "false", "[]", "{}"]
+            .iter()
+            .any(|none| value.starts_with(none))
+    })
 }
 
 #[cfg(test)]

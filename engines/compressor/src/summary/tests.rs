@@ -1589,6 +1589,73 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
     );
 }
 
+/// Without an exit code, what a pipeline printed is its program's, not its filter's: a test run
+/// piped through `head` that failed is blocked, a log read through `grep` is content (verify17: a
+/// failing test listed as done in the formats that record no exit code).
+#[test]
+fn a_failure_piped_through_a_filter_is_blocked_without_an_exit_code() {
+    let middle = vec![
+        Message::user("run the mobile tests"),
+        shell("t1", "pnpm --filter @acme/mobile test -- ProfileScreen 2>&1 | head -n 12"),
+        Message::tool(
+            "t1",
+            "@acme/mobile:test: FAIL src/__tests__/ProfileScreen.test.tsx\n  Cannot find module '@acme/shared-kernel'\nTests:       1 failed, 1 total",
+        ),
+        shell("g1", "cat logs/app.log | grep -i error | tail -n 5"),
+        Message::tool("g1", "ERROR payment timeout for order 812"),
+        Message::assistant("The ProfileScreen test still fails."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        blocked.iter().any(|line| line.contains("ProfileScreen")),
+        "{summary}"
+    );
+    assert!(
+        !blocked.iter().any(|line| line.contains("logs/app.log")),
+        "{summary}"
+    );
+}
+
+/// Hermes's tools answer in JSON with `"error": null` when all went well: an edit so answered is
+/// done, and its line quotes the answer's text (verify17: every edit of a refactor was Blocked).
+#[test]
+fn a_json_answer_whose_error_is_null_is_a_success() {
+    let middle = vec![
+        Message::user("rename the profile hook"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "e1",
+            "edit_file",
+            r#"{"path":"apps/web/src/hooks/useProfile.ts","old_string":"a","new_string":"b"}"#,
+        )]),
+        Message::tool(
+            "e1",
+            r#"{"output": "The file apps/web/src/hooks/useProfile.ts has been updated.", "exit_code": 0, "error": null}"#,
+        ),
+        Message::assistant_calls(vec![ToolCall::new(
+            "e2",
+            "edit_file",
+            r#"{"path":"apps/web/src/pages/Profile.tsx","old_string":"x","new_string":"y"}"#,
+        )]),
+        Message::tool(
+            "e2",
+            r#"{"output": "", "exit_code": 1, "error": "old_string not found in file"}"#,
+        ),
+        Message::assistant("One edit failed."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section(&summary, "### Done").iter().any(|line| line
+            == &"- [edit_file] changed apps/web/src/hooks/useProfile.ts -> The file apps/web/src/hooks/useProfile.ts has been updated."),
+        "{summary}"
+    );
+    assert_eq!(
+        section_lines(&summary, "### Blocked"),
+        ["- [edit_file] apps/web/src/pages/Profile.tsx -> failed: old_string not found in file"],
+        "{summary}"
+    );
+}
+
 /// A decision record is a decision, listed or replaced as one: never a rule beside its reversal,
 /// nor a rule and a decision both.
 #[test]
