@@ -258,7 +258,7 @@ impl RunReport {
         if o.usage_estimated > 0 {
             let _ = writeln!(
                 out,
-                "            estimated usage: the replayed context counted with {}",
+                "            estimated usage: the replayed context counted by the {} tokenizer (context.tokenizer)",
                 self.token_counter
             );
         }

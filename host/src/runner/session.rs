@@ -456,9 +456,9 @@ impl<'e> Replayer<'e> {
                 UsageSource::Recorded => {
                     "the original run's context, which no compaction has changed yet".to_owned()
                 }
-                UsageSource::Estimated => format!("the replayed context, counted with {counter}"),
+                UsageSource::Estimated => format!("the replayed context, counted by the {counter} tokenizer"),
                 UsageSource::Calibrated => format!(
-                    "the replayed context, counted with {counter} and calibrated by the usage recorded before its first compaction"
+                    "the replayed context, counted by the {counter} tokenizer and calibrated by the usage recorded before its first compaction"
                 ),
             },
         });
