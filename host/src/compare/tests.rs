@@ -254,6 +254,23 @@ fn the_figures_count_applied_and_kept_compactions_and_sum_up_retention() {
     );
     let quiet = summarise_outcome(&ReplayOutcome::default(), EngineSource::BuiltIn, 0);
     assert_eq!(quiet.retention, None);
+
+    // A compaction that replaced no identifier is no 100% in the mean (verify17).
+    let mut none_replaced = compaction(7_000, 6_000, Outcome::Applied, Some(1.0));
+    if let Some(retention) = none_replaced.retention.as_mut() {
+        (retention.total, retention.kept) = (0, 0);
+    }
+    let outcome = ReplayOutcome {
+        compactions: vec![
+            compaction(9_000, 3_000, Outcome::Applied, Some(0.5)),
+            none_replaced,
+        ],
+        ..ReplayOutcome::default()
+    };
+    let retention = summarise_outcome(&outcome, EngineSource::BuiltIn, 0)
+        .retention
+        .unwrap();
+    assert_eq!((retention.compactions, retention.mean_share), (1, 0.5));
 }
 
 #[test]

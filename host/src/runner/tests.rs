@@ -686,7 +686,10 @@ fn recorded_usage_is_passed_on_and_says_what_it_describes() {
         })
     );
     assert_eq!(usages[1]["source"], "estimated");
-    assert_eq!(usages[1]["describes"], "the replayed context, counted by the rough tokenizer");
+    assert_eq!(
+        usages[1]["describes"],
+        "the replayed context, counted by the rough tokenizer"
+    );
     let calls: Vec<Value> = events
         .iter()
         .filter(|e| e.kind() == "model_call")
