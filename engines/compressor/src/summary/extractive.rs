@@ -612,6 +612,10 @@ impl<'t> Draft<'t> {
                 newer_lines += 1;
             }
         }
+        // The newest action done before the request in progress is kept too: an incident's
+        // containment steps all gave way to the queries in progress (verify17: `Done: (none)`
+        // in every summary).
+        let mut newest_done: Option<(usize, usize)> = None;
         for (at, action) in facts.actions.iter().enumerate() {
             if !action.itemised {
                 continue;
@@ -693,6 +697,12 @@ impl<'t> Draft<'t> {
             // still lost to them at 8,000 tokens, and a mobile release's summaries read `Done:
             // (none)` and `In Progress: (none)`. A focus topic asked for the room instead.
             candidate.always = keep_newest;
+            if section == Section::Done && newest_done.is_none_or(|(rank, _)| newer[at] < rank) {
+                newest_done = Some((newer[at], self.candidates.len() - 1));
+            }
+        }
+        if let (Some((_, candidate)), true) = (newest_done, self.focus_words.is_empty()) {
+            self.candidates[candidate].always = true;
         }
         fixed_later
     }

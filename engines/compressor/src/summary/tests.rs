@@ -1656,6 +1656,44 @@ fn a_json_answer_whose_error_is_null_is_a_success() {
     );
 }
 
+/// With a request in progress, the newest work done before it is kept as well as the newest
+/// action: an incident's summary read `Done: (none)` after its containment steps (verify17).
+#[test]
+fn the_newest_work_done_is_kept_beside_the_request_in_progress() {
+    let mut middle = vec![Message::user("contain the incident")];
+    for (at, command) in [
+        "aws iam update-access-key --status Inactive",
+        "aws ec2 modify-instance-attribute --groups sg-quarantine",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("c{at}");
+        middle.push(shell(&id, command));
+        middle.push(Message::tool(&id, format!("done {at}\nExit code: 0")));
+    }
+    middle.push(Message::assistant("Contained."));
+    middle.push(Message::user("now write the timeline for legal"));
+    for at in 0..6 {
+        let id = format!("q{at}");
+        middle.push(shell(
+            &id,
+            &format!("./scripts/athena.sh 'SELECT * FROM flow_logs LIMIT {at}'"),
+        ));
+        middle.push(Message::tool(
+            &id,
+            format!("row 10.24.3.{at} 185.220.101.{at} REJECT\nExit code: 0"),
+        ));
+    }
+    let summary = summarize_within(&middle, None, 600, 600);
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("--groups sg-quarantine")),
+        "{summary}"
+    );
+}
+
 /// A decision record is a decision, listed or replaced as one: never a rule beside its reversal,
 /// nor a rule and a decision both.
 #[test]
