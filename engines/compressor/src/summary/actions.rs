@@ -108,10 +108,15 @@ impl<'a> Facts<'a> {
     ) {
         let output = message.text();
         let kind = call.map_or(ToolKind::Other, tool_kind);
+        let answer = JsonAnswer::of(&output);
         // A JSON answer that sets its `error` failed, though nothing flags it.
-        let failure =
-            Failure::of_result(message).or_else(|| json_answer_error(&output).map(|_| Failure::Error));
-        let line = action_line(call, kind, &output, failure);
+        let failure = Failure::of_result(message).or_else(|| {
+            answer
+                .as_ref()
+                .and_then(JsonAnswer::error)
+                .map(|_| Failure::Error)
+        });
+        let line = action_line(call, kind, &output, answer.as_ref(), failure);
         let source = if kind == ToolKind::Read {
             Source::FileContent
         } else {
@@ -196,7 +201,13 @@ impl<'a> Facts<'a> {
 /// One line for a tool action and its outcome: kit's stand-in for shell, read and search tools;
 /// for the others, what they acted on and, when it is short, what they answered, or how they
 /// failed.
-fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str, failure: Option<Failure>) -> String {
+fn action_line(
+    call: Option<&ToolCall>,
+    kind: ToolKind,
+    output: &str,
+    answer: Option<&JsonAnswer>,
+    failure: Option<Failure>,
+) -> String {
     let Some(call) = call.filter(|_| matches!(kind, ToolKind::Write | ToolKind::Other)) else {
         return describe_tool_outcome(call, output, failure);
     };
@@ -216,15 +227,16 @@ fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str, failure: O
         .unwrap_or_default();
     match failure {
         Some(Failure::Error) => {
-            let error = json_answer_error(output).unwrap_or_else(|| error_line(output));
+            let error = answer
+                .and_then(JsonAnswer::error)
+                .unwrap_or_else(|| error_line(output));
             return format!("[{name}]{target} -> failed: {error}");
         }
         Some(stopped) => return format!("[{name}]{target} -> {}, did not run", stopped.ending()),
         None => {}
     }
     // A tool's JSON answer is quoted as its text reads: `The file … has been updated.`
-    let answer = json_answer_text(output);
-    let output = answer.as_deref().unwrap_or(output).trim();
+    let output = answer.and_then(JsonAnswer::text).unwrap_or(output).trim();
     if output.len() <= 120 && !output.contains('\n') && !output.is_empty() {
         format!("[{name}]{target} -> {output}")
     } else {
@@ -232,37 +244,41 @@ fn action_line(call: Option<&ToolCall>, kind: ToolKind, output: &str, failure: O
     }
 }
 
-/// The error a short JSON answer sets (`{"output": "", "exit_code": 1, "error": "old_string not
-/// found in file"}`), when it sets one.
-fn json_answer_error(output: &str) -> Option<String> {
-    let object = json_answer(output)?;
-    let error = object.get("error")?;
-    match error {
-        Value::String(text) if !text.trim().is_empty() => Some(text.trim().to_owned()),
-        Value::Object(map) => map.get("message")?.as_str().map(str::to_owned),
-        _ => None,
-    }
+/// A short tool answer that is a JSON object (Hermes's `{"output": "…", "exit_code": 0,
+/// "error": null}`): the keys read, the others passed over.
+#[derive(serde::Deserialize)]
+struct JsonAnswer {
+    output: Option<String>,
+    stdout: Option<String>,
+    message: Option<String>,
+    error: Option<Value>,
 }
 
-/// A short tool answer that is a JSON object.
-fn json_answer(output: &str) -> Option<serde_json::Map<String, Value>> {
-    let trimmed = output.trim();
-    if !trimmed.starts_with('{') || trimmed.len() > 2_000 {
-        return None;
+impl JsonAnswer {
+    /// `output` read as such an answer, when it is one of at most 2,000 bytes.
+    fn of(output: &str) -> Option<Self> {
+        let trimmed = output.trim();
+        if !trimmed.starts_with('{') || trimmed.len() > 2_000 {
+            return None;
+        }
+        serde_json::from_str(trimmed).ok()
     }
-    match serde_json::from_str(trimmed).ok()? {
-        Value::Object(object) => Some(object),
-        _ => None,
-    }
-}
 
-/// The text of a short JSON answer (`{"output": "…", "exit_code": 0, "error": null}`): its
-/// `output`, `stdout`, `result` or `message`.
-fn json_answer_text(output: &str) -> Option<String> {
-    let object = json_answer(output)?;
-    ["output", "stdout", "result", "message"]
-        .iter()
-        .find_map(|key| object.get(*key)?.as_str().map(str::to_owned))
+    /// Its text: `output`, `stdout` or `message`.
+    fn text(&self) -> Option<&str> {
+        [&self.output, &self.stdout, &self.message]
+            .into_iter()
+            .find_map(Option::as_deref)
+    }
+
+    /// The error it sets (`"error": "old_string not found in file"`), when it sets one.
+    fn error(&self) -> Option<String> {
+        match self.error.as_ref()? {
+            Value::String(text) if !text.trim().is_empty() => Some(text.trim().to_owned()),
+            Value::Object(map) => map.get("message")?.as_str().map(str::to_owned),
+            _ => None,
+        }
+    }
 }
 
 /// The last line of `output` that says something, when it is short and the output had more than

@@ -184,8 +184,9 @@ static MEASURED_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The sentences of `text` that state a measured change ([`MEASURED_CHANGE`]), each once.
 pub(super) fn measured_changes<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<'a>>) {
-    // Most text holds no arrow: a byte search is far cheaper than the pattern.
-    if !text.contains("->") && !text.contains('→') && !text.contains("=>") {
+    // Most text holds no arrow: one byte search (`>`, or the lead byte of `→`) is far cheaper
+    // than the pattern.
+    if memchr::memchr2(b'>', 0xE2, text.as_bytes()).is_none() {
         return;
     }
     let mut from = 0;
