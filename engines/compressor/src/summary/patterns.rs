@@ -9,7 +9,7 @@ use regex::Regex;
 use super::facts::{cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
     retention::reports_no_error,
-    text::{is_json_document, within_json_string},
+    text::{floor_char_boundary, is_json_document, within_json_string},
 };
 
 use crate::scan::{classify_token, for_each_token, line_around, sentence_around};
@@ -566,6 +566,9 @@ impl<'a> Facts<'a> {
     }
 }
 
+/// How far a name around an error marker is looked for, either side, in bytes.
+const NAME_AROUND: usize = 256;
+
 /// Whether the match at `start..end` of `text` lies in a path or a file name: a word holding a
 /// `/`, or ending with an extension (`errors.log`, `audit-exceptions.mjs:`), not a class's dotted
 /// name (`java.lang.IllegalStateException`).
@@ -574,14 +577,20 @@ fn in_file_name(text: &str, start: usize, end: usize) -> bool {
     let is_boundary = |byte: u8| {
         byte.is_ascii_whitespace() || matches!(byte, b'"' | b'\'' | b'`' | b'\\' | b'(' | b'[' | b'{')
     };
-    let word_start = bytes[..start]
+    // Bounded either side, so that a minified bundle's markers cost no more than a line's.
+    let mut floor = start.saturating_sub(NAME_AROUND);
+    while !text.is_char_boundary(floor) {
+        floor += 1;
+    }
+    let ceiling = floor_char_boundary(text, (start + NAME_AROUND).min(bytes.len()));
+    let word_start = bytes[floor..start]
         .iter()
         .rposition(|&byte| is_boundary(byte))
-        .map_or(0, |at| at + 1);
-    let word_end = bytes[start..]
+        .map_or(floor, |at| floor + at + 1);
+    let word_end = bytes[start..ceiling]
         .iter()
         .position(|&byte| is_boundary(byte))
-        .map_or(bytes.len(), |at| start + at);
+        .map_or(ceiling, |at| start + at);
     // A marker of several words (`FAIL `, `No such file`) is no part of a name.
     if end > word_end {
         return false;

@@ -1978,6 +1978,29 @@ fn files_named_for_errors_and_reports_of_none_are_no_errors() {
     );
 }
 
+/// The name around an error marker is looked for a bounded way, on character boundaries: a
+/// minified bundle's run without spaces, in any script, costs a line's look and never splits a
+/// character.
+#[test]
+fn markers_in_a_long_run_without_spaces_are_read_within_bounds() {
+    for (before, after) in [("", ""), ("a", ""), ("", "a"), ("a", "a")] {
+        let run = format!(
+            "{before}{}Error:{after}{}/x.js{}TypeError",
+            "€".repeat(300),
+            "€".repeat(257),
+            "ß".repeat(301)
+        );
+        let middle = vec![
+            Message::user("why does the bundle fail?"),
+            shell("b1", "node dist/app.min.js"),
+            Message::tool("b1", format!("{run}\nExit code: 1")),
+            Message::assistant("A type error in the bundle."),
+        ];
+        let summary = summarize(&middle);
+        assert!(summary.contains("### Blocked"), "{summary}");
+    }
+}
+
 /// Lines that name no error standing are not listed as errors, and a page a command fetched is
 /// what the page says: a traceback's header and the source lines it quotes, a release note's
 /// issue fixed, a fetched page's `cannot`. The error a traceback ends with is listed; a fetch
