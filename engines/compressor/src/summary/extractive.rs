@@ -549,7 +549,8 @@ impl<'t> Draft<'t> {
 
     /// What the assistant measured, before and after (`queryid -6021…: 2381.442 ms -> 3.112 ms`),
     /// under Done: what the work achieved, which no command's line says (verify16: lost in all
-    /// 14 summaries of a tuning session). The newest few, below the newest actions.
+    /// 14 summaries of a tuning session). The newest ranks with the newest actions, the two
+    /// before it below them.
     fn add_results(&mut self, facts: &Facts<'t>) {
         for (newer, sentence) in facts.results.iter().rev().take(RESULTS).enumerate() {
             let tier = if newer == 0 { 1 } else { 2 };
