@@ -108,22 +108,18 @@ pub fn describe_tool_result(call: Option<&ToolCall>, result: &Message) -> String
 /// no exit code (SWE-agent's) and is not flagged a failure also quotes its first error line, or
 /// nothing would say that `terraform apply` failed.
 pub fn describe_tool_result_noting_errors(call: Option<&ToolCall>, result: &Message) -> String {
-    let output = result.text();
-    let failure = Failure::of_result(result);
-    let described = describe_tool_outcome(call, &output, failure);
-    let shell = call.is_some_and(|call| {
-        ToolKind::of_call(&call.function.name, &parse_arguments(&call.function.arguments)) == ToolKind::Shell
-    });
-    let told = failure.is_some() || json_output(&output).is_some() || exit_code_line(&output).is_some();
-    match crate::retention::first_error_line(&output) {
-        Some(line) if shell && !told => format!("{described}; its first error line: {}", quote(line)),
-        _ => described,
-    }
+    describe(call, &result.text(), Failure::of_result(result), true)
 }
 
 /// A one-line description of `output`, produced by `call` (when it is known), for a call that
 /// ended as `failure` says.
 pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Option<Failure>) -> String {
+    describe(call, output, failure, false)
+}
+
+/// [`describe_tool_outcome`], a shell command's output without an exit code quoting its first
+/// error line when `note_errors` asks.
+fn describe(call: Option<&ToolCall>, output: &str, failure: Option<Failure>, note_errors: bool) -> String {
     let Some(call) = call else {
         return other_outcome("tool", "", output, failure);
     };
@@ -148,7 +144,10 @@ pub fn describe_tool_outcome(call: Option<&ToolCall>, output: &str, failure: Opt
                     stopped.ending(),
                     cleared(output)
                 ),
-                _ => format!("[{name}]{ran} -> {}", shell_outcome(output, failure.is_some())),
+                _ => format!(
+                    "[{name}]{ran} -> {}",
+                    shell_outcome(output, failure.is_some(), note_errors)
+                ),
             }
         }
         ToolKind::Read => {
@@ -430,8 +429,13 @@ fn first_number(arguments: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
 
 /// `exit N, L lines output` when the exit code can be read, else `L lines output`; `failed, L lines
 /// output` for a call its result says failed and no exit code says how.
-fn shell_outcome(output: &str, failed: bool) -> String {
-    let (lines, code) = match json_output(output) {
+/// How a shell command ended and how much it printed; with `note_errors`, an output that says
+/// neither (SWE-agent records no exit code) quotes its first error line, or nothing would say
+/// that `terraform apply` failed.
+fn shell_outcome(output: &str, failed: bool, note_errors: bool) -> String {
+    let json = json_output(output);
+    let is_json = json.is_some();
+    let (lines, code) = match json {
         Some(object) => {
             // The output's own lines, not the JSON's, which holds them escaped on one line.
             let printed = ["output", "stdout"]
@@ -451,7 +455,10 @@ fn shell_outcome(output: &str, failed: bool) -> String {
     match code {
         Some(code) if code != 0 || !failed => format!("exit {code}, {lines}"),
         _ if failed => format!("failed, {lines}"),
-        _ => lines,
+        _ => match crate::retention::first_error_line(output).filter(|_| note_errors && !is_json) {
+            Some(line) => format!("{lines}; its first error line: {}", quote(line)),
+            None => lines,
+        },
     }
 }
 

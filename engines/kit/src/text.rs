@@ -13,6 +13,15 @@ pub fn floor_char_boundary(text: &str, at: usize) -> usize {
     at
 }
 
+/// The smallest char boundary of `text` at or above `at`.
+pub fn ceil_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
 /// Whether `text` is a JSON object or list, as many tools answer (Codex's
 /// `{"output": "…", "metadata": {"exit_code": 2}}`, a terminal tool's `{"output": …,
 /// "exit_code": 1}`): its lines, split at the `\n` escapes, are then read with

@@ -366,8 +366,7 @@ fn collect_short_strings<'v>(value: &'v Value, into: &mut Vec<&'v str>) {
 /// retried by `cd dbt && dbt test`, nor `pnpm test 2>&1 | tail -5` by `git log | tail -3`.
 pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
     let mut keys = Vec::new();
-    let chain = command.replace("&&", ";").replace("||", ";");
-    for pipeline in chain.split(';') {
+    for pipeline in pipelines(command).split(';') {
         for (position, step) in pipeline.split('|').enumerate() {
             let Some(first) = step.split_whitespace().next() else {
                 continue;
@@ -386,6 +385,11 @@ pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
         keys.push(format!("{tool}\u{0}{}", program_of(command)));
     }
     keys
+}
+
+/// `command`'s pipelines, `;` between them however they were chained (`&&`, `||`, `;`).
+fn pipelines(command: &str) -> String {
+    command.replace("&&", ";").replace("||", ";")
 }
 
 /// Programs a pipeline passes another's output through: what ran is the program before them.
@@ -466,7 +470,7 @@ fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str]) -> bool) -> bool
     }) else {
         return false;
     };
-    let chain = command.replace("&&", ";").replace("||", ";");
+    let chain = pipelines(&command);
     let pipeline = chain.rsplit(';').next().unwrap_or(&chain);
     let stages: Vec<&str> = pipeline.split('|').collect();
     let is_filter = |stage: &&str| {

@@ -9,7 +9,7 @@ use regex::Regex;
 use super::facts::{cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
     retention::reports_no_error,
-    text::{floor_char_boundary, is_json_document, within_json_string},
+    text::{ceil_char_boundary, floor_char_boundary, is_json_document, within_json_string},
 };
 
 use crate::scan::{classify_token, for_each_token, line_around, sentence_around};
@@ -404,10 +404,7 @@ fn head_and_end(line: &str) -> Cow<'_, str> {
     }
     let first_chars = line.char_indices().nth(200).map_or(line.len(), |(at, _)| at);
     let head = cut_at_token(line, first_chars.max(ERROR_HEAD));
-    let mut end_from = line.len() - ERROR_END;
-    while !line.is_char_boundary(end_from) {
-        end_from += 1;
-    }
+    let mut end_from = ceil_char_boundary(line, line.len() - ERROR_END);
     // The end starts with a whole token when one starts soon enough.
     if let Some(at) = line[end_from..].find(char::is_whitespace) {
         if at < ERROR_END / 2 {
@@ -578,10 +575,7 @@ fn in_file_name(text: &str, start: usize, end: usize) -> bool {
         byte.is_ascii_whitespace() || matches!(byte, b'"' | b'\'' | b'`' | b'\\' | b'(' | b'[' | b'{')
     };
     // Bounded either side, so that a minified bundle's markers cost no more than a line's.
-    let mut floor = start.saturating_sub(NAME_AROUND);
-    while !text.is_char_boundary(floor) {
-        floor += 1;
-    }
+    let floor = ceil_char_boundary(text, start.saturating_sub(NAME_AROUND));
     let ceiling = floor_char_boundary(text, (start + NAME_AROUND).min(bytes.len()));
     let word_start = bytes[floor..start]
         .iter()
