@@ -154,11 +154,11 @@ impl<'a> Facts<'a> {
                         || match queries(call) {
                             // A listing of crashes is full of exception names; its own failure
                             // is what it prints first.
-                            true => starts_with_failure(&output),
+                            true => starts_with_failure(&output, answer.as_ref()),
                             false => first_error.is_some() && !shows_content(call),
                         }
                 }
-                None => starts_with_failure(&output),
+                None => starts_with_failure(&output, answer.as_ref()),
             };
         let error_id = first_error.as_ref().and_then(|error| self.id_of(error));
         match slot {
@@ -252,6 +252,7 @@ struct JsonAnswer {
     stdout: Option<String>,
     message: Option<String>,
     error: Option<Value>,
+    success: Option<Value>,
 }
 
 impl JsonAnswer {
@@ -621,8 +622,12 @@ fn exit_code_in(line: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// Whether a non-shell tool's output opens with a failure.
-fn starts_with_failure(output: &str) -> bool {
+/// Whether a non-shell tool's output opens with a failure. A JSON answer read as one says so by
+/// its keys (the error it sets is a `Failure` already); only a longer one is judged by its start.
+fn starts_with_failure(output: &str, answer: Option<&JsonAnswer>) -> bool {
+    if let Some(answer) = answer {
+        return answer.success == Some(Value::Bool(false));
+    }
     let start: String = output.chars().take(200).collect::<String>().to_ascii_lowercase();
     let start = start.trim_start();
     start.starts_with("error")

@@ -1641,7 +1641,16 @@ fn a_json_answer_whose_error_is_null_is_a_success() {
             "e2",
             r#"{"output": "", "exit_code": 1, "error": "old_string not found in file"}"#,
         ),
-        Message::assistant("One edit failed."),
+        Message::assistant_calls(vec![ToolCall::new(
+            "p1",
+            "publish_page",
+            r#"{"path":"docs/profile.md"}"#,
+        )]),
+        Message::tool(
+            "p1",
+            r#"{"success": false, "message": "quota exceeded for space DOCS", "error": null}"#,
+        ),
+        Message::assistant("One edit failed, and the page was not published."),
     ];
     let summary = summarize(&middle);
     assert!(
@@ -1651,7 +1660,10 @@ fn a_json_answer_whose_error_is_null_is_a_success() {
     );
     assert_eq!(
         section_lines(&summary, "### Blocked"),
-        ["- [edit_file] apps/web/src/pages/Profile.tsx -> failed: old_string not found in file"],
+        [
+            "- [edit_file] apps/web/src/pages/Profile.tsx -> failed: old_string not found in file",
+            "- [publish_page] docs/profile.md -> quota exceeded for space DOCS"
+        ],
         "{summary}"
     );
 }
