@@ -563,6 +563,54 @@ impl<'a> Facts<'a> {
     }
 }
 
+/// Words opening a sentence that leans on the one before it (`Until that lands prod stays
+/// blocked.` after `I opened PLAT-2291 for the reader role.`).
+const POINTS_BACK: [&str; 10] = [
+    "that ",
+    "this ",
+    "it ",
+    "they ",
+    "these ",
+    "those ",
+    "until that ",
+    "until then",
+    "until it ",
+    "which ",
+];
+
+/// `sentence` (a slice of `text`), preceded by the sentence before it in `text` when it opens by
+/// pointing back to it and both fit in [`MAX_SENTENCE`]: alone, it says what is blocked but not
+/// by what.
+pub(super) fn with_antecedent<'a>(text: &'a str, sentence: &'a str) -> &'a str {
+    let lower = sentence.get(..12).unwrap_or(sentence).to_ascii_lowercase();
+    if !POINTS_BACK.iter().any(|word| lower.starts_with(word)) {
+        return sentence;
+    }
+    let Some(offset) = (sentence.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
+        return sentence;
+    };
+    let before = text[..offset.min(text.len())].trim_end();
+    if !before.ends_with(['.', '!', ':']) {
+        return sentence;
+    }
+    let last = before.len() - 1;
+    let (previous, _) = sentence_around(before, last, last + 1, MAX_SENTENCE);
+    let previous = previous.trim_start();
+    let start = previous.as_ptr() as usize - text.as_ptr() as usize;
+    let end = offset + sentence.len();
+    // A whole sentence, not the part of one that fit.
+    let whole = text[..start].ends_with('\n')
+        || text[..start]
+            .trim_end()
+            .chars()
+            .last()
+            .is_none_or(|last| matches!(last, '.' | '!' | '?' | ':'));
+    if !whole || previous.len() < 12 || end - start > MAX_SENTENCE {
+        return sentence;
+    }
+    &text[start..end]
+}
+
 /// How far a name around an error marker is looked for, either side, in bytes.
 const NAME_AROUND: usize = 256;
 
@@ -666,6 +714,25 @@ pub(super) fn error_line_score(line: &str) -> u8 {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_sentence_pointing_back_keeps_the_one_it_points_to() {
+        let text = "Ok. I opened PLAT-2291 for the reader role. Until that lands prod stays blocked.";
+        let sentence = &text[text.find("Until").unwrap()..];
+        assert_eq!(
+            with_antecedent(text, sentence),
+            "I opened PLAT-2291 for the reader role. Until that lands prod stays blocked."
+        );
+        // Alone, or pointing nowhere, it is kept as it is.
+        assert_eq!(with_antecedent(sentence, sentence), sentence);
+        let text = "I opened PLAT-2291. Prod stays blocked.";
+        let sentence = &text[text.find("Prod").unwrap()..];
+        assert_eq!(with_antecedent(text, sentence), sentence);
+        // Two sentences too long for one line keep the one found.
+        let text = format!("{}. It is blocked on the role.", "word ".repeat(70));
+        let sentence = &text[text.find("It is").unwrap()..];
+        assert_eq!(with_antecedent(&text, sentence), sentence);
+    }
 
     #[test]
     fn code_spans_stay_on_one_line_and_within_length() {

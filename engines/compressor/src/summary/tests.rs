@@ -1476,7 +1476,7 @@ fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
         section_lines(&summary, "### Blocked"),
         [
             "- Stated by the assistant: Blocked: the prod reader role tf-prod-reader cannot list s3://acme-tfstate-prod, so I can't run a read-only plan.",
-            "- Stated by the user: Until that lands prod stays blocked.",
+            "- Stated by the user: I opened PLAT-2291 for the reader role. Until that lands prod stays blocked.",
         ],
         "{summary}"
     );
