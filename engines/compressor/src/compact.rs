@@ -17,7 +17,7 @@
 
 use std::{borrow::Cow, time::Instant};
 
-use ctxhost_engine_abi::Message;
+use ctxhost_engine_abi::{Message, Role};
 use ctxhost_engine_kit::{
     sequence::{align_end_to_group, repair_tool_pairs},
     tokens::{
@@ -34,8 +34,8 @@ use crate::{
     boundaries::{find_boundaries, head_cap, Boundaries, Limits},
     config::{Budgets, CompressorConfig, SUMMARY_TOKENS_CEILING},
     prune::{
-        calls_by_id, count_prunable, find_older_duplicates, prune_middle, replace_duplicates_in_place,
-        PruneStats,
+        calls_by_id, count_images, count_prunable, find_older_duplicates, prune_middle,
+        replace_duplicates_in_place, PruneStats,
     },
     report::{CompactionReport, Outcome},
     summary::{
@@ -298,6 +298,11 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
     let duplicates_from = if reads_transcript { head_end } else { tail_start };
     let duplicates = find_older_duplicates(&working, duplicates_from);
     let mut stats = PruneStats::default();
+    let images_summarized = middle
+        .iter()
+        .filter(|message| message.role != Role::Tool)
+        .map(|message| count_images(&message.content))
+        .sum();
     let pruned = if reads_transcript {
         prune_middle(middle, &duplicates[head_end..tail_start], &calls, &mut stats)
     } else {
@@ -419,6 +424,7 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         deduplicated_outputs: 0,
         shortened_arguments: 0,
         images_replaced: 0,
+        images_summarized,
         summary_tokens,
         updated_previous_summary: previous.is_some(),
         summary_placement: Some(placement.describe().to_owned()),

@@ -218,7 +218,7 @@ fn with_text(message: &Message, text: String) -> Message {
     }
 }
 
-fn count_images(content: &Content) -> usize {
+pub(crate) fn count_images(content: &Content) -> usize {
     match content {
         Content::Parts(parts) => parts.iter().filter(|part| is_image_part(part)).count(),
         _ => 0,

@@ -65,6 +65,9 @@ pub struct CompactionReport {
     pub shortened_arguments: usize,
     /// Image parts of old tool results replaced by a placeholder.
     pub images_replaced: usize,
+    /// Image parts the user or the assistant sent in the summarised middle: the summary says how
+    /// many came with each request and keeps none.
+    pub images_summarized: usize,
     /// Rough tokens of the summary message's text.
     pub summary_tokens: u64,
     /// An earlier summary was updated rather than a new one started.
@@ -102,6 +105,7 @@ impl CompactionReport {
             deduplicated_outputs: 0,
             shortened_arguments: 0,
             images_replaced: 0,
+            images_summarized: 0,
             summary_tokens: 0,
             updated_previous_summary: false,
             summary_placement: None,

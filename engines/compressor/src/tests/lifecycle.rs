@@ -254,9 +254,17 @@ fn the_last_compaction_report_has_the_documented_shape() {
         engine.call_ext("last_compaction", &Value::Null).unwrap(),
         Value::Null
     );
-    let messages = long_conversation(20, 400);
+    let mut messages = long_conversation(20, 400);
+    // A screenshot sent with an early request: summarised, named, not kept.
+    messages[5].content = ctxhost_engine_abi::Content::Parts(vec![
+        json!({"type": "text", "text": "the checkout screen crashes, see both screenshots"}),
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}),
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,BBBB"}}),
+    ]);
     let compacted = compress(&mut engine, messages.clone());
     let report = engine.call_ext("last_compaction", &Value::Null).unwrap();
+    assert_eq!(report["images_summarized"], 2);
+    assert_eq!(report["images_replaced"], 0);
     let keys: Vec<&str> = report.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
@@ -278,6 +286,7 @@ fn the_last_compaction_report_has_the_documented_shape() {
             "deduplicated_outputs",
             "shortened_arguments",
             "images_replaced",
+            "images_summarized",
             "summary_tokens",
             "updated_previous_summary",
             "summary_placement",
