@@ -455,7 +455,11 @@ fn shell_outcome(output: &str, failed: bool, note_errors: bool) -> String {
     match code {
         Some(code) if code != 0 || !failed => format!("exit {code}, {lines}"),
         _ if failed => format!("failed, {lines}"),
-        _ => match crate::retention::first_error_line(output).filter(|_| note_errors && !is_json) {
+        // Only when asked: the scan of a long output for error words is no cost of the others.
+        _ => match (note_errors && !is_json)
+            .then(|| crate::retention::first_error_line(output))
+            .flatten()
+        {
             Some(line) => format!("{lines}; its first error line: {}", quote(line)),
             None => lines,
         },
