@@ -110,6 +110,8 @@ pub(super) struct Candidate<'t> {
     /// A fact the summary keeps verbatim (an identifier, an error line, a command, a request):
     /// it may use the room beyond the prose's budget.
     pub(super) keeps_fact: bool,
+    /// A line of prose that may use that room too: what blocks the work, what it achieved.
+    pub(super) beyond_prose: bool,
     pub(super) focus: bool,
 }
 
@@ -163,6 +165,7 @@ impl<'t> Draft<'t> {
             covers: Vec::new(),
             always: false,
             keeps_fact: false,
+            beyond_prose: false,
             focus: false,
         });
         self.candidates.last_mut().expect("just pushed")
@@ -245,9 +248,14 @@ impl<'t> Draft<'t> {
                 break;
             }
         }
+        // The room the engine took from the tail is the facts', and what blocks the work and what
+        // it achieved: a session's listings of parquet parts outranked them when only identifiers
+        // could use it (verify18: `Blocked: (none)` and no `Result:` beside 4,000 characters of
+        // part names).
         if fact_budget > budget {
             for &at in &order {
-                if self.candidates[at].keeps_fact {
+                let candidate = &self.candidates[at];
+                if candidate.keeps_fact || candidate.beyond_prose {
                     chosen.take(&self.candidates[at], at, fact_budget);
                     if fact_budget.saturating_sub(chosen.used) < 8 {
                         break;

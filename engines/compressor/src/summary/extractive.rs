@@ -541,6 +541,7 @@ impl<'t> Draft<'t> {
                 Cow::Owned(line),
             );
             candidate.focus = facts.is_focus(blocker.sentence.index);
+            candidate.beyond_prose = tier == 1;
             if seen.len() == STATED_BLOCKERS {
                 break;
             }
@@ -557,6 +558,7 @@ impl<'t> Draft<'t> {
             let line = format!("{RESULT}{}", cut_marked(sentence.text, STATED_BLOCKER_CHARS));
             let candidate = self.push(Section::Done, tier, sentence.index + 1, Cow::Owned(line));
             candidate.focus = facts.is_focus(sentence.index);
+            candidate.beyond_prose = tier == 1;
         }
     }
 

@@ -117,10 +117,17 @@ fn is_past_tense(word: &str) -> bool {
 /// prod reader role cannot list the state bucket`, `Until that lands prod stays blocked`. Not
 /// `blocking`, which is as often `non-blocking`.
 pub(super) static BLOCKER_WORDS: LazyLock<Words> = LazyLock::new(|| {
+    // `blocker` only where it names what blocks the work, not where a plan lists one (`added
+    // DATA-2046 as a blocker for PII`, verify18).
     Words::new(&[
         "blocked",
-        "blocker",
-        "blockers",
+        "blocker:",
+        "blockers:",
+        "is a blocker",
+        "is the blocker",
+        "still a blocker",
+        "the blocker is",
+        "the only blocker",
         "waiting on",
         "can't proceed",
         "cannot proceed",

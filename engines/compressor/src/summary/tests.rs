@@ -1469,7 +1469,7 @@ fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
             "Blocked: the prod reader role tf-prod-reader cannot list s3://acme-tfstate-prod, so I can't run a read-only plan.",
         ),
         Message::user("I opened PLAT-2291 for the reader role. Until that lands prod stays blocked. Is staging blocked too?"),
-        Message::assistant("No, staging is fine."),
+        Message::assistant("No, staging is fine. I added DATA-2046 to the plan as a blocker for PII."),
     ];
     let summary = summarize(&middle);
     assert_eq!(
@@ -1480,6 +1480,44 @@ fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
         ],
         "{summary}"
     );
+}
+
+/// A listing's many names fill the room beyond the prose's budget, but what blocks the work and
+/// what it achieved use that room first (verify18: an ETL backfill's summary at 8,000 tokens read
+/// `Blocked: (none)` and kept no `Result:` beside 4,000 characters of parquet part names).
+#[test]
+fn what_blocks_the_work_and_what_it_achieved_outrank_a_listing() {
+    let mut middle = vec![Message::user("backfill March in staging")];
+    for day in 1..=12 {
+        let id = format!("ls{day}");
+        middle.push(shell(
+            &id,
+            &format!("aws s3 ls s3://acme-dl-raw/orders/dt=2024-03-{day:02}/"),
+        ));
+        let parts: String = (0..40)
+            .map(|part| format!("2024-04-01 00:10:22 61.0 MiB orders/dt=2024-03-{day:02}/part-{part:05}-{:08x}.snappy.parquet\n", day * 1000 + part))
+            .collect();
+        middle.push(Message::tool(&id, format!("{parts}Exit code: 0")));
+    }
+    middle.push(Message::assistant(
+        "Result: per-partition backfill takes 41 min for the month: 11524 s -> 2460 s. Blocked: the etl_loader role has no INSERT grant on ANALYTICS_PROD.MARTS.ORDERS_DAILY.",
+    ));
+    middle.push(Message::user("ok, wait for the grant"));
+    middle.push(Message::assistant("Waiting."));
+    let summary = summarize_within(&middle, None, 500, 4_000);
+    assert!(
+        section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("no INSERT grant")),
+        "{summary}"
+    );
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("11524 s -> 2460 s")),
+        "{summary}"
+    );
+    assert!(summary.contains("part-00039"), "{summary}");
 }
 
 /// What the assistant measured before and after is listed under Done: no command's line says
