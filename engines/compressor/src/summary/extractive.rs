@@ -38,7 +38,7 @@ use ctxhost_engine_kit::stand_in::error_line;
 
 use super::{
     draft::{cut_marked, Candidate, Draft, Group},
-    facts::{extract_facts, verbs, Fact, FactKind, Facts, Source},
+    facts::{extract_facts, verbs, DecisionRecord, Fact, FactKind, Facts, Source},
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{Section, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, UNANSWERED},
@@ -327,54 +327,9 @@ impl<'t> Draft<'t> {
     /// rank with the user's constraints.
     fn add_decision_records(&mut self, facts: &Facts<'t>) {
         let records = &facts.records;
-        // A record without a number that the next message numbers (the user's `Decision:
-        // Snowflake.`, the assistant's `Noted. Decision 1: warehouse = Snowflake …`) is that
-        // record: it goes when the number is revised, and is no replacement of its own.
-        let adopted: Vec<Option<u32>> = records
-            .iter()
-            .enumerate()
-            .map(|(at, record)| match (record.number, records.get(at + 1)) {
-                (None, Some(next))
-                    if !next.revises && next.index > record.index && next.index - record.index <= 2 =>
-                {
-                    next.number
-                }
-                _ => None,
-            })
-            .collect();
-        let number_of = |at: usize| records[at].number.or(adopted[at]);
-        let mut latest: FastMap<u32, usize> = FastMap::default();
-        // Records without a number that a later one without a number revises.
-        let mut revised = HashSet::new();
-        let mut unnumbered = None;
-        for (at, record) in records.iter().enumerate() {
-            match number_of(at) {
-                Some(number) => {
-                    latest.insert(number, at);
-                }
-                None => {
-                    if record.revises {
-                        revised.extend(unnumbered);
-                    }
-                    unnumbered = Some(at);
-                }
-            }
-        }
-        for (at, record) in records.iter().enumerate() {
-            let replaced = match number_of(at) {
-                Some(number) => latest[&number] != at,
-                None => revised.contains(&at),
-            };
-            // Restated by the next message (the user's `Reverse decision 1: BigQuery`, the
-            // assistant's `Decision 1 reversed: warehouse = BigQuery …`): one change, counted once.
-            let restated = records.get(at + 1).is_some_and(|next| {
-                next.index > record.index
-                    && next.index - record.index <= 2
-                    && next.number.is_some()
-                    && next.number == number_of(at)
-            });
-            if replaced {
-                if !restated {
+        for (record, standing) in records.iter().zip(record_standings(records)) {
+            if standing.replaced {
+                if !standing.restated {
                     self.replaced_records += 1;
                 }
                 continue;
@@ -446,12 +401,25 @@ impl<'t> Draft<'t> {
         for (position, request) in facts.requests.iter().enumerate() {
             latest_of.insert(request.text.trim(), position);
         }
+        // A request that is a decision record a later one replaced (`Decision: … Go with a full
+        // refresh`, reversed since) stands under Key Decisions as its replacement: listed as a
+        // goal, it read as the current one (verify18).
+        let replaced_requests: HashSet<usize> = facts
+            .records
+            .iter()
+            .zip(record_standings(&facts.records))
+            .filter(|(record, standing)| standing.replaced && opens_its_message(record, facts))
+            .map(|(record, _)| record.index)
+            .collect();
         for (position, request) in facts.requests.iter().enumerate() {
             if position > 0 && position <= unlisted {
                 continue;
             }
             let latest = position + 1 == count;
             if position > 0 && !latest && latest_of[request.text.trim()] != position {
+                continue;
+            }
+            if !latest && replaced_requests.contains(&request.index) {
                 continue;
             }
             let open = latest && !request.answered && facts.open_at_end;
@@ -555,7 +523,13 @@ impl<'t> Draft<'t> {
     fn add_results(&mut self, facts: &Facts<'t>) {
         for (newer, sentence) in facts.results.iter().rev().take(RESULTS).enumerate() {
             let tier = if newer == 0 { 1 } else { 2 };
-            let line = format!("{RESULT}{}", cut_marked(sentence.text, STATED_BLOCKER_CHARS));
+            // The assistant's own `Result: …` is not labelled twice.
+            let text = sentence.text.trim_start();
+            let said = text
+                .get(..RESULT.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(RESULT));
+            let text = if said { &text[RESULT.len()..] } else { text };
+            let line = format!("{RESULT}{}", cut_marked(text, STATED_BLOCKER_CHARS));
             let candidate = self.push(Section::Done, tier, sentence.index + 1, Cow::Owned(line));
             candidate.focus = facts.is_focus(sentence.index);
             candidate.beyond_prose = tier == 1;
@@ -819,6 +793,81 @@ impl<'t> Draft<'t> {
         candidate.focus = fact.focus;
         self.fact_candidates.insert(id, at);
     }
+}
+
+/// Whether `record` opens the request of its message: the request is the record.
+fn opens_its_message(record: &DecisionRecord<'_>, facts: &Facts<'_>) -> bool {
+    facts
+        .requests
+        .iter()
+        .find(|request| request.index == record.index)
+        .is_some_and(|request| {
+            request
+                .text
+                .trim_start()
+                .starts_with(record.text.get(..20).unwrap_or(record.text))
+        })
+}
+
+/// Where each of `records` stands: replaced by a later record, and restated by the next one.
+#[derive(Clone, Copy, Default)]
+struct RecordStanding {
+    replaced: bool,
+    /// Restated by the next message (the user's `Reverse decision 1: BigQuery`, the assistant's
+    /// `Decision 1 reversed: warehouse = BigQuery …`): one change, counted once.
+    restated: bool,
+}
+
+fn record_standings(records: &[DecisionRecord<'_>]) -> Vec<RecordStanding> {
+    // A record without a number that the next message numbers (the user's `Decision:
+    // Snowflake.`, the assistant's `Noted. Decision 1: warehouse = Snowflake …`) is that record:
+    // it goes when the number is revised, and is no replacement of its own.
+    let adopted: Vec<Option<u32>> = records
+        .iter()
+        .enumerate()
+        .map(|(at, record)| match (record.number, records.get(at + 1)) {
+            (None, Some(next))
+                if !next.revises && next.index > record.index && next.index - record.index <= 2 =>
+            {
+                next.number
+            }
+            _ => None,
+        })
+        .collect();
+    let number_of = |at: usize| records[at].number.or(adopted[at]);
+    let mut latest: FastMap<u32, usize> = FastMap::default();
+    // Records without a number that a later one without a number revises.
+    let mut revised = HashSet::new();
+    let mut unnumbered = None;
+    for (at, record) in records.iter().enumerate() {
+        match number_of(at) {
+            Some(number) => {
+                latest.insert(number, at);
+            }
+            None => {
+                if record.revises {
+                    revised.extend(unnumbered);
+                }
+                unnumbered = Some(at);
+            }
+        }
+    }
+    records
+        .iter()
+        .enumerate()
+        .map(|(at, record)| RecordStanding {
+            replaced: match number_of(at) {
+                Some(number) => latest[&number] != at,
+                None => revised.contains(&at),
+            },
+            restated: records.get(at + 1).is_some_and(|next| {
+                next.index > record.index
+                    && next.index - record.index <= 2
+                    && next.number.is_some()
+                    && next.number == number_of(at)
+            }),
+        })
+        .collect()
 }
 
 /// Where an error line stands in the work.

@@ -85,17 +85,61 @@ pub(super) fn states_a_rule(sentence: &str) -> bool {
     let mut from = 0;
     while let Some((start, end)) = CONSTRAINT_WORDS.find_at(sentence, from) {
         let word = &sentence[start..end];
-        let tells_the_past = (word.eq_ignore_ascii_case("never") || word.eq_ignore_ascii_case("always"))
+        let tells_what_happens = (word.eq_ignore_ascii_case("never") || word.eq_ignore_ascii_case("always"))
             && sentence[end..]
                 .split_whitespace()
                 .next()
-                .is_some_and(is_past_tense);
-        if !tells_the_past {
+                .is_some_and(|next| is_past_tense(next) || describes(next));
+        if !tells_what_happens {
             return true;
         }
         from = end;
     }
     false
+}
+
+/// Whether `word`, after `never` or `always`, describes what happens rather than tells what to
+/// do: a verb of the third person (`never fails`, `always reproduces`; not `never pass`), a verb
+/// of being, or no verb at all (`fails on CI one run in eight, never locally.`, verify18).
+fn describes(word: &str) -> bool {
+    const NO_VERB: &[&str] = &[
+        "is",
+        "are",
+        "has",
+        "have",
+        "been",
+        "be",
+        "locally",
+        "here",
+        "there",
+        "again",
+        "before",
+        "once",
+        "since",
+        "on",
+        "in",
+        "at",
+        "for",
+        "with",
+        "when",
+        "if",
+        "yet",
+        "anywhere",
+        "elsewhere",
+        "reproduces",
+    ];
+    let ends_the_clause = word.ends_with(['.', ',', ';', ')', '!']);
+    let word = word
+        .trim_end_matches(|c: char| !c.is_ascii_alphabetic())
+        .to_ascii_lowercase();
+    if word.is_empty() {
+        return false;
+    }
+    ends_the_clause
+        || NO_VERB.contains(&word.as_str())
+        || (word.len() >= 4
+            && word.ends_with('s')
+            && !["ss", "us", "is", "as"].iter().any(|end| word.ends_with(end)))
 }
 
 /// Whether `word` is a verb in the past tense: a regular one (`added`, `shipped`; not `need`,

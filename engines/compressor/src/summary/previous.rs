@@ -46,6 +46,21 @@ impl<'t> Draft<'t> {
         let user_moved_on = !facts.requests.is_empty();
         let settled = user_moved_on || !facts.open_at_end;
         let mut carried = Vec::new();
+        // A request that records decision N, where a later record of N stands (in the new middle,
+        // or in the earlier summary's Key Decisions in other words), was reversed: carried as a
+        // goal, it read as the plan (verify18: `Decision 2: keep sync.Map but shard it` as a
+        // replay's only goal, beside `Reverse decision 2: drop sync.Map entirely`).
+        let standing: FastMap<u32, &str> = sections[Section::Decisions.index()]
+            .iter()
+            .filter_map(|line| Some((decision_record_number(line.trim())?, line.trim())))
+            .collect();
+        let reversed_goal = |line: &str| {
+            let request = goal_request(line.trim());
+            decision_record_number(request).is_some_and(|number| {
+                facts.records.iter().any(|record| record.number == Some(number))
+                    || standing.get(&number).is_some_and(|record| *record != request)
+            })
+        };
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
         for section in Section::ALL {
@@ -64,6 +79,7 @@ impl<'t> Draft<'t> {
                         let open = section == Section::NextSteps && !settled;
                         (if open { section } else { Section::Goal }, 0)
                     }
+                    Section::Goal if reversed_goal(line) => continue,
                     Section::NextSteps if settled && open_request(line).is_some() => (Section::Goal, 1),
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),

@@ -1246,22 +1246,28 @@ fn a_question_is_not_listed_as_a_constraint() {
     );
 }
 
-/// What happened is no rule, and a pasted quotation ends where its closing mark does (verify15
-/// W6: `…does not need it.' We never added that permission.` was kept as a constraint).
+/// What happened or happens is no rule, and a pasted quotation ends where its closing mark does
+/// (verify15 W6: `…does not need it.' We never added that permission.` was kept as a constraint;
+/// verify18: `… fails on CI maybe one run in eight, never locally.`).
 #[test]
 fn a_past_never_or_a_pasted_fragment_is_not_a_constraint() {
     let middle = vec![
         Message::user(
             "Google Play rejected 40200: 'Your app uses the QUERY_ALL_PACKAGES permission but \
              does not need it.' We never added that permission. It always failed on the \
-             internal track. Never touch the upload keystore, and always bump versionCode.",
+             internal track. Never touch the upload keystore, and always bump versionCode. \
+             tests/test_ws.py::test_retry fails on CI maybe one run in eight, never locally. \
+             The nightly job always runs at 02:00. Never, ever push to main.",
         ),
         Message::assistant("Looking at the merged manifest."),
     ];
     let summary = summarize(&middle);
     assert_eq!(
         section_lines(&summary, "## Constraints & Preferences"),
-        ["- Never touch the upload keystore, and always bump versionCode."],
+        [
+            "- Never touch the upload keystore, and always bump versionCode.",
+            "- Never, ever push to main."
+        ],
         "{summary}"
     );
 }
@@ -1482,6 +1488,73 @@ fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
     );
 }
 
+/// A request that is a decision record, replaced since, is no goal: listed there, `Go with a full
+/// refresh` read as the plan after the user had reversed it (verify18, every summary of an ETL
+/// backfill).
+#[test]
+fn a_request_recording_a_decision_replaced_since_is_no_goal() {
+    let middle = vec![
+        Message::user("backfill March"),
+        Message::assistant("Looking."),
+        Message::user(
+            "Decision: rows before 2024-03-05 get customer_tier = 'unknown'. Go with a full refresh of orders_daily, it's simplest.",
+        ),
+        Message::assistant("Decision 1: backfill orders_daily with `dbt run --full-refresh`. Decision 2: customer_tier = 'unknown' before 2024-03-05."),
+        Message::user("Reverse decision 1: no full refresh, it takes 3 hours. Do an incremental backfill."),
+        Message::assistant("Decision 1 revised: incremental backfill per partition, no --full-refresh."),
+        Message::user("Now fix the 03-22 duplicates."),
+        Message::assistant("Fixed."),
+    ];
+    let summary = summarize(&middle);
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        !goal.iter().any(|line| line.contains("full refresh")),
+        "{summary}"
+    );
+    assert!(
+        goal.iter().any(|line| line.contains("backfill March")),
+        "{summary}"
+    );
+    assert!(
+        goal.iter().any(|line| line.contains("03-22 duplicates")),
+        "{summary}"
+    );
+    assert!(
+        section_lines(&summary, "## Key Decisions")
+            .iter()
+            .any(|line| line.starts_with("- Decision 1 revised: incremental")),
+        "{summary}"
+    );
+}
+
+/// An earlier summary's goal that records a decision its Key Decisions lists reversed is not
+/// carried: a replay's summary read `Decision 2: keep sync.Map but shard it 16 ways` as its goal
+/// (verify18).
+#[test]
+fn a_carried_goal_recording_a_reversed_decision_is_dropped() {
+    let previous = "## Goal\n- find the p99 regression\n- Decision 2: keep sync.Map but shard it 16 ways, that's what the platform team recommends.\n- run the local load test\n\n## Key Decisions\n- Reverse decision 2: drop sync.Map entirely, go back to a plain map with sync.RWMutex.\n";
+    let middle = vec![
+        Message::user("Open a PR against main."),
+        Message::assistant("PR https://github.com/acme/checkout-api/pull/2817 is open."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 4_000, 4_000);
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        !goal.iter().any(|line| line.contains("shard it 16 ways")),
+        "{summary}"
+    );
+    assert!(
+        goal.iter().any(|line| line.contains("run the local load test")),
+        "{summary}"
+    );
+    assert!(
+        section_lines(&summary, "## Key Decisions")
+            .iter()
+            .any(|line| line.contains("Reverse decision 2")),
+        "{summary}"
+    );
+}
+
 /// A listing's many names fill the room beyond the prose's budget, but what blocks the work and
 /// what it achieved use that room first (verify18: an ETL backfill's summary at 8,000 tokens read
 /// `Blocked: (none)` and kept no `Result:` beside 4,000 characters of parquet part names).
@@ -1533,13 +1606,19 @@ fn a_measured_change_the_assistant_states_is_a_result_under_done() {
              The planner is happy. Next, prod.",
         ),
         Message::user("ok"),
-        Message::assistant("Noted."),
+        Message::assistant("Result: local p99 415.2 ms -> 188.4 ms (k6, 64 VUs)."),
     ];
     let summary = summarize(&middle);
+    let done = section_lines(&summary, "### Done");
     assert!(
-        section_lines(&summary, "### Done").contains(
+        done.contains(
             &"- Result: queryid -6021393718541228421: 2381.442 ms -> 3.112 ms on the staging replica with an Index Scan."
         ),
+        "{summary}"
+    );
+    // The assistant's own label is not doubled (verify18: `Result: Result: local p99 …`).
+    assert!(
+        done.contains(&"- Result: local p99 415.2 ms -> 188.4 ms (k6, 64 VUs)."),
         "{summary}"
     );
 }
