@@ -59,10 +59,13 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
         .is_some_and(|message| message.role == Role::System);
     let head_end = (usize::from(starts_with_system) + limits.protect_first_n).min(len);
     let head_end = align_end_to_group(messages, head_end);
-    let head_end = shrink_head(messages, estimates, head_end, limits);
+    // Capped before it is weighed: an earlier summary and the turns after it are no part of the
+    // head, and counted in, their weight (an image the user sent) shrank the head to the system
+    // message and summarised the first request away (verify18).
     let head_end = limits.head_cap.map_or(head_end, |cap| {
         head_end.min(cap.max(usize::from(starts_with_system)))
     });
+    let head_end = shrink_head(messages, estimates, head_end, limits);
     if head_end >= len {
         return Boundaries {
             head_end: len,

@@ -383,6 +383,26 @@ fn the_head_stays_where_the_conversation_started_compaction_after_compaction() {
     }
 }
 
+/// What follows an earlier summary is no part of the head, however much it weighs: a heavy message
+/// of the user's after the summary (a pasted log, a screenshot) shrank the head to the system
+/// message, and the first request was summarised away while a later one stood verbatim in its
+/// place (verify18).
+#[test]
+fn a_heavy_message_after_the_summary_does_not_push_the_first_request_out_of_the_head() {
+    let mut engine = engine(SMALL_WINDOW, 3, 4);
+    // Its first turn reads too much for the head: the head is the system message and the request.
+    let mut context = compress(&mut engine, long_conversation(12, 4_800));
+    assert!(context[1].text().starts_with("request 0"), "{:?}", context[1]);
+    context.push(Message::user(format!(
+        "here is the CI log: {}",
+        "E   assert [1, 2, 8, 4] == [1, 2, 4, 8]\n".repeat(280)
+    )));
+    context.extend(long_conversation(6, 400).into_iter().skip(1));
+    let context = compress(&mut engine, context);
+    assert_valid(&context);
+    assert!(context[1].text().starts_with("request 0"), "{:?}", &context[..3]);
+}
+
 /// A summary counts every turn it stands for, an earlier summary's included: a session repeating
 /// its calls could otherwise get a summary identical to the one it replaces, placed after the
 /// newest request, which the host reads as an older message moved past it.
