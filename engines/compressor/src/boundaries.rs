@@ -21,7 +21,10 @@
 //!   groups so that its first message need not carry a merged summary.
 
 use ctxhost_engine_abi::{Message, Role};
-use ctxhost_engine_kit::sequence::{align_end_to_group, align_start_to_group};
+use ctxhost_engine_kit::{
+    retention::is_agent_note,
+    sequence::{align_end_to_group, align_start_to_group},
+};
 
 use crate::assemble::{choose_placement, Placement};
 
@@ -128,7 +131,11 @@ pub(crate) fn find_boundaries(messages: &[Message], estimates: &[u64], limits: &
 /// tail kept, and froze them verbatim before the summary of older work.
 pub(crate) fn head_cap(messages: &[Message], carries_summary: impl Fn(&Message) -> bool) -> Option<usize> {
     let summary_at = messages.iter().position(carries_summary)?;
-    let first_user = messages.iter().position(|message| message.role == Role::User);
+    // The first request, not the agent's notes before it (Codex's `<environment_context>`): the
+    // request after them is the head's, not one pinned later (verify18).
+    let first_user = messages
+        .iter()
+        .position(|message| message.role == Role::User && !is_agent_note(message, &message.text()));
     let pinned_before = summary_at
         .checked_sub(1)
         .filter(|&at| messages[at].role == Role::User && Some(at) != first_user);
@@ -236,6 +243,27 @@ mod tests {
             protect_last_n,
             head_cap: None,
         }
+    }
+
+    /// The first request after Codex's notes is the head's, not a request pinned after it: the
+    /// head was the `<environment_context>` alone, and the task was summarised (verify18).
+    #[test]
+    fn the_head_ends_after_the_first_request_that_follows_the_agents_notes() {
+        let summary = |message: &Message| message.text().starts_with("[SUMMARY]");
+        let messages = vec![
+            Message::user("<environment_context>\n  <cwd>/home/dev/work</cwd>\n</environment_context>"),
+            Message::user("Backfill March in staging."),
+            Message::assistant("[SUMMARY] earlier turns"),
+            Message::user("Now the prod load."),
+        ];
+        assert_eq!(head_cap(&messages, summary), Some(2));
+        // A request pinned before the summary is not the head's.
+        let pinned = vec![
+            Message::user("Backfill March in staging."),
+            Message::user("Now the prod load."),
+            Message::assistant("[SUMMARY] earlier turns"),
+        ];
+        assert_eq!(head_cap(&pinned, summary), Some(1));
     }
 
     #[test]

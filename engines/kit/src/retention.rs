@@ -142,12 +142,22 @@ pub fn first_error_line(text: &str) -> Option<&str> {
 
 /// Whether a user-role message is the agent's own note rather than something the user asked:
 /// Claude Code's interruption marker (`[Request interrupted by user for tool use]`), or a message
-/// it marks `isMeta` (an @-mentioned file's text, CLAUDE.md, a hook's context). `text` is the
-/// message's text. Its identifiers are facts; it is no request.
+/// it marks `isMeta` (an @-mentioned file's text, CLAUDE.md, a hook's context); Codex's
+/// `<environment_context>` and `<user_instructions>` (AGENTS.md). `text` is the message's text.
+/// Its identifiers are facts; it is no request.
 pub fn is_agent_note(message: &Message, text: &str) -> bool {
     let text = text.trim();
     message.extra.get("isMeta") == Some(&serde_json::Value::Bool(true))
         || (text.starts_with("[Request interrupted by user") && text.ends_with(']') && !text.contains('\n'))
+        || ["environment_context", "user_instructions"].iter().any(|tag| {
+            text.strip_prefix('<')
+                .and_then(|rest| rest.strip_prefix(tag))
+                .is_some_and(|rest| rest.starts_with('>'))
+                && text
+                    .strip_suffix('>')
+                    .and_then(|rest| rest.strip_suffix(tag))
+                    .is_some_and(|rest| rest.ends_with("</"))
+        })
 }
 
 /// Every distinct fact in `messages`.
@@ -693,6 +703,24 @@ mod tests {
     use super::*;
     use ctxhost_engine_abi::ToolCall;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn codexs_context_and_instructions_are_the_agents_notes() {
+        let note = |text: &str| is_agent_note(&Message::user(text), text);
+        assert!(note(
+            "<environment_context>\n  <cwd>/home/dev/work</cwd>\n</environment_context>"
+        ));
+        assert!(note(
+            "<user_instructions>\nRun clippy first.\n</user_instructions>"
+        ));
+        assert!(note("[Request interrupted by user for tool use]"));
+        // A request that quotes one is the user's.
+        assert!(!note("Why does <environment_context> list the wrong cwd?"));
+        assert!(!note(
+            "<environment_context> is stale </environment_context> fix it"
+        ));
+        assert!(!note("Backfill March."));
+    }
 
     fn kinds(messages: &[Message]) -> Vec<(FactKind, String)> {
         find_facts(messages)
