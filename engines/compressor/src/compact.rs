@@ -19,6 +19,7 @@ use std::{borrow::Cow, time::Instant};
 
 use ctxhost_engine_abi::{Message, Role};
 use ctxhost_engine_kit::{
+    retention::is_agent_note,
     sequence::{align_end_to_group, repair_tool_pairs},
     tokens::{
         estimate_message_tokens, estimate_message_tokens_bound, estimate_messages_tokens,
@@ -270,6 +271,7 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         Some(_) => (working, head_end + 1),
         None => (working, head_end),
     };
+    let pinned_at = pinned_user.map(|_| head_end - 1);
     if tail_start <= head_end {
         let reason = format!(
             "nothing lies between the protected head ({head_end} messages) and tail ({} messages)",
@@ -330,6 +332,11 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         focus_topic: settings.focus_topic,
         target_tokens,
         input_tokens,
+        // The pinned request, or one the tail keeps: the user moved on from the middle's.
+        request_follows: working[tail_start..]
+            .iter()
+            .chain(pinned_at.map(|at| &working[at]))
+            .any(|message| message.role == Role::User && !is_agent_note(message, &message.text())),
     };
     let (asked, was_asked, note) = match ask {
         Ask::Summarizer(summarizer) => {

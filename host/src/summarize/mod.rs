@@ -115,6 +115,7 @@ impl Summarizer {
             focus_topic: focus,
             target_tokens,
             input_tokens,
+            request_follows: false,
         };
         // The extractive summarizer's own budget: never more than three quarters of the input.
         let facts_budget = target_tokens

@@ -41,7 +41,7 @@ use super::{
     facts::{extract_facts, verbs, DecisionRecord, Fact, FactKind, Facts, Source},
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
-    sections::{Section, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, UNANSWERED},
+    sections::{Section, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, LATEST_BEFORE_NEXT, UNANSWERED},
     Summarizer, SummaryError, SummaryRequest,
 };
 
@@ -73,7 +73,14 @@ impl ExtractiveSummarizer {
         let fact_chars = fact_chars.max(max_chars);
         let focus_words = focus_words(request.focus_topic);
         let scan_budget = scan_budget(request.middle, fact_chars);
-        let facts = extract_facts(request.middle, &focus_words, scan_budget);
+        let mut facts = extract_facts(request.middle, &focus_words, scan_budget);
+        // A request after the middle: the user moved on, and nothing in it is still in progress
+        // (verify18: a replay's summary read `Request in progress:` for a request done and
+        // followed by another).
+        if request.request_follows {
+            facts.open_at_end = false;
+            facts.moved_on = true;
+        }
         // A line for each fact, request, constraint, decision and action, and a few more.
         let lines = facts.facts.len()
             + facts.requests.len()
@@ -432,6 +439,9 @@ impl<'t> Draft<'t> {
                     if acted_on { IN_PROGRESS } else { UNANSWERED },
                     LATEST_REQUEST_CHARS,
                 )
+            } else if latest && !request.answered && facts.moved_on {
+                // Followed by another request, not by an answer: neither open nor answered.
+                (Section::Goal, 0, LATEST_BEFORE_NEXT, LATEST_REQUEST_CHARS)
             } else if latest {
                 (Section::Goal, 0, LATEST_ANSWERED, LATEST_REQUEST_CHARS)
             } else if position == 0 && !has_previous {

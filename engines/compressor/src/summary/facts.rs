@@ -167,6 +167,8 @@ pub(crate) struct Facts<'a> {
     /// `in_progress_from` on belong to it.
     pub open_at_end: bool,
     pub in_progress_from: usize,
+    /// The user sent a request after the middle ([`super::SummaryRequest::request_follows`]).
+    pub moved_on: bool,
     /// For each message: whether it is about the focus topic (empty without one).
     pub focus: Vec<bool>,
 }

@@ -117,6 +117,9 @@ pub struct SummaryRequest<'a> {
     pub target_tokens: u64,
     /// Rough tokens of the input (the middle plus any earlier summary); a summary must be shorter.
     pub input_tokens: u64,
+    /// The user sent a request after the middle (kept verbatim after the head, or in the tail):
+    /// no request the summary lists, its own or an earlier summary's, is still in progress.
+    pub request_follows: bool,
 }
 
 impl SummaryRequest<'_> {

@@ -295,6 +295,15 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
     }
 }
 
+/// Whether `line` opens with a decision record (`Decision: …`, `Reverse decision 1: …`).
+pub(super) fn opens_with_record(line: &str) -> bool {
+    let mut records = Vec::new();
+    decision_records(line, 0, &mut records);
+    records
+        .first()
+        .is_some_and(|record| record.text.as_ptr() == line.trim_start().as_ptr())
+}
+
 /// The number of the decision `line` records (`Decision 4 revised: …` is 4), if it is one.
 pub(super) fn decision_record_number(line: &str) -> Option<u32> {
     DECISION_RECORD

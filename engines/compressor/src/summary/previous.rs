@@ -25,7 +25,7 @@ use super::{
         STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
-    patterns::decision_record_number,
+    patterns::{decision_record_number, opens_with_record},
     sections::{goal_request, oldest_request, open_request, parse_sections, Section, FOCUS, LATEST_ANSWER},
 };
 
@@ -43,7 +43,7 @@ impl<'t> Draft<'t> {
     pub(super) fn add_previous(&mut self, facts: &Facts<'t>, previous: &'t str) {
         let sections = parse_sections(previous);
         let mut oldest = oldest_request(previous);
-        let user_moved_on = !facts.requests.is_empty();
+        let user_moved_on = !facts.requests.is_empty() || facts.moved_on;
         let settled = user_moved_on || !facts.open_at_end;
         let mut carried = Vec::new();
         // A request that records decision N, where a later record of N stands (in the new middle,
@@ -54,12 +54,25 @@ impl<'t> Draft<'t> {
             .iter()
             .filter_map(|line| Some((decision_record_number(line.trim())?, line.trim())))
             .collect();
+        let listed: Vec<&str> = sections[Section::Decisions.index()]
+            .iter()
+            .map(|line| line.trim().trim_end_matches('…'))
+            .collect();
         let reversed_goal = |line: &str| {
             let request = goal_request(line.trim());
-            decision_record_number(request).is_some_and(|number| {
-                facts.records.iter().any(|record| record.number == Some(number))
-                    || standing.get(&number).is_some_and(|record| *record != request)
-            })
+            if !opens_with_record(request) {
+                return false;
+            }
+            match decision_record_number(request) {
+                Some(number) => {
+                    facts.records.iter().any(|record| record.number == Some(number))
+                        || standing.get(&number).is_some_and(|record| *record != request)
+                }
+                // One without a number stands while Key Decisions lists it.
+                None => !listed.iter().any(|record| {
+                    !record.is_empty() && (request.starts_with(record) || record.starts_with(request))
+                }),
+            }
         };
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
@@ -72,6 +85,8 @@ impl<'t> Draft<'t> {
                     Section::Goal if line.starts_with(FOCUS) => continue,
                     // The answer to an earlier summary's latest request: the new summary has its own.
                     Section::Goal if line.starts_with(LATEST_ANSWER) => continue,
+                    Section::Goal if reversed_goal(line) => continue,
+                    Section::NextSteps if open_request(line).is_some_and(&reversed_goal) => continue,
                     // The oldest request keeps the conversation's goal.
                     Section::Goal | Section::NextSteps
                         if oldest.take_if(|oldest| oldest == line).is_some() =>
@@ -79,7 +94,6 @@ impl<'t> Draft<'t> {
                         let open = section == Section::NextSteps && !settled;
                         (if open { section } else { Section::Goal }, 0)
                     }
-                    Section::Goal if reversed_goal(line) => continue,
                     Section::NextSteps if settled && open_request(line).is_some() => (Section::Goal, 1),
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),

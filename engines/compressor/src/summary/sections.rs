@@ -157,6 +157,9 @@ fn is_unlisted_note(line: &str) -> bool {
 /// summaries).
 pub(crate) const LATEST_ANSWERED: &str = "Latest request (answered): ";
 const LATEST_BEFORE: &str = "Latest request: ";
+/// How Goal opens the latest request of the part summarised when the user's next request came
+/// before any answer to it: neither answered nor still in progress.
+pub(crate) const LATEST_BEFORE_NEXT: &str = "Latest request before the next: ";
 
 /// How Goal opens the answer to the latest request, after it.
 pub(crate) const LATEST_ANSWER: &str = "Its answer: ";
@@ -164,6 +167,7 @@ pub(crate) const LATEST_ANSWER: &str = "Its answer: ";
 /// The request a Goal line quotes, without the label of the latest.
 pub(crate) fn goal_request(line: &str) -> &str {
     line.strip_prefix(LATEST_ANSWERED)
+        .or_else(|| line.strip_prefix(LATEST_BEFORE_NEXT))
         .or_else(|| line.strip_prefix(LATEST_BEFORE))
         .unwrap_or(line)
 }
@@ -180,8 +184,9 @@ pub(crate) const FOCUS: &str = "Focus: ";
 
 /// The labels a Goal or Next Steps item opens with, before the text it quotes: a reader that
 /// looks for the quoted text (the host's grounding of a model's summary) strips them.
-pub const ITEM_LABELS: [&str; 6] = [
+pub const ITEM_LABELS: [&str; 7] = [
     LATEST_ANSWERED,
+    LATEST_BEFORE_NEXT,
     LATEST_BEFORE,
     LATEST_ANSWER,
     UNANSWERED,

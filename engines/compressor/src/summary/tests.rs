@@ -46,6 +46,7 @@ fn the_transcript_names_roles_calls_and_results_and_cuts_long_bodies() {
         focus_topic: None,
         target_tokens: 2_000,
         input_tokens: 3_000,
+        request_follows: false,
     };
     let transcript = request.transcript();
     assert!(transcript.starts_with("[USER]: run it\n\n[ASSISTANT]: \nterminal({\"command\":\"make\"})\n\n"));
@@ -156,6 +157,7 @@ fn an_earlier_summarys_identifiers_use_the_room_for_facts() {
         focus_topic: None,
         target_tokens: 100,
         input_tokens: 3_000,
+        request_follows: false,
     };
     // A target of 400 characters, room for 8,000 of facts.
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 400, 8_000);
@@ -245,6 +247,7 @@ fn summarize(middle: &[Message]) -> String {
         focus_topic: None,
         target_tokens: 2_000,
         input_tokens: 3_000,
+        request_follows: false,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -264,6 +267,7 @@ fn summarize_within(
         focus_topic: None,
         target_tokens: 300,
         input_tokens: 8_000,
+        request_follows: false,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, max_chars, fact_chars)
 }
@@ -529,6 +533,7 @@ fn a_logs_repeated_lines_give_way_to_other_facts() {
         focus_topic: None,
         target_tokens: 400,
         input_tokens: 9_000,
+        request_follows: false,
     };
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 2_400, 2_400);
     for kept in [
@@ -1532,7 +1537,7 @@ fn a_request_recording_a_decision_replaced_since_is_no_goal() {
 /// (verify18).
 #[test]
 fn a_carried_goal_recording_a_reversed_decision_is_dropped() {
-    let previous = "## Goal\n- find the p99 regression\n- Decision 2: keep sync.Map but shard it 16 ways, that's what the platform team recommends.\n- run the local load test\n\n## Key Decisions\n- Reverse decision 2: drop sync.Map entirely, go back to a plain map with sync.RWMutex.\n";
+    let previous = "## Goal\n- find the p99 regression\n- Decision 2: keep sync.Map but shard it 16 ways, that's what the platform team recommends.\n- Decision: full refresh of orders_daily, it's simplest.\n- Decision: pin Go 1.22 for the benchmarks.\n- run the local load test\n\n## Key Decisions\n- Reverse decision 2: drop sync.Map entirely, go back to a plain map with sync.RWMutex.\n- Decision: pin Go 1.22 for the benchmarks.\n- (1 earlier record was replaced by the revisions listed here)\n";
     let middle = vec![
         Message::user("Open a PR against main."),
         Message::assistant("PR https://github.com/acme/checkout-api/pull/2817 is open."),
@@ -1543,6 +1548,12 @@ fn a_carried_goal_recording_a_reversed_decision_is_dropped() {
         !goal.iter().any(|line| line.contains("shard it 16 ways")),
         "{summary}"
     );
+    // One without a number goes when Key Decisions lists it no more, and stays while it does.
+    assert!(
+        !goal.iter().any(|line| line.contains("full refresh")),
+        "{summary}"
+    );
+    assert!(goal.iter().any(|line| line.contains("pin Go 1.22")), "{summary}");
     assert!(
         goal.iter().any(|line| line.contains("run the local load test")),
         "{summary}"
@@ -1551,6 +1562,55 @@ fn a_carried_goal_recording_a_reversed_decision_is_dropped() {
         section_lines(&summary, "## Key Decisions")
             .iter()
             .any(|line| line.contains("Reverse decision 2")),
+        "{summary}"
+    );
+}
+
+/// With the user's next request after the middle (pinned after the head, or in the tail), no
+/// request of the middle or of an earlier summary is in progress: a replay's summary read
+/// `Request in progress: … Meanwhile fix the 03-22 duplicates.` for a request done and followed
+/// by another (verify18).
+#[test]
+fn no_request_is_in_progress_when_the_next_one_follows_the_middle() {
+    let previous = "## Goal\n- backfill March\n\n## Next Steps\n- Request in progress: Meanwhile fix the 03-22 duplicates.\n";
+    let middle = vec![
+        Message::user("rerun the 03-22 partition"),
+        shell(
+            "r1",
+            "dbt run -s orders_daily --vars '{backfill_date: 2024-03-22}'",
+        ),
+        Message::tool("r1", "Done. PASS=2 ERROR=0\nExit code: 0"),
+    ];
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: Some(previous),
+        focus_topic: None,
+        target_tokens: 2_000,
+        input_tokens: 3_000,
+        request_follows: true,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
+    assert!(!summary.contains("in progress:"), "{summary}");
+    assert_eq!(
+        section_lines(&summary, "### In Progress"),
+        ["- (none)"],
+        "{summary}"
+    );
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("backfill_date: 2024-03-22")),
+        "{summary}"
+    );
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        goal.iter()
+            .any(|line| line == &"- Latest request before the next: rerun the 03-22 partition"),
+        "{summary}"
+    );
+    assert!(
+        goal.iter().any(|line| line.contains("fix the 03-22 duplicates")),
         "{summary}"
     );
 }

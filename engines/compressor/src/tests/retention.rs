@@ -40,6 +40,7 @@ fn summarise_at_default_budgets(middle: &[Message], focus_topic: Option<&str>) -
         focus_topic,
         target_tokens: budgets.summary_target_tokens(input_tokens),
         input_tokens,
+        request_follows: false,
     };
     ExtractiveSummarizer.summarize(&request).unwrap()
 }
@@ -124,6 +125,7 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         focus_topic,
         target_tokens: 350,
         input_tokens: estimate_messages_tokens(middle),
+        request_follows: false,
     };
     let count = |summary: &str, word: &str| summary.lines().filter(|line| line.contains(word)).count();
     let plain = ExtractiveSummarizer.summarize(&request(None)).unwrap();
