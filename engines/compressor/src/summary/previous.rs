@@ -29,6 +29,15 @@ use super::{
     sections::{goal_request, oldest_request, open_request, parse_sections, Section, FOCUS, LATEST_ANSWER},
 };
 
+/// The keys of the action a summary's line (``[terminal] ran `cmd` -> …``) tells of: its tool and
+/// each program its command runs.
+fn action_line_keys(line: &str) -> Option<Vec<String>> {
+    let (tool, _) = line.strip_prefix('[')?.split_once(']')?;
+    let (_, rest) = line.split_once('`')?;
+    let (command, _) = rest.split_once('`')?;
+    Some(action_keys(tool, command))
+}
+
 /// One line of the earlier summary, placed in the new one.
 struct Carried<'t> {
     section: Section,
@@ -74,6 +83,31 @@ impl<'t> Draft<'t> {
                 }),
             }
         };
+        // Earlier summaries folded together (lcm condenses several, oldest first): what a later
+        // one tells of settles an earlier one's open request and its work in progress, and a
+        // later one's work done resolves an earlier one's failure (verify18: a condensed summary
+        // listed a dbt run as Blocked beside the rerun that passed, and three requests in
+        // progress).
+        let offset = |line: &str| line.as_ptr() as usize - previous.as_ptr() as usize;
+        let last_summary_at = previous
+            .match_indices("## Goal")
+            .map(|(at, _)| at)
+            .filter(|&at| at == 0 || previous.as_bytes()[at - 1] == b'\n')
+            .last();
+        let followed = |line: &str| last_summary_at.is_some_and(|last| last > offset(line));
+        // A failure is never listed as done or in progress: either says the action went through.
+        let done_at: Vec<(usize, Vec<String>)> = sections[Section::Done.index()]
+            .iter()
+            .chain(&sections[Section::InProgress.index()])
+            .filter_map(|line| Some((offset(line), action_line_keys(line)?)))
+            .collect();
+        let done_later = |line: &str| {
+            action_line_keys(line).is_some_and(|keys| {
+                done_at
+                    .iter()
+                    .any(|(at, done)| *at > offset(line) && done.iter().any(|key| keys.contains(key)))
+            })
+        };
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
         for section in Section::ALL {
@@ -91,14 +125,16 @@ impl<'t> Draft<'t> {
                     Section::Goal | Section::NextSteps
                         if oldest.take_if(|oldest| oldest == line).is_some() =>
                     {
-                        let open = section == Section::NextSteps && !settled;
+                        let open = section == Section::NextSteps && !settled && !followed(line);
                         (if open { section } else { Section::Goal }, 0)
                     }
-                    Section::NextSteps if settled && open_request(line).is_some() => (Section::Goal, 1),
+                    Section::NextSteps if (settled || followed(line)) && open_request(line).is_some() => {
+                        (Section::Goal, 1)
+                    }
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),
-                    Section::InProgress if user_moved_on => (Section::Done, 2),
-                    Section::Blocked if self.is_resolved(line) => (Section::Done, 2),
+                    Section::InProgress if user_moved_on || followed(line) => (Section::Done, 2),
+                    Section::Blocked if self.is_resolved(line) || done_later(line) => (Section::Done, 2),
                     // Nothing says when a stated blocker was lifted: it gives way to the others.
                     Section::Blocked if line.starts_with(STATED_BLOCKER) => (section, 2),
                     Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
@@ -275,20 +311,7 @@ impl<'t> Draft<'t> {
     /// Whether a Blocked line (``[terminal] ran `cmd` -> exit 1 …``) was resolved by a later success
     /// of a program it runs.
     fn is_resolved(&self, line: &str) -> bool {
-        let tool = line
-            .strip_prefix('[')
-            .and_then(|rest| rest.split_once(']'))
-            .map(|(tool, _)| tool);
-        let command = line
-            .split_once('`')
-            .and_then(|(_, rest)| rest.split_once('`'))
-            .map(|(command, _)| command);
-        match (tool, command) {
-            (Some(tool), Some(command)) => action_keys(tool, command)
-                .iter()
-                .any(|key| self.resolved.contains(key)),
-            _ => false,
-        }
+        action_line_keys(line).is_some_and(|keys| keys.iter().any(|key| self.resolved.contains(key)))
     }
 
     /// When an earlier `path (read, changed)` line names a file listed again, folds what was done to

@@ -1615,6 +1615,42 @@ fn no_request_is_in_progress_when_the_next_one_follows_the_middle() {
     );
 }
 
+/// Summaries folded together, oldest first (lcm condenses its leaves so): a later one's request
+/// settles an earlier one's request in progress, and a later one's work done resolves an earlier
+/// one's failure (verify18: a condensed summary listed a dbt run as Blocked beside the rerun that
+/// passed, and three requests in progress).
+#[test]
+fn a_later_summary_settles_an_earlier_ones_open_request_and_failure() {
+    let first = "## Goal\n- backfill March\n\n## Progress\n### Done\n- (none)\n### In Progress\n- [terminal] ran `aws s3 ls s3://acme-dl-raw/orders/dt=2024-03-16/` -> exit 0, 45 lines output\n### Blocked\n- [terminal] ran `cd dbt && dbt run --target staging -s orders_daily --vars '{backfill_date: 2024-03-22}'` -> exit 1, 12 lines output — Database Error in model orders_daily\n\n## Next Steps\n- Request in progress: fix the 03-22 duplicates\n";
+    let second = "## Goal\n- Latest request (answered): push the dbt changes\n\n## Progress\n### Done\n- [terminal] ran `cd dbt && dbt run --target staging -s stg_orders orders_daily --vars '{backfill_date: 2024-03-22}'` -> exit 0, 9 lines output\n### In Progress\n- (none)\n### Blocked\n- (none)\n\n## Next Steps\n- (none)\n";
+    let previous = format!("{first}\n\n{second}");
+    let summary = summarize_within(&[], Some(&previous), 4_000, 4_000);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    assert_eq!(
+        section_lines(&summary, "### In Progress"),
+        ["- (none)"],
+        "{summary}"
+    );
+    assert!(!summary.contains("Request in progress"), "{summary}");
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        goal.iter().any(|line| line.contains("fix the 03-22 duplicates")),
+        "{summary}"
+    );
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("-s orders_daily") && line.contains("exit 1")),
+        "{summary}"
+    );
+    // One summary alone keeps its own request open.
+    let alone = summarize_within(&[], Some(first), 4_000, 4_000);
+    assert!(
+        alone.contains("Request in progress: fix the 03-22 duplicates"),
+        "{alone}"
+    );
+}
+
 /// A listing's many names fill the room beyond the prose's budget, but what blocks the work and
 /// what it achieved use that room first (verify18: an ETL backfill's summary at 8,000 tokens read
 /// `Blocked: (none)` and kept no `Result:` beside 4,000 characters of parquet part names).
