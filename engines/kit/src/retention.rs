@@ -448,13 +448,29 @@ fn unescape_line_ends(text: &str) -> Cow<'_, str> {
     Cow::Owned(String::from_utf8(bytes).expect("still UTF-8"))
 }
 
+/// Whether `line` is a row of a tab-separated listing whose status column says how a job ended
+/// (`gh run view --json jobs`'s `test (3.12, 3)\tfailure\thttps://…`): a listing of jobs, not
+/// the error line of one; the job's log says why it failed (verify18).
+fn is_status_row(line: &str) -> bool {
+    const STATUSES: [&str; 6] = ["failure", "failed", "fail", "error", "cancelled", "timed_out"];
+    line.bytes().filter(|&byte| byte == b'\t').count() >= 2
+        && line.split('\t').any(|field| {
+            STATUSES
+                .iter()
+                .any(|status| field.trim().eq_ignore_ascii_case(status))
+        })
+}
+
 /// Whether an error line says there was none: `0 failed`, `no errors`, k6's
 /// `http_req_failed: 0.00%`, dbt's `PASS=41 WARN=0 ERROR=0`; or names none itself: a traceback's
 /// header and the source lines it quotes (`raise MergeError(msg)`), which every Python error
 /// shares and its last line names; a release note's issue fixed (`SPR49897: Resolved an issue
-/// where profiles failed with error …`). The compressor lists no such line, and the measure
-/// counts none.
+/// where profiles failed with error …`); nor is a listing's status column (`…\tfailure\t…`). The
+/// compressor lists no such line, and the measure counts none.
 pub fn reports_no_error(line: &str) -> bool {
+    if is_status_row(line) {
+        return true;
+    }
     let trimmed = line.trim_start();
     if trimmed.starts_with("Traceback (most recent call last)")
         || trimmed.starts_with("raise ")
@@ -882,6 +898,7 @@ mod tests {
             "statement latencies in milliseconds and failures:",
             "✨ No lint errors",
             "no type errors found",
+            "test (3.12, 1)\tfailure\thttps://github.com/acme/payments/actions/runs/9876598643/job/27311115723",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
@@ -895,6 +912,7 @@ mod tests {
             "Found no config; 3 errors in 2 files",
             "Error: no route to host",
             "3 tests failed: 0 passed",
+            "2024-05-10T10:10:00Z\tE   AssertionError: 3 != 4\tfailed at retry.py:88",
         ] {
             assert!(!reports_no_error(some), "{some}");
         }

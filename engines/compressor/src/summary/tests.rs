@@ -1651,6 +1651,37 @@ fn a_later_summary_settles_an_earlier_ones_open_request_and_failure() {
     );
 }
 
+/// A listing of CI jobs whose status column says `failure` names no error line: the job's log
+/// does (verify18: rows of `gh run view --json jobs` listed as Errors ahead of the assertion).
+#[test]
+fn a_status_column_of_a_listing_is_no_error_line() {
+    let rows = "test (3.12, 0)\tsuccess\thttps://github.com/acme/payments/actions/runs/9876598643/job/27311115722\n\
+                test (3.12, 1)\tfailure\thttps://github.com/acme/payments/actions/runs/9876598643/job/27311115723\n";
+    let middle = vec![
+        Message::user("find the flaky test"),
+        shell("j1", "gh run view 9876598643 --json jobs -q '.jobs[] | [.name, .conclusion, .url] | @tsv'"),
+        Message::tool("j1", format!("{rows}Exit code: 0")),
+        shell("j2", "gh run view 9876606562 --json jobs -q '.jobs[] | [.name, .conclusion, .url] | @tsv'"),
+        Message::tool(
+            "j2",
+            serde_json::json!({"output": rows, "exit_code": 0, "error": null}).to_string(),
+        ),
+        shell("l1", "gh run view 9876598643 --log-failed"),
+        Message::tool(
+            "l1",
+            "E       assert [1, 2, 8, 4] == [1, 2, 4, 8]\nFAILED tests/integration/test_webhooks.py::test_retry_backoff_ordering\nExit code: 0",
+        ),
+        Message::assistant("The failure is the retry ordering."),
+    ];
+    let summary = summarize(&middle);
+    let critical = summary.split("## Critical Context").nth(1).unwrap_or_default();
+    assert!(!critical.contains("(3.12, 1)"), "{summary}");
+    assert!(
+        summary.contains("FAILED tests/integration/test_webhooks.py::test_retry_backoff_ordering"),
+        "{summary}"
+    );
+}
+
 /// A listing's many names fill the room beyond the prose's budget, but what blocks the work and
 /// what it achieved use that room first (verify18: an ETL backfill's summary at 8,000 tokens read
 /// `Blocked: (none)` and kept no `Result:` beside 4,000 characters of parquet part names).
