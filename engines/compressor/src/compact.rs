@@ -259,6 +259,8 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
     );
     // The pinned user message moves to just after the head: the request, then the summary of the
     // work so far, then the tail.
+    // Where in the middle the pinned request stood: the work after it is for it.
+    let pinned_in_middle = pinned_user.map(|at| at - head_end);
     let (working, head_end) = match pinned_user {
         Some(at) if at > head_end => {
             let mut working = working.into_owned();
@@ -271,7 +273,6 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         Some(_) => (working, head_end + 1),
         None => (working, head_end),
     };
-    let pinned_at = pinned_user.map(|_| head_end - 1);
     if tail_start <= head_end {
         let reason = format!(
             "nothing lies between the protected head ({head_end} messages) and tail ({} messages)",
@@ -332,11 +333,11 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         focus_topic: settings.focus_topic,
         target_tokens,
         input_tokens,
-        // The pinned request, or one the tail keeps: the user moved on from the middle's.
+        // A request the tail keeps: the user moved on from the middle's.
         request_follows: working[tail_start..]
             .iter()
-            .chain(pinned_at.map(|at| &working[at]))
             .any(|message| message.role == Role::User && !is_agent_note(message, &message.text())),
+        pinned_request_at: pinned_in_middle,
     };
     let (asked, was_asked, note) = match ask {
         Ask::Summarizer(summarizer) => {

@@ -116,6 +116,7 @@ impl Summarizer {
             target_tokens,
             input_tokens,
             request_follows: false,
+            pinned_request_at: None,
         };
         // The extractive summarizer's own budget: never more than three quarters of the input.
         let facts_budget = target_tokens

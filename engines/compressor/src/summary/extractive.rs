@@ -73,10 +73,15 @@ impl ExtractiveSummarizer {
         let fact_chars = fact_chars.max(max_chars);
         let focus_words = focus_words(request.focus_topic);
         let scan_budget = scan_budget(request.middle, fact_chars);
-        let mut facts = extract_facts(request.middle, &focus_words, scan_budget);
-        // A request after the middle: the user moved on, and nothing in it is still in progress
-        // (verify18: a replay's summary read `Request in progress:` for a request done and
-        // followed by another).
+        let mut facts = extract_facts(
+            request.middle,
+            &focus_words,
+            scan_budget,
+            request.pinned_request_at,
+        );
+        // A request in the tail: the user moved on, and nothing of the middle is still in
+        // progress (verify18: a replay's summary read `Request in progress:` for a request done
+        // and followed by another).
         if request.request_follows {
             facts.open_at_end = false;
             facts.moved_on = true;
@@ -429,7 +434,7 @@ impl<'t> Draft<'t> {
             if !latest && replaced_requests.contains(&request.index) {
                 continue;
             }
-            let open = latest && !request.answered && facts.open_at_end;
+            let open = latest && !request.answered && facts.open_at_end && !facts.moved_on;
             let text: &str = &request.text;
             let (section, tier, label, limit) = if open {
                 let acted_on = facts.actions.len() > facts.in_progress_from;

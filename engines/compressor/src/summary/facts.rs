@@ -167,8 +167,12 @@ pub(crate) struct Facts<'a> {
     /// `in_progress_from` on belong to it.
     pub open_at_end: bool,
     pub in_progress_from: usize,
-    /// The user sent a request after the middle ([`super::SummaryRequest::request_follows`]).
+    /// The user sent a request after the middle's requests: in the tail
+    /// ([`super::SummaryRequest::request_follows`]) or pinned after the head.
     pub moved_on: bool,
+    /// The newest request was pinned after the head from within the middle: answers after its
+    /// place are its own.
+    pub pinned: bool,
     /// For each message: whether it is about the focus topic (empty without one).
     pub focus: Vec<bool>,
 }
@@ -281,6 +285,16 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// Where the user's newest request stood, kept verbatim after the head: the requests before
+    /// it are settled, and what follows is its work, which an answer ends (verify18: the answer
+    /// to the pinned request was quoted as the answer to the one before it).
+    fn on_pinned_request(&mut self) {
+        self.moved_on = true;
+        self.pinned = true;
+        self.open_at_end = true;
+        self.in_progress_from = self.actions.len();
+    }
+
     /// The sentences of `piece` (of message `index`) that say what blocks the work; not a
     /// question.
     fn blockers_in(&mut self, piece: &'a str, index: usize, by_user: bool) {
@@ -310,7 +324,7 @@ impl<'a> Facts<'a> {
         let text = message.text();
         let answers = !message.has_tool_calls() && !text.trim().is_empty();
         if answers {
-            if let Some(request) = self.requests.last_mut() {
+            if let Some(request) = self.requests.last_mut().filter(|_| !self.pinned) {
                 request.answered = true;
                 request.answer = Some((index, text));
             }
@@ -348,6 +362,7 @@ pub(crate) fn extract_facts<'a>(
     middle: &'a [Message],
     focus_words: &[String],
     scan_budget: usize,
+    pinned_request_at: Option<usize>,
 ) -> Facts<'a> {
     let mut facts = Facts {
         // With no request in the middle, the work continues one from before it.
@@ -373,6 +388,9 @@ pub(crate) fn extract_facts<'a>(
     let mut slots: FastMap<&str, usize> = FastMap::default();
     let mut calls: FastMap<&str, &ToolCall> = FastMap::default();
     for (index, message) in middle.iter().enumerate() {
+        if Some(index) == pinned_request_at {
+            facts.on_pinned_request();
+        }
         let scan = index >= scan_from;
         match message.role {
             Role::User => facts.on_user(index, message, index >= user_scan_from),

@@ -117,9 +117,12 @@ pub struct SummaryRequest<'a> {
     pub target_tokens: u64,
     /// Rough tokens of the input (the middle plus any earlier summary); a summary must be shorter.
     pub input_tokens: u64,
-    /// The user sent a request after the middle (kept verbatim after the head, or in the tail):
-    /// no request the summary lists, its own or an earlier summary's, is still in progress.
+    /// The tail holds a request of the user's: no request the summary lists, its own or an
+    /// earlier summary's, is still in progress.
     pub request_follows: bool,
+    /// Where in the middle the user's newest request stood before it was kept verbatim after the
+    /// head: the work after it is for that request, and the requests before it are settled.
+    pub pinned_request_at: Option<usize>,
 }
 
 impl SummaryRequest<'_> {

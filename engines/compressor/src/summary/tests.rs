@@ -47,6 +47,7 @@ fn the_transcript_names_roles_calls_and_results_and_cuts_long_bodies() {
         target_tokens: 2_000,
         input_tokens: 3_000,
         request_follows: false,
+        pinned_request_at: None,
     };
     let transcript = request.transcript();
     assert!(transcript.starts_with("[USER]: run it\n\n[ASSISTANT]: \nterminal({\"command\":\"make\"})\n\n"));
@@ -158,6 +159,7 @@ fn an_earlier_summarys_identifiers_use_the_room_for_facts() {
         target_tokens: 100,
         input_tokens: 3_000,
         request_follows: false,
+        pinned_request_at: None,
     };
     // A target of 400 characters, room for 8,000 of facts.
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 400, 8_000);
@@ -248,6 +250,7 @@ fn summarize(middle: &[Message]) -> String {
         target_tokens: 2_000,
         input_tokens: 3_000,
         request_follows: false,
+        pinned_request_at: None,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -268,6 +271,7 @@ fn summarize_within(
         target_tokens: 300,
         input_tokens: 8_000,
         request_follows: false,
+        pinned_request_at: None,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, max_chars, fact_chars)
 }
@@ -534,6 +538,7 @@ fn a_logs_repeated_lines_give_way_to_other_facts() {
         target_tokens: 400,
         input_tokens: 9_000,
         request_follows: false,
+        pinned_request_at: None,
     };
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 2_400, 2_400);
     for kept in [
@@ -1589,6 +1594,7 @@ fn no_request_is_in_progress_when_the_next_one_follows_the_middle() {
         target_tokens: 2_000,
         input_tokens: 3_000,
         request_follows: true,
+        pinned_request_at: None,
     };
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
     assert!(!summary.contains("in progress:"), "{summary}");
@@ -1611,6 +1617,56 @@ fn no_request_is_in_progress_when_the_next_one_follows_the_middle() {
     );
     assert!(
         goal.iter().any(|line| line.contains("fix the 03-22 duplicates")),
+        "{summary}"
+    );
+}
+
+/// The newest request, kept verbatim after the head, stood within the middle: what was said after
+/// its place answers it, not the request before it (verify18: `Latest request (answered): fix the
+/// ordering in the test` was followed by the quarantine that answered the next one).
+#[test]
+fn the_answer_after_a_pinned_request_is_not_the_answer_to_the_one_before() {
+    let middle = vec![
+        Message::user("fix the ordering in the test, not in retry.py"),
+        shell("t1", "gh workflow run ci.yml --ref fix/ordering"),
+        Message::tool("t1", "queued\nExit code: 0"),
+        Message::assistant("2 of 10 CI runs still fail with `assert 3 == 4`."),
+        // Here stood `OK, quarantine it for now`, kept after the head.
+        shell("q1", "git commit -am 'quarantine test_retry_backoff_ordering'"),
+        Message::tool("q1", "[fix/ordering 1a2b3c4] quarantine\nExit code: 0"),
+        Message::assistant("Decision: quarantine test_retry_backoff_ordering until the scheduler fix lands."),
+        shell("q2", "gh pr create --fill"),
+        Message::tool("q2", "https://github.com/acme/payments/pull/4822\nExit code: 0"),
+    ];
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 2_000,
+        input_tokens: 3_000,
+        request_follows: false,
+        pinned_request_at: Some(4),
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
+    let goal = section_lines(&summary, "## Goal");
+    assert_eq!(
+        goal,
+        [
+            "- Latest request (answered): fix the ordering in the test, not in retry.py",
+            "- Its answer: 2 of 10 CI runs still fail with `assert 3 == 4`."
+        ],
+        "{summary}"
+    );
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("gh pr create")),
+        "{summary}"
+    );
+    assert_eq!(
+        section_lines(&summary, "## Next Steps"),
+        ["- (none)"],
         "{summary}"
     );
 }

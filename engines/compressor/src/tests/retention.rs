@@ -41,6 +41,7 @@ fn summarise_at_default_budgets(middle: &[Message], focus_topic: Option<&str>) -
         target_tokens: budgets.summary_target_tokens(input_tokens),
         input_tokens,
         request_follows: false,
+        pinned_request_at: None,
     };
     ExtractiveSummarizer.summarize(&request).unwrap()
 }
@@ -126,6 +127,7 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         target_tokens: 350,
         input_tokens: estimate_messages_tokens(middle),
         request_follows: false,
+        pinned_request_at: None,
     };
     let count = |summary: &str, word: &str| summary.lines().filter(|line| line.contains(word)).count();
     let plain = ExtractiveSummarizer.summarize(&request(None)).unwrap();
