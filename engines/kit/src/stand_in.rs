@@ -343,6 +343,30 @@ impl ToolKind {
     }
 }
 
+/// The files a patch in Codex's format changes (`*** Update File: src/lib.rs`, `*** Add File: …`,
+/// `*** Delete File: …`, and where one moves to), in its order: `apply_patch` takes the patch as
+/// free text, with no argument naming a path.
+pub fn patch_files(patch: &str) -> impl Iterator<Item = &str> {
+    const MARKS: [&str; 4] = [
+        "*** Update File: ",
+        "*** Add File: ",
+        "*** Delete File: ",
+        "*** Move to: ",
+    ];
+    // The text of a JSON argument holds its line ends escaped.
+    patch
+        .split(['\n', '\r'])
+        .flat_map(|line| line.split("\\n"))
+        .filter_map(|line| {
+            let line = line.trim_start();
+            MARKS
+                .iter()
+                .find_map(|mark| line.strip_prefix(mark))
+                .map(str::trim)
+                .filter(|path| !path.is_empty())
+        })
+}
+
 /// The keys a shell tool's command is given under.
 pub const COMMAND_KEYS: [&str; 4] = ["command", "cmd", "script", "input"];
 
@@ -590,6 +614,27 @@ mod tests {
 
     fn call(name: &str, arguments: &str) -> ToolCall {
         ToolCall::new("c1", name, arguments)
+    }
+
+    #[test]
+    fn a_codex_patch_names_the_files_it_changes() {
+        let patch = "*** Begin Patch\n*** Update File: crates/ledger-core/src/posting.rs\n@@\n-a\n+b\n\
+                     *** Add File: docs/notes.md\n+hi\n*** Update File: src/old.rs\n*** Move to: src/new.rs\n\
+                     *** Delete File: tmp.txt\n*** End Patch\n";
+        assert_eq!(
+            patch_files(patch).collect::<Vec<_>>(),
+            [
+                "crates/ledger-core/src/posting.rs",
+                "docs/notes.md",
+                "src/old.rs",
+                "src/new.rs",
+                "tmp.txt"
+            ]
+        );
+        // Inside a JSON argument, its line ends escaped.
+        let escaped = r#"{"input": "*** Begin Patch\n*** Update File: a/b.rs\n@@\n*** End Patch\n"}"#;
+        assert_eq!(patch_files(escaped).collect::<Vec<_>>(), ["a/b.rs"]);
+        assert_eq!(patch_files("no patch here").count(), 0);
     }
 
     fn result(text: &str, extra: serde_json::Value) -> Message {

@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 use ctxhost_engine_abi::{Message, ToolCall};
 use ctxhost_engine_kit::stand_in::{
-    call_target, command_under, describe_tool_outcome, error_line, flagged_success, Failure, COMMAND_KEYS,
+    call_target, command_under, describe_tool_outcome, error_line, flagged_success, patch_files, Failure,
+    COMMAND_KEYS,
 };
 use ctxhost_engine_kit::text::within_json_string;
 use serde_json::Value;
@@ -29,7 +30,7 @@ impl<'a> Facts<'a> {
             fact_ids: Vec::new(),
             last_line: None,
             result_index: None,
-            path_verb: None,
+            path_verbs: Vec::new(),
             itemised: scan,
             tool: name,
         };
@@ -55,7 +56,16 @@ impl<'a> Facts<'a> {
                 .fact_ids
                 .push(self.add_copy(FactKind::Command, command, Source::Arguments, index));
         }
-        if let Some(path) = path.filter(|path| !matches!(*path, "." | "./" | "/" | "~")) {
+        // Codex's `apply_patch` names its files in the patch, free text with no path argument.
+        let patched: Vec<&str> = match (kind, path) {
+            (ToolKind::Write, None) => patch_files(&call.function.arguments).collect(),
+            _ => Vec::new(),
+        };
+        let paths = path
+            .into_iter()
+            .chain(patched)
+            .filter(|path| !matches!(*path, "." | "./" | "/" | "~"));
+        for path in paths {
             let verb = match kind {
                 ToolKind::Read => verbs::READ,
                 ToolKind::Write => verbs::CHANGED,
@@ -66,7 +76,7 @@ impl<'a> Facts<'a> {
             // The verb waits for the result: a read, search or change that failed did not
             // happen, and of several calls on one path, any one that succeeded counts.
             if verb != 0 {
-                action.path_verb = Some((at, verb));
+                action.path_verbs.push((at, verb));
             }
             action.fact_ids.push(at);
         }
@@ -93,8 +103,10 @@ impl<'a> Facts<'a> {
     /// they ended, a call is taken to have done what it asked, as before results were read.
     pub(super) fn settle_unanswered(&mut self) {
         for action in &self.actions {
-            if let (false, Some((path, verb))) = (action.answered, action.path_verb) {
-                self.facts[path].verbs |= verb;
+            if !action.answered {
+                for &(path, verb) in &action.path_verbs {
+                    self.facts[path].verbs |= verb;
+                }
             }
         }
     }
@@ -166,8 +178,10 @@ impl<'a> Facts<'a> {
                 // A read, search or change that failed or was refused did nothing to its path:
                 // the path stays a fact, but is listed as read, searched or changed only for a
                 // call on it that succeeded.
-                if let (None, Some((path, verb))) = (failure, self.actions[slot].path_verb) {
-                    self.facts[path].verbs |= verb;
+                if failure.is_none() {
+                    for &(path, verb) in &self.actions[slot].path_verbs {
+                        self.facts[path].verbs |= verb;
+                    }
                 }
                 let action = &mut self.actions[slot];
                 if kind == ToolKind::Shell && !failed {
@@ -190,7 +204,7 @@ impl<'a> Facts<'a> {
                 fact_ids: error_id.into_iter().collect(),
                 last_line: None,
                 result_index: Some(index),
-                path_verb: None,
+                path_verbs: Vec::new(),
                 itemised: true,
                 tool: call.map_or("tool", |call| call.function.name.as_str()),
             }),
@@ -216,7 +230,16 @@ fn action_line(
     let target = arguments
         .as_ref()
         .and_then(Value::as_object)
-        .and_then(call_target);
+        .and_then(call_target)
+        .or_else(|| {
+            // A patch's files: `[apply_patch] changed a.rs (+1 more)`.
+            let mut files = patch_files(&call.function.arguments);
+            let first = files.next()?;
+            Some(match files.count() {
+                0 => first.to_owned(),
+                more => format!("{first} (+{more} more)"),
+            })
+        });
     let verb = if kind == ToolKind::Write && failure.is_none() {
         "changed "
     } else {

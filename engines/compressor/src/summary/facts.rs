@@ -143,7 +143,7 @@ pub(crate) struct Action<'a> {
     /// The path this call reads, searches or changes, and that verb: given to the path when
     /// the result says the call succeeded, or when no result came
     /// ([`settle_unanswered`](Facts::settle_unanswered)).
-    pub path_verb: Option<(usize, u8)>,
+    pub path_verbs: Vec<(usize, u8)>,
 }
 
 /// Everything [`extract_facts`] found, in the order it appeared.

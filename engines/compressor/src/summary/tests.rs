@@ -1671,6 +1671,36 @@ fn the_answer_after_a_pinned_request_is_not_the_answer_to_the_one_before() {
     );
 }
 
+/// Codex's `apply_patch` names its files in the patch it takes as free text: they are the files
+/// changed, and its line says which (verify18: `[apply_patch] -> 73 chars of output`, and no
+/// `Changed:` in any Codex summary).
+#[test]
+fn a_codex_patch_changes_the_files_it_names() {
+    let patch = "*** Begin Patch\n*** Update File: migrations/V042__add_customer_tier.sql\n@@\n+ALTER TABLE staging.stg_orders ADD COLUMN customer_tier VARCHAR(16);\n*** Update File: dbt/models/marts/orders_daily.sql\n@@\n-a\n+b\n*** End Patch\n";
+    let middle = vec![
+        Message::user("add the customer_tier column"),
+        Message::assistant_calls(vec![ToolCall::new("p1", "apply_patch", patch)]),
+        Message::tool(
+            "p1",
+            "Success. Updated the following files:\nM migrations/V042__add_customer_tier.sql\nM dbt/models/marts/orders_daily.sql",
+        ),
+        Message::assistant("Added."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Relevant Files").contains(
+            &"- Changed: migrations/V042__add_customer_tier.sql, dbt/models/marts/orders_daily.sql"
+        ),
+        "{summary}"
+    );
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.starts_with("- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more) -> ")),
+        "{summary}"
+    );
+}
+
 /// Summaries folded together, oldest first (lcm condenses its leaves so): a later one's request
 /// settles an earlier one's request in progress, and a later one's work done resolves an earlier
 /// one's failure (verify18: a condensed summary listed a dbt run as Blocked beside the rerun that
