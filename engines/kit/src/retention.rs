@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::{
     stand_in::ToolKind,
-    text::{is_json_document, within_json_string},
+    text::{is_json_document, with_partition_prefix, within_json_string},
 };
 
 /// What kind of fact an identifier is.
@@ -387,6 +387,9 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         let named = path.bytes().any(|byte| byte.is_ascii_alphabetic());
         let media_type = is_media_type(token_at(text, found.start(), found.end()));
         if named && !media_type && !inside_url(found.start(), found.end()) {
+            // A partitioned path whole (`orders/dt=2024-03-16/part-0.parquet`), as the compressor
+            // lists it.
+            let path = with_partition_prefix(text, path);
             insert_trimmed(facts, FactKind::Path, without_diff_prefix(path));
         }
     }
@@ -719,6 +722,28 @@ mod tests {
     use super::*;
     use ctxhost_engine_abi::ToolCall;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_partitioned_path_is_one_fact_whole() {
+        let found = kinds(&[Message::tool(
+            "t1",
+            "2024-04-01 00:10:22 49.0 MiB orders/dt=2024-03-16/part-00000-b6589fc6.snappy.parquet",
+        )]);
+        assert!(
+            found.contains(&(
+                FactKind::Path,
+                "orders/dt=2024-03-16/part-00000-b6589fc6.snappy.parquet".to_owned()
+            )),
+            "{found:?}"
+        );
+        assert!(
+            !found.contains(&(
+                FactKind::Path,
+                "2024-03-16/part-00000-b6589fc6.snappy.parquet".to_owned()
+            )),
+            "{found:?}"
+        );
+    }
 
     #[test]
     fn codexs_context_and_instructions_are_the_agents_notes() {

@@ -155,9 +155,90 @@ fn unescape(text: &str) -> String {
     out
 }
 
+/// `path` (a slice of `text`) with the partition folders before it that the tokens split at their
+/// `=`: `orders/dt=2024-03-17/part-00000.parquet`, not `2024-03-17/part-00000.parquet`, which is
+/// no path a continuing agent can open (verify18). Only a column's name after a `/`, or a
+/// lowercase one opening the word (`dt=2024-03-17/…`), counts: not an option's
+/// (`--config=conf/x.yaml`), nor a variable given an absolute path (`PATH=/usr/bin`).
+pub fn with_partition_prefix<'a>(text: &'a str, path: &'a str) -> &'a str {
+    let bytes = text.as_bytes();
+    let Some(start) = (path.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
+        return path;
+    };
+    if path.starts_with('/') || start > bytes.len() {
+        return path;
+    }
+    let is_path_byte = |byte: u8| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'@' | b'-');
+    let mut at = start;
+    while at > 1 && bytes[at - 1] == b'=' {
+        let key_end = at - 1;
+        let mut key = key_end;
+        while key > 0 && (bytes[key - 1].is_ascii_alphanumeric() || bytes[key - 1] == b'_') {
+            key -= 1;
+        }
+        if key == key_end {
+            break;
+        }
+        if key > 0 && bytes[key - 1] == b'/' {
+            // The folders before the column, up to the word's start or the previous column.
+            let mut folder = key - 1;
+            while folder > 0 && (is_path_byte(bytes[folder - 1]) || bytes[folder - 1] == b'/') {
+                folder -= 1;
+            }
+            at = folder;
+        } else {
+            let opens_word = key == 0 || !(is_path_byte(bytes[key - 1]) || bytes[key - 1] == b'/');
+            if opens_word && bytes[key..key_end].iter().all(|byte| !byte.is_ascii_uppercase()) {
+                at = key;
+            }
+            break;
+        }
+    }
+    if at == start || bytes[at] == b'-' {
+        return path;
+    }
+    &text[at..start + path.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partitioned_path_keeps_its_partition_folders() {
+        let with = |text: &str, path: &str| {
+            let at = text.rfind(path).unwrap();
+            with_partition_prefix(text, &text[at..at + path.len()]).to_owned()
+        };
+        assert_eq!(
+            with(
+                "2024-04-01 00:10:22 49.0 MiB orders/dt=2024-03-16/part-00000-b6589fc6.snappy.parquet",
+                "2024-03-16/part-00000-b6589fc6.snappy.parquet"
+            ),
+            "orders/dt=2024-03-16/part-00000-b6589fc6.snappy.parquet"
+        );
+        assert_eq!(
+            with(
+                "ls lake/events/year=2024/month=03/part-1.parquet",
+                "03/part-1.parquet"
+            ),
+            "lake/events/year=2024/month=03/part-1.parquet"
+        );
+        assert_eq!(
+            with("dt=2024-03-16/part-0.parquet", "2024-03-16/part-0.parquet"),
+            "dt=2024-03-16/part-0.parquet"
+        );
+        // An option's value, a variable's absolute path, an upper-case variable: as they were.
+        assert_eq!(
+            with("dbt --config=conf/staging.yaml", "conf/staging.yaml"),
+            "conf/staging.yaml"
+        );
+        assert_eq!(with("PATH=/usr/local/bin", "/usr/local/bin"), "/usr/local/bin");
+        assert_eq!(
+            with("OUT_DIR=target/debug/out", "target/debug/out"),
+            "target/debug/out"
+        );
+    }
 
     #[test]
     fn a_json_documents_lines_read_as_their_strings() {

@@ -9,7 +9,9 @@ use regex::Regex;
 use super::facts::{cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
     retention::reports_no_error,
-    text::{ceil_char_boundary, floor_char_boundary, is_json_document, within_json_string},
+    text::{
+        ceil_char_boundary, floor_char_boundary, is_json_document, with_partition_prefix, within_json_string,
+    },
 };
 
 use crate::scan::{classify_token, for_each_token, line_around, sentence_around};
@@ -483,11 +485,12 @@ impl<'a> Facts<'a> {
     pub(super) fn scan_identifiers(&mut self, text: &'a str, source: Source, index: usize) {
         for_each_token(text, |token, shape| {
             if let Some((kind, fact)) = classify_token(token, shape) {
-                let kind = match kind {
+                let (kind, fact) = match kind {
                     FactKind::Path if fact.starts_with('/') && follows_http_method(text, fact) => {
-                        FactKind::Route
+                        (FactKind::Route, fact)
                     }
-                    kind => kind,
+                    FactKind::Path => (kind, with_partition_prefix(text, fact)),
+                    kind => (kind, fact),
                 };
                 self.add(kind, Cow::Borrowed(fact), source, index);
             }

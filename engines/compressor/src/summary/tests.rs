@@ -1694,9 +1694,8 @@ fn a_codex_patch_changes_the_files_it_names() {
         "{summary}"
     );
     assert!(
-        section_lines(&summary, "### Done")
-            .iter()
-            .any(|line| line.starts_with("- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more) -> ")),
+        section_lines(&summary, "### Done").iter().any(|line| line
+            .starts_with("- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more) -> ")),
         "{summary}"
     );
 }
