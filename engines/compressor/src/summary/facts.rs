@@ -15,8 +15,8 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, measured_changes, states_a_rule, with_antecedent, BLOCKER_WORDS, CONSTRAINT_WORDS,
-        DECISION_WORDS, USER_DECISION_WORDS,
+        decision_records, measured_changes, states_a_rule, with_antecedent, with_ticket_after, BLOCKER_WORDS,
+        CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
     },
 };
 use crate::scan::{capped_pieces, capped_pieces_of_bodies, tool_kind, FastHash, FastMap, ToolKind};
@@ -306,7 +306,7 @@ impl<'a> Facts<'a> {
                 .filter(|sentence| !sentence.text.ends_with('?'))
                 .map(|sentence| Blocker {
                     sentence: Sentence {
-                        text: with_antecedent(piece, sentence.text),
+                        text: with_ticket_after(piece, with_antecedent(piece, sentence.text)),
                         ..sentence
                     },
                     by_user,

@@ -8,7 +8,7 @@ use regex::Regex;
 
 use super::facts::{cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
-    retention::reports_no_error,
+    retention::{is_ticket_key, reports_no_error},
     text::{
         ceil_char_boundary, floor_char_boundary, is_json_document, with_partition_prefix, within_json_string,
     },
@@ -674,6 +674,39 @@ pub(super) fn with_antecedent<'a>(text: &'a str, sentence: &'a str) -> &'a str {
     &text[start..end]
 }
 
+/// `sentence` (a slice of `text`) followed by the next sentence of `text` when that one names the
+/// ticket the block waits on and it does not (`Blocked: the etl_loader role has no INSERT grant …
+/// I opened DATA-2291 with the platform team.`, verify18), both within [`MAX_SENTENCE`].
+pub(super) fn with_ticket_after<'a>(text: &'a str, sentence: &'a str) -> &'a str {
+    let names_ticket = |words: &str| {
+        words
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .any(is_ticket_key)
+    };
+    let Some(start) = (sentence.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
+        return sentence;
+    };
+    let end = start + sentence.len();
+    if end > text.len() || names_ticket(sentence) {
+        return sentence;
+    }
+    let rest = &text[end..];
+    let next_start = end + (rest.len() - rest.trim_start().len());
+    if next_start >= text.len() || text[end..next_start].contains('\n') {
+        return sentence;
+    }
+    let (next, _) = sentence_around(text, next_start, next_start + 1, MAX_SENTENCE);
+    let next = next.trim();
+    let next_end = (next.as_ptr() as usize - text.as_ptr() as usize) + next.len();
+    if !names_ticket(next)
+        || next_end - start > MAX_SENTENCE
+        || !std::ptr::eq(next.as_ptr(), text[next_start..].as_ptr())
+    {
+        return sentence;
+    }
+    &text[start..next_end]
+}
+
 /// How far a name around an error marker is looked for, either side, in bytes.
 const NAME_AROUND: usize = 256;
 
@@ -777,6 +810,23 @@ pub(super) fn error_line_score(line: &str) -> u8 {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_blocker_keeps_the_ticket_it_waits_on_said_next() {
+        let text = "Blocked: the etl_loader role has no INSERT grant on MARTS.ORDERS_DAILY. I opened DATA-2291 with the platform team. Meanwhile fix the 03-22 duplicates.";
+        let sentence = &text[..text.find(" I opened").unwrap()];
+        assert_eq!(
+            with_ticket_after(text, sentence),
+            "Blocked: the etl_loader role has no INSERT grant on MARTS.ORDERS_DAILY. I opened DATA-2291 with the platform team."
+        );
+        // Nothing names a ticket next, or the blocker names its own: as it is.
+        let text = "Blocked: the role has no grant. Meanwhile fix the duplicates.";
+        let sentence = &text[..text.find(" Meanwhile").unwrap()];
+        assert_eq!(with_ticket_after(text, sentence), sentence);
+        let text = "Blocked on PLAT-2291. I opened DATA-2291 too.";
+        let sentence = &text[..text.find(" I opened").unwrap()];
+        assert_eq!(with_ticket_after(text, sentence), sentence);
+    }
 
     #[test]
     fn a_sentence_pointing_back_keeps_the_one_it_points_to() {
