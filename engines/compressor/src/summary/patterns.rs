@@ -235,6 +235,28 @@ static MEASURED_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the measured change pattern compiles")
 });
 
+/// Whether the arrow of the change at `start..end` of `text` stands between two versions
+/// (`8.3.2 -> 8.5.1`): numbers of three parts and more either side.
+fn versions_either_side(text: &str, start: usize, end: usize) -> bool {
+    let is_version = |word: &str| {
+        let word = word.trim_matches(|c: char| !c.is_ascii_digit());
+        word.split('.').count() >= 3
+            && word
+                .split('.')
+                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let change = &text[start..end];
+    let Some((at, arrow)) = ["->", "→", "=>"]
+        .iter()
+        .find_map(|arrow| Some((change.find(arrow)?, arrow.len())))
+    else {
+        return false;
+    };
+    let before = change[..at].split_whitespace().next().unwrap_or("");
+    let after = text[start + at + arrow..].split_whitespace().next().unwrap_or("");
+    is_version(before) && is_version(after)
+}
+
 /// The sentences of `text` that state a measured change ([`MEASURED_CHANGE`]), each once.
 pub(super) fn measured_changes<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<'a>>) {
     // Most text holds no arrow: one byte search (`>`, or the lead byte of `→`) is far cheaper
@@ -247,6 +269,12 @@ pub(super) fn measured_changes<'a>(text: &'a str, index: usize, into: &mut Vec<S
         let (sentence, end) = sentence_around(text, found.start(), found.end(), MAX_SENTENCE);
         from = end.max(found.end());
         let sentence = sentence.trim();
+        // A version moved (`AGP 8.3.2 -> 8.5.1`) is no measurement, and a decision recorded is
+        // listed as one (verify19: `Result: Decision 1: upgrade AGP 8.3.2 -> 8.5.1` under Done
+        // after its reversal).
+        if versions_either_side(text, found.start(), found.end()) || opens_with_record(sentence) {
+            continue;
+        }
         if !into.iter().rev().take(4).any(|seen| seen.text == sentence) {
             into.push(Sentence {
                 index,
@@ -508,6 +536,7 @@ impl<'a> Facts<'a> {
     ) -> Option<Cow<'a, str>> {
         let mut best: Option<(u8, Cow<'a, str>)> = None;
         let mut json_document = None;
+        let mut holds_hunk = None;
         let mut from = 0;
         while let Some(found) = ERROR_MARKERS.find(Input::new(text).span(from..text.len())) {
             // `"error": null` in a tool's JSON answer says there was none.
@@ -543,7 +572,8 @@ impl<'a> Facts<'a> {
                 Cow::Borrowed(line) => head_and_end(line.trim()),
                 Cow::Owned(line) => Cow::Owned(head_and_end(line.trim()).into_owned()),
             };
-            if line.len() < 6 || reports_no_error(&line) || is_column_headings(&line) {
+            let diff_line = is_diff_line(&line) && *holds_hunk.get_or_insert_with(|| body.contains("@@"));
+            if line.len() < 6 || reports_no_error(&line) || is_column_headings(&line) || diff_line {
                 continue;
             }
             let at = self.add(FactKind::Error, line.clone(), source, index);
@@ -765,6 +795,13 @@ fn follows_http_method(text: &str, fact: &str) -> bool {
         .iter()
         .filter_map(|method| before.strip_suffix(method))
         .any(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// Whether `line` reads as a line a diff adds or removes (`+## Error codes {#error-codes}`, `-##
+/// Error codes`): in a body holding a diff's hunk (`@@`), a file's text changed, not an error
+/// printed (verify19: an edit adding `-dontwarn com.google.errorprone…` listed under Errors).
+fn is_diff_line(line: &str) -> bool {
+    line.starts_with(['+', '-']) && !line.starts_with("+++") && !line.starts_with("---")
 }
 
 /// Whether `line` is a table's column headings (tsc's `Errors  Files`): single words apart by

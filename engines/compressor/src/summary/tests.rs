@@ -1700,6 +1700,68 @@ fn a_codex_patch_changes_the_files_it_names() {
     );
 }
 
+/// A diff's added and removed lines are a file's text, not errors; a version moved is no measured
+/// result, and a decision recorded is none either (verify19: `+-dontwarn com.google.errorprone…`
+/// under Errors, `Result: Decision 1: upgrade AGP 8.3.2 -> 8.5.1` under Done).
+#[test]
+fn a_diffs_lines_and_a_version_moved_are_no_errors_nor_results() {
+    let middle = vec![
+        Message::user("fix the R8 build"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "e1",
+            "edit_file",
+            r#"{"path":"app/proguard-rules.pro","old_string":"","new_string":"-dontwarn com.google.errorprone.annotations.CanIgnoreReturnValue"}"#,
+        )]),
+        Message::tool(
+            "e1",
+            serde_json::json!({"success": true, "diff": "--- a/app/proguard-rules.pro\n+++ b/app/proguard-rules.pro\n@@ -1,2 +1,3 @@\n-## Error codes\n+## Error codes {#error-codes}\n+-dontwarn com.google.errorprone.annotations.CanIgnoreReturnValue\n"}).to_string(),
+        ),
+        Message::assistant(
+            "Decision 1: upgrade AGP 8.3.2 -> 8.5.1 (R8 8.5.35) instead of adding -dontwarn rules. \
+             The bundle shrank: 48.2 MB -> 31.7 MB.",
+        ),
+        Message::user("ok"),
+        Message::assistant("Done."),
+    ];
+    let summary = summarize(&middle);
+    assert!(!summary.contains("- Errors:"), "{summary}");
+    let done = section_lines(&summary, "### Done");
+    assert!(!done.iter().any(|line| line.contains("AGP")), "{summary}");
+    assert!(
+        done.iter().any(|line| line.contains("48.2 MB -> 31.7 MB")),
+        "{summary}"
+    );
+}
+
+/// The files an earlier summary lists as changed outrank the names a new listing prints: a
+/// replay's 42 compactions had lost every changed file to parquet part names (verify18).
+#[test]
+fn carried_changed_files_outrank_a_new_listings_names() {
+    let previous = "## Goal\n- backfill March\n\n## Relevant Files\n- Changed: migrations/V042__add_customer_tier.sql, dbt/models/marts/orders_daily.sql\n";
+    let listing: String = (0..120)
+        .map(|part| {
+            format!(
+                "2024-04-01 00:10:22 61.0 MiB orders/dt=2024-03-17/part-{part:05}-{:08x}.snappy.parquet\n",
+                part * 7919
+            )
+        })
+        .collect();
+    let middle = vec![
+        shell(
+            "ls1",
+            "aws s3 ls s3://acme-dl-raw/orders/dt=2024-03-17/ --recursive",
+        ),
+        Message::tool("ls1", format!("{listing}Exit code: 0")),
+        Message::assistant("Listed."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 900, 1_800);
+    assert!(
+        summary
+            .contains("- Changed: migrations/V042__add_customer_tier.sql, dbt/models/marts/orders_daily.sql"),
+        "{summary}"
+    );
+}
+
 /// Summaries folded together, oldest first (lcm condenses its leaves so): a later one's request
 /// settles an earlier one's request in progress, and a later one's work done resolves an earlier
 /// one's failure (verify18: a condensed summary listed a dbt run as Blocked beside the rerun that
