@@ -169,6 +169,8 @@ const STATED_BLOCKERS: usize = 2;
 const STATED_BLOCKER_CHARS: usize = 300;
 /// How a measured result opens its line under Done (a version bumped `0.27.2 -> 1.6.8` is one too).
 const RESULT: &str = "Result: ";
+/// How a failure's line ends when a later run of the same program passed.
+pub(super) const PASSED_LATER: &str = "; passed on a later run";
 /// Measured results listed from one middle, the newest first.
 const RESULTS: usize = 3;
 
@@ -627,7 +629,7 @@ impl<'t> Draft<'t> {
             // A failure a later run resolved reads as done work: say so, or `-> exit 1` under
             // Done reads as a failure left behind.
             if action.failed && !blocked[at] {
-                text.push_str("; passed on a later run");
+                text.push_str(PASSED_LATER);
             }
             let (section, tier) = if blocked[at] {
                 // The error line, unless the action's line already says it (a failed call's

@@ -273,10 +273,20 @@ impl<'a> Facts<'a> {
             Self::sentences(piece, &CONSTRAINT_WORDS, index, &mut self.constraints);
             // A question is no constraint: the user asks it, and may answer it the other way
             // (`Read-only from April, delete end of May?`, then `Not end of May`).
+            // What the user pasted between fences (a store's rejection, a log) is quoted text,
+            // not a rule of theirs (verify19: `Change your app's target API level to at least
+            // 34.` as a constraint).
+            let fenced = fenced_ranges(piece);
+            let pasted = |sentence: &Sentence<'_>| {
+                let at = sentence.text.as_ptr() as usize - piece.as_ptr() as usize;
+                fenced.iter().any(|range| range.contains(&at))
+            };
             let stated: Vec<Sentence<'a>> = self
                 .constraints
                 .drain(from..)
-                .filter(|sentence| !sentence.text.ends_with('?') && states_a_rule(sentence.text))
+                .filter(|sentence| {
+                    !sentence.text.ends_with('?') && !pasted(sentence) && states_a_rule(sentence.text)
+                })
                 .collect();
             self.constraints.extend(stated);
             self.blockers_in(piece, index, true);
@@ -419,6 +429,16 @@ pub(crate) fn extract_facts<'a>(
     }
     facts.settle_unanswered();
     facts
+}
+
+/// The byte ranges of `text` between Markdown code fences (```` ``` ````), an unclosed one to the
+/// end.
+fn fenced_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
+    let fences: Vec<usize> = text.match_indices("```").map(|(at, _)| at).collect();
+    fences
+        .chunks(2)
+        .map(|pair| pair[0]..pair.get(1).copied().unwrap_or(text.len()))
+        .collect()
 }
 
 /// The image parts of `message`.

@@ -21,8 +21,8 @@ use super::{
     actions::action_keys,
     draft::{Draft, Group},
     extractive::{
-        error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, RECORDS_DISPLAY, REPEATED_TIER,
-        STATED_BLOCKER,
+        error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY,
+        REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::{decision_record_number, opens_with_record},
@@ -45,6 +45,8 @@ struct Carried<'t> {
     tier: u8,
     order: usize,
     text: &'t str,
+    /// A Blocked line a later success resolved, moved under Done.
+    passed_later: bool,
 }
 
 impl<'t> Draft<'t> {
@@ -108,6 +110,15 @@ impl<'t> Draft<'t> {
                     .any(|(at, done)| *at > offset(line) && done.iter().any(|key| keys.contains(key)))
             })
         };
+        // Of summaries folded together, the later one's record of a number stands (verify19:
+        // lcm's condensed summary listed `Decision 1: upgrade AGP` beside `Decision 1 revised:
+        // stay on AGP 8.3.2`).
+        let mut latest_record_at: FastMap<u32, usize> = FastMap::default();
+        for line in &sections[Section::Decisions.index()] {
+            if let Some(number) = decision_record_number(line) {
+                latest_record_at.insert(number, offset(line));
+            }
+        }
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
         for section in Section::ALL {
@@ -141,7 +152,10 @@ impl<'t> Draft<'t> {
                     // A decision record the new middle revised is replaced, not carried; one that
                     // stands ranks as a new record does.
                     Section::Decisions => match decision_record_number(line) {
-                        Some(number) if facts.records.iter().any(|r| r.number == Some(number)) => {
+                        Some(number)
+                            if facts.records.iter().any(|r| r.number == Some(number))
+                                || latest_record_at.get(&number).is_some_and(|&at| at > offset(line)) =>
+                        {
                             self.replaced_records += 1;
                             continue;
                         }
@@ -169,6 +183,7 @@ impl<'t> Draft<'t> {
                                     tier,
                                     order: position,
                                     text: item,
+                                    passed_later: false,
                                 });
                             }
                         }
@@ -190,6 +205,7 @@ impl<'t> Draft<'t> {
                                     tier,
                                     order: position,
                                     text: item.trim_matches('`'),
+                                    passed_later: false,
                                 });
                             }
                         }
@@ -221,6 +237,7 @@ impl<'t> Draft<'t> {
                     tier,
                     order: position,
                     text,
+                    passed_later: section == Section::Blocked && target == Section::Done,
                 });
             }
         }
@@ -284,7 +301,13 @@ impl<'t> Draft<'t> {
                 }
                 tier => tier + 1,
             };
-            let candidate = self.push(line.section, tier, 0, Cow::Borrowed(line.text));
+            // A failure moved under Done says it passed later, or it reads as one left behind
+            // (verify19: `./gradlew :app:bundleRelease -> exit 1 … BUILD FAILED` under Done).
+            let text = match line.passed_later && !line.text.ends_with(PASSED_LATER) {
+                true => Cow::Owned(format!("{}{PASSED_LATER}", line.text)),
+                false => Cow::Borrowed(line.text),
+            };
+            let candidate = self.push(line.section, tier, 0, text);
             candidate.group = line.group;
             // Earlier work reads before the new; everything else after it, but for numbered
             // decisions, which read in their numbers' order.

@@ -1267,7 +1267,8 @@ fn a_past_never_or_a_pasted_fragment_is_not_a_constraint() {
              does not need it.' We never added that permission. It always failed on the \
              internal track. Never touch the upload keystore, and always bump versionCode. \
              tests/test_ws.py::test_retry fails on CI maybe one run in eight, never locally. \
-             The nightly job always runs at 02:00. Never, ever push to main.",
+             The nightly job always runs at 02:00. Never, ever push to main. Play says:\n\
+             ```\nIssue: Your app must target API level 34. Change your app's target API level to at least 34.\n```\n",
         ),
         Message::assistant("Looking at the merged manifest."),
     ];
@@ -1790,11 +1791,31 @@ fn a_later_summary_settles_an_earlier_ones_open_request_and_failure() {
             .any(|line| line.contains("-s orders_daily") && line.contains("exit 1")),
         "{summary}"
     );
+    // Moved under Done, the failure says it passed later.
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("-s orders_daily") && line.ends_with("; passed on a later run")),
+        "{summary}"
+    );
     // One summary alone keeps its own request open.
     let alone = summarize_within(&[], Some(first), 4_000, 4_000);
     assert!(
         alone.contains("Request in progress: fix the 03-22 duplicates"),
         "{alone}"
+    );
+    // A later summary's record of a number replaces an earlier one's.
+    let first = "## Key Decisions\n- Decision 1: upgrade AGP 8.3.2 -> 8.5.1 instead of adding -dontwarn rules.\n- Decision 2: keep minSdk 24.\n";
+    let second = "## Goal\n- ship it\n\n## Key Decisions\n- Decision 1 revised: stay on AGP 8.3.2; add the -dontwarn rule.\n";
+    let summary = summarize_within(&[], Some(&format!("{first}\n\n{second}")), 4_000, 4_000);
+    assert_eq!(
+        section_lines(&summary, "## Key Decisions"),
+        [
+            "- Decision 1 revised: stay on AGP 8.3.2; add the -dontwarn rule.",
+            "- Decision 2: keep minSdk 24.",
+            "- (1 earlier record was replaced by the revisions listed here)"
+        ],
+        "{summary}"
     );
 }
 
