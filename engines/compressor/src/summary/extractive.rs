@@ -38,10 +38,13 @@ use ctxhost_engine_kit::stand_in::error_line;
 
 use super::{
     draft::{cut_marked, Candidate, Draft, Group},
-    facts::{extract_facts, verbs, DecisionRecord, Fact, FactKind, Facts, Source},
+    facts::{extract_facts, verbs, DecisionRecord, Fact, FactKind, Facts, Request, Source},
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
-    sections::{Section, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, LATEST_BEFORE_NEXT, UNANSWERED},
+    sections::{
+        Section, ANSWERED_QUESTION, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, LATEST_BEFORE_NEXT,
+        UNANSWERED,
+    },
     Summarizer, SummaryError, SummaryRequest,
 };
 
@@ -452,11 +455,11 @@ impl<'t> Draft<'t> {
             } else if latest {
                 (Section::Goal, 0, LATEST_ANSWERED, LATEST_REQUEST_CHARS)
             } else if position == 0 && !has_previous {
-                (Section::Goal, 0, "", LATEST_REQUEST_CHARS)
+                (Section::Goal, 0, answered_question(request), LATEST_REQUEST_CHARS)
             } else if count - position <= 10 {
-                (Section::Goal, 1, "", RECENT_REQUEST_CHARS)
+                (Section::Goal, 1, answered_question(request), RECENT_REQUEST_CHARS)
             } else {
-                (Section::Goal, 1, "", OLDER_REQUEST_CHARS)
+                (Section::Goal, 1, answered_question(request), OLDER_REQUEST_CHARS)
             };
             let quoted = cut_marked(text.trim(), limit);
             let mut text = format!("{label}{quoted}");
@@ -809,6 +812,16 @@ impl<'t> Draft<'t> {
         candidate.fact = Some(id);
         candidate.focus = fact.focus;
         self.fact_candidates.insert(id, at);
+    }
+}
+
+/// The label of an earlier request that asked a question and got its answer: `Answered
+/// question: `, or none.
+fn answered_question(request: &Request<'_>) -> &'static str {
+    if request.answered && request.text.trim_end().ends_with('?') {
+        ANSWERED_QUESTION
+    } else {
+        ""
     }
 }
 

@@ -26,7 +26,10 @@ use super::{
     },
     facts::{verbs, FactKind, Facts},
     patterns::{decision_record_number, opens_with_record},
-    sections::{goal_request, oldest_request, open_request, parse_sections, Section, FOCUS, LATEST_ANSWER},
+    sections::{
+        goal_request, oldest_request, open_request, parse_sections, Section, ANSWERED_QUESTION, FOCUS,
+        LATEST_ANSWER, LATEST_ANSWERED,
+    },
 };
 
 /// The keys of the action a summary's line (``[terminal] ran `cmd` -> …``) tells of: its tool and
@@ -47,6 +50,8 @@ struct Carried<'t> {
     text: &'t str,
     /// A Blocked line a later success resolved, moved under Done.
     passed_later: bool,
+    /// The earlier summary's latest request, answered there, asked a question.
+    answered_question: bool,
 }
 
 impl<'t> Draft<'t> {
@@ -184,6 +189,7 @@ impl<'t> Draft<'t> {
                                     order: position,
                                     text: item,
                                     passed_later: false,
+                                    answered_question: false,
                                 });
                             }
                         }
@@ -206,6 +212,7 @@ impl<'t> Draft<'t> {
                                     order: position,
                                     text: item.trim_matches('`'),
                                     passed_later: false,
+                                    answered_question: false,
                                 });
                             }
                         }
@@ -222,6 +229,9 @@ impl<'t> Draft<'t> {
                 if section == Section::Files && self.merge_file_line(facts, text) {
                     continue;
                 }
+                let answered_question = section == Section::Goal
+                    && text.starts_with(LATEST_ANSWERED)
+                    && text.trim_end().ends_with('?');
                 let text = match section {
                     Section::Goal => goal_request(text),
                     Section::NextSteps if target == Section::Goal => open_request(text).unwrap_or(text),
@@ -238,6 +248,7 @@ impl<'t> Draft<'t> {
                     order: position,
                     text,
                     passed_later: section == Section::Blocked && target == Section::Done,
+                    answered_question,
                 });
             }
         }
@@ -303,9 +314,12 @@ impl<'t> Draft<'t> {
             };
             // A failure moved under Done says it passed later, or it reads as one left behind
             // (verify19: `./gradlew :app:bundleRelease -> exit 1 … BUILD FAILED` under Done).
-            let text = match line.passed_later && !line.text.ends_with(PASSED_LATER) {
-                true => Cow::Owned(format!("{}{PASSED_LATER}", line.text)),
-                false => Cow::Borrowed(line.text),
+            let text = if line.passed_later && !line.text.ends_with(PASSED_LATER) {
+                Cow::Owned(format!("{}{PASSED_LATER}", line.text))
+            } else if line.answered_question {
+                Cow::Owned(format!("{ANSWERED_QUESTION}{}", line.text))
+            } else {
+                Cow::Borrowed(line.text)
             };
             let candidate = self.push(line.section, tier, 0, text);
             candidate.group = line.group;

@@ -161,6 +161,10 @@ const LATEST_BEFORE: &str = "Latest request: ";
 /// before any answer to it: neither answered nor still in progress.
 pub(crate) const LATEST_BEFORE_NEXT: &str = "Latest request before the next: ";
 
+/// How Goal opens an earlier request that asked a question the conversation answered: a model
+/// reading it bare answered it again (verify19).
+pub(crate) const ANSWERED_QUESTION: &str = "Answered question: ";
+
 /// How Goal opens the answer to the latest request, after it.
 pub(crate) const LATEST_ANSWER: &str = "Its answer: ";
 
@@ -184,8 +188,9 @@ pub(crate) const FOCUS: &str = "Focus: ";
 
 /// The labels a Goal or Next Steps item opens with, before the text it quotes: a reader that
 /// looks for the quoted text (the host's grounding of a model's summary) strips them.
-pub const ITEM_LABELS: [&str; 7] = [
+pub const ITEM_LABELS: [&str; 8] = [
     LATEST_ANSWERED,
+    ANSWERED_QUESTION,
     LATEST_BEFORE_NEXT,
     LATEST_BEFORE,
     LATEST_ANSWER,

@@ -1763,6 +1763,36 @@ fn carried_changed_files_outrank_a_new_listings_names() {
     );
 }
 
+/// An earlier request that asked a question, answered since, says so: listed bare, a model
+/// answered it again (verify19); carried from an earlier summary's latest, it says so too.
+#[test]
+fn an_answered_question_is_labelled_so() {
+    let middle = vec![
+        Message::user("Quick question: which Python version does the docs CI job use?"),
+        Message::assistant("3.11.9, pinned in .github/workflows/docs.yml."),
+        Message::user("Fix the Algolia crawler config."),
+        Message::assistant("Blocked on OPS-3310."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Goal")
+            .contains(&"- Answered question: Quick question: which Python version does the docs CI job use?"),
+        "{summary}"
+    );
+    let previous = "## Goal\n- Latest request (answered): Which Python does the docs job use?\n- Its answer: 3.11.9.\n- rebuild the docs site\n";
+    let summary = summarize_within(
+        &[Message::user("now fix the links"), Message::assistant("Fixed.")],
+        Some(previous),
+        4_000,
+        4_000,
+    );
+    assert!(
+        section_lines(&summary, "## Goal")
+            .contains(&"- Answered question: Which Python does the docs job use?"),
+        "{summary}"
+    );
+}
+
 /// Summaries folded together, oldest first (lcm condenses its leaves so): a later one's request
 /// settles an earlier one's request in progress, and a later one's work done resolves an earlier
 /// one's failure (verify18: a condensed summary listed a dbt run as Blocked beside the rerun that
