@@ -341,6 +341,10 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
     let text = unescape_line_ends(text);
     let text = text.as_ref();
     let mut json_document = None;
+    let mut holds_hunk = None;
+    // A diff's added or removed line is a file's text, not an error printed.
+    let mut in_diff =
+        |line: &str| is_diff_line(line) && *holds_hunk.get_or_insert_with(|| text.contains("@@"));
     let mut from = 0;
     while let Some(found) = ERROR_LINE.find_at(text, from) {
         let start = text[from..found.start()]
@@ -350,7 +354,7 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
             .find('\n')
             .map_or(text.len(), |at| found.end() + at);
         let line = &text[start..end];
-        if reports_no_error(line) {
+        if reports_no_error(line) || in_diff(line) {
             from = end;
             continue;
         }
@@ -358,7 +362,7 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         if *json_document.get_or_insert_with(|| is_json_document(original)) {
             let opens_document = start == text.len() - text.trim_start().len();
             let line = within_json_string(line, opens_document);
-            if !reports_no_error(&line) {
+            if !reports_no_error(&line) && !in_diff(&line) {
                 insert_trimmed(facts, FactKind::Error, &line);
             }
         } else {
@@ -449,6 +453,14 @@ fn unescape_line_ends(text: &str) -> Cow<'_, str> {
     }
     // Only ASCII bytes were replaced by ASCII bytes.
     Cow::Owned(String::from_utf8(bytes).expect("still UTF-8"))
+}
+
+/// Whether `line` reads as a line a diff adds or removes (`+## Error codes {#error-codes}`,
+/// `-    except ValueError`; not a file's `---`/`+++` heading): in a text holding a diff's hunk
+/// (`@@`), a file's text changed, not an error printed (verify19). The compressor lists no such
+/// line, and the measure counts none.
+pub fn is_diff_line(line: &str) -> bool {
+    line.starts_with(['+', '-']) && !line.starts_with("+++") && !line.starts_with("---")
 }
 
 /// Whether `line` is a row of a tab-separated listing whose status column says how a job ended
@@ -722,6 +734,20 @@ mod tests {
     use super::*;
     use ctxhost_engine_abi::ToolCall;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_diffs_added_and_removed_lines_are_no_error_lines() {
+        let found = kinds(&[Message::tool(
+            "t1",
+            "--- a/app.py\n+++ b/app.py\n@@ -1,3 +1,3 @@\n-    except KeyError:\n+    except ValueError:\n Traceback (most recent call last)\nE   AssertionError: 1 != 2",
+        )]);
+        let errors: Vec<&str> = found
+            .iter()
+            .filter(|(kind, _)| *kind == FactKind::Error)
+            .map(|(_, text)| text.as_str())
+            .collect();
+        assert_eq!(errors, ["E   AssertionError: 1 != 2"]);
+    }
 
     #[test]
     fn a_partitioned_path_is_one_fact_whole() {

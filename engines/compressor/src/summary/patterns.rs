@@ -8,7 +8,7 @@ use regex::Regex;
 
 use super::facts::{cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
-    retention::{is_ticket_key, reports_no_error},
+    retention::{is_diff_line, is_ticket_key, reports_no_error},
     text::{
         ceil_char_boundary, floor_char_boundary, is_json_document, with_partition_prefix, within_json_string,
     },
@@ -795,13 +795,6 @@ fn follows_http_method(text: &str, fact: &str) -> bool {
         .iter()
         .filter_map(|method| before.strip_suffix(method))
         .any(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
-}
-
-/// Whether `line` reads as a line a diff adds or removes (`+## Error codes {#error-codes}`, `-##
-/// Error codes`): in a body holding a diff's hunk (`@@`), a file's text changed, not an error
-/// printed (verify19: an edit adding `-dontwarn com.google.errorprone…` listed under Errors).
-fn is_diff_line(line: &str) -> bool {
-    line.starts_with(['+', '-']) && !line.starts_with("+++") && !line.starts_with("---")
 }
 
 /// Whether `line` is a table's column headings (tsc's `Errors  Files`): single words apart by
