@@ -242,15 +242,26 @@ fn files_line<'s>(summary: &'s str, label: &str) -> &'s str {
 }
 
 fn summarize(middle: &[Message]) -> String {
+    summarize_before(middle, None, false, None)
+}
+
+/// The extractive summary of `middle` (folding `previous` in) where the user's next request
+/// stands after it: in the tail (`request_follows`), or pinned after the head from `pinned_at`.
+fn summarize_before(
+    middle: &[Message],
+    previous: Option<&str>,
+    request_follows: bool,
+    pinned_request_at: Option<usize>,
+) -> String {
     let request = SummaryRequest {
         middle,
         pruned_middle: &[],
-        previous_summary: None,
+        previous_summary: previous,
         focus_topic: None,
         target_tokens: 2_000,
         input_tokens: 3_000,
-        request_follows: false,
-        pinned_request_at: None,
+        request_follows,
+        pinned_request_at,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -1587,17 +1598,7 @@ fn no_request_is_in_progress_when_the_next_one_follows_the_middle() {
         ),
         Message::tool("r1", "Done. PASS=2 ERROR=0\nExit code: 0"),
     ];
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: Some(previous),
-        focus_topic: None,
-        target_tokens: 2_000,
-        input_tokens: 3_000,
-        request_follows: true,
-        pinned_request_at: None,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
+    let summary = summarize_before(&middle, Some(previous), true, None);
     assert!(!summary.contains("in progress:"), "{summary}");
     assert_eq!(
         section_lines(&summary, "### In Progress"),
@@ -1639,17 +1640,7 @@ fn the_answer_after_a_pinned_request_is_not_the_answer_to_the_one_before() {
         shell("q2", "gh pr create --fill"),
         Message::tool("q2", "https://github.com/acme/payments/pull/4822\nExit code: 0"),
     ];
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: None,
-        focus_topic: None,
-        target_tokens: 2_000,
-        input_tokens: 3_000,
-        request_follows: false,
-        pinned_request_at: Some(4),
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
+    let summary = summarize_before(&middle, None, false, Some(4));
     let goal = section_lines(&summary, "## Goal");
     assert_eq!(
         goal,
