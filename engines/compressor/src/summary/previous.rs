@@ -54,6 +54,102 @@ struct Carried<'t> {
     answered_question: bool,
 }
 
+/// What the earlier summary (or several folded together, oldest first, as lcm condenses them)
+/// tells of its own lines: which record of a decision stands, which request it reversed, which
+/// work a later summary continued or resolved.
+struct Earlier<'p> {
+    previous: &'p str,
+    /// Each decision number's last record in Key Decisions: the one that stands.
+    standing: FastMap<u32, &'p str>,
+    /// Key Decisions' lines, without a cut's mark.
+    listed: Vec<&'p str>,
+    /// Where the last summary folded in starts.
+    last_summary_at: Option<usize>,
+    /// Where each line done or in progress stands, and its action's keys.
+    done_at: Vec<(usize, Vec<String>)>,
+}
+
+impl<'p> Earlier<'p> {
+    fn read(previous: &'p str, sections: &[Vec<&'p str>; 9]) -> Self {
+        let decisions = &sections[Section::Decisions.index()];
+        let mut earlier = Self {
+            previous,
+            standing: decisions
+                .iter()
+                .filter_map(|line| Some((decision_record_number(line.trim())?, line.trim())))
+                .collect(),
+            listed: decisions
+                .iter()
+                .map(|line| line.trim().trim_end_matches('…'))
+                .collect(),
+            last_summary_at: previous
+                .match_indices("## Goal")
+                .map(|(at, _)| at)
+                .filter(|&at| at == 0 || previous.as_bytes()[at - 1] == b'\n')
+                .last(),
+            done_at: Vec::new(),
+        };
+        // A failure is never listed as done or in progress: either says the action went through.
+        earlier.done_at = sections[Section::Done.index()]
+            .iter()
+            .chain(&sections[Section::InProgress.index()])
+            .filter_map(|line| Some((earlier.offset(line), action_line_keys(line)?)))
+            .collect();
+        earlier
+    }
+
+    fn offset(&self, line: &str) -> usize {
+        line.as_ptr() as usize - self.previous.as_ptr() as usize
+    }
+
+    /// Whether a later summary folded in follows `line`'s: its request is settled, its work in
+    /// progress done (verify18: a condensed summary listed three requests in progress).
+    fn followed(&self, line: &str) -> bool {
+        self.last_summary_at.is_some_and(|last| last > self.offset(line))
+    }
+
+    /// Whether work done after `line` (a Blocked action's) ran a program it runs: the failure was
+    /// resolved (verify18: a dbt run Blocked beside the rerun that passed).
+    fn done_later(&self, line: &str) -> bool {
+        action_line_keys(line).is_some_and(|keys| {
+            self.done_at
+                .iter()
+                .any(|(at, done)| *at > self.offset(line) && done.iter().any(|key| keys.contains(key)))
+        })
+    }
+
+    /// Whether a later record of decision `number` than `line` stands (verify19: `Decision 1:
+    /// upgrade AGP` beside `Decision 1 revised: stay on AGP 8.3.2`).
+    fn later_record(&self, number: u32, line: &str) -> bool {
+        self.standing
+            .get(&number)
+            .is_some_and(|record| self.offset(record) > self.offset(line))
+    }
+
+    /// Whether a goal line is a request recording a decision that a later record replaced, in
+    /// the new middle or in Key Decisions, or that Key Decisions no longer lists: carried as a
+    /// goal, it read as the plan (verify18: `Decision 2: keep sync.Map but shard it` as a
+    /// replay's only goal, beside `Reverse decision 2: drop sync.Map entirely`).
+    fn reversed_goal(&self, line: &str, facts: &Facts<'_>) -> bool {
+        let request = goal_request(line.trim());
+        if !opens_with_record(request) {
+            return false;
+        }
+        match decision_record_number(request) {
+            Some(number) => {
+                facts.records.iter().any(|record| record.number == Some(number))
+                    || self
+                        .standing
+                        .get(&number)
+                        .is_some_and(|record| *record != request)
+            }
+            None => !self.listed.iter().any(|record| {
+                !record.is_empty() && (request.starts_with(record) || record.starts_with(request))
+            }),
+        }
+    }
+}
+
 impl<'t> Draft<'t> {
     /// Adds the lines of `previous` (an earlier summary's body) after the new candidates.
     pub(super) fn add_previous(&mut self, facts: &Facts<'t>, previous: &'t str) {
@@ -62,68 +158,7 @@ impl<'t> Draft<'t> {
         let user_moved_on = !facts.requests.is_empty() || facts.moved_on;
         let settled = user_moved_on || !facts.open_at_end;
         let mut carried = Vec::new();
-        // A request that records decision N, where a later record of N stands (in the new middle,
-        // or in the earlier summary's Key Decisions in other words), was reversed: carried as a
-        // goal, it read as the plan (verify18: `Decision 2: keep sync.Map but shard it` as a
-        // replay's only goal, beside `Reverse decision 2: drop sync.Map entirely`).
-        let standing: FastMap<u32, &str> = sections[Section::Decisions.index()]
-            .iter()
-            .filter_map(|line| Some((decision_record_number(line.trim())?, line.trim())))
-            .collect();
-        let listed: Vec<&str> = sections[Section::Decisions.index()]
-            .iter()
-            .map(|line| line.trim().trim_end_matches('…'))
-            .collect();
-        let reversed_goal = |line: &str| {
-            let request = goal_request(line.trim());
-            if !opens_with_record(request) {
-                return false;
-            }
-            match decision_record_number(request) {
-                Some(number) => {
-                    facts.records.iter().any(|record| record.number == Some(number))
-                        || standing.get(&number).is_some_and(|record| *record != request)
-                }
-                // One without a number stands while Key Decisions lists it.
-                None => !listed.iter().any(|record| {
-                    !record.is_empty() && (request.starts_with(record) || record.starts_with(request))
-                }),
-            }
-        };
-        // Earlier summaries folded together (lcm condenses several, oldest first): what a later
-        // one tells of settles an earlier one's open request and its work in progress, and a
-        // later one's work done resolves an earlier one's failure (verify18: a condensed summary
-        // listed a dbt run as Blocked beside the rerun that passed, and three requests in
-        // progress).
-        let offset = |line: &str| line.as_ptr() as usize - previous.as_ptr() as usize;
-        let last_summary_at = previous
-            .match_indices("## Goal")
-            .map(|(at, _)| at)
-            .filter(|&at| at == 0 || previous.as_bytes()[at - 1] == b'\n')
-            .last();
-        let followed = |line: &str| last_summary_at.is_some_and(|last| last > offset(line));
-        // A failure is never listed as done or in progress: either says the action went through.
-        let done_at: Vec<(usize, Vec<String>)> = sections[Section::Done.index()]
-            .iter()
-            .chain(&sections[Section::InProgress.index()])
-            .filter_map(|line| Some((offset(line), action_line_keys(line)?)))
-            .collect();
-        let done_later = |line: &str| {
-            action_line_keys(line).is_some_and(|keys| {
-                done_at
-                    .iter()
-                    .any(|(at, done)| *at > offset(line) && done.iter().any(|key| keys.contains(key)))
-            })
-        };
-        // Of summaries folded together, the later one's record of a number stands (verify19:
-        // lcm's condensed summary listed `Decision 1: upgrade AGP` beside `Decision 1 revised:
-        // stay on AGP 8.3.2`).
-        let mut latest_record_at: FastMap<u32, usize> = FastMap::default();
-        for line in &sections[Section::Decisions.index()] {
-            if let Some(number) = decision_record_number(line) {
-                latest_record_at.insert(number, offset(line));
-            }
-        }
+        let earlier = Earlier::read(previous, &sections);
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
         for section in Section::ALL {
@@ -135,22 +170,31 @@ impl<'t> Draft<'t> {
                     Section::Goal if line.starts_with(FOCUS) => continue,
                     // The answer to an earlier summary's latest request: the new summary has its own.
                     Section::Goal if line.starts_with(LATEST_ANSWER) => continue,
-                    Section::Goal if reversed_goal(line) => continue,
-                    Section::NextSteps if open_request(line).is_some_and(&reversed_goal) => continue,
+                    Section::Goal if earlier.reversed_goal(line, facts) => continue,
+                    Section::NextSteps
+                        if open_request(line)
+                            .is_some_and(|request| earlier.reversed_goal(request, facts)) =>
+                    {
+                        continue
+                    }
                     // The oldest request keeps the conversation's goal.
                     Section::Goal | Section::NextSteps
                         if oldest.take_if(|oldest| oldest == line).is_some() =>
                     {
-                        let open = section == Section::NextSteps && !settled && !followed(line);
+                        let open = section == Section::NextSteps && !settled && !earlier.followed(line);
                         (if open { section } else { Section::Goal }, 0)
                     }
-                    Section::NextSteps if (settled || followed(line)) && open_request(line).is_some() => {
+                    Section::NextSteps
+                        if (settled || earlier.followed(line)) && open_request(line).is_some() =>
+                    {
                         (Section::Goal, 1)
                     }
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),
-                    Section::InProgress if user_moved_on || followed(line) => (Section::Done, 2),
-                    Section::Blocked if self.is_resolved(line) || done_later(line) => (Section::Done, 2),
+                    Section::InProgress if user_moved_on || earlier.followed(line) => (Section::Done, 2),
+                    Section::Blocked if self.is_resolved(line) || earlier.done_later(line) => {
+                        (Section::Done, 2)
+                    }
                     // Nothing says when a stated blocker was lifted: it gives way to the others.
                     Section::Blocked if line.starts_with(STATED_BLOCKER) => (section, 2),
                     Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
@@ -159,7 +203,7 @@ impl<'t> Draft<'t> {
                     Section::Decisions => match decision_record_number(line) {
                         Some(number)
                             if facts.records.iter().any(|r| r.number == Some(number))
-                                || latest_record_at.get(&number).is_some_and(|&at| at > offset(line)) =>
+                                || earlier.later_record(number, line) =>
                         {
                             self.replaced_records += 1;
                             continue;
