@@ -476,6 +476,19 @@ fn is_status_row(line: &str) -> bool {
         })
 }
 
+/// Whether `line` is a scanner's count of a kind it found none of (bandit's `Undefined: 0`,
+/// `Total errors: 0`): a word or two, a colon, a zero.
+fn counts_none_of_a_kind(line: &str) -> bool {
+    line.trim().split_once(':').is_some_and(|(label, count)| {
+        !label.is_empty()
+            && label
+                .bytes()
+                .all(|byte| byte.is_ascii_alphabetic() || byte == b' ')
+            && label.split_whitespace().count() <= 2
+            && is_zero(count.trim())
+    })
+}
+
 /// Whether an error line says there was none: `0 failed`, `no errors`, k6's
 /// `http_req_failed: 0.00%`, dbt's `PASS=41 WARN=0 ERROR=0`; or names none itself: a traceback's
 /// header and the source lines it quotes (`raise MergeError(msg)`), which every Python error
@@ -483,7 +496,7 @@ fn is_status_row(line: &str) -> bool {
 /// where profiles failed with error …`); nor is a listing's status column (`…\tfailure\t…`). The
 /// compressor lists no such line, and the measure counts none.
 pub fn reports_no_error(line: &str) -> bool {
-    if is_status_row(line) {
+    if is_status_row(line) || counts_none_of_a_kind(line) {
         return true;
     }
     let trimmed = line.trim_start();
@@ -950,6 +963,8 @@ mod tests {
             "✨ No lint errors",
             "no type errors found",
             "test (3.12, 1)\tfailure\thttps://github.com/acme/payments/actions/runs/9876598643/job/27311115723",
+            "\t\tUndefined: 0",
+            "Total errors: 0",
         ] {
             assert!(reports_no_error(none), "{none}");
         }

@@ -572,7 +572,7 @@ fn queries(call: Option<&ToolCall>) -> bool {
 fn exit_one_answers(call: Option<&ToolCall>) -> bool {
     last_step(call, |words| match words {
         [program, ..] if ANSWER_BY_EXIT_ONE.contains(program) => true,
-        ["git", "diff", ..] => true,
+        ["git", "diff", ..] | ["npm" | "pnpm" | "yarn" | "cargo", "audit", ..] => true,
         _ => false,
     })
 }
@@ -600,8 +600,25 @@ fn fetch_failed(output: &str) -> bool {
         || first.starts_with("wget: ")
 }
 
-/// Programs whose exit code 1 says what they found (POSIX `diff`, `cmp` and `grep`).
-const ANSWER_BY_EXIT_ONE: [&str; 7] = ["diff", "cmp", "grep", "egrep", "fgrep", "zgrep", "rg"];
+/// Programs whose exit code 1 says what they found: POSIX `diff`, `cmp` and `grep`, and the
+/// security scanners that exit 1 on findings (a review's `bandit -r app` listed as Blocked told a
+/// model the scan had to be fixed, verify20).
+const ANSWER_BY_EXIT_ONE: [&str; 14] = [
+    "diff",
+    "cmp",
+    "grep",
+    "egrep",
+    "fgrep",
+    "zgrep",
+    "rg",
+    "semgrep",
+    "bandit",
+    "pip-audit",
+    "safety",
+    "gitleaks",
+    "trivy",
+    "osv-scanner",
+];
 
 /// Programs that print what they read.
 const VIEWERS: [&str; 16] = [

@@ -129,6 +129,9 @@ fn describes(word: &str) -> bool {
         "anywhere",
         "elsewhere",
         "reproduces",
+        "a",
+        "an",
+        "the",
     ];
     let ends_the_clause = word.ends_with(['.', ',', ';', ')', '!']);
     let word = word

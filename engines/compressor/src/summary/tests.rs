@@ -1784,6 +1784,38 @@ fn an_answered_question_is_labelled_so() {
     );
 }
 
+/// A security scanner's exit 1 says it found issues, which is its answer, not a failure to fix;
+/// its zero counts name no error, and a `never` before an article describes (verify20: `bandit
+/// -r app` Blocked with `— Undefined: 0`, a fixture's `never a real credential` as a rule).
+#[test]
+fn a_scanners_findings_are_its_answer() {
+    let middle = vec![
+        Message::user(
+            "Review the PR for vulnerabilities. The B105 hit is a false positive: 'hunter2-fixture' is a dummy password, never a real credential.",
+        ),
+        shell("b1", "bandit -r app tests -f txt"),
+        Message::tool(
+            "b1",
+            ">> Issue: [B602:subprocess_popen_with_shell_equals_true] subprocess call with shell=True identified\n   Location: ./app/webhooks/retry.py:88:8\nRun metrics:\n\tTotal issues (by severity):\n\t\tUndefined: 0\n\t\tHigh: 1\nExit code: 1",
+        ),
+        Message::assistant("One high finding in retry.py:88."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        ["- (none)"],
+        "{summary}"
+    );
+    assert!(!summary.contains("Undefined: 0"), "{summary}");
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("bandit -r app tests") && line.contains("exit 1")),
+        "{summary}"
+    );
+}
+
 /// Summaries folded together, oldest first (lcm condenses its leaves so): a later one's request
 /// settles an earlier one's request in progress, and a later one's work done resolves an earlier
 /// one's failure (verify18: a condensed summary listed a dbt run as Blocked beside the rerun that
