@@ -389,6 +389,10 @@ fn collect_short_strings<'v>(value: &'v Value, into: &mut Vec<&'v str>) {
 /// scripts/verify.py --from 2026-03`) was retried, and is not blocked; `cd dbt && dbt run` is not
 /// retried by `cd dbt && dbt test`, nor `pnpm test 2>&1 | tail -5` by `git log | tail -3`.
 pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
+    // An inline script's `;` and `|` are its own, not a chain's.
+    if runs_inline_script(command) {
+        return vec![format!("{tool}\u{0}{}", program_of(command))];
+    }
     let mut keys = Vec::new();
     for pipeline in pipelines(command).split(';') {
         for (position, step) in pipeline.split('|').enumerate() {
@@ -454,6 +458,12 @@ const OPTIONS_WITH_VALUES: &[&str] = &[
 /// `python pytest`; `pnpm --filter @acme/worker test` is `pnpm test`), three for a command whose
 /// second word says little (`npm run build`, `aws iam put-role-policy`, `gh pr checks`).
 fn program_of(command: &str) -> String {
+    // An interpreter given its script inline (`python - <<'PY' …`, `node -e '…'`) runs that
+    // script: only the same script retries it (verify20: a `print(len(X))` cell "passed" a
+    // failed one that wrote the features).
+    if runs_inline_script(command) {
+        return command.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
     let mut words = Vec::with_capacity(3);
     let mut value_next = false;
     for word in command.split_whitespace() {
@@ -475,6 +485,21 @@ fn program_of(command: &str) -> String {
         }
     }
     words.join(" ")
+}
+
+/// Whether `command` runs an interpreter on a script given inline: `-`, `-c` or `-e`, or a here
+/// document.
+fn runs_inline_script(command: &str) -> bool {
+    const INTERPRETERS: [&str; 10] = [
+        "python", "python3", "node", "ruby", "perl", "bash", "sh", "zsh", "deno", "php",
+    ];
+    let mut words = command.split_whitespace();
+    let Some(program) = words.next() else {
+        return false;
+    };
+    let program = program.rsplit('/').next().unwrap_or(program);
+    INTERPRETERS.contains(&program)
+        && (command.contains("<<") || words.any(|word| matches!(word, "-" | "-c" | "-e")))
 }
 
 /// Programs whose second word is a service or a group, the third what is done to it.

@@ -1784,6 +1784,35 @@ fn an_answered_question_is_labelled_so() {
     );
 }
 
+/// An interpreter given its script inline runs that script: another script does not retry it
+/// (verify20: `PermissionError … churn_q1.parquet` under `Errors fixed since:` after an unrelated
+/// `python - <<'PY' print(len(X))` passed).
+#[test]
+fn an_inline_script_is_retried_only_by_itself() {
+    let middle = vec![
+        Message::user("write the features"),
+        shell(
+            "w1",
+            "python - <<'PY'\nimport pandas as pd; df = pd.read_csv('data/raw/customers.csv'); df.to_parquet('data/features/churn_q1.parquet', partition_cols=['plan'])\nPY",
+        ),
+        Message::tool(
+            "w1",
+            "PermissionError: [Errno 13] Permission denied: 'data/features/churn_q1.parquet/plan=basic'\nExit code: 1",
+        ),
+        shell("c1", "python - <<'PY'\nprint(len(X))\nPY"),
+        Message::tool("c1", "8326\nExit code: 0"),
+        Message::assistant("The features could not be written."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("PermissionError")),
+        "{summary}"
+    );
+    assert!(!summary.contains("Errors fixed since"), "{summary}");
+}
+
 /// A security scanner's exit 1 says it found issues, which is its answer, not a failure to fix;
 /// its zero counts name no error, and a `never` before an article describes (verify20: `bandit
 /// -r app` Blocked with `— Undefined: 0`, a fixture's `never a real credential` as a rule).
