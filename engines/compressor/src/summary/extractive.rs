@@ -179,6 +179,8 @@ const RESULTS: usize = 3;
 
 /// Longest answer to the latest request quoted (its start and end, when longer).
 const ANSWER_CHARS: usize = 400;
+/// The answer to an earlier question, its start and end when longer, in characters.
+const QUESTION_ANSWER_CHARS: usize = 200;
 /// Longest decision record quoted.
 const DECISION_RECORD_CHARS: usize = 400;
 /// Where numbered decision records sit in their section: before the other decisions, which sit
@@ -492,8 +494,15 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = true;
             candidate.focus = facts.is_focus(request.index);
             let display = candidate.display;
-            if let (true, false, Some((answer, text))) = (latest, open, &request.answer) {
-                let candidate = self.add_latest_answer(text, *answer, display);
+            // The answer to the latest request, or, shorter and ranked below, to an earlier
+            // question (verify20: which line checks the signature, answered, and lost).
+            let answer_room = match (latest, open, label == ANSWERED_QUESTION) {
+                (true, false, _) => Some((1, ANSWER_CHARS)),
+                (false, _, true) => Some((2, QUESTION_ANSWER_CHARS)),
+                _ => None,
+            };
+            if let (Some(room), Some((answer, text))) = (answer_room, &request.answer) {
+                let candidate = self.add_answer(text, *answer, display, room);
                 candidate.focus = facts.is_focus(*answer);
             }
         }
@@ -559,10 +568,16 @@ impl<'t> Draft<'t> {
     /// The assistant's answer to the latest request (its start and end when long), right after
     /// it: what the part summarised concluded (`Platform total ~$4,230/month`), which no other
     /// line keeps of an answer in prose.
-    fn add_latest_answer(&mut self, answer: &str, index: usize, request_display: i64) -> &mut Candidate<'t> {
+    fn add_answer(
+        &mut self,
+        answer: &str,
+        index: usize,
+        request_display: i64,
+        (tier, chars): (u8, usize),
+    ) -> &mut Candidate<'t> {
         let flat = answer.split_whitespace().collect::<Vec<_>>().join(" ");
-        let text = format!("{LATEST_ANSWER}{}", head_and_tail(&flat, ANSWER_CHARS));
-        let candidate = self.push(Section::Goal, 1, index + 1, Cow::Owned(text));
+        let text = format!("{LATEST_ANSWER}{}", head_and_tail(&flat, chars));
+        let candidate = self.push(Section::Goal, tier, index + 1, Cow::Owned(text));
         candidate.display = request_display + 1;
         candidate
     }
@@ -818,11 +833,25 @@ impl<'t> Draft<'t> {
 /// The label of an earlier request that asked a question and got its answer: `Answered
 /// question: `, or none.
 fn answered_question(request: &Request<'_>) -> &'static str {
-    if request.answered && request.text.trim_end().ends_with('?') {
+    if request.answered && asks_first(&request.text) {
         ANSWERED_QUESTION
     } else {
         ""
     }
+}
+
+/// Whether `text` opens by asking: its first sentence ends with a question mark (`Quick
+/// question: which Python does the docs job use? I need it for the inventory.`).
+pub(super) fn asks_first(text: &str) -> bool {
+    let text = text.trim();
+    let first_end = text.char_indices().find(|&(at, c)| {
+        matches!(c, '.' | '!' | '?' | '\n')
+            && text[at + c.len_utf8()..]
+                .chars()
+                .next()
+                .is_none_or(char::is_whitespace)
+    });
+    first_end.is_some_and(|(_, c)| c == '?')
 }
 
 /// Whether `record` opens the request of its message: the request is the record.

@@ -21,8 +21,8 @@ use super::{
     actions::action_keys,
     draft::{Draft, Group},
     extractive::{
-        error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY,
-        REPEATED_TIER, STATED_BLOCKER,
+        asks_first, error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, PASSED_LATER,
+        RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::{decision_record_number, opens_with_record},
@@ -273,9 +273,8 @@ impl<'t> Draft<'t> {
                 if section == Section::Files && self.merge_file_line(facts, text) {
                     continue;
                 }
-                let answered_question = section == Section::Goal
-                    && text.starts_with(LATEST_ANSWERED)
-                    && text.trim_end().ends_with('?');
+                let answered_question =
+                    section == Section::Goal && text.strip_prefix(LATEST_ANSWERED).is_some_and(asks_first);
                 let text = match section {
                     Section::Goal => goal_request(text),
                     Section::NextSteps if target == Section::Goal => open_request(text).unwrap_or(text),

@@ -1759,15 +1759,22 @@ fn carried_changed_files_outrank_a_new_listings_names() {
 #[test]
 fn an_answered_question_is_labelled_so() {
     let middle = vec![
-        Message::user("Quick question: which Python version does the docs CI job use?"),
+        Message::user(
+            "Quick question: which Python version does the docs CI job use? I need it for the platform inventory.",
+        ),
         Message::assistant("3.11.9, pinned in .github/workflows/docs.yml."),
         Message::user("Fix the Algolia crawler config."),
         Message::assistant("Blocked on OPS-3310."),
     ];
     let summary = summarize(&middle);
+    let goal = section_lines(&summary, "## Goal");
     assert!(
-        section_lines(&summary, "## Goal")
-            .contains(&"- Answered question: Quick question: which Python version does the docs CI job use?"),
+        goal.contains(&"- Answered question: Quick question: which Python version does the docs CI job use? I need it for the platform inventory."),
+        "{summary}"
+    );
+    // Its answer follows it.
+    assert!(
+        goal.contains(&"- Its answer: 3.11.9, pinned in .github/workflows/docs.yml."),
         "{summary}"
     );
     let previous = "## Goal\n- Latest request (answered): Which Python does the docs job use?\n- Its answer: 3.11.9.\n- rebuild the docs site\n";
