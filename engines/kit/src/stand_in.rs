@@ -367,6 +367,10 @@ pub fn patch_files(patch: &str) -> impl Iterator<Item = &str> {
         })
 }
 
+/// How a stand-in of a command without an exit code goes on to quote its first error line
+/// (`-> 84 lines output; its first error line: ValueError: …`).
+pub const FIRST_ERROR_NOTE: &str = "; its first error line: ";
+
 /// The keys a shell tool's command is given under.
 pub const COMMAND_KEYS: [&str; 4] = ["command", "cmd", "script", "input"];
 
@@ -484,7 +488,7 @@ fn shell_outcome(output: &str, failed: bool, note_errors: bool) -> String {
             .then(|| crate::retention::first_error_line(output))
             .flatten()
         {
-            Some(line) => format!("{lines}; its first error line: {}", quote(line)),
+            Some(line) => format!("{lines}{FIRST_ERROR_NOTE}{}", quote(line)),
             None => lines,
         },
     }

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use ctxhost_engine_abi::{is_image_part, Content, Message, Role, ToolCall};
 use ctxhost_engine_kit::{
-    sequence::REMOVED_RESULT_TEXT, stand_in::describe_tool_result_noting_errors, tokens,
+    sequence::REMOVED_RESULT_TEXT,
+    stand_in::{describe_tool_result_noting_errors, FIRST_ERROR_NOTE},
+    tokens,
 };
 use serde_json::Value;
 
@@ -233,7 +235,12 @@ pub fn is_stand_in(text: &str, call: Option<&ToolCall>) -> bool {
         .into_iter()
         .flatten()
         .find_map(|name| rest.strip_prefix(name)?.strip_prefix("] "));
-    after_name.is_some_and(|rest| STAND_IN_ENDINGS.iter().any(|ending| rest.ends_with(ending)))
+    // One that quotes its command's first error line ends with that line (verify20: masked
+    // again, it read `-> 1 lines output`, the failure gone).
+    after_name.is_some_and(|rest| {
+        STAND_IN_ENDINGS.iter().any(|ending| rest.ends_with(ending))
+            || rest.contains(&format!("lines output{FIRST_ERROR_NOTE}"))
+    })
 }
 
 /// A copy of `message` as the model would see it with `text` as its content, for estimates.

@@ -122,6 +122,16 @@ fn every_stand_in_kit_writes_is_known_as_one() {
         let stand_in = ctxhost_engine_kit::stand_in::describe_tool_output(Some(call), output);
         assert!(is_stand_in(&stand_in, Some(call)), "{stand_in}");
     }
+    // One quoting its command's first error line, which masking writes for outputs without an
+    // exit code (verify20: masked again, it read `-> 1 lines output`).
+    let mut result = Message::tool(
+        "c1",
+        "Traceback (most recent call last):\nValueError: pandas dtypes must be int, float or bool\n",
+    );
+    result.tool_call_id = Some("c1".to_owned());
+    let stand_in = ctxhost_engine_kit::stand_in::describe_tool_result_noting_errors(Some(&run), &result);
+    assert!(stand_in.contains("its first error line: "), "{stand_in}");
+    assert!(is_stand_in(&stand_in, Some(&run)), "{stand_in}");
 }
 
 #[test]
