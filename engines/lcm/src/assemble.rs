@@ -113,12 +113,19 @@ pub fn summary_message(summaries: &[SummaryRow], pinned: Option<i64>) -> Message
     Message::new(Role::Assistant, text)
 }
 
-const PINNED: &str = "; the user's latest request follows: ";
+/// Names the request kept right after the summaries. Not "the latest": the user may send more
+/// before the next compaction writes this message again (verify20: the label pointed at a
+/// decision the user had reversed three messages later).
+const PINNED: &str = "; the user's request the summarised work followed comes next: ";
+/// How earlier versions named it, still read.
+const PINNED_BEFORE: &str = "; the user's latest request follows: ";
 
 /// The row id of the user message a summary message says follows it, kept out of order.
 pub fn parse_pinned(message: &Message) -> Option<i64> {
     let last = message.text().lines().next_back()?.to_owned();
-    let (_, id) = last.rsplit_once(PINNED)?;
+    let (_, id) = last
+        .rsplit_once(PINNED)
+        .or_else(|| last.rsplit_once(PINNED_BEFORE))?;
     id.strip_prefix("msg_")?.parse().ok()
 }
 
@@ -192,6 +199,12 @@ mod tests {
         let pinned = summary_message(&[summary(ids[0])], Some(42));
         assert_eq!(parse_summary_message(&pinned).unwrap(), ids[..1]);
         assert_eq!(parse_pinned(&pinned), Some(42));
+        // It does not call the request the latest: more may follow before the next compaction.
+        assert!(!pinned.text().contains("latest"), "{}", pinned.text());
+        let earlier = Message::assistant(format!(
+            "{SUMMARY_HEADER}\n\n{EXPANDABLE} sum_0123456789abcdef; the user's latest request follows: msg_7"
+        ));
+        assert_eq!(parse_pinned(&earlier), Some(7));
         assert_eq!(parse_summary_message(&Message::assistant("hello")), None);
     }
 }
