@@ -159,6 +159,9 @@ impl<'t> Draft<'t> {
         let settled = user_moved_on || !facts.open_at_end;
         let mut carried = Vec::new();
         let earlier = Earlier::read(previous, &sections);
+        // The lines of failures that passed later, done or resolved now: read before Critical
+        // Context, whose error lines they quote.
+        let mut fixed: Vec<&str> = Vec::new();
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
         for section in Section::ALL {
@@ -284,13 +287,23 @@ impl<'t> Draft<'t> {
                 // after it: the later line wins a tie, and an incident's rollback gave way to
                 // a log's request ids when lcm condensed its summaries.
                 let tier = if group == Group::Commands { 1 } else { tier };
+                let passed_later = section == Section::Blocked && target == Section::Done;
+                if passed_later || (section == Section::Done && text.ends_with(PASSED_LATER)) {
+                    fixed.push(text);
+                }
+                // An error line a failure that passed later quotes was fixed since (verify20: it
+                // stood under `Errors:` beside its failure's `; passed on a later run`).
+                let (group, tier) = match group {
+                    Group::Errors if fixed.iter().any(|done| done.contains(text)) => (Group::FixedErrors, 4),
+                    group => (group, tier),
+                };
                 carried.push(Carried {
                     section: target,
                     group,
                     tier,
                     order: position,
                     text,
-                    passed_later: section == Section::Blocked && target == Section::Done,
+                    passed_later,
                     answered_question,
                 });
             }

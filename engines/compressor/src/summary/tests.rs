@@ -1791,6 +1791,33 @@ fn an_answered_question_is_labelled_so() {
     );
 }
 
+/// An earlier summary's error line that a failure, resolved now, quotes was fixed since: listed
+/// under `Errors:` beside its failure's `; passed on a later run`, it read as standing
+/// (verify20).
+#[test]
+fn a_carried_error_line_of_a_failure_resolved_since_is_listed_as_fixed() {
+    let previous = "## Goal\n- bump cryptography\n\n## Progress\n### Blocked\n- [terminal] ran `pip install -r requirements.lock && pytest -q` -> exit 1, 42 lines output — ERROR tests/test_sftp_export.py::test_export_to_partner - ImportError: cannot import name 'Blowfish'\n\n## Critical Context\n- Errors:\n  - ERROR tests/test_sftp_export.py::test_export_to_partner - ImportError: cannot import name 'Blowfish'\n";
+    let middle = vec![
+        shell("p2", "pip install -r requirements.lock && pytest -q"),
+        Message::tool("p2", "412 passed in 36.90s\nExit code: 0"),
+        Message::assistant("Green."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 4_000, 4_000);
+    let fixed = summary.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    assert!(
+        fixed.contains("ImportError: cannot import name 'Blowfish'"),
+        "{summary}"
+    );
+    let standing = summary
+        .split("- Errors:")
+        .nth(1)
+        .unwrap_or_default()
+        .split("- Errors fixed since:")
+        .next()
+        .unwrap_or_default();
+    assert!(!standing.contains("Blowfish"), "{summary}");
+}
+
 /// An interpreter given its script inline runs that script: another script does not retry it
 /// (verify20: `PermissionError … churn_q1.parquet` under `Errors fixed since:` after an unrelated
 /// `python - <<'PY' print(len(X))` passed).
