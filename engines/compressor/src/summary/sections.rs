@@ -128,23 +128,33 @@ pub(crate) fn parse_sections(body: &str) -> [Vec<&str>; 9] {
 
 /// The conversation's first request as an earlier summary gives it: the oldest of its goal's
 /// (listed last), or, when it lists none, its unanswered one. Several summaries folded into one
-/// (lcm condenses its leaves, oldest first) give the first's.
+/// (lcm condenses its leaves, oldest first) give the first's that lists one: a request pinned
+/// while the work after it was summarised reaches a later leaf than that work (verify20: a
+/// condensed summary's `Goal: (none)`).
 pub(crate) fn oldest_request(body: &str) -> Option<&str> {
-    let first = body
+    let mut starts: Vec<usize> = body
         .match_indices(Section::Goal.heading())
-        .nth(1)
-        .map_or(body, |(at, _)| &body[..at]);
-    let sections = parse_sections(first);
-    sections[Section::Goal.index()]
-        .iter()
-        .rev()
-        .find(|line| !line.starts_with(FOCUS) && !line.starts_with(LATEST_ANSWER) && !is_unlisted_note(line))
-        .or_else(|| {
-            sections[Section::NextSteps.index()]
-                .iter()
-                .find(|line| open_request(line).is_some())
-        })
-        .copied()
+        .map(|(at, _)| at)
+        .collect();
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts.push(body.len());
+    starts.windows(2).find_map(|bounds| {
+        let sections = parse_sections(&body[bounds[0]..bounds[1]]);
+        sections[Section::Goal.index()]
+            .iter()
+            .rev()
+            .find(|line| {
+                !line.starts_with(FOCUS) && !line.starts_with(LATEST_ANSWER) && !is_unlisted_note(line)
+            })
+            .or_else(|| {
+                sections[Section::NextSteps.index()]
+                    .iter()
+                    .find(|line| open_request(line).is_some())
+            })
+            .copied()
+    })
 }
 
 /// Whether a goal's line is the count of the requests it leaves out, written by `add_requests`.

@@ -1920,6 +1920,27 @@ fn a_later_summary_settles_an_earlier_ones_open_request_and_failure() {
         alone.contains("Request in progress: fix the 03-22 duplicates"),
         "{alone}"
     );
+    // The first request, pinned while the work after it was summarised, reaches a later leaf:
+    // it is the conversation's goal still, kept however short the room.
+    let words = [
+        "plan", "load", "clean", "split", "train", "score", "tune", "plot", "save", "ship",
+    ];
+    let commands: String = words
+        .iter()
+        .flat_map(|first| {
+            words
+                .iter()
+                .map(move |second| format!("  - `make {first}-{second}`\n"))
+        })
+        .collect();
+    let work = format!("## Goal\n- (none)\n\n## Critical Context\n- Commands:\n{commands}");
+    let request = "## Goal\n- Build a churn model from data/raw/customers_2024Q1.csv\n";
+    let summary = summarize_within(&[], Some(&format!("{work}\n\n{request}")), 300, 600);
+    assert!(
+        section_lines(&summary, "## Goal")
+            .contains(&"- Build a churn model from data/raw/customers_2024Q1.csv"),
+        "{summary}"
+    );
     // A later summary's record of a number replaces an earlier one's.
     let first = "## Key Decisions\n- Decision 1: upgrade AGP 8.3.2 -> 8.5.1 instead of adding -dontwarn rules.\n- Decision 2: keep minSdk 24.\n";
     let second = "## Goal\n- ship it\n\n## Key Decisions\n- Decision 1 revised: stay on AGP 8.3.2; add the -dontwarn rule.\n";
