@@ -27,6 +27,7 @@ impl<'a> Facts<'a> {
             keys: Vec::new(),
             first_error: None,
             answered: false,
+            found_by_exit_one: false,
             fact_ids: Vec::new(),
             last_line: None,
             result_index: None,
@@ -192,6 +193,7 @@ impl<'a> Facts<'a> {
                 action.failed = failed;
                 action.first_error = first_error;
                 action.answered = true;
+                action.found_by_exit_one = answered;
                 action.fact_ids.extend(error_id);
             }
             None => self.actions.push(Action {
@@ -201,6 +203,7 @@ impl<'a> Facts<'a> {
                 keys: vec![format!("orphan{index}")],
                 first_error,
                 answered: true,
+                found_by_exit_one: answered,
                 fact_ids: error_id.into_iter().collect(),
                 last_line: None,
                 result_index: Some(index),
@@ -462,7 +465,7 @@ fn program_of(command: &str) -> String {
     // script: only the same script retries it (verify20: a `print(len(X))` cell "passed" a
     // failed one that wrote the features).
     if runs_inline_script(command) {
-        return command.split_whitespace().collect::<Vec<_>>().join(" ");
+        return inline_script_key(command);
     }
     let mut words = Vec::with_capacity(3);
     let mut value_next = false;
@@ -485,6 +488,31 @@ fn program_of(command: &str) -> String {
         }
     }
     words.join(" ")
+}
+
+/// An inline script's key: its interpreter and its first statement (`python import lightgbm as
+/// lgb`). A notebook's next cell that fixes a failed one opens as it did, and an unrelated one
+/// (`print(len(X))`) does not: both were retries when the key was `python <<'PY'`, and neither
+/// when it was the whole script (verify20, verify21).
+fn inline_script_key(command: &str) -> String {
+    let program = command.split_whitespace().next().unwrap_or("");
+    let program = program.rsplit('/').next().unwrap_or(program);
+    let script = match command.split_once('\n') {
+        // A here document: its first line of code.
+        Some((_, body)) if command.contains("<<") => body,
+        // `-c '…'` or `-e "…"`: the quoted script.
+        _ => command
+            .split_once(" -c ")
+            .or_else(|| command.split_once(" -e "))
+            .map_or(command, |(_, script)| script.trim_start_matches(['\'', '"'])),
+    };
+    let first = script
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('#'))
+        .unwrap_or("");
+    let statement = first.split(';').next().unwrap_or(first).trim();
+    format!("{program} {statement}")
 }
 
 /// Whether `command` runs an interpreter on a script given inline: `-`, `-c` or `-e`, or a here

@@ -591,7 +591,7 @@ impl<'t> Draft<'t> {
         let mut blocked = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
-            if !action.failed && action.answered {
+            if !action.failed && action.answered && !action.found_by_exit_one {
                 resolved.extend(action.keys.iter().map(String::as_str));
             } else if action.failed && !action.keys.iter().any(|key| resolved.contains(key.as_str())) {
                 blocked[at] = true;

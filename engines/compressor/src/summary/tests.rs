@@ -1845,6 +1845,19 @@ fn an_inline_script_is_retried_only_by_itself() {
         "{summary}"
     );
     assert!(!summary.contains("Errors fixed since"), "{summary}");
+    // The next cell that opens as the failed one did is its retry (verify21: a notebook's fixed
+    // LightGBM cell left the failed one Blocked).
+    let middle = vec![
+        Message::user("train the model"),
+        shell("f1", "python - <<'PY'\nimport lightgbm as lgb\nm = lgb.LGBMClassifier().fit(X, y)\nPY"),
+        Message::tool("f1", "ValueError: pandas dtypes must be int, float or bool\nExit code: 1"),
+        shell("f2", "python - <<'PY'\nimport lightgbm as lgb\nX = X.astype({'plan': 'category'})\nm = lgb.LGBMClassifier().fit(X, y)\nPY"),
+        Message::tool("f2", "holdout AUC 0.784\nExit code: 0"),
+        Message::assistant("Trained."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    assert!(summary.contains("; passed on a later run"), "{summary}");
 }
 
 /// A security scanner's exit 1 says it found issues, which is its answer, not a failure to fix;
@@ -1869,6 +1882,26 @@ fn a_scanners_findings_are_its_answer() {
         section_lines(&summary, "## Constraints & Preferences"),
         ["- (none)"],
         "{summary}"
+    );
+    // Findings are no retry: a Pro scan blocked on its licence stays blocked beside the open
+    // source scan's (verify21).
+    let scans = vec![
+        Message::user("scan with semgrep"),
+        shell("s1", "semgrep scan --pro --config p/python app"),
+        Message::tool(
+            "s1",
+            "[ERROR] Semgrep Pro engine is not available: no licence (SEC-4475)\nExit code: 2",
+        ),
+        shell("s2", "semgrep scan --config p/python app"),
+        Message::tool("s2", "Findings: 3\nExit code: 1"),
+        Message::assistant("Three findings."),
+    ];
+    let scanned = summarize(&scans);
+    assert!(
+        section_lines(&scanned, "### Blocked")
+            .iter()
+            .any(|line| line.contains("--pro")),
+        "{scanned}"
     );
     assert!(!summary.contains("Undefined: 0"), "{summary}");
     assert!(
