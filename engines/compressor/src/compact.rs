@@ -257,10 +257,10 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
             ..limits_for(settings, scale)
         },
     );
-    // The pinned user message moves to just after the head: the request, then the summary of the
-    // work so far, then the tail.
     // Where in the middle the pinned request stood: the work after it is for it.
     let pinned_in_middle = pinned_user.map(|at| at - head_end);
+    // The pinned user message moves to just after the head: the request, then the summary of the
+    // work so far, then the tail.
     let (working, head_end) = match pinned_user {
         Some(at) if at > head_end => {
             let mut working = working.into_owned();
