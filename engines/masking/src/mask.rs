@@ -239,7 +239,9 @@ pub fn is_stand_in(text: &str, call: Option<&ToolCall>) -> bool {
     // again, it read `-> 1 lines output`, the failure gone).
     after_name.is_some_and(|rest| {
         STAND_IN_ENDINGS.iter().any(|ending| rest.ends_with(ending))
-            || rest.contains(&format!("lines output{FIRST_ERROR_NOTE}"))
+            || rest
+                .split_once(FIRST_ERROR_NOTE)
+                .is_some_and(|(outcome, _)| outcome.ends_with("lines output"))
     })
 }
 

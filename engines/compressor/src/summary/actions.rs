@@ -394,7 +394,7 @@ fn collect_short_strings<'v>(value: &'v Value, into: &mut Vec<&'v str>) {
 pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
     // An inline script's `;` and `|` are its own, not a chain's.
     if runs_inline_script(command) {
-        return vec![format!("{tool}\u{0}{}", program_of(command))];
+        return vec![format!("{tool}\u{0}{}", inline_script_key(command))];
     }
     let mut keys = Vec::new();
     for pipeline in pipelines(command).split(';') {
