@@ -378,16 +378,23 @@ pub(crate) fn extract_facts<'a>(
     scan_budget: usize,
     pinned_request_at: Option<usize>,
 ) -> Facts<'a> {
+    let (scan_from, user_scan_from) = scan_starts(middle, scan_budget);
+    let users_before = middle[user_scan_from.min(scan_from)..scan_from]
+        .iter()
+        .filter(|message| message.role == Role::User)
+        .count();
+    let scanned = middle.len() - scan_from + users_before;
     let mut facts = Facts {
         // With no request in the middle, the work continues one from before it.
         open_at_end: true,
         focus: focus_flags(middle, focus_words),
-        // About as many facts as a middle of tool output holds, so the map rarely regrows (its
-        // rehashing, which hashes every fact again, was 1% of a long replay).
-        by_text: FastMap::with_capacity_and_hasher(middle.len() * FACTS_PER_MESSAGE, FastHash),
+        // About as many facts as the messages read whole hold, so the map rarely regrows (its
+        // rehashing, which hashes every fact again, was 1% of a long replay); not room for every
+        // message of a long middle, most of which is only searched for error lines (a whole
+        // heavy transcript's 5,000 messages gave 860 facts a map of 57,000 had room for).
+        by_text: FastMap::with_capacity_and_hasher(scanned * FACTS_PER_MESSAGE, FastHash),
         ..Facts::default()
     };
-    let (scan_from, user_scan_from) = scan_starts(middle, scan_budget);
     // Error lines are cheap to find (one pass of the markers): the tool output older than the scan
     // budget is read for them alone, up to a few times that budget, newest first. A session's
     // compiler errors a megabyte back outrank the log lines of its last turns.
