@@ -476,6 +476,30 @@ fn is_status_row(line: &str) -> bool {
         })
 }
 
+/// Whether `line` is a file's line as a viewer numbers it (`cat -n`, Claude Code's `Read` and
+/// `Edit` results: `     3\t-dontwarn com.google.errorprone…`): a file's text shown, not an error
+/// printed (verify21).
+fn is_numbered_file_line(line: &str) -> bool {
+    let number = line.trim_start_matches(' ');
+    let digits = number.bytes().take_while(u8::is_ascii_digit).count();
+    (1..=7).contains(&digits) && number.as_bytes().get(digits) == Some(&b'\t')
+}
+
+/// Whether `line` is a warning a run printed and went on after (Python's `ConvergenceWarning:
+/// lbfgs failed to converge`, `DeprecationWarning: … will raise an error`), with no error class
+/// named beside it.
+fn is_warning(line: &str) -> bool {
+    let named_warning = line.split_whitespace().any(|word| {
+        word.strip_suffix("Warning:").is_some_and(|class| {
+            class
+                .chars()
+                .next()
+                .is_some_and(|first| first.is_ascii_uppercase())
+        })
+    });
+    named_warning && !line.contains("Error")
+}
+
 /// Whether `line` is a scanner's count of a kind it found none of (bandit's `Undefined: 0`,
 /// `Total errors: 0`): a word or two, a colon, a zero.
 fn counts_none_of_a_kind(line: &str) -> bool {
@@ -496,7 +520,7 @@ fn counts_none_of_a_kind(line: &str) -> bool {
 /// where profiles failed with error …`); nor is a listing's status column (`…\tfailure\t…`). The
 /// compressor lists no such line, and the measure counts none.
 pub fn reports_no_error(line: &str) -> bool {
-    if is_status_row(line) || counts_none_of_a_kind(line) {
+    if is_status_row(line) || counts_none_of_a_kind(line) || is_numbered_file_line(line) || is_warning(line) {
         return true;
     }
     let trimmed = line.trim_start();
@@ -965,6 +989,11 @@ mod tests {
             "test (3.12, 1)\tfailure\thttps://github.com/acme/payments/actions/runs/9876598643/job/27311115723",
             "\t\tUndefined: 0",
             "Total errors: 0",
+            "     3\t-dontwarn com.google.errorprone.annotations.CanIgnoreReturnValue",
+            "1\t## Error codes",
+            "    12\t        raise HTTPException(401, detail=\"token expired\")",
+            "/opt/venv/lib/python3.11/site-packages/sklearn/linear_model/_logistic.py:469: ConvergenceWarning: lbfgs failed to converge (status=1):",
+            "DeprecationWarning: `np.bool` is deprecated and will raise an error in 2.0",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
@@ -979,6 +1008,10 @@ mod tests {
             "Error: no route to host",
             "3 tests failed: 0 passed",
             "2024-05-10T10:10:00Z\tE   AssertionError: 3 != 4\tfailed at retry.py:88",
+            "3 failed\tin 2.1s",
+            "12345678\tfailed",
+            "UserWarning: fallback failed; ValueError: bad shape",
+            "warning: failed to resolve host",
         ] {
             assert!(!reports_no_error(some), "{some}");
         }
