@@ -42,8 +42,8 @@ use super::{
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{
-        Section, ANSWERED_QUESTION, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED, LATEST_BEFORE_NEXT,
-        UNANSWERED,
+        parse_sections, Section, ANSWERED_QUESTION, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED,
+        LATEST_BEFORE_NEXT, PINNED_ANSWER, UNANSWERED,
     },
     Summarizer, SummaryError, SummaryRequest,
 };
@@ -82,6 +82,9 @@ impl ExtractiveSummarizer {
             scan_budget,
             request.pinned_request_at,
         );
+        if let Some(previous) = request.previous_summary {
+            attach_pinned_answer(&mut facts, previous, request.pinned_request_at);
+        }
         // A request in the tail: the user moved on, and nothing of the middle is still in
         // progress (verify18: a replay's summary read `Request in progress:` for a request done
         // and followed by another).
@@ -130,6 +133,31 @@ impl Summarizer for ExtractiveSummarizer {
 
     fn reads_transcript(&self) -> bool {
         false
+    }
+}
+
+/// The answer an earlier summary gave to the request kept verbatim before it, given to that
+/// request, now the middle's first message and no longer kept (a later request took its place):
+/// the request reads answered, with its answer, rather than bare (verify21).
+fn attach_pinned_answer<'a>(facts: &mut Facts<'a>, previous: &'a str, pinned_request_at: Option<usize>) {
+    if pinned_request_at == Some(0) {
+        // Still kept verbatim: the earlier summary's line is carried as it stands.
+        return;
+    }
+    let Some(answer) = parse_sections(previous)[Section::Goal.index()]
+        .iter()
+        .find_map(|line| line.strip_prefix(PINNED_ANSWER))
+    else {
+        return;
+    };
+    if let Some(request) = facts
+        .requests
+        .first_mut()
+        .filter(|request| request.index == 0 && !request.answered)
+    {
+        request.answered = true;
+        request.answer = Some((0, Cow::Borrowed(answer)));
+        facts.pinned_answer_given = true;
     }
 }
 
@@ -494,17 +522,27 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = true;
             candidate.focus = facts.is_focus(request.index);
             let display = candidate.display;
-            // The answer to the latest request, or, shorter and ranked below, to an earlier
-            // question (verify20: which line checks the signature, answered, and lost).
+            // The answer to the latest request, or, shorter, to an earlier question (verify20:
+            // which line checks the signature, answered, and lost). What the user asked to know
+            // may use the facts' room: a docs session's listings of built pages pushed out the
+            // Python version the user had asked for (verify21).
             let answer_room = match (latest, open, label == ANSWERED_QUESTION) {
                 (true, false, _) => Some((1, ANSWER_CHARS)),
-                (false, _, true) => Some((2, QUESTION_ANSWER_CHARS)),
+                (false, _, true) => Some((1, QUESTION_ANSWER_CHARS)),
                 _ => None,
             };
             if let (Some(room), Some((answer, text))) = (answer_room, &request.answer) {
                 let candidate = self.add_answer(text, *answer, display, room);
                 candidate.focus = facts.is_focus(*answer);
+                candidate.beyond_prose = label == ANSWERED_QUESTION;
             }
+        }
+        if let Some((index, answer)) = &facts.pinned_answer {
+            let flat = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+            let text = format!("{PINNED_ANSWER}{}", head_and_tail(&flat, ANSWER_CHARS));
+            let candidate = self.push(Section::Goal, 1, index + 1, Cow::Owned(text));
+            candidate.focus = facts.is_focus(*index);
+            candidate.beyond_prose = true;
         }
     }
 

@@ -177,6 +177,12 @@ pub(crate) struct Facts<'a> {
     /// The newest request was pinned after the head from within the middle: answers after its
     /// place are its own.
     pub pinned: bool,
+    /// The first text answer after the pinned request's place, and its message: the answer to a
+    /// request the summary does not quote, kept verbatim before it.
+    pub pinned_answer: Option<(usize, Cow<'a, str>)>,
+    /// An earlier summary's answer to the request it kept before it was given to that request,
+    /// the middle's first: the earlier line is not carried besides.
+    pub pinned_answer_given: bool,
     /// For each message: whether it is about the focus topic (empty without one).
     pub focus: Vec<bool>,
 }
@@ -338,7 +344,12 @@ impl<'a> Facts<'a> {
         let text = message.text();
         let answers = !message.has_tool_calls() && !text.trim().is_empty();
         if answers {
-            if let Some(request) = self.requests.last_mut().filter(|_| !self.pinned) {
+            if self.pinned {
+                // An agent's turn ends with its first answer: later prose is other work's.
+                if self.pinned_answer.is_none() {
+                    self.pinned_answer = Some((index, text));
+                }
+            } else if let Some(request) = self.requests.last_mut() {
                 request.answered = true;
                 request.answer = Some((index, text));
             }

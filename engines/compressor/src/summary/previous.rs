@@ -28,7 +28,7 @@ use super::{
     patterns::{decision_record_number, opens_with_record},
     sections::{
         goal_request, oldest_request, open_request, parse_sections, Section, ANSWERED_QUESTION, FOCUS,
-        LATEST_ANSWER, LATEST_ANSWERED,
+        LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER,
     },
 };
 
@@ -164,15 +164,34 @@ impl<'t> Draft<'t> {
         let mut fixed: Vec<&str> = Vec::new();
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
+        // The Goal line before, a question answered: its answer is worth carrying.
+        let mut after_question = false;
         for section in Section::ALL {
             let lines = &sections[section.index()];
             let mut group = Group::None;
             for line in lines {
                 position += 1;
+                let follows_question = std::mem::replace(
+                    &mut after_question,
+                    section == Section::Goal
+                        && (line.starts_with(ANSWERED_QUESTION)
+                            || line.strip_prefix(LATEST_ANSWERED).is_some_and(asks_first)),
+                );
                 let (target, tier) = match section {
                     Section::Goal if line.starts_with(FOCUS) => continue,
+                    // The answer to a question stays with it, below the other requests (verify21:
+                    // `Answered question: which Python version…` lost its answer at the next fold).
+                    Section::Goal if line.starts_with(LATEST_ANSWER) && follows_question => (section, 1),
                     // The answer to an earlier summary's latest request: the new summary has its own.
                     Section::Goal if line.starts_with(LATEST_ANSWER) => continue,
+                    // The answer to the request kept before the earlier summary: given to that
+                    // request, or replaced by the new summary's own, or still standing.
+                    Section::Goal
+                        if line.starts_with(PINNED_ANSWER)
+                            && (facts.pinned_answer_given || facts.pinned_answer.is_some()) =>
+                    {
+                        continue
+                    }
                     Section::Goal if earlier.reversed_goal(line, facts) => continue,
                     Section::NextSteps
                         if open_request(line)

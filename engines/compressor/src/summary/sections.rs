@@ -146,7 +146,10 @@ pub(crate) fn oldest_request(body: &str) -> Option<&str> {
             .iter()
             .rev()
             .find(|line| {
-                !line.starts_with(FOCUS) && !line.starts_with(LATEST_ANSWER) && !is_unlisted_note(line)
+                !line.starts_with(FOCUS)
+                    && !line.starts_with(LATEST_ANSWER)
+                    && !line.starts_with(PINNED_ANSWER)
+                    && !is_unlisted_note(line)
             })
             .or_else(|| {
                 sections[Section::NextSteps.index()]
@@ -178,6 +181,12 @@ pub(crate) const ANSWERED_QUESTION: &str = "Answered question: ";
 /// How Goal opens the answer to the latest request, after it.
 pub(crate) const LATEST_ANSWER: &str = "Its answer: ";
 
+/// How Goal opens the answer to the user's newest request when that request is kept verbatim
+/// before the summary (pinned after the head) and the answer is summarised: the summary does not
+/// quote the request, and without this line its answer was lost (verify21: `which Python version
+/// does the docs CI job use?` read bare at the next fold, all 7 formats).
+pub(crate) const PINNED_ANSWER: &str = "Answer to the request kept before this summary: ";
+
 /// The request a Goal line quotes, without the label of the latest.
 pub(crate) fn goal_request(line: &str) -> &str {
     line.strip_prefix(LATEST_ANSWERED)
@@ -198,12 +207,13 @@ pub(crate) const FOCUS: &str = "Focus: ";
 
 /// The labels a Goal or Next Steps item opens with, before the text it quotes: a reader that
 /// looks for the quoted text (the host's grounding of a model's summary) strips them.
-pub const ITEM_LABELS: [&str; 8] = [
+pub const ITEM_LABELS: [&str; 9] = [
     LATEST_ANSWERED,
     ANSWERED_QUESTION,
     LATEST_BEFORE_NEXT,
     LATEST_BEFORE,
     LATEST_ANSWER,
+    PINNED_ANSWER,
     UNANSWERED,
     IN_PROGRESS,
     FOCUS,

@@ -1375,10 +1375,8 @@ fn lines_of_a_file_read_that_mention_errors_are_not_listed_as_errors() {
         "{summary}"
     );
     assert!(!summary.contains("- Errors:"), "{summary}");
-    assert!(
-        summary.contains("- Lines of files read that mention errors:\n  - 14\t  state = { user: null, loading: true, error: null };"),
-        "{summary}"
-    );
+    // A viewer's numbered lines are a file's text, not error lines of any kind (verify21).
+    assert!(!summary.contains("14\t  state"), "{summary}");
 }
 
 /// The answer to the latest request is kept after it, on one line: in a planning chat it is what
@@ -1422,8 +1420,9 @@ fn the_latest_requests_answer_follows_it() {
         ],
         "{summary}"
     );
-    // Folded into the next summary, the old answer gives way to the new one, and the oldest
-    // request is still the conversation's first.
+    // Folded into the next summary, the new answer follows the new request, the old question
+    // keeps its own answer after it (verify21: a question answered lost its answer at the next
+    // fold), and the oldest request is still the conversation's first.
     let previous = summary_body(&summary).unwrap_or(&summary).to_owned();
     let next = vec![
         Message::user("And with a staging project?"),
@@ -1431,14 +1430,30 @@ fn the_latest_requests_answer_follows_it() {
     ];
     let folded = summarize_within(&next, Some(&previous), 8_000, 8_000);
     let goal = section_lines(&folded, "## Goal");
+    assert_eq!(goal[1], "- Its answer: About $200/month more.", "{folded}");
     assert_eq!(
-        goal.iter()
+        goal[2..4],
+        [
+            "- Answered question: What's the cost total now, roughly, per month?",
+            "- Its answer: Rough monthly, from April: - BigQuery ~$1,430 - Airbyte ~$1,500 Platform total ~$4,230/month, well under the $15,000 cap.",
+        ],
+        "{folded}"
+    );
+    // A request that asked nothing keeps no answer when it is folded.
+    let plain = summary.replace(
+        "What's the cost total now, roughly, per month?",
+        "Total the costs per month.",
+    );
+    let plain_previous = summary_body(&plain).unwrap_or(&plain).to_owned();
+    let folded = summarize_within(&next, Some(&plain_previous), 8_000, 8_000);
+    assert_eq!(
+        section_lines(&folded, "## Goal")
+            .iter()
             .filter(|line| line.starts_with("- Its answer: "))
             .count(),
         1,
         "{folded}"
     );
-    assert_eq!(goal[1], "- Its answer: About $200/month more.", "{folded}");
     assert_eq!(goal.last(), Some(&"- Price BigQuery for us."), "{folded}");
 }
 
@@ -1623,6 +1638,79 @@ fn no_request_is_in_progress_when_the_next_one_follows_the_middle() {
     );
 }
 
+/// A question kept verbatim after the head while its answer was summarised: the summary says the
+/// answer, and once a later request takes the question's place, the question reads answered, with
+/// that answer, through the folds that follow (verify21: `which Python version does the docs CI
+/// job use?` read bare in Goal in a replay's last summary, all 7 formats).
+#[test]
+fn a_pinned_question_keeps_its_summarised_answer_through_later_folds() {
+    let question = "Quick question: which Python version does the docs CI job use?";
+    let answer =
+        "The docs CI job uses Python 3.11.9 (actions/setup-python@v5 in .github/workflows/docs.yml).";
+    let middle = vec![
+        Message::user("fix the sidebar"),
+        Message::assistant("Done: one Reference section."),
+        // Here stood the question, kept after the head.
+        Message::assistant_calls(vec![ToolCall::new(
+            "r1",
+            "read_file",
+            r#"{"path":".github/workflows/docs.yml"}"#,
+        )]),
+        Message::tool(
+            "r1",
+            "uses: actions/setup-python@v5\nwith:\n  python-version: '3.11.9'",
+        ),
+        Message::assistant(answer),
+        shell("b1", "mkdocs build --strict"),
+        Message::tool("b1", "INFO - Documentation built\nExit code: 0"),
+    ];
+    let first = summarize_before(&middle, None, false, Some(2));
+    let goal = section_lines(&first, "## Goal");
+    assert!(
+        goal.contains(&format!("- Answer to the request kept before this summary: {answer}").as_str()),
+        "{first}"
+    );
+    // Still the newest request at the next compaction: kept again, and its answer carried.
+    let previous = summary_body(&first).unwrap_or(&first).to_owned();
+    let still_pinned = vec![
+        Message::user(question),
+        shell("b2", "lychee site/"),
+        Message::tool("b2", "0 errors\nExit code: 0"),
+    ];
+    let again = summarize_before(&still_pinned, Some(&previous), false, Some(0));
+    assert!(
+        section_lines(&again, "## Goal")
+            .contains(&format!("- Answer to the request kept before this summary: {answer}").as_str()),
+        "{again}"
+    );
+    // A later request took its place: the question, now the middle's first message, is answered.
+    let moved_on = vec![
+        Message::user(question),
+        shell("b3", "lychee site/"),
+        Message::tool("b3", "0 errors\nExit code: 0"),
+        Message::user("now add the redirects"),
+        Message::assistant("Added mkdocs-redirects for /setup/."),
+    ];
+    let folded = summarize_before(&moved_on, Some(&previous), false, None);
+    let goal = section_lines(&folded, "## Goal");
+    let asked = goal
+        .iter()
+        .position(|line| *line == format!("- Answered question: {question}"))
+        .unwrap_or_else(|| panic!("{folded}"));
+    assert_eq!(goal[asked + 1], format!("- Its answer: {answer}"), "{folded}");
+    assert!(!folded.contains("kept before this summary"), "{folded}");
+    // And one fold later, the answer still follows its question.
+    let previous = summary_body(&folded).unwrap_or(&folded).to_owned();
+    let later = vec![Message::user("publish it"), Message::assistant("Published.")];
+    let later = summarize_before(&later, Some(&previous), false, None);
+    let goal = section_lines(&later, "## Goal");
+    let asked = goal
+        .iter()
+        .position(|line| *line == format!("- Answered question: {question}"))
+        .unwrap_or_else(|| panic!("{later}"));
+    assert_eq!(goal[asked + 1], format!("- Its answer: {answer}"), "{later}");
+}
+
 /// The newest request, kept verbatim after the head, stood within the middle: what was said after
 /// its place answers it, not the request before it (verify18: `Latest request (answered): fix the
 /// ordering in the test` was followed by the quarantine that answered the next one).
@@ -1642,9 +1730,12 @@ fn the_answer_after_a_pinned_request_is_not_the_answer_to_the_one_before() {
     ];
     let summary = summarize_before(&middle, None, false, Some(4));
     let goal = section_lines(&summary, "## Goal");
+    // The pinned request's own answer is said too, though the summary does not quote the request
+    // (verify21: a question kept verbatim lost its answer, summarised, at the next fold).
     assert_eq!(
         goal,
         [
+            "- Answer to the request kept before this summary: Decision: quarantine test_retry_backoff_ordering until the scheduler fix lands.",
             "- Latest request (answered): fix the ordering in the test, not in retry.py",
             "- Its answer: 2 of 10 CI runs still fail with `assert 3 == 4`."
         ],
