@@ -17,10 +17,6 @@
 //!
 //! Every byte consumed is counted, so that an error points at its line, column and byte offset in
 //! the file.
-//!
-//! Only the parsing of an array's elements, not the walk, moves to a thread of its own on a heavy
-//! transcript (`parse_ahead`): the cursor stays where the reader pulls it, and errors come back
-//! in place, with the elements they follow.
 
 use std::{
     collections::VecDeque,
@@ -30,10 +26,7 @@ use std::{
 
 use serde::de::DeserializeOwned;
 
-use super::{
-    parse_ahead::{ParseAhead, INLINE_BATCHES},
-    TranscriptError,
-};
+use super::TranscriptError;
 
 /// Where the cursor is: the next byte's line and column (1-based, in bytes) and offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,7 +95,14 @@ impl<R: BufRead> JsonCursor<R> {
     }
 
     fn error(&self, at: Position, message: impl Into<String>, skippable: bool) -> TranscriptError {
-        malformed(&self.path, at, message.into(), skippable)
+        TranscriptError::Malformed {
+            path: self.path.clone(),
+            line: at.line,
+            column: Some(at.column),
+            offset: Some(at.offset),
+            message: message.into(),
+            skippable,
+        }
     }
 
     /// A malformed-record error at the next byte.
@@ -225,19 +225,22 @@ impl<R: BufRead> JsonCursor<R> {
         let start = self.start_of_value()?;
         let whole = self.scan_value(true)?;
         serde_json::from_slice(&self.buffer)
-            .map_err(|error| parse_error(&self.path, &self.buffer, start, &error, whole))
+            .map_err(|error| self.parse_error(&self.buffer, start, &error, whole))
     }
 
-    /// Reads the elements of the array entered into `buffer`, as [`Self::next_element`] and
-    /// [`Self::value`] would one at a time, until about `batch_bytes` of them are read or the
-    /// array ends: where each starts, its text in `buffer`, and whether it was read whole.
-    fn scan_elements(
+    /// Reads the elements of the array entered, as [`Self::next_element`] and [`Self::value`]
+    /// would one at a time, until about `batch_bytes` of them are read or the array ends, and
+    /// parses them with one deserializer: one per element started with an empty scratch buffer,
+    /// regrown for every tool output full of escapes. An element the batch's deserializer does not
+    /// end where its text ends is parsed alone, for the error `value` gives.
+    fn read_elements<T: DeserializeOwned>(
         &mut self,
         first: &mut bool,
         batch_bytes: usize,
-        buffer: &mut Vec<u8>,
-    ) -> (Vec<Span>, ElementsEnd) {
-        std::mem::swap(&mut self.buffer, buffer);
+    ) -> (Vec<Element<T>>, ElementsEnd) {
+        if self.buffer.capacity() > KEPT_BUFFER_BYTES {
+            self.buffer = Vec::new();
+        }
         self.buffer.clear();
         let mut spans = Vec::new();
         let end = loop {
@@ -265,8 +268,41 @@ impl<R: BufRead> JsonCursor<R> {
                 Err(error) => break ElementsEnd::Failed(error),
             }
         };
-        std::mem::swap(&mut self.buffer, buffer);
-        (spans, end)
+        (self.parse_elements(spans), end)
+    }
+
+    fn parse_elements<T: DeserializeOwned>(
+        &self,
+        spans: Vec<(Position, std::ops::Range<usize>, bool)>,
+    ) -> Vec<Element<T>> {
+        let mut elements = Vec::with_capacity(spans.len());
+        let mut spans = spans.into_iter().peekable();
+        while let Some((_, first, _)) = spans.peek() {
+            let base = first.start;
+            let mut stream = serde_json::Deserializer::from_slice(&self.buffer[base..]).into_iter::<T>();
+            for (at, text, whole) in spans.by_ref() {
+                match stream.next() {
+                    Some(Ok(value)) if base + stream.byte_offset() == text.end => elements.push(Element {
+                        at,
+                        value: Ok(value),
+                        text: None,
+                    }),
+                    _ => {
+                        let text = &self.buffer[text];
+                        let value = serde_json::from_slice(text)
+                            .map_err(|error| self.parse_error(text, at, &error, whole));
+                        elements.push(Element {
+                            at,
+                            value,
+                            text: Some(text.to_vec()),
+                        });
+                        // Start again on the next element.
+                        break;
+                    }
+                }
+            }
+        }
+        elements
     }
 
     /// Skips the next value without keeping it (its syntax is only checked as far as brackets
@@ -331,61 +367,49 @@ impl<R: BufRead> JsonCursor<R> {
             Some(_) => Err(self.error_here(format!("unexpected content after {after}"))),
         }
     }
-}
 
-/// serde_json's error on `text`, placed in the file: the value began at `start`; `whole` when it
-/// was read to its end, so that reading can go on after it.
-fn parse_error(
-    path: &Path,
-    text: &[u8],
-    start: Position,
-    error: &serde_json::Error,
-    whole: bool,
-) -> TranscriptError {
-    let (line, column) = (error.line().max(1), error.column().max(1));
-    let at = if line == 1 {
-        Position {
-            column: start.column + column - 1,
-            offset: start.offset + column as u64 - 1,
-            ..start
+    /// serde_json's error on `text`, placed in the file: the value began at `start`; `whole`
+    /// when it was read to its end, so that reading can go on after it.
+    fn parse_error(
+        &self,
+        text: &[u8],
+        start: Position,
+        error: &serde_json::Error,
+        whole: bool,
+    ) -> TranscriptError {
+        let (line, column) = (error.line().max(1), error.column().max(1));
+        let at = if line == 1 {
+            Position {
+                column: start.column + column - 1,
+                offset: start.offset + column as u64 - 1,
+                ..start
+            }
+        } else {
+            let line_begins = text
+                .iter()
+                .enumerate()
+                .filter(|(_, byte)| **byte == b'\n')
+                .nth(line - 2)
+                .map_or(text.len(), |(at, _)| at + 1);
+            Position {
+                line: start.line + line - 1,
+                column,
+                offset: start.offset + (line_begins + column - 1) as u64,
+            }
+        };
+        let mut message = strip_position(error);
+        if !whole && error.is_eof() && at.line > start.line {
+            // The error is where the file ends; what to fix is where the value began.
+            message = format!(
+                "{message} (the value that starts at line {} is never closed)",
+                start.line
+            );
         }
-    } else {
-        let line_begins = text
-            .iter()
-            .enumerate()
-            .filter(|(_, byte)| **byte == b'\n')
-            .nth(line - 2)
-            .map_or(text.len(), |(at, _)| at + 1);
-        Position {
-            line: start.line + line - 1,
-            column,
-            offset: start.offset + (line_begins + column - 1) as u64,
-        }
-    };
-    let mut message = strip_position(error);
-    if !whole && error.is_eof() && at.line > start.line {
-        // The error is where the file ends; what to fix is where the value began.
-        message = format!(
-            "{message} (the value that starts at line {} is never closed)",
-            start.line
-        );
-    }
-    malformed(path, at, message, whole)
-}
-
-/// A malformed-record error at `at`; `skippable` when the value was read whole.
-fn malformed(path: &Path, at: Position, message: String, skippable: bool) -> TranscriptError {
-    TranscriptError::Malformed {
-        path: path.to_owned(),
-        line: at.line,
-        column: Some(at.column),
-        offset: Some(at.offset),
-        message,
-        skippable,
+        self.error(at, message, whole)
     }
 }
 
-/// An array element of [`ArrayElements`].
+/// An array element of [`JsonCursor::read_elements`].
 pub(super) struct Element<T> {
     /// Where it starts.
     pub at: Position,
@@ -415,53 +439,25 @@ enum ElementsEnd {
 /// element is read whole).
 const BATCH_BYTES: usize = 256 * 1024;
 
-/// An element read: where it starts, its text in the batch buffer, and whether it was read whole
-/// (not cut short by the end of the file).
-type Span = (Position, std::ops::Range<usize>, bool);
-
-/// Elements read at once, what they parsed to, and what follows them.
-struct ElementsBatch<T> {
-    bytes: Vec<u8>,
-    elements: Vec<Element<T>>,
-    end: ElementsEnd,
-}
-
-/// The elements of the array a cursor entered, read ahead a batch at a time: one deserializer a
-/// batch, not one an element, whose scratch buffer would be regrown for every tool output full
-/// of escapes. Past the first few batches, a batch is parsed on a thread of its own while the
-/// cursor reads the next (see `parse_ahead`); the cursor never reads past the array's `]`.
+/// The elements of the array a cursor entered, read ahead a batch at a time
+/// ([`JsonCursor::read_elements`]): one deserializer a batch, not one an element, whose scratch
+/// buffer would be regrown for every tool output full of escapes.
 pub(super) struct ArrayElements<T> {
     read: VecDeque<Element<T>>,
-    /// What follows the elements being given out; `None` before the first batch.
+    /// What follows the elements read; `None` before the first batch.
     end: Option<ElementsEnd>,
-    parsing: ParseAhead<ElementsBatch<T>>,
-    /// The cursor has read the array to its end (or to a break in it).
-    read_to_end: bool,
-    /// Buffers of batches given out, to read the next batches into.
-    spare: Vec<Vec<u8>>,
 }
 
-impl<T: Send + 'static> Default for ArrayElements<T> {
+impl<T> Default for ArrayElements<T> {
     fn default() -> Self {
-        Self::parsing_inline(INLINE_BATCHES)
-    }
-}
-
-impl<T: Send + 'static> ArrayElements<T> {
-    /// Elements whose first `inline_batches` batches are parsed as they are read, and the rest on
-    /// a thread of their own.
-    fn parsing_inline(inline_batches: usize) -> Self {
         Self {
             read: VecDeque::new(),
             end: None,
-            parsing: ParseAhead::new(inline_batches),
-            read_to_end: false,
-            spare: Vec::new(),
         }
     }
 }
 
-impl<T: DeserializeOwned + Send + 'static> ArrayElements<T> {
+impl<T: DeserializeOwned> ArrayElements<T> {
     /// The next element; `None` once the array's `]` is consumed (the next call starts on another
     /// array). An error breaks the document: reading cannot go on.
     pub(super) fn next<R: BufRead>(
@@ -474,72 +470,16 @@ impl<T: DeserializeOwned + Send + 'static> ArrayElements<T> {
                 return Ok(Some(element));
             }
             match self.end.take() {
-                Some(ElementsEnd::ArrayEnded) => {
-                    self.read_to_end = false;
-                    return Ok(None);
-                }
-                Some(ElementsEnd::Failed(error)) => {
-                    self.read_to_end = false;
-                    return Err(error);
-                }
-                Some(ElementsEnd::More) | None => {}
-            }
-            while !self.read_to_end && self.parsing.wants_more() {
-                let mut bytes = self.spare.pop().unwrap_or_default();
-                let (spans, end) = cursor.scan_elements(first, BATCH_BYTES, &mut bytes);
-                self.read_to_end = !matches!(end, ElementsEnd::More);
-                let path = cursor.path().to_owned();
-                self.parsing.submit(move || ElementsBatch {
-                    elements: parse_elements(&path, &bytes, spans),
-                    bytes,
-                    end,
-                });
-            }
-            let batch = self
-                .parsing
-                .next()
-                .expect("a batch is read until the array's end is given out");
-            if batch.bytes.capacity() <= KEPT_BUFFER_BYTES {
-                // A huge element's buffer is not kept for the rest of the file.
-                self.spare.push(batch.bytes);
-            }
-            self.read = batch.elements.into();
-            self.end = Some(batch.end);
-        }
-    }
-}
-
-/// The elements of a batch parsed with one deserializer. An element the batch's deserializer
-/// does not end where its text ends is parsed alone, for the error [`JsonCursor::value`] gives.
-fn parse_elements<T: DeserializeOwned>(path: &Path, buffer: &[u8], spans: Vec<Span>) -> Vec<Element<T>> {
-    let mut elements = Vec::with_capacity(spans.len());
-    let mut spans = spans.into_iter().peekable();
-    while let Some((_, first, _)) = spans.peek() {
-        let base = first.start;
-        let mut stream = serde_json::Deserializer::from_slice(&buffer[base..]).into_iter::<T>();
-        for (at, text, whole) in spans.by_ref() {
-            match stream.next() {
-                Some(Ok(value)) if base + stream.byte_offset() == text.end => elements.push(Element {
-                    at,
-                    value: Ok(value),
-                    text: None,
-                }),
-                _ => {
-                    let text = &buffer[text];
-                    let value = serde_json::from_slice(text)
-                        .map_err(|error| parse_error(path, text, at, &error, whole));
-                    elements.push(Element {
-                        at,
-                        value,
-                        text: Some(text.to_vec()),
-                    });
-                    // Start again on the next element.
-                    break;
+                Some(ElementsEnd::ArrayEnded) => return Ok(None),
+                Some(ElementsEnd::Failed(error)) => return Err(error),
+                Some(ElementsEnd::More) | None => {
+                    let (elements, end) = cursor.read_elements(first, BATCH_BYTES);
+                    self.read.extend(elements);
+                    self.end = Some(end);
                 }
             }
         }
     }
-    elements
 }
 
 /// Finds where a JSON value ends, a chunk at a time: brackets are counted outside strings.
@@ -688,90 +628,6 @@ mod tests {
                 json!(null)
             ]
         );
-    }
-
-    /// What [`ArrayElements`] gives for the arrays of `{"a": [...], "b": [...], "after": …}`, each
-    /// element's place and value or error, with the keys read between the arrays.
-    fn walk_arrays(text: &str, inline_batches: usize) -> Vec<String> {
-        let mut cursor = cursor(text);
-        let mut elements = ArrayElements::<serde_json::Map<String, Value>>::parsing_inline(inline_batches);
-        let mut seen = Vec::new();
-        cursor.begin_object("the document").unwrap();
-        let mut first_key = true;
-        loop {
-            match cursor.next_key(&mut first_key) {
-                Ok(Some(key)) if key == "after" => {
-                    seen.push(format!(
-                        "after at {}: {}",
-                        cursor.here().place(),
-                        cursor.value::<Value>().unwrap()
-                    ));
-                }
-                Ok(Some(key)) => {
-                    cursor.begin_array("an array").unwrap();
-                    let mut first = true;
-                    loop {
-                        match elements.next(&mut cursor, &mut first) {
-                            Ok(Some(element)) => seen.push(match element.value {
-                                Ok(value) => format!("{} {key}: {}", element.at.place(), value.len()),
-                                Err(error) => format!("{} {key}: {error}", element.at.place()),
-                            }),
-                            Ok(None) => break,
-                            Err(error) => {
-                                seen.push(format!("broken: {error}"));
-                                return seen;
-                            }
-                        }
-                    }
-                    seen.push(format!("{key} ends before {}", cursor.here().place()));
-                }
-                Ok(None) => return seen,
-                Err(error) => {
-                    seen.push(format!("broken: {error}"));
-                    return seen;
-                }
-            }
-        }
-    }
-
-    /// Property: elements parsed on a thread of their own are those parsed as they are read,
-    /// value for value and error for error, across several batches and two arrays, and the
-    /// cursor reads what follows each array from just after its `]`.
-    #[test]
-    fn elements_parsed_on_a_thread_are_those_parsed_as_read() {
-        let element = |n: usize| match n % 997 {
-            500 => "[1, 2]".to_owned(),
-            501 => "{\"a\": tru}".to_owned(),
-            _ => format!(
-                "{{\"n\": {n},\n \"text\": \"{}\\\"q\\\" \\\\\"}}",
-                "z".repeat(n % 700)
-            ),
-        };
-        let array = |count: usize| (0..count).map(element).collect::<Vec<_>>().join(",\n");
-        let whole = format!(
-            "{{\"a\": [{}],\n\"b\": [{}], \"after\": 7}}",
-            array(6_000),
-            array(3)
-        );
-        // Cut inside the second array's last element: the file ends inside a value.
-        let cut = &whole[..whole.rfind("\"after\"").unwrap() - 8];
-        for text in [whole.as_str(), cut] {
-            let inline = walk_arrays(text, usize::MAX);
-            assert!(inline.len() > 6_000, "{}", inline.len());
-            assert!(inline.iter().any(|seen| seen.contains("invalid type: sequence")));
-            assert!(inline.iter().any(|seen| seen.contains("expected ident")));
-            for inline_batches in [0, 2] {
-                assert!(
-                    walk_arrays(text, inline_batches) == inline,
-                    "parsed inline for {inline_batches} batches"
-                );
-            }
-        }
-        assert!(walk_arrays(&whole, 0)
-            .last()
-            .unwrap()
-            .starts_with("after at line"));
-        assert!(walk_arrays(cut, 0).last().unwrap().starts_with("broken: t.json:"));
     }
 
     #[test]

@@ -74,7 +74,6 @@ impl TranscriptStream {
 
 /// The reader thread: batches until the stream ends, fails or nobody takes them any more.
 fn read_all(mut stream: TranscriptStream, send: &SyncSender<Batch>) {
-    super::parse_ahead::parse_on_this_thread();
     let mut warned = stream.meta.warnings.len();
     loop {
         let mut batch = Batch {
