@@ -528,7 +528,7 @@ impl<'t> Draft<'t> {
             // Python version the user had asked for (verify21).
             let answer_room = match (latest, open, label == ANSWERED_QUESTION) {
                 (true, false, _) => Some((1, ANSWER_CHARS)),
-                (false, _, true) => Some((1, QUESTION_ANSWER_CHARS)),
+                (false, _, true) => Some((2, QUESTION_ANSWER_CHARS)),
                 _ => None,
             };
             if let (Some(room), Some((answer, text))) = (answer_room, &request.answer) {
