@@ -113,6 +113,10 @@ pub(super) struct Candidate<'t> {
     /// A line of prose that may use that room too: what blocks the work, what it achieved.
     pub(super) beyond_prose: bool,
     pub(super) focus: bool,
+    /// The candidate this line belongs after and is shown only with (an answer's request, ranked
+    /// at or above it): an answer alone reads as nobody's (verify22: lcm's condensed summary led
+    /// with `Its answer: After. json.loads(raw) runs…` once its question gave way).
+    pub(super) after: Option<usize>,
 }
 
 pub(super) struct Draft<'t> {
@@ -167,6 +171,7 @@ impl<'t> Draft<'t> {
             keeps_fact: false,
             beyond_prose: false,
             focus: false,
+            after: None,
         });
         self.candidates.last_mut().expect("just pushed")
     }
@@ -363,7 +368,10 @@ struct Selection {
 impl Selection {
     /// Takes `candidate` when it fits in `budget` and lists nothing already quoted.
     fn take(&mut self, candidate: &Candidate<'_>, at: usize, budget: usize) {
-        if self.picked[at] || candidate.fact.is_some_and(|fact| self.covered[fact]) {
+        if self.picked[at]
+            || candidate.fact.is_some_and(|fact| self.covered[fact])
+            || candidate.after.is_some_and(|before| !self.picked[before])
+        {
             return;
         }
         let mut cost = candidate.text.chars().count() + candidate.group.overhead();

@@ -517,6 +517,7 @@ impl<'t> Draft<'t> {
                     request.images
                 ));
             }
+            let request_at = self.candidates.len();
             let candidate = self.push(section, tier, request.index + 1, Cow::Owned(text));
             candidate.always = tier == 0;
             candidate.keeps_fact = true;
@@ -535,6 +536,7 @@ impl<'t> Draft<'t> {
                 let candidate = self.add_answer(text, *answer, display, room);
                 candidate.focus = facts.is_focus(*answer);
                 candidate.beyond_prose = label == ANSWERED_QUESTION;
+                candidate.after = Some(request_at);
             }
         }
         if let Some((index, answer)) = &facts.pinned_answer {

@@ -86,8 +86,11 @@ pub(crate) struct Request<'a> {
     pub text: Cow<'a, str>,
     /// An assistant answered it in text before the next request.
     pub answered: bool,
-    /// The last text answer to it, when one came, and its message.
+    /// The last text answer to it, or to a question the last before more work, when one came,
+    /// and its message.
     pub answer: Option<(usize, Cow<'a, str>)>,
+    /// The assistant called tools after its answer.
+    pub worked_since_answer: bool,
     /// Images the user sent with it, which a summary cannot carry.
     pub images: usize,
 }
@@ -268,6 +271,7 @@ impl<'a> Facts<'a> {
             text,
             answered: false,
             answer: None,
+            worked_since_answer: false,
             images,
         });
         self.open_at_end = true;
@@ -351,7 +355,13 @@ impl<'a> Facts<'a> {
                 }
             } else if let Some(request) = self.requests.last_mut() {
                 request.answered = true;
-                request.answer = Some((index, text));
+                // A question's answer is the prose that came before any more work: what follows
+                // that work reports on it (verify20: `is the signature checked before or after
+                // the body is parsed?` was given `Two failures: the FastAPI route…` as its
+                // answer).
+                if !(request.worked_since_answer && super::extractive::asks_first(&request.text)) {
+                    request.answer = Some((index, text));
+                }
             }
             self.open_at_end = false;
         }
@@ -364,6 +374,15 @@ impl<'a> Facts<'a> {
                 decision_records(piece, index, &mut self.records);
                 self.blockers_in(piece, index, false);
                 measured_changes(piece, index, &mut self.results);
+            }
+        }
+        if message.has_tool_calls() {
+            if let Some(request) = self
+                .requests
+                .last_mut()
+                .filter(|request| request.answer.is_some())
+            {
+                request.worked_since_answer = true;
             }
         }
         for call in message.calls() {

@@ -52,6 +52,8 @@ struct Carried<'t> {
     passed_later: bool,
     /// The earlier summary's latest request, answered there, asked a question.
     answered_question: bool,
+    /// The answer to the question on the Goal line before it.
+    answers_question: bool,
 }
 
 /// What the earlier summary (or several folded together, oldest first, as lcm condenses them)
@@ -181,7 +183,7 @@ impl<'t> Draft<'t> {
                     Section::Goal if line.starts_with(FOCUS) => continue,
                     // The answer to a question stays with it, below the other requests (verify21:
                     // `Answered question: which Python version…` lost its answer at the next fold).
-                    Section::Goal if line.starts_with(LATEST_ANSWER) && follows_question => (section, 1),
+                    Section::Goal if line.starts_with(LATEST_ANSWER) && follows_question => (section, 2),
                     // The answer to an earlier summary's latest request: the new summary has its own.
                     Section::Goal if line.starts_with(LATEST_ANSWER) => continue,
                     // The answer to the request kept before the earlier summary: given to that
@@ -256,6 +258,7 @@ impl<'t> Draft<'t> {
                                     text: item,
                                     passed_later: false,
                                     answered_question: false,
+                                    answers_question: false,
                                 });
                             }
                         }
@@ -279,6 +282,7 @@ impl<'t> Draft<'t> {
                                     text: item.trim_matches('`'),
                                     passed_later: false,
                                     answered_question: false,
+                                    answers_question: false,
                                 });
                             }
                         }
@@ -324,6 +328,9 @@ impl<'t> Draft<'t> {
                     text,
                     passed_later,
                     answered_question,
+                    answers_question: section == Section::Goal
+                        && follows_question
+                        && text.starts_with(LATEST_ANSWER),
                 });
             }
         }
@@ -360,7 +367,13 @@ impl<'t> Draft<'t> {
         drop(new);
         let repeated = repeated_lines(facts, &carried);
         self.candidates.reserve(carried.len());
+        // The last Goal line carried, when it asks a question: where its answer belongs.
+        let mut question_at = None;
         for (line, repeated) in carried.into_iter().zip(repeated) {
+            if line.answers_question && question_at.is_none() {
+                // Its question is not carried (the new middle lists it): the answer goes too.
+                continue;
+            }
             // One tier below new lines of the same kind: when the budget is short, what the
             // earlier summary already condensed gives way before the new middle's facts (the goal,
             // tier 0, always stays). The user's constraints stand until they say otherwise: they
@@ -396,8 +409,16 @@ impl<'t> Draft<'t> {
             } else {
                 Cow::Borrowed(line.text)
             };
+            let asks = line.section == Section::Goal
+                && (line.answered_question || line.text.starts_with(ANSWERED_QUESTION));
+            let at = self.candidates.len();
+            let after = if line.answers_question { question_at } else { None };
+            if line.section == Section::Goal {
+                question_at = asks.then_some(at);
+            }
             let candidate = self.push(line.section, tier, 0, text);
             candidate.group = line.group;
+            candidate.after = after;
             // Earlier work reads before the new; everything else after it, but for numbered
             // decisions, which read in their numbers' order.
             candidate.display = match (line.section, record) {

@@ -1854,6 +1854,11 @@ fn an_answered_question_is_labelled_so() {
             "Quick question: which Python version does the docs CI job use? I need it for the platform inventory.",
         ),
         Message::assistant("3.11.9, pinned in .github/workflows/docs.yml."),
+        // More work before the next request: its report is no answer to the question (verify20:
+        // a signature question was given `Two failures: …` as its answer).
+        shell("b1", "mkdocs build --strict"),
+        Message::tool("b1", "ERROR - 2 warnings in strict mode\nExit code: 1"),
+        Message::assistant("Two warnings left: both in docs/guide/retries.md."),
         Message::user("Fix the Algolia crawler config."),
         Message::assistant("Blocked on OPS-3310."),
     ];
@@ -1863,11 +1868,12 @@ fn an_answered_question_is_labelled_so() {
         goal.contains(&"- Answered question: Quick question: which Python version does the docs CI job use? I need it for the platform inventory."),
         "{summary}"
     );
-    // Its answer follows it.
+    // Its answer follows it: the first, not the report of the work after it.
     assert!(
         goal.contains(&"- Its answer: 3.11.9, pinned in .github/workflows/docs.yml."),
         "{summary}"
     );
+    assert!(!summary.contains("Its answer: Two warnings"), "{summary}");
     let previous = "## Goal\n- Latest request (answered): Which Python does the docs job use?\n- Its answer: 3.11.9.\n- rebuild the docs site\n";
     let summary = summarize_within(
         &[Message::user("now fix the links"), Message::assistant("Fixed.")],
@@ -1880,6 +1886,31 @@ fn an_answered_question_is_labelled_so() {
             .contains(&"- Answered question: Which Python does the docs job use?"),
         "{summary}"
     );
+}
+
+/// An answer is never listed without the question it answers: when the room left takes the short
+/// answer but not its long question, neither is listed (verify22: a condensed summary led with
+/// `Its answer: After. json.loads(raw) runs at line 35…`, its question gone).
+#[test]
+fn an_answer_is_never_listed_without_its_question() {
+    let question = format!(
+        "Which of these endpoints check the signature before parsing the body? {}",
+        "/v1/webhooks/retry, /v1/webhooks/replay, /v1/webhooks/ack, ".repeat(6)
+    );
+    let previous = format!(
+        "## Goal\n- Latest request (answered): {question}\n- Its answer: Only /v1/webhooks/ack.\n- review PR 2291\n"
+    );
+    let middle = [Message::user("now fix the links"), Message::assistant("Fixed.")];
+    let roomy = summarize_within(&middle, Some(&previous), 4_000, 4_000);
+    assert!(roomy.contains("- Its answer: Only /v1/webhooks/ack."), "{roomy}");
+    for budget in (100..1_600).step_by(50) {
+        let tight = summarize_within(&middle, Some(&previous), budget, budget);
+        let (asked, answered) = (
+            tight.contains("endpoints check"),
+            tight.contains("Only /v1/webhooks/ack"),
+        );
+        assert!(asked || !answered, "{tight}");
+    }
 }
 
 /// An earlier summary's error line that a failure, resolved now, quotes was fixed since: listed
