@@ -86,11 +86,8 @@ pub(crate) struct Request<'a> {
     pub text: Cow<'a, str>,
     /// An assistant answered it in text before the next request.
     pub answered: bool,
-    /// The last text answer to it, or to a question the last before more work, when one came,
-    /// and its message.
+    /// The last text answer to it, or the first to a question, when one came, and its message.
     pub answer: Option<(usize, Cow<'a, str>)>,
-    /// The assistant called tools after its answer.
-    pub worked_since_answer: bool,
     /// Images the user sent with it, which a summary cannot carry.
     pub images: usize,
 }
@@ -271,7 +268,6 @@ impl<'a> Facts<'a> {
             text,
             answered: false,
             answer: None,
-            worked_since_answer: false,
             images,
         });
         self.open_at_end = true;
@@ -355,11 +351,12 @@ impl<'a> Facts<'a> {
                 }
             } else if let Some(request) = self.requests.last_mut() {
                 request.answered = true;
-                // A question's answer is the prose that came before any more work: what follows
-                // that work reports on it (verify20: `is the signature checked before or after
-                // the body is parsed?` was given `Two failures: the FastAPI route…` as its
-                // answer).
-                if !(request.worked_since_answer && super::extractive::asks_first(&request.text)) {
+                // A question's answer is its first reply: an agent's turn ends with it, and prose
+                // after it reports other work (verify20: `is the signature checked before or
+                // after the body is parsed?` was given `Two failures: the FastAPI route…` as its
+                // answer; verify22: `how long do we keep v1 alive` the design note written after
+                // the answer).
+                if request.answer.is_none() || !super::extractive::asks_first(&request.text) {
                     request.answer = Some((index, text));
                 }
             }
@@ -374,15 +371,6 @@ impl<'a> Facts<'a> {
                 decision_records(piece, index, &mut self.records);
                 self.blockers_in(piece, index, false);
                 measured_changes(piece, index, &mut self.results);
-            }
-        }
-        if message.has_tool_calls() {
-            if let Some(request) = self
-                .requests
-                .last_mut()
-                .filter(|request| request.answer.is_some())
-            {
-                request.worked_since_answer = true;
             }
         }
         for call in message.calls() {

@@ -1388,7 +1388,8 @@ fn the_latest_requests_answer_follows_it() {
         Message::user("Price BigQuery for us."),
         Message::assistant("About $1,430/month on demand."),
         Message::user("What's the cost total now, roughly, per month?"),
-        Message::assistant("Thinking."),
+        shell("c1", "cat docs/plan/costs.md"),
+        Message::tool("c1", "BigQuery ~$1,430\nAirbyte ~$1,500\nExit code: 0"),
         Message::assistant(
             "Rough monthly, from April:\n- BigQuery ~$1,430\n- Airbyte ~$1,500\n\nPlatform total ~$4,230/month, well under the $15,000 cap.",
         ),
@@ -1854,8 +1855,10 @@ fn an_answered_question_is_labelled_so() {
             "Quick question: which Python version does the docs CI job use? I need it for the platform inventory.",
         ),
         Message::assistant("3.11.9, pinned in .github/workflows/docs.yml."),
-        // More work before the next request: its report is no answer to the question (verify20:
-        // a signature question was given `Two failures: …` as its answer).
+        // Prose and work after the answer, before the next request: no answer to the question
+        // (verify20: a signature question was given `Two failures: …` as its answer; verify22: a
+        // design note written right after the answer was given as it).
+        Message::assistant("Design note 49 — webhook payload shape: the envelope keeps `type` and `data`."),
         shell("b1", "mkdocs build --strict"),
         Message::tool("b1", "ERROR - 2 warnings in strict mode\nExit code: 1"),
         Message::assistant("Two warnings left: both in docs/guide/retries.md."),
@@ -1874,6 +1877,7 @@ fn an_answered_question_is_labelled_so() {
         "{summary}"
     );
     assert!(!summary.contains("Its answer: Two warnings"), "{summary}");
+    assert!(!summary.contains("Its answer: Design note"), "{summary}");
     let previous = "## Goal\n- Latest request (answered): Which Python does the docs job use?\n- Its answer: 3.11.9.\n- rebuild the docs site\n";
     let summary = summarize_within(
         &[Message::user("now fix the links"), Message::assistant("Fixed.")],
