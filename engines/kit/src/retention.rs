@@ -500,6 +500,32 @@ fn is_warning(line: &str) -> bool {
     named_warning && !line.contains("Error")
 }
 
+/// Words that name an error, lowercase, as parts of words.
+const ERROR_WORDS: [&str; 10] = [
+    "error",
+    "fail",
+    "fatal",
+    "exception",
+    "panic",
+    "denied",
+    "refused",
+    "cannot",
+    "undefined",
+    "traceback",
+];
+
+/// Whether `line` names errors only inside a command's options: a command echoed (`cargo build
+/// -v`'s ``Running `rustc --crate-name bytes … --error-format=json …` ``, `gcc -Werror`), not an
+/// error printed (verify22: twenty such lines under `Errors:` in a Rust session).
+fn names_errors_only_in_options(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let names_error = |word: &str| ERROR_WORDS.iter().any(|error| word.contains(error));
+    let (options, words): (Vec<&str>, Vec<&str>) = lower
+        .split_whitespace()
+        .partition(|word| word.len() > 1 && word.starts_with('-'));
+    options.iter().any(|option| names_error(option)) && !words.iter().any(|word| names_error(word))
+}
+
 /// Whether `line` is a scanner's count of a kind it found none of (bandit's `Undefined: 0`,
 /// `Total errors: 0`): a word or two, a colon, a zero.
 fn counts_none_of_a_kind(line: &str) -> bool {
@@ -520,7 +546,12 @@ fn counts_none_of_a_kind(line: &str) -> bool {
 /// where profiles failed with error …`); nor is a listing's status column (`…\tfailure\t…`). The
 /// compressor lists no such line, and the measure counts none.
 pub fn reports_no_error(line: &str) -> bool {
-    if is_status_row(line) || counts_none_of_a_kind(line) || is_numbered_file_line(line) || is_warning(line) {
+    if is_status_row(line)
+        || counts_none_of_a_kind(line)
+        || is_numbered_file_line(line)
+        || is_warning(line)
+        || names_errors_only_in_options(line)
+    {
         return true;
     }
     let trimmed = line.trim_start();
@@ -994,6 +1025,8 @@ mod tests {
             "    12\t        raise HTTPException(401, detail=\"token expired\")",
             "/opt/venv/lib/python3.11/site-packages/sklearn/linear_model/_logistic.py:469: ConvergenceWarning: lbfgs failed to converge (status=1):",
             "DeprecationWarning: `np.bool` is deprecated and will raise an error in 2.0",
+            "     Running `rustc --crate-name bytes --edition=2021 src/lib.rs --error-format=json --json=diagnostic-rendered-ansi`",
+            "+ gcc -Wall -Werror -c parser.c",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
@@ -1012,6 +1045,9 @@ mod tests {
             "12345678\tfailed",
             "UserWarning: fallback failed; ValueError: bad shape",
             "warning: failed to resolve host",
+            "cc1: all warnings being treated as errors (-Werror)",
+            "FAILED tests/test_api.py::test_retry - AssertionError: 3 != 4",
+            "error: could not compile `shopd` (bin \"shopd\") due to 3 previous errors; --error-format=json",
         ] {
             assert!(!reports_no_error(some), "{some}");
         }

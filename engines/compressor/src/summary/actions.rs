@@ -477,6 +477,10 @@ fn program_of(command: &str) -> String {
             value_next = OPTIONS_WITH_VALUES.contains(&word);
             continue;
         }
+        // `SQLX_OFFLINE=true cargo check` runs cargo: the environment it is given is no program.
+        if words.is_empty() && is_env_assignment(word) {
+            continue;
+        }
         words.push(word);
         let wanted = match words.as_slice() {
             [program, ..] if SERVICE_CLIS.contains(program) => 3,
@@ -488,6 +492,35 @@ fn program_of(command: &str) -> String {
         }
     }
     words.join(" ")
+}
+
+/// Whether `word` sets an environment variable for the command after it (`RUST_LOG=debug`).
+fn is_env_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    })
+}
+
+/// The keys of other programs a success of the program keyed `key` shows to pass: a toolchain's
+/// commands that compile the code before they do more (`cargo clippy` and `cargo test` compile
+/// what `cargo check` does; `go test` builds what `go build` does). A failure of those is fixed
+/// once one of them passes (verify22: `cargo check … -> exit 101 — error[E0308]` stood under
+/// Blocked after `cargo clippy` and `cargo test` of the same workspace passed).
+pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
+    let Some((tool, program)) = key.split_once('\u{0}') else {
+        return Vec::new();
+    };
+    let settled: &[&str] = match program {
+        "cargo build" | "cargo clippy" => &["cargo check"],
+        "cargo test" | "cargo run" | "cargo nextest" => &["cargo check", "cargo build"],
+        "go test" | "go run" => &["go build"],
+        _ => &[],
+    };
+    settled
+        .iter()
+        .map(|program| format!("{tool}\u{0}{program}"))
+        .collect()
 }
 
 /// An inline script's key: its interpreter and its first statement (`python import lightgbm as

@@ -37,6 +37,7 @@ use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 use ctxhost_engine_kit::stand_in::error_line;
 
 use super::{
+    actions::keys_a_success_settles,
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{extract_facts, verbs, DecisionRecord, Fact, FactKind, Facts, Request, Source},
     patterns::{error_line_score, TELLING_ERROR},
@@ -628,12 +629,21 @@ impl<'t> Draft<'t> {
     fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> HashSet<usize> {
         // A failure is resolved when a later success runs one of its programs, or acts on its path.
         let mut resolved = HashSet::new();
+        // The programs a success shows to pass besides its own (`cargo test` compiles what
+        // `cargo check` does).
+        let mut settled: HashSet<String> = HashSet::new();
         let mut blocked = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if !action.failed && action.answered && !action.found_by_exit_one {
                 resolved.extend(action.keys.iter().map(String::as_str));
-            } else if action.failed && !action.keys.iter().any(|key| resolved.contains(key.as_str())) {
+                settled.extend(action.keys.iter().flat_map(|key| keys_a_success_settles(key)));
+            } else if action.failed
+                && !action
+                    .keys
+                    .iter()
+                    .any(|key| resolved.contains(key.as_str()) || settled.contains(key))
+            {
                 blocked[at] = true;
             } else if action.failed {
                 fixed_later.extend(action.result_index);
@@ -643,7 +653,8 @@ impl<'t> Draft<'t> {
             resolved
                 .into_iter()
                 .filter(|key| !key.is_empty())
-                .map(str::to_owned),
+                .map(str::to_owned)
+                .chain(settled),
         );
         // Identical lines collapse into their latest occurrence, with a count.
         let mut repeats: FastMap<&str, (usize, usize)> = FastMap::default();

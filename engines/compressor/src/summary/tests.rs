@@ -1458,6 +1458,47 @@ fn the_latest_requests_answer_follows_it() {
     assert_eq!(goal.last(), Some(&"- Price BigQuery for us."), "{folded}");
 }
 
+/// A compile error fixed since is not blocked once a command that compiles the same code passes:
+/// `cargo clippy` and `cargo test` compile what `cargo check` does (verify22: `cargo check … ->
+/// exit 101 — error[E0308]` under Blocked after both passed). The environment a command is given
+/// is not its program. A failed test run stays blocked by a build that passes.
+#[test]
+fn a_compile_error_is_fixed_by_a_later_command_that_compiles_the_same_code() {
+    let middle = vec![
+        Message::user("upgrade tokio and fix the build"),
+        shell(
+            "c1",
+            "SQLX_OFFLINE=true cargo check --workspace --all-targets 2>&1 | tail -n 400",
+        ),
+        Message::tool(
+            "c1",
+            "error[E0308]: mismatched types\n  --> crates/shopd-api/src/api/orders.rs:41:17\nExit code: 101",
+        ),
+        shell(
+            "t1",
+            "SQLX_OFFLINE=true cargo test --workspace 2>&1 | tail -n 120",
+        ),
+        Message::tool(
+            "t1",
+            "test orders::retries ... FAILED\ntest result: FAILED. 41 passed; 1 failed\nExit code: 101",
+        ),
+        shell("l1", "cargo clippy --workspace --all-targets -- -D warnings"),
+        Message::tool("l1", "Finished `dev` profile\nExit code: 0"),
+        shell("b1", "cargo build --release"),
+        Message::tool("b1", "Finished `release` profile\nExit code: 0"),
+        Message::assistant("Builds; one test still fails."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section_lines(&summary, "### Blocked");
+    assert!(!blocked.iter().any(|line| line.contains("E0308")), "{summary}");
+    assert!(
+        blocked
+            .iter()
+            .any(|line| line.contains("SQLX_OFFLINE=true cargo test --workspace")),
+        "{summary}"
+    );
+}
+
 /// A check that failed on its own and passed later inside a chain was retried: it is no longer
 /// blocked, and its errors are listed as fixed. A failure of a program nothing ran again stays
 /// blocked, and `cd` alone does not make two commands the same.
