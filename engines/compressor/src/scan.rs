@@ -8,7 +8,10 @@
 use std::hash::{BuildHasher, Hasher};
 
 use ctxhost_engine_abi::{Message, ToolCall};
-use ctxhost_engine_kit::text::floor_char_boundary;
+use ctxhost_engine_kit::{
+    stand_in::{command_under, COMMAND_KEYS},
+    text::floor_char_boundary,
+};
 
 pub(crate) use crate::identify::{classify_token, Shape};
 use crate::summary::facts::content_pieces;
@@ -79,6 +82,88 @@ pub(crate) use ctxhost_engine_kit::stand_in::ToolKind;
 /// What a call to a tool does.
 pub(crate) fn tool_kind(call: &ToolCall) -> ToolKind {
     ToolKind::of_call_json(&call.function.name, &call.function.arguments)
+}
+
+/// Whether `call` reads files: a read tool, or a shell command that only prints source or
+/// configuration files (`cat src/error.rs`, `sed -n '1,200p' crates/api/src/error.rs`, `head -n
+/// 80 Cargo.toml`). Its output is the files' text, not a run's: no line of it is an error
+/// printed (verify22: `use thiserror::Error;` under `Errors:` in Codex sessions, which read
+/// files with `sed -n`).
+pub(crate) fn reads_files(call: &ToolCall) -> bool {
+    match tool_kind(call) {
+        ToolKind::Read => true,
+        ToolKind::Shell => shell_prints_source_files(&call.function.arguments),
+        _ => false,
+    }
+}
+
+/// Programs that print files, as a shell command's first word.
+const FILE_PRINTERS: [&str; 5] = ["cat ", "nl ", "bat ", "head ", "sed "];
+
+fn shell_prints_source_files(arguments: &str) -> bool {
+    if !FILE_PRINTERS.iter().any(|program| arguments.contains(program)) {
+        return false;
+    }
+    let Ok(arguments) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(arguments) else {
+        return false;
+    };
+    command_under(&arguments, &COMMAND_KEYS).is_some_and(|command| prints_source_files(&command))
+}
+
+/// Whether `command`, one program and nothing chained, piped or redirected, prints source or
+/// configuration files and does nothing else.
+fn prints_source_files(command: &str) -> bool {
+    if command.contains(['|', ';', '>', '<', '&', '$', '`', '\n']) {
+        return false;
+    }
+    let mut words = command.split_whitespace();
+    let program = words.next().unwrap_or("");
+    let rest: Vec<&str> = words.collect();
+    let mut files = Vec::new();
+    let mut skip_next = false;
+    let mut printing = !matches!(program, "sed");
+    for word in &rest {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        match (program, *word) {
+            // `head -n 80` and `head -c 512` take a count.
+            ("head", "-n" | "-c") => skip_next = true,
+            ("sed", "-n") => printing = true,
+            // `sed -n '1,200p'`: the script, which prints lines and changes nothing.
+            ("sed", script) if is_print_script(script) => {}
+            (_, option) if option.starts_with('-') => {}
+            (_, file) => files.push(file),
+        }
+    }
+    matches!(program, "cat" | "nl" | "bat" | "head" | "sed")
+        && printing
+        && !files.is_empty()
+        && files.iter().all(|file| is_source_path(file))
+}
+
+/// A `sed` script that prints a range of lines: `'1,200p'`, `"40,80p"`, `12p`.
+fn is_print_script(script: &str) -> bool {
+    let script = script.trim_matches(['\'', '"']);
+    script
+        .strip_suffix('p')
+        .is_some_and(|range| !range.is_empty() && range.bytes().all(|b| b.is_ascii_digit() || b == b','))
+}
+
+/// Extensions of the files a program's source and configuration are written in: never a log or
+/// a run's output saved to a file, whose error lines are the run's.
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "rs", "py", "ts", "tsx", "js", "jsx", "mjs", "go", "java", "kt", "kts", "swift", "c", "h", "cc", "cpp",
+    "hpp", "cs", "rb", "php", "scala", "sql", "toml", "yaml", "yml", "json", "md", "ini", "cfg", "conf",
+    "gradle", "pro", "xml", "html", "css", "scss", "sh", "tf", "proto", "vue",
+];
+
+fn is_source_path(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, "Dockerfile" | "Makefile")
+        || name
+            .rsplit_once('.')
+            .is_some_and(|(stem, extension)| !stem.is_empty() && SOURCE_EXTENSIONS.contains(&extension))
 }
 
 /// A message's text pieces, each cut to its first [`SCAN_HEAD`] and last [`SCAN_TAIL`] bytes when
@@ -311,6 +396,30 @@ pub(crate) fn sentence_around(text: &str, start: usize, end: usize, max: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_that_only_prints_source_files_reads_them() {
+        for reads in [
+            "cat src/error.rs",
+            "sed -n '1,200p' crates/shopd-api/src/error.rs",
+            "head -n 80 Cargo.toml",
+            "nl -ba app/models.py",
+            "cat Dockerfile docker-compose.yml",
+        ] {
+            assert!(prints_source_files(reads), "{reads}");
+        }
+        for runs in [
+            "cat build.log",
+            "sed -i 's/a/b/' src/lib.rs",
+            "sed -n '1,200p' src/lib.rs | grep error",
+            "cat src/lib.rs > /tmp/copy.rs",
+            "head -n 80 target/test-output.txt",
+            "cargo build",
+            "cat",
+        ] {
+            assert!(!prints_source_files(runs), "{runs}");
+        }
+    }
     use pretty_assertions::assert_eq;
 
     #[test]

@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use super::facts::{verbs, Action, FactKind, Facts, Source};
 use super::patterns::error_line_score;
-use crate::scan::{capped_pieces_of_bodies, classify_token, for_each_token, tool_kind, ToolKind};
+use crate::scan::{
+    capped_pieces_of_bodies, classify_token, for_each_token, reads_files, tool_kind, ToolKind,
+};
 
 /// Argument strings longer than this are content (a file being written), not identifiers.
 const MAX_ARGUMENT_SCANNED: usize = 400;
@@ -130,7 +132,7 @@ impl<'a> Facts<'a> {
                 .map(|_| Failure::Error)
         });
         let line = action_line(call, kind, &output, answer.as_ref(), failure);
-        let source = if kind == ToolKind::Read {
+        let source = if kind == ToolKind::Read || call.is_some_and(reads_files) {
             Source::FileContent
         } else {
             Source::ToolOutput

@@ -19,7 +19,7 @@ use super::{
         CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
     },
 };
-use crate::scan::{capped_pieces, capped_pieces_of_bodies, tool_kind, FastHash, FastMap, ToolKind};
+use crate::scan::{capped_pieces, capped_pieces_of_bodies, reads_files, FastHash, FastMap};
 
 /// Room made for this many facts a message before reading a middle.
 const FACTS_PER_MESSAGE: usize = 8;
@@ -447,7 +447,7 @@ pub(crate) fn extract_facts<'a>(
             Role::Tool if index >= error_from => {
                 // A file's contents are no error lines of a run (`raise ValueError(…)`).
                 let call = calls.get(message.tool_call_id.as_deref().unwrap_or(""));
-                if !call.is_some_and(|call| tool_kind(call) == ToolKind::Read) {
+                if !call.is_some_and(|call| reads_files(call)) {
                     for (piece, body) in capped_pieces_of_bodies(message) {
                         facts.scan_errors(piece, body, Source::ToolOutput, index);
                     }

@@ -1379,6 +1379,40 @@ fn lines_of_a_file_read_that_mention_errors_are_not_listed_as_errors() {
     assert!(!summary.contains("14\t  state"), "{summary}");
 }
 
+/// A shell command that only prints source files reads them, as a read tool does: their lines
+/// are no errors of a run (verify22: Codex reads files with `sed -n`, and `use thiserror::Error;`
+/// stood under `Errors:`). A log printed the same way is a run's output, errors and all.
+#[test]
+fn a_source_file_printed_by_a_shell_command_holds_no_error_lines() {
+    let file = "use thiserror::Error;\n\n#[derive(Debug, Error)]\npub enum ApiError {\n    #[error(\"database error: {0}\")]\n    Db(#[from] sqlx::Error),\n}\n";
+    let middle = vec![
+        Message::user("port the error type to thiserror 1.0"),
+        shell("r1", "sed -n '1,200p' crates/shopd-api/src/error.rs"),
+        Message::tool("r1", file),
+        shell(
+            "r2",
+            "cat crates/shopd-api/src/main.rs crates/shopd-api/Cargo.toml",
+        ),
+        Message::tool(
+            "r2",
+            "fn main() -> Result<(), ApiError> {\n    Err(ApiError::NotFound)?\n}\n",
+        ),
+        shell("l1", "cat target/test-run.log"),
+        Message::tool(
+            "l1",
+            "test orders::retries ... FAILED\nerror: test failed, to rerun pass `-p shopd-api --lib`\n",
+        ),
+        Message::assistant("The retries test fails."),
+    ];
+    let summary = summarize(&middle);
+    let errors = summary.split("- Errors:").nth(1).unwrap_or_default();
+    let errors = errors.split("\n- ").next().unwrap_or_default();
+    assert!(!errors.contains("thiserror"), "{summary}");
+    assert!(!errors.contains("database error"), "{summary}");
+    assert!(!errors.contains("ApiError::NotFound"), "{summary}");
+    assert!(errors.contains("test orders::retries ... FAILED"), "{summary}");
+}
+
 /// The answer to the latest request is kept after it, on one line: in a planning chat it is what
 /// the part summarised concluded, and no other line keeps an answer in prose (verify13 N1: the
 /// summary lost `Platform total ~$4,230/month`).
