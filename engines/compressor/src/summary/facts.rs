@@ -291,13 +291,18 @@ impl<'a> Facts<'a> {
                 let at = sentence.text.as_ptr() as usize - piece.as_ptr() as usize;
                 fenced.iter().any(|range| range.contains(&at))
             };
-            let stated: Vec<Sentence<'a>> = self
+            let mut stated: Vec<Sentence<'a>> = self
                 .constraints
                 .drain(from..)
                 .filter(|sentence| {
                     !sentence.text.ends_with('?') && !pasted(sentence) && states_a_rule(sentence.text)
                 })
                 .collect();
+            let mut labelled = Vec::new();
+            Self::labelled_rules(piece, index, &mut labelled);
+            stated.extend(labelled.into_iter().filter(|sentence| !pasted(sentence)));
+            // In the order the user wrote them.
+            stated.sort_by_key(|sentence| sentence.text.as_ptr() as usize);
             self.constraints.extend(stated);
             self.blockers_in(piece, index, true);
             Self::sentences(piece, &USER_DECISION_WORDS, index, &mut self.user_decisions);

@@ -58,6 +58,17 @@ static ERROR_MARKERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
 });
 
 /// Words that state a constraint, matched as whole words, ignoring ASCII case.
+/// Labels a user opens a paragraph of rules with, lowercase.
+const RULE_LABELS: [&str; 7] = [
+    "constraints:",
+    "constraint:",
+    "rules:",
+    "hard rules:",
+    "ground rules:",
+    "requirements:",
+    "requirement:",
+];
+
 pub(super) static CONSTRAINT_WORDS: LazyLock<Words> = LazyLock::new(|| {
     Words::new(&[
         "must",
@@ -638,6 +649,53 @@ impl<'a> Facts<'a> {
                 let command = command.trim();
                 if !command.is_empty() {
                     self.add(FactKind::Command, Cow::Borrowed(command), source, index);
+                }
+            }
+        }
+    }
+
+    /// The sentences of the paragraphs of `text` that a label of rules opens (`Constraints: MSRV
+    /// stays 1.74 (…). Don't change the public API…`), each a rule though no constraint word marks
+    /// it: the user said so (verify22: `MSRV stays 1.74` lost from a summary's constraints, beside
+    /// the two sentences after it). Those a constraint word marks are [`Self::sentences`]'.
+    pub(super) fn labelled_rules(text: &'a str, index: usize, into: &mut Vec<Sentence<'a>>) {
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            let start = at;
+            at += line.len();
+            let opening = line.trim_start().trim_start_matches(['-', '*', ' ']);
+            let Some(label) = RULE_LABELS.iter().find(|label| {
+                opening
+                    .get(..label.len())
+                    .is_some_and(|start| start.eq_ignore_ascii_case(label))
+            }) else {
+                continue;
+            };
+            let from = start + (line.len() - opening.len()) + label.len();
+            let paragraph = &text[from..];
+            let paragraph = &paragraph[..paragraph.find("\n\n").unwrap_or(paragraph.len())];
+            for item in paragraph.split('\n') {
+                let item = item.trim().trim_start_matches(['-', '*']).trim();
+                let mut rest = item;
+                while !rest.is_empty() {
+                    let end = rest
+                        .match_indices(['.', '!', ';'])
+                        .map(|(end, _)| end + 1)
+                        .find(|&end| rest[end..].is_empty() || rest[end..].starts_with(' '))
+                        .unwrap_or(rest.len());
+                    let sentence = rest[..end].trim();
+                    rest = &rest[end..];
+                    let marked = CONSTRAINT_WORDS.find_at(sentence, 0).is_some();
+                    if sentence.len() >= 12
+                        && sentence.len() <= MAX_SENTENCE
+                        && !marked
+                        && !sentence.ends_with('?')
+                    {
+                        into.push(Sentence {
+                            index,
+                            text: sentence,
+                        });
+                    }
                 }
             }
         }

@@ -1379,6 +1379,29 @@ fn lines_of_a_file_read_that_mention_errors_are_not_listed_as_errors() {
     assert!(!summary.contains("14\t  state"), "{summary}");
 }
 
+/// A paragraph the user opens with a label of rules (`Constraints:`) is rules, sentence by
+/// sentence, with or without a constraint word, in the user's order (verify22: `MSRV stays 1.74`
+/// lost beside `Don't change the public API…`). Outside such a paragraph, a statement is none.
+#[test]
+fn a_paragraph_labelled_constraints_is_rules_sentence_by_sentence() {
+    let middle = vec![
+        Message::user(
+            "Upgrade tokio to 1.37. The CI image stays on Ubuntu 22.04 for now.\n\nConstraints: MSRV stays 1.74 (rust-version in Cargo.toml). Don't change the public API of shopd-core. Releases go out on Tuesdays only after QA signs off.\n\nThanks!",
+        ),
+        Message::assistant("On it."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        [
+            "- MSRV stays 1.74 (rust-version in Cargo.toml).",
+            "- Don't change the public API of shopd-core.",
+            "- Releases go out on Tuesdays only after QA signs off.",
+        ],
+        "{summary}"
+    );
+}
+
 /// A shell command that only prints source files reads them, as a read tool does: their lines
 /// are no errors of a run (verify22: Codex reads files with `sed -n`, and `use thiserror::Error;`
 /// stood under `Errors:`). A log printed the same way is a run's output, errors and all.
