@@ -196,7 +196,7 @@ impl<'t> Draft<'t> {
         // newer one: a short budget drops the oldest carried detail first. The position breaks
         // the remaining ties, as a stable sort would, so an unstable sort of whole keys gives the
         // same order without reading the candidates at every comparison.
-        let order = selection_order(&self.candidates);
+        let order = follow_their_lines(&self.candidates, selection_order(&self.candidates));
         let mut chosen = Selection {
             picked: vec![false; self.candidates.len()],
             covered: vec![false; self.fact_count],
@@ -273,6 +273,36 @@ impl<'t> Draft<'t> {
         }
         render_sections(&self.candidates, &chosen.picked)
     }
+}
+
+/// `order` with each line that belongs after another ([`Candidate::after`]) and would be offered
+/// before it moved to just after it: offered first, it was skipped for want of its question, and
+/// an answer carried at its question's tier was lost in every replay (verify23).
+fn follow_their_lines(candidates: &[Candidate<'_>], order: Vec<usize>) -> Vec<usize> {
+    if candidates.iter().all(|candidate| candidate.after.is_none()) {
+        return order;
+    }
+    let mut offered = vec![false; candidates.len()];
+    let mut waiting: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+    let mut moved = Vec::with_capacity(order.len());
+    for at in order {
+        match candidates[at].after {
+            Some(before) if !offered[before] => waiting.entry(before).or_default().push(at),
+            _ => {
+                let mut next = vec![at];
+                while let Some(at) = next.pop() {
+                    offered[at] = true;
+                    moved.push(at);
+                    if let Some(followers) = waiting.remove(&at) {
+                        next.extend(followers.into_iter().rev());
+                    }
+                }
+            }
+        }
+    }
+    // A line whose own line is never offered (none, barring a bug) is offered last.
+    moved.extend(waiting.into_values().flatten());
+    moved
 }
 
 /// The candidates' positions in the order they are offered to the selection: by tier, then newest
@@ -516,6 +546,52 @@ mod tests {
             let got: Vec<usize> = keys.iter().map(|key| (key & ((1 << 24) - 1)) as usize).collect();
             let expected: Vec<usize> = expected.into_iter().map(|(.., at)| at).collect();
             assert_eq!(got, expected, "round {round}");
+        }
+    }
+
+    /// A carried answer at its question's tier, later in display and so offered first, is
+    /// offered right after its question instead (verify23: answers carried were lost in replays).
+    #[test]
+    fn an_answer_is_offered_right_after_its_question() {
+        let draft = || {
+            let mut draft = Draft::new(0, 4, Vec::new());
+            draft
+                .push(Section::Goal, 2, 0, Cow::Borrowed("first request, carried"))
+                .display = 10;
+            draft
+                .push(
+                    Section::Goal,
+                    2,
+                    0,
+                    Cow::Borrowed("Answered question: which Python?"),
+                )
+                .display = 20;
+            let answer = draft.push(Section::Goal, 2, 0, Cow::Borrowed("Its answer: 3.11.9"));
+            answer.display = 21;
+            answer.after = Some(1);
+            draft.push(
+                Section::Done,
+                2,
+                0,
+                Cow::Borrowed("[terminal] ran `mkdocs build` -> exit 0"),
+            );
+            draft
+        };
+        let candidates = draft().candidates;
+        let order = follow_their_lines(&candidates, selection_order(&candidates));
+        let question = order.iter().position(|&at| at == 1).unwrap();
+        assert_eq!(order[question + 1], 2, "{order:?}");
+        assert_eq!(order.len(), 4);
+        // The answer is shorter than any line offered after it: whenever its question is kept
+        // and it is not, nothing after it fitted either. Offered before its question, it gave
+        // way to the first request. It is never kept alone.
+        for budget in 150..450 {
+            let rendered = draft().render(budget, budget);
+            let asked = rendered.contains("- Answered question: which Python?");
+            let answered = rendered.contains("- Its answer: 3.11.9");
+            let later = rendered.contains("- first request") || rendered.contains("mkdocs build");
+            assert!(asked || !answered, "budget {budget}: {rendered}");
+            assert!(!asked || answered || !later, "budget {budget}: {rendered}");
         }
     }
 }

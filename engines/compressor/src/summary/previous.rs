@@ -183,7 +183,7 @@ impl<'t> Draft<'t> {
                     Section::Goal if line.starts_with(FOCUS) => continue,
                     // The answer to a question stays with it, below the other requests (verify21:
                     // `Answered question: which Python version…` lost its answer at the next fold).
-                    Section::Goal if line.starts_with(LATEST_ANSWER) && follows_question => (section, 2),
+                    Section::Goal if line.starts_with(LATEST_ANSWER) && follows_question => (section, 1),
                     // The answer to an earlier summary's latest request: the new summary has its own.
                     Section::Goal if line.starts_with(LATEST_ANSWER) => continue,
                     // The answer to the request kept before the earlier summary: given to that
