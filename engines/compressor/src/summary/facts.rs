@@ -86,8 +86,13 @@ pub(crate) struct Request<'a> {
     pub text: Cow<'a, str>,
     /// An assistant answered it in text before the next request.
     pub answered: bool,
-    /// The last text answer to it, or the first to a question, when one came, and its message.
+    /// The text answer to it, when one came, and its message: the first to a question; to
+    /// another request the last, unless the assistant went on working after it (`Decision 1
+    /// revised: no alias`, then edits and a remark on the tests), and then the first.
     pub answer: Option<(usize, Cow<'a, str>)>,
+    first_answer: Option<(usize, Cow<'a, str>)>,
+    /// The assistant called tools after the last text answer.
+    worked_since_answer: bool,
     /// Images the user sent with it, which a summary cannot carry.
     pub images: usize,
 }
@@ -268,6 +273,8 @@ impl<'a> Facts<'a> {
             text,
             answered: false,
             answer: None,
+            first_answer: None,
+            worked_since_answer: false,
             images,
         });
         self.open_at_end = true;
@@ -362,7 +369,9 @@ impl<'a> Facts<'a> {
                 // answer; verify22: `how long do we keep v1 alive` the design note written after
                 // the answer).
                 if request.answer.is_none() || !super::extractive::asks_first(&request.text) {
+                    request.first_answer.get_or_insert_with(|| (index, text.clone()));
                     request.answer = Some((index, text));
+                    request.worked_since_answer = false;
                 }
             }
             self.open_at_end = false;
@@ -376,6 +385,15 @@ impl<'a> Facts<'a> {
                 decision_records(piece, index, &mut self.records);
                 self.blockers_in(piece, index, false);
                 measured_changes(piece, index, &mut self.results);
+            }
+        }
+        if message.has_tool_calls() {
+            if let Some(request) = self
+                .requests
+                .last_mut()
+                .filter(|request| request.answer.is_some())
+            {
+                request.worked_since_answer = true;
             }
         }
         for call in message.calls() {
@@ -462,6 +480,14 @@ pub(crate) fn extract_facts<'a>(
         }
     }
     facts.settle_unanswered();
+    for request in &mut facts.requests {
+        // Work went on after the last answer: it was a remark on the way, and the first said
+        // what the request got (verify23: `Reverse decision 1: drop the alias` was given
+        // `formatMoney formats minor units as major units…`, a finding of the tests after it).
+        if request.worked_since_answer {
+            request.answer = request.first_answer.take();
+        }
+    }
     facts
 }
 

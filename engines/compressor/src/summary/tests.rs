@@ -1379,6 +1379,40 @@ fn lines_of_a_file_read_that_mention_errors_are_not_listed_as_errors() {
     assert!(!summary.contains("14\t  state"), "{summary}");
 }
 
+/// A request's answer is the assistant's last reply when nothing was done after it, and its first
+/// when work went on after every reply: a remark on the way is no answer (verify23: `Reverse
+/// decision 1: drop the alias` was given `formatMoney formats minor units…`, a finding of the
+/// tests run after the answer).
+#[test]
+fn a_remark_made_while_work_went_on_is_no_answer() {
+    let request = "Reverse decision 1: drop the deprecated Order alias after all. Update apps/admin.";
+    let revised = "Decision 1 revised: no alias; apps/admin moves to the generated type in this PR.";
+    let mut middle = vec![
+        Message::user(request),
+        Message::assistant(revised),
+        shell("e1", "git apply admin.patch"),
+        Message::tool("e1", "Exit code: 0"),
+        shell("t1", "pnpm test"),
+        Message::tool("t1", "1 failed\nExit code: 1"),
+        Message::assistant("formatMoney formats minor units as major units: 1299 -> 1.299,00 €."),
+        shell("f1", "git apply money.patch"),
+        Message::tool("f1", "Exit code: 0"),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Goal").contains(&format!("- Its answer: {revised}").as_str()),
+        "{summary}"
+    );
+    // The work done and reported last: the report answers it.
+    middle.push(Message::assistant("Done: the alias is gone and the tests pass."));
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Goal")
+            .contains(&"- Its answer: Done: the alias is gone and the tests pass."),
+        "{summary}"
+    );
+}
+
 /// A paragraph the user opens with a label of rules (`Constraints:`) is rules, sentence by
 /// sentence, with or without a constraint word, in the user's order (verify22: `MSRV stays 1.74`
 /// lost beside `Don't change the public API…`). Outside such a paragraph, a statement is none.
