@@ -514,15 +514,17 @@ const ERROR_WORDS: [&str; 10] = [
     "traceback",
 ];
 
-/// Whether `line` names errors only inside a command's options: a command echoed (`cargo build
-/// -v`'s ``Running `rustc --crate-name bytes … --error-format=json …` ``, `gcc -Werror`), not an
-/// error printed (verify22: twenty such lines under `Errors:` in a Rust session).
+/// Whether `line` names errors only inside a command's options or a setting's name: a command
+/// echoed (`cargo build -v`'s ``Running `rustc --crate-name bytes … --error-format=json …` ``,
+/// `gcc -Werror`), a probe's configuration (`kubectl describe pod`'s `Liveness: http-get
+/// http://:8080/healthz delay=10s … #failure=3`), not an error printed (verify22: twenty such
+/// lines under `Errors:` in a Rust session; verify23: a pod's probes in an on-call session).
 fn names_errors_only_in_options(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
     let names_error = |word: &str| ERROR_WORDS.iter().any(|error| word.contains(error));
     let (options, words): (Vec<&str>, Vec<&str>) = lower
         .split_whitespace()
-        .partition(|word| word.len() > 1 && word.starts_with('-'));
+        .partition(|word| word.len() > 1 && (word.starts_with('-') || word.starts_with('#')));
     options.iter().any(|option| names_error(option)) && !words.iter().any(|word| names_error(word))
 }
 
@@ -1027,6 +1029,7 @@ mod tests {
             "DeprecationWarning: `np.bool` is deprecated and will raise an error in 2.0",
             "     Running `rustc --crate-name bytes --edition=2021 src/lib.rs --error-format=json --json=diagnostic-rendered-ansi`",
             "+ gcc -Wall -Werror -c parser.c",
+            "    Liveness:   http-get http://:8080/healthz delay=10s timeout=1s period=10s #success=1 #failure=3",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
