@@ -513,35 +513,16 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
     let Some((tool, program)) = key.split_once('\u{0}') else {
         return Vec::new();
     };
-    SETTLES
+    let settled: &[&str] = match program {
+        "cargo build" | "cargo clippy" => &["cargo check"],
+        "cargo test" | "cargo run" | "cargo nextest" => &["cargo check", "cargo build"],
+        "go test" | "go run" => &["go build"],
+        _ => &[],
+    };
+    settled
         .iter()
-        .filter(|(passed, _)| *passed == program)
-        .flat_map(|(_, settled)| settled.iter())
         .map(|program| format!("{tool}\u{0}{program}"))
         .collect()
-}
-
-/// Programs whose success shows others to pass: what each compiles, the others compile first.
-const SETTLES: [(&str, &[&str]); 7] = [
-    ("cargo build", &["cargo check"]),
-    ("cargo clippy", &["cargo check"]),
-    ("cargo test", &["cargo check", "cargo build"]),
-    ("cargo run", &["cargo check", "cargo build"]),
-    ("cargo nextest", &["cargo check", "cargo build"]),
-    ("go test", &["go build"]),
-    ("go run", &["go build"]),
-];
-
-/// The programs whose success would settle a failure keyed `key`: its own, and those that
-/// compile what it compiles.
-pub(super) fn programs_settling(key: &str) -> impl Iterator<Item = &str> {
-    let program = key.split_once('\u{0}').map_or(key, |(_, program)| program);
-    std::iter::once(program).chain(
-        SETTLES
-            .iter()
-            .filter(move |(_, settled)| settled.contains(&program))
-            .map(|(passed, _)| *passed),
-    )
 }
 
 /// An inline script's key: its interpreter and its first statement (`python import lightgbm as

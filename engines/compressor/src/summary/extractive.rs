@@ -38,9 +38,9 @@ use ctxhost_engine_abi::Message;
 use ctxhost_engine_kit::stand_in::error_line;
 
 use super::{
-    actions::{keys_a_success_settles, programs_settling},
+    actions::keys_a_success_settles,
     draft::{cut_marked, Candidate, Draft, Group},
-    facts::{extract_facts, extract_outcomes, verbs, DecisionRecord, Fact, FactKind, Facts, Request, Source},
+    facts::{extract_facts, verbs, DecisionRecord, Fact, FactKind, Facts, Request, Source},
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{
@@ -103,14 +103,8 @@ impl ExtractiveSummarizer {
             + facts.actions.len()
             + 8;
         let mut draft = Draft::new(facts.facts.len(), lines, focus_words);
-        let failed: Vec<&str> = facts
-            .actions
-            .iter()
-            .filter(|action| action.failed)
-            .flat_map(|action| action.keys.iter().map(String::as_str))
-            .collect();
-        if !failed.is_empty() {
-            draft.passed_after = passed_in(request.tail, &failed);
+        if facts.actions.iter().any(|action| action.failed) {
+            draft.passed_after = passed_in(request.tail);
         }
         draft.add_new(&facts, request.focus_topic, request.previous_summary.is_some());
         if let Some(previous) = request.previous_summary {
@@ -148,47 +142,15 @@ impl Summarizer for ExtractiveSummarizer {
 }
 
 /// The keys of the commands that passed in `messages` (the part kept after the summary), and of
-/// those their success shows to pass, among those that could settle a failure keyed in `failed`:
-/// a failure of the part summarised that one of them fixed is not blocked (verify23: a summary
-/// listed five failures under Blocked, the message kept after it `pnpm -r build && pnpm lint &&
-/// pnpm test` passing 412 tests).
-fn passed_in(messages: &[Message], failed: &[&str]) -> HashSet<String> {
-    // Only the calls that name every word of a program that would settle a failure are read
-    // again, with their results: reading the whole tail cost a replay 7%.
-    let settling: Vec<Vec<&str>> = failed
-        .iter()
-        .flat_map(|key| programs_settling(key))
-        .map(|program| program.split_whitespace().collect())
-        .collect();
-    let mut wanted: HashSet<&str> = HashSet::new();
-    let mut read_again: Vec<Message> = Vec::new();
-    for message in messages {
-        if message.has_tool_calls() {
-            let calls: Vec<_> = message
-                .calls()
-                .iter()
-                .filter(|call| {
-                    settling
-                        .iter()
-                        .any(|words| words.iter().all(|word| call.function.arguments.contains(word)))
-                })
-                .collect();
-            if !calls.is_empty() {
-                wanted.extend(calls.iter().map(|call| call.id.as_str()));
-                read_again.push(Message::assistant_calls(calls.into_iter().cloned().collect()));
-            }
-        } else if message
-            .tool_call_id
-            .as_deref()
-            .is_some_and(|id| wanted.contains(id))
-        {
-            read_again.push(message.clone());
-        }
-    }
-    if read_again.is_empty() {
+/// those their success shows to pass: a failure of the part summarised that one of them fixed is
+/// not blocked (verify23: a summary listed five failures under Blocked, the last message kept
+/// after it `pnpm -r build && pnpm lint && pnpm test` passing 412 tests).
+fn passed_in(messages: &[Message]) -> HashSet<String> {
+    if !messages.iter().any(Message::has_tool_calls) {
         return HashSet::new();
     }
-    extract_outcomes(&read_again)
+    let facts = extract_facts(messages, &[], usize::MAX, None);
+    facts
         .actions
         .iter()
         .filter(|action| !action.failed && action.answered && !action.found_by_exit_one)

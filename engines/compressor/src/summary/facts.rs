@@ -190,9 +190,6 @@ pub(crate) struct Facts<'a> {
     pub pinned_answer_given: bool,
     /// For each message: whether it is about the focus topic (empty without one).
     pub focus: Vec<bool>,
-    /// Only how the calls ended is wanted ([`extract_outcomes`]): no identifier, sentence or code
-    /// span is looked for.
-    pub(super) outcomes_only: bool,
 }
 
 impl<'a> Facts<'a> {
@@ -270,7 +267,7 @@ impl<'a> Facts<'a> {
             return;
         }
         // The first request sets the goal: it is always read.
-        let scan = (scan || self.requests.is_empty()) && !self.outcomes_only;
+        let scan = scan || self.requests.is_empty();
         self.requests.push(Request {
             index,
             text,
@@ -379,7 +376,7 @@ impl<'a> Facts<'a> {
             }
             self.open_at_end = false;
         }
-        if scan && !self.outcomes_only {
+        if scan {
             for piece in capped_pieces(message) {
                 // Error words in the assistant's prose are explanations, not error lines.
                 self.scan_identifiers(piece, Source::Assistant, index);
@@ -422,22 +419,6 @@ pub(crate) fn extract_facts<'a>(
     scan_budget: usize,
     pinned_request_at: Option<usize>,
 ) -> Facts<'a> {
-    extract(middle, focus_words, scan_budget, pinned_request_at, false)
-}
-
-/// The actions of `messages` and how each ended, every result read, with none of the other facts
-/// [`extract_facts`] looks for: what the messages kept after a summary fixed.
-pub(crate) fn extract_outcomes(messages: &[Message]) -> Facts<'_> {
-    extract(messages, &[], usize::MAX, None, true)
-}
-
-fn extract<'a>(
-    middle: &'a [Message],
-    focus_words: &[String],
-    scan_budget: usize,
-    pinned_request_at: Option<usize>,
-    outcomes_only: bool,
-) -> Facts<'a> {
     let (scan_from, user_scan_from) = scan_starts(middle, scan_budget);
     let users_before = middle[user_scan_from.min(scan_from)..scan_from]
         .iter()
@@ -453,7 +434,6 @@ fn extract<'a>(
         // message of a long middle, most of which is only searched for error lines (a whole
         // heavy transcript's 5,000 messages gave 860 facts a map of 57,000 had room for).
         by_text: FastMap::with_capacity_and_hasher(scanned * FACTS_PER_MESSAGE, FastHash),
-        outcomes_only,
         ..Facts::default()
     };
     // Error lines are cheap to find (one pass of the markers): the tool output older than the scan
