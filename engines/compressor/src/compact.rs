@@ -338,7 +338,6 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
             .iter()
             .any(|message| message.role == Role::User && !is_agent_note(message, &message.text())),
         pinned_request_at: pinned_in_middle,
-        tail: &working[tail_start..],
     };
     let (asked, was_asked, note) = match ask {
         Ask::Summarizer(summarizer) => {

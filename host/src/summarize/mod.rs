@@ -117,7 +117,6 @@ impl Summarizer {
             input_tokens,
             request_follows: false,
             pinned_request_at: None,
-            tail: &[],
         };
         // The extractive summarizer's own budget: never more than three quarters of the input.
         let facts_budget = target_tokens

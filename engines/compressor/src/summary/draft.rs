@@ -125,9 +125,6 @@ pub(super) struct Draft<'t> {
     pub(super) focus_words: Vec<String>,
     /// Keys of the actions that succeeded: a failure with the same key is resolved.
     pub(super) resolved: HashSet<String>,
-    /// The keys of the commands that passed after the part summarised, in the messages kept
-    /// after it: what they fixed is not blocked.
-    pub(super) passed_after: HashSet<String>,
     /// For each fact listed on its own line, its candidate.
     pub(super) fact_candidates: FastMap<usize, usize>,
     /// Decision records a later record with the same number replaced, in the middle or carried.
@@ -145,7 +142,6 @@ impl<'t> Draft<'t> {
             fact_count,
             focus_words,
             resolved: HashSet::new(),
-            passed_after: HashSet::new(),
             fact_candidates: FastMap::with_capacity_and_hasher(fact_count, FastHash),
             replaced_records: 0,
         }

@@ -34,7 +34,6 @@
 
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
-use ctxhost_engine_abi::Message;
 use ctxhost_engine_kit::stand_in::error_line;
 
 use super::{
@@ -103,9 +102,6 @@ impl ExtractiveSummarizer {
             + facts.actions.len()
             + 8;
         let mut draft = Draft::new(facts.facts.len(), lines, focus_words);
-        if facts.actions.iter().any(|action| action.failed) {
-            draft.passed_after = passed_in(request.tail);
-        }
         draft.add_new(&facts, request.focus_topic, request.previous_summary.is_some());
         if let Some(previous) = request.previous_summary {
             draft.add_previous(&facts, previous);
@@ -139,29 +135,6 @@ impl Summarizer for ExtractiveSummarizer {
     fn reads_transcript(&self) -> bool {
         false
     }
-}
-
-/// The keys of the commands that passed in `messages` (the part kept after the summary), and of
-/// those their success shows to pass: a failure of the part summarised that one of them fixed is
-/// not blocked (verify23: a summary listed five failures under Blocked, the last message kept
-/// after it `pnpm -r build && pnpm lint && pnpm test` passing 412 tests).
-fn passed_in(messages: &[Message]) -> HashSet<String> {
-    if !messages.iter().any(Message::has_tool_calls) {
-        return HashSet::new();
-    }
-    let facts = extract_facts(messages, &[], usize::MAX, None);
-    facts
-        .actions
-        .iter()
-        .filter(|action| !action.failed && action.answered && !action.found_by_exit_one)
-        .flat_map(|action| {
-            action
-                .keys
-                .iter()
-                .cloned()
-                .chain(action.keys.iter().flat_map(|key| keys_a_success_settles(key)))
-        })
-        .collect()
 }
 
 /// The answer an earlier summary gave to the request kept verbatim before it, given to that
@@ -657,8 +630,8 @@ impl<'t> Draft<'t> {
         // A failure is resolved when a later success runs one of its programs, or acts on its path.
         let mut resolved = HashSet::new();
         // The programs a success shows to pass besides its own (`cargo test` compiles what
-        // `cargo check` does), and those that passed after the part summarised.
-        let mut settled: HashSet<String> = std::mem::take(&mut self.passed_after);
+        // `cargo check` does).
+        let mut settled: HashSet<String> = HashSet::new();
         let mut blocked = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {

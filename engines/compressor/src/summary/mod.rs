@@ -123,9 +123,6 @@ pub struct SummaryRequest<'a> {
     /// Where in the middle the user's newest request stood before it was kept verbatim after the
     /// head: the work after it is for that request, and the requests before it are settled.
     pub pinned_request_at: Option<usize>,
-    /// The messages kept verbatim after the summary (empty when unknown): a failure of the middle
-    /// that a success there fixed is not blocked.
-    pub tail: &'a [Message],
 }
 
 impl SummaryRequest<'_> {

@@ -48,7 +48,6 @@ fn the_transcript_names_roles_calls_and_results_and_cuts_long_bodies() {
         input_tokens: 3_000,
         request_follows: false,
         pinned_request_at: None,
-        tail: &[],
     };
     let transcript = request.transcript();
     assert!(transcript.starts_with("[USER]: run it\n\n[ASSISTANT]: \nterminal({\"command\":\"make\"})\n\n"));
@@ -161,7 +160,6 @@ fn an_earlier_summarys_identifiers_use_the_room_for_facts() {
         input_tokens: 3_000,
         request_follows: false,
         pinned_request_at: None,
-        tail: &[],
     };
     // A target of 400 characters, room for 8,000 of facts.
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 400, 8_000);
@@ -264,7 +262,6 @@ fn summarize_before(
         input_tokens: 3_000,
         request_follows,
         pinned_request_at,
-        tail: &[],
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -286,7 +283,6 @@ fn summarize_within(
         input_tokens: 8_000,
         request_follows: false,
         pinned_request_at: None,
-        tail: &[],
     };
     ExtractiveSummarizer.summarize_with_limits(&request, max_chars, fact_chars)
 }
@@ -554,7 +550,6 @@ fn a_logs_repeated_lines_give_way_to_other_facts() {
         input_tokens: 9_000,
         request_follows: false,
         pinned_request_at: None,
-        tail: &[],
     };
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 2_400, 2_400);
     for kept in [
@@ -1552,56 +1547,6 @@ fn the_latest_requests_answer_follows_it() {
         "{folded}"
     );
     assert_eq!(goal.last(), Some(&"- Price BigQuery for us."), "{folded}");
-}
-
-/// A failure that a command kept after the summary fixed is not blocked: the summary must not
-/// say what the messages after it show passed (verify23: five failures under Blocked, the message
-/// after the summary `pnpm -r build && pnpm lint && pnpm test` passing 412 tests).
-#[test]
-fn a_failure_fixed_in_the_messages_kept_after_the_summary_is_not_blocked() {
-    let middle = vec![
-        Message::user("fix the lint and the tests"),
-        shell("l1", "pnpm lint"),
-        Message::tool(
-            "l1",
-            "27:18  error  Unexpected any  @typescript-eslint/no-explicit-any\nExit code: 1",
-        ),
-        shell("d1", "pnpm --filter web e2e --project=chromium"),
-        Message::tool(
-            "d1",
-            "Error: 401 Unauthorized (staging token expired)\nExit code: 1",
-        ),
-        Message::assistant("Fixing the any."),
-    ];
-    let tail = vec![
-        shell("a1", "pnpm -r build && pnpm lint && pnpm test"),
-        Message::tool("a1", "Tests  412 passed (412)\nExit code: 0"),
-        Message::assistant("All green."),
-    ];
-    let request = SummaryRequest {
-        middle: &middle,
-        pruned_middle: &[],
-        previous_summary: None,
-        focus_topic: None,
-        target_tokens: 2_000,
-        input_tokens: 3_000,
-        request_follows: false,
-        pinned_request_at: None,
-        tail: &tail,
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
-    let blocked = section_lines(&summary, "### Blocked");
-    assert!(
-        !blocked.iter().any(|line| line.contains("pnpm lint")),
-        "{summary}"
-    );
-    assert!(blocked.iter().any(|line| line.contains("e2e")), "{summary}");
-    assert!(
-        section_lines(&summary, "### Done")
-            .iter()
-            .any(|line| line.contains("pnpm lint") && line.ends_with("; passed on a later run")),
-        "{summary}"
-    );
 }
 
 /// A compile error fixed since is not blocked once a command that compiles the same code passes:

@@ -42,7 +42,6 @@ fn summarise_at_default_budgets(middle: &[Message], focus_topic: Option<&str>) -
         input_tokens,
         request_follows: false,
         pinned_request_at: None,
-        tail: &[],
     };
     ExtractiveSummarizer.summarize(&request).unwrap()
 }
@@ -129,7 +128,6 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         input_tokens: estimate_messages_tokens(middle),
         request_follows: false,
         pinned_request_at: None,
-        tail: &[],
     };
     let count = |summary: &str, word: &str| summary.lines().filter(|line| line.contains(word)).count();
     let plain = ExtractiveSummarizer.summarize(&request(None)).unwrap();
