@@ -1821,6 +1821,8 @@ fn a_pinned_question_keeps_its_summarised_answer_through_later_folds() {
         Message::user(question),
         shell("b3", "lychee site/"),
         Message::tool("b3", "0 errors\nExit code: 0"),
+        // A reply in the new middle came after the answer the earlier summary holds (verify24).
+        Message::assistant("Links check out: 0 errors."),
         Message::user("now add the redirects"),
         Message::assistant("Added mkdocs-redirects for /setup/."),
     ];
