@@ -19,7 +19,9 @@ use super::{
         CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
     },
 };
-use crate::scan::{capped_pieces, capped_pieces_of_bodies, reads_files, FastHash, FastMap};
+use crate::scan::{
+    capped_pieces, capped_pieces_of_bodies, reads_files, tool_kind, FastHash, FastMap, ToolKind,
+};
 
 /// Room made for this many facts a message before reading a middle.
 const FACTS_PER_MESSAGE: usize = 8;
@@ -87,11 +89,11 @@ pub(crate) struct Request<'a> {
     /// An assistant answered it in text before the next request.
     pub answered: bool,
     /// The text answer to it, when one came, and its message: the first to a question; to
-    /// another request the last, unless the assistant went on working after it (`Decision 1
-    /// revised: no alias`, then edits and a remark on the tests), and then the first.
+    /// another request the last, unless the assistant went on changing files after it
+    /// (`Decision 1 revised: no alias`, then edits and a remark on the tests), and then the first.
     pub answer: Option<(usize, Cow<'a, str>)>,
     first_answer: Option<(usize, Cow<'a, str>)>,
-    /// The assistant called tools after the last text answer.
+    /// The assistant changed files after the last text answer.
     worked_since_answer: bool,
     /// Images the user sent with it, which a summary cannot carry.
     pub images: usize,
@@ -387,7 +389,14 @@ impl<'a> Facts<'a> {
                 measured_changes(piece, index, &mut self.results);
             }
         }
-        if message.has_tool_calls() {
+        // Changes made after an answer: it was a remark on the way. A look-up is no change
+        // (verify24: `2 of 10 CI runs still fail…` lost to an earlier reply for a `gh run view`
+        // after it).
+        if message
+            .calls()
+            .iter()
+            .any(|call| tool_kind(call) == ToolKind::Write)
+        {
             if let Some(request) = self
                 .requests
                 .last_mut()

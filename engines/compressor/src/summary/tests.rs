@@ -1379,8 +1379,8 @@ fn lines_of_a_file_read_that_mention_errors_are_not_listed_as_errors() {
     assert!(!summary.contains("14\t  state"), "{summary}");
 }
 
-/// A request's answer is the assistant's last reply when nothing was done after it, and its first
-/// when work went on after every reply: a remark on the way is no answer (verify23: `Reverse
+/// A request's answer is the assistant's last reply when no file was changed after it, and its
+/// first when changes went on after every reply: a remark on the way is no answer (verify23: `Reverse
 /// decision 1: drop the alias` was given `formatMoney formats minor units…`, a finding of the
 /// tests run after the answer).
 #[test]
@@ -1390,21 +1390,32 @@ fn a_remark_made_while_work_went_on_is_no_answer() {
     let mut middle = vec![
         Message::user(request),
         Message::assistant(revised),
-        shell("e1", "git apply admin.patch"),
-        Message::tool("e1", "Exit code: 0"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "e1",
+            "patch",
+            r#"{"path":"apps/admin/src/views/Refunds.tsx"}"#,
+        )]),
+        Message::tool("e1", r#"{"success": true}"#),
         shell("t1", "pnpm test"),
         Message::tool("t1", "1 failed\nExit code: 1"),
         Message::assistant("formatMoney formats minor units as major units: 1299 -> 1.299,00 €."),
-        shell("f1", "git apply money.patch"),
-        Message::tool("f1", "Exit code: 0"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "f1",
+            "patch",
+            r#"{"path":"apps/web/src/lib/money.ts"}"#,
+        )]),
+        Message::tool("f1", r#"{"success": true}"#),
     ];
     let summary = summarize(&middle);
     assert!(
         section_lines(&summary, "## Goal").contains(&format!("- Its answer: {revised}").as_str()),
         "{summary}"
     );
-    // The work done and reported last: the report answers it.
+    // The work done and reported last: the report answers it, a look-up after it or not
+    // (verify24: `2 of 10 CI runs still fail…` lost for a `gh run view` after it).
     middle.push(Message::assistant("Done: the alias is gone and the tests pass."));
+    middle.push(shell("v1", "gh run view 9876543210"));
+    middle.push(Message::tool("v1", "✓ main CI · 9876543210\nExit code: 0"));
     let summary = summarize(&middle);
     assert!(
         section_lines(&summary, "## Goal")
