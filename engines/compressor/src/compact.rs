@@ -338,6 +338,8 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
             .iter()
             .any(|message| message.role == Role::User && !is_agent_note(message, &message.text())),
         pinned_request_at: pinned_in_middle,
+        // Moved to just before the middle.
+        pinned_request: pinned_user.map(|_| &working[head_end - 1]),
     };
     let (asked, was_asked, note) = match ask {
         Ask::Summarizer(summarizer) => {

@@ -117,6 +117,7 @@ impl Summarizer {
             input_tokens,
             request_follows: false,
             pinned_request_at: None,
+            pinned_request: None,
         };
         // The extractive summarizer's own budget: never more than three quarters of the input.
         let facts_budget = target_tokens

@@ -39,7 +39,7 @@ use ctxhost_engine_kit::stand_in::error_line;
 use super::{
     actions::keys_a_success_settles,
     draft::{cut_marked, Candidate, Draft, Group},
-    facts::{extract_facts, verbs, DecisionRecord, Fact, FactKind, Facts, Request, Source},
+    facts::{extract_facts, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request, Source},
     patterns::{error_line_score, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{
@@ -85,6 +85,9 @@ impl ExtractiveSummarizer {
         );
         if let Some(previous) = request.previous_summary {
             attach_pinned_answer(&mut facts, previous, request.pinned_request_at);
+        }
+        if let (Some(at), Some(pinned)) = (request.pinned_request_at, request.pinned_request) {
+            facts.on_pinned_text(at, pinned);
         }
         // A request in the tail: the user moved on, and nothing of the middle is still in
         // progress (verify18: a replay's summary read `Request in progress:` for a request done
@@ -135,6 +138,50 @@ impl Summarizer for ExtractiveSummarizer {
     fn reads_transcript(&self) -> bool {
         false
     }
+}
+
+/// Whether the user said, after `failure`, that something blocks the work and named what it
+/// failed on (a word of its command or its error line besides the common ones): a later success
+/// went around it, and it stays blocked.
+fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>) -> bool {
+    let after = failure.result_index.unwrap_or(failure.index);
+    let mut blockers = facts
+        .blockers
+        .iter()
+        .filter(|blocker| blocker.by_user && blocker.sentence.index > after)
+        .peekable();
+    if blockers.peek().is_none() {
+        return false;
+    }
+    let mut failed_on = naming_words(&failure.line);
+    failed_on.extend(
+        failure
+            .first_error
+            .as_deref()
+            .map(naming_words)
+            .unwrap_or_default(),
+    );
+    blockers.any(|blocker| {
+        naming_words(blocker.sentence.text)
+            .iter()
+            .any(|word| failed_on.contains(word))
+    })
+}
+
+/// The words of `text` that name something (`tokio`, `semgrep`, `e2e`), lowercase: three
+/// characters or more, not a number, not a word any failure or blocker says.
+fn naming_words(text: &str) -> HashSet<String> {
+    const COMMON: [&str; 40] = [
+        "the", "and", "for", "with", "from", "this", "that", "until", "can't", "cannot", "not", "but",
+        "blocked", "blocker", "blocks", "error", "errors", "failed", "failure", "fails", "exit", "lines",
+        "line", "output", "ran", "run", "terminal", "shell", "bash", "needs", "need", "team", "still", "was",
+        "are", "has", "have", "been", "our", "its",
+    ];
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
+        .map(str::to_lowercase)
+        .filter(|word| word.chars().count() >= 3 && !word.chars().all(|c| c.is_ascii_digit()))
+        .filter(|word| !COMMON.contains(&word.as_str()))
+        .collect()
 }
 
 /// The answer an earlier summary gave to the request kept verbatim before it, given to that
@@ -643,6 +690,11 @@ impl<'t> Draft<'t> {
                     .iter()
                     .any(|key| resolved.contains(key.as_str()) || settled.contains(key))
             {
+                blocked[at] = true;
+            } else if action.failed && held_by_a_stated_blocker(action, facts) {
+                // Worked around, not fixed (verify24: `cargo check --workspace` failing on
+                // tokio, the user's `Blocked: acme-grpc-client needs a tokio-1 release`, then
+                // the crate excluded and `cargo test --workspace` passing).
                 blocked[at] = true;
             } else if action.failed {
                 fixed_later.extend(action.result_index);

@@ -329,6 +329,15 @@ impl<'a> Facts<'a> {
         self.in_progress_from = self.actions.len();
     }
 
+    /// What the request kept verbatim after the head, which stood at `index`, says blocks the
+    /// work: the failures before it are held by it (verify24: a workspace check failing on tokio
+    /// read `passed on a later run` once the crate the user's `Blocked:` named was excluded).
+    pub(super) fn on_pinned_text(&mut self, index: usize, message: &'a Message) {
+        for piece in capped_pieces(message) {
+            self.blockers_in(piece, index, true);
+        }
+    }
+
     /// The sentences of `piece` (of message `index`) that say what blocks the work; not a
     /// question.
     fn blockers_in(&mut self, piece: &'a str, index: usize, by_user: bool) {

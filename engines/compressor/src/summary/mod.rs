@@ -123,6 +123,9 @@ pub struct SummaryRequest<'a> {
     /// Where in the middle the user's newest request stood before it was kept verbatim after the
     /// head: the work after it is for that request, and the requests before it are settled.
     pub pinned_request_at: Option<usize>,
+    /// That request, kept verbatim after the head: what it says blocks the work holds the
+    /// failures before it (`Blocked: acme-grpc-client needs a tokio-1 release`).
+    pub pinned_request: Option<&'a Message>,
 }
 
 impl SummaryRequest<'_> {

@@ -48,6 +48,7 @@ fn the_transcript_names_roles_calls_and_results_and_cuts_long_bodies() {
         input_tokens: 3_000,
         request_follows: false,
         pinned_request_at: None,
+        pinned_request: None,
     };
     let transcript = request.transcript();
     assert!(transcript.starts_with("[USER]: run it\n\n[ASSISTANT]: \nterminal({\"command\":\"make\"})\n\n"));
@@ -160,6 +161,7 @@ fn an_earlier_summarys_identifiers_use_the_room_for_facts() {
         input_tokens: 3_000,
         request_follows: false,
         pinned_request_at: None,
+        pinned_request: None,
     };
     // A target of 400 characters, room for 8,000 of facts.
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 400, 8_000);
@@ -262,6 +264,7 @@ fn summarize_before(
         input_tokens: 3_000,
         request_follows,
         pinned_request_at,
+        pinned_request: None,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -283,6 +286,7 @@ fn summarize_within(
         input_tokens: 8_000,
         request_follows: false,
         pinned_request_at: None,
+        pinned_request: None,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, max_chars, fact_chars)
 }
@@ -550,6 +554,7 @@ fn a_logs_repeated_lines_give_way_to_other_facts() {
         input_tokens: 9_000,
         request_follows: false,
         pinned_request_at: None,
+        pinned_request: None,
     };
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 2_400, 2_400);
     for kept in [
@@ -1599,6 +1604,60 @@ fn a_compile_error_is_fixed_by_a_later_command_that_compiles_the_same_code() {
             .any(|line| line.contains("SQLX_OFFLINE=true cargo test --workspace")),
         "{summary}"
     );
+}
+
+/// A failure the user then says is blocked, naming what it failed on, stays blocked when a later
+/// command passes around it (verify24: `cargo check --workspace` failing on tokio, the user's
+/// `Blocked: acme-grpc-client needs a tokio-1 release`, the crate excluded and `cargo test
+/// --workspace` passing read `passed on a later run`), said in the middle or in the request kept
+/// verbatim after the head. A blocker naming something else holds nothing.
+#[test]
+fn a_failure_the_user_said_is_blocked_stays_blocked_when_worked_around() {
+    let blocker = "Blocked: acme-grpc-client needs a tokio-1 release from the platform team, PLAT-3391. Exclude shopd-payments until then.";
+    let middle = vec![
+        Message::user("upgrade tokio"),
+        shell("c1", "cargo check --workspace"),
+        Message::tool(
+            "c1",
+            "error: failed to select a version for `tokio`.\nExit code: 101",
+        ),
+        shell("l1", "pnpm lint"),
+        Message::tool("l1", "27:18  error  Unexpected any\nExit code: 1"),
+        Message::user(blocker),
+        Message::assistant_calls(vec![ToolCall::new("e1", "patch", r#"{"path":"Cargo.toml"}"#)]),
+        Message::tool("e1", r#"{"success": true}"#),
+        shell("t1", "cargo test --workspace && pnpm lint"),
+        Message::tool("t1", "test result: ok. 214 passed\nExit code: 0"),
+        Message::assistant("Green without shopd-payments."),
+    ];
+    let blocked_in = |summary: &str| {
+        let blocked = section_lines(summary, "### Blocked");
+        (
+            blocked
+                .iter()
+                .any(|line| line.contains("cargo check --workspace")),
+            blocked.iter().any(|line| line.contains("pnpm lint")),
+        )
+    };
+    let summary = summarize(&middle);
+    assert_eq!(blocked_in(&summary), (true, false), "{summary}");
+    // The blocker kept verbatim after the head, where it stood in the middle.
+    let mut without = middle.clone();
+    without.remove(5);
+    let pinned = Message::user(blocker);
+    let request = SummaryRequest {
+        middle: &without,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 2_000,
+        input_tokens: 3_000,
+        request_follows: false,
+        pinned_request_at: Some(5),
+        pinned_request: Some(&pinned),
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
+    assert_eq!(blocked_in(&summary), (true, false), "{summary}");
 }
 
 /// A check that failed on its own and passed later inside a chain was retried: it is no longer

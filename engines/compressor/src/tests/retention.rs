@@ -42,6 +42,7 @@ fn summarise_at_default_budgets(middle: &[Message], focus_topic: Option<&str>) -
         input_tokens,
         request_follows: false,
         pinned_request_at: None,
+        pinned_request: None,
     };
     ExtractiveSummarizer.summarize(&request).unwrap()
 }
@@ -128,6 +129,7 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         input_tokens: estimate_messages_tokens(middle),
         request_follows: false,
         pinned_request_at: None,
+        pinned_request: None,
     };
     let count = |summary: &str, word: &str| summary.lines().filter(|line| line.contains(word)).count();
     let plain = ExtractiveSummarizer.summarize(&request(None)).unwrap();
