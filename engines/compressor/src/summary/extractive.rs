@@ -188,16 +188,19 @@ fn naming_words(text: &str) -> HashSet<String> {
 /// request, now the middle's first message and no longer kept (a later request took its place):
 /// the request reads answered, with its answer, rather than bare (verify21).
 fn attach_pinned_answer<'a>(facts: &mut Facts<'a>, previous: &'a str, pinned_request_at: Option<usize>) {
-    if pinned_request_at == Some(0) {
-        // Still kept verbatim: the earlier summary's line is carried as it stands.
-        return;
-    }
     let Some(answer) = parse_sections(previous)[Section::Goal.index()]
         .iter()
         .find_map(|line| line.strip_prefix(PINNED_ANSWER))
     else {
         return;
     };
+    if pinned_request_at == Some(0) {
+        // Still kept verbatim: the earlier summary's line is carried as it stands, and a reply
+        // in the new middle, after it, is other work's (verify24: the tower-http question's
+        // answer gave way to `The code errors are gone…`).
+        facts.pinned_answer = None;
+        return;
+    }
     if let Some(request) = facts.requests.first_mut().filter(|request| request.index == 0) {
         // Its answer came before anything the middle holds: a reply there answers later work
         // (verify24: the tower-http question was given the first reply after it in the new

@@ -1879,6 +1879,8 @@ fn a_pinned_question_keeps_its_summarised_answer_through_later_folds() {
         Message::user(question),
         shell("b2", "lychee site/"),
         Message::tool("b2", "0 errors\nExit code: 0"),
+        // A reply after the answer the earlier summary holds: other work's (verify24).
+        Message::assistant("Links check out: 0 errors."),
     ];
     let again = summarize_before(&still_pinned, Some(&previous), false, Some(0));
     assert!(
