@@ -171,11 +171,16 @@ fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>) -> bool {
 /// The words of `text` that name something (`tokio`, `semgrep`, `e2e`), lowercase: three
 /// characters or more, not a number, not a word any failure or blocker says.
 fn naming_words(text: &str) -> HashSet<String> {
-    const COMMON: [&str; 40] = [
-        "the", "and", "for", "with", "from", "this", "that", "until", "can't", "cannot", "not", "but",
-        "blocked", "blocker", "blocks", "error", "errors", "failed", "failure", "fails", "exit", "lines",
-        "line", "output", "ran", "run", "terminal", "shell", "bash", "needs", "need", "team", "still", "was",
-        "are", "has", "have", "been", "our", "its",
+    const COMMON: &[&str] = &[
+        "about", "after", "again", "all", "also", "and", "any", "are", "bash", "been", "before", "blocked",
+        "blocker", "blocks", "build", "but", "can", "can't", "cannot", "check", "did", "does", "done",
+        "error", "errors", "exit", "fail", "failed", "fails", "failure", "fix", "fixed", "for", "from",
+        "get", "has", "have", "here", "how", "into", "its", "just", "let", "line", "lines", "make", "more",
+        "must", "need", "needs", "new", "not", "now", "off", "old", "once", "one", "only", "our", "out",
+        "output", "over", "please", "ran", "run", "set", "shell", "should", "skip", "some", "still", "team",
+        "terminal", "test", "tests", "that", "the", "their", "them", "then", "there", "they", "this", "too",
+        "two", "until", "use", "was", "what", "when", "which", "who", "why", "will", "with", "would", "yet",
+        "you", "your",
     ];
     text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
         .map(str::to_lowercase)

@@ -181,8 +181,8 @@ impl<'t> Draft<'t> {
                 );
                 let (target, tier) = match section {
                     Section::Goal if line.starts_with(FOCUS) => continue,
-                    // The answer to a question stays with it, below the other requests (verify21:
-                    // `Answered question: which Python version…` lost its answer at the next fold).
+                    // The answer to a question stays with it, at its tier (verify21: `Answered
+                    // question: which Python version…` lost its answer at the next fold).
                     Section::Goal if line.starts_with(LATEST_ANSWER) && follows_question => (section, 1),
                     // The answer to an earlier summary's latest request: the new summary has its own.
                     Section::Goal if line.starts_with(LATEST_ANSWER) => continue,
@@ -367,10 +367,12 @@ impl<'t> Draft<'t> {
         drop(new);
         let repeated = repeated_lines(facts, &carried);
         self.candidates.reserve(carried.len());
-        // The last Goal line carried, when it asks a question: where its answer belongs.
-        let mut question_at = None;
+        // The last Goal line carried, when it asks a question: its candidate and its place in the
+        // earlier summary, where its answer belongs.
+        let mut question_at: Option<(usize, usize)> = None;
         for (line, repeated) in carried.into_iter().zip(repeated) {
-            if line.answers_question && question_at.is_none() {
+            let question = question_at.filter(|&(_, order)| order + 1 == line.order);
+            if line.answers_question && question.is_none() {
                 // Its question is not carried (the new middle lists it): the answer goes too.
                 continue;
             }
@@ -412,9 +414,9 @@ impl<'t> Draft<'t> {
             let asks = line.section == Section::Goal
                 && (line.answered_question || line.text.starts_with(ANSWERED_QUESTION));
             let at = self.candidates.len();
-            let after = if line.answers_question { question_at } else { None };
+            let after = question.filter(|_| line.answers_question).map(|(at, _)| at);
             if line.section == Section::Goal {
-                question_at = asks.then_some(at);
+                question_at = asks.then_some((at, line.order));
             }
             let candidate = self.push(line.section, tier, 0, text);
             candidate.group = line.group;
