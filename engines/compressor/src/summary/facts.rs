@@ -401,10 +401,12 @@ impl<'a> Facts<'a> {
         // Changes made after an answer: it was a remark on the way. A look-up is no change
         // (verify24: `2 of 10 CI runs still fail…` lost to an earlier reply for a `gh run view`
         // after it).
-        if message
-            .calls()
-            .iter()
-            .any(|call| tool_kind(call) == ToolKind::Write)
+        // After the pinned request's place, the work is that request's, not the one before.
+        if !self.pinned
+            && message
+                .calls()
+                .iter()
+                .any(|call| tool_kind(call) == ToolKind::Write)
         {
             if let Some(request) = self
                 .requests

@@ -1427,6 +1427,21 @@ fn a_remark_made_while_work_went_on_is_no_answer() {
             .contains(&"- Its answer: Done: the alias is gone and the tests pass."),
         "{summary}"
     );
+    // Changes after the place of the next request, kept verbatim after the head, are its work
+    // (verify24: the quarantine's edits made `2 of 10 CI runs still fail` a remark).
+    let pinned_at = middle.len();
+    middle.push(Message::assistant_calls(vec![ToolCall::new(
+        "q1",
+        "patch",
+        r#"{"path":".github/quarantine.yml"}"#,
+    )]));
+    middle.push(Message::tool("q1", r#"{"success": true}"#));
+    let summary = summarize_before(&middle, None, false, Some(pinned_at));
+    assert!(
+        section_lines(&summary, "## Goal")
+            .contains(&"- Its answer: Done: the alias is gone and the tests pass."),
+        "{summary}"
+    );
 }
 
 /// A paragraph the user opens with a label of rules (`Constraints:`) is rules, sentence by
