@@ -255,6 +255,17 @@ fn summarize_before(
     request_follows: bool,
     pinned_request_at: Option<usize>,
 ) -> String {
+    summarize_pinned(middle, previous, request_follows, pinned_request_at, None)
+}
+
+/// [`summarize_before`], the request kept after the head given too.
+fn summarize_pinned(
+    middle: &[Message],
+    previous: Option<&str>,
+    request_follows: bool,
+    pinned_request_at: Option<usize>,
+    pinned_request: Option<&Message>,
+) -> String {
     let request = SummaryRequest {
         middle,
         pruned_middle: &[],
@@ -264,7 +275,7 @@ fn summarize_before(
         input_tokens: 3_000,
         request_follows,
         pinned_request_at,
-        pinned_request: None,
+        pinned_request,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -1660,18 +1671,7 @@ fn a_failure_the_user_said_is_blocked_stays_blocked_when_worked_around() {
     let mut without = middle.clone();
     without.remove(5);
     let pinned = Message::user(blocker);
-    let request = SummaryRequest {
-        middle: &without,
-        pruned_middle: &[],
-        previous_summary: None,
-        focus_topic: None,
-        target_tokens: 2_000,
-        input_tokens: 3_000,
-        request_follows: false,
-        pinned_request_at: Some(5),
-        pinned_request: Some(&pinned),
-    };
-    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000);
+    let summary = summarize_pinned(&without, None, false, Some(5), Some(&pinned));
     assert_eq!(blocked_in(&summary), (true, false), "{summary}");
 }
 
