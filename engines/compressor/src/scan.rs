@@ -84,13 +84,13 @@ pub(crate) fn tool_kind(call: &ToolCall) -> ToolKind {
     ToolKind::of_call_json(&call.function.name, &call.function.arguments)
 }
 
-/// Whether `call` reads files: a read tool, or a shell command that only prints source or
+/// Whether `call`, of `kind`, reads files: a read tool, or a shell command that only prints source or
 /// configuration files (`cat src/error.rs`, `sed -n '1,200p' crates/api/src/error.rs`, `head -n
 /// 80 Cargo.toml`). Its output is the files' text, not a run's: no line of it is an error
 /// printed (verify22: `use thiserror::Error;` under `Errors:` in Codex sessions, which read
 /// files with `sed -n`).
-pub(crate) fn reads_files(call: &ToolCall) -> bool {
-    match tool_kind(call) {
+pub(crate) fn reads_files(call: &ToolCall, kind: ToolKind) -> bool {
+    match kind {
         ToolKind::Read => true,
         ToolKind::Shell => shell_prints_source_files(&call.function.arguments),
         _ => false,

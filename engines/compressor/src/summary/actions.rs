@@ -132,7 +132,7 @@ impl<'a> Facts<'a> {
                 .map(|_| Failure::Error)
         });
         let line = action_line(call, kind, &output, answer.as_ref(), failure);
-        let source = if kind == ToolKind::Read || call.is_some_and(reads_files) {
+        let source = if call.is_some_and(|call| reads_files(call, kind)) {
             Source::FileContent
         } else {
             Source::ToolOutput

@@ -193,6 +193,10 @@ fn naming_words(text: &str) -> HashSet<String> {
 /// request, now the middle's first message and no longer kept (a later request took its place):
 /// the request reads answered, with its answer, rather than bare (verify21).
 fn attach_pinned_answer<'a>(facts: &mut Facts<'a>, previous: &'a str, pinned_request_at: Option<usize>) {
+    // Most earlier summaries hold no such line: not parsed again for it.
+    if !previous.contains(PINNED_ANSWER) {
+        return;
+    }
     let Some(answer) = parse_sections(previous)[Section::Goal.index()]
         .iter()
         .find_map(|line| line.strip_prefix(PINNED_ANSWER))

@@ -490,7 +490,7 @@ pub(crate) fn extract_facts<'a>(
             Role::Tool if index >= error_from => {
                 // A file's contents are no error lines of a run (`raise ValueError(…)`).
                 let call = calls.get(message.tool_call_id.as_deref().unwrap_or(""));
-                if !call.is_some_and(|call| reads_files(call)) {
+                if !call.is_some_and(|call| reads_files(call, tool_kind(call))) {
                     for (piece, body) in capped_pieces_of_bodies(message) {
                         facts.scan_errors(piece, body, Source::ToolOutput, index);
                     }
