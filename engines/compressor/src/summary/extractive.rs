@@ -614,7 +614,12 @@ impl<'t> Draft<'t> {
     /// lifted, so an earlier summary's give way first (`previous`).
     fn add_stated_blockers(&mut self, facts: &Facts<'t>) {
         let mut seen: Vec<&str> = Vec::new();
-        for blocker in facts.blockers.iter().rev() {
+        for blocker in facts
+            .blockers
+            .iter()
+            .rev()
+            .filter(|blocker| !blocker.kept_verbatim)
+        {
             let text = blocker.sentence.text;
             if seen.contains(&text) {
                 continue;

@@ -104,6 +104,9 @@ pub(crate) struct Request<'a> {
 pub(crate) struct Blocker<'a> {
     pub sentence: Sentence<'a>,
     pub by_user: bool,
+    /// Said in the request kept verbatim after the head: it holds failures, and the context
+    /// already says it, so the summary does not list it again.
+    pub kept_verbatim: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -333,8 +336,12 @@ impl<'a> Facts<'a> {
     /// work: the failures before it are held by it (verify24: a workspace check failing on tokio
     /// read `passed on a later run` once the crate the user's `Blocked:` named was excluded).
     pub(super) fn on_pinned_text(&mut self, index: usize, message: &'a Message) {
+        let from = self.blockers.len();
         for piece in capped_pieces(message) {
             self.blockers_in(piece, index, true);
+        }
+        for blocker in &mut self.blockers[from..] {
+            blocker.kept_verbatim = true;
         }
     }
 
@@ -353,6 +360,7 @@ impl<'a> Facts<'a> {
                         ..sentence
                     },
                     by_user,
+                    kept_verbatim: false,
                 }),
         );
     }

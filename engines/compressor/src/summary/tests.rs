@@ -1636,7 +1636,8 @@ fn a_compile_error_is_fixed_by_a_later_command_that_compiles_the_same_code() {
 /// command passes around it (verify24: `cargo check --workspace` failing on tokio, the user's
 /// `Blocked: acme-grpc-client needs a tokio-1 release`, the crate excluded and `cargo test
 /// --workspace` passing read `passed on a later run`), said in the middle or in the request kept
-/// verbatim after the head. A blocker naming something else holds nothing.
+/// verbatim after the head (which Blocked then does not repeat). A blocker naming something else
+/// holds nothing.
 #[test]
 fn a_failure_the_user_said_is_blocked_stays_blocked_when_worked_around() {
     let blocker = "Blocked: acme-grpc-client needs a tokio-1 release from the platform team, PLAT-3391. Exclude shopd-payments until then.";
@@ -1665,14 +1666,22 @@ fn a_failure_the_user_said_is_blocked_stays_blocked_when_worked_around() {
             blocked.iter().any(|line| line.contains("pnpm lint")),
         )
     };
+    let states_it = |summary: &str| {
+        section_lines(summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("PLAT-3391"))
+    };
     let summary = summarize(&middle);
     assert_eq!(blocked_in(&summary), (true, false), "{summary}");
-    // The blocker kept verbatim after the head, where it stood in the middle.
+    assert!(states_it(&summary), "{summary}");
+    // The blocker kept verbatim after the head, where it stood in the middle: it holds the
+    // failure, and the context says it already, so Blocked does not repeat it.
     let mut without = middle.clone();
     without.remove(5);
     let pinned = Message::user(blocker);
     let summary = summarize_pinned(&without, None, false, Some(5), Some(&pinned));
     assert_eq!(blocked_in(&summary), (true, false), "{summary}");
+    assert!(!states_it(&summary), "{summary}");
 }
 
 /// A check that failed on its own and passed later inside a chain was retried: it is no longer
