@@ -40,7 +40,7 @@ use super::{
     actions::keys_a_success_settles,
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{extract_facts, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request, Source},
-    patterns::{error_line_score, TELLING_ERROR},
+    patterns::{error_line_score, RecordKey, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{
         parse_sections, Section, ANSWERED_QUESTION, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED,
@@ -442,8 +442,8 @@ impl<'t> Draft<'t> {
             }
             let text = cut_marked(record.text, DECISION_RECORD_CHARS);
             let candidate = self.push(Section::Decisions, 1, record.index + 1, text);
-            if let Some(number) = record.number {
-                candidate.display = RECORDS_DISPLAY + i64::from(number);
+            if let Some(key) = record.key {
+                candidate.display = RECORDS_DISPLAY + i64::from(key.number);
             }
             candidate.focus = facts.is_focus(record.index);
             candidate.keeps_fact = true;
@@ -1000,27 +1000,27 @@ fn record_standings(records: &[DecisionRecord<'_>]) -> Vec<RecordStanding> {
     // A record without a number that the next message numbers (the user's `Decision:
     // Snowflake.`, the assistant's `Noted. Decision 1: warehouse = Snowflake …`) is that record:
     // it goes when the number is revised, and is no replacement of its own.
-    let adopted: Vec<Option<u32>> = records
+    let adopted: Vec<Option<RecordKey>> = records
         .iter()
         .enumerate()
-        .map(|(at, record)| match (record.number, records.get(at + 1)) {
+        .map(|(at, record)| match (record.key, records.get(at + 1)) {
             (None, Some(next))
                 if !next.revises && next.index > record.index && next.index - record.index <= 2 =>
             {
-                next.number
+                next.key
             }
             _ => None,
         })
         .collect();
-    let number_of = |at: usize| records[at].number.or(adopted[at]);
-    let mut latest: FastMap<u32, usize> = FastMap::default();
+    let key_of = |at: usize| records[at].key.or(adopted[at]);
+    let mut latest: FastMap<RecordKey, usize> = FastMap::default();
     // Records without a number that a later one without a number revises.
     let mut revised = HashSet::new();
     let mut unnumbered = None;
     for (at, record) in records.iter().enumerate() {
-        match number_of(at) {
-            Some(number) => {
-                latest.insert(number, at);
+        match key_of(at) {
+            Some(key) => {
+                latest.insert(key, at);
             }
             None => {
                 if record.revises {
@@ -1034,15 +1034,15 @@ fn record_standings(records: &[DecisionRecord<'_>]) -> Vec<RecordStanding> {
         .iter()
         .enumerate()
         .map(|(at, record)| RecordStanding {
-            replaced: match number_of(at) {
-                Some(number) => latest[&number] != at,
+            replaced: match key_of(at) {
+                Some(key) => latest[&key] != at,
                 None => revised.contains(&at),
             },
             restated: records.get(at + 1).is_some_and(|next| {
                 next.index > record.index
                     && next.index - record.index <= 2
-                    && next.number.is_some()
-                    && next.number == number_of(at)
+                    && next.key.is_some()
+                    && next.key == key_of(at)
             }),
         })
         .collect()

@@ -15,8 +15,8 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, measured_changes, states_a_rule, with_antecedent, with_ticket_after, BLOCKER_WORDS,
-        CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
+        decision_records, measured_changes, states_a_rule, with_antecedent, with_ticket_after, RecordKey,
+        BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
     },
 };
 use crate::scan::{
@@ -120,7 +120,8 @@ pub(crate) struct Sentence<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DecisionRecord<'a> {
     pub index: usize,
-    pub number: Option<u32>,
+    /// What names it (`Decision 3`, `BC-1`); none for `Decision: …`.
+    pub key: Option<RecordKey>,
     /// Says it revises an earlier decision (`Decision 1 reversed:`, `Reverse yesterday's
     /// decision:`): without a number, it replaces the latest record without one.
     pub revises: bool,

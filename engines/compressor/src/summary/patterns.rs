@@ -312,31 +312,134 @@ static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
     .expect("the decision record pattern compiles")
 });
 
+/// A record a team keys its own way, `BC-1: camelCase field names` or `ADR-7: …`, at the start
+/// of a line, or a revision of one: `BC-1 revised: v2 keeps snake_case`, `Reverse BC-1: …`,
+/// `ADR-7 superseded: …`. The key names a ticket as often as a decision (`OPS-3302: restart the
+/// pods`), so a line is a record only under a heading that says it lists decisions (`Decisions
+/// recorded:`), and a revision only with a word that revises (verify22: `BC-1 revised: v2 keeps
+/// snake_case` stood beside `BC-1: camelCase field names in v2` in every summary).
+static KEYED_RECORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?m)^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?((?:\*\*)?(?:((?i:reverse|revise))[ \t]+)?([A-Z][A-Z0-9]{0,7})-(\d{1,4})(?:[ \t]+(?i:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?((?i:revised|reversed|superseded)))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
+    )
+    .expect("the keyed record pattern compiles")
+});
+
+/// What names a decision record, so that a later record with the same name replaces it:
+/// `Decision 3`, or a team's own series and number (`BC-1`, `ADR-7`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RecordKey {
+    /// The series, uppercase ASCII, zero-padded: `DECISION` for `Decision N`.
+    series: [u8; 8],
+    pub number: u32,
+}
+
+impl RecordKey {
+    fn new(series: &str, number: u32) -> Option<Self> {
+        let mut bytes = [0; 8];
+        bytes.get_mut(..series.len())?.copy_from_slice(series.as_bytes());
+        bytes.make_ascii_uppercase();
+        Some(Self {
+            series: bytes,
+            number,
+        })
+    }
+
+    fn decision(number: u32) -> Self {
+        Self {
+            series: *b"DECISION",
+            number,
+        }
+    }
+}
+
 /// The shortest text after a record's `:` that makes it a decision, in bytes.
 const MIN_RECORD_TEXT: usize = 3;
 
-/// The decisions `text` records (`Decision 3: …`), each from its `Decision` to the end of its
-/// line.
+/// The decisions `text` records (`Decision 3: …`, `BC-1: …` under a heading of decisions), each
+/// from its label to the end of its line.
 pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<DecisionRecord<'a>>) {
-    // Most text holds no record: a substring search is far cheaper than the pattern.
-    if !text.contains("ecision") && !text.contains("ECISION") {
-        return;
+    // Most text holds no record: a substring search is far cheaper than the patterns.
+    let decides = text.contains("ecision") || text.contains("ECISION");
+    if decides {
+        for found in DECISION_RECORD.captures_iter(text) {
+            let (Some(line), Some(label)) = (found.get(0), found.get(1)) else {
+                continue;
+            };
+            let record = text[label.start()..line.end()].trim_end();
+            if record[label.len()..].trim().len() < MIN_RECORD_TEXT {
+                continue;
+            }
+            into.push(DecisionRecord {
+                index,
+                key: found
+                    .get(3)
+                    .and_then(|number| number.as_str().parse().ok())
+                    .map(RecordKey::decision),
+                revises: found.get(2).is_some() || found.get(4).is_some(),
+                text: record,
+            });
+        }
     }
-    for found in DECISION_RECORD.captures_iter(text) {
-        let (Some(line), Some(label)) = (found.get(0), found.get(1)) else {
+    let revises = ["evise", "everse", "EVISE", "EVERSE", "upersede", "UPERSEDE"]
+        .iter()
+        .any(|word| text.contains(word));
+    if decides || revises {
+        keyed_records(text, index, decides, into);
+    }
+}
+
+/// The records of [`KEYED_RECORD`] in `text`: revisions, and when `decides`, the lines under a
+/// heading of decisions.
+fn keyed_records<'a>(text: &'a str, index: usize, decides: bool, into: &mut Vec<DecisionRecord<'a>>) {
+    for found in KEYED_RECORD.captures_iter(text) {
+        let (Some(line), Some(label), Some(series), Some(number)) =
+            (found.get(0), found.get(1), found.get(3), found.get(4))
+        else {
             continue;
         };
-        let record = text[label.start()..line.end()].trim_end();
-        if record[label.len()..].trim().len() < MIN_RECORD_TEXT {
+        let revises = found.get(2).is_some() || found.get(5).is_some();
+        if !revises && !(decides && under_decisions_heading(text, line.start())) {
             continue;
         }
+        let record = text[label.start()..line.end()].trim_end();
+        let (Some(key), true) = (
+            number
+                .as_str()
+                .parse()
+                .ok()
+                .and_then(|number| RecordKey::new(series.as_str(), number)),
+            record[label.len()..].trim().len() >= MIN_RECORD_TEXT,
+        ) else {
+            continue;
+        };
         into.push(DecisionRecord {
             index,
-            number: found.get(3).and_then(|number| number.as_str().parse().ok()),
-            revises: found.get(2).is_some() || found.get(4).is_some(),
+            key: Some(key),
+            revises,
             text: record,
         });
     }
+}
+
+/// Whether the line at `at` belongs to a list headed by a line that names decisions
+/// (`Decisions recorded:`, `## Decision log`): the nearest line above it that is no list item.
+fn under_decisions_heading(text: &str, at: usize) -> bool {
+    let heading = text[..at]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|line| !line.starts_with(['-', '*']) && !starts_numbered(line));
+    heading.is_some_and(|heading| {
+        let heading = heading.to_ascii_lowercase();
+        heading.contains("decision") && (heading.ends_with(':') || heading.starts_with('#'))
+    })
+}
+
+/// Whether `line` opens with a list number (`3. `).
+fn starts_numbered(line: &str) -> bool {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    (1..=3).contains(&digits) && line[digits..].starts_with(". ")
 }
 
 /// Whether `line` opens with a decision record (`Decision: …`, `Reverse decision 1: …`).
@@ -344,16 +447,19 @@ pub(super) fn opens_with_record(line: &str) -> bool {
     let mut records = Vec::new();
     decision_records(line, 0, &mut records);
     records
-        .first()
-        .is_some_and(|record| record.text.as_ptr() == line.trim_start().as_ptr())
+        .iter()
+        .any(|record| record.text.as_ptr() == line.trim_start().as_ptr())
 }
 
-/// The number of the decision `line` records (`Decision 4 revised: …` is 4), if it is one.
-pub(super) fn decision_record_number(line: &str) -> Option<u32> {
-    DECISION_RECORD
-        .captures(line)
-        .filter(|found| found.get(0).is_some_and(|whole| whole.start() == 0))
-        .and_then(|found| found.get(3)?.as_str().parse().ok())
+/// The key of the decision `line` records (`Decision 4 revised: …` is decision 4, `BC-1: …` is
+/// BC-1), if it is one: a line a summary lists under Key Decisions, which needs no heading.
+pub(super) fn decision_record_key(line: &str) -> Option<RecordKey> {
+    let at_start = |found: &regex::Captures<'_>| found.get(0).is_some_and(|whole| whole.start() == 0);
+    if let Some(found) = DECISION_RECORD.captures(line).filter(at_start) {
+        return found.get(3)?.as_str().parse().ok().map(RecordKey::decision);
+    }
+    let found = KEYED_RECORD.captures(line).filter(at_start)?;
+    RecordKey::new(found.get(3)?.as_str(), found.get(4)?.as_str().parse().ok()?)
 }
 
 /// Whole words or phrases, ignoring ASCII case.

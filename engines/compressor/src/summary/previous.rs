@@ -25,7 +25,7 @@ use super::{
         RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
-    patterns::{decision_record_number, opens_with_record},
+    patterns::{decision_record_key, opens_with_record, RecordKey},
     sections::{
         goal_request, oldest_request, open_request, parse_sections, Section, ANSWERED_QUESTION, FOCUS,
         LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER,
@@ -61,8 +61,8 @@ struct Carried<'t> {
 /// work a later summary continued or resolved.
 struct Earlier<'p> {
     previous: &'p str,
-    /// Each decision number's last record in Key Decisions: the one that stands.
-    standing: FastMap<u32, &'p str>,
+    /// Each decision's last record in Key Decisions, by its key: the one that stands.
+    standing: FastMap<RecordKey, &'p str>,
     /// Key Decisions' lines, without a cut's mark.
     listed: Vec<&'p str>,
     /// Where the last summary folded in starts.
@@ -78,7 +78,7 @@ impl<'p> Earlier<'p> {
             previous,
             standing: decisions
                 .iter()
-                .filter_map(|line| Some((decision_record_number(line.trim())?, line.trim())))
+                .filter_map(|line| Some((decision_record_key(line.trim())?, line.trim())))
                 .collect(),
             listed: decisions
                 .iter()
@@ -120,11 +120,11 @@ impl<'p> Earlier<'p> {
         })
     }
 
-    /// Whether a later record of decision `number` than `line` stands (verify19: `Decision 1:
+    /// Whether a later record of decision `key` than `line` stands (verify19: `Decision 1:
     /// upgrade AGP` beside `Decision 1 revised: stay on AGP 8.3.2`).
-    fn later_record(&self, number: u32, line: &str) -> bool {
+    fn later_record(&self, key: RecordKey, line: &str) -> bool {
         self.standing
-            .get(&number)
+            .get(&key)
             .is_some_and(|record| self.offset(record) > self.offset(line))
     }
 
@@ -137,13 +137,10 @@ impl<'p> Earlier<'p> {
         if !opens_with_record(request) {
             return false;
         }
-        match decision_record_number(request) {
-            Some(number) => {
-                facts.records.iter().any(|record| record.number == Some(number))
-                    || self
-                        .standing
-                        .get(&number)
-                        .is_some_and(|record| *record != request)
+        match decision_record_key(request) {
+            Some(key) => {
+                facts.records.iter().any(|record| record.key == Some(key))
+                    || self.standing.get(&key).is_some_and(|record| *record != request)
             }
             None => !self.listed.iter().any(|record| {
                 !record.is_empty() && (request.starts_with(record) || record.starts_with(request))
@@ -224,10 +221,10 @@ impl<'t> Draft<'t> {
                     Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
                     // A decision record the new middle revised is replaced, not carried; one that
                     // stands ranks as a new record does.
-                    Section::Decisions => match decision_record_number(line) {
-                        Some(number)
-                            if facts.records.iter().any(|r| r.number == Some(number))
-                                || earlier.later_record(number, line) =>
+                    Section::Decisions => match decision_record_key(line) {
+                        Some(key)
+                            if facts.records.iter().any(|r| r.key == Some(key))
+                                || earlier.later_record(key, line) =>
                         {
                             self.replaced_records += 1;
                             continue;
@@ -385,7 +382,7 @@ impl<'t> Draft<'t> {
             // commands and ids of a shape already listed three times go below every other line,
             // as the new middle's do.
             let record = match line.section {
-                Section::Decisions => decision_record_number(line.text),
+                Section::Decisions => decision_record_key(line.text),
                 _ => None,
             };
             let tier = match line.tier {
@@ -424,7 +421,7 @@ impl<'t> Draft<'t> {
             // Earlier work reads before the new; everything else after it, but for numbered
             // decisions, which read in their numbers' order.
             candidate.display = match (line.section, record) {
-                (_, Some(number)) => RECORDS_DISPLAY + i64::from(number),
+                (_, Some(key)) => RECORDS_DISPLAY + i64::from(key.number),
                 (Section::Done | Section::InProgress | Section::Blocked, _) => {
                     line.order as i64 - 1_000_000_000
                 }

@@ -1196,7 +1196,10 @@ fn only_a_line_that_starts_with_a_decision_label_is_a_record() {
     let mut records = Vec::new();
     let text = "The decision: we wait.\nWe made Decision 4: nothing.\n  * Decision #12 updated: keep Looker.\nDecision 5:\n1. DECISION 6: cap = $15,000/month\nNoted. Decision 7: no staging.\n";
     super::patterns::decision_records(text, 0, &mut records);
-    let found: Vec<(Option<u32>, &str)> = records.iter().map(|r| (r.number, r.text)).collect();
+    let found: Vec<(Option<u32>, &str)> = records
+        .iter()
+        .map(|r| (r.key.map(|key| key.number), r.text))
+        .collect();
     assert_eq!(
         found,
         [
@@ -1204,6 +1207,88 @@ fn only_a_line_that_starts_with_a_decision_label_is_a_record() {
             (Some(6), "DECISION 6: cap = $15,000/month"),
             (Some(7), "Decision 7: no staging."),
         ]
+    );
+}
+
+/// A team's own keys (`BC-1`, `ADR-7`) make records under a heading that says it lists decisions,
+/// or with a word that revises; a ticket's key opening a line (`OPS-3302: restart the pods`) is
+/// no record.
+#[test]
+fn a_keyed_line_is_a_record_under_a_heading_of_decisions_or_when_it_revises() {
+    let mut records = Vec::new();
+    let text = "OPS-3302: restart the pods after the deploy.
+Decisions recorded:
+- BC-1: camelCase field names in v2.
+- BC-2: cursor pagination, max 100.
+
+Action items:
+- AI-1: publish the spec.
+";
+    super::patterns::decision_records(text, 0, &mut records);
+    let found: Vec<&str> = records.iter().map(|r| r.text).collect();
+    assert_eq!(
+        found,
+        [
+            "BC-1: camelCase field names in v2.",
+            "BC-2: cursor pagination, max 100."
+        ]
+    );
+    for revision in [
+        "Reverse BC-1: v2 keeps snake_case.",
+        "BC-1 revised: v2 keeps snake_case field names.",
+        "**ADR-7 superseded:** Postgres for the queue too.",
+    ] {
+        let mut records = Vec::new();
+        super::patterns::decision_records(revision, 0, &mut records);
+        assert!(
+            records.len() == 1 && records[0].revises && records[0].key.is_some(),
+            "{revision}: {records:?}"
+        );
+    }
+    let mut records = Vec::new();
+    super::patterns::decision_records("PLAT-3391 updated: the fix ships Friday.", 0, &mut records);
+    assert!(records.is_empty(), "{records:?}");
+}
+
+/// A keyed record's revision replaces it, in the summary that reads both and when the record was
+/// folded from an earlier summary (verify22: `BC-1 revised: v2 keeps snake_case` stood beside
+/// `BC-1: camelCase field names in v2` in every summary of an API review).
+#[test]
+fn a_keyed_decision_revised_later_is_replaced() {
+    let recorded = Message::assistant(
+        "Decisions recorded:\n- BC-1: camelCase field names in v2 (customerId, orderId).\n- BC-2: cursor pagination (page_token), max 100.",
+    );
+    let middle = vec![
+        Message::user("Decision: accept BC-1 and BC-2 as proposed. Write them down as decisions."),
+        recorded.clone(),
+        Message::user("Reverse BC-1: v2 keeps snake_case. A second package doubles the mobile work."),
+        Message::assistant("BC-1 revised: v2 keeps snake_case field names (customer_id, order_id)."),
+    ];
+    let summary = summarize(&middle);
+    let decisions = section_lines(&summary, "## Key Decisions");
+    assert!(
+        decisions.contains(&"- BC-1 revised: v2 keeps snake_case field names (customer_id, order_id)."),
+        "{summary}"
+    );
+    assert!(
+        decisions.contains(&"- BC-2: cursor pagination (page_token), max 100."),
+        "{summary}"
+    );
+    assert!(!summary.contains("camelCase field names"), "{summary}");
+
+    let previous = summarize(&middle[..2]);
+    let previous = summary_body(&previous).unwrap_or(&previous).to_owned();
+    assert!(previous.contains("- BC-1: camelCase field names"), "{previous}");
+    let summary = summarize_within(&middle[2..], Some(&previous), 8_000, 8_000);
+    let decisions = section_lines(&summary, "## Key Decisions");
+    assert!(
+        decisions.contains(&"- BC-1 revised: v2 keeps snake_case field names (customer_id, order_id)."),
+        "{summary}"
+    );
+    assert!(!summary.contains("camelCase field names"), "{summary}");
+    assert!(
+        decisions.contains(&"- BC-2: cursor pagination (page_token), max 100."),
+        "{summary}"
     );
 }
 
@@ -2851,8 +2936,10 @@ fn a_revision_said_first_is_a_record_of_the_decision_it_names() {
     let mut records = Vec::new();
     let text = "Reverse decision 1: we go BigQuery.\nAbout decision 3: keep 8G.\nOK. Reverse yesterday's decision: keep them.\nWe should reverse the decision: later.\nDecision 4: plain.\nFor the rollout I propose — Decision 2: phased release.\nLeave it. One more reversal: Decision 5 revised — raise min_capacity to 6.\nPLAT-2291 is open. Also, Decision 6: pin the provider to 5.62.0.\nHold on. Decision 1 is reversed: no shim.\n";
     super::patterns::decision_records(text, 0, &mut records);
-    let found: Vec<(Option<u32>, bool, &str)> =
-        records.iter().map(|r| (r.number, r.revises, r.text)).collect();
+    let found: Vec<(Option<u32>, bool, &str)> = records
+        .iter()
+        .map(|r| (r.key.map(|key| key.number), r.revises, r.text))
+        .collect();
     assert_eq!(
         found,
         [
