@@ -399,7 +399,8 @@ fn keyed_records<'a>(text: &'a str, index: usize, decides: bool, into: &mut Vec<
             continue;
         };
         let revises = found.get(2).is_some() || found.get(5).is_some();
-        if !revises && !(decides && under_decisions_heading(text, line.start())) {
+        let listed = decides && under_decisions_heading(text, line.start());
+        if !revises && !listed {
             continue;
         }
         let record = text[label.start()..line.end()].trim_end();
