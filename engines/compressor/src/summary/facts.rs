@@ -109,6 +109,36 @@ pub(crate) struct Blocker<'a> {
     pub kept_verbatim: bool,
 }
 
+/// `text` without the state and prompt SWE-agent's environment ends each message it sends the
+/// model with (`(Open file: n/a)\n(Current directory: /repo)\nbash-$`): quoted with every
+/// request, it made each a list item of four lines (verify25).
+fn without_shell_prompt(text: Cow<'_, str>) -> Cow<'_, str> {
+    const OPEN_FILE: &str = "(Open file: ";
+    let trimmed = text.trim_end();
+    let Some(start) = trimmed.rfind(OPEN_FILE) else {
+        return text;
+    };
+    let prompt = &trimmed[start..];
+    let mut lines = prompt.lines();
+    let is_prompt = lines.next().is_some_and(|line| line.ends_with(')'))
+        && lines
+            .next()
+            .is_some_and(|line| line.starts_with("(Current directory: ") && line.ends_with(')'))
+        && lines.next().is_some_and(|line| line.trim() == "bash-$")
+        && lines.next().is_none();
+    let kept = trimmed[..start].trim_end().len();
+    if !is_prompt || kept == 0 {
+        return text;
+    }
+    match text {
+        Cow::Borrowed(text) => Cow::Borrowed(&text[..kept]),
+        Cow::Owned(mut text) => {
+            text.truncate(kept);
+            Cow::Owned(text)
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Sentence<'a> {
     pub index: usize,
@@ -276,7 +306,7 @@ impl<'a> Facts<'a> {
         let scan = scan || self.requests.is_empty();
         self.requests.push(Request {
             index,
-            text,
+            text: without_shell_prompt(text),
             answered: false,
             answer: None,
             first_answer: None,
