@@ -3,7 +3,7 @@
 
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
-use super::sections::{Section, NONE_ITEM, TEMPLATE_HEADINGS};
+use super::sections::{Section, ANSWERED_QUESTION, NONE_ITEM, TEMPLATE_HEADINGS};
 use crate::scan::{FastHash, FastMap};
 
 /// Sub-lists of a section: the files of Relevant Files by what was done to them, the kinds of
@@ -202,6 +202,7 @@ impl<'t> Draft<'t> {
             covered: vec![false; self.fact_count],
             groups: Vec::new(),
             used: 0,
+            followers: followers(&self.candidates),
         };
         for &at in &order {
             if self.candidates[at].always {
@@ -210,14 +211,24 @@ impl<'t> Draft<'t> {
                 if candidate.text.chars().count() + 3 > room {
                     candidate.text = Cow::Owned(cut_marked(&candidate.text, room - 3).into_owned());
                 }
-                chosen.take(candidate, at, usize::MAX);
+                chosen.take(&self.candidates, at, usize::MAX);
+            }
+        }
+        // The first request is always kept: as `Answered question: …`, its answer comes first
+        // too, or it stands without what answered it.
+        for &at in &order {
+            let candidate = &self.candidates[at];
+            if candidate.always && candidate.text.starts_with(ANSWERED_QUESTION) {
+                if let Some(answer) = chosen.followers[at] {
+                    chosen.take(&self.candidates, answer, budget);
+                }
             }
         }
         if !self.focus_words.is_empty() {
             let focus_budget = budget * 2 / 3;
             for &at in &order {
                 if self.candidates[at].focus {
-                    chosen.take(&self.candidates[at], at, focus_budget);
+                    chosen.take(&self.candidates, at, focus_budget);
                 }
             }
         }
@@ -234,7 +245,7 @@ impl<'t> Draft<'t> {
                 continue;
             }
             let before = chosen.used;
-            chosen.take(candidate, at, budget);
+            chosen.take(&self.candidates, at, budget);
             if fact {
                 facts_used += chosen.used - before;
             }
@@ -247,7 +258,7 @@ impl<'t> Draft<'t> {
         for &at in &order {
             let candidate = &self.candidates[at];
             if candidate.tier < super::extractive::REPEATED_TIER {
-                chosen.take(candidate, at, budget);
+                chosen.take(&self.candidates, at, budget);
             }
             if budget.saturating_sub(chosen.used) < 8 {
                 break;
@@ -261,7 +272,7 @@ impl<'t> Draft<'t> {
             for &at in &order {
                 let candidate = &self.candidates[at];
                 if candidate.keeps_fact || candidate.beyond_prose {
-                    chosen.take(&self.candidates[at], at, fact_budget);
+                    chosen.take(&self.candidates, at, fact_budget);
                     if fact_budget.saturating_sub(chosen.used) < 8 {
                         break;
                     }
@@ -270,6 +281,16 @@ impl<'t> Draft<'t> {
         }
         if tracing::enabled!(tracing::Level::DEBUG) {
             log_choice(&self.candidates, &chosen, fact_budget);
+        }
+        // A line shown after another reads right after it, wherever its own place would be: a
+        // carried first request reads last in Goal, and its answer, above it, read as the answer
+        // to the line before (verify25).
+        for at in 0..self.candidates.len() {
+            if let Some(before) = self.candidates[at].after {
+                if self.candidates[before].section == self.candidates[at].section {
+                    self.candidates[at].display = self.candidates[before].display;
+                }
+            }
         }
         render_sections(&self.candidates, &chosen.picked)
     }
@@ -393,27 +414,63 @@ struct Selection {
     covered: Vec<bool>,
     groups: Vec<(Section, Group)>,
     used: usize,
+    /// For each candidate, the line shown only after it ([`Candidate::after`]), if any.
+    followers: Vec<Option<usize>>,
+}
+
+/// For each candidate, the first line that belongs after it.
+fn followers(candidates: &[Candidate<'_>]) -> Vec<Option<usize>> {
+    let mut followers = vec![None; candidates.len()];
+    for (at, candidate) in candidates.iter().enumerate() {
+        if let Some(before) = candidate.after {
+            followers[before].get_or_insert(at);
+        }
+    }
+    followers
 }
 
 impl Selection {
-    /// Takes `candidate` when it fits in `budget` and lists nothing already quoted.
-    fn take(&mut self, candidate: &Candidate<'_>, at: usize, budget: usize) {
+    /// Takes candidate `at` when it fits in `budget` and lists nothing already quoted. A line
+    /// with a follower (an earlier question with its answer) is taken with it or not at all:
+    /// `Answered question: which Node version does CI use?` kept without its answer told the
+    /// model it was answered, and nothing of what the answer was (verify25).
+    fn take(&mut self, candidates: &[Candidate<'_>], at: usize, budget: usize) {
+        let candidate = &candidates[at];
         if self.picked[at]
             || candidate.fact.is_some_and(|fact| self.covered[fact])
             || candidate.after.is_some_and(|before| !self.picked[before])
         {
             return;
         }
+        let cost = self.cost(candidate);
+        let follower = self.followers[at]
+            .filter(|_| !candidate.always)
+            .filter(|&follower| !self.picked[follower]);
+        let follower_cost = follower.map_or(0, |follower| self.cost(&candidates[follower]));
+        if self.used + cost + follower_cost > budget {
+            return;
+        }
+        self.pick(candidate, at, cost);
+        if let Some(follower) = follower {
+            self.pick(&candidates[follower], follower, follower_cost);
+        }
+    }
+
+    /// What `candidate` adds to the summary: its text, and its group's label when it opens the
+    /// group.
+    fn cost(&self, candidate: &Candidate<'_>) -> usize {
         let mut cost = candidate.text.chars().count() + candidate.group.overhead();
         let key = (candidate.section, candidate.group);
         if candidate.group != Group::None && !self.groups.contains(&key) {
             cost += candidate.group.label().len() + 3;
         }
-        if self.used + cost > budget {
-            return;
-        }
+        cost
+    }
+
+    fn pick(&mut self, candidate: &Candidate<'_>, at: usize, cost: usize) {
         self.used += cost;
         self.picked[at] = true;
+        let key = (candidate.section, candidate.group);
         if !self.groups.contains(&key) {
             self.groups.push(key);
         }
@@ -547,6 +604,47 @@ mod tests {
             let expected: Vec<usize> = expected.into_iter().map(|(.., at)| at).collect();
             assert_eq!(got, expected, "round {round}");
         }
+    }
+
+    /// A question is kept with its answer or not at all, though its answer ranks below lines that
+    /// would fit in its place (verify25: `Answered question: which Node version does CI use?`
+    /// with no answer, while a log's paths filled the room).
+    #[test]
+    fn a_question_is_never_kept_without_its_answer() {
+        let draft = || {
+            let mut draft = Draft::new(0, 8, Vec::new());
+            draft.push(
+                Section::Goal,
+                1,
+                5,
+                Cow::Borrowed("Answered question: which Node version does CI use?"),
+            );
+            let answer = draft.push(
+                Section::Goal,
+                2,
+                5,
+                Cow::Borrowed(
+                    "Its answer: 20.11.1 for the build (web/.nvmrc); the e2e job pins 18.19.0 until the Playwright upgrade lands.",
+                ),
+            );
+            answer.after = Some(0);
+            for (at, path) in ["/api/v1/invoices/1", "/api/v1/invoices/2", "/api/v1/invoices/3"]
+                .into_iter()
+                .enumerate()
+            {
+                draft.push(Section::Files, 1, 4 - at, Cow::Borrowed(path));
+            }
+            draft
+        };
+        let mut both = 0;
+        for budget in 150..700 {
+            let rendered = draft().render(budget, budget);
+            let asked = rendered.contains("- Answered question: which Node version");
+            let answered = rendered.contains("- Its answer: 20.11.1");
+            assert_eq!(asked, answered, "budget {budget}: {rendered}");
+            both += usize::from(asked);
+        }
+        assert!(both > 0);
     }
 
     /// A carried answer at its question's tier, later in display and so offered first, is

@@ -1210,6 +1210,51 @@ fn only_a_line_that_starts_with_a_decision_label_is_a_record() {
     );
 }
 
+/// A carried question read as the conversation's first request reads last in Goal; its answer
+/// reads right after it, not above it, where it read as the answer to the line before (verify25:
+/// `Its answer: no, #941 is ruled out` under the answer to the request kept before the summary).
+#[test]
+fn a_carried_answer_reads_right_after_its_question() {
+    let previous = "## Goal\n- Latest request (answered): Question: could the regression be the colspan merge (#941)?\n- Its answer: No. #941 is ruled out: step 1 already measured an older commit as bad.\n";
+    let middle = vec![
+        Message::user("Patch forward: keep the dedup, make the table per document."),
+        Message::assistant("Done: SlugTable is owned by the Renderer now."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 8_000, 8_000);
+    let goal = section_lines(&summary, "## Goal");
+    let question = goal
+        .iter()
+        .position(|line| line.contains("colspan merge (#941)?"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(
+        goal.get(question + 1)
+            .is_some_and(|line| line.starts_with("- Its answer: No. #941 is ruled out")),
+        "{summary}"
+    );
+}
+
+/// SWE-agent's environment ends what it sends with its state and prompt; a request is quoted
+/// without it, on one line (verify25: every request read `… (Open file: n/a)` over four lines).
+#[test]
+fn a_request_is_quoted_without_swe_agents_prompt() {
+    let prompt = "\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$";
+    let middle = vec![
+        Message::user(format!("Bump requests to 2.32.3 (CVE-2024-35195).{prompt}")),
+        Message::assistant("Bumped."),
+        Message::user(format!("Quick question: which Node version does CI use?{prompt}")),
+        Message::assistant("Node 20.11.1, from web/.nvmrc."),
+        Message::user(format!("Now the release note.{prompt}")),
+    ];
+    let summary = summarize(&middle);
+    assert!(!summary.contains("Open file"), "{summary}");
+    assert!(!summary.contains("bash-$"), "{summary}");
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        goal.contains(&"- Answered question: Quick question: which Node version does CI use?"),
+        "{summary}"
+    );
+}
+
 /// A team's own keys (`BC-1`, `ADR-7`) make records under a heading that says it lists decisions,
 /// or with a word that revises; a ticket's key opening a line (`OPS-3302: restart the pods`) is
 /// no record.
