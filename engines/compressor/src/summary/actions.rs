@@ -166,12 +166,14 @@ impl<'a> Facts<'a> {
                 None if kind == ToolKind::Read || flagged_success(message) => false,
                 None if kind == ToolKind::Shell => {
                     fetch_failed(&output)
-                        || match queries(call) {
+                        || (match queries(call) {
                             // A listing of crashes is full of exception names; its own failure
                             // is what it prints first.
                             true => starts_with_failure(&output, answer.as_ref()),
-                            false => first_error.is_some() && !shows_content(call),
+                            false => first_error.is_some(),
                         }
+                        // A log read is what the log says (`gh run view … --log`), a query's too.
+                        && !shows_content(call))
                 }
                 None => starts_with_failure(&output, answer.as_ref()),
             };
@@ -425,6 +427,27 @@ fn pipelines(command: &str) -> String {
     command.replace("&&", ";").replace("||", ";")
 }
 
+/// The parts of `text` between the `separator`s outside quotes: a query's `|=` inside quotes
+/// (`logcli query '{app="api"} |= "500"'`) is no pipe.
+fn unquoted_parts(text: &str, separator: u8) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut quote = None;
+    let mut start = 0;
+    for (at, byte) in text.bytes().enumerate() {
+        match (quote, byte) {
+            (None, b'\'' | b'"') => quote = Some(byte),
+            (Some(open), _) if byte == open => quote = None,
+            (None, _) if byte == separator => {
+                parts.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
 /// Programs a pipeline passes another's output through: what ran is the program before them.
 const PIPE_FILTERS: &[&str] = &[
     "tail", "head", "grep", "egrep", "fgrep", "rg", "sort", "uniq", "wc", "cat", "tee", "less", "more",
@@ -575,7 +598,7 @@ const RUNNERS: &[&str] = &["run", "exec", "compose", "x", "dlx"];
 /// output and gave the exit code; of its pipeline, the last program that is not a filter: `pnpm
 /// test 2>&1 | head -n 12` printed what `pnpm test` did, `cat app.log | grep ERROR` a file),
 /// without its options, `sudo` or an `ssh` host; false for a call that runs no command.
-fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str]) -> bool) -> bool {
+fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str], &[&str]) -> bool) -> bool {
     let Some(command) = call.and_then(|call| {
         let arguments: Value = serde_json::from_str(&call.function.arguments).ok()?;
         command_under(arguments.as_object()?, &COMMAND_KEYS).map(|command| command.into_owned())
@@ -583,8 +606,8 @@ fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str]) -> bool) -> bool
         return false;
     };
     let chain = pipelines(&command);
-    let pipeline = chain.rsplit(';').next().unwrap_or(&chain);
-    let stages: Vec<&str> = pipeline.split('|').collect();
+    let pipeline = unquoted_parts(&chain, b';').pop().unwrap_or(&chain);
+    let stages: Vec<&str> = unquoted_parts(pipeline, b'|');
     let is_filter = |stage: &&str| {
         stage
             .split_whitespace()
@@ -596,11 +619,11 @@ fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str]) -> bool) -> bool
         .rev()
         .find(|stage| !is_filter(stage))
         .unwrap_or(&stages[0]);
-    let mut words: Vec<&str> = last
+    let (options, mut words): (Vec<&str>, Vec<&str>) = last
         .split_whitespace()
         .map(|word| word.trim_matches(['\'', '"']))
-        .filter(|word| !word.is_empty() && !word.starts_with('-'))
-        .collect();
+        .filter(|word| !word.is_empty())
+        .partition(|word| word.starts_with('-'));
     // What runs under `sudo`, or on another host: `ssh api-2 'sudo tail -n 150 access.log'`.
     loop {
         match words.as_slice() {
@@ -613,13 +636,13 @@ fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str]) -> bool) -> bool
             _ => break,
         }
     }
-    run(&words)
+    run(&words, &options)
 }
 
 /// Whether `call` runs a command that prints what it reads (`tail -n 200 error.log`, `grep`,
 /// `kubectl logs`): an error line in its output is what it read, not how it ended.
 fn shows_content(call: Option<&ToolCall>) -> bool {
-    last_step(call, |words| match words {
+    last_step(call, |words, options| match words {
         [program, ..] if VIEWERS.contains(program) => true,
         // An option's value may come first: `kubectl -n prod logs api-0`.
         [program, rest @ ..] => {
@@ -627,6 +650,11 @@ fn shows_content(call: Option<&ToolCall>) -> bool {
                 .iter()
                 .any(|(known, sub)| known == program && rest.iter().take(2).any(|word| word == sub))
                 || rest.iter().take(3).any(|word| names_logs(word))
+                // `gh run view 9981122385 --log`: a CI run's log, its failed tests among its lines
+                // (verify25: listed as Blocked where no exit code said otherwise).
+                || options.iter().any(|option| {
+                    matches!(option.split('=').next(), Some("--log" | "--logs" | "--log-failed"))
+                })
         }
         _ => false,
     })
@@ -643,7 +671,7 @@ fn names_logs(word: &str) -> bool {
 /// crashlytics:issues:list`, `kubectl get events`, `asc review-submissions messages`, `sentry-cli
 /// issues list`): what it prints are the records, errors among them.
 fn queries(call: Option<&ToolCall>) -> bool {
-    last_step(call, |words| {
+    last_step(call, |words, _| {
         words.iter().skip(1).take(4).any(|word| {
             let verb = word.rsplit(':').next().unwrap_or(word);
             matches!(
@@ -658,7 +686,7 @@ fn queries(call: Option<&ToolCall>) -> bool {
 /// `diff` and `cmp` found differences, `grep` found no line. A schema diff that found what
 /// changed is work done, and listing it as Blocked told a model it had to be fixed.
 fn exit_one_answers(call: Option<&ToolCall>) -> bool {
-    last_step(call, |words| match words {
+    last_step(call, |words, _| match words {
         [program, ..] if ANSWER_BY_EXIT_ONE.contains(program) => true,
         ["git", "diff", ..] | ["npm" | "pnpm" | "yarn" | "cargo", "audit", ..] => true,
         _ => false,
@@ -677,7 +705,7 @@ fn fetches_pages(call: Option<&ToolCall>) -> bool {
         .any(|word| name.contains(word))
         // Every result is asked: its arguments are parsed only when they name a fetcher.
         || ((arguments.contains("curl") || arguments.contains("wget"))
-            && last_step(call, |words| matches!(words, ["curl" | "wget", ..])))
+            && last_step(call, |words, _| matches!(words, ["curl" | "wget", ..])))
 }
 
 /// Whether a fetcher says it failed (`curl: (6) Could not resolve host: …`, `wget: unable to
@@ -709,7 +737,7 @@ const ANSWER_BY_EXIT_ONE: [&str; 14] = [
 ];
 
 /// Programs that print what they read.
-const VIEWERS: [&str; 16] = [
+const VIEWERS: [&str; 17] = [
     // A fetched page's `Known limitation: … cannot …` is what it says, not how the fetch ended;
     // the fetcher's own failure names it (`curl: (6) Could not resolve host`).
     "curl",
@@ -728,6 +756,8 @@ const VIEWERS: [&str; 16] = [
     "sed",
     "awk",
     "journalctl",
+    // Grafana Loki's: `logcli query '{app="api"} |= "500"'` prints the log lines it matched.
+    "logcli",
 ];
 
 /// Subcommands that print logs.

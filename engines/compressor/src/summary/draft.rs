@@ -3,7 +3,7 @@
 
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
-use super::sections::{Section, ANSWERED_QUESTION, NONE_ITEM, TEMPLATE_HEADINGS};
+use super::sections::{Section, ANSWERED_QUESTION, LATEST_ANSWERED, NONE_ITEM, TEMPLATE_HEADINGS};
 use crate::scan::{FastHash, FastMap};
 
 /// Sub-lists of a section: the files of Relevant Files by what was done to them, the kinds of
@@ -214,11 +214,16 @@ impl<'t> Draft<'t> {
                 chosen.take(&self.candidates, at, usize::MAX);
             }
         }
-        // The first request is always kept: as `Answered question: …`, its answer comes first
-        // too, or it stands without what answered it.
+        // The first and the latest request are always kept: said to be answered, each has its
+        // answer taken next, or it stands without what answered it (verify25: `Latest request
+        // (answered): could the regression be the colspan merge (#941)?` with no answer, which
+        // the next fold carried as an answered question without one).
         for &at in &order {
             let candidate = &self.candidates[at];
-            if candidate.always && candidate.text.starts_with(ANSWERED_QUESTION) {
+            if candidate.always
+                && (candidate.text.starts_with(ANSWERED_QUESTION)
+                    || candidate.text.starts_with(LATEST_ANSWERED))
+            {
                 if let Some(answer) = chosen.followers[at] {
                     chosen.take(&self.candidates, answer, budget);
                 }
@@ -645,6 +650,47 @@ mod tests {
             both += usize::from(asked);
         }
         assert!(both > 0);
+    }
+
+    /// The latest request, always kept, said to be answered, keeps its answer before newer lines
+    /// of the answer's rank fill the room (verify25).
+    #[test]
+    fn the_latest_answered_request_keeps_its_answer() {
+        let draft = || {
+            let mut draft = Draft::new(0, 12, Vec::new());
+            let request = draft.push(
+                Section::Goal,
+                0,
+                3,
+                Cow::Borrowed("Latest request (answered): could it be the colspan merge (#941)?"),
+            );
+            request.always = true;
+            let answer = draft.push(
+                Section::Goal,
+                1,
+                4,
+                Cow::Borrowed("Its answer: no, #941 is ruled out: an older commit already measured bad."),
+            );
+            answer.after = Some(0);
+            for n in 0..8 {
+                draft.push(
+                    Section::Done,
+                    1,
+                    10 + n,
+                    Cow::Owned(format!(
+                        "[shell] ran `scripts/bench_gate.sh 1.30; git bisect good` step {n}"
+                    )),
+                );
+            }
+            draft
+        };
+        for budget in 400..900 {
+            let rendered = draft().render(budget, budget);
+            assert!(
+                rendered.contains("- Its answer: no, #941 is ruled out"),
+                "budget {budget}: {rendered}"
+            );
+        }
     }
 
     /// A carried answer at its question's tier, later in display and so offered first, is

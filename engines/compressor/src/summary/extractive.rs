@@ -264,6 +264,9 @@ pub(super) const PASSED_LATER: &str = "; passed on a later run";
 /// Measured results listed from one middle, the newest first.
 const RESULTS: usize = 3;
 
+/// How many of the assistant's labelled findings are listed, the newest first.
+const FINDINGS: usize = 2;
+
 /// Longest answer to the latest request quoted (its start and end, when longer).
 const ANSWER_CHARS: usize = 400;
 /// The answer to an earlier question, its start and end when longer, in characters.
@@ -361,6 +364,7 @@ impl<'t> Draft<'t> {
         }
         self.add_stated_blockers(facts);
         self.add_results(facts);
+        self.add_findings(facts);
         self.add_decision_records(facts);
         // The user's own decisions rank with their constraints and, quoted as they wrote them,
         // may use the room for facts as their requests do; the assistant's reasoning ranks below.
@@ -545,10 +549,23 @@ impl<'t> Draft<'t> {
                 (Section::Goal, 0, LATEST_ANSWERED, LATEST_REQUEST_CHARS)
             } else if position == 0 && !has_previous {
                 (Section::Goal, 0, answered_question(request), LATEST_REQUEST_CHARS)
-            } else if count - position <= 10 {
-                (Section::Goal, 1, answered_question(request), RECENT_REQUEST_CHARS)
             } else {
-                (Section::Goal, 1, answered_question(request), OLDER_REQUEST_CHARS)
+                // An earlier question is kept with its answer or not at all, and the two together
+                // rank below the requests and decisions that still stand: at their tier, each
+                // pair pushed out an older decision record (a planning chat at 8,000 tokens lost
+                // `Decision 2: orchestrator = Dagster+ …` to five answers).
+                let label = answered_question(request);
+                let tier = if label.is_empty() || request.answer.is_none() {
+                    1
+                } else {
+                    2
+                };
+                let limit = if count - position <= 10 {
+                    RECENT_REQUEST_CHARS
+                } else {
+                    OLDER_REQUEST_CHARS
+                };
+                (Section::Goal, tier, label, limit)
             };
             let quoted = cut_marked(text.trim(), limit);
             let mut text = format!("{label}{quoted}");
@@ -666,6 +683,26 @@ impl<'t> Draft<'t> {
             let candidate = self.push(Section::Done, tier, sentence.index + 1, Cow::Owned(line));
             candidate.focus = facts.is_focus(sentence.index);
             candidate.beyond_prose = tier == 1;
+        }
+    }
+
+    /// What the assistant found, under the label it gave (`Culprit: 7c4e91a2d0 (#897) …`), under
+    /// Done: the newest ranks with the newest actions, the one before below them.
+    fn add_findings(&mut self, facts: &Facts<'t>) {
+        let mut seen: Vec<&str> = Vec::new();
+        for sentence in facts.findings.iter().rev() {
+            if seen.contains(&sentence.text) {
+                continue;
+            }
+            let tier = if seen.is_empty() { 1 } else { 2 };
+            seen.push(sentence.text);
+            let text = cut_marked(sentence.text, STATED_BLOCKER_CHARS);
+            let candidate = self.push(Section::Done, tier, sentence.index + 1, text);
+            candidate.focus = facts.is_focus(sentence.index);
+            candidate.beyond_prose = tier == 1;
+            if seen.len() == FINDINGS {
+                break;
+            }
         }
     }
 

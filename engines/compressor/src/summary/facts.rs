@@ -15,8 +15,8 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, measured_changes, states_a_rule, with_antecedent, with_ticket_after, RecordKey,
-        BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
+        decision_records, findings, measured_changes, states_a_rule, with_antecedent, with_ticket_after,
+        RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
     },
 };
 use crate::scan::{
@@ -205,6 +205,8 @@ pub(crate) struct Facts<'a> {
     pub blockers: Vec<Blocker<'a>>,
     /// The assistant's sentences stating a measured change (`2381.442 ms -> 3.112 ms`), in order.
     pub results: Vec<Sentence<'a>>,
+    /// The findings the assistant states under a label (`Culprit: …`, `Root cause: …`), in order.
+    pub findings: Vec<Sentence<'a>>,
     pub actions: Vec<Action<'a>>,
     pub facts: Vec<Fact<'a>>,
     by_text: FastMap<Cow<'a, str>, usize>,
@@ -435,6 +437,7 @@ impl<'a> Facts<'a> {
                 decision_records(piece, index, &mut self.records);
                 self.blockers_in(piece, index, false);
                 measured_changes(piece, index, &mut self.results);
+                findings(piece, index, &mut self.findings);
             }
         }
         // Changes made after an answer: it was a remark on the way. A look-up is no change

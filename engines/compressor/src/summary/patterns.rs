@@ -271,6 +271,34 @@ fn versions_either_side(text: &str, start: usize, end: usize) -> bool {
     is_version(before) && is_version(after)
 }
 
+/// A finding the assistant states under a label of its own, at the start of a line or of a
+/// sentence: `Culprit: 7c4e91a2d0 (core: intern heading slugs …, #897).`, `Root cause: the pool
+/// is exhausted by …`. What a hunt concluded, which no command's line says: a bisect's culprit was
+/// kept only among 230 hashes (verify25).
+static FINDING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+)(?:\*\*)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding)(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
+        .expect("the finding pattern compiles")
+});
+
+/// The findings `text` states under a label ([`FINDING`]), each from its label to the end of its
+/// line.
+pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<'a>>) {
+    // Most text holds no such label: a byte search for the colon is cheaper than the pattern.
+    if memchr::memchr(b':', text.as_bytes()).is_none() {
+        return;
+    }
+    for found in FINDING.find_iter(text) {
+        let line = found
+            .as_str()
+            .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '.' | '!' | '?' | '-' | '*'));
+        let line = line.trim_end();
+        let said = line.split_once(':').map_or("", |(_, said)| said);
+        if said.trim().trim_start_matches('*').trim().len() >= MIN_RECORD_TEXT {
+            into.push(Sentence { index, text: line });
+        }
+    }
+}
+
 /// The sentences of `text` that state a measured change ([`MEASURED_CHANGE`]), each once.
 pub(super) fn measured_changes<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<'a>>) {
     // Most text holds no arrow: one byte search (`>`, or the lead byte of `→`) is far cheaper

@@ -1233,6 +1233,47 @@ fn a_carried_answer_reads_right_after_its_question() {
     );
 }
 
+/// What a hunt found, stated under a label (`Culprit: …`, `Root cause: …`), is kept under Done,
+/// though a log of commits crowds the room (verify25: a bisect's culprit survived only among 230
+/// hashes). A label inside a sentence is none.
+#[test]
+fn a_labelled_finding_is_kept_under_done() {
+    let log: String = (0..120)
+        .map(|n| {
+            format!(
+                "{:010x}{:030x} core: change {n} (#{})\n",
+                n * 7919 + 11,
+                n,
+                800 + n
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::user("find the commit that made render/large_doc slower"),
+        shell("g1", "git log --oneline v0.18.0..main"),
+        Message::tool("g1", log),
+        shell("b1", "git bisect run scripts/bench_gate.sh 1.30"),
+        Message::tool(
+            "b1",
+            "7c4e91a2d05b3f68e1a9c2b47d0f5e83a6b1c920 is the first bad commit\nbisect found first bad commit\nExit code: 0",
+        ),
+        Message::assistant(
+            "Culprit: 7c4e91a2d05b3f68e1a9c2b47d0f5e83a6b1c920 (core: intern heading slugs through a global Mutex<HashMap>, #897). render/large_doc: 1.2169 ms on its parent vs 1.6664 ms on it.\nThat was not the cause: the arena change (#895).",
+        ),
+    ];
+    let summary = summarize_within(&middle, None, 1_500, 3_000);
+    let done = section_lines(&summary, "### Done");
+    assert!(
+        done.iter().any(|line| line
+            .starts_with("- Culprit: 7c4e91a2d05b3f68e1a9c2b47d0f5e83a6b1c920 (core: intern heading slugs")),
+        "{summary}"
+    );
+    assert!(
+        !done.iter().any(|line| line.contains("the arena change")),
+        "{summary}"
+    );
+}
+
 /// SWE-agent's environment ends what it sends with its state and prompt; a request is quoted
 /// without it, on one line (verify25: every request read `… (Open file: n/a)` over four lines).
 #[test]
@@ -2653,6 +2694,43 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
         !blocked
             .iter()
             .any(|line| line.contains("download-db-log-file-portion")),
+        "{summary}"
+    );
+}
+
+/// A CI run's log (`gh run view … --log`) and Loki's (`logcli query`) print what the runs logged,
+/// failed tests and errors among them: without an exit code, that is no failure of the read
+/// (verify25: listed as Blocked in SWE-agent's summaries only).
+#[test]
+fn a_log_read_by_option_or_by_logcli_is_no_failure() {
+    let middle = vec![
+        Message::user("how flaky is test_retry on main?"),
+        shell(
+            "g1",
+            "gh run view 9981122385 --log | grep -E 'PASSED|FAILED|ERROR' | head -n 60",
+        ),
+        Message::tool(
+            "g1",
+            "backend\tRun pytest -n 4\ttests/integrations/test_retry.py::test_case_10 FAILED\nbackend\tRun pytest -n 4\ttests/api/test_invoices.py::test_case_57 PASSED",
+        ),
+        shell("q1", "logcli query '{app=\"api\"} |= \"500\"' --since=24h --limit=50"),
+        Message::tool(
+            "q1",
+            "2024-11-19T15:02:11Z ERROR invoices.export: TypeError: 'NoneType' object is not subscriptable",
+        ),
+        shell("t1", "pytest tests/billing -q 2>&1 | tail -n 3"),
+        Message::tool("t1", "FAILED tests/billing/test_dunning.py::test_reminder - AssertionError\n1 failed, 80 passed"),
+        Message::assistant("2 of 10 runs fail on test_retry; the export 500s are a None tenant."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        !blocked.iter().any(|line| line.contains("gh run view")),
+        "{summary}"
+    );
+    assert!(!blocked.iter().any(|line| line.contains("logcli")), "{summary}");
+    assert!(
+        blocked.iter().any(|line| line.contains("pytest tests/billing")),
         "{summary}"
     );
 }
