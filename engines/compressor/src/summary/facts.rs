@@ -15,8 +15,9 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, findings, measured_changes, states_a_rule, with_antecedent, with_ticket_after,
-        RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
+        decision_records, findings, measured_changes, names_a_ticket, states_a_rule, with_antecedent,
+        with_ticket_after, RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
+        WAITING_WORDS,
     },
 };
 use crate::scan::{
@@ -383,6 +384,15 @@ impl<'a> Facts<'a> {
     fn blockers_in(&mut self, piece: &'a str, index: usize, by_user: bool) {
         let mut found = Vec::new();
         Self::sentences(piece, &BLOCKER_WORDS, index, &mut found);
+        let mut waits = Vec::new();
+        Self::sentences(piece, &WAITING_WORDS, index, &mut waits);
+        for sentence in waits {
+            if names_a_ticket(sentence.text) && !found.iter().any(|blocker| blocker.text == sentence.text) {
+                found.push(sentence);
+            }
+        }
+        // In the order they were said: the newest is listed first.
+        found.sort_by_key(|sentence| sentence.text.as_ptr() as usize);
         self.blockers.extend(
             found
                 .into_iter()

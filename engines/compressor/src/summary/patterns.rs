@@ -194,6 +194,33 @@ pub(super) static BLOCKER_WORDS: LazyLock<Words> = LazyLock::new(|| {
     ])
 });
 
+/// Words that say the work waits on something (`The backfill of the 37 records waits on
+/// DATA-911`, `0.1.0 waits for the org approval (pypi/support#4821)`): a blocker only where the
+/// sentence names the ticket it waits on; `waiting for the build` is a status (verify25: three
+/// tickets the work waited on reached no summary's Blocked).
+pub(super) static WAITING_WORDS: LazyLock<Words> = LazyLock::new(|| {
+    Words::new(&[
+        "waits on",
+        "waits for",
+        "waiting for",
+        "on hold until",
+        "pending approval",
+    ])
+});
+
+/// Whether `sentence` names a ticket or an issue (`DATA-911`, `#1314`, `pypi/support#4821`).
+pub(super) fn names_a_ticket(sentence: &str) -> bool {
+    sentence
+        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '#' | '/')))
+        .any(|token| {
+            let token = token.trim_matches(|c: char| c == '-' || c == '/');
+            is_ticket_key(token)
+                || token.rsplit_once('#').is_some_and(|(_, number)| {
+                    !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit())
+                })
+        })
+}
+
 /// Words that state a decision, matched as whole words, ignoring ASCII case.
 pub(super) static DECISION_WORDS: LazyLock<Words> = LazyLock::new(|| {
     Words::new(&[

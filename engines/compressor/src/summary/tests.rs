@@ -2698,6 +2698,28 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
     );
 }
 
+/// What the work waits on is a blocker where the sentence names the ticket (verify25: `The data
+/// backfill of the 37 records waits on DATA-911` reached no summary's Blocked); waiting for a
+/// build is a status.
+#[test]
+fn work_that_waits_on_a_ticket_is_blocked() {
+    let middle = vec![
+        Message::user("fix the export 500s; the data team owns the backfill"),
+        shell("t1", "pytest tests/api/test_export.py -q"),
+        Message::tool("t1", "26 passed in 3.10s\nExit code: 0"),
+        Message::assistant(
+            "Code fix in PR #1314; 26/26 export tests pass. The data backfill of the 37 records waits on DATA-911 (data team). Waiting for the CI build to finish now.",
+        ),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section_lines(&summary, "### Blocked");
+    assert!(
+        blocked.iter().any(|line| line.contains("waits on DATA-911")),
+        "{summary}"
+    );
+    assert!(!blocked.iter().any(|line| line.contains("CI build")), "{summary}");
+}
+
 /// A CI run's log (`gh run view … --log`) and Loki's (`logcli query`) print what the runs logged,
 /// failed tests and errors among them: without an exit code, that is no failure of the read
 /// (verify25: listed as Blocked in SWE-agent's summaries only).
