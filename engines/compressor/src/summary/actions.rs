@@ -448,6 +448,46 @@ fn unquoted_parts(text: &str, separator: u8) -> Vec<&str> {
     parts
 }
 
+/// Whether an action's key (`tool\0program`, [`action_keys`]) runs a command whose effect
+/// outlives the session and must not be repeated: a publish, a push, a deploy, an apply
+/// (`twine upload`, `git push`, `gh release create`, `kubectl apply`, `terraform apply`).
+pub(super) fn publishes(key: &str) -> bool {
+    let program = key.rsplit('\0').next().unwrap_or(key);
+    let mut words = program.split_whitespace();
+    let (Some(first), second) = (words.next(), words.next()) else {
+        return false;
+    };
+    let first = first.rsplit('/').next().unwrap_or(first);
+    matches!(
+        (first, second),
+        ("twine", Some("upload"))
+            | (
+                "npm" | "pnpm" | "yarn" | "cargo" | "poetry" | "gem" | "uv",
+                Some("publish")
+            )
+            | ("git", Some("push"))
+            | ("docker" | "podman", Some("push"))
+            | (
+                "kubectl",
+                Some("apply" | "rollout" | "scale" | "delete" | "patch")
+            )
+            | ("helm", Some("upgrade" | "install" | "rollback" | "uninstall"))
+            | ("terraform" | "tofu", Some("apply" | "destroy" | "import"))
+            | ("fly" | "flyctl" | "vercel" | "netlify", Some("deploy"))
+    ) || matches!(
+        (first, second, words.next()),
+        (
+            "gh" | "glab",
+            Some("release" | "pr" | "mr"),
+            Some("create" | "merge")
+        ) | (
+            "aws" | "gcloud" | "az",
+            _,
+            Some("deploy" | "update-service" | "publish")
+        )
+    )
+}
+
 /// Programs a pipeline passes another's output through: what ran is the program before them.
 const PIPE_FILTERS: &[&str] = &[
     "tail", "head", "grep", "egrep", "fgrep", "rg", "sort", "uniq", "wc", "cat", "tee", "less", "more",

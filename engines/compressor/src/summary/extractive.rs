@@ -37,7 +37,7 @@ use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 use ctxhost_engine_kit::stand_in::error_line;
 
 use super::{
-    actions::keys_a_success_settles,
+    actions::{keys_a_success_settles, publishes},
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{extract_facts, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request, Source},
     patterns::{error_line_score, RecordKey, TELLING_ERROR},
@@ -324,6 +324,10 @@ const RECENT_ACTIONS: usize = 8;
 /// resumes from, and without it Progress read `(none)` after a session of work whenever the
 /// requests and the facts filled the prose's room.
 const NEWEST_ACTIONS: usize = 1;
+
+/// How many of the newest actions with lasting effects (a publish, a push, a deploy) rank with the
+/// newest action.
+const PUBLISHED_ACTIONS: usize = 3;
 
 /// Requests listed one by one, besides the first.
 const MAX_LISTED_REQUESTS: usize = 200;
@@ -780,6 +784,21 @@ impl<'t> Draft<'t> {
                 newer_lines += 1;
             }
         }
+        // How many actions with lasting effects are newer than each: a release's upload to PyPI
+        // is what a continuing agent must not repeat, and it had given way to the newer listings
+        // of package files (verify25).
+        let mut published = 0;
+        let mut newer_published = vec![usize::MAX; facts.actions.len()];
+        for (at, action) in facts.actions.iter().enumerate().rev() {
+            if action.itemised
+                && !action.failed
+                && action.answered
+                && action.keys.iter().any(|key| publishes(key))
+            {
+                newer_published[at] = published;
+                published += 1;
+            }
+        }
         // The newest action done before the request in progress is kept too: an incident's
         // containment steps all gave way to the queries in progress (verify17: `Done: (none)`
         // in every summary).
@@ -826,6 +845,7 @@ impl<'t> Draft<'t> {
             } else {
                 let tier = match newer[at] {
                     n if n < NEWEST_ACTIONS => 1,
+                    _ if newer_published[at] < PUBLISHED_ACTIONS => 1,
                     n if n < RECENT_ACTIONS => 2,
                     _ => 3,
                 };

@@ -18,7 +18,7 @@ use std::{borrow::Cow, collections::HashSet};
 use crate::scan::{FastHash, FastMap};
 
 use super::{
-    actions::action_keys,
+    actions::{action_keys, publishes},
     draft::{Draft, Group},
     extractive::{
         asks_first, error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, PASSED_LATER,
@@ -34,6 +34,16 @@ use super::{
 
 /// The keys of the action a summary's line (``[terminal] ran `cmd` -> …``) tells of: its tool and
 /// each program its command runs.
+/// Whether a line of work done ran a command whose effect outlives the session
+/// ([`publishes`]), and did not fail.
+fn publishes_work(line: &str) -> bool {
+    let failed = line.ends_with(PASSED_LATER)
+        || line
+            .split_once("-> exit ")
+            .is_some_and(|(_, code)| code.split(|c: char| !c.is_ascii_digit()).next() != Some("0"));
+    !failed && action_line_keys(line).is_some_and(|keys| keys.iter().any(|key| publishes(key)))
+}
+
 fn action_line_keys(line: &str) -> Option<Vec<String>> {
     let (tool, _) = line.strip_prefix('[')?.split_once(']')?;
     let (_, rest) = line.split_once('`')?;
@@ -390,10 +400,14 @@ impl<'t> Draft<'t> {
                 _ if repeated => REPEATED_TIER + 1,
                 // So do the files the tools changed: a replay's 42 compactions lost every one of
                 // them to the newest listings' names (verify18).
+                // And the work done whose effect outlives the session (a release uploaded, a
+                // branch pushed): a replay's summaries had lost a PyPI upload by its next fold
+                // (verify25).
                 tier if line.section == Section::Constraints
                     || record.is_some()
                     || line.group == Group::Issues
-                    || line.group == Group::FilesChanged =>
+                    || line.group == Group::FilesChanged
+                    || (line.section == Section::Done && publishes_work(line.text)) =>
                 {
                     tier.min(1)
                 }

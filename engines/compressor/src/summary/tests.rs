@@ -2698,6 +2698,77 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
     );
 }
 
+/// An action whose effect outlives the session (an upload to PyPI, a push, a release) ranks with
+/// the newest action, above newer listings: a continuing agent must not do it again (verify25: a
+/// release's upload gave way to `pip download` listings of old package files).
+#[test]
+fn a_publishing_action_outranks_newer_listings() {
+    let mut middle = vec![
+        Message::user("publish 2.5.0 to PyPI, then check the old releases' metadata"),
+        shell("u1", "twine upload dist/tidewater-2.5.0*"),
+        Message::tool(
+            "u1",
+            "Uploading distributions to https://upload.pypi.org/legacy/\nView at:\nhttps://pypi.org/project/tidewater/2.5.0/\nExit code: 0",
+        ),
+    ];
+    for n in 0..12 {
+        let id = format!("d{n}");
+        middle.push(shell(
+            &id,
+            &format!("python -m pip download tidewater==1.{n}.0 --no-deps -d /tmp/old{n} -v"),
+        ));
+        middle.push(Message::tool(
+            &id,
+            format!(
+                "Collecting tidewater==1.{n}.0\n  Downloading https://files.pythonhosted.org/packages/{n:02x}/aa/{:040x}/tidewater-1.{n}.0.tar.gz (88 kB)\nSaved /tmp/old{n}/tidewater-1.{n}.0.tar.gz\nExit code: 0",
+                n * 7 + 3
+            ),
+        ));
+    }
+    middle.push(Message::assistant(
+        "Uploaded 2.5.0; the old releases all declare requires-python >=3.7.",
+    ));
+    let summary = summarize_within(&middle, None, 1_400, 2_000);
+    let done = section_lines(&summary, "### Done");
+    assert!(
+        done.iter()
+            .any(|line| line.contains("twine upload dist/tidewater-2.5.0*")),
+        "{summary}"
+    );
+}
+
+/// Folded into the next summary, work done whose effect outlives the session keeps its rank:
+/// newer facts of the new middle do not push out the release uploaded before (verify25).
+#[test]
+fn a_carried_publishing_action_keeps_its_rank() {
+    let previous = "## Goal\n- publish 2.5.0\n\n## Progress\n### Done\n- [terminal] ran `twine upload dist/tidewater-2.5.0*` -> exit 0, 4 lines output; last line: https://pypi.org/project/tidewater/2.5.0/\n- [terminal] ran `twine upload --repository testpypi dist/*` -> exit 1, 3 lines output; passed on a later run\n";
+    let mut middle = vec![Message::user("check the old releases' metadata")];
+    for n in 0..12 {
+        let id = format!("d{n}");
+        middle.push(shell(
+            &id,
+            &format!("python -m pip download tidewater==1.{n}.0 --no-deps -d /tmp/old{n} -v"),
+        ));
+        middle.push(Message::tool(
+            &id,
+            format!(
+                "  Downloading https://files.pythonhosted.org/packages/{n:02x}/aa/{:040x}/tidewater-1.{n}.0.tar.gz (88 kB)\nExit code: 0",
+                n * 7 + 3
+            ),
+        ));
+    }
+    middle.push(Message::assistant(
+        "The old releases all declare requires-python >=3.7.",
+    ));
+    let summary = summarize_within(&middle, Some(previous), 1_400, 2_000);
+    let done = section_lines(&summary, "### Done");
+    assert!(
+        done.iter()
+            .any(|line| line.contains("twine upload dist/tidewater-2.5.0*")),
+        "{summary}"
+    );
+}
+
 /// What the work waits on is a blocker where the sentence names the ticket (verify25: `The data
 /// backfill of the 37 records waits on DATA-911` reached no summary's Blocked); waiting for a
 /// build is a status.
