@@ -541,6 +541,24 @@ fn counts_none_of_a_kind(line: &str) -> bool {
     })
 }
 
+/// A heading a test runner prints before its list of failures (`failures:`, `ERRORS:`): it says
+/// nothing of its own (verify25: cargo's `failures:` listed as an error line).
+fn is_bare_heading(trimmed: &str) -> bool {
+    let word = trimmed.trim_end().trim_end_matches(':').trim_matches('=').trim();
+    ["failures", "failed", "errors", "error", "failure"]
+        .iter()
+        .any(|heading| word.eq_ignore_ascii_case(heading))
+}
+
+/// A compiler's annotation under the source line it quotes (`   |     ^^^^^^^^^^ method not found in
+/// `Arena``, `  |  -------- expected due to this`): the error is the diagnostic's first line.
+fn is_caret_annotation(trimmed: &str) -> bool {
+    trimmed
+        .strip_prefix('|')
+        .map(str::trim_start)
+        .is_some_and(|rest| rest.starts_with('^') || rest.starts_with("--"))
+}
+
 /// Whether an error line says there was none: `0 failed`, `no errors`, k6's
 /// `http_req_failed: 0.00%`, dbt's `PASS=41 WARN=0 ERROR=0`; or names none itself: a traceback's
 /// header and the source lines it quotes (`raise MergeError(msg)`), which every Python error
@@ -560,6 +578,8 @@ pub fn reports_no_error(line: &str) -> bool {
     if trimmed.starts_with("Traceback (most recent call last)")
         || trimmed.starts_with("raise ")
         || trimmed.starts_with("throw ")
+        || is_bare_heading(trimmed)
+        || is_caret_annotation(trimmed)
     {
         return true;
     }
@@ -1030,6 +1050,10 @@ mod tests {
             "     Running `rustc --crate-name bytes --edition=2021 src/lib.rs --error-format=json --json=diagnostic-rendered-ansi`",
             "+ gcc -Wall -Werror -c parser.c",
             "    Liveness:   http-get http://:8080/healthz delay=10s timeout=1s period=10s #success=1 #failure=3",
+            "failures:",
+            "=== FAILURES ===",
+            "    |     ^^^^^^^^^^ method not found in `Arena`",
+            "  |  -------- expected due to this",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
@@ -1051,6 +1075,8 @@ mod tests {
             "cc1: all warnings being treated as errors (-Werror)",
             "FAILED tests/test_api.py::test_retry - AssertionError: 3 != 4",
             "error: could not compile `shopd` (bin \"shopd\") due to 3 previous errors; --error-format=json",
+            "error[E0599]: no method named `alloc_node` found for struct `Arena` in the current scope",
+            "failures: 3",
         ] {
             assert!(!reports_no_error(some), "{some}");
         }
