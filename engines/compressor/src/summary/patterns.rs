@@ -310,8 +310,19 @@ static FINDING: LazyLock<Regex> = LazyLock::new(|| {
 /// The findings `text` states under a label ([`FINDING`]), each from its label to the end of its
 /// line.
 pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<'a>>) {
-    // Most text holds no such label: a byte search for the colon is cheaper than the pattern.
-    if memchr::memchr(b':', text.as_bytes()).is_none() {
+    // Most text holds no such label: one pass for the labels is cheaper than the pattern.
+    static LABELS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["culprit", "cause", "diagnosis", "conclusion", "finding"])
+            .expect("the finding labels build")
+    });
+    let labelled = LABELS.find_iter(text).any(|found| {
+        text[found.end()..]
+            .trim_start_matches(['*', ' ', '\t'])
+            .starts_with(':')
+    });
+    if !labelled {
         return;
     }
     for found in FINDING.find_iter(text) {
@@ -414,8 +425,23 @@ const MIN_RECORD_TEXT: usize = 3;
 /// The decisions `text` records (`Decision 3: …`, `BC-1: …` under a heading of decisions), each
 /// from its label to the end of its line.
 pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<DecisionRecord<'a>>) {
-    // Most text holds no record: a substring search is far cheaper than the patterns.
-    let decides = text.contains("ecision") || text.contains("ECISION");
+    // Most text holds no record: one pass for the words is far cheaper than the patterns.
+    static WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["decision", "revise", "reverse", "supersede"])
+            .expect("the record words build")
+    });
+    let (mut decides, mut revises) = (false, false);
+    for found in WORDS.find_iter(text) {
+        match found.pattern().as_usize() {
+            0 => decides = true,
+            _ => revises = true,
+        }
+        if decides && revises {
+            break;
+        }
+    }
     if decides {
         for found in DECISION_RECORD.captures_iter(text) {
             let (Some(line), Some(label)) = (found.get(0), found.get(1)) else {
@@ -436,9 +462,6 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
             });
         }
     }
-    let revises = ["evise", "everse", "EVISE", "EVERSE", "upersede", "UPERSEDE"]
-        .iter()
-        .any(|word| text.contains(word));
     if decides || revises {
         keyed_records(text, index, decides, into);
     }
