@@ -582,10 +582,28 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
         "go test" | "go run" => &["go build"],
         _ => &[],
     };
-    settled
+    let mut keys: Vec<String> = settled
         .iter()
         .map(|program| format!("{tool}\u{0}{program}"))
-        .collect()
+        .collect();
+    // A package's binary run through its manager is the same binary however it is asked for:
+    // `pnpm --filter web exec tsc` passing settles `pnpm --filter web tsc` (verify26: a fixed
+    // type error stayed blocked).
+    let binary = program
+        .strip_prefix("pnpm exec ")
+        .or_else(|| program.strip_prefix("yarn exec "))
+        .or_else(|| program.strip_prefix("npx "))
+        .or_else(|| program.strip_prefix("pnpm "))
+        .or_else(|| program.strip_prefix("yarn "));
+    if let Some(binary) = binary.filter(|binary| !binary.contains(' ')) {
+        for form in ["pnpm exec", "yarn exec", "npx", "pnpm", "yarn"] {
+            let key = format!("{tool}\u{0}{form} {binary}");
+            if key != format!("{tool}\u{0}{program}") {
+                keys.push(key);
+            }
+        }
+    }
+    keys
 }
 
 /// An inline script's key: its interpreter and its first statement (`python import lightgbm as
@@ -634,19 +652,12 @@ const SERVICE_CLIS: &[&str] = &["aws", "gcloud", "az", "gh", "glab", "doctl", "f
 /// compose up`, `poetry run pytest`.
 const RUNNERS: &[&str] = &["run", "exec", "compose", "x", "dlx"];
 
-/// `run` on the words of the command `call` runs last (the last of a chain, which printed the
-/// output and gave the exit code; of its pipeline, the last program that is not a filter: `pnpm
-/// test 2>&1 | head -n 12` printed what `pnpm test` did, `cat app.log | grep ERROR` a file),
-/// without its options, `sudo` or an `ssh` host; false for a call that runs no command.
-fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str], &[&str]) -> bool) -> bool {
-    let Some(command) = call.and_then(|call| {
-        let arguments: Value = serde_json::from_str(&call.function.arguments).ok()?;
-        command_under(arguments.as_object()?, &COMMAND_KEYS).map(|command| command.into_owned())
-    }) else {
-        return false;
-    };
-    let chain = pipelines(&command);
-    let pipeline = unquoted_parts(&chain, b';').pop().unwrap_or(&chain);
+/// The stage of `chain` (its `&&` and `||` made `;`) that printed the output and gave the exit
+/// code: of its last pipeline, the last program that is not a filter; of a command `ssh` runs on
+/// another host, that command's (`ssh db-1 'sudo systemctl start pg && sudo tail -n 80 log'`
+/// printed what `tail` read).
+fn last_stage(chain: &str) -> &str {
+    let pipeline = unquoted_parts(chain, b';').pop().unwrap_or(chain);
     let stages: Vec<&str> = unquoted_parts(pipeline, b'|');
     let is_filter = |stage: &&str| {
         stage
@@ -659,6 +670,39 @@ fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str], &[&str]) -> bool
         .rev()
         .find(|stage| !is_filter(stage))
         .unwrap_or(&stages[0]);
+    match remote_command(last) {
+        Some(remote) => last_stage(remote),
+        None => last,
+    }
+}
+
+/// The quoted command of `ssh host '…'`, without its quotes.
+fn remote_command(stage: &str) -> Option<&str> {
+    let stage = stage.trim();
+    if !stage.starts_with("ssh ") {
+        return None;
+    }
+    let quote = stage
+        .ends_with('\'')
+        .then_some('\'')
+        .or(stage.ends_with('"').then_some('"'))?;
+    let open = stage.find(quote)?;
+    (open + 1 < stage.len() - 1).then(|| &stage[open + 1..stage.len() - 1])
+}
+
+/// `run` on the words of the command `call` runs last (the last of a chain, which printed the
+/// output and gave the exit code; of its pipeline, the last program that is not a filter: `pnpm
+/// test 2>&1 | head -n 12` printed what `pnpm test` did, `cat app.log | grep ERROR` a file),
+/// without its options, `sudo` or an `ssh` host; false for a call that runs no command.
+fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str], &[&str]) -> bool) -> bool {
+    let Some(command) = call.and_then(|call| {
+        let arguments: Value = serde_json::from_str(&call.function.arguments).ok()?;
+        command_under(arguments.as_object()?, &COMMAND_KEYS).map(|command| command.into_owned())
+    }) else {
+        return false;
+    };
+    let chain = pipelines(&command);
+    let last = last_stage(&chain);
     let (options, mut words): (Vec<&str>, Vec<&str>) = last
         .split_whitespace()
         .map(|word| word.trim_matches(['\'', '"']))
@@ -759,9 +803,12 @@ fn fetch_failed(output: &str) -> bool {
 /// Programs whose exit code 1 says what they found: POSIX `diff`, `cmp` and `grep`, and the
 /// security scanners that exit 1 on findings (a review's `bandit -r app` listed as Blocked told a
 /// model the scan had to be fixed, verify20).
-const ANSWER_BY_EXIT_ONE: [&str; 14] = [
+const ANSWER_BY_EXIT_ONE: [&str; 15] = [
     "diff",
     "cmp",
+    // `oasdiff breaking` exits 1 on the breaking changes it lists (verify26: a new major's
+    // expected changes listed as Blocked).
+    "oasdiff",
     "grep",
     "egrep",
     "fgrep",

@@ -168,6 +168,22 @@ fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>) -> bool {
     })
 }
 
+/// Whether a failure an earlier summary listed under Blocked (`line`) is held by what the user
+/// says blocks the work: in the new middle, in the request kept after the head, or an earlier
+/// summary's `Stated by the user: …` (`stated`). A later success went around it (verify26: the
+/// workspace check failing on tokio read `passed on a later run` once the user's `Blocked: …
+/// PLAT-3391` was the request kept verbatim).
+pub(super) fn holds_a_carried_failure(line: &str, stated: &[&str], facts: &Facts<'_>) -> bool {
+    let failed_on = naming_words(line);
+    facts
+        .blockers
+        .iter()
+        .filter(|blocker| blocker.by_user)
+        .map(|blocker| blocker.sentence.text)
+        .chain(stated.iter().copied())
+        .any(|blocker| naming_words(blocker).iter().any(|word| failed_on.contains(word)))
+}
+
 /// The words of `text` that name something (`tokio`, `semgrep`, `e2e`), lowercase: three
 /// characters or more, not a number, not a word any failure or blocker says.
 fn naming_words(text: &str) -> HashSet<String> {
@@ -510,6 +526,17 @@ impl<'t> Draft<'t> {
             let text = format!("({unlisted} earlier requests are not listed)");
             self.push(Section::Goal, 1, 0, Cow::Owned(text)).display = i64::MAX;
         }
+        // The newest earlier question answered: its pair ranks with the requests, the older
+        // pairs below them (verify26: at its tier, pairs took the room of older requests and a
+        // decision; all below it, every pair of a Rust upgrade's summaries was lost).
+        let newest_question = facts
+            .requests
+            .iter()
+            .enumerate()
+            .take(count.saturating_sub(1))
+            .rev()
+            .find(|(_, request)| !answered_question(request).is_empty() && request.answer.is_some())
+            .map(|(position, _)| position);
         // A request the user repeated word for word is listed once, at its latest place.
         let mut latest_of: FastMap<&str, usize> = FastMap::default();
         for (position, request) in facts.requests.iter().enumerate() {
@@ -555,14 +582,15 @@ impl<'t> Draft<'t> {
                 (Section::Goal, 0, answered_question(request), LATEST_REQUEST_CHARS)
             } else {
                 // An earlier question is kept with its answer or not at all, and the two together
-                // rank below the requests and decisions that still stand: at their tier, each
-                // pair pushed out an older decision record (a planning chat at 8,000 tokens lost
-                // `Decision 2: orchestrator = Dagster+ …` to five answers).
+                // rank below the requests and decisions that still stand, but for the newest: at
+                // their tier, the pairs pushed out an older decision record (a planning chat at
+                // 8,000 tokens lost `Decision 2: orchestrator = Dagster+ …` to five answers).
                 let label = answered_question(request);
-                let tier = if label.is_empty() || request.answer.is_none() {
-                    1
-                } else {
+                let pair = !label.is_empty() && request.answer.is_some();
+                let tier = if pair && newest_question != Some(position) {
                     2
+                } else {
+                    1
                 };
                 let limit = if count - position <= 10 {
                     RECENT_REQUEST_CHARS
@@ -675,7 +703,18 @@ impl<'t> Draft<'t> {
     /// 14 summaries of a tuning session). The newest ranks with the newest actions, the two
     /// before it below them.
     fn add_results(&mut self, facts: &Facts<'t>) {
-        for (newer, sentence) in facts.results.iter().rev().take(RESULTS).enumerate() {
+        // A labelled finding (`Cause: … 2381 ms -> 3 ms`) is listed as one, not twice.
+        let within = |inner: &str, outer: &str| {
+            let (start, end) = (outer.as_ptr() as usize, outer.as_ptr() as usize + outer.len());
+            (start..end).contains(&(inner.as_ptr() as usize))
+        };
+        let results = facts.results.iter().filter(|sentence| {
+            !facts
+                .findings
+                .iter()
+                .any(|finding| within(sentence.text, finding.text) || within(finding.text, sentence.text))
+        });
+        for (newer, sentence) in results.rev().take(RESULTS).enumerate() {
             let tier = if newer == 0 { 1 } else { 2 };
             // The assistant's own `Result: …` is not labelled twice.
             let text = sentence.text.trim_start();
@@ -693,9 +732,18 @@ impl<'t> Draft<'t> {
     /// What the assistant found, under the label it gave (`Culprit: 7c4e91a2d0 (#897) …`), under
     /// Done: the newest ranks with the newest actions, the one before below them.
     fn add_findings(&mut self, facts: &Facts<'t>) {
+        // The answer to the latest request is kept with it: a finding it states is not repeated.
+        let latest_answer = facts
+            .requests
+            .last()
+            .filter(|request| request.answered)
+            .and_then(|request| request.answer.as_ref())
+            .map(|(_, answer)| answer.as_ref());
         let mut seen: Vec<&str> = Vec::new();
         for sentence in facts.findings.iter().rev() {
-            if seen.contains(&sentence.text) {
+            if seen.contains(&sentence.text)
+                || latest_answer.is_some_and(|answer| answer.contains(sentence.text))
+            {
                 continue;
             }
             let tier = if seen.is_empty() { 1 } else { 2 };

@@ -208,16 +208,20 @@ pub(super) static WAITING_WORDS: LazyLock<Words> = LazyLock::new(|| {
     ])
 });
 
-/// Whether `sentence` names a ticket or an issue (`DATA-911`, `#1314`, `pypi/support#4821`).
+/// Whether `sentence` names a tracker's ticket (`DATA-911`) or a repository's issue
+/// (`pypi/support#4821`, its URL). A bare number (`CI run #4521`) may be anything: a run, a build.
 pub(super) fn names_a_ticket(sentence: &str) -> bool {
     sentence
-        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '#' | '/')))
+        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '#' | '/' | '.' | '_')))
         .any(|token| {
-            let token = token.trim_matches(|c: char| c == '-' || c == '/');
+            let token = token.trim_matches(|c: char| matches!(c, '-' | '/' | '.' | '_'));
             is_ticket_key(token)
-                || token.rsplit_once('#').is_some_and(|(_, number)| {
-                    !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit())
+                || token.rsplit_once('#').is_some_and(|(repository, number)| {
+                    repository.contains('/')
+                        && !number.is_empty()
+                        && number.bytes().all(|byte| byte.is_ascii_digit())
                 })
+                || token.contains("/issues/")
         })
 }
 
@@ -509,9 +513,17 @@ fn under_decisions_heading(text: &str, at: usize) -> bool {
         .rev()
         .map(str::trim)
         .find(|line| !line.starts_with(['-', '*']) && !starts_numbered(line));
+    // The heading is about decisions: one of its first two words names them (`Decisions
+    // recorded:`, `## Decision log`, `Key decisions:`), not a list that mentions one (`Tickets
+    // waiting on this decision:`).
     heading.is_some_and(|heading| {
         let heading = heading.to_ascii_lowercase();
-        heading.contains("decision") && (heading.ends_with(':') || heading.starts_with('#'))
+        let names_them = heading
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .take(2)
+            .any(|word| word == "decision" || word == "decisions");
+        names_them && (heading.ends_with(':') || heading.starts_with('#'))
     })
 }
 

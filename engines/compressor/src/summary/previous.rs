@@ -23,8 +23,8 @@ use super::{
     actions::{action_keys, publishes},
     draft::{Draft, Group},
     extractive::{
-        asks_first, error_shape, files_group, replaced_note_count, LINES_PER_ERROR_SHAPE, PASSED_LATER,
-        RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
+        asks_first, error_shape, files_group, holds_a_carried_failure, replaced_note_count,
+        LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::{decision_record_key, opens_with_record, RecordKey},
@@ -198,6 +198,11 @@ impl<'t> Draft<'t> {
         let settled = user_moved_on || !facts.open_at_end;
         let mut carried = Vec::new();
         let earlier = Earlier::read(previous, &sections);
+        let stated_by_user: Vec<&str> = sections[Section::Blocked.index()]
+            .iter()
+            .filter_map(|line| line.trim().trim_start_matches("- ").strip_prefix(STATED_BLOCKER))
+            .filter_map(|line| line.strip_prefix("the user: "))
+            .collect();
         // The lines of failures that passed later, done or resolved now: read before Critical
         // Context, whose error lines they quote.
         let mut fixed: Vec<&str> = Vec::new();
@@ -253,7 +258,10 @@ impl<'t> Draft<'t> {
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),
                     Section::InProgress if user_moved_on || earlier.followed(line) => (Section::Done, 2),
-                    Section::Blocked if self.is_resolved(line) || earlier.done_later(line) => {
+                    Section::Blocked
+                        if (self.is_resolved(line) || earlier.done_later(line))
+                            && !holds_a_carried_failure(line, &stated_by_user, facts) =>
+                    {
                         (Section::Done, 2)
                     }
                     // Nothing says when a stated blocker was lifted: it gives way to the others.

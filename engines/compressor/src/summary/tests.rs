@@ -1260,6 +1260,8 @@ fn a_labelled_finding_is_kept_under_done() {
         Message::assistant(
             "Culprit: 7c4e91a2d05b3f68e1a9c2b47d0f5e83a6b1c920 (core: intern heading slugs through a global Mutex<HashMap>, #897). render/large_doc: 1.2169 ms on its parent vs 1.6664 ms on it.\nThat was not the cause: the arena change (#895).",
         ),
+        Message::user("don't revert it; patch forward"),
+        Message::assistant("Patching forward with a per-document slug table."),
     ];
     let summary = summarize_within(&middle, None, 1_500, 3_000);
     let done = section_lines(&summary, "### Done");
@@ -1309,6 +1311,9 @@ Decisions recorded:
 
 Action items:
 - AI-1: publish the spec.
+
+Tickets waiting on this decision:
+- OPS-3310: rotate the redis password.
 ";
     super::patterns::decision_records(text, 0, &mut records);
     let found: Vec<&str> = records.iter().map(|r| r.text).collect();
@@ -2698,6 +2703,94 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
     );
 }
 
+/// Fixes from verify26's regression sweep, each a line a continuing agent would have misread.
+#[test]
+fn a_remote_commands_last_step_decides_and_oasdiff_findings_are_answers() {
+    let middle = vec![
+        Message::user("start the restored cluster and show the log"),
+        shell(
+            "s1",
+            "ssh pg-restore-01 'sudo systemctl start postgresql@15-main && sleep 5 && sudo tail -n 80 /var/log/postgresql/postgresql-15-main.log'",
+        ),
+        Message::tool(
+            "s1",
+            "2024-06-14 10:02:11 LOG:  restored log file \"0000000100000003000000A0\"\n2024-06-14 10:02:12 FATAL:  could not open file \"pg_wal/0000000100000003000000A1\": No such file or directory\n2024-06-14 10:02:17 LOG:  restored log file \"0000000100000003000000A1\"",
+        ),
+        shell("o1", "oasdiff breaking openapi/orders.yaml openapi/orders-v2.yaml --format text"),
+        Message::tool(
+            "o1",
+            "error [api-removed-without-deprecation] at openapi/orders-v2.yaml\n\tin API PUT /orders/{order_id}\nExit code: 1",
+        ),
+        shell("t1", "pnpm --filter web tsc --noEmit -p tsconfig.json"),
+        Message::tool("t1", "src/ErrorBanner.tsx(14,7): error TS2322: Type 'string' is not assignable\nExit code: 2"),
+        shell("t2", "pnpm --filter web exec tsc --noEmit --extendedDiagnostics | tail -n 40"),
+        Message::tool("t2", "Files: 812\nCheck time: 4.10s\nExit code: 0"),
+        Message::assistant("The cluster is up; the breaking changes are the expected ones for v2; web type-checks."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section(&summary, "### Blocked");
+    assert!(
+        !blocked.iter().any(|line| line.contains("ssh pg-restore-01")),
+        "{summary}"
+    );
+    assert!(!blocked.iter().any(|line| line.contains("oasdiff")), "{summary}");
+    assert!(
+        !blocked.iter().any(|line| line.contains("tsc --noEmit -p")),
+        "{summary}"
+    );
+}
+
+/// A failure an earlier summary listed as blocked stays blocked when the user says what blocks
+/// it, here in the request kept verbatim after the head, though a later command passes around it
+/// (verify26: `cargo check --workspace` read `passed on a later run` in a replay).
+#[test]
+fn a_carried_failure_held_by_the_users_blocker_stays_blocked() {
+    let previous = "## Goal\n- upgrade tokio\n\n## Progress\n### Blocked\n- [terminal] ran `cargo check --workspace` -> exit 101, 10 lines output — error: failed to select a version for `tokio`.\n";
+    let middle = vec![
+        Message::assistant_calls(vec![ToolCall::new("e1", "patch", r#"{"path":"Cargo.toml"}"#)]),
+        Message::tool("e1", r#"{"success": true}"#),
+        shell("t1", "cargo test --workspace"),
+        Message::tool("t1", "test result: ok. 214 passed\nExit code: 0"),
+        Message::assistant("Green without shopd-payments."),
+    ];
+    let pinned = Message::user(
+        "Blocked: acme-grpc-client needs a tokio-1 release from the platform team, PLAT-3391. Exclude shopd-payments until then.",
+    );
+    let summary = summarize_pinned(&middle, Some(previous), false, Some(0), Some(&pinned));
+    let blocked = section_lines(&summary, "### Blocked");
+    assert!(
+        blocked
+            .iter()
+            .any(|line| line.contains("cargo check --workspace")),
+        "{summary}"
+    );
+    assert!(!summary.contains("passed on a later run"), "{summary}");
+}
+
+/// A labelled finding that also states a measurement is listed once, as the finding.
+#[test]
+fn a_finding_with_a_measurement_is_listed_once() {
+    let middle = vec![
+        Message::user("why is checkout slow?"),
+        shell("q1", "psql -c 'explain analyze select 1'"),
+        Message::tool("q1", "Execution Time: 3.112 ms\nExit code: 0"),
+        Message::assistant(
+            "Cause: the orders query scanned the whole table; with the index it went 2381.442 ms -> 3.112 ms.",
+        ),
+        Message::user("ok, ship the index"),
+    ];
+    let summary = summarize(&middle);
+    let done = section_lines(&summary, "### Done");
+    assert_eq!(
+        done.iter()
+            .filter(|line| line.contains("2381.442 ms -> 3.112 ms"))
+            .count(),
+        1,
+        "{summary}"
+    );
+    assert!(done.iter().any(|line| line.starts_with("- Cause: ")), "{summary}");
+}
+
 /// An action whose effect outlives the session (an upload to PyPI, a push, a release) ranks with
 /// the newest action, above newer listings: a continuing agent must not do it again (verify25: a
 /// release's upload gave way to `pip download` listings of old package files).
@@ -2779,7 +2872,7 @@ fn work_that_waits_on_a_ticket_is_blocked() {
         shell("t1", "pytest tests/api/test_export.py -q"),
         Message::tool("t1", "26 passed in 3.10s\nExit code: 0"),
         Message::assistant(
-            "Code fix in PR #1314; 26/26 export tests pass. The data backfill of the 37 records waits on DATA-911 (data team). Waiting for the CI build to finish now.",
+            "Code fix in PR #1314; 26/26 export tests pass. The data backfill of the 37 records waits on DATA-911 (data team). Waiting for the CI build to finish now. The deploy waits for CI run #4521 to finish.",
         ),
     ];
     let summary = summarize(&middle);
@@ -2789,6 +2882,7 @@ fn work_that_waits_on_a_ticket_is_blocked() {
         "{summary}"
     );
     assert!(!blocked.iter().any(|line| line.contains("CI build")), "{summary}");
+    assert!(!blocked.iter().any(|line| line.contains("#4521")), "{summary}");
 }
 
 /// A CI run's log (`gh run view … --log`) and Loki's (`logcli query`) print what the runs logged,
