@@ -2791,6 +2791,26 @@ fn a_finding_with_a_measurement_is_listed_once() {
     assert!(done.iter().any(|line| line.starts_with("- Cause: ")), "{summary}");
 }
 
+/// Twelve `pip download -v` calls of old releases, each naming its package file's URL: newer
+/// listings that compete with older work for the room.
+fn old_release_downloads() -> Vec<Message> {
+    (0..12)
+        .flat_map(|n| {
+            let id = format!("d{n}");
+            [
+                shell(&id, &format!("python -m pip download tidewater==1.{n}.0 --no-deps -d /tmp/old{n} -v")),
+                Message::tool(
+                    &id,
+                    format!(
+                        "  Downloading https://files.pythonhosted.org/packages/{n:02x}/aa/{:040x}/tidewater-1.{n}.0.tar.gz (88 kB)\nExit code: 0",
+                        n * 7 + 3
+                    ),
+                ),
+            ]
+        })
+        .collect()
+}
+
 /// An action whose effect outlives the session (an upload to PyPI, a push, a release) ranks with
 /// the newest action, above newer listings: a continuing agent must not do it again (verify25: a
 /// release's upload gave way to `pip download` listings of old package files).
@@ -2804,20 +2824,7 @@ fn a_publishing_action_outranks_newer_listings() {
             "Uploading distributions to https://upload.pypi.org/legacy/\nView at:\nhttps://pypi.org/project/tidewater/2.5.0/\nExit code: 0",
         ),
     ];
-    for n in 0..12 {
-        let id = format!("d{n}");
-        middle.push(shell(
-            &id,
-            &format!("python -m pip download tidewater==1.{n}.0 --no-deps -d /tmp/old{n} -v"),
-        ));
-        middle.push(Message::tool(
-            &id,
-            format!(
-                "Collecting tidewater==1.{n}.0\n  Downloading https://files.pythonhosted.org/packages/{n:02x}/aa/{:040x}/tidewater-1.{n}.0.tar.gz (88 kB)\nSaved /tmp/old{n}/tidewater-1.{n}.0.tar.gz\nExit code: 0",
-                n * 7 + 3
-            ),
-        ));
-    }
+    middle.extend(old_release_downloads());
     middle.push(Message::assistant(
         "Uploaded 2.5.0; the old releases all declare requires-python >=3.7.",
     ));
@@ -2836,20 +2843,7 @@ fn a_publishing_action_outranks_newer_listings() {
 fn a_carried_publishing_action_keeps_its_rank() {
     let previous = "## Goal\n- publish 2.5.0\n\n## Progress\n### Done\n- [terminal] ran `twine upload dist/tidewater-2.5.0*` -> exit 0, 4 lines output; last line: https://pypi.org/project/tidewater/2.5.0/\n- [terminal] ran `twine upload --repository testpypi dist/*` -> exit 1, 3 lines output; passed on a later run\n";
     let mut middle = vec![Message::user("check the old releases' metadata")];
-    for n in 0..12 {
-        let id = format!("d{n}");
-        middle.push(shell(
-            &id,
-            &format!("python -m pip download tidewater==1.{n}.0 --no-deps -d /tmp/old{n} -v"),
-        ));
-        middle.push(Message::tool(
-            &id,
-            format!(
-                "  Downloading https://files.pythonhosted.org/packages/{n:02x}/aa/{:040x}/tidewater-1.{n}.0.tar.gz (88 kB)\nExit code: 0",
-                n * 7 + 3
-            ),
-        ));
-    }
+    middle.extend(old_release_downloads());
     middle.push(Message::assistant(
         "The old releases all declare requires-python >=3.7.",
     ));
