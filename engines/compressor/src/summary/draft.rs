@@ -225,7 +225,7 @@ impl<'t> Draft<'t> {
                     || candidate.text.starts_with(LATEST_ANSWERED))
             {
                 if let Some(answer) = chosen.followers[at] {
-                    chosen.take(&self.candidates, answer, budget);
+                    chosen.take(&self.candidates, answer, fact_budget);
                 }
             }
         }

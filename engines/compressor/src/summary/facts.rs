@@ -110,6 +110,12 @@ pub(crate) struct Blocker<'a> {
     pub kept_verbatim: bool,
 }
 
+/// Whether `text` asks something: a sentence of it ends with a question mark (not a URL's query).
+fn asks_anything(text: &str) -> bool {
+    text.split_whitespace()
+        .any(|word| word.trim_end_matches(['"', '\'', ')', '*', '`']).ends_with('?'))
+}
+
 /// `text` without the state and prompt SWE-agent's environment ends each message it sends the
 /// model with (`(Open file: n/a)\n(Current directory: /repo)\nbash-$`): quoted with every
 /// request, it made each a list item of four lines (verify25).
@@ -430,7 +436,9 @@ impl<'a> Facts<'a> {
                 // after the body is parsed?` was given `Two failures: the FastAPI route…` as its
                 // answer; verify22: `how long do we keep v1 alive` the design note written after
                 // the answer).
-                if request.answer.is_none() || !super::extractive::asks_first(&request.text) {
+                // So is a request's that asks anything: `Revert it. Quick question while you are at
+                // it: which Xcode version does CI use?` was given a later status line (verify27).
+                if request.answer.is_none() || !asks_anything(&request.text) {
                     request.first_answer.get_or_insert_with(|| (index, text.clone()));
                     request.answer = Some((index, text));
                     request.worked_since_answer = false;

@@ -2703,6 +2703,36 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
     );
 }
 
+/// A request that asks something anywhere is answered by the first reply, as a question is, and
+/// the answer to the latest request may use the facts' room: a small window's summary kept a
+/// listing's file names and no answer, then a later status line as the answer (verify27).
+#[test]
+fn a_request_that_asks_keeps_its_first_reply_as_its_answer() {
+    let listing: String = (0..60)
+        .map(|n| format!("-rw-r--r-- 1 dev dev {n} file{n}.ts\n"))
+        .collect();
+    let mut middle = vec![Message::user(
+        "CI is green but slow. Revert the no-parallel change. Quick question while you are at it: which Xcode version does CI actually use?",
+    )];
+    middle.push(Message::assistant(
+        "CI uses Xcode 15.4 (build 15F31d), set in .github/workflows/ios.yml.",
+    ));
+    for n in 0..6 {
+        middle.push(shell(&format!("c{n}"), &format!("ls -la packages/p{n}")));
+        middle.push(Message::tool(&format!("c{n}"), format!("{listing}Exit code: 0")));
+    }
+    middle.push(Message::assistant(
+        "Signing failure: the App Store profile expired on 2024-06-12.",
+    ));
+    let summary = summarize_within(&middle, None, 450, 2_400);
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        goal.iter()
+            .any(|line| line.starts_with("- Its answer: CI uses Xcode 15.4")),
+        "{summary}"
+    );
+}
+
 /// Fixes from verify26's regression sweep, each a line a continuing agent would have misread.
 #[test]
 fn a_remote_commands_last_step_decides_and_oasdiff_findings_are_answers() {
