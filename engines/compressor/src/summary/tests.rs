@@ -2719,7 +2719,7 @@ fn a_request_that_asks_keeps_its_first_reply_as_its_answer() {
     ));
     for n in 0..6 {
         middle.push(shell(&format!("c{n}"), &format!("ls -la packages/p{n}")));
-        middle.push(Message::tool(&format!("c{n}"), format!("{listing}Exit code: 0")));
+        middle.push(Message::tool(format!("c{n}"), format!("{listing}Exit code: 0")));
     }
     middle.push(Message::assistant(
         "Signing failure: the App Store profile expired on 2024-06-12.",
