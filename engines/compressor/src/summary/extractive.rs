@@ -1121,28 +1121,36 @@ fn record_standings(records: &[DecisionRecord<'_>]) -> Vec<RecordStanding> {
         .collect();
     let key_of = |at: usize| records[at].key.or(adopted[at]);
     let mut latest: FastMap<RecordKey, usize> = FastMap::default();
-    // Records without a number that a later one without a number revises.
+    // Records a later one revises without their name: a revision without a number revises the
+    // latest record without one (or, with none, the latest record: `Revised decision: Yarn
+    // workspaces instead of npm` after `Decision 1: npm workspaces`), and a record that says it
+    // replaces another names it (`Decision 2 (replaces 1): …`).
     let mut revised = HashSet::new();
     let mut unnumbered = None;
+    let mut latest_any = None;
     for (at, record) in records.iter().enumerate() {
+        if let Some(earlier) = record.replaces.and_then(|replaced| latest.get(&replaced)) {
+            revised.insert(*earlier);
+        }
         match key_of(at) {
             Some(key) => {
                 latest.insert(key, at);
             }
             None => {
                 if record.revises {
-                    revised.extend(unnumbered);
+                    revised.extend(unnumbered.or(latest_any));
                 }
                 unnumbered = Some(at);
             }
         }
+        latest_any = Some(at);
     }
     records
         .iter()
         .enumerate()
         .map(|(at, record)| RecordStanding {
             replaced: match key_of(at) {
-                Some(key) => latest[&key] != at,
+                Some(key) => latest[&key] != at || revised.contains(&at),
                 None => revised.contains(&at),
             },
             restated: records.get(at + 1).is_some_and(|next| {

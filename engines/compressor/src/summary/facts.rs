@@ -159,8 +159,11 @@ pub(crate) struct DecisionRecord<'a> {
     pub index: usize,
     /// What names it (`Decision 3`, `BC-1`); none for `Decision: …`.
     pub key: Option<RecordKey>,
+    /// The earlier record it says it replaces, under another name (`Decision 2 (replaces 1): …`).
+    pub replaces: Option<RecordKey>,
     /// Says it revises an earlier decision (`Decision 1 reversed:`, `Reverse yesterday's
-    /// decision:`): without a number, it replaces the latest record without one.
+    /// decision:`): without a number, it replaces the latest record without one, or else the
+    /// latest record.
     pub revises: bool,
     pub text: &'a str,
 }

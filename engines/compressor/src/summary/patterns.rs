@@ -377,7 +377,7 @@ pub(super) fn measured_changes<'a>(text: &'a str, index: usize, into: &mut Vec<S
 /// record a revision replaces.
 static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–:][ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|revise|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+)?)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
+        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–:][ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|revise|revised|reversed|amended|updated|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+)?)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:[ \t]*\([^)\n]{1,60}\))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
     )
     .expect("the decision record pattern compiles")
 });
@@ -455,13 +455,16 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
             if record[label.len()..].trim().len() < MIN_RECORD_TEXT {
                 continue;
             }
+            let key = found
+                .get(3)
+                .and_then(|number| number.as_str().parse().ok())
+                .map(RecordKey::decision);
+            let replaces = replaced_key(record).filter(|replaced| Some(*replaced) != key);
             into.push(DecisionRecord {
                 index,
-                key: found
-                    .get(3)
-                    .and_then(|number| number.as_str().parse().ok())
-                    .map(RecordKey::decision),
-                revises: found.get(2).is_some() || found.get(4).is_some(),
+                key,
+                replaces,
+                revises: found.get(2).is_some() || found.get(4).is_some() || replaces.is_some(),
                 text: record,
             });
         }
@@ -496,10 +499,12 @@ fn keyed_records<'a>(text: &'a str, index: usize, decides: bool, into: &mut Vec<
         ) else {
             continue;
         };
+        let replaces = replaced_key(record).filter(|replaced| *replaced != key);
         into.push(DecisionRecord {
             index,
             key: Some(key),
-            revises,
+            replaces,
+            revises: revises || replaces.is_some(),
             text: record,
         });
     }
@@ -531,6 +536,24 @@ fn under_decisions_heading(text: &str, at: usize) -> bool {
 fn starts_numbered(line: &str) -> bool {
     let digits = line.bytes().take_while(u8::is_ascii_digit).count();
     (1..=3).contains(&digits) && line[digits..].starts_with(". ")
+}
+
+/// The record a record says it replaces: `Decision 2 (replaces 1): …`, `Decision 2: Yarn
+/// (replaces decision 1)`, `ADR-9: … supersedes ADR-7` (verify27: a replaced decision was listed
+/// as the current one in every summary of two sessions).
+fn replaced_key(record: &str) -> Option<RecordKey> {
+    static REPLACES: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:replaces|supersedes|overrides)[ \t]+(?:(?:decision|the[ \t]+decision)[ \t]+#?(\d{1,4})\b|#?(\d{1,4})\b|(?-i:([A-Z][A-Z0-9]{0,7})-(\d{1,4}))\b)")
+            .expect("the replacement pattern compiles")
+    });
+    if !record.contains("eplaces") && !record.contains("upersedes") && !record.contains("verrides") {
+        return None;
+    }
+    let found = REPLACES.captures(record)?;
+    if let Some(number) = found.get(1).or(found.get(2)) {
+        return number.as_str().parse().ok().map(RecordKey::decision);
+    }
+    RecordKey::new(found.get(3)?.as_str(), found.get(4)?.as_str().parse().ok()?)
 }
 
 /// Whether `line` opens with a decision record (`Decision: …`, `Reverse decision 1: …`).

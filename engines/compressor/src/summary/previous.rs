@@ -271,7 +271,10 @@ impl<'t> Draft<'t> {
                     // stands ranks as a new record does.
                     Section::Decisions => match decision_record_key(line) {
                         Some(key)
-                            if facts.records.iter().any(|r| r.key == Some(key))
+                            if facts
+                                .records
+                                .iter()
+                                .any(|r| r.key == Some(key) || r.replaces == Some(key))
                                 || earlier.later_record(key, line) =>
                         {
                             self.replaced_records += 1;

@@ -2703,6 +2703,55 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
     );
 }
 
+/// A record that says which one it replaces (`Decision 2 (replaces 1): …`, `… (replaces decision
+/// 1)`), or a revision without a number after numbered records (`Revised decision: …`), replaces
+/// that record, in the middle and in an earlier summary folded in (verify27: the replaced
+/// decision was listed as the current one in every summary of two sessions).
+#[test]
+fn a_record_that_names_the_one_it_replaces_replaces_it() {
+    for revision in [
+        "Decision 2 (replaces 1): use Yarn workspaces.",
+        "Decision 1 is revised. Decision 2 (replaces decision 1): use Yarn workspaces.",
+        "Decision 2: use Yarn workspaces (replaces decision 1).",
+        "Revised decision: use Yarn workspaces instead of npm workspaces.",
+    ] {
+        let middle = vec![
+            Message::user("set up the monorepo tooling"),
+            Message::assistant("Decision 1: use npm workspaces."),
+            Message::user("npm workspaces cannot hoist the native deps; switch"),
+            Message::assistant(revision),
+        ];
+        let summary = summarize(&middle);
+        let decisions = section_lines(&summary, "## Key Decisions");
+        assert!(
+            !decisions.iter().any(|line| line.contains("use npm workspaces.")),
+            "{summary}"
+        );
+        assert!(
+            decisions.iter().any(|line| line.contains("Yarn workspaces")),
+            "{summary}"
+        );
+    }
+    let previous =
+        "## Goal\n- set up the monorepo tooling\n\n## Key Decisions\n- Decision 1: use npm workspaces.\n";
+    let middle = vec![
+        Message::user("switch"),
+        Message::assistant("Decision 2 (replaces 1): use Yarn workspaces."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 8_000, 8_000);
+    let decisions = section_lines(&summary, "## Key Decisions");
+    assert!(
+        !decisions.iter().any(|line| line.contains("use npm workspaces.")),
+        "{summary}"
+    );
+    assert!(
+        decisions
+            .iter()
+            .any(|line| line.contains("Decision 2 (replaces 1)")),
+        "{summary}"
+    );
+}
+
 /// A request that asks something anywhere is answered by the first reply, as a question is, and
 /// the answer to the latest request may use the facts' room: a small window's summary kept a
 /// listing's file names and no answer, then a later status line as the answer (verify27).
