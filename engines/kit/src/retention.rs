@@ -541,6 +541,12 @@ fn counts_none_of_a_kind(line: &str) -> bool {
     })
 }
 
+/// A line a tool checks off as done (`✓ Requested rerun (failed jobs) of run 9413380112`,
+/// fastlane's `▸ ✓ FeedModelTests.test_error_state`), with no mark of a failure (verify27).
+fn is_checked_off(trimmed: &str) -> bool {
+    trimmed.contains(['✓', '✔', '✅']) && !trimmed.contains(['✗', '✘', '❌', '×'])
+}
+
 /// A heading a test runner prints before its list of failures (`failures:`, `ERRORS:`): it says
 /// nothing of its own (verify25: cargo's `failures:` listed as an error line).
 fn is_bare_heading(trimmed: &str) -> bool {
@@ -580,6 +586,7 @@ pub fn reports_no_error(line: &str) -> bool {
         || trimmed.starts_with("throw ")
         || is_bare_heading(trimmed)
         || is_caret_annotation(trimmed)
+        || is_checked_off(trimmed)
     {
         return true;
     }
@@ -1052,6 +1059,8 @@ mod tests {
             "    Liveness:   http-get http://:8080/healthz delay=10s timeout=1s period=10s #success=1 #failure=3",
             "failures:",
             "=== FAILURES ===",
+            "✓ Requested rerun (failed jobs) of run 9413380112",
+            "[10:03:09]: ▸ ✓ HarborKitTests.FeedModelTests.test_error_state",
             "    |     ^^^^^^^^^^ method not found in `Arena`",
             "  |  -------- expected due to this",
         ] {

@@ -8,7 +8,7 @@ use regex::Regex;
 
 use super::facts::{cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
-    retention::{is_diff_line, is_ticket_key, reports_no_error},
+    retention::{first_error_line, is_diff_line, is_ticket_key, reports_no_error},
     text::{
         ceil_char_boundary, floor_char_boundary, is_json_document, with_partition_prefix, within_json_string,
     },
@@ -56,6 +56,18 @@ static ERROR_MARKERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
         ])
         .expect("error markers build")
 });
+
+/// Whether the marker at `start..end` is part of a name: `test_error_state`, `errorcode`,
+/// `on_error` (verify27: a passing test and a query's column header listed as errors). A named
+/// error (`TypeError`) and a plural (`errors`) still mark one.
+fn in_identifier(text: &str, start: usize, end: usize) -> bool {
+    let bytes = text.as_bytes();
+    let before = start.checked_sub(1).map(|at| bytes[at]);
+    let after = bytes.get(end).copied();
+    before == Some(b'_')
+        || after == Some(b'_')
+        || after.is_some_and(|byte| byte.is_ascii_lowercase() && byte != b's')
+}
 
 /// Words that state a constraint, matched as whole words, ignoring ASCII case.
 /// Labels a user opens a paragraph of rules with, lowercase.
@@ -784,7 +796,10 @@ impl<'a> Facts<'a> {
             // src/errors.ts`) and a key in code a command printed (`{ error: 'invalid' }`) report
             // none; a file read lists its lines that mention errors apart.
             let code_key = source != Source::FileContent && is_object_key(text, found.start(), found.end());
-            if code_key || in_file_name(text, found.start(), found.end()) {
+            if code_key
+                || in_file_name(text, found.start(), found.end())
+                || in_identifier(text, found.start(), found.end())
+            {
                 from = found.end();
                 continue;
             }
@@ -807,7 +822,11 @@ impl<'a> Facts<'a> {
                 Cow::Owned(line) => Cow::Owned(head_and_end(line.trim()).into_owned()),
             };
             let diff_line = is_diff_line(&line) && *holds_hunk.get_or_insert_with(|| body.contains("@@"));
-            if line.len() < 6 || reports_no_error(&line) || is_column_headings(&line) || diff_line {
+            // The user's own words name an error only as the measure reads one (`TypeError: …`
+            // pasted), not in a sentence that mentions one (verify27: `… let scan retry a failed
+            // test once` listed under Errors).
+            let prose = source == Source::User && first_error_line(&line).is_none();
+            if line.len() < 6 || reports_no_error(&line) || is_column_headings(&line) || diff_line || prose {
                 continue;
             }
             let at = self.add(FactKind::Error, line.clone(), source, index);

@@ -2703,6 +2703,43 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
     );
 }
 
+/// Error lines are lines that report an error: not the user's sentence that mentions a failed
+/// test, a line a tool checks off, or a name that holds an error word (verify27: all three under
+/// Errors in 20 of 21 summaries of an iOS build). A pasted error and a named error still are.
+#[test]
+fn mentions_of_errors_are_no_error_lines() {
+    let middle = vec![
+        Message::user(format!(
+            "CI is green but slow.{}\nKeep parallel testing, but let scan retry a failed test once.\nIt crashed with:\nTypeError: cannot read properties of undefined (reading 'feed')",
+            " The build-and-test job went from 18 to 40 minutes on the main branch this week.".repeat(30)
+        )),
+        shell("f1", "bundle exec fastlane scan"),
+        Message::tool(
+            "f1",
+            "[10:03:09]: ▸ ✓ HarborKitTests.FeedModelTests.test_error_state\n✓ Requested rerun (failed jobs) of run 9413380112\nFeedModel.swift:12:2: error: 'Observable()' is only available in iOS 17.0 or newer\nExit code: 65",
+        ),
+        shell("q1", "aws athena get-query-results --query-execution-id 3f2a"),
+        Message::tool("q1", "eventid | eventtime | eventname | errorcode\n9c1e | 2024-06-14 | GetObject | AccessDenied\nExit code: 0"),
+        Message::assistant("Looking at FeedModel.swift."),
+        Message::user("Then ship build 412."),
+        Message::assistant("Shipping."),
+    ];
+    let summary = summarize(&middle);
+    let errors = summary.split("- Errors:").nth(1).unwrap_or_default();
+    let errors = errors.split("\n- ").next().unwrap_or_default();
+    // The pasted error is kept: quoted with its request, it is not listed again.
+    assert!(summary.contains("TypeError: cannot read properties"), "{summary}");
+    assert!(errors.contains("FeedModel.swift:12:2: error:"), "{summary}");
+    for noise in [
+        "retry a failed test",
+        "test_error_state",
+        "Requested rerun",
+        "errorcode",
+    ] {
+        assert!(!errors.contains(noise), "{noise}:\n{summary}");
+    }
+}
+
 /// A record that says which one it replaces (`Decision 2 (replaces 1): …`, `… (replaces decision
 /// 1)`), or a revision without a number after numbered records (`Revised decision: …`), replaces
 /// that record, in the middle and in an earlier summary folded in (verify27: the replaced
