@@ -1026,7 +1026,11 @@ impl<'t> Draft<'t> {
                 } else {
                     Group::Routes
                 };
-                let tier = if used { 1 } else { fact_tier(fact.source) };
+                let tier = match fact.kind {
+                    FactKind::Route if repeated && !used => REPEATED_TIER,
+                    _ if used => 1,
+                    _ => fact_tier(fact.source),
+                };
                 (Section::Critical, group, tier, fact.text.clone())
             }
             FactKind::Hash | FactKind::Issue | FactKind::Version => {
@@ -1193,7 +1197,9 @@ fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
     let mut by_shape: FastMap<(FactKind, bool, String), Vec<usize>> = FastMap::default();
     for (id, fact) in facts.facts.iter().enumerate() {
         let shaped = match fact.kind {
-            FactKind::Error | FactKind::Command => true,
+            // And a log's request targets, one per line (`/api/v2/customers/3707623`): 404 of them
+            // filled two thirds of a migration's summary (verify27).
+            FactKind::Error | FactKind::Command | FactKind::Route => true,
             // Ids of a log's lines (`req-7f3a…`), and digests of 64 hex digits and more: a
             // checksum listing's sha256 sums filled half of an ops session's summary, where a
             // commit's hash (40 digits at most) is what a session names a few of.

@@ -543,7 +543,7 @@ impl<'t> Draft<'t> {
 /// among the access log's others.
 fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
     let shaped = |line: &Carried<'_>| match line.group {
-        Group::Errors | Group::FixedErrors | Group::FileErrorLines | Group::Commands => true,
+        Group::Errors | Group::FixedErrors | Group::FileErrorLines | Group::Commands | Group::Routes => true,
         Group::Hashes => line.text.len() >= 64 || line.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
         _ => false,
     };

@@ -2703,6 +2703,41 @@ fn a_service_clis_operation_and_a_runners_script_tell_a_retry() {
     );
 }
 
+/// A log's request targets of one shape (`/api/v2/customers/3707623`, …) beyond the newest three
+/// rank below every other fact: 404 of them took two thirds of a migration's summary, where the
+/// files the work names gave way (verify27).
+#[test]
+fn a_logs_routes_of_one_shape_give_way() {
+    let log: String = (0..300)
+        .map(|n| {
+            format!(
+                "10.0.{}.{} - - \"GET /api/v2/customers/{} HTTP/1.1\" 404 0\n",
+                n % 7,
+                n % 250,
+                3_700_000 + n * 37
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::user("check why the api returns 404s, then backfill"),
+        Message::assistant("Decision 1: quarantine orphan rows instead of failing the batch."),
+        Message::assistant(
+            "The backfill lives in scripts/backfill_orphans.py; its report goes to docs/runbooks/orphans-2024-06.md.",
+        ),
+        shell("k1", "kubectl -n shop logs deploy/api --since=1h"),
+        Message::tool("k1", format!("{log}Exit code: 0")),
+        Message::user("ok, go on"),
+    ];
+    let summary = summarize_within(&middle, None, 1_200, 1_600);
+    assert!(
+        summary.contains("Decision 1: quarantine orphan rows"),
+        "{summary}"
+    );
+    for path in ["scripts/backfill_orphans.py", "docs/runbooks/orphans-2024-06.md"] {
+        assert!(summary.contains(path), "{path}:\n{summary}");
+    }
+}
+
 /// Error lines are lines that report an error: not the user's sentence that mentions a failed
 /// test, a line a tool checks off, or a name that holds an error word (verify27: all three under
 /// Errors in 20 of 21 summaries of an iOS build). A pasted error and a named error still are.
