@@ -108,7 +108,11 @@ pub fn describe_tool_result(call: Option<&ToolCall>, result: &Message) -> String
 /// no exit code (SWE-agent's) and is not flagged a failure also quotes its first error line, or
 /// nothing would say that `terraform apply` failed.
 pub fn describe_tool_result_noting_errors(call: Option<&ToolCall>, result: &Message) -> String {
-    describe(call, &result.text(), Failure::of_result(result), true)
+    // A result flagged a success (Claude Code's `is_error: false`) says how it ended: an error
+    // line it printed on the way is no failure (verify27: a retried migration that ended `OK`
+    // described by its lock timeout).
+    let note_errors = !flagged_success(result);
+    describe(call, &result.text(), Failure::of_result(result), note_errors)
 }
 
 /// A one-line description of `output`, produced by `call` (when it is known), for a call that
@@ -674,6 +678,16 @@ mod tests {
         assert_eq!(
             describe_tool_result_noting_errors(Some(&apply), &clean),
             describe_tool_result(Some(&apply), &clean)
+        );
+        // Flagged a success (Claude Code's `is_error: false`), a retry's error line on the way
+        // is no failure (verify27).
+        let retried = result(
+            "django.db.utils.OperationalError: canceling statement due to lock timeout\nretrying\nOK (0.388s)",
+            serde_json::json!({"is_error": false}),
+        );
+        assert_eq!(
+            describe_tool_result_noting_errors(Some(&apply), &retried),
+            "[bash] ran `terraform apply tfplan` -> 3 lines output"
         );
     }
 
