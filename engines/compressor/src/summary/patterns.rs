@@ -64,9 +64,23 @@ fn in_identifier(text: &str, start: usize, end: usize) -> bool {
     let bytes = text.as_bytes();
     let before = start.checked_sub(1).map(|at| bytes[at]);
     let after = bytes.get(end).copied();
+    let alphanumeric_at = |at: Option<usize>| {
+        at.and_then(|at| bytes.get(at))
+            .is_some_and(u8::is_ascii_alphanumeric)
+    };
+    // A hyphenated key (`custom-http-errors: "404,503"`, `error-log-level: notice`), or a status
+    // a field holds whole (`"conclusion": "failure"`) (verify28).
+    let hyphenated = (before == Some(b'-') && alphanumeric_at(start.checked_sub(2)))
+        || (after == Some(b'-') && alphanumeric_at(Some(end + 1)));
+    let quoted_value = matches!(
+        (before, bytes.get(end + usize::from(after == Some(b's'))).copied()),
+        (Some(b'"'), Some(b'"')) | (Some(b'\''), Some(b'\''))
+    );
     before == Some(b'_')
         || after == Some(b'_')
         || after.is_some_and(|byte| byte.is_ascii_lowercase() && byte != b's')
+        || hyphenated
+        || quoted_value
 }
 
 /// Words that state a constraint, matched as whole words, ignoring ASCII case.

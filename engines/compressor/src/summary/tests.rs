@@ -2755,6 +2755,11 @@ fn mentions_of_errors_are_no_error_lines() {
         ),
         shell("q1", "aws athena get-query-results --query-execution-id 3f2a"),
         Message::tool("q1", "eventid | eventtime | eventname | errorcode\n9c1e | 2024-06-14 | GetObject | AccessDenied\nExit code: 0"),
+        shell("d1", "kubectl diff -f ingress-nginx-configmap.yaml && gh run view 9413380112 --json conclusion"),
+        Message::tool(
+            "d1",
+            "-  custom-http-errors: \"404,503\"\n+  error-log-level: notice\n  \"conclusion\": \"failure\",\nExit code: 0",
+        ),
         Message::assistant("Looking at FeedModel.swift."),
         Message::user("Then ship build 412."),
         Message::assistant("Shipping."),
@@ -2770,6 +2775,9 @@ fn mentions_of_errors_are_no_error_lines() {
         "test_error_state",
         "Requested rerun",
         "errorcode",
+        "custom-http-errors",
+        "error-log-level",
+        "\"conclusion\"",
     ] {
         assert!(!errors.contains(noise), "{noise}:\n{summary}");
     }
