@@ -168,20 +168,25 @@ fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>) -> bool {
     })
 }
 
-/// Whether a failure an earlier summary listed under Blocked (`line`) is held by what the user
-/// says blocks the work: in the new middle, in the request kept after the head, or an earlier
-/// summary's `Stated by the user: …` (`stated`). A later success went around it (verify26: the
-/// workspace check failing on tokio read `passed on a later run` once the user's `Blocked: …
-/// PLAT-3391` was the request kept verbatim).
-pub(super) fn holds_a_carried_failure(line: &str, stated: &[&str], facts: &Facts<'_>) -> bool {
-    let failed_on = naming_words(line);
+/// The words that name what the user says blocks the work: in the new middle, in the request kept
+/// verbatim after the head, or an earlier summary's `Stated by the user: …` (`stated`). A failure
+/// an earlier summary listed under Blocked that names one of them is held, though a later success
+/// went around it (verify26: the workspace check failing on tokio read `passed on a later run`
+/// once the user's `Blocked: … PLAT-3391` was the request kept verbatim).
+pub(super) fn stated_blocker_words(stated: &[&str], facts: &Facts<'_>) -> HashSet<String> {
     facts
         .blockers
         .iter()
         .filter(|blocker| blocker.by_user)
         .map(|blocker| blocker.sentence.text)
         .chain(stated.iter().copied())
-        .any(|blocker| naming_words(blocker).iter().any(|word| failed_on.contains(word)))
+        .flat_map(naming_words)
+        .collect()
+}
+
+/// Whether `line` (a failure's) names one of `words`.
+pub(super) fn names_any(line: &str, words: &HashSet<String>) -> bool {
+    !words.is_empty() && naming_words(line).iter().any(|word| words.contains(word))
 }
 
 /// The words of `text` that name something (`tokio`, `semgrep`, `e2e`), lowercase: three

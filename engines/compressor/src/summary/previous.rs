@@ -13,9 +13,7 @@
 //! - what the earlier summary listed verbatim (identifiers, files, error lines, commands, the
 //!   user's requests) may use the room for facts, as the new middle's facts do.
 
-use std::{borrow::Cow, collections::HashSet, sync::LazyLock};
-
-use aho_corasick::AhoCorasick;
+use std::{borrow::Cow, collections::HashSet};
 
 use crate::scan::{FastHash, FastMap};
 
@@ -23,7 +21,7 @@ use super::{
     actions::{action_keys, publishes},
     draft::{Draft, Group},
     extractive::{
-        asks_first, error_shape, files_group, holds_a_carried_failure, replaced_note_count,
+        asks_first, error_shape, files_group, names_any, replaced_note_count, stated_blocker_words,
         LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
@@ -36,44 +34,6 @@ use super::{
 
 /// The keys of the action a summary's line (``[terminal] ran `cmd` -> …``) tells of: its tool and
 /// each program its command runs.
-/// Whether a line of work done ran a command whose effect outlives the session
-/// ([`publishes`]), and did not fail.
-fn publishes_work(line: &str) -> bool {
-    // Most lines run nothing of the kind: one pass for the verbs is cheaper than reading the
-    // line's command into keys (a tenth of folding an earlier summary).
-    static VERBS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-        AhoCorasick::new([
-            "upload",
-            "publish",
-            "push",
-            "release",
-            "apply",
-            "rollout",
-            "scale",
-            "delete",
-            "patch",
-            "upgrade",
-            "install",
-            "rollback",
-            "destroy",
-            "import",
-            "deploy",
-            "create",
-            "merge",
-            "update-service",
-        ])
-        .expect("the verbs build")
-    });
-    if !VERBS.is_match(line) {
-        return false;
-    }
-    let failed = line.ends_with(PASSED_LATER)
-        || line
-            .split_once("-> exit ")
-            .is_some_and(|(_, code)| code.split(|c: char| !c.is_ascii_digit()).next() != Some("0"));
-    !failed && action_line_keys(line).is_some_and(|keys| keys.iter().any(|key| publishes(key)))
-}
-
 fn action_line_keys(line: &str) -> Option<Vec<String>> {
     let (tool, _) = line.strip_prefix('[')?.split_once(']')?;
     let (_, rest) = line.split_once('`')?;
@@ -94,6 +54,8 @@ struct Carried<'t> {
     answered_question: bool,
     /// The answer to the question on the Goal line before it.
     answers_question: bool,
+    /// Work done whose effect outlives the session ([`publishes`]).
+    publishes: bool,
 }
 
 /// What the earlier summary (or several folded together, oldest first, as lcm condenses them)
@@ -142,6 +104,22 @@ impl<'p> Earlier<'p> {
 
     fn offset(&self, line: &str) -> usize {
         line.as_ptr() as usize - self.previous.as_ptr() as usize
+    }
+
+    /// Whether a line of work done ran a command whose effect outlives the session
+    /// ([`publishes`]) and did not fail; its keys are the ones read with the earlier summary.
+    fn publishes_work(&self, line: &str) -> bool {
+        let failed = line.ends_with(PASSED_LATER)
+            || line
+                .split_once("-> exit ")
+                .is_some_and(|(_, code)| code.split(|c: char| !c.is_ascii_digit()).next() != Some("0"));
+        let at = self.offset(line);
+        !failed
+            && self
+                .done_at
+                .iter()
+                .find(|(offset, _)| *offset == at)
+                .is_some_and(|(_, keys)| keys.iter().any(|key| publishes(key)))
     }
 
     /// Whether a later summary folded in follows `line`'s: its request is settled, its work in
@@ -203,6 +181,7 @@ impl<'t> Draft<'t> {
             .filter_map(|line| line.trim().trim_start_matches("- ").strip_prefix(STATED_BLOCKER))
             .filter_map(|line| line.strip_prefix("the user: "))
             .collect();
+        let stated_words = stated_blocker_words(&stated_by_user, facts);
         // The lines of failures that passed later, done or resolved now: read before Critical
         // Context, whose error lines they quote.
         let mut fixed: Vec<&str> = Vec::new();
@@ -260,7 +239,7 @@ impl<'t> Draft<'t> {
                     Section::InProgress if user_moved_on || earlier.followed(line) => (Section::Done, 2),
                     Section::Blocked
                         if (self.is_resolved(line) || earlier.done_later(line))
-                            && !holds_a_carried_failure(line, &stated_by_user, facts) =>
+                            && !names_any(line, &stated_words) =>
                     {
                         (Section::Done, 2)
                     }
@@ -307,6 +286,7 @@ impl<'t> Draft<'t> {
                                     passed_later: false,
                                     answered_question: false,
                                     answers_question: false,
+                                    publishes: false,
                                 });
                             }
                         }
@@ -331,6 +311,7 @@ impl<'t> Draft<'t> {
                                     passed_later: false,
                                     answered_question: false,
                                     answers_question: false,
+                                    publishes: false,
                                 });
                             }
                         }
@@ -379,6 +360,7 @@ impl<'t> Draft<'t> {
                     answers_question: section == Section::Goal
                         && follows_question
                         && text.starts_with(LATEST_ANSWER),
+                    publishes: section == Section::Done && earlier.publishes_work(line),
                 });
             }
         }
@@ -448,7 +430,7 @@ impl<'t> Draft<'t> {
                     || record.is_some()
                     || line.group == Group::Issues
                     || line.group == Group::FilesChanged
-                    || (line.section == Section::Done && publishes_work(line.text)) =>
+                    || line.publishes =>
                 {
                     tier.min(1)
                 }
