@@ -596,10 +596,10 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
         .or_else(|| program.strip_prefix("pnpm "))
         .or_else(|| program.strip_prefix("yarn "));
     if let Some(binary) = binary.filter(|binary| !binary.contains(' ')) {
+        let own_form = &program[..program.len() - binary.len() - 1];
         for form in ["pnpm exec", "yarn exec", "npx", "pnpm", "yarn"] {
-            let key = format!("{tool}\u{0}{form} {binary}");
-            if key != format!("{tool}\u{0}{program}") {
-                keys.push(key);
+            if form != own_form {
+                keys.push(format!("{tool}\u{0}{form} {binary}"));
             }
         }
     }
@@ -858,7 +858,7 @@ const LOG_SUBCOMMANDS: [(&str, &str); 6] = [
 ];
 
 /// The exit code a stand-in line reports (`-> exit 1, …`).
-fn exit_code_in(line: &str) -> Option<i64> {
+pub(super) fn exit_code_in(line: &str) -> Option<i64> {
     let rest = line.rsplit_once("-> exit ")?.1;
     let digits: String = rest
         .chars()

@@ -145,27 +145,17 @@ impl Summarizer for ExtractiveSummarizer {
 /// went around it, and it stays blocked.
 fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>) -> bool {
     let after = failure.result_index.unwrap_or(failure.index);
-    let mut blockers = facts
+    let words: HashSet<String> = facts
         .blockers
         .iter()
         .filter(|blocker| blocker.by_user && blocker.sentence.index > after)
-        .peekable();
-    if blockers.peek().is_none() {
-        return false;
-    }
-    let mut failed_on = naming_words(&failure.line);
-    failed_on.extend(
-        failure
+        .flat_map(|blocker| naming_words(blocker.sentence.text))
+        .collect();
+    names_any(&failure.line, &words)
+        || failure
             .first_error
             .as_deref()
-            .map(naming_words)
-            .unwrap_or_default(),
-    );
-    blockers.any(|blocker| {
-        naming_words(blocker.sentence.text)
-            .iter()
-            .any(|word| failed_on.contains(word))
-    })
+            .is_some_and(|error| names_any(error, &words))
 }
 
 /// The words that name what the user says blocks the work: in the new middle, in the request kept

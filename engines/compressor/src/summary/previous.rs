@@ -18,7 +18,7 @@ use std::{borrow::Cow, collections::HashSet};
 use crate::scan::{FastHash, FastMap};
 
 use super::{
-    actions::{action_keys, publishes},
+    actions::{action_keys, exit_code_in, publishes},
     draft::{Draft, Group},
     extractive::{
         asks_first, error_shape, files_group, names_any, replaced_note_count, stated_blocker_words,
@@ -109,10 +109,7 @@ impl<'p> Earlier<'p> {
     /// Whether a line of work done ran a command whose effect outlives the session
     /// ([`publishes`]) and did not fail; its keys are the ones read with the earlier summary.
     fn publishes_work(&self, line: &str) -> bool {
-        let failed = line.ends_with(PASSED_LATER)
-            || line
-                .split_once("-> exit ")
-                .is_some_and(|(_, code)| code.split(|c: char| !c.is_ascii_digit()).next() != Some("0"));
+        let failed = line.ends_with(PASSED_LATER) || exit_code_in(line).is_some_and(|code| code != 0);
         let at = self.offset(line);
         !failed
             && self
