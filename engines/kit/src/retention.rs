@@ -582,6 +582,12 @@ pub fn reports_no_error(line: &str) -> bool {
     }
     let trimmed = line.trim_start();
     if trimmed.starts_with("Traceback (most recent call last)")
+        // The header after a command's own output on its line (`Applying
+        // accounts.0057_customer_email_expand...Traceback (most recent call last):`), and the
+        // lines that chain one exception to the next: the error is the traceback's last line.
+        || trimmed.ends_with("Traceback (most recent call last):")
+        || trimmed.starts_with("The above exception was the direct cause of the following exception")
+        || trimmed.starts_with("During handling of the above exception, another exception occurred")
         || trimmed.starts_with("raise ")
         || trimmed.starts_with("throw ")
         || is_bare_heading(trimmed)
@@ -1037,6 +1043,9 @@ mod tests {
             "PASS=41 WARN=0 ERROR=0",
             "errors: 0",
             "Traceback (most recent call last):",
+            "  Applying accounts.0057_customer_email_expand...Traceback (most recent call last):",
+            "The above exception was the direct cause of the following exception:",
+            "During handling of the above exception, another exception occurred:",
             "    raise MergeError(msg)",
             "Executed 43 tests, with 0 failures (0 unexpected) in 12.204 seconds",
             "SPR49897: Resolved an issue where StageNow profiles failed with error 'Feature not supported'.",

@@ -342,8 +342,18 @@ impl<'t> Draft<'t> {
                 }
                 // An error line a failure that passed later quotes was fixed since (verify20: it
                 // stood under `Errors:` beside its failure's `; passed on a later run`).
+                // So is one that says its message under another name: the exception it was
+                // raised from (`psycopg2.errors.LockNotAvailable: canceling statement due to lock
+                // timeout` under the fixed `django.db.utils.OperationalError: canceling …`).
                 let (group, tier) = match group {
-                    Group::Errors if fixed.iter().any(|done| done.contains(text)) => (Group::FixedErrors, 4),
+                    Group::Errors
+                        if fixed.iter().any(|done| {
+                            done.contains(text)
+                                || error_message(text).is_some_and(|message| done.contains(message))
+                        }) =>
+                    {
+                        (Group::FixedErrors, 4)
+                    }
                     group => (group, tier),
                 };
                 carried.push(Carried {
@@ -474,6 +484,11 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = !matches!(line.group, Group::None | Group::Names)
                 || line.section == Section::Goal
                 || record.is_some();
+            // A failure still standing may too, as its error lines do: they stayed under
+            // `Errors:` while it gave way, and the fold after could no longer tell that a later
+            // run fixed them (verify28: a migration's `lock timeout` after it was applied).
+            candidate.beyond_prose =
+                line.section == Section::Blocked && !line.text.starts_with(STATED_BLOCKER);
         }
     }
 
@@ -520,6 +535,17 @@ impl<'t> Draft<'t> {
 /// [`LINES_PER_ERROR_SHAPE`] the earlier summary listed of its shape (see `repeated_shapes`). An
 /// id an error line names, carried or new, is counted apart: the failing request's id stays
 /// among the access log's others.
+/// The message of an error line that names its error first (`psycopg2.errors.LockNotAvailable:
+/// canceling statement due to lock timeout`): what follows the name, when it says enough to tell
+/// one failure from another.
+fn error_message(line: &str) -> Option<&str> {
+    const TELLING_MESSAGE: usize = 16;
+    let (name, message) = line.split_once(": ")?;
+    let named = !name.is_empty() && !name.contains(char::is_whitespace);
+    let message = message.trim();
+    (named && message.len() >= TELLING_MESSAGE).then_some(message)
+}
+
 fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
     let shaped = |line: &Carried<'_>| match line.group {
         Group::Errors | Group::FixedErrors | Group::FileErrorLines | Group::Commands | Group::Routes => true,

@@ -3628,3 +3628,118 @@ fn a_listing_of_crashes_is_no_failure_without_an_exit_code() {
         "{summary}"
     );
 }
+
+/// A failure still standing may use the facts' room, as its error line may: kept alone at a
+/// small window, the error line named no command, and the next fold listed it as a current error
+/// after a later run had fixed it (verify28: `LimitExceeded … CreateAccessKey` under `Errors:`
+/// once the key was rotated).
+#[test]
+fn a_standing_failure_uses_the_facts_room_and_its_fix_is_seen_at_the_next_fold() {
+    let mut middle = vec![Message::user("rotate the leaked key of etl-runner")];
+    for month in 1..=8 {
+        let id = format!("ls{month}");
+        middle.push(shell(
+            &id,
+            &format!("aws s3api list-objects-v2 --bucket acme-exports --prefix customers/2024/{month:02}/"),
+        ));
+        let keys: String = (1..=28)
+            .map(|day| {
+                format!(
+                    "customers/2024/{month:02}/{day:02}/customers_full.csv.gz\t{}\n",
+                    30_000_000 + day * month
+                )
+            })
+            .collect();
+        middle.push(Message::tool(&id, format!("{keys}Exit code: 0")));
+    }
+    middle.push(shell(
+        "k1",
+        "aws iam create-access-key --user-name etl-runner --output text > /tmp/newkey.meta",
+    ));
+    middle.push(Message::tool(
+        "k1",
+        "\nAn error occurred (LimitExceeded) when calling the CreateAccessKey operation: Cannot exceed quota for AccessKeysPerUser: 2\nExit code: 254",
+    ));
+    middle.push(Message::assistant(
+        "etl-runner already has 2 keys; the quota is 2.",
+    ));
+    middle.push(shell(
+        "q1",
+        "aws athena get-query-results --query-execution-id 21fd7ed1 --output text",
+    ));
+    middle.push(Message::tool(
+        "q1",
+        "eventid\teventtime\n8017dd33\t2024-05-14T01:37:43Z\nExit code: 0",
+    ));
+    let summary = summarize_within(&middle, None, 500, 4_000);
+    let blocked = section_lines(&summary, "### Blocked");
+    assert!(
+        blocked
+            .iter()
+            .any(|line| line.contains("aws iam create-access-key") && line.contains("(LimitExceeded)")),
+        "{summary}"
+    );
+    let fixed = vec![
+        Message::user("the old key is deleted, try again"),
+        shell(
+            "k2",
+            "aws iam create-access-key --user-name etl-runner --query AccessKey.AccessKeyId --output text",
+        ),
+        Message::tool("k2", "AKIA4QX7R2MZQ8TB6YHS\nExit code: 0"),
+    ];
+    let folded = summarize_within(&fixed, Some(&summary), 900, 4_000);
+    let current = folded
+        .split("- Errors:\n")
+        .nth(1)
+        .map(|errors| errors.split("\n- ").next().unwrap_or_default())
+        .unwrap_or_default();
+    assert!(!current.contains("LimitExceeded"), "{folded}");
+    assert!(
+        !section_lines(&folded, "### Blocked")
+            .iter()
+            .any(|line| line.contains("LimitExceeded")),
+        "{folded}"
+    );
+}
+
+/// An error line that says a fixed failure's message under another name (the exception it was
+/// raised from) was fixed with it: a migration's `psycopg2.errors.LockNotAvailable` stood under
+/// `Errors:` after the migration was applied, beside its `OperationalError` listed as fixed
+/// (verify28); the lines chaining one exception to the next name none.
+#[test]
+fn the_exception_a_fixed_error_was_raised_from_is_fixed_too() {
+    let traceback = "Applying accounts.0057_customer_email_expand...Traceback (most recent call last):\n  \
+                     File \"/app/django/db/backends/utils.py\", line 87, in _execute\n\
+                     psycopg2.errors.LockNotAvailable: canceling statement due to lock timeout\n\n\
+                     The above exception was the direct cause of the following exception:\n\n\
+                     Traceback (most recent call last):\n  File \"/app/manage.py\", line 22, in <module>\n\
+                     django.db.utils.OperationalError: canceling statement due to lock timeout\n\
+                     command terminated with exit code 1\nExit code: 1";
+    let middle = vec![
+        Message::user("apply 0057 on prod"),
+        shell("m1", "python manage.py migrate accounts 0057 -v 2"),
+        Message::tool("m1", traceback),
+    ];
+    let summary = summarize_within(&middle, None, 2_000, 4_000);
+    assert!(summary.contains("psycopg2.errors.LockNotAvailable"), "{summary}");
+    assert!(!summary.contains("The above exception"), "{summary}");
+    assert!(
+        !summary.contains("0057_customer_email_expand...Traceback"),
+        "{summary}"
+    );
+    let applied = vec![
+        Message::user("retry it"),
+        shell("m2", "python manage.py migrate accounts 0057 -v 2"),
+        Message::tool(
+            "m2",
+            "Applying accounts.0057_customer_email_expand... OK (0.388s)\nExit code: 0",
+        ),
+    ];
+    let folded = summarize_within(&applied, Some(&summary), 2_000, 4_000);
+    let current = folded
+        .split("- Errors:\n")
+        .nth(1)
+        .map(|errors| errors.split("\n- ").next().unwrap_or_default())
+        .unwrap_or_default();
+    assert!(!current.contains("lock timeout"), "{folded}");
+}
