@@ -114,10 +114,11 @@ static VERSION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\bv?[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.]+)?\b").expect("version pattern compiles")
 });
 /// A line reporting an error: a named error or exception, a compiler's `error:`, a failed test,
-/// a traceback, a panic, and the usual shell and tool failures.
+/// a traceback, a panic, the usual shell and tool failures, and logrus's error levels (`ERRO[0901]
+/// thresholds on metrics 'http_req_failed' have been crossed`, as k6 prints them).
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\bError:|\berror(?:\[E[0-9]+\])?:|\bERROR\b|\bFAILED\b|\bFAIL\b|\bTraceback\b|\bpanicked at\b|\bfatal:|\bFatal\b|No such file or directory|command not found|Permission denied|Segmentation fault|npm ERR!",
+        r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\bError:|\berror(?:\[E[0-9]+\])?:|\bERROR\b|\bFAILED\b|\bFAIL\b|\bTraceback\b|\bpanicked at\b|\bfatal:|\bFatal\b|No such file or directory|command not found|Permission denied|Segmentation fault|npm ERR!|\b(?:ERRO|FATA)\[",
     )
     .expect("error pattern compiles")
 });
@@ -581,6 +582,9 @@ pub fn reports_no_error(line: &str) -> bool {
         return true;
     }
     let trimmed = line.trim_start();
+    if is_commit_subject(trimmed) {
+        return true;
+    }
     if trimmed.starts_with("Traceback (most recent call last)")
         // The header after a command's own output on its line (`Applying
         // accounts.0057_customer_email_expand...Traceback (most recent call last):`), and the
@@ -653,6 +657,25 @@ pub fn reports_no_error(line: &str) -> bool {
     .any(|phrase| holds_whole_number(&lower, phrase))
 }
 
+/// Whether `line` is a commit's subject as `git log --oneline` lists it (`5d02e8a middleware: log
+/// tenant on auth failure (#1176)`): its words name a change, not an error the work hit.
+fn is_commit_subject(line: &str) -> bool {
+    let Some((hash, subject)) = line.split_once(' ') else {
+        return false;
+    };
+    let abbreviated = (7..=12).contains(&hash.len()) || hash.len() == 40;
+    let hex = hash
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let mixed = hash.bytes().any(|b| b.is_ascii_digit()) && hash.bytes().any(|b| b.is_ascii_lowercase());
+    // A log line keyed by a hex id names its level next (`3f9a2c1 ERROR db timeout`).
+    let level = subject
+        .split_whitespace()
+        .next()
+        .is_some_and(|word| word.len() > 2 && word.bytes().all(|b| b.is_ascii_uppercase() || b == b':'));
+    abbreviated && hex && mixed && !level
+}
+
 /// Whether `text` opens with a zero that is a whole number or a rate (`0`, `0 (0.000%)`, `0.00%`),
 /// not the start of another number (`0.5%`, `07`).
 fn is_zero(text: &str) -> bool {
@@ -663,7 +686,13 @@ fn is_zero(text: &str) -> bool {
     match decimals {
         Some(after) => after.starts_with('%'),
         // `0 passed` after `3 failed:` counts something else.
-        None => rest.trim().is_empty() || rest.starts_with(" (") || rest.starts_with(['%', ',', ';']),
+        // Airflow's progress line separates its counts with ` | ` (`failed: 0 | skipped: 0`).
+        None => {
+            rest.trim().is_empty()
+                || rest.starts_with(" (")
+                || rest.starts_with(" |")
+                || rest.starts_with(['%', ',', ';', '|'])
+        }
     }
 }
 
@@ -1051,6 +1080,9 @@ mod tests {
             "SPR49897: Resolved an issue where StageNow profiles failed with error 'Feature not supported'.",
             "- Fixed a crash when the config has no `error` key",
             "number of failed transactions: 0 (0.000%)",
+            "5d02e8a middleware: log tenant on auth failure (#1176)",
+            "5d02e8a (HEAD -> main) fix: retry the failed upload",
+            "[2024-07-12 04:20:44] {backfill_job_runner.py:446} INFO - [backfill progress] | finished run 4 of 4 | tasks waiting: 0 | succeeded: 38 | running: 0 | failed: 0 | skipped: 0 | deadlocked: 0 | not ready: 0",
             "http_req_failed................: 0.00%  ✓ 0  ✗ 1200",
             "statement latencies in milliseconds and failures:",
             "✨ No lint errors",
@@ -1085,6 +1117,8 @@ mod tests {
             "Found no config; 3 errors in 2 files",
             "Error: no route to host",
             "3 tests failed: 0 passed",
+            "3f9a2c1 ERROR db timeout after 30s",
+            "finished run 4 of 4 | succeeded: 30 | failed: 8 | skipped: 0",
             "2024-05-10T10:10:00Z\tE   AssertionError: 3 != 4\tfailed at retry.py:88",
             "3 failed\tin 2.1s",
             "12345678\tfailed",

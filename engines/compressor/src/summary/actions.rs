@@ -189,7 +189,8 @@ impl<'a> Facts<'a> {
                     }
                 }
                 let action = &mut self.actions[slot];
-                if kind == ToolKind::Shell && !failed {
+                // A failure with no error line is told by its last line instead.
+                if kind == ToolKind::Shell && (!failed || first_error.is_none()) {
                     action.last_line = last_line(&output);
                 }
                 action.line = line;

@@ -880,6 +880,16 @@ impl<'t> Draft<'t> {
                     // Whole, or its start and end: why it failed often closes the line.
                     text.push_str(" — ");
                     text.push_str(error);
+                } else if let Some(last) = action
+                    .last_line
+                    .as_deref()
+                    .filter(|_| action.first_error.is_none())
+                {
+                    // A tool whose error lines read as none of the usual kinds still tells how it
+                    // ended, most often last (verify29: `k6 run … -> exit 99, 6 lines output` and
+                    // nothing of why).
+                    text.push_str("; last line: ");
+                    text.push_str(last);
                 }
                 (Section::Blocked, 1)
             } else if facts.open_at_end && at >= facts.in_progress_from {

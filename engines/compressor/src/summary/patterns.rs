@@ -33,6 +33,9 @@ static ERROR_MARKERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
             // Jest's `FAIL src/cart.test.ts`, npm's `npm ERR! code ELIFECYCLE`.
             "FAIL ",
             "ERR!",
+            // logrus's levels, as k6 and Docker print them: `ERRO[0901] thresholds … crossed`.
+            "ERRO[",
+            "FATA[",
             "failed",
             "Failed",
             "failure",
@@ -331,9 +334,11 @@ fn versions_either_side(text: &str, start: usize, end: usize) -> bool {
 /// A finding the assistant states under a label of its own, at the start of a line or of a
 /// sentence: `Culprit: 7c4e91a2d0 (core: intern heading slugs …, #897).`, `Root cause: the pool
 /// is exhausted by …`. What a hunt concluded, which no command's line says: a bisect's culprit was
-/// kept only among 230 hashes (verify25).
+/// kept only among 230 hashes (verify25). So is an outcome the assistant reports under a label
+/// (`Fixed: stg_orders builds, …`, `Rollback done: orders-prod is on v2.30.4 …`): no command's
+/// line said the rollback was done (verify29).
 static FINDING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+)(?:\*\*)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding)(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
+    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+)(?:\*\*)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
         .expect("the finding pattern compiles")
 });
 
@@ -344,7 +349,17 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
     static LABELS: LazyLock<AhoCorasick> = LazyLock::new(|| {
         AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(["culprit", "cause", "diagnosis", "conclusion", "finding"])
+            .build([
+                "culprit",
+                "cause",
+                "diagnosis",
+                "conclusion",
+                "finding",
+                "fixed",
+                "resolved",
+                "outcome",
+                "done",
+            ])
             .expect("the finding labels build")
     });
     let labelled = LABELS.find_iter(text).any(|found| {

@@ -3743,3 +3743,71 @@ fn the_exception_a_fixed_error_was_raised_from_is_fixed_too() {
         .unwrap_or_default();
     assert!(!current.contains("lock timeout"), "{folded}");
 }
+
+/// A failure whose output holds no error line of the usual kinds is told by how it ended: k6's
+/// `ERRO[…]` is its error line, and another tool's last line stands in for one (verify29: `k6 run
+/// … -> exit 99, 6 lines output` under Blocked, and nothing of why).
+#[test]
+fn a_failure_says_why_when_its_tool_prints_no_usual_error_line() {
+    let middle = vec![
+        Message::user("run the soak test on staging"),
+        shell("k1", "k6 run loadtest/soak.js"),
+        Message::tool(
+            "k1",
+            "     http_req_duration..............: avg=52.1ms p(99)=173.5ms\n     \
+             http_req_failed................: 7.82%\n\
+             ERRO[0901] thresholds on metrics 'http_req_failed' have been crossed\nExit code: 99",
+        ),
+        shell("s1", "./scripts/smoke.sh staging"),
+        Message::tool(
+            "s1",
+            "checking /healthz\nchecking /orders\n3 of 5 checks passed\nExit code: 1",
+        ),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section_lines(&summary, "### Blocked");
+    assert!(
+        blocked.iter().any(|line| line.contains("k6 run loadtest/soak.js")
+            && line.contains("— ERRO[0901] thresholds on metrics 'http_req_failed' have been crossed")),
+        "{summary}"
+    );
+    assert!(
+        blocked
+            .iter()
+            .any(|line| line.contains("./scripts/smoke.sh staging")
+                && line.contains("last line: 3 of 5 checks passed")),
+        "{summary}"
+    );
+}
+
+/// An outcome the assistant reports under a label is what the work achieved, listed under Done:
+/// no command's line said the rollback was done or the pipeline fixed (verify29).
+#[test]
+fn an_outcome_the_assistant_reports_under_a_label_is_listed_under_done() {
+    let middle = vec![
+        Message::user("roll orders-api back to the last good version"),
+        shell("r1", "kubectl argo rollouts -n orders-prod undo orders-api"),
+        Message::tool("r1", "rollout 'orders-api' undo\nExit code: 0"),
+        Message::assistant(
+            "Rollback done: orders-prod is on v2.30.4 (stable, Healthy), p99 181.2 ms. v2.31.0 is no longer serving.",
+        ),
+        Message::user("and the DAG?"),
+        shell("d1", "dbt build --select stg_orders+ --target prod"),
+        Message::tool("d1", "Done. PASS=14 WARN=0 ERROR=0 SKIP=0 TOTAL=14\nExit code: 0"),
+        Message::assistant("Fixed: stg_orders builds, fct_orders passes all 14 tests, backfill of 2024-07-08..11 succeeded."),
+        Message::user("post a summary to #data-incidents"),
+        shell("p1", "slack-post '#data-incidents' summary.md"),
+        Message::tool("p1", "posted\nExit code: 0"),
+    ];
+    let summary = summarize(&middle);
+    let done = section_lines(&summary, "### Done");
+    for outcome in [
+        "- Rollback done: orders-prod is on v2.30.4 (stable, Healthy), p99 181.2 ms.",
+        "- Fixed: stg_orders builds, fct_orders passes all 14 tests",
+    ] {
+        assert!(
+            done.iter().any(|line| line.starts_with(outcome)),
+            "{outcome}\n{summary}"
+        );
+    }
+}
