@@ -371,8 +371,8 @@ pub fn patch_files(patch: &str) -> impl Iterator<Item = &str> {
         })
 }
 
-/// How a stand-in of a command without an exit code goes on to quote its first error line
-/// (`-> 84 lines output; its first error line: ValueError: …`).
+/// How a stand-in of a failed command, or of one without an exit code, goes on to quote its first
+/// error line (`-> 84 lines output; its first error line: ValueError: …`).
 pub const FIRST_ERROR_NOTE: &str = "; its first error line: ";
 
 /// The keys a shell tool's command is given under.
@@ -460,41 +460,47 @@ fn first_number(arguments: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
 }
 
 /// `exit N, L lines output` when the exit code can be read, else `L lines output`; `failed, L lines
-/// output` for a call its result says failed and no exit code says how.
-/// How a shell command ended and how much it printed; with `note_errors`, an output that says
-/// neither (SWE-agent records no exit code) quotes its first error line, or nothing would say
-/// that `terraform apply` failed.
+/// output` for a call its result says failed and no exit code says how. With `note_errors`, a
+/// command that exited non-zero, or whose output says neither (SWE-agent records no exit code),
+/// quotes its first error line, or nothing would say why `go test -race` or `terraform apply`
+/// failed.
 fn shell_outcome(output: &str, failed: bool, note_errors: bool) -> String {
     let json = json_output(output);
     let is_json = json.is_some();
-    let (lines, code) = match json {
+    let (lines, code, printed) = match json {
         Some(object) => {
             // The output's own lines, not the JSON's, which holds them escaped on one line.
             let printed = ["output", "stdout"]
                 .iter()
-                .find_map(|key| object.get(*key)?.as_str());
-            let lines = printed.map_or_else(|| count_lines(output), count_lines);
+                .find_map(|key| Some(object.get(*key)?.as_str()?.to_owned()));
+            let lines = printed
+                .as_deref()
+                .map_or_else(|| count_lines(output), count_lines);
             let code =
                 exit_code_of(&object).or_else(|| object.get("metadata")?.as_object().and_then(exit_code_of));
-            (lines, code)
+            (lines, code, printed)
         }
-        None => (count_lines(output), exit_code_line(output)),
+        None => (count_lines(output), exit_code_line(output), None),
     };
     if !failed && still_running(output) {
         return format!("still running, {} lines output so far", group_thousands(lines));
     }
     let lines = format!("{} lines output", group_thousands(lines));
+    // Only when asked: the scan of a long output for error words is no cost of the others.
+    let first_error = || {
+        let text = printed.as_deref().or((!is_json).then_some(output))?;
+        crate::retention::first_error_line(text).map(|line| format!("{FIRST_ERROR_NOTE}{}", quote(line)))
+    };
     match code {
+        // A command that exited non-zero says why when its output does: `exit 1, 23 lines output`
+        // alone left a masked race failure and a CUDA OOM without their cause (verify29).
+        Some(code) if code != 0 && note_errors => {
+            format!("exit {code}, {lines}{}", first_error().unwrap_or_default())
+        }
         Some(code) if code != 0 || !failed => format!("exit {code}, {lines}"),
         _ if failed => format!("failed, {lines}"),
-        // Only when asked: the scan of a long output for error words is no cost of the others.
-        _ => match (note_errors && !is_json)
-            .then(|| crate::retention::first_error_line(output))
-            .flatten()
-        {
-            Some(line) => format!("{lines}{FIRST_ERROR_NOTE}{}", quote(line)),
-            None => lines,
-        },
+        _ if note_errors => format!("{lines}{}", first_error().unwrap_or_default()),
+        _ => lines,
     }
 }
 
@@ -653,8 +659,8 @@ mod tests {
     }
 
     /// SWE-agent records no exit code: a stand-in for a command's output quotes its first error
-    /// line, or nothing says the apply failed (verify16); an output with an exit code says how it
-    /// ended already, and one with no error line is described as before.
+    /// line, or nothing says the apply failed (verify16); one that exited non-zero quotes it after
+    /// its exit code, and one with no error line is described as before.
     #[test]
     fn a_stand_in_without_an_exit_code_quotes_the_first_error_line() {
         let apply = call("bash", r#"{"command":"terraform apply tfplan"}"#);
@@ -666,10 +672,20 @@ mod tests {
             describe_tool_result_noting_errors(Some(&apply), &failed),
             "[bash] ran `terraform apply tfplan` -> 3 lines output; its first error line: │ Error: updating IAM OIDC Provider: AccessDenied"
         );
+        // One that exited non-zero quotes it too, from the text of a tool's JSON answer (verify29:
+        // a masked race failure read `-> exit 1, 23 lines output`).
         let with_code = result("│ Error: AccessDenied\nExit code: 1", serde_json::Value::Null);
         assert_eq!(
             describe_tool_result_noting_errors(Some(&apply), &with_code),
-            "[bash] ran `terraform apply tfplan` -> exit 1, 2 lines output"
+            "[bash] ran `terraform apply tfplan` -> exit 1, 2 lines output; its first error line: │ Error: AccessDenied"
+        );
+        let in_json = result(
+            r#"{"output": "ok  \tgithub.com/acme/orders-api/internal/api\t4.8s\n--- FAIL: TestHistogramReset (0.01s)\nFAIL", "exit_code": 1, "error": null}"#,
+            serde_json::Value::Null,
+        );
+        assert_eq!(
+            describe_tool_result_noting_errors(Some(&apply), &in_json),
+            "[bash] ran `terraform apply tfplan` -> exit 1, 3 lines output; its first error line: --- FAIL: TestHistogramReset (0.01s)"
         );
         let clean = result(
             "Apply complete! Resources: 0 added, 1 changed, 0 destroyed.",

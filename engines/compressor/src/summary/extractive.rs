@@ -936,11 +936,6 @@ impl<'t> Draft<'t> {
             let candidate = self.push(section, tier, action.index + 1, Cow::Owned(text));
             candidate.covers = covers;
             candidate.focus = facts.is_focus(action.index);
-            // A failure still standing may use the facts' room, as its error line may: kept
-            // alone, the error line named no command, and the next fold could not tell that a
-            // later run fixed it (verify28: `LimitExceeded … CreateAccessKey` under Errors after
-            // the key was rotated).
-            candidate.beyond_prose = section == Section::Blocked;
             // The newest action is kept, cut to fit if it must: ranked with the requests, it
             // still lost to them at 8,000 tokens, and a mobile release's summaries read `Done:
             // (none)` and `In Progress: (none)`. A focus topic asked for the room instead.

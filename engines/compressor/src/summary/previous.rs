@@ -484,11 +484,6 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = !matches!(line.group, Group::None | Group::Names)
                 || line.section == Section::Goal
                 || record.is_some();
-            // A failure still standing may too, as its error lines do: they stayed under
-            // `Errors:` while it gave way, and the fold after could no longer tell that a later
-            // run fixed them (verify28: a migration's `lock timeout` after it was applied).
-            candidate.beyond_prose =
-                line.section == Section::Blocked && !line.text.starts_with(STATED_BLOCKER);
         }
     }
 
