@@ -3738,3 +3738,90 @@ fn an_outcome_the_assistant_reports_under_a_label_is_listed_under_done() {
         );
     }
 }
+
+/// An error line listed without its standing failure's line names the programs that failed with
+/// it, so the next fold can tell that a later run fixed it: kept alone at a small window, the
+/// error stood under `Errors:` after the key was rotated (verify28: `LimitExceeded …
+/// CreateAccessKey`).
+#[test]
+fn an_error_line_listed_without_its_failure_names_it_and_is_fixed_at_the_next_fold() {
+    let mut middle = vec![Message::user("rotate the leaked key of etl-runner")];
+    for month in 1..=8 {
+        let id = format!("ls{month}");
+        middle.push(shell(
+            &id,
+            &format!("aws s3api list-objects-v2 --bucket acme-exports --prefix customers/2024/{month:02}/"),
+        ));
+        let keys: String = (1..=28)
+            .map(|day| {
+                format!(
+                    "customers/2024/{month:02}/{day:02}/customers_full.csv.gz\t{}\n",
+                    30_000_000 + day * month
+                )
+            })
+            .collect();
+        middle.push(Message::tool(&id, format!("{keys}Exit code: 0")));
+    }
+    middle.push(shell(
+        "k1",
+        "aws iam create-access-key --user-name etl-runner --output text > /tmp/newkey.meta",
+    ));
+    middle.push(Message::tool(
+        "k1",
+        "\nAn error occurred (LimitExceeded) when calling the CreateAccessKey operation: Cannot exceed quota for AccessKeysPerUser: 2\nExit code: 254",
+    ));
+    middle.push(Message::assistant(
+        "etl-runner already has 2 keys; the quota is 2.",
+    ));
+    middle.push(shell(
+        "q1",
+        "aws athena get-query-results --query-execution-id 21fd7ed1 --output text",
+    ));
+    middle.push(Message::tool(
+        "q1",
+        "eventid\teventtime\n8017dd33\t2024-05-14T01:37:43Z\nExit code: 0",
+    ));
+    let summary = summarize_within(&middle, None, 500, 4_000);
+    assert!(
+        summary.contains(
+            "  - An error occurred (LimitExceeded) when calling the CreateAccessKey operation: Cannot exceed quota for AccessKeysPerUser: 2 (from `aws iam create-access-key`)"
+        ),
+        "{summary}"
+    );
+    // With room for the failure's own line, the error is quoted there and named nowhere else.
+    let roomy = summarize_within(&middle, None, 4_000, 4_000);
+    assert!(!roomy.contains("(from `"), "{roomy}");
+    let errors_now = |summary: &str| {
+        summary
+            .split("- Errors:\n")
+            .nth(1)
+            .map(|errors| errors.split("\n- ").next().unwrap_or_default().to_owned())
+            .unwrap_or_default()
+    };
+    // A fold whose middle fixes something else keeps it standing; one that runs it again with
+    // success lists it as fixed.
+    let other = vec![
+        Message::user("list the buckets"),
+        shell("b1", "aws s3 ls"),
+        Message::tool("b1", "acme-exports\nExit code: 0"),
+    ];
+    let folded = summarize_within(&other, Some(&summary), 500, 4_000);
+    assert!(errors_now(&folded).contains("LimitExceeded"), "{folded}");
+    let fixed = vec![
+        Message::user("the old key is deleted, try again"),
+        shell(
+            "k2",
+            "aws iam create-access-key --user-name etl-runner --query AccessKey.AccessKeyId --output text",
+        ),
+        Message::tool("k2", "AKIA4QX7R2MZQ8TB6YHS\nExit code: 0"),
+    ];
+    let folded = summarize_within(&fixed, Some(&folded), 500, 4_000);
+    assert!(!errors_now(&folded).contains("LimitExceeded"), "{folded}");
+    assert!(
+        folded
+            .split("- Errors fixed since:\n")
+            .nth(1)
+            .is_some_and(|fixed| fixed.contains("(LimitExceeded)")),
+        "{folded}"
+    );
+}
