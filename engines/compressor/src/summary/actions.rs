@@ -1,6 +1,8 @@
 //! Tool actions: one line per call with its outcome, and what its arguments name.
 
-use std::borrow::Cow;
+use std::{borrow::Cow, sync::LazyLock};
+
+use aho_corasick::AhoCorasick;
 
 use ctxhost_engine_abi::{Message, ToolCall};
 use ctxhost_engine_kit::stand_in::{
@@ -32,6 +34,7 @@ impl<'a> Facts<'a> {
             found_by_exit_one: false,
             fact_ids: Vec::new(),
             last_line: None,
+            recovered: false,
             result_index: None,
             path_verbs: Vec::new(),
             itemised: scan,
@@ -193,6 +196,7 @@ impl<'a> Facts<'a> {
                 if kind == ToolKind::Shell && (!failed || first_error.is_none()) {
                     action.last_line = last_line(&output);
                 }
+                action.recovered = !failed && first_error.is_some() && says_it_retried(&output);
                 action.line = line;
                 action.result_index = Some(index);
                 action.failed = failed;
@@ -211,6 +215,7 @@ impl<'a> Facts<'a> {
                 found_by_exit_one: answered,
                 fact_ids: error_id.into_iter().collect(),
                 last_line: None,
+                recovered: false,
                 result_index: Some(index),
                 path_verbs: Vec::new(),
                 itemised: true,
@@ -311,6 +316,18 @@ impl JsonAnswer {
             _ => None,
         }
     }
+}
+
+/// Whether a command's output says it retried after a failure on the way: `attempt 1: lock
+/// timeout, retrying in 15 s`, pip's `Retrying (Retry(total=4, …))`.
+fn says_it_retried(output: &str) -> bool {
+    static RETRIED: LazyLock<AhoCorasick> = LazyLock::new(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["retrying", "will retry", "retry attempt", "retried"])
+            .expect("the retry words build")
+    });
+    RETRIED.is_match(output)
 }
 
 /// The last line of `output` that says something, when it is short and the output had more than

@@ -811,6 +811,12 @@ impl<'t> Draft<'t> {
             if !action.failed && action.answered && !action.found_by_exit_one {
                 resolved.extend(action.keys.iter().map(String::as_str));
                 settled.extend(action.keys.iter().flat_map(|key| keys_a_success_settles(key)));
+                // What a command retried on its way to success was fixed by it (verify28: a
+                // migration's `lock timeout` listed under Errors after its retry loop applied
+                // it).
+                if action.recovered {
+                    fixed_later.extend(action.result_index);
+                }
             } else if action.failed
                 && !action
                     .keys

@@ -190,9 +190,12 @@ pub(crate) struct Action<'a> {
     pub tool: &'a str,
     /// The facts this action names: its command, its path, its first error.
     pub fact_ids: Vec<usize>,
-    /// The last line a command that succeeded printed, when short (`Health Status: Healthy`):
-    /// how the work on the request in progress ended.
+    /// The last line a command that succeeded, or failed with no error line, printed, when short
+    /// (`Health Status: Healthy`): how the work on the request in progress ended.
     pub last_line: Option<String>,
+    /// Succeeded after saying it retried what failed on the way (`attempt 1: lock timeout,
+    /// retrying in 15 s` … `OK`): the error lines it printed were recovered from.
+    pub recovered: bool,
     /// Where its result is in the middle.
     pub result_index: Option<usize>,
     /// The path this call reads, searches or changes, and that verb: given to the path when

@@ -183,6 +183,14 @@ impl<'t> Draft<'t> {
         // The lines of failures that passed later, done or resolved now: read before Critical
         // Context, whose error lines they quote.
         let mut fixed: Vec<&str> = Vec::new();
+        // The messages of the new middle's error lines fixed since: an earlier error saying one
+        // under another exception's name was fixed with it.
+        let fixed_messages: Vec<String> = self
+            .candidates
+            .iter()
+            .filter(|candidate| candidate.group == Group::FixedErrors)
+            .filter_map(|candidate| error_message(&candidate.text).map(str::to_owned))
+            .collect();
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
         // The Goal line before, a question answered: its answer is worth carrying.
@@ -352,7 +360,9 @@ impl<'t> Draft<'t> {
                         if fixed.iter().any(|done| {
                             done.contains(text)
                                 || error_message(text).is_some_and(|message| done.contains(message))
-                        }) || self.fixed_failure(text) =>
+                        }) || error_message(text)
+                            .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message))
+                            || self.fixed_failure(text) =>
                     {
                         (Group::FixedErrors, 4)
                     }

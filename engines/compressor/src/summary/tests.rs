@@ -3825,3 +3825,64 @@ fn an_error_line_listed_without_its_failure_names_it_and_is_fixed_at_the_next_fo
         "{folded}"
     );
 }
+
+/// A command that says it retried what failed on its way to success recovered from those errors:
+/// they are listed as fixed, not as standing (verify28: a migration's `lock timeout` stood under
+/// Errors after its retry loop applied it); a log read that succeeded keeps its errors standing.
+#[test]
+fn the_errors_a_command_retried_on_its_way_to_success_are_fixed() {
+    let middle = vec![
+        Message::user("apply 0057 on prod, with retries"),
+        shell("m1", "kubectl -n shopfront-prod exec deploy/shopfront-web -- sh scripts/ddl_retry.sh 0057"),
+        Message::tool(
+            "m1",
+            "Applying accounts.0057_customer_email_expand...\n\
+             django.db.utils.OperationalError: canceling statement due to lock timeout\n\
+             attempt 1: lock timeout, retrying in 15 s\n\
+             Applying accounts.0057_customer_email_expand... OK (0.388s)\nExit code: 0",
+        ),
+        shell("l1", "kubectl -n shopfront-prod logs deploy/billing-sync --since=10m"),
+        Message::tool(
+            "l1",
+            "2024-11-13T10:02:11Z ERROR sync: psycopg2.errors.UndefinedColumn: column \"email_addr\" does not exist\nExit code: 0",
+        ),
+    ];
+    let summary = summarize(&middle);
+    let standing = summary
+        .split("- Errors:\n")
+        .nth(1)
+        .map(|errors| errors.split("\n- ").next().unwrap_or_default())
+        .unwrap_or_default();
+    let fixed = summary
+        .split("- Errors fixed since:\n")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(!standing.contains("lock timeout"), "{summary}");
+    assert!(
+        fixed.contains("OperationalError: canceling statement due to lock timeout"),
+        "{summary}"
+    );
+    assert!(standing.contains("UndefinedColumn"), "{summary}");
+}
+
+/// An earlier summary's error line saying, under another exception's name, the message of an
+/// error the new middle fixed was fixed with it (verify28: `psycopg2.errors.LockNotAvailable`
+/// standing beside its `OperationalError` listed as fixed since).
+#[test]
+fn an_earlier_error_with_the_message_of_one_fixed_now_is_fixed_too() {
+    let earlier = "## Goal\n- apply 0057\n\n## Critical Context\n- Errors:\n  \
+                   - psycopg2.errors.LockNotAvailable: canceling statement due to lock timeout\n";
+    let middle = vec![
+        Message::user("retry 0057"),
+        shell("m1", "sh scripts/ddl_retry.sh 0057"),
+        Message::tool(
+            "m1",
+            "django.db.utils.OperationalError: canceling statement due to lock timeout\n\
+             attempt 1: lock timeout, retrying in 15 s\nApplying accounts.0057... OK\nExit code: 0",
+        ),
+    ];
+    let folded = summarize_within(&middle, Some(earlier), 2_000, 4_000);
+    let fixed = folded.split("- Errors fixed since:\n").nth(1).unwrap_or_default();
+    assert!(fixed.contains("psycopg2.errors.LockNotAvailable"), "{folded}");
+    assert!(!folded.contains("- Errors:\n"), "{folded}");
+}
