@@ -12,6 +12,7 @@ use ctxhost_engine_kit::stand_in::{
 use ctxhost_engine_kit::text::within_json_string;
 use serde_json::Value;
 
+use super::draft::cut_marked;
 use super::facts::{verbs, Action, FactKind, Facts, Source};
 use super::patterns::error_line_score;
 use crate::scan::{
@@ -273,11 +274,63 @@ fn action_line(
     }
     // A tool's JSON answer is quoted as its text reads: `The file … has been updated.`
     let output = answer.and_then(JsonAnswer::text).unwrap_or(output).trim();
-    if output.len() <= 120 && !output.contains('\n') && !output.is_empty() {
+    // What a change wrote says more than the size of the editor's answer (verify29: `[patch]
+    // changed configs/ft_1p3b.yaml -> 124 chars of output`, and the OOM fix's `micro_batch_size:
+    // 8` in no summary).
+    let no_arguments = serde_json::Map::new();
+    let wrote = (kind == ToolKind::Write)
+        .then(|| {
+            // `apply_patch` takes the patch as free text, not as JSON.
+            let object = arguments
+                .as_ref()
+                .and_then(Value::as_object)
+                .unwrap_or(&no_arguments);
+            lines_written(object, &call.function.arguments)
+        })
+        .flatten()
+        .map(|lines| format!(", writing: {lines}"))
+        .unwrap_or_default();
+    // A change's line says it succeeded (`changed`): the editor's answer adds nothing to it.
+    if !wrote.is_empty() {
+        format!("[{name}]{target}{wrote}")
+    } else if output.len() <= 120 && !output.contains('\n') && !output.is_empty() {
         format!("[{name}]{target} -> {output}")
     } else {
         format!("[{name}]{target} -> {} chars of output", output.chars().count())
     }
+}
+
+/// The lines a change writes that were not there before, joined, cut to a line's room: a
+/// replacement's new lines not among its old ones, or a patch's added lines.
+fn lines_written(arguments: &serde_json::Map<String, Value>, raw: &str) -> Option<String> {
+    const WRITTEN_CHARS: usize = 120;
+    let text = |keys: &[&str]| keys.iter().find_map(|key| arguments.get(*key)?.as_str());
+    let written: Vec<&str> = match text(&["new_string", "new_str", "new_text", "content", "file_text"]) {
+        Some(new) => {
+            let old: Vec<&str> = text(&["old_string", "old_str", "old_text"])
+                .map(|old| old.lines().map(str::trim).collect())
+                .unwrap_or_default();
+            new.lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty() && !old.contains(line))
+                .collect()
+        }
+        None => {
+            // A patch, as an argument or as the free text `apply_patch` takes.
+            let patch = text(&["patch", "diff", "input"]).unwrap_or(raw);
+            patch
+                .split('\n')
+                .flat_map(|line| line.split("\\n"))
+                .filter(|line| line.starts_with('+') && !line.starts_with("+++"))
+                .map(|line| line[1..].trim())
+                .filter(|line| !line.is_empty())
+                .collect()
+        }
+    };
+    if written.is_empty() {
+        return None;
+    }
+    Some(cut_marked(&written.join(" | "), WRITTEN_CHARS).into_owned())
 }
 
 /// A short tool answer that is a JSON object (Hermes's `{"output": "…", "exit_code": 0,

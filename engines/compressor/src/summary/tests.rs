@@ -2184,8 +2184,9 @@ fn a_codex_patch_changes_the_files_it_names() {
         "{summary}"
     );
     assert!(
-        section_lines(&summary, "### Done").iter().any(|line| line
-            .starts_with("- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more) -> ")),
+        section_lines(&summary, "### Done").contains(
+            &"- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more), writing: ALTER TABLE staging.stg_orders ADD COLUMN customer_tier VARCHAR(16); | b"
+        ),
         "{summary}"
     );
 }
@@ -3140,8 +3141,9 @@ fn a_json_answer_whose_error_is_null_is_a_success() {
     ];
     let summary = summarize(&middle);
     assert!(
-        section(&summary, "### Done").iter().any(|line| line
-            == &"- [edit_file] changed apps/web/src/hooks/useProfile.ts -> The file apps/web/src/hooks/useProfile.ts has been updated."),
+        section(&summary, "### Done")
+            .iter()
+            .any(|line| line == &"- [edit_file] changed apps/web/src/hooks/useProfile.ts, writing: b"),
         "{summary}"
     );
     assert_eq!(
@@ -3885,4 +3887,39 @@ fn an_earlier_error_with_the_message_of_one_fixed_now_is_fixed_too() {
     let fixed = folded.split("- Errors fixed since:\n").nth(1).unwrap_or_default();
     assert!(fixed.contains("psycopg2.errors.LockNotAvailable"), "{folded}");
     assert!(!folded.contains("- Errors:\n"), "{folded}");
+}
+
+/// A change's line says what it wrote: a replacement's new lines, a patch's added ones (verify29:
+/// `[patch] changed configs/ft_1p3b.yaml -> 124 chars of output`, and the OOM fix's
+/// `micro_batch_size: 8` in no summary).
+#[test]
+fn a_changes_line_says_what_it_wrote() {
+    let middle = vec![
+        Message::user("fix the OOM without changing the effective batch"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "e1",
+            "patch",
+            r#"{"path":"configs/ft_1p3b.yaml","old_string":"micro_batch_size: 32\ngrad_accum_steps: 1\nworld_size: 8","new_string":"micro_batch_size: 8\ngrad_accum_steps: 4\nworld_size: 8"}"#,
+        )]),
+        Message::tool("e1", format!("{}\nThe file configs/ft_1p3b.yaml has been updated.", "    1\tmodel: 1p3b\n".repeat(8))),
+        Message::assistant_calls(vec![ToolCall::new(
+            "a1",
+            "apply_patch",
+            "*** Begin Patch\n*** Update File: train.py\n@@\n-    clip = None\n+    clip = 0.5\n*** End Patch",
+        )]),
+        Message::tool("a1", "Done!"),
+        Message::assistant("Both changed."),
+    ];
+    let summary = summarize(&middle);
+    let done = section_lines(&summary, "### Done");
+    assert!(
+        done.contains(
+            &"- [patch] changed configs/ft_1p3b.yaml, writing: micro_batch_size: 8 | grad_accum_steps: 4"
+        ),
+        "{summary}"
+    );
+    assert!(
+        done.contains(&"- [apply_patch] changed train.py, writing: clip = 0.5"),
+        "{summary}"
+    );
 }
