@@ -478,12 +478,22 @@ fn is_status_row(line: &str) -> bool {
 }
 
 /// Whether `line` is a file's line as a viewer numbers it (`cat -n`, Claude Code's `Read` and
-/// `Edit` results: `     3\t-dontwarn com.google.errorprone…`): a file's text shown, not an error
-/// printed (verify21).
+/// `Edit` results: `     3\t-dontwarn com.google.errorprone…`), or as a compiler quotes it under
+/// its diagnostic (`5 | pub enum ApiError {`): a file's text shown, not an error printed
+/// (verify21, verify31).
 fn is_numbered_file_line(line: &str) -> bool {
     let number = line.trim_start_matches(' ');
     let digits = number.bytes().take_while(u8::is_ascii_digit).count();
-    (1..=7).contains(&digits) && number.as_bytes().get(digits) == Some(&b'\t')
+    if !(1..=7).contains(&digits) {
+        return false;
+    }
+    // A compiler quoting the source it points at (`5 | pub enum ApiError {`, rustc's and
+    // clippy's, TypeScript's): the code, not an error; a table's row has more than one column.
+    let quoted_source = number[digits..]
+        .trim_start_matches(' ')
+        .strip_prefix("| ")
+        .is_some_and(|code| !code.contains(" | "));
+    number.as_bytes().get(digits) == Some(&b'\t') || quoted_source
 }
 
 /// Whether `line` is a warning a run printed and went on after (Python's `ConvergenceWarning:
@@ -1103,6 +1113,8 @@ mod tests {
             "✓ Requested rerun (failed jobs) of run 9413380112",
             "[10:03:09]: ▸ ✓ HarborKitTests.FeedModelTests.test_error_state",
             "    |     ^^^^^^^^^^ method not found in `Arena`",
+            "5 | pub enum ApiError {",
+            "  12 |     return Err(ApiError::NotFound);",
             "  |  -------- expected due to this",
         ] {
             assert!(reports_no_error(none), "{none}");
@@ -1117,6 +1129,7 @@ mod tests {
             "Found no config; 3 errors in 2 files",
             "Error: no route to host",
             "3 tests failed: 0 passed",
+            "3 | FAILED | tests/test_api.py::test_retry",
             "3f9a2c1 ERROR db timeout after 30s",
             "finished run 4 of 4 | succeeded: 30 | failed: 8 | skipped: 0",
             "2024-05-10T10:10:00Z\tE   AssertionError: 3 != 4\tfailed at retry.py:88",

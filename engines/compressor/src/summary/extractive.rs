@@ -22,10 +22,6 @@
 //! - tier 5: error lines, commands and ids of one shape (differing only in numbers, or in the
 //!   place a compiler's message opens with) beyond the newest three.
 //!
-//! A failure not resolved later quotes its first error line on its own line; when that line gives
-//! way and the error line is kept, the error line names the programs that failed with it
-//! (``… (from `aws iam create-access-key`)``), so that a later fold can tell a later run fixed it.
-//!
 //! A tool's JSON answer (`{"output": "…", "metadata": {…}}`) is read as the text of its strings.
 //!
 //! Within a tier the newest comes first. Everything keeps to the target length, where the facts
@@ -266,21 +262,6 @@ fn scan_budget(middle: &[ctxhost_engine_abi::Message], fact_chars: usize) -> usi
     ((budget as u128 * LARGE_MIDDLE_BYTES as u128 / middle_bytes as u128) as usize).max(MIN_SCAN_BYTES)
 }
 
-/// How an error line listed without its standing failure names the programs that failed with it
-/// (``ERRO[0901] thresholds … crossed (from `k6 run`)``): a later fold reads them back
-/// ([`failed_by`]) to tell whether a later run fixed it.
-pub(super) const FAILED_BY: &str = " (from `";
-/// How many of a chain's programs an error line names.
-const FAILED_BY_PROGRAMS: usize = 2;
-
-/// The programs an error line listed by [`FAILED_BY`] names, and the error line without them.
-pub(super) fn failed_by(line: &str) -> Option<(&str, Vec<&str>)> {
-    let body = line.strip_suffix("`)")?;
-    let at = body.rfind(FAILED_BY)?;
-    let programs = body[at + FAILED_BY.len()..].split("`, `").collect();
-    Some((&line[..at], programs))
-}
-
 /// How a blocker someone stated opens its line under Blocked.
 pub(super) const STATED_BLOCKER: &str = "Stated by ";
 /// Stated blockers listed from one middle, the newest first.
@@ -430,7 +411,7 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = by_user;
         }
         let repeated = repeated_shapes(facts);
-        let (fixed_later, standing_errors) = self.add_actions(facts, &repeated);
+        let fixed_later = self.add_actions(facts, &repeated);
         // The most telling error line of each result (`PSQLException: FATAL: password
         // authentication failed` over the pool's `Exception during pool initialization`): the
         // cause a log names, which a short summary kept behind newer, vaguer lines.
@@ -457,8 +438,7 @@ impl<'t> Draft<'t> {
             } else {
                 Standing::Plain
             };
-            let failed_by = standing_errors.get(&id).map(String::as_str);
-            self.add_fact(id, fact, repeated[id], standing, failed_by);
+            self.add_fact(id, fact, repeated[id], standing);
         }
         self.cover_quoted_facts(facts);
     }
@@ -795,11 +775,7 @@ impl<'t> Draft<'t> {
     /// The actions, each on its line; one whose command repeats the shape of others (`head -n
     /// 48 data.csv` with twenty counts, `repeated`) ranks as that command does. Returns where
     /// the results of failures that a later success of the same call fixed are.
-    fn add_actions(
-        &mut self,
-        facts: &Facts<'t>,
-        repeated: &[bool],
-    ) -> (HashSet<usize>, FastMap<usize, String>) {
+    fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> HashSet<usize> {
         // A failure is resolved when a later success runs one of its programs, or acts on its path.
         let mut resolved = HashSet::new();
         // The programs a success shows to pass besides its own (`cargo test` compiles what
@@ -831,30 +807,6 @@ impl<'t> Draft<'t> {
                 blocked[at] = true;
             } else if action.failed {
                 fixed_later.extend(action.result_index);
-            }
-        }
-        // The first error line of each failure still standing, and the programs that failed with
-        // it (the newest failure's): listed without its failure's line, the error line says
-        // them, or the next fold cannot tell that a later run fixed it (verify28: `LimitExceeded
-        // … CreateAccessKey` under Errors after the key was rotated).
-        let mut standing_errors: FastMap<usize, String> = FastMap::default();
-        for (action, _) in facts
-            .actions
-            .iter()
-            .zip(&blocked)
-            .filter(|(_, blocked)| **blocked)
-        {
-            if let Some(id) = action.first_error.as_deref().and_then(|error| facts.id_of(error)) {
-                let programs: Vec<&str> = action
-                    .keys
-                    .iter()
-                    .filter_map(|key| key.rsplit('\0').next())
-                    .filter(|program| !program.is_empty() && !program.contains('`'))
-                    .take(FAILED_BY_PROGRAMS)
-                    .collect();
-                if !programs.is_empty() {
-                    standing_errors.insert(id, programs.join("`, `"));
-                }
             }
         }
         self.resolved.extend(
@@ -1001,7 +953,7 @@ impl<'t> Draft<'t> {
         if let (Some((_, candidate)), true) = (newest_done, self.focus_words.is_empty()) {
             self.candidates[candidate].always = true;
         }
-        (fixed_later, standing_errors)
+        fixed_later
     }
 
     /// One line counting the older actions that were not read one by one, by tool.
@@ -1029,16 +981,8 @@ impl<'t> Draft<'t> {
     }
 
     /// Adds fact `id`; a `repeated` error line, command or id ranks below every other fact, and an
-    /// error line as its `standing` says, naming the programs of the failure it is the first
-    /// error of (`failed_by`), if any.
-    fn add_fact(
-        &mut self,
-        id: usize,
-        fact: &Fact<'t>,
-        repeated: bool,
-        standing: Standing,
-        failed_by: Option<&str>,
-    ) {
+    /// error line as its `standing` says.
+    fn add_fact(&mut self, id: usize, fact: &Fact<'t>, repeated: bool, standing: Standing) {
         let recency = fact.last_seen + 1;
         let (section, group, tier, shown) = match fact.kind {
             FactKind::Path => {
@@ -1067,14 +1011,7 @@ impl<'t> Draft<'t> {
                     (_, Source::FileContent) => Group::FileErrorLines,
                     _ => Group::Errors,
                 };
-                // Shown only when its failure's own line is not: that line quotes it.
-                let shown = match failed_by {
-                    Some(programs) if group == Group::Errors => {
-                        Cow::Owned(format!("{}{FAILED_BY}{programs}`)", fact.text))
-                    }
-                    _ => fact.text.clone(),
-                };
-                (Section::Critical, group, tier, shown)
+                (Section::Critical, group, tier, fact.text.clone())
             }
             FactKind::Command => {
                 let tier = match fact.source {

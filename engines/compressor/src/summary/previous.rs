@@ -21,9 +21,8 @@ use super::{
     actions::{action_keys, exit_code_in, publishes},
     draft::{Draft, Group},
     extractive::{
-        asks_first, error_shape, failed_by, files_group, names_any, replaced_note_count,
-        stated_blocker_words, LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER,
-        STATED_BLOCKER,
+        asks_first, error_shape, files_group, names_any, replaced_note_count, stated_blocker_words,
+        LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::{decision_record_key, opens_with_record, RecordKey},
@@ -354,15 +353,13 @@ impl<'t> Draft<'t> {
                 // So is one that says its message under another name: the exception it was
                 // raised from (`psycopg2.errors.LockNotAvailable: canceling statement due to lock
                 // timeout` under the fixed `django.db.utils.OperationalError: canceling …`).
-                // And so is one whose failure, named on the line, a later run fixed.
                 let (group, tier) = match group {
                     Group::Errors
                         if fixed.iter().any(|done| {
                             done.contains(text)
                                 || error_message(text).is_some_and(|message| done.contains(message))
                         }) || error_message(text)
-                            .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message))
-                            || self.fixed_failure(text) =>
+                            .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message)) =>
                     {
                         (Group::FixedErrors, 4)
                     }
@@ -408,9 +405,9 @@ impl<'t> Draft<'t> {
         let carried: Vec<Carried<'t>> = carried
             .into_iter()
             .filter(|line| {
-                // An error line naming its failure is the same line as the new middle's.
-                let text = failed_by(line.text).map_or(line.text, |(error, _)| error);
-                !new.contains(text) && !facts.contains_text(text) && seen.insert((line.section, text))
+                !new.contains(line.text)
+                    && !facts.contains_text(line.text)
+                    && seen.insert((line.section, line.text))
             })
             .collect();
         drop(new);
@@ -497,16 +494,6 @@ impl<'t> Draft<'t> {
                 || line.section == Section::Goal
                 || record.is_some();
         }
-    }
-
-    /// Whether an error line names the failure it came from (``… (from `aws iam
-    /// create-access-key`)``) and a later success ran one of its programs.
-    fn fixed_failure(&self, line: &str) -> bool {
-        failed_by(line).is_some_and(|(_, programs)| {
-            self.resolved
-                .iter()
-                .any(|key| programs.contains(&key.rsplit('\0').next().unwrap_or(key)))
-        })
     }
 
     /// Whether a Blocked line (``[terminal] ran `cmd` -> exit 1 …``) was resolved by a later success
