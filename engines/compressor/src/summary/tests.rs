@@ -1128,6 +1128,15 @@ fn section_lines<'s>(summary: &'s str, heading: &str) -> Vec<&'s str> {
         .collect()
 }
 
+/// The lines under Critical Context's `Errors:` (not `Errors fixed since:`), as one text.
+fn standing_errors(summary: &str) -> &str {
+    summary
+        .split("- Errors:\n")
+        .nth(1)
+        .map(|errors| errors.split("\n- ").next().unwrap_or_default())
+        .unwrap_or_default()
+}
+
 /// A planning chat: the assistant keeps numbered decisions and revises two of them later. Key
 /// Decisions lists each as it stands, in the numbers' order, so that a model asked which warehouse
 /// was chosen cannot read the reversed `Decision 1` as the current one.
@@ -3665,12 +3674,7 @@ fn the_exception_a_fixed_error_was_raised_from_is_fixed_too() {
         ),
     ];
     let folded = summarize_within(&applied, Some(&summary), 2_000, 4_000);
-    let current = folded
-        .split("- Errors:\n")
-        .nth(1)
-        .map(|errors| errors.split("\n- ").next().unwrap_or_default())
-        .unwrap_or_default();
-    assert!(!current.contains("lock timeout"), "{folded}");
+    assert!(!standing_errors(&folded).contains("lock timeout"), "{folded}");
 }
 
 /// A failure whose output holds no error line of the usual kinds is told by how it ended: k6's
@@ -3763,11 +3767,7 @@ fn the_errors_a_command_retried_on_its_way_to_success_are_fixed() {
         ),
     ];
     let summary = summarize(&middle);
-    let standing = summary
-        .split("- Errors:\n")
-        .nth(1)
-        .map(|errors| errors.split("\n- ").next().unwrap_or_default())
-        .unwrap_or_default();
+    let standing = standing_errors(&summary);
     let fixed = summary
         .split("- Errors fixed since:\n")
         .nth(1)
