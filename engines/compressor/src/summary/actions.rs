@@ -288,7 +288,7 @@ fn action_line(
             lines_written(object, &call.function.arguments)
         })
         .flatten()
-        .map(|lines| format!(", writing: {lines}"))
+        .map(|lines| format!("{WRITING}{lines}"))
         .unwrap_or_default();
     // A change's line says it succeeded (`changed`): the editor's answer adds nothing to it.
     if !wrote.is_empty() {
@@ -300,10 +300,15 @@ fn action_line(
     }
 }
 
+/// How a change's line goes on to say what it wrote (`[patch] changed a.yaml, writing: lr: 2e-4`).
+pub(super) const WRITING: &str = ", writing: ";
+
 /// The lines a change writes that were not there before, joined, cut to a line's room: a
 /// replacement's new lines not among its old ones, or a patch's added lines.
 fn lines_written(arguments: &serde_json::Map<String, Value>, raw: &str) -> Option<String> {
-    const WRITTEN_CHARS: usize = 120;
+    // Short: an older change line that grew by a whole line of code gave way at 16,000 tokens
+    // where its `-> 181 chars of output` had fitted (verify32).
+    const WRITTEN_CHARS: usize = 60;
     let text = |keys: &[&str]| keys.iter().find_map(|key| arguments.get(*key)?.as_str());
     let written: Vec<&str> = match text(&["new_string", "new_str", "new_text", "content", "file_text"]) {
         Some(new) => {

@@ -117,6 +117,9 @@ pub(super) struct Candidate<'t> {
     /// at or above it): an answer alone reads as nobody's (verify22: lcm's condensed summary led
     /// with `Its answer: After. json.loads(raw) runs…` once its question gave way).
     pub(super) after: Option<usize>,
+    /// A shorter line saying the same, taken when this one does not fit: a change's line without
+    /// what it wrote.
+    pub(super) shorter: Option<Cow<'t, str>>,
 }
 
 pub(super) struct Draft<'t> {
@@ -172,6 +175,7 @@ impl<'t> Draft<'t> {
             beyond_prose: false,
             focus: false,
             after: None,
+            shorter: None,
         });
         self.candidates.last_mut().expect("just pushed")
     }
@@ -203,6 +207,7 @@ impl<'t> Draft<'t> {
             groups: Vec::new(),
             used: 0,
             followers: followers(&self.candidates),
+            shortened: Vec::new(),
         };
         for &at in &order {
             if self.candidates[at].always {
@@ -295,6 +300,11 @@ impl<'t> Draft<'t> {
                 if self.candidates[before].section == self.candidates[at].section {
                     self.candidates[at].display = self.candidates[before].display;
                 }
+            }
+        }
+        for &at in &chosen.shortened {
+            if let Some(shorter) = self.candidates[at].shorter.take() {
+                self.candidates[at].text = shorter;
             }
         }
         render_sections(&self.candidates, &chosen.picked)
@@ -421,6 +431,8 @@ struct Selection {
     used: usize,
     /// For each candidate, the line shown only after it ([`Candidate::after`]), if any.
     followers: Vec<Option<usize>>,
+    /// The candidates taken in their shorter form ([`Candidate::shorter`]).
+    shortened: Vec<usize>,
 }
 
 /// For each candidate, the first line that belongs after it.
@@ -453,6 +465,15 @@ impl Selection {
             .filter(|&follower| !self.picked[follower]);
         let follower_cost = follower.map_or(0, |follower| self.cost(&candidates[follower]));
         if self.used + cost + follower_cost > budget {
+            // Said shorter, it may fit: a change's line that grew by what it wrote gave way where
+            // its bare `changed …` had fitted (verify32).
+            if let Some(shorter) = candidate.shorter.as_ref().filter(|_| follower.is_none()) {
+                let cost = cost - candidate.text.chars().count() + shorter.chars().count();
+                if self.used + cost <= budget {
+                    self.pick(candidate, at, cost);
+                    self.shortened.push(at);
+                }
+            }
             return;
         }
         self.pick(candidate, at, cost);

@@ -37,7 +37,7 @@ use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 use ctxhost_engine_kit::stand_in::error_line;
 
 use super::{
-    actions::{keys_a_success_settles, publishes},
+    actions::{keys_a_success_settles, publishes, WRITING},
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{extract_facts, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request, Source},
     patterns::{error_line_score, RecordKey, TELLING_ERROR},
@@ -939,7 +939,14 @@ impl<'t> Draft<'t> {
             let keep_newest = matches!(section, Section::Done | Section::InProgress)
                 && newer[at] < NEWEST_ACTIONS
                 && self.focus_words.is_empty();
+            // Without what a change wrote, when the line does not fit whole.
+            let shorter = action
+                .line
+                .find(WRITING)
+                .filter(|_| text.starts_with(action.line.as_str()))
+                .map(|at| Cow::Owned(format!("{}{}", &text[..at], &text[action.line.len()..])));
             let candidate = self.push(section, tier, action.index + 1, Cow::Owned(text));
+            candidate.shorter = shorter;
             candidate.covers = covers;
             candidate.focus = facts.is_focus(action.index);
             // The newest action is kept, cut to fit if it must: ranked with the requests, it

@@ -2194,7 +2194,7 @@ fn a_codex_patch_changes_the_files_it_names() {
     );
     assert!(
         section_lines(&summary, "### Done").contains(
-            &"- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more), writing: ALTER TABLE staging.stg_orders ADD COLUMN customer_tier VARCHAR(16); | b"
+            &"- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more), writing: ALTER TABLE staging.stg_orders ADD COLUMN customer_tier VAR…"
         ),
         "{summary}"
     );
@@ -3834,5 +3834,60 @@ fn a_changes_line_says_what_it_wrote() {
     assert!(
         done.contains(&"- [apply_patch] changed train.py, writing: clip = 0.5"),
         "{summary}"
+    );
+}
+
+/// A change's line that does not fit whole is kept without what it wrote, as it fitted before it
+/// said that (verify32: older change lines gave way at 16,000 tokens to shorter log reads).
+#[test]
+fn a_changes_line_too_long_for_the_room_left_is_kept_without_what_it_wrote() {
+    let long_line = format!(
+        "    qualify row_number() over (partition by order_id, dt order by _loaded_at desc) = 1 {}",
+        "x".repeat(40)
+    );
+    let arguments = serde_json::json!({
+        "path": "dbt/models/staging/stg_orders.sql",
+        "old_string": "select * from source",
+        "new_string": format!("select * from source\n{long_line}"),
+    })
+    .to_string();
+    let mut middle = vec![
+        Message::user("dedupe the staging orders"),
+        Message::assistant_calls(vec![ToolCall::new("e1", "patch", arguments)]),
+        Message::tool(
+            "e1",
+            "The file dbt/models/staging/stg_orders.sql has been updated.".repeat(4),
+        ),
+    ];
+    // Newer work, kept whole whatever the room: the change is an older line.
+    for (at, model) in ["stg_orders", "fct_orders", "orders_daily", "revenue_daily"]
+        .iter()
+        .enumerate()
+    {
+        let id = format!("b{at}");
+        middle.push(shell(&id, &format!("dbt build --select {model}")));
+        middle.push(Message::tool(&id, "Done. PASS=3 WARN=0 ERROR=0\nExit code: 0"));
+    }
+    middle.push(Message::assistant("Deduplicated."));
+    let roomy = summarize_within(&middle, None, 4_000, 4_000);
+    let change = section_lines(&roomy, "### Done")
+        .into_iter()
+        .find(|line| {
+            line.starts_with(
+                "- [patch] changed dbt/models/staging/stg_orders.sql, writing: qualify row_number()",
+            )
+        })
+        .unwrap_or_else(|| panic!("{roomy}"));
+    // The first room too small for the whole line keeps it without what it wrote.
+    let whole = roomy.chars().count();
+    let tight = (whole - change.chars().count()..whole)
+        .rev()
+        .step_by(4)
+        .map(|room| summarize_within(&middle, None, room, room))
+        .find(|summary| !summary.contains(", writing: "))
+        .unwrap_or_else(|| panic!("{roomy}"));
+    assert!(
+        section_lines(&tight, "### Done").contains(&"- [patch] changed dbt/models/staging/stg_orders.sql"),
+        "{tight}"
     );
 }
