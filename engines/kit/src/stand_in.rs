@@ -467,20 +467,20 @@ fn first_number(arguments: &Map<String, Value>, keys: &[&str]) -> Option<i64> {
 fn shell_outcome(output: &str, failed: bool, note_errors: bool) -> String {
     let json = json_output(output);
     let is_json = json.is_some();
-    let (lines, code, printed) = match json {
+    // The output's own text, not the JSON's, which holds its lines escaped on one line.
+    let printed = json.as_ref().and_then(|object| {
+        ["output", "stdout"]
+            .iter()
+            .find_map(|key| object.get(*key)?.as_str())
+    });
+    let (lines, code) = match &json {
         Some(object) => {
-            // The output's own lines, not the JSON's, which holds them escaped on one line.
-            let printed = ["output", "stdout"]
-                .iter()
-                .find_map(|key| Some(object.get(*key)?.as_str()?.to_owned()));
-            let lines = printed
-                .as_deref()
-                .map_or_else(|| count_lines(output), count_lines);
+            let lines = printed.map_or_else(|| count_lines(output), count_lines);
             let code =
-                exit_code_of(&object).or_else(|| object.get("metadata")?.as_object().and_then(exit_code_of));
-            (lines, code, printed)
+                exit_code_of(object).or_else(|| object.get("metadata")?.as_object().and_then(exit_code_of));
+            (lines, code)
         }
-        None => (count_lines(output), exit_code_line(output), None),
+        None => (count_lines(output), exit_code_line(output)),
     };
     if !failed && still_running(output) {
         return format!("still running, {} lines output so far", group_thousands(lines));
@@ -488,7 +488,7 @@ fn shell_outcome(output: &str, failed: bool, note_errors: bool) -> String {
     let lines = format!("{} lines output", group_thousands(lines));
     // Only when asked: the scan of a long output for error words is no cost of the others.
     let first_error = || {
-        let text = printed.as_deref().or((!is_json).then_some(output))?;
+        let text = printed.or((!is_json).then_some(output))?;
         crate::retention::first_error_line(text).map(|line| format!("{FIRST_ERROR_NOTE}{}", quote(line)))
     };
     match code {

@@ -321,8 +321,8 @@ fn lines_written(arguments: &serde_json::Map<String, Value>, raw: &str) -> Optio
                 .collect()
         }
         None => {
-            // A patch, as an argument or as the free text `apply_patch` takes.
-            let patch = text(&["patch", "diff", "input"]).unwrap_or(raw);
+            // A patch, as an argument or as the free text `apply_patch` takes (no JSON object).
+            let patch = text(&["patch", "diff", "input"]).or_else(|| arguments.is_empty().then_some(raw))?;
             patch
                 .split('\n')
                 .flat_map(|line| line.split("\\n"))

@@ -353,12 +353,15 @@ impl<'t> Draft<'t> {
                 // So is one that says its message under another name: the exception it was
                 // raised from (`psycopg2.errors.LockNotAvailable: canceling statement due to lock
                 // timeout` under the fixed `django.db.utils.OperationalError: canceling …`).
+                let message = match group {
+                    Group::Errors => error_message(text),
+                    _ => None,
+                };
                 let (group, tier) = match group {
                     Group::Errors
                         if fixed.iter().any(|done| {
-                            done.contains(text)
-                                || error_message(text).is_some_and(|message| done.contains(message))
-                        }) || error_message(text)
+                            done.contains(text) || message.is_some_and(|message| done.contains(message))
+                        }) || message
                             .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message)) =>
                     {
                         (Group::FixedErrors, 4)
