@@ -489,7 +489,8 @@ fn shell_outcome(output: &str, failed: bool, note_errors: bool) -> String {
     // Only when asked: the scan of a long output for error words is no cost of the others.
     let first_error = || {
         let text = printed.or((!is_json).then_some(output))?;
-        crate::retention::first_error_line(text).map(|line| format!("{FIRST_ERROR_NOTE}{}", quote(line)))
+        crate::retention::first_error_line(text)
+            .map(|line| format!("{FIRST_ERROR_NOTE}{}", quote_error(line)))
     };
     match code {
         // A command that exited non-zero says why when its output does: `exit 1, 23 lines output`
@@ -608,6 +609,20 @@ fn quote(text: &str) -> String {
     format!("{cut}…")
 }
 
+/// An error line on one line: whole, or its start and its end, where why it failed often is
+/// (verify32: an Xcode runner's error cut before `Failed to establish communication with the test
+/// runner`).
+fn quote_error(text: &str) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chars = one_line.chars().count();
+    if chars <= MAX_QUOTED_CHARS {
+        return one_line;
+    }
+    let head: String = one_line.chars().take(MAX_QUOTED_CHARS * 3 / 5).collect();
+    let tail: String = one_line.chars().skip(chars - MAX_QUOTED_CHARS * 2 / 5).collect();
+    format!("{} … {}", head.trim_end(), tail.trim_start())
+}
+
 /// `12345` → `12,345`.
 pub fn group_thousands(n: usize) -> String {
     let digits = n.to_string();
@@ -686,6 +701,20 @@ mod tests {
         assert_eq!(
             describe_tool_result_noting_errors(Some(&apply), &in_json),
             "[bash] ran `terraform apply tfplan` -> exit 1, 3 lines output; its first error line: --- FAIL: TestHistogramReset (0.01s)"
+        );
+        // A long one keeps its start and its end, where why it failed often is.
+        let long = result(
+            "Testing failed:\n\tHarborKit-Runner (1234) encountered an error (Early unexpected exit, operation never finished bootstrapping - no restart will be attempted. (Underlying Error: The test runner exited with code 1 before finishing. Failed to establish communication with the test runner.))\nExit code: 65",
+            serde_json::Value::Null,
+        );
+        let described = describe_tool_result_noting_errors(Some(&apply), &long);
+        assert!(
+            described.contains("; its first error line: HarborKit-Runner (1234) encountered an error"),
+            "{described}"
+        );
+        assert!(
+            described.contains(" … ") && described.ends_with("communication with the test runner.))"),
+            "{described}"
         );
         let clean = result(
             "Apply complete! Resources: 0 added, 1 changed, 0 destroyed.",
