@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use ctxhost_engine_abi::{Message, ToolCall};
 
-use crate::text::{floor_char_boundary, reading_lines};
+use crate::text::{floor_char_boundary, head_and_tail, reading_lines};
 use serde_json::{Map, Value};
 
 /// The longest command, path or pattern quoted in a stand-in, in characters.
@@ -599,9 +599,14 @@ fn count_nonblank_lines(output: &str) -> usize {
     output.lines().filter(|line| !line.trim().is_empty()).count()
 }
 
+/// `text`'s words on one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// `text` on one line, cut to [`MAX_QUOTED_CHARS`] with a marker.
 fn quote(text: &str) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line = one_line(text);
     if one_line.chars().count() <= MAX_QUOTED_CHARS {
         return one_line;
     }
@@ -613,14 +618,7 @@ fn quote(text: &str) -> String {
 /// (verify32: an Xcode runner's error cut before `Failed to establish communication with the test
 /// runner`).
 fn quote_error(text: &str) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let chars = one_line.chars().count();
-    if chars <= MAX_QUOTED_CHARS {
-        return one_line;
-    }
-    let head: String = one_line.chars().take(MAX_QUOTED_CHARS * 3 / 5).collect();
-    let tail: String = one_line.chars().skip(chars - MAX_QUOTED_CHARS * 2 / 5).collect();
-    format!("{} … {}", head.trim_end(), tail.trim_start())
+    head_and_tail(&one_line(text), MAX_QUOTED_CHARS).into_owned()
 }
 
 /// `12345` → `12,345`.

@@ -155,6 +155,29 @@ fn unescape(text: &str) -> String {
     out
 }
 
+/// `text` when it has at most `max` characters, else its start and its end, about half each,
+/// around `…`: an answer opens with what was asked and often ends with what it comes to
+/// (`Platform total ~$4,230/month`).
+pub fn head_and_tail(text: &str, max: usize) -> Cow<'_, str> {
+    let count = text.chars().count();
+    if count <= max {
+        return Cow::Borrowed(text);
+    }
+    let half = max / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail_from = text
+        .char_indices()
+        .nth(count - half)
+        .map_or(text.len(), |(at, _)| at);
+    let tail = &text[tail_from..];
+    // The end starts at a word, when one starts soon.
+    let tail = match tail.find(' ') {
+        Some(space) if space < half / 4 => &tail[space + 1..],
+        _ => tail,
+    };
+    Cow::Owned(format!("{} … {tail}", head.trim_end()))
+}
+
 /// `path` (a slice of `text`) with the partition folders before it that the tokens split at their
 /// `=`: `orders/dt=2024-03-17/part-00000.parquet`, not `2024-03-17/part-00000.parquet`, which is
 /// no path a continuing agent can open (verify18). Only a column's name after a `/`, or a

@@ -34,7 +34,7 @@
 
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
-use ctxhost_engine_kit::stand_in::error_line;
+use ctxhost_engine_kit::{stand_in::error_line, text::head_and_tail};
 
 use super::{
     actions::{keys_a_success_settles, publishes, WRITING},
@@ -295,29 +295,6 @@ const REPLACED_NOTE_END: &str = "replaced by the revisions listed here)";
 pub(super) fn replaced_note_count(line: &str) -> Option<usize> {
     let count = line.strip_prefix('(')?.strip_suffix(REPLACED_NOTE_END)?;
     count.split(' ').next()?.parse().ok()
-}
-
-/// `text` when it has at most `max` characters, else its start and its end, about half each,
-/// around `…`: an answer opens with what was asked and often ends with what it comes to
-/// (`Platform total ~$4,230/month`).
-fn head_and_tail(text: &str, max: usize) -> Cow<'_, str> {
-    let count = text.chars().count();
-    if count <= max {
-        return Cow::Borrowed(text);
-    }
-    let half = max / 2;
-    let head: String = text.chars().take(half).collect();
-    let tail_from = text
-        .char_indices()
-        .nth(count - half)
-        .map_or(text.len(), |(at, _)| at);
-    let tail = &text[tail_from..];
-    // The end starts at a word, when one starts soon.
-    let tail = match tail.find(' ') {
-        Some(space) if space < half / 4 => &tail[space + 1..],
-        _ => tail,
-    };
-    Cow::Owned(format!("{} … {tail}", head.trim_end()))
 }
 
 /// Whether two slices of the same text overlap.
