@@ -892,8 +892,10 @@ impl<'t> Draft<'t> {
             // How a command ended, when its last line says it (`Health Status: Healthy`, `320
             // passed`): for the request in progress and the newest work done, whose successes
             // would otherwise read as line counts beside failures quoted in words.
-            let tells_outcome =
-                section == Section::InProgress || (section == Section::Done && newer[at] < RECENT_ACTIONS);
+            // A failure's last line (kept for a Blocked line) is no outcome of one fixed later.
+            let tells_outcome = !action.failed
+                && (section == Section::InProgress
+                    || (section == Section::Done && newer[at] < RECENT_ACTIONS));
             if let (true, Some(last)) = (tells_outcome, &action.last_line) {
                 if !text.contains(last.as_str()) {
                     text.push_str("; last line: ");

@@ -3891,3 +3891,25 @@ fn a_changes_line_too_long_for_the_room_left_is_kept_without_what_it_wrote() {
         "{tight}"
     );
 }
+
+/// A failure a later run fixed reads as passed later under Done, not with its own last line as
+/// if that were how the work ended: the last line is kept for a standing failure's Blocked line.
+#[test]
+fn a_failure_fixed_later_says_no_last_line_of_its_own() {
+    let middle = vec![
+        Message::user("run the smoke checks"),
+        shell("s1", "./scripts/smoke.sh staging"),
+        Message::tool(
+            "s1",
+            "checking /healthz\nchecking /orders\n3 of 5 checks passed\nExit code: 1",
+        ),
+        shell("s2", "./scripts/smoke.sh staging"),
+        Message::tool(
+            "s2",
+            "checking /healthz\nchecking /orders\n5 of 5 checks passed\nExit code: 0",
+        ),
+    ];
+    let summary = summarize(&middle);
+    assert!(!summary.contains("3 of 5 checks passed"), "{summary}");
+    assert!(summary.contains("last line: 5 of 5 checks passed"), "{summary}");
+}
