@@ -340,6 +340,7 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         pinned_request_at: pinned_in_middle,
         // Moved to just before the middle.
         pinned_request: pinned_user.map(|_| &working[head_end - 1]),
+        tail: &working[tail_start..],
     };
     let (asked, was_asked, note) = match ask {
         Ask::Summarizer(summarizer) => {

@@ -118,6 +118,7 @@ impl Summarizer {
             request_follows: false,
             pinned_request_at: None,
             pinned_request: None,
+            tail: &[],
         };
         // The extractive summarizer's own budget: never more than three quarters of the input.
         let facts_budget = target_tokens

@@ -34,6 +34,7 @@
 
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
+use ctxhost_engine_abi::{Message, Role, ToolCall};
 use ctxhost_engine_kit::{stand_in::error_line, text::head_and_tail};
 
 use super::{
@@ -89,6 +90,21 @@ impl ExtractiveSummarizer {
         if let (Some(at), Some(pinned)) = (request.pinned_request_at, request.pinned_request) {
             facts.on_pinned_text(at, pinned);
         }
+        // The messages kept after the summary: a success there settles the failures it retries,
+        // unless the user says there that they are blocked (verify23: four failures listed under
+        // Blocked above the kept `pnpm -r build && pnpm lint && pnpm test` passing 412 tests;
+        // verify24: the Semgrep Pro scan the user's `Blocked: … SEC-4475` names stays blocked
+        // after the free scan passed).
+        let passed_after = if facts.actions.iter().any(|action| action.failed) {
+            for (offset, message) in request.tail.iter().enumerate() {
+                if message.role == Role::User {
+                    facts.on_pinned_text(request.middle.len() + offset, message);
+                }
+            }
+            passed_in(request.tail, request.middle.len(), &facts)
+        } else {
+            FastMap::default()
+        };
         // A request in the tail: the user moved on, and nothing of the middle is still in
         // progress (verify18: a replay's summary read `Request in progress:` for a request done
         // and followed by another).
@@ -105,6 +121,7 @@ impl ExtractiveSummarizer {
             + facts.actions.len()
             + 8;
         let mut draft = Draft::new(facts.facts.len(), lines, focus_words);
+        draft.passed_after = passed_after;
         draft.add_new(&facts, request.focus_topic, request.previous_summary.is_some());
         if let Some(previous) = request.previous_summary {
             draft.add_previous(&facts, previous);
@@ -112,6 +129,70 @@ impl ExtractiveSummarizer {
         draft.note_replaced_records();
         draft.render(max_chars, fact_chars)
     }
+}
+
+/// The keys of the commands of `tail` (the messages kept after the summary) that passed, and of
+/// those their success shows to pass (`cargo test` compiles what `cargo check` does), each with
+/// where the first of them ran, counted on from the middle's `middle_len` messages. Only the calls
+/// naming a program that one of the middle's failures ran are read again, with their results:
+/// reading the whole tail cost a replay 7%.
+fn passed_in(tail: &[Message], middle_len: usize, facts: &Facts<'_>) -> FastMap<String, usize> {
+    let words: HashSet<&str> = facts
+        .actions
+        .iter()
+        .filter(|action| action.failed)
+        .flat_map(|action| action.keys.iter())
+        .filter_map(|key| key.split_once('\u{0}').map(|(_, program)| program))
+        .flat_map(str::split_whitespace)
+        .filter(|word| word.len() > 1)
+        .collect();
+    let mut wanted: HashSet<&str> = HashSet::new();
+    let mut read_again: Vec<Message> = Vec::new();
+    // Where in the tail each message read again stands.
+    let mut at_in_tail: Vec<usize> = Vec::new();
+    for (offset, message) in tail.iter().enumerate() {
+        if message.has_tool_calls() {
+            let calls: Vec<&ToolCall> = message
+                .calls()
+                .iter()
+                .filter(|call| words.iter().any(|word| call.function.arguments.contains(word)))
+                .collect();
+            if !calls.is_empty() {
+                wanted.extend(calls.iter().map(|call| call.id.as_str()));
+                read_again.push(Message::assistant_calls(calls.into_iter().cloned().collect()));
+                at_in_tail.push(offset);
+            }
+        } else if message.role == Role::Tool
+            && message
+                .tool_call_id
+                .as_deref()
+                .is_some_and(|id| wanted.contains(id))
+        {
+            read_again.push(message.clone());
+            at_in_tail.push(offset);
+        }
+    }
+    let mut passed: FastMap<String, usize> = FastMap::default();
+    if read_again.is_empty() {
+        return passed;
+    }
+    let outcomes = extract_facts(&read_again, &[], usize::MAX, None);
+    for action in outcomes
+        .actions
+        .iter()
+        .filter(|action| !action.failed && action.answered && !action.found_by_exit_one)
+    {
+        let at = middle_len + at_in_tail[action.index];
+        for key in action
+            .keys
+            .iter()
+            .cloned()
+            .chain(action.keys.iter().flat_map(|key| keys_a_success_settles(key)))
+        {
+            passed.entry(key).or_insert(at);
+        }
+    }
+    passed
 }
 
 impl Summarizer for ExtractiveSummarizer {
@@ -140,15 +221,20 @@ impl Summarizer for ExtractiveSummarizer {
     }
 }
 
-/// Whether the user said, after `failure`, that something blocks the work and named what it
-/// failed on (a word of its command or its error line besides the common ones): a later success
-/// went around it, and it stays blocked.
-fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>) -> bool {
+/// Whether the user said, after `failure` and before `settled_at` (where a later success went
+/// around it, when one did), that something blocks the work and named what it failed on (a word
+/// of its command or its error line besides the common ones): it stays blocked. A blocker said
+/// only after the fix is another's (verify33: a PyPI upload's fixed 403 held by the user's later
+/// `Blocked: the acme-oss organization on PyPI is still pending approval`).
+fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>, settled_at: usize) -> bool {
     let after = failure.result_index.unwrap_or(failure.index);
     let words: HashSet<String> = facts
         .blockers
         .iter()
-        .filter(|blocker| blocker.by_user && blocker.sentence.index > after)
+        .filter(|blocker| {
+            // The request kept after the head stood just before the message its place names.
+            blocker.by_user && blocker.sentence.index > after && blocker.sentence.index <= settled_at
+        })
         .flat_map(|blocker| naming_words(blocker.sentence.text))
         .collect();
     names_any(&failure.line, &words)
@@ -753,45 +839,57 @@ impl<'t> Draft<'t> {
     /// 48 data.csv` with twenty counts, `repeated`) ranks as that command does. Returns where
     /// the results of failures that a later success of the same call fixed are.
     fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> HashSet<usize> {
-        // A failure is resolved when a later success runs one of its programs, or acts on its path.
-        let mut resolved = HashSet::new();
+        // A failure is resolved when a later success runs one of its programs, or acts on its
+        // path: each key, with where the first success after the action at hand ran.
+        let mut resolved: FastMap<&str, usize> = FastMap::default();
         // The programs a success shows to pass besides its own (`cargo test` compiles what
-        // `cargo check` does).
-        let mut settled: HashSet<String> = HashSet::new();
+        // `cargo check` does), and those that passed after the part summarised.
+        let mut settled: FastMap<String, usize> = std::mem::take(&mut self.passed_after);
         let mut blocked = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if !action.failed && action.answered && !action.found_by_exit_one {
-                resolved.extend(action.keys.iter().map(String::as_str));
-                settled.extend(action.keys.iter().flat_map(|key| keys_a_success_settles(key)));
+                for key in &action.keys {
+                    resolved.insert(key.as_str(), action.index);
+                    settled.extend(
+                        keys_a_success_settles(key)
+                            .into_iter()
+                            .map(|key| (key, action.index)),
+                    );
+                }
                 // What a command retried on its way to success was fixed by it (verify28: a
                 // migration's `lock timeout` listed under Errors after its retry loop applied
                 // it).
                 if action.recovered {
                     fixed_later.extend(action.result_index);
                 }
-            } else if action.failed
-                && !action
+            } else if action.failed {
+                let settled_at = action
                     .keys
                     .iter()
-                    .any(|key| resolved.contains(key.as_str()) || settled.contains(key))
-            {
-                blocked[at] = true;
-            } else if action.failed && held_by_a_stated_blocker(action, facts) {
-                // Worked around, not fixed (verify24: `cargo check --workspace` failing on
-                // tokio, the user's `Blocked: acme-grpc-client needs a tokio-1 release`, then
-                // the crate excluded and `cargo test --workspace` passing).
-                blocked[at] = true;
-            } else if action.failed {
-                fixed_later.extend(action.result_index);
+                    .filter_map(|key| {
+                        let by_itself = resolved.get(key.as_str()).copied();
+                        by_itself.into_iter().chain(settled.get(key).copied()).min()
+                    })
+                    .min();
+                match settled_at {
+                    None => blocked[at] = true,
+                    // Worked around, not fixed (verify24: `cargo check --workspace` failing on
+                    // tokio, the user's `Blocked: acme-grpc-client needs a tokio-1 release`, then
+                    // the crate excluded and `cargo test --workspace` passing).
+                    Some(settled_at) if held_by_a_stated_blocker(action, facts, settled_at) => {
+                        blocked[at] = true;
+                    }
+                    Some(_) => fixed_later.extend(action.result_index),
+                }
             }
         }
         self.resolved.extend(
             resolved
-                .into_iter()
+                .into_keys()
                 .filter(|key| !key.is_empty())
                 .map(str::to_owned)
-                .chain(settled),
+                .chain(settled.into_keys()),
         );
         // Identical lines collapse into their latest occurrence, with a count.
         let mut repeats: FastMap<&str, (usize, usize)> = FastMap::default();

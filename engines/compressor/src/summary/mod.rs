@@ -126,6 +126,10 @@ pub struct SummaryRequest<'a> {
     /// That request, kept verbatim after the head: what it says blocks the work holds the
     /// failures before it (`Blocked: acme-grpc-client needs a tokio-1 release`).
     pub pinned_request: Option<&'a Message>,
+    /// The messages kept verbatim after the summary (empty when there are none, or for a
+    /// summarizer given the middle alone): a success there settles the failures of the middle it
+    /// retries, and what the user says there blocks the work holds them.
+    pub tail: &'a [Message],
 }
 
 impl SummaryRequest<'_> {

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use ctxhost_engine_abi::{Message, ToolCall};
+use ctxhost_engine_abi::{Message, Role, ToolCall};
 
 use crate::tests::shell;
 use pretty_assertions::assert_eq;
@@ -49,6 +49,7 @@ fn the_transcript_names_roles_calls_and_results_and_cuts_long_bodies() {
         request_follows: false,
         pinned_request_at: None,
         pinned_request: None,
+        tail: &[],
     };
     let transcript = request.transcript();
     assert!(transcript.starts_with("[USER]: run it\n\n[ASSISTANT]: \nterminal({\"command\":\"make\"})\n\n"));
@@ -162,6 +163,7 @@ fn an_earlier_summarys_identifiers_use_the_room_for_facts() {
         request_follows: false,
         pinned_request_at: None,
         pinned_request: None,
+        tail: &[],
     };
     // A target of 400 characters, room for 8,000 of facts.
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 400, 8_000);
@@ -276,6 +278,24 @@ fn summarize_pinned(
         request_follows,
         pinned_request_at,
         pinned_request,
+        tail: &[],
+    };
+    ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
+}
+
+/// The extractive summary of `middle` with `tail` kept verbatim after it.
+fn summarize_with_tail(middle: &[Message], tail: &[Message]) -> String {
+    let request = SummaryRequest {
+        middle,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 2_000,
+        input_tokens: 3_000,
+        request_follows: tail.iter().any(|message| message.role == Role::User),
+        pinned_request_at: None,
+        pinned_request: None,
+        tail,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -298,6 +318,7 @@ fn summarize_within(
         request_follows: false,
         pinned_request_at: None,
         pinned_request: None,
+        tail: &[],
     };
     ExtractiveSummarizer.summarize_with_limits(&request, max_chars, fact_chars)
 }
@@ -566,6 +587,7 @@ fn a_logs_repeated_lines_give_way_to_other_facts() {
         request_follows: false,
         pinned_request_at: None,
         pinned_request: None,
+        tail: &[],
     };
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 2_400, 2_400);
     for kept in [
@@ -1867,6 +1889,100 @@ fn a_failure_the_user_said_is_blocked_stays_blocked_when_worked_around() {
     let summary = summarize_pinned(&without, None, false, Some(5), Some(&pinned));
     assert_eq!(blocked_in(&summary), (true, false), "{summary}");
     assert!(!states_it(&summary), "{summary}");
+}
+
+/// A failure that a command kept after the summary retried and passed is not blocked: its line
+/// says it passed on a later run (verify23: four failures listed under Blocked above the kept
+/// `pnpm -r build && pnpm lint && pnpm test` passing 412 tests). What the user says there blocks
+/// the work holds the failures it names, though a later command went around them (verify24: the
+/// Semgrep Pro scan blocked on a license, then the free scan passing).
+#[test]
+fn a_failure_the_messages_kept_after_the_summary_fixed_is_not_blocked() {
+    let middle = vec![
+        Message::user("get the PR green"),
+        shell("l1", "pnpm lint"),
+        Message::tool("l1", "27:18  error  Unexpected any\nExit code: 1"),
+        shell("s1", "semgrep scan --pro --config p/python app"),
+        Message::tool(
+            "s1",
+            "[ERROR] Semgrep Pro engine is not available: this feature requires a token\nExit code: 2",
+        ),
+        Message::assistant("Typing the callback instead of any."),
+    ];
+    let blocker = Message::user("Blocked: the Semgrep Pro license is being procured in SEC-4475. Skip Pro.");
+    let passed = [
+        shell("t1", "pnpm lint && semgrep scan --config p/python app"),
+        Message::tool(
+            "t1",
+            "0 problems\nRan 120 rules on 14 files: 0 findings.\nExit code: 0",
+        ),
+    ];
+    let blocked = |summary: &str, command: &str| {
+        section_lines(summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains(command))
+    };
+    let passed_later = |summary: &str, command: &str| {
+        section_lines(summary, "### Done")
+            .iter()
+            .any(|line| line.contains(command) && line.contains(extractive::PASSED_LATER))
+    };
+    let tail: Vec<Message> = std::iter::once(blocker.clone()).chain(passed.clone()).collect();
+    let summary = summarize_with_tail(&middle, &tail);
+    assert!(!blocked(&summary, "pnpm lint"), "{summary}");
+    assert!(passed_later(&summary, "pnpm lint"), "{summary}");
+    assert!(blocked(&summary, "semgrep scan --pro"), "{summary}");
+    // Nobody said the scan is blocked: the free scan retried it.
+    let summary = summarize_with_tail(&middle, &passed);
+    assert!(
+        !blocked(&summary, "pnpm lint") && !blocked(&summary, "semgrep"),
+        "{summary}"
+    );
+    // Nothing kept after the summary passed: both stand.
+    let summary = summarize_with_tail(&middle, std::slice::from_ref(&blocker));
+    assert!(
+        blocked(&summary, "pnpm lint") && blocked(&summary, "semgrep scan --pro"),
+        "{summary}"
+    );
+}
+
+/// A blocker the user states only after a failure was fixed is about something else: it does not
+/// hold the fixed failure because it names a word of it (verify33: a PyPI upload's 403, fixed
+/// once the bot was a maintainer, listed under Blocked beside the user's later `Blocked: the
+/// acme-oss organization on PyPI is still pending approval`).
+#[test]
+fn a_blocker_said_after_the_fix_does_not_hold_the_failure() {
+    let middle = vec![
+        Message::user("Go for PyPI."),
+        shell("u1", "twine upload dist/*"),
+        Message::tool(
+            "u1",
+            "ERROR    HTTPError: 403 Forbidden from https://upload.pypi.org/legacy/\nExit code: 1",
+        ),
+        Message::assistant("403: the bot is not a maintainer of tidewater on PyPI."),
+        Message::user("I added the bot as a maintainer. Try again."),
+        shell("u2", "twine upload dist/*"),
+        Message::tool(
+            "u2",
+            "View at: https://pypi.org/project/tidewater/2.5.0/\nExit code: 0",
+        ),
+        Message::user("Now tidewater-plugins."),
+        shell("u3", "cd ../plugins && twine upload dist/*"),
+        Message::tool(
+            "u3",
+            "ERROR    HTTPError: 400 Bad Request from https://upload.pypi.org/legacy/\nExit code: 1",
+        ),
+        Message::user(
+            "Blocked: the acme-oss organization on PyPI is still pending approval (pypi/support#4821).",
+        ),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section_lines(&summary, "### Blocked");
+    assert!(!blocked.iter().any(|line| line.contains("403")), "{summary}");
+    assert!(
+        blocked.iter().any(|line| line.contains("400 Bad Request")),
+        "{summary}"
+    );
 }
 
 /// A check that failed on its own and passed later inside a chain was retried: it is no longer

@@ -43,6 +43,7 @@ fn summarise_at_default_budgets(middle: &[Message], focus_topic: Option<&str>) -
         request_follows: false,
         pinned_request_at: None,
         pinned_request: None,
+        tail: &[],
     };
     ExtractiveSummarizer.summarize(&request).unwrap()
 }
@@ -130,6 +131,7 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         request_follows: false,
         pinned_request_at: None,
         pinned_request: None,
+        tail: &[],
     };
     let count = |summary: &str, word: &str| summary.lines().filter(|line| line.contains(word)).count();
     let plain = ExtractiveSummarizer.summarize(&request(None)).unwrap();
