@@ -221,27 +221,6 @@ impl Summarizer for ExtractiveSummarizer {
     }
 }
 
-/// Whether the action `at` of `facts` was run for a request that opens with a question and was
-/// answered after it: not for the request kept verbatim after the head, whose answer is not known.
-fn answers_a_question(facts: &Facts<'_>, at: usize) -> bool {
-    if facts.pinned && at >= facts.in_progress_from {
-        return false;
-    }
-    let index = facts.actions[at].index;
-    facts
-        .requests
-        .iter()
-        .take_while(|request| request.index < index)
-        .last()
-        .is_some_and(|request| {
-            asks_first(&request.text)
-                && request
-                    .answer
-                    .as_ref()
-                    .is_some_and(|(answered_at, _)| *answered_at > index)
-        })
-}
-
 /// Whether the user said, after `failure` and before `settled_at` (where a later success went
 /// around it, when one did), that something blocks the work and named what it failed on (a word
 /// of its command or its error line besides the common ones): it stays blocked. A blocker said
@@ -379,8 +358,6 @@ const STATED_BLOCKER_CHARS: usize = 300;
 const RESULT: &str = "Result: ";
 /// How a failure's line ends when a later run of the same program passed.
 pub(super) const PASSED_LATER: &str = "; passed on a later run";
-/// Said of a failure run to find out what a question asked, answered after it.
-pub(super) const FOR_A_QUESTION: &str = "; run to answer a question";
 /// Measured results listed from one middle, the newest first.
 const RESULTS: usize = 3;
 
@@ -869,7 +846,6 @@ impl<'t> Draft<'t> {
         // `cargo check` does), and those that passed after the part summarised.
         let mut settled: FastMap<String, usize> = std::mem::take(&mut self.passed_after);
         let mut blocked = vec![false; facts.actions.len()];
-        let mut for_a_question = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if !action.failed && action.answered && !action.found_by_exit_one {
@@ -897,14 +873,6 @@ impl<'t> Draft<'t> {
                     })
                     .min();
                 match settled_at {
-                    // Run to find out what a question asked, and answered after it: what it
-                    // showed is the answer, not a blocker (verify23: `does vitest pick up our
-                    // tsconfig paths?`, the failing test run, `Answer: no — …`).
-                    None if answers_a_question(facts, at)
-                        && !held_by_a_stated_blocker(action, facts, usize::MAX) =>
-                    {
-                        for_a_question[at] = true;
-                    }
                     None => blocked[at] = true,
                     // Worked around, not fixed (verify24: `cargo check --workspace` failing on
                     // tokio, the user's `Blocked: acme-grpc-client needs a tokio-1 release`, then
@@ -979,9 +947,7 @@ impl<'t> Draft<'t> {
             }
             // A failure a later run resolved reads as done work: say so, or `-> exit 1` under
             // Done reads as a failure left behind.
-            if for_a_question[at] {
-                text.push_str(FOR_A_QUESTION);
-            } else if action.failed && !blocked[at] {
+            if action.failed && !blocked[at] {
                 text.push_str(PASSED_LATER);
             }
             let (section, tier) = if blocked[at] {

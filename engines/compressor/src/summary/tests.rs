@@ -1946,48 +1946,6 @@ fn a_failure_the_messages_kept_after_the_summary_fixed_is_not_blocked() {
     );
 }
 
-/// A command run to find out what a question asked, answered after it, showed the answer: its
-/// failure is no blocker (verify23: `does vitest pick up our tsconfig paths?`, the failing test
-/// run, then `Answer: no — …` listed under Blocked). A failure of a request that asks nothing,
-/// or of a question not yet answered, stays blocked.
-#[test]
-fn a_failure_run_to_answer_a_question_is_not_blocked() {
-    let question = |text: &str| {
-        vec![
-            Message::user(text),
-            shell("v1", "pnpm --filter web vitest run src/pages/orders"),
-            Message::tool(
-                "v1",
-                "Error: Failed to resolve import \"@acme/ui/Button\" from \"src/pages/orders/OrderTable.tsx\"\nExit code: 1",
-            ),
-            Message::assistant("Answer: no — vitest does not read tsconfig `paths`; we need vite-tsconfig-paths."),
-            Message::user("Add it then."),
-            Message::assistant_calls(vec![ToolCall::new("e1", "patch", r#"{"path":"apps/web/vitest.config.ts"}"#)]),
-            Message::tool("e1", r#"{"success": true}"#),
-        ]
-    };
-    let line_of = |summary: &str, section: &str| {
-        section_lines(summary, section)
-            .into_iter()
-            .find(|line| line.contains("vitest run"))
-            .map(str::to_owned)
-    };
-    let summary = summarize(&question(
-        "Question: does vitest 1.5 pick up our tsconfig `paths` aliases on its own?",
-    ));
-    assert_eq!(line_of(&summary, "### Blocked"), None, "{summary}");
-    assert!(
-        line_of(&summary, "### Done").is_some_and(|line| line.ends_with(extractive::FOR_A_QUESTION)),
-        "{summary}"
-    );
-    let summary = summarize(&question("Run the web tests for the orders page."));
-    assert!(line_of(&summary, "### Blocked").is_some(), "{summary}");
-    let mut unanswered = question("Does vitest pick up our tsconfig paths?");
-    unanswered.truncate(3);
-    let summary = summarize(&unanswered);
-    assert!(line_of(&summary, "### Blocked").is_some(), "{summary}");
-}
-
 /// A blocker the user states only after a failure was fixed is about something else: it does not
 /// hold the fixed failure because it names a word of it (verify33: a PyPI upload's 403, fixed
 /// once the bot was a maintainer, listed under Blocked beside the user's later `Blocked: the
