@@ -32,7 +32,7 @@ impl<'a> Facts<'a> {
             keys: Vec::new(),
             first_error: None,
             answered: false,
-            found_by_exit_one: false,
+            found_by_exit_code: false,
             fact_ids: Vec::new(),
             last_line: None,
             recovered: false,
@@ -162,7 +162,7 @@ impl<'a> Facts<'a> {
         let exit_code = exit_code_in(&line);
         // `diff` that found differences exits with 1, and Claude Code flags it an error as it
         // does every exit code but 0: the code says more than the flag.
-        let answered = exit_code == Some(1) && exit_one_answers(call);
+        let answered = exit_code.is_some_and(|code| exit_code_answers(call, code));
         let failed = (failure.is_some() && !(answered && failure == Some(Failure::Error)))
             || match exit_code {
                 Some(_) if answered => false,
@@ -203,7 +203,7 @@ impl<'a> Facts<'a> {
                 action.failed = failed;
                 action.first_error = first_error;
                 action.answered = true;
-                action.found_by_exit_one = answered;
+                action.found_by_exit_code = answered;
                 action.fact_ids.extend(error_id);
             }
             None => self.actions.push(Action {
@@ -213,7 +213,7 @@ impl<'a> Facts<'a> {
                 keys: vec![format!("orphan{index}")],
                 first_error,
                 answered: true,
-                found_by_exit_one: answered,
+                found_by_exit_code: answered,
                 fact_ids: error_id.into_iter().collect(),
                 last_line: None,
                 recovered: false,
@@ -842,13 +842,16 @@ fn queries(call: Option<&ToolCall>) -> bool {
     })
 }
 
-/// Whether `call` runs, last, a command whose exit code 1 is an answer rather than a failure:
-/// `diff` and `cmp` found differences, `grep` found no line. A schema diff that found what
-/// changed is work done, and listing it as Blocked told a model it had to be fixed.
-fn exit_one_answers(call: Option<&ToolCall>) -> bool {
-    last_step(call, |words, _| match words {
-        [program, ..] if ANSWER_BY_EXIT_ONE.contains(program) => true,
-        ["git", "diff", ..] | ["npm" | "pnpm" | "yarn" | "cargo", "audit", ..] => true,
+/// Whether `call` runs, last, a command whose exit code `code` is an answer rather than a failure:
+/// `diff` and `cmp` found differences, `grep` found no line (1); `terraform plan
+/// -detailed-exitcode` found changes to make (2; 1 is its error). A schema diff that found what
+/// changed is work done, and listing it as Blocked told a model it had to be fixed (verify33:
+/// a plan showing the drift to reconcile listed as Blocked).
+fn exit_code_answers(call: Option<&ToolCall>, code: i64) -> bool {
+    last_step(call, |words, options| match (code, words) {
+        (1, [program, ..]) if ANSWER_BY_EXIT_ONE.contains(program) => true,
+        (1, ["git", "diff", ..] | ["npm" | "pnpm" | "yarn" | "cargo", "audit", ..]) => true,
+        (2, ["terraform" | "tofu", "plan", ..]) => options.contains(&"-detailed-exitcode"),
         _ => false,
     })
 }

@@ -180,7 +180,7 @@ fn passed_in(tail: &[Message], middle_len: usize, facts: &Facts<'_>) -> FastMap<
     for action in outcomes
         .actions
         .iter()
-        .filter(|action| !action.failed && action.answered && !action.found_by_exit_one)
+        .filter(|action| !action.failed && action.answered && !action.found_by_exit_code)
     {
         let at = middle_len + at_in_tail[action.index];
         for key in action
@@ -848,7 +848,7 @@ impl<'t> Draft<'t> {
         let mut blocked = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
-            if !action.failed && action.answered && !action.found_by_exit_one {
+            if !action.failed && action.answered && !action.found_by_exit_code {
                 for key in &action.keys {
                     resolved.insert(key.as_str(), action.index);
                     settled.extend(

@@ -180,10 +180,11 @@ pub(crate) struct Action<'a> {
     pub first_error: Option<Cow<'a, str>>,
     /// The result arrived (a call whose result is gone has none).
     pub answered: bool,
-    /// Exited with 1 to say what it found (a scanner's findings, `grep`'s no match): no failure,
+    /// Exited with a code that says what it found (a scanner's findings, `grep`'s no match, a
+    /// detailed plan's changes): no failure,
     /// but no retry of another run either (verify21: an OSS `semgrep scan` with findings made a
     /// `semgrep scan --pro` blocked on its licence `passed on a later run`).
-    pub found_by_exit_one: bool,
+    pub found_by_exit_code: bool,
     /// Described on its own line; older actions beyond the scan budget are only counted.
     pub itemised: bool,
     /// The tool's name.

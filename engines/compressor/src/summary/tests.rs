@@ -3359,7 +3359,7 @@ fn a_decision_record_is_no_constraint() {
 }
 
 /// `diff` that found differences and `grep` that found no line exit with 1: an answer, not a
-/// failure. Exit 2 is their failure.
+/// failure. Exit 2 is their failure, and a detailed `terraform plan`'s answer (verify33).
 #[test]
 fn a_diff_that_found_differences_is_done_not_blocked() {
     for (command, output, blocked) in [
@@ -3376,6 +3376,18 @@ fn a_diff_that_found_differences_is_done_not_blocked() {
             true,
         ),
         ("pytest -q", "1 failed\nExit code: 1", true),
+        // A detailed plan exits with 2 when it found changes to make, with 1 on an error.
+        (
+            "terraform plan -input=false -detailed-exitcode",
+            "  ~ resource \"aws_security_group\" \"payments_api\" {\nPlan: 0 to add, 1 to change, 0 to destroy.\nExit code: 2",
+            false,
+        ),
+        (
+            "terraform plan -detailed-exitcode",
+            "Error: Error acquiring the state lock\nExit code: 1",
+            true,
+        ),
+        ("terraform plan", "Plan: 0 to add, 1 to change, 0 to destroy.\nExit code: 2", true),
     ] {
         let middle = vec![
             Message::user("compare the schemas"),
