@@ -652,16 +652,33 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
     let Some((tool, program)) = key.split_once('\u{0}') else {
         return Vec::new();
     };
-    let settled: &[&str] = match program {
-        "cargo build" | "cargo clippy" => &["cargo check"],
-        "cargo test" | "cargo run" | "cargo nextest" => &["cargo check", "cargo build"],
-        "go test" | "go run" => &["go build"],
+    let runner = program.split(' ').next().unwrap_or(program);
+    let settled: &[&str] = match (program, runner) {
+        ("cargo build" | "cargo clippy", _) => &["cargo check"],
+        ("cargo test" | "cargo run" | "cargo nextest", _) => &["cargo check", "cargo build"],
+        ("go test" | "go run", _) => &["go build"],
+        // tox and nox run the suite through pytest, as `python -m pytest` does: the whole suite
+        // passing settles a selection of it that failed (`suite_key`; verify33: `pytest -k
+        // test_apply_coupon_rounding` failing, then `tox -e py311` green).
+        (_, "tox" | "nox") | ("python pytest", _) => &["pytest"],
         _ => &[],
     };
     let mut keys: Vec<String> = settled
         .iter()
         .map(|program| format!("{tool}\u{0}{program}"))
         .collect();
+    // A task runner's target is the command it wraps: `terraform apply managed.tfplan` passing
+    // settles `make apply`, which failed on what it applied (verify33).
+    if let Some((_, target)) = program
+        .split_once(' ')
+        .filter(|(first, target)| !TASK_RUNNERS.contains(first) && !target.contains(' '))
+    {
+        keys.extend(
+            TASK_RUNNERS
+                .iter()
+                .map(|runner| format!("{tool}\u{0}{runner} {target}")),
+        );
+    }
     // A package's binary run through its manager is the same binary however it is asked for:
     // `pnpm --filter web exec tsc` passing settles `pnpm --filter web tsc` (verify26: a fixed
     // type error stayed blocked).
@@ -680,6 +697,34 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
         }
     }
     keys
+}
+
+/// Programs that run a target a project names (`make apply`, `just test`).
+const TASK_RUNNERS: &[&str] = &["make", "just", "task"];
+
+/// Test runners given a selection as their second word (`pytest tests/test_orders.py::test_x`,
+/// `rspec spec/models/order_spec.rb`).
+const TEST_RUNNERS: &[&str] = &["pytest", "rspec", "jest", "phpunit", "mocha"];
+
+/// The key of the whole suite that `key`, a test runner's selection, is part of (`pytest
+/// tests/x.py` → `pytest`): the suite passing passes the tests it selects.
+pub(super) fn suite_key(key: &str) -> Option<String> {
+    let (tool, program) = key.split_once('\u{0}')?;
+    let (runner, _) = program.split_once(' ')?;
+    TEST_RUNNERS
+        .contains(&runner)
+        .then(|| format!("{tool}\u{0}{runner}"))
+}
+
+/// The first words of the programs whose success settles a failure keyed `key`: its own
+/// program's and its task's, and those that run a suite it is part of.
+pub(super) fn settling_words(key: &str) -> Vec<&str> {
+    let program = key.split_once('\u{0}').map_or(key, |(_, program)| program);
+    let mut words: Vec<&str> = program.split_whitespace().collect();
+    if suite_key(key).is_some_and(|suite| suite.ends_with("\u{0}pytest")) {
+        words.extend(["tox", "nox"]);
+    }
+    words
 }
 
 /// An inline script's key: its interpreter and its first statement (`python import lightgbm as

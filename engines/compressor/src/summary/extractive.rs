@@ -38,7 +38,7 @@ use ctxhost_engine_abi::{Message, Role, ToolCall};
 use ctxhost_engine_kit::{stand_in::error_line, text::head_and_tail};
 
 use super::{
-    actions::{keys_a_success_settles, publishes, WRITING},
+    actions::{keys_a_success_settles, publishes, settling_words, suite_key, WRITING},
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{extract_facts, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request, Source},
     patterns::{error_line_score, RecordKey, TELLING_ERROR},
@@ -142,8 +142,7 @@ fn passed_in(tail: &[Message], middle_len: usize, facts: &Facts<'_>) -> FastMap<
         .iter()
         .filter(|action| action.failed)
         .flat_map(|action| action.keys.iter())
-        .filter_map(|key| key.split_once('\u{0}').map(|(_, program)| program))
-        .flat_map(str::split_whitespace)
+        .flat_map(|key| settling_words(key))
         .filter(|word| word.len() > 1)
         .collect();
     let mut wanted: HashSet<&str> = HashSet::new();
@@ -864,12 +863,27 @@ impl<'t> Draft<'t> {
                     fixed_later.extend(action.result_index);
                 }
             } else if action.failed {
-                let settled_at = action
+                // A selection of a test suite is settled by the whole suite passing too.
+                let keys: Vec<Cow<'_, str>> = action
                     .keys
                     .iter()
+                    .map(|key| Cow::Borrowed(key.as_str()))
+                    .chain(
+                        action
+                            .keys
+                            .iter()
+                            .filter_map(|key| suite_key(key))
+                            .map(Cow::Owned),
+                    )
+                    .collect();
+                let settled_at = keys
+                    .iter()
                     .filter_map(|key| {
-                        let by_itself = resolved.get(key.as_str()).copied();
-                        by_itself.into_iter().chain(settled.get(key).copied()).min()
+                        let by_itself = resolved.get(key.as_ref()).copied();
+                        by_itself
+                            .into_iter()
+                            .chain(settled.get(key.as_ref()).copied())
+                            .min()
                     })
                     .min();
                 match settled_at {

@@ -18,7 +18,7 @@ use std::{borrow::Cow, collections::HashSet};
 use crate::scan::{FastHash, FastMap};
 
 use super::{
-    actions::{action_keys, exit_code_in, publishes},
+    actions::{action_keys, exit_code_in, publishes, suite_key},
     draft::{Draft, Group},
     extractive::{
         asks_first, error_shape, files_group, names_any, replaced_note_count, stated_blocker_words,
@@ -502,7 +502,12 @@ impl<'t> Draft<'t> {
     /// Whether a Blocked line (``[terminal] ran `cmd` -> exit 1 …``) was resolved by a later success
     /// of a program it runs.
     fn is_resolved(&self, line: &str) -> bool {
-        action_line_keys(line).is_some_and(|keys| keys.iter().any(|key| self.resolved.contains(key)))
+        action_line_keys(line).is_some_and(|keys| {
+            keys.iter().any(|key| {
+                self.resolved.contains(key)
+                    || suite_key(key).is_some_and(|suite| self.resolved.contains(&suite))
+            })
+        })
     }
 
     /// When an earlier `path (read, changed)` line names a file listed again, folds what was done to

@@ -1946,6 +1946,67 @@ fn a_failure_the_messages_kept_after_the_summary_fixed_is_not_blocked() {
     );
 }
 
+/// A task runner's target is the command it wraps, and a test suite passing passes the tests a
+/// selection of it ran: their failures are fixed, and so are their error lines (verify33: `make
+/// apply` failing, then `terraform apply managed.tfplan` complete; `pytest -k
+/// test_apply_coupon_rounding` failing, then `tox -e py311` green, the errors still standing).
+/// Another target, or another runner's suite, fixes nothing.
+#[test]
+fn a_wrapped_command_or_the_whole_suite_passing_fixes_the_failure() {
+    let cases = [
+        (
+            "make apply STACK=prod/payments-api",
+            "Error: creating CloudWatch Logs Log Group: ResourceAlreadyExistsException\nmake: *** [Makefile:41: apply] Error 1\nExit code: 2",
+            "terraform apply managed.tfplan",
+            true,
+        ),
+        (
+            "make apply STACK=prod/payments-api",
+            "Error: creating CloudWatch Logs Log Group: ResourceAlreadyExistsException\nmake: *** [Makefile:41: apply] Error 1\nExit code: 2",
+            "terraform plan -out=managed.tfplan",
+            false,
+        ),
+        (
+            "pytest -k test_apply_coupon_rounding",
+            "E       AssertionError: assert Decimal('9.99') == Decimal('10.00')\nExit code: 1",
+            "tox -e py311",
+            true,
+        ),
+        (
+            "pytest tests/orders/test_checkout.py -q",
+            "E       AssertionError: assert Decimal('9.99') == Decimal('10.00')\nExit code: 1",
+            "python -m pytest -q",
+            true,
+        ),
+        (
+            "pytest tests/orders/test_checkout.py -q",
+            "E       AssertionError: assert Decimal('9.99') == Decimal('10.00')\nExit code: 1",
+            "npx jest",
+            false,
+        ),
+    ];
+    for (failed, output, passed, fixed) in cases {
+        let middle = vec![
+            Message::user("fix it"),
+            shell("f1", failed),
+            Message::tool("f1", output),
+            shell("p1", passed),
+            Message::tool("p1", "all good\nExit code: 0"),
+        ];
+        let summary = summarize(&middle);
+        let blocked = section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains(failed));
+        assert_eq!(blocked, !fixed, "{failed} then {passed}:\n{summary}");
+        let error = output.lines().next().unwrap();
+        assert_eq!(
+            standing_errors(&summary).contains(error.trim()),
+            !fixed,
+            "{failed} then {passed}:\n{summary}"
+        );
+    }
+}
+
 /// A blocker the user states only after a failure was fixed is about something else: it does not
 /// hold the fixed failure because it names a word of it (verify33: a PyPI upload's 403, fixed
 /// once the bot was a maintainer, listed under Blocked beside the user's later `Blocked: the
