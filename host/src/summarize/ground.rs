@@ -196,7 +196,7 @@ enum FactItem {
     /// `- text`.
     Line(String),
     /// `- Errors:` / `- Errors fixed since:` / `- Lines of files read that mention errors:` /
-    /// `- Commands:` with one `  - member` per line.
+    /// `- Commands:` / `- Commands mentioned:` with one `  - member` per line.
     Block { label: String, members: Vec<String> },
     /// `- URLs: a, b` / `- Hashes: …` / ``- Names: `a`, `b` ``.
     Inline { label: String, members: Vec<String> },
@@ -301,7 +301,11 @@ fn parse_facts(body: &str) -> [Vec<FactItem>; 9] {
         }
         if matches!(
             text,
-            "Errors:" | "Errors fixed since:" | "Lines of files read that mention errors:" | "Commands:"
+            "Errors:"
+                | "Errors fixed since:"
+                | "Lines of files read that mention errors:"
+                | "Commands:"
+                | "Commands mentioned:"
         ) {
             items.push(FactItem::Block {
                 label: text.to_owned(),

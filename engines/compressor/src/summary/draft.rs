@@ -22,6 +22,10 @@ pub(super) enum Group {
     /// Lines of files read that say `error`: source code (`catch (error) {`) as often as a log.
     FileErrorLines,
     Commands,
+    /// Commands named only in the assistant's words (proposed, or told the user to run), which no
+    /// call of the part summarised ran: listed as commands run, a refused `terraform force-unlock`
+    /// read as done (verify33).
+    CommandsMentioned,
     Urls,
     Routes,
     Hashes,
@@ -44,6 +48,7 @@ impl Group {
             Group::FixedErrors => "Errors fixed since:",
             Group::FileErrorLines => "Lines of files read that mention errors:",
             Group::Commands => "Commands:",
+            Group::CommandsMentioned => "Commands mentioned:",
             Group::Urls => "URLs:",
             Group::Routes => "Routes:",
             Group::Hashes => "Hashes:",
@@ -55,7 +60,7 @@ impl Group {
     }
 
     /// Every labelled group, for reading an earlier summary back.
-    pub(super) const LABELLED: [Group; 15] = [
+    pub(super) const LABELLED: [Group; 16] = [
         Group::FilesChanged,
         Group::FilesRead,
         Group::FilesSearched,
@@ -64,6 +69,7 @@ impl Group {
         Group::FixedErrors,
         Group::FileErrorLines,
         Group::Commands,
+        Group::CommandsMentioned,
         Group::Urls,
         Group::Routes,
         Group::Hashes,
@@ -76,8 +82,18 @@ impl Group {
     pub(super) fn inline(self) -> bool {
         !matches!(
             self,
-            Group::None | Group::Errors | Group::FixedErrors | Group::FileErrorLines | Group::Commands
+            Group::None
+                | Group::Errors
+                | Group::FixedErrors
+                | Group::FileErrorLines
+                | Group::Commands
+                | Group::CommandsMentioned
         )
+    }
+
+    /// Commands, run or only mentioned: each in backticks on its own line.
+    pub(super) fn is_commands(self) -> bool {
+        matches!(self, Group::Commands | Group::CommandsMentioned)
     }
 
     /// Characters an item costs beyond its text.
@@ -85,7 +101,7 @@ impl Group {
         match self {
             Group::None => 3,                                                // "- " and a newline
             Group::Errors | Group::FixedErrors | Group::FileErrorLines => 5, // "  - " and a newline
-            Group::Commands => 7,                                            // "  - `" "`" and a newline
+            Group::Commands | Group::CommandsMentioned => 7,                 // "  - `" "`" and a newline
             Group::Names => 4,                                               // ", `" "`"
             _ => 2,                                                          // ", "
         }
@@ -565,7 +581,7 @@ fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
                     out.push_str("- ");
                     out.push_str(group.label());
                     out.push('\n');
-                    let quote = if group == Group::Commands { "`" } else { "" };
+                    let quote = if group.is_commands() { "`" } else { "" };
                     for item in members {
                         out.push_str("  - ");
                         out.push_str(quote);

@@ -1117,12 +1117,18 @@ impl<'t> Draft<'t> {
                     Source::Assistant => 3,
                     _ => 1,
                 };
+                // Named only in the assistant's words: no call ran it.
+                let group = if fact.source == Source::Assistant {
+                    Group::CommandsMentioned
+                } else {
+                    Group::Commands
+                };
                 // A long command (a script, a commit message) is quoted by its start.
                 let shown = match cut_marked(fact.text.trim(), COMMAND_CHARS + 1) {
                     Cow::Borrowed(_) => fact.text.clone(),
                     Cow::Owned(cut) => Cow::Owned(cut),
                 };
-                (Section::Critical, Group::Commands, tier, shown)
+                (Section::Critical, group, tier, shown)
             }
             FactKind::Url | FactKind::Route => {
                 // A page the user gave, a tool fetched, or the assistant cited from what it read

@@ -326,7 +326,7 @@ impl<'t> Draft<'t> {
                         group = Group::None;
                     }
                     text = text.trim_start_matches("- ").trim();
-                    if group == Group::Commands {
+                    if group.is_commands() {
                         text = text.trim_matches('`');
                     }
                 }
@@ -560,7 +560,12 @@ fn error_message(line: &str) -> Option<&str> {
 
 fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
     let shaped = |line: &Carried<'_>| match line.group {
-        Group::Errors | Group::FixedErrors | Group::FileErrorLines | Group::Commands | Group::Routes => true,
+        Group::Errors
+        | Group::FixedErrors
+        | Group::FileErrorLines
+        | Group::Commands
+        | Group::CommandsMentioned
+        | Group::Routes => true,
         Group::Hashes => line.text.len() >= 64 || line.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
         _ => false,
     };

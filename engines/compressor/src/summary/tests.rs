@@ -2007,6 +2007,68 @@ fn a_wrapped_command_or_the_whole_suite_passing_fixes_the_failure() {
     }
 }
 
+/// A command named only in the assistant's words (an option it proposed, which the user
+/// refused) is listed as mentioned, not with the commands the calls ran (verify33: `terraform
+/// force-unlock 7f3c…` under `Commands:` beside the state lock's error, after the user's `Do NOT
+/// force-unlock`); the next fold keeps it there, and a call running it later lists it as run.
+#[test]
+fn a_command_only_mentioned_is_not_listed_as_run() {
+    let unlock = "terraform force-unlock 7f3c9a2e-5b1d-4e8f-a6c2-91d04b7e3f18";
+    let middle = vec![
+        Message::user("reconcile the drift"),
+        shell("p1", "terraform plan -input=false"),
+        Message::tool("p1", "Error: Error acquiring the state lock\nExit code: 1"),
+        Message::assistant(format!(
+            "The lock is held by a running job. Option: `{unlock}` so we can plan. Should I?"
+        )),
+        Message::user("No. Do NOT force-unlock. Wait for the job."),
+    ];
+    let group_of = |summary: &str, command: &str| -> Option<String> {
+        let mut label = None;
+        for line in section_lines(summary, "## Critical Context") {
+            if let Some(name) = line.strip_prefix("- ") {
+                label = Some(name.to_owned());
+            } else if line.contains(command) {
+                return label;
+            }
+        }
+        None
+    };
+    let summary = summarize(&middle);
+    assert_eq!(
+        group_of(&summary, unlock).as_deref(),
+        Some("Commands mentioned:"),
+        "{summary}"
+    );
+    assert_ne!(
+        group_of(&summary, "terraform plan -input=false").as_deref(),
+        Some("Commands mentioned:"),
+        "{summary}"
+    );
+    let next = [Message::user("The job finished. Plan again.")];
+    let folded = summarize_before(&next, Some(&summary), false, None);
+    assert_eq!(
+        group_of(&folded, unlock).as_deref(),
+        Some("Commands mentioned:"),
+        "{folded}"
+    );
+    let ran = [
+        Message::user("The job is stuck for good. Unlock it."),
+        shell("u1", unlock),
+        Message::tool(
+            "u1",
+            "Terraform state has been successfully unlocked!\nExit code: 0",
+        ),
+    ];
+    let folded = summarize_before(&ran, Some(&summary), false, None);
+    assert_ne!(
+        group_of(&folded, unlock).as_deref(),
+        Some("Commands mentioned:"),
+        "{folded}"
+    );
+    assert!(folded.contains(&format!("ran `{unlock}` -> exit 0")), "{folded}");
+}
+
 /// A blocker the user states only after a failure was fixed is about something else: it does not
 /// hold the fixed failure because it names a word of it (verify33: a PyPI upload's 403, fixed
 /// once the bot was a maintainer, listed under Blocked beside the user's later `Blocked: the
