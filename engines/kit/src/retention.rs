@@ -552,6 +552,36 @@ fn counts_none_of_a_kind(line: &str) -> bool {
     })
 }
 
+/// A test run's tally that counts no failure (pytest's `==== 1188 passed, 14 skipped, 1 xfailed
+/// in 41.2s ====`): a test expected to fail that did (`xfailed`) is no error (verify33: the
+/// passing run's tally listed first among the errors).
+fn is_passing_tally(trimmed: &str) -> bool {
+    const PASSING: &[&str] = &[
+        "passed",
+        "skipped",
+        "xfailed",
+        "xpassed",
+        "deselected",
+        "warning",
+        "warnings",
+        "rerun",
+    ];
+    let tally = trimmed.trim_matches(|c: char| c == '=' || c.is_whitespace());
+    let tally = tally.rsplit_once(" in ").map_or(tally, |(counts, _)| counts);
+    let mut counts = 0;
+    for part in tally.split(", ") {
+        let mut words = part.split_whitespace();
+        let (Some(number), Some(kind), None) = (words.next(), words.next(), words.next()) else {
+            return false;
+        };
+        if !number.bytes().all(|b| b.is_ascii_digit()) || !PASSING.contains(&kind) {
+            return false;
+        }
+        counts += 1;
+    }
+    counts > 0
+}
+
 /// A line a tool checks off as done (`✓ Requested rerun (failed jobs) of run 9413380112`,
 /// fastlane's `▸ ✓ FeedModelTests.test_error_state`), with no mark of a failure (verify27).
 fn is_checked_off(trimmed: &str) -> bool {
@@ -592,7 +622,7 @@ pub fn reports_no_error(line: &str) -> bool {
         return true;
     }
     let trimmed = line.trim_start();
-    if is_commit_subject(trimmed) {
+    if is_commit_subject(trimmed) || is_passing_tally(trimmed) {
         return true;
     }
     if trimmed.starts_with("Traceback (most recent call last)")
@@ -1116,6 +1146,8 @@ mod tests {
             "5 | pub enum ApiError {",
             "  12 |     return Err(ApiError::NotFound);",
             "  |  -------- expected due to this",
+            "================ 1188 passed, 14 skipped, 1 xfailed in 41.20s ================",
+            "3 passed, 1 xpassed, 2 warnings",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
@@ -1142,6 +1174,8 @@ mod tests {
             "error: could not compile `shopd` (bin \"shopd\") due to 3 previous errors; --error-format=json",
             "error[E0599]: no method named `alloc_node` found for struct `Arena` in the current scope",
             "failures: 3",
+            "==== 1 failed, 1186 passed, 1 xfailed in 3.41s ====",
+            "1 error, 12 passed",
         ] {
             assert!(!reports_no_error(some), "{some}");
         }
