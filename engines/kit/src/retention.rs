@@ -582,6 +582,37 @@ fn is_passing_tally(trimmed: &str) -> bool {
     counts > 0
 }
 
+/// A table's header naming a column for errors (`target recall@10 p50_ms p95_ms p99_ms qps
+/// errors`, `NAME READY STATUS RESTARTS ERRORS`): column names, two of them or more in a name's
+/// snake or `@` form or all in capitals, the error word not first (verify33: a benchmark's
+/// header listed as its run's error, and the results under it lost).
+fn is_column_header(trimmed: &str) -> bool {
+    let columns: Vec<&str> = trimmed.split_whitespace().collect();
+    let names = |column: &&str| {
+        column
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'@' | b'%' | b'/' | b'-' | b'.'))
+            && column.bytes().any(|b| b.is_ascii_alphabetic())
+    };
+    let error_word = |column: &&str| {
+        ["error", "errors", "failed", "failures", "failure", "fail"]
+            .iter()
+            .any(|word| column.eq_ignore_ascii_case(word))
+    };
+    let named = columns
+        .iter()
+        .filter(|column| column.contains(['_', '@']))
+        .count();
+    let capitals = columns
+        .iter()
+        .all(|column| !column.bytes().any(|b| b.is_ascii_lowercase()));
+    columns.len() >= 4
+        && columns.iter().all(names)
+        && (named >= 2 || capitals)
+        && !columns.first().is_some_and(error_word)
+        && columns.iter().any(error_word)
+}
+
 /// A line a tool checks off as done (`✓ Requested rerun (failed jobs) of run 9413380112`,
 /// fastlane's `▸ ✓ FeedModelTests.test_error_state`), with no mark of a failure (verify27).
 fn is_checked_off(trimmed: &str) -> bool {
@@ -622,7 +653,7 @@ pub fn reports_no_error(line: &str) -> bool {
         return true;
     }
     let trimmed = line.trim_start();
-    if is_commit_subject(trimmed) || is_passing_tally(trimmed) {
+    if is_commit_subject(trimmed) || is_passing_tally(trimmed) || is_column_header(trimmed) {
         return true;
     }
     if trimmed.starts_with("Traceback (most recent call last)")
@@ -1148,6 +1179,8 @@ mod tests {
             "  |  -------- expected due to this",
             "================ 1188 passed, 14 skipped, 1 xfailed in 41.20s ================",
             "3 passed, 1 xpassed, 2 warnings",
+            "target        recall@10  p50_ms  p95_ms  p99_ms   qps  errors",
+            "NAME    READY   STATUS    RESTARTS   ERRORS",
         ] {
             assert!(reports_no_error(none), "{none}");
         }
@@ -1176,6 +1209,9 @@ mod tests {
             "failures: 3",
             "==== 1 failed, 1186 passed, 1 xfailed in 3.41s ====",
             "1 error, 12 passed",
+            "ERROR CONNECTING TO THE DATABASE SERVER",
+            "failed to connect to upstream_host db_primary",
+            "qdrant_ivf recall@10 p50_ms errors: 12",
         ] {
             assert!(!reports_no_error(some), "{some}");
         }
