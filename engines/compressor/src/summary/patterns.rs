@@ -220,6 +220,22 @@ pub(super) static BLOCKER_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "waiting on",
         "can't proceed",
         "cannot proceed",
+        // What only someone else can grant (verify33: `updating repo secrets needs org-admin
+        // rights my token doesn't have` in no summary's Blocked).
+        "needs admin rights",
+        "need admin rights",
+        "requires admin rights",
+        "needs org-admin rights",
+        "need org-admin rights",
+        "requires org-admin rights",
+        "needs admin access",
+        "need admin access",
+        "requires admin access",
+        "until an admin",
+        "until an org admin",
+        "only an admin can",
+        "only an org admin can",
+        "until someone with",
     ])
 });
 

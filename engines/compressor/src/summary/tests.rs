@@ -2176,6 +2176,26 @@ fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
     );
 }
 
+/// What only someone else can grant blocks the work, said without the word (verify33: `updating
+/// repo secrets needs org-admin rights my token doesn't have` in no summary's Blocked).
+#[test]
+fn a_grant_only_an_admin_can_give_is_a_blocker() {
+    let middle = vec![
+        Message::user("Make the e2e job pass."),
+        Message::assistant(
+            "I can't get the e2e job green from here. Updating repo secrets needs org-admin rights my token doesn't have (HTTP 403).",
+        ),
+        Message::user("What can you do meanwhile?"),
+        Message::assistant("Meanwhile I can draft the vendor email. The admin rights page lists who can help."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "### Blocked"),
+        ["- Stated by the assistant: Updating repo secrets needs org-admin rights my token doesn't have (HTTP 403)."],
+        "{summary}"
+    );
+}
+
 /// A request that is a decision record, replaced since, is no goal: listed there, `Go with a full
 /// refresh` read as the plan after the user had reversed it (verify18, every summary of an ETL
 /// backfill).
