@@ -119,6 +119,7 @@ impl Summarizer {
             pinned_request_at: None,
             pinned_request: None,
             tail: &[],
+            head_request: None,
         };
         // The extractive summarizer's own budget: never more than three quarters of the input.
         let facts_budget = target_tokens

@@ -90,6 +90,22 @@ impl ExtractiveSummarizer {
         if let (Some(at), Some(pinned)) = (request.pinned_request_at, request.pinned_request) {
             facts.on_pinned_text(at, pinned);
         }
+        // The first reply before the middle's first request answers a question the head keeps,
+        // as the first after the request kept after the head answers that one. A task's first
+        // reply is often a step on the way (`Baseline: ingress p95 = 412 ms`).
+        let head_question = request.head_request.is_some_and(|head| asks_first(&head.text()));
+        if head_question && facts.pinned_answer.is_none() {
+            let first_request = facts.requests.first().map_or(request.middle.len(), |r| r.index);
+            facts.pinned_answer = request.middle[..first_request]
+                .iter()
+                .enumerate()
+                .find(|(_, message)| {
+                    message.role == Role::Assistant
+                        && !message.has_tool_calls()
+                        && !message.text().trim().is_empty()
+                })
+                .map(|(index, message)| (index, message.text()));
+        }
         // The messages kept after the summary: a success there settles the failures it retries,
         // unless the user says there that they are blocked (verify23: four failures listed under
         // Blocked above the kept `pnpm -r build && pnpm lint && pnpm test` passing 412 tests;

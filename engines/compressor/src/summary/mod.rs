@@ -130,6 +130,9 @@ pub struct SummaryRequest<'a> {
     /// summarizer given the middle alone): a success there settles the failures of the middle it
     /// retries, and what the user says there blocks the work holds them.
     pub tail: &'a [Message],
+    /// The user's request the head keeps verbatim, when the head holds no reply to it: a reply
+    /// before the middle's first request may answer it.
+    pub head_request: Option<&'a Message>,
 }
 
 impl SummaryRequest<'_> {

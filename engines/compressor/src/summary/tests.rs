@@ -50,6 +50,7 @@ fn the_transcript_names_roles_calls_and_results_and_cuts_long_bodies() {
         pinned_request_at: None,
         pinned_request: None,
         tail: &[],
+        head_request: None,
     };
     let transcript = request.transcript();
     assert!(transcript.starts_with("[USER]: run it\n\n[ASSISTANT]: \nterminal({\"command\":\"make\"})\n\n"));
@@ -164,6 +165,7 @@ fn an_earlier_summarys_identifiers_use_the_room_for_facts() {
         pinned_request_at: None,
         pinned_request: None,
         tail: &[],
+        head_request: None,
     };
     // A target of 400 characters, room for 8,000 of facts.
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 400, 8_000);
@@ -279,6 +281,7 @@ fn summarize_pinned(
         pinned_request_at,
         pinned_request,
         tail: &[],
+        head_request: None,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -296,6 +299,7 @@ fn summarize_with_tail(middle: &[Message], tail: &[Message]) -> String {
         pinned_request_at: None,
         pinned_request: None,
         tail,
+        head_request: None,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, 8_000, 8_000)
 }
@@ -319,6 +323,7 @@ fn summarize_within(
         pinned_request_at: None,
         pinned_request: None,
         tail: &[],
+        head_request: None,
     };
     ExtractiveSummarizer.summarize_with_limits(&request, max_chars, fact_chars)
 }
@@ -588,6 +593,7 @@ fn a_logs_repeated_lines_give_way_to_other_facts() {
         pinned_request_at: None,
         pinned_request: None,
         tail: &[],
+        head_request: None,
     };
     let summary = ExtractiveSummarizer.summarize_with_limits(&request, 2_400, 2_400);
     for kept in [

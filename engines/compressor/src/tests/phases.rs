@@ -277,3 +277,56 @@ fn a_head_that_alone_fills_the_room_gives_way_to_the_system_message() {
     let last_user = messages.iter().rev().find(|m| m.role == Role::User).unwrap();
     assert!(compacted.contains(last_user), "the last user message is kept");
 }
+
+/// The head keeps the user's first request and the call it started; the reply to it is in the
+/// middle, before the next request: the summary gives it to the request the head keeps (verify33:
+/// `how much memory do 20M vectors take?` kept, its `81.92 GB` and `20.48 GB` in no line). Once the
+/// head holds its reply, no later remark is taken for one; nor is a task's first reply, often a
+/// step on the way (`Baseline: ingress p95 = 412 ms`).
+#[test]
+fn the_reply_to_the_request_the_head_keeps_is_kept() {
+    let answer = "Answer: raw float32 is 81.92 GB; int8 scalar quantization is 20.48 GB.";
+    let question = "Quick question: how much memory do 20M 1024-dim vectors take?";
+    let conversation = |request: &str, head_answers: bool| {
+        let mut messages = vec![Message::system("You are a coding agent."), Message::user(request)];
+        if head_answers {
+            messages.push(Message::assistant("About 82 GB raw; details follow."));
+        } else {
+            messages.push(Message::assistant_calls(vec![ToolCall::new(
+                "c1",
+                "terminal",
+                r#"{"command":"python3 -c 'print(20e6*1024*4/1e9)'"}"#,
+            )]));
+            messages.push(Message::tool("c1", "81.92"));
+        }
+        messages.push(Message::assistant(answer));
+        messages.extend(long_conversation(20, 400).into_iter().skip(1));
+        messages
+    };
+    let mut first = engine(SMALL_WINDOW, 3, 4);
+    let compacted = compress(&mut first, conversation(question, false));
+    let summary = super::summary_of(&compacted);
+    assert!(
+        summary.contains(&format!(
+            "Answer to the request kept before this summary: {answer}"
+        )),
+        "{summary}"
+    );
+    let mut second = engine(SMALL_WINDOW, 3, 4);
+    let compacted = compress(&mut second, conversation(question, true));
+    let summary = super::summary_of(&compacted);
+    assert!(
+        !summary.contains("Answer to the request kept before this summary"),
+        "{summary}"
+    );
+    let mut third = engine(SMALL_WINDOW, 3, 4);
+    let compacted = compress(
+        &mut third,
+        conversation("Size the vector index for 20M vectors.", false),
+    );
+    let summary = super::summary_of(&compacted);
+    assert!(
+        !summary.contains("Answer to the request kept before this summary"),
+        "{summary}"
+    );
+}

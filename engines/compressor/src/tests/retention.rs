@@ -44,6 +44,7 @@ fn summarise_at_default_budgets(middle: &[Message], focus_topic: Option<&str>) -
         pinned_request_at: None,
         pinned_request: None,
         tail: &[],
+        head_request: None,
     };
     ExtractiveSummarizer.summarize(&request).unwrap()
 }
@@ -132,6 +133,7 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         pinned_request_at: None,
         pinned_request: None,
         tail: &[],
+        head_request: None,
     };
     let count = |summary: &str, word: &str| summary.lines().filter(|line| line.contains(word)).count();
     let plain = ExtractiveSummarizer.summarize(&request(None)).unwrap();
