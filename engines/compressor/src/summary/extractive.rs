@@ -40,7 +40,10 @@ use ctxhost_engine_kit::{stand_in::error_line, text::head_and_tail};
 use super::{
     actions::{keys_a_success_settles, publishes, settling_words, suite_key, WRITING},
     draft::{cut_marked, Candidate, Draft, Group},
-    facts::{extract_facts, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request, Source},
+    facts::{
+        extract_facts, extract_outcomes, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request,
+        Source,
+    },
     patterns::{error_line_score, RecordKey, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{
@@ -191,7 +194,7 @@ fn passed_in(tail: &[Message], middle_len: usize, facts: &Facts<'_>) -> FastMap<
     if read_again.is_empty() {
         return passed;
     }
-    let outcomes = extract_facts(&read_again, &[], usize::MAX, None);
+    let outcomes = extract_outcomes(&read_again);
     for action in outcomes
         .actions
         .iter()

@@ -242,6 +242,8 @@ pub(crate) struct Facts<'a> {
     pub pinned_answer_given: bool,
     /// For each message: whether it is about the focus topic (empty without one).
     pub focus: Vec<bool>,
+    /// Only how the calls ended is wanted ([`extract_outcomes`]): no identifier is looked for.
+    pub(super) outcomes_only: bool,
 }
 
 impl<'a> Facts<'a> {
@@ -493,6 +495,12 @@ impl<'a> Facts<'a> {
     }
 }
 
+/// The actions of `messages` and how each ended, every result read, without the identifiers
+/// [`extract_facts`] looks for in them: what the messages kept after a summary fixed.
+pub(crate) fn extract_outcomes(messages: &[Message]) -> Facts<'_> {
+    extract(messages, &[], usize::MAX, None, true)
+}
+
 /// Collects every fact of `middle` (the messages before pruning); `focus_words` (lowercase) mark
 /// the messages about a focus topic.
 ///
@@ -505,6 +513,16 @@ pub(crate) fn extract_facts<'a>(
     focus_words: &[String],
     scan_budget: usize,
     pinned_request_at: Option<usize>,
+) -> Facts<'a> {
+    extract(middle, focus_words, scan_budget, pinned_request_at, false)
+}
+
+fn extract<'a>(
+    middle: &'a [Message],
+    focus_words: &[String],
+    scan_budget: usize,
+    pinned_request_at: Option<usize>,
+    outcomes_only: bool,
 ) -> Facts<'a> {
     let (scan_from, user_scan_from) = scan_starts(middle, scan_budget);
     let users_before = middle[user_scan_from.min(scan_from)..scan_from]
@@ -521,6 +539,7 @@ pub(crate) fn extract_facts<'a>(
         // message of a long middle, most of which is only searched for error lines (a whole
         // heavy transcript's 5,000 messages gave 860 facts a map of 57,000 had room for).
         by_text: FastMap::with_capacity_and_hasher(scanned * FACTS_PER_MESSAGE, FastHash),
+        outcomes_only,
         ..Facts::default()
     };
     // Error lines are cheap to find (one pass of the markers): the tool output older than the scan

@@ -802,6 +802,9 @@ fn head_and_end(line: &str) -> Cow<'_, str> {
 impl<'a> Facts<'a> {
     /// Paths, URLs, routes, hashes, issue numbers and versions in `text`.
     pub(super) fn scan_identifiers(&mut self, text: &'a str, source: Source, index: usize) {
+        if self.outcomes_only {
+            return;
+        }
         for_each_token(text, |token, shape| {
             if let Some((kind, fact)) = classify_token(token, shape) {
                 let (kind, fact) = match kind {
