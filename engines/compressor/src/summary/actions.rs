@@ -658,9 +658,11 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
         ("cargo test" | "cargo run" | "cargo nextest", _) => &["cargo check", "cargo build"],
         ("go test" | "go run", _) => &["go build"],
         // tox and nox run the suite through pytest, as `python -m pytest` does: the whole suite
-        // passing settles a selection of it that failed (`suite_key`; verify33: `pytest -k
+        // passing settles a selection of it that failed (`broader_keys`; verify33: `pytest -k
         // test_apply_coupon_rounding` failing, then `tox -e py311` green).
         (_, "tox" | "nox") | ("python pytest", _) => &["pytest"],
+        // golangci-lint runs govet among its linters.
+        (_, "golangci-lint") => &["go vet"],
         _ => &[],
     };
     let mut keys: Vec<String> = settled
@@ -678,6 +680,17 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
                 .iter()
                 .map(|runner| format!("{tool}\u{0}{runner} {target}")),
         );
+    }
+    // A task runner's target runs the project's own command for it: `make test` passing settles
+    // a failed `go test ./pkg/parser -run TestParseEvent` (`broader_keys`; verify34). So does a
+    // package manager's script for the others' (`npm test` after `pnpm --filter api test`).
+    if let Some(target) = program.rsplit(' ').next().filter(|_| program.contains(' ')) {
+        if TASK_RUNNERS.contains(&runner) {
+            keys.push(format!("{tool}\u{0}* {target}"));
+        }
+        if JS_MANAGERS.contains(&runner) {
+            keys.push(format!("{tool}\u{0}js {target}"));
+        }
     }
     // A package's binary run through its manager is the same binary however it is asked for:
     // `pnpm --filter web exec tsc` passing settles `pnpm --filter web tsc` (verify26: a fixed
@@ -706,23 +719,59 @@ const TASK_RUNNERS: &[&str] = &["make", "just", "task"];
 /// `rspec spec/models/order_spec.rb`).
 const TEST_RUNNERS: &[&str] = &["pytest", "rspec", "jest", "phpunit", "mocha"];
 
-/// The key of the whole suite that `key`, a test runner's selection, is part of (`pytest
-/// tests/x.py` → `pytest`): the suite passing passes the tests it selects.
-pub(super) fn suite_key(key: &str) -> Option<String> {
-    let (tool, program) = key.split_once('\u{0}')?;
-    let (runner, _) = program.split_once(' ')?;
-    TEST_RUNNERS
-        .contains(&runner)
-        .then(|| format!("{tool}\u{0}{runner}"))
+/// Package managers that run a project's scripts (`npm test`, `pnpm run lint`).
+const JS_MANAGERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
+
+/// The keys under which a success also settles the failure keyed `key`, besides its own: the
+/// whole suite a test runner's selection is part of (`pytest tests/x.py` → `pytest`), a task
+/// runner's target of the same name (`go test` → any `make test`), and the package managers'
+/// script of that name (`pnpm test`, a `vitest` run → any `npm test`). The suite passing passes
+/// the tests it selects; the project's own target runs them.
+pub(super) fn broader_keys(key: &str) -> Vec<String> {
+    let Some((tool, program)) = key.split_once('\u{0}') else {
+        return Vec::new();
+    };
+    let mut words = program.split(' ');
+    let (Some(first), Some(target)) = (words.next(), program.rsplit(' ').next()) else {
+        return Vec::new();
+    };
+    if !program.contains(' ') {
+        return Vec::new();
+    }
+    let mut keys = Vec::new();
+    if TEST_RUNNERS.contains(&first) {
+        keys.push(format!("{tool}\u{0}{first}"));
+    }
+    if !TASK_RUNNERS.contains(&first) {
+        keys.push(format!("{tool}\u{0}* {target}"));
+    }
+    if JS_MANAGERS.contains(&first) {
+        keys.push(format!("{tool}\u{0}js {target}"));
+    }
+    if program.split(' ').any(|word| matches!(word, "vitest" | "jest")) {
+        keys.push(format!("{tool}\u{0}js test"));
+        keys.push(format!("{tool}\u{0}* test"));
+    }
+    keys
 }
 
-/// The first words of the programs whose success settles a failure keyed `key`: its own
-/// program's and its task's, and those that run a suite it is part of.
+/// Words of the programs whose success settles a failure keyed `key`: its own program's, and
+/// those of the commands that run a suite, a target or a linter it is part of.
 pub(super) fn settling_words(key: &str) -> Vec<&str> {
     let program = key.split_once('\u{0}').map_or(key, |(_, program)| program);
     let mut words: Vec<&str> = program.split_whitespace().collect();
-    if suite_key(key).is_some_and(|suite| suite.ends_with("\u{0}pytest")) {
+    words.extend(TASK_RUNNERS);
+    if program.starts_with("pytest") {
         words.extend(["tox", "nox"]);
+    }
+    if program == "go vet" {
+        words.push("golangci-lint");
+    }
+    if broader_keys(key)
+        .iter()
+        .any(|broader| broader.contains("\u{0}js "))
+    {
+        words.extend(JS_MANAGERS);
     }
     words
 }
@@ -888,7 +937,7 @@ fn queries(call: Option<&ToolCall>) -> bool {
 }
 
 /// Whether `call` runs, last, a command whose exit code `code` is an answer rather than a failure:
-/// `diff` and `cmp` found differences, `grep` found no line (1); `terraform plan
+/// `diff`, `cmp` and `kubectl diff` found differences, `grep` found no line (1); `terraform plan
 /// -detailed-exitcode` found changes to make (2; 1 is its error). A schema diff that found what
 /// changed is work done, and listing it as Blocked told a model it had to be fixed (verify33:
 /// a plan showing the drift to reconcile listed as Blocked).
@@ -897,6 +946,9 @@ fn exit_code_answers(call: Option<&ToolCall>, code: i64) -> bool {
         (1, [program, ..]) if ANSWER_BY_EXIT_ONE.contains(program) => true,
         (1, ["git", "diff", ..] | ["npm" | "pnpm" | "yarn" | "cargo", "audit", ..]) => true,
         (2, ["terraform" | "tofu", "plan", ..]) => options.contains(&"-detailed-exitcode"),
+        // `kubectl diff` found differences (the words after `kubectl` may hold an option's
+        // value: `kubectl --context prod-eu1 diff -k …`; verify34).
+        (1, ["kubectl", rest @ ..]) => rest.iter().take(3).any(|word| *word == "diff"),
         _ => false,
     })
 }

@@ -38,7 +38,7 @@ use ctxhost_engine_abi::{Message, Role, ToolCall};
 use ctxhost_engine_kit::{stand_in::error_line, text::head_and_tail};
 
 use super::{
-    actions::{keys_a_success_settles, publishes, settling_words, suite_key, WRITING},
+    actions::{broader_keys, keys_a_success_settles, publishes, settling_words, WRITING},
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
         extract_facts, extract_outcomes, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request,
@@ -420,6 +420,9 @@ const NEWEST_ACTIONS: usize = 1;
 /// How many of the newest actions with lasting effects (a publish, a push, a deploy) rank with the
 /// newest action.
 const PUBLISHED_ACTIONS: usize = 3;
+
+/// How many of the newest successes that fixed an earlier failure rank with the newest action.
+const FIXING_ACTIONS: usize = 2;
 
 /// Requests listed one by one, besides the first.
 const MAX_LISTED_REQUESTS: usize = 200;
@@ -858,21 +861,28 @@ impl<'t> Draft<'t> {
     /// the results of failures that a later success of the same call fixed are.
     fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> HashSet<usize> {
         // A failure is resolved when a later success runs one of its programs, or acts on its
-        // path: each key, with where the first success after the action at hand ran.
-        let mut resolved: FastMap<&str, usize> = FastMap::default();
+        // path: each key, with where the first success after the action at hand ran (its
+        // message, and the action itself).
+        let mut resolved: FastMap<&str, (usize, usize)> = FastMap::default();
         // The programs a success shows to pass besides its own (`cargo test` compiles what
-        // `cargo check` does), and those that passed after the part summarised.
-        let mut settled: FastMap<String, usize> = std::mem::take(&mut self.passed_after);
+        // `cargo check` does), and those that passed after the part summarised (no action of
+        // the middle's).
+        let mut settled: FastMap<String, (usize, usize)> = std::mem::take(&mut self.passed_after)
+            .into_iter()
+            .map(|(key, index)| (key, (index, usize::MAX)))
+            .collect();
         let mut blocked = vec![false; facts.actions.len()];
+        // The successes that fixed an earlier failure: the fix a continuing agent must not redo.
+        let mut fixing = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if !action.failed && action.answered && !action.found_by_exit_code {
                 for key in &action.keys {
-                    resolved.insert(key.as_str(), action.index);
+                    resolved.insert(key.as_str(), (action.index, at));
                     settled.extend(
                         keys_a_success_settles(key)
                             .into_iter()
-                            .map(|key| (key, action.index)),
+                            .map(|key| (key, (action.index, at))),
                     );
                 }
                 // What a command retried on its way to success was fixed by it (verify28: a
@@ -882,7 +892,8 @@ impl<'t> Draft<'t> {
                     fixed_later.extend(action.result_index);
                 }
             } else if action.failed {
-                // A selection of a test suite is settled by the whole suite passing too.
+                // A selection of a test suite is settled by the whole suite passing too, a tool's
+                // run by the project's target for it.
                 let keys: Vec<Cow<'_, str>> = action
                     .keys
                     .iter()
@@ -891,7 +902,7 @@ impl<'t> Draft<'t> {
                         action
                             .keys
                             .iter()
-                            .filter_map(|key| suite_key(key))
+                            .flat_map(|key| broader_keys(key))
                             .map(Cow::Owned),
                     )
                     .collect();
@@ -910,10 +921,15 @@ impl<'t> Draft<'t> {
                     // Worked around, not fixed (verify24: `cargo check --workspace` failing on
                     // tokio, the user's `Blocked: acme-grpc-client needs a tokio-1 release`, then
                     // the crate excluded and `cargo test --workspace` passing).
-                    Some(settled_at) if held_by_a_stated_blocker(action, facts, settled_at) => {
+                    Some((settled_at, _)) if held_by_a_stated_blocker(action, facts, settled_at) => {
                         blocked[at] = true;
                     }
-                    Some(_) => fixed_later.extend(action.result_index),
+                    Some((_, by)) => {
+                        fixed_later.extend(action.result_index);
+                        if let Some(fix) = fixing.get_mut(by) {
+                            *fix = true;
+                        }
+                    }
                 }
             }
         }
@@ -948,14 +964,20 @@ impl<'t> Draft<'t> {
         // of package files (verify25).
         let mut published = 0;
         let mut newer_published = vec![usize::MAX; facts.actions.len()];
+        // And how many successes that fixed a failure: the newest fixes rank with the newest
+        // action (verify34: `make test`, `golangci-lint run` and `npm test` passing after the
+        // failures they fixed were in no Done list of 21 summaries).
+        let mut fixes = 0;
+        let mut newer_fixing = vec![usize::MAX; facts.actions.len()];
         for (at, action) in facts.actions.iter().enumerate().rev() {
-            if action.itemised
-                && !action.failed
-                && action.answered
-                && action.keys.iter().any(|key| publishes(key))
-            {
+            let done = action.itemised && !action.failed && action.answered;
+            if done && action.keys.iter().any(|key| publishes(key)) {
                 newer_published[at] = published;
                 published += 1;
+            }
+            if done && fixing[at] {
+                newer_fixing[at] = fixes;
+                fixes += 1;
             }
         }
         // The newest action done before the request in progress is kept too: an incident's
@@ -1015,6 +1037,7 @@ impl<'t> Draft<'t> {
                 let tier = match newer[at] {
                     n if n < NEWEST_ACTIONS => 1,
                     _ if newer_published[at] < PUBLISHED_ACTIONS => 1,
+                    _ if newer_fixing[at] < FIXING_ACTIONS => 1,
                     n if n < RECENT_ACTIONS => 2,
                     _ => 3,
                 };

@@ -18,7 +18,7 @@ use std::{borrow::Cow, collections::HashSet};
 use crate::scan::{FastHash, FastMap};
 
 use super::{
-    actions::{action_keys, exit_code_in, publishes, suite_key},
+    actions::{action_keys, broader_keys, exit_code_in, publishes},
     draft::{Draft, Group},
     extractive::{
         asks_first, error_shape, files_group, names_any, replaced_note_count, stated_blocker_words,
@@ -505,7 +505,9 @@ impl<'t> Draft<'t> {
         action_line_keys(line).is_some_and(|keys| {
             keys.iter().any(|key| {
                 self.resolved.contains(key)
-                    || suite_key(key).is_some_and(|suite| self.resolved.contains(&suite))
+                    || broader_keys(key)
+                        .iter()
+                        .any(|broader| self.resolved.contains(broader))
             })
         })
     }

@@ -1955,7 +1955,8 @@ fn a_failure_the_messages_kept_after_the_summary_fixed_is_not_blocked() {
 /// A task runner's target is the command it wraps, and a test suite passing passes the tests a
 /// selection of it ran: their failures are fixed, and so are their error lines (verify33: `make
 /// apply` failing, then `terraform apply managed.tfplan` complete; `pytest -k
-/// test_apply_coupon_rounding` failing, then `tox -e py311` green, the errors still standing).
+/// test_apply_coupon_rounding` failing, then `tox -e py311` green, the errors still standing);
+/// so does the project's target for the check (`make test`, `golangci-lint run`, `npm test`).
 /// Another target, or another runner's suite, fixes nothing.
 #[test]
 fn a_wrapped_command_or_the_whole_suite_passing_fixes_the_failure() {
@@ -1990,6 +1991,38 @@ fn a_wrapped_command_or_the_whole_suite_passing_fixes_the_failure() {
             "npx jest",
             false,
         ),
+        // The project's target runs the tool's check: `make test` its Go tests, golangci-lint
+        // its govet, `npm test` the workspace's tests however a package's were run (verify34).
+        (
+            "cd services/ingest && go test ./pkg/parser -run TestParseEvent -v",
+            "--- FAIL: TestParseEvent (0.00s)\nExit code: 1",
+            "cd services/ingest && make test",
+            true,
+        ),
+        (
+            "go vet ./...",
+            "pkg/sink/kafka.go:88:14: fmt.Sprintf format %d has arg topic of wrong type string\nExit code: 1",
+            "golangci-lint run ./...",
+            true,
+        ),
+        (
+            "pnpm --filter @acme/api-client test -- -t \"retries on 503\"",
+            "FAIL src/retry.test.ts > retries on 503\nExit code: 1",
+            "npm test",
+            true,
+        ),
+        (
+            "cd services/ingest && go test ./pkg/parser -run TestParseEvent -v",
+            "--- FAIL: TestParseEvent (0.00s)\nExit code: 1",
+            "npm test",
+            false,
+        ),
+        (
+            "npm run lint",
+            "41:6  error  React Hook useEffect has a missing dependency\nExit code: 1",
+            "npx turbo run build",
+            false,
+        ),
     ];
     for (failed, output, passed, fixed) in cases {
         let middle = vec![
@@ -2004,10 +2037,23 @@ fn a_wrapped_command_or_the_whole_suite_passing_fixes_the_failure() {
             .iter()
             .any(|line| line.contains(failed));
         assert_eq!(blocked, !fixed, "{failed} then {passed}:\n{summary}");
-        let error = output.lines().next().unwrap();
-        assert_eq!(
-            standing_errors(&summary).contains(error.trim()),
-            !fixed,
+        // A fixed failure's error is no longer standing; one that stands is not listed as fixed
+        // (its Blocked line may quote it instead of Errors).
+        let error = output.lines().next().unwrap().trim();
+        let fixed_errors = summary
+            .split("- Errors fixed since:\n")
+            .nth(1)
+            .map_or("", |errors| errors.split("\n- ").next().unwrap_or_default());
+        let (listed_where_wrong, listed_right) = if fixed {
+            (
+                standing_errors(&summary).contains(error),
+                fixed_errors.contains(error) || !summary.contains(error),
+            )
+        } else {
+            (fixed_errors.contains(error), summary.contains(error))
+        };
+        assert!(
+            !listed_where_wrong && listed_right,
             "{failed} then {passed}:\n{summary}"
         );
     }
@@ -2073,6 +2119,38 @@ fn a_command_only_mentioned_is_not_listed_as_run() {
         "{folded}"
     );
     assert!(folded.contains(&format!("ran `{unlock}` -> exit 0")), "{folded}");
+}
+
+/// The success that fixed a failure is what a continuing agent must not redo: the newest two
+/// rank with the newest action, above a dozen newer look-ups (verify34: `make test` and
+/// `golangci-lint run` passing after the failures they fixed were in no Done list).
+#[test]
+fn the_run_that_fixed_a_failure_is_kept_under_done() {
+    let mut middle = vec![
+        Message::user("fix the parser"),
+        shell("f1", "go test ./pkg/parser -run TestParseEvent"),
+        Message::tool("f1", "--- FAIL: TestParseEvent (0.00s)\nExit code: 1"),
+        shell("p1", "make test"),
+        Message::tool("p1", "ok  github.com/acme/ingest/pkg/parser 0.21s\nExit code: 0"),
+    ];
+    for n in 0..12 {
+        middle.push(shell(
+            &format!("l{n}"),
+            &format!("ls -la services/ingest/pkg/dir{n}"),
+        ));
+        middle.push(Message::tool(
+            &format!("l{n}"),
+            format!("total {n}\nExit code: 0"),
+        ));
+    }
+    middle.push(Message::assistant("The parser takes unix millis now."));
+    let summary = summarize_within(&middle, None, 900, 900);
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("ran `make test` -> exit 0")),
+        "{summary}"
+    );
 }
 
 /// A blocker the user states only after a failure was fixed is about something else: it does not
@@ -3537,6 +3615,16 @@ fn a_diff_that_found_differences_is_done_not_blocked() {
             true,
         ),
         ("terraform plan", "Plan: 0 to add, 1 to change, 0 to destroy.\nExit code: 2", true),
+        (
+            "kubectl --context prod-eu1 diff -k deploy/overlays/prod",
+            "-  maxReplicas: 12\n+  maxReplicas: 16\nExit code: 1",
+            false,
+        ),
+        (
+            "kubectl --context prod-eu1 diff -k deploy/overlays/prod",
+            "error: unable to recognize \"deploy/overlays/prod\": no matches for kind\nExit code: 2",
+            true,
+        ),
     ] {
         let middle = vec![
             Message::user("compare the schemas"),
