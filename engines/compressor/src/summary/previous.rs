@@ -18,7 +18,7 @@ use std::{borrow::Cow, collections::HashSet};
 use crate::scan::{FastHash, FastMap};
 
 use super::{
-    actions::{action_keys, broader_keys, exit_code_in, publishes},
+    actions::{action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes},
     draft::{Draft, Group},
     extractive::{
         asks_first, error_shape, files_group, names_any, replaced_note_count, stated_blocker_words,
@@ -94,10 +94,15 @@ impl<'p> Earlier<'p> {
             done_at: Vec::new(),
         };
         // A failure is never listed as done or in progress: either says the action went through.
+        // With the programs each one's success shows to pass (`terraform apply` a `make apply`).
         earlier.done_at = sections[Section::Done.index()]
             .iter()
             .chain(&sections[Section::InProgress.index()])
-            .filter_map(|line| Some((earlier.offset(line), action_line_keys(line)?)))
+            .filter_map(|line| {
+                let keys = action_line_keys(line)?;
+                let settled: Vec<String> = keys.iter().flat_map(|key| keys_a_success_settles(key)).collect();
+                Some((earlier.offset(line), keys.into_iter().chain(settled).collect()))
+            })
             .collect();
         earlier
     }
@@ -129,9 +134,10 @@ impl<'p> Earlier<'p> {
     /// resolved (verify18: a dbt run Blocked beside the rerun that passed).
     fn done_later(&self, line: &str) -> bool {
         action_line_keys(line).is_some_and(|keys| {
-            self.done_at
-                .iter()
-                .any(|(at, done)| *at > self.offset(line) && done.iter().any(|key| keys.contains(key)))
+            let broader: Vec<String> = keys.iter().flat_map(|key| broader_keys(key)).collect();
+            self.done_at.iter().any(|(at, done)| {
+                *at > self.offset(line) && done.iter().any(|key| keys.contains(key) || broader.contains(key))
+            })
         })
     }
 

@@ -2797,6 +2797,39 @@ fn a_scanners_findings_are_its_answer() {
     );
 }
 
+/// Folded together, a later summary's work done that wraps or includes an earlier one's failed
+/// command resolves it as a rerun does (verify34: lcm's condensed summary listed `make apply` as
+/// Blocked beside the `terraform apply` that fixed it).
+#[test]
+fn a_later_summarys_wrapped_or_wider_success_resolves_an_earlier_failure() {
+    let blocked = |command: &str| {
+        format!("## Progress\n### Done\n- (none)\n### Blocked\n- [terminal] ran `{command}` -> exit 2, 3 lines output — Error: creating CloudWatch Logs Log Group\n")
+    };
+    let done = |command: &str| {
+        format!("## Progress\n### Done\n- [terminal] ran `{command}` -> exit 0, 4 lines output\n### Blocked\n- (none)\n")
+    };
+    for (failed, passed, resolved) in [
+        (
+            "make apply STACK=prod/payments-api",
+            "terraform apply managed.tfplan",
+            true,
+        ),
+        ("go test ./pkg/parser -run TestParseEvent", "make test", true),
+        (
+            "make apply STACK=prod/payments-api",
+            "terraform plan -out=managed.tfplan",
+            false,
+        ),
+    ] {
+        let previous = format!("{}\n\n{}", blocked(failed), done(passed));
+        let summary = summarize_within(&[], Some(&previous), 4_000, 4_000);
+        let still_blocked = section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains(failed));
+        assert_eq!(still_blocked, !resolved, "{failed} then {passed}:\n{summary}");
+    }
+}
+
 /// Summaries folded together, oldest first (lcm condenses its leaves so): a later one's request
 /// settles an earlier one's request in progress, and a later one's work done resolves an earlier
 /// one's failure (verify18: a condensed summary listed a dbt run as Blocked beside the rerun that
