@@ -453,6 +453,19 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
     }
 }
 
+/// The user's request `head` keeps, when the head ends inside its turn: the request, then no
+/// reply to it in words (calls, their results), so the middle holds the reply (verify33: a
+/// question kept in the head, its numeric answer in no line of the summary).
+fn open_head_request(head: &[Message]) -> Option<&Message> {
+    let request = head
+        .iter()
+        .rposition(|message| message.role == Role::User && !is_agent_note(message, &message.text()))?;
+    let replied = head[request + 1..].iter().any(|message| {
+        message.role == Role::Assistant && !message.has_tool_calls() && !message.text().trim().is_empty()
+    });
+    (!replied).then_some(&head[request])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,17 +509,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The user's request `head` keeps, when the head ends inside its turn: the request, then no
-/// reply to it in words (calls, their results), so the middle holds the reply (verify33: a
-/// question kept in the head, its numeric answer in no line of the summary).
-fn open_head_request(head: &[Message]) -> Option<&Message> {
-    let request = head
-        .iter()
-        .rposition(|message| message.role == Role::User && !is_agent_note(message, &message.text()))?;
-    let replied = head[request + 1..].iter().any(|message| {
-        message.role == Role::Assistant && !message.has_tool_calls() && !message.text().trim().is_empty()
-    });
-    (!replied).then_some(&head[request])
 }

@@ -2138,10 +2138,7 @@ fn the_run_that_fixed_a_failure_is_kept_under_done() {
             &format!("l{n}"),
             &format!("ls -la services/ingest/pkg/dir{n}"),
         ));
-        middle.push(Message::tool(
-            &format!("l{n}"),
-            format!("total {n}\nExit code: 0"),
-        ));
+        middle.push(Message::tool(format!("l{n}"), format!("total {n}\nExit code: 0")));
     }
     middle.push(Message::assistant("The parser takes unix millis now."));
     let summary = summarize_within(&middle, None, 900, 900);
