@@ -95,9 +95,20 @@ impl<'p> Earlier<'p> {
         };
         // A failure is never listed as done or in progress: either says the action went through.
         // With the programs each one's success shows to pass (`terraform apply` a `make apply`).
+        // Only work listed after a Blocked action line can resolve it: in one summary Done comes
+        // first, so only summaries folded together (lcm's) hold any.
+        let Some(first_blocked) = sections[Section::Blocked.index()]
+            .iter()
+            .filter(|line| action_line_keys(line).is_some())
+            .map(|line| earlier.offset(line))
+            .min()
+        else {
+            return earlier;
+        };
         earlier.done_at = sections[Section::Done.index()]
             .iter()
             .chain(&sections[Section::InProgress.index()])
+            .filter(|line| earlier.offset(line) > first_blocked)
             .filter_map(|line| {
                 let keys = action_line_keys(line)?;
                 let settled: Vec<String> = keys.iter().flat_map(|key| keys_a_success_settles(key)).collect();
@@ -112,16 +123,10 @@ impl<'p> Earlier<'p> {
     }
 
     /// Whether a line of work done ran a command whose effect outlives the session
-    /// ([`publishes`]) and did not fail; its keys are the ones read with the earlier summary.
+    /// ([`publishes`]) and did not fail.
     fn publishes_work(&self, line: &str) -> bool {
         let failed = line.ends_with(PASSED_LATER) || exit_code_in(line).is_some_and(|code| code != 0);
-        let at = self.offset(line);
-        !failed
-            && self
-                .done_at
-                .iter()
-                .find(|(offset, _)| *offset == at)
-                .is_some_and(|(_, keys)| keys.iter().any(|key| publishes(key)))
+        !failed && action_line_keys(line).is_some_and(|keys| keys.iter().any(|key| publishes(key)))
     }
 
     /// Whether a later summary folded in follows `line`'s: its request is settled, its work in
