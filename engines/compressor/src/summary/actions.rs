@@ -684,7 +684,7 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
     // A task runner's target runs the project's own command for it: `make test` passing settles
     // a failed `go test ./pkg/parser -run TestParseEvent` (`broader_keys`; verify34). So does a
     // package manager's script for the others' (`npm test` after `pnpm --filter api test`).
-    if let Some(target) = program.rsplit(' ').next().filter(|_| program.contains(' ')) {
+    if let Some((_, target)) = program.rsplit_once(' ') {
         if TASK_RUNNERS.contains(&runner) {
             keys.push(format!("{tool}\u{0}* {target}"));
         }
@@ -731,13 +731,10 @@ pub(super) fn broader_keys(key: &str) -> Vec<String> {
     let Some((tool, program)) = key.split_once('\u{0}') else {
         return Vec::new();
     };
-    let mut words = program.split(' ');
-    let (Some(first), Some(target)) = (words.next(), program.rsplit(' ').next()) else {
+    // A program of one word names no target.
+    let (Some((first, _)), Some((_, target))) = (program.split_once(' '), program.rsplit_once(' ')) else {
         return Vec::new();
     };
-    if !program.contains(' ') {
-        return Vec::new();
-    }
     let mut keys = Vec::new();
     if TEST_RUNNERS.contains(&first) {
         keys.push(format!("{tool}\u{0}{first}"));
