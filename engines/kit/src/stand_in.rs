@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use ctxhost_engine_abi::{Message, ToolCall};
 
-use crate::text::{floor_char_boundary, head_and_tail, reading_lines};
+use crate::text::{floor_char_boundary, head_and_tail, one_line, reading_lines};
 use serde_json::{Map, Value};
 
 /// The longest command, path or pattern quoted in a stand-in, in characters.
@@ -597,11 +597,6 @@ fn count_lines(output: &str) -> usize {
 
 fn count_nonblank_lines(output: &str) -> usize {
     output.lines().filter(|line| !line.trim().is_empty()).count()
-}
-
-/// `text`'s words on one line.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `text` on one line, cut to [`MAX_QUOTED_CHARS`] with a marker.

@@ -155,6 +155,11 @@ fn unescape(text: &str) -> String {
     out
 }
 
+/// `text`'s words on one line, one space between them.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// `text` when it has at most `max` characters, else its start and its end, about half each,
 /// around `…`: an answer opens with what was asked and often ends with what it comes to
 /// (`Platform total ~$4,230/month`).

@@ -14,6 +14,7 @@
 
 use std::{fmt, io, time::Duration};
 
+use ctxhost_engine_kit::text::one_line;
 use serde_json::{json, Map, Value};
 
 use crate::config::{ApiKey, SummarizerSettings};
@@ -229,7 +230,7 @@ fn format_secs(duration: Duration) -> String {
 
 /// A short, one-line quote of a response body.
 fn quote(text: &str) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = one_line(text);
     if flat.is_empty() {
         return "(empty body)".to_owned();
     }

@@ -9,7 +9,7 @@ use ctxhost_engine_kit::stand_in::{
     call_target, command_under, describe_tool_outcome, error_line, flagged_success, patch_files, Failure,
     COMMAND_KEYS,
 };
-use ctxhost_engine_kit::text::within_json_string;
+use ctxhost_engine_kit::text::{one_line, within_json_string};
 use serde_json::Value;
 
 use super::draft::cut_marked;
@@ -423,7 +423,7 @@ fn last_line(output: &str) -> Option<String> {
         last.to_owned()
     };
     // A closing brace or a count alone says nothing of how it ended.
-    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = one_line(&line);
     let says_something = line.bytes().any(|byte| byte.is_ascii_alphabetic());
     (says_something && line.len() <= MAX_LAST_LINE).then_some(line)
 }

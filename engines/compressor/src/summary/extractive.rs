@@ -35,7 +35,10 @@
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
 use ctxhost_engine_abi::{Message, Role, ToolCall};
-use ctxhost_engine_kit::{stand_in::error_line, text::head_and_tail};
+use ctxhost_engine_kit::{
+    stand_in::error_line,
+    text::{head_and_tail, one_line},
+};
 
 use super::{
     actions::{broader_keys, keys_a_success_settles, publishes, settling_words, WRITING},
@@ -729,7 +732,7 @@ impl<'t> Draft<'t> {
             }
         }
         if let Some((index, answer)) = &facts.pinned_answer {
-            let flat = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+            let flat = one_line(answer);
             let text = format!("{PINNED_ANSWER}{}", head_and_tail(&flat, ANSWER_CHARS));
             let candidate = self.push(Section::Goal, 1, index + 1, Cow::Owned(text));
             candidate.focus = facts.is_focus(*index);
@@ -849,7 +852,7 @@ impl<'t> Draft<'t> {
         request_display: i64,
         (tier, chars): (u8, usize),
     ) -> &mut Candidate<'t> {
-        let flat = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+        let flat = one_line(answer);
         let text = format!("{LATEST_ANSWER}{}", head_and_tail(&flat, chars));
         let candidate = self.push(Section::Goal, tier, index + 1, Cow::Owned(text));
         candidate.display = request_display + 1;
