@@ -669,25 +669,16 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
         .iter()
         .map(|program| format!("{tool}\u{0}{program}"))
         .collect();
-    // A task runner's target is the command it wraps: `terraform apply managed.tfplan` passing
-    // settles `make apply`, which failed on what it applied (verify33).
-    if let Some((_, target)) = program
-        .split_once(' ')
-        .filter(|(first, target)| !TASK_RUNNERS.contains(first) && !target.contains(' '))
-    {
-        keys.extend(
-            TASK_RUNNERS
-                .iter()
-                .map(|runner| format!("{tool}\u{0}{runner} {target}")),
-        );
-    }
-    // A task runner's target runs the project's own command for it: `make test` passing settles
-    // a failed `go test ./pkg/parser -run TestParseEvent` (`broader_keys`; verify34). So does a
-    // package manager's script for the others' (`npm test` after `pnpm --filter api test`).
+    // A task runner's target and the tool's command of that name settle each other: `make test`
+    // passing settles a failed `go test ./pkg/parser -run TestParseEvent`, `terraform apply
+    // managed.tfplan` passing a failed `make apply` (`broader_keys`; verify33, verify34). So does
+    // a package manager's script for the others' (`npm test` after `pnpm --filter api test`).
     if let Some((_, target)) = program.rsplit_once(' ') {
-        if TASK_RUNNERS.contains(&runner) {
-            keys.push(format!("{tool}\u{0}* {target}"));
-        }
+        keys.push(if TASK_RUNNERS.contains(&runner) {
+            target_passed(tool, target)
+        } else {
+            tool_passed(tool, target)
+        });
         if JS_MANAGERS.contains(&runner) {
             keys.push(format!("{tool}\u{0}js {target}"));
         }
@@ -724,8 +715,9 @@ const JS_MANAGERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
 
 /// The keys under which a success also settles the failure keyed `key`, besides its own: the
 /// whole suite a test runner's selection is part of (`pytest tests/x.py` → `pytest`), a task
-/// runner's target of the same name (`go test` → any `make test`), and the package managers'
-/// script of that name (`pnpm test`, a `vitest` run → any `npm test`). The suite passing passes
+/// runner's target of the same name (`go test` → any `make test`) or, for a target, the tool's
+/// command of its name (`make apply` → any `terraform apply`), and the package managers' script
+/// of that name (`pnpm test`, a `vitest` run → any `npm test`). The suite passing passes
 /// the tests it selects; the project's own target runs them.
 pub(super) fn broader_keys(key: &str) -> Vec<String> {
     let Some((tool, program)) = key.split_once('\u{0}') else {
@@ -739,17 +731,31 @@ pub(super) fn broader_keys(key: &str) -> Vec<String> {
     if TEST_RUNNERS.contains(&first) {
         keys.push(format!("{tool}\u{0}{first}"));
     }
-    if !TASK_RUNNERS.contains(&first) {
-        keys.push(format!("{tool}\u{0}* {target}"));
-    }
+    keys.push(if TASK_RUNNERS.contains(&first) {
+        tool_passed(tool, target)
+    } else {
+        target_passed(tool, target)
+    });
     if JS_MANAGERS.contains(&first) {
         keys.push(format!("{tool}\u{0}js {target}"));
     }
     if program.split(' ').any(|word| matches!(word, "vitest" | "jest")) {
         keys.push(format!("{tool}\u{0}js test"));
-        keys.push(format!("{tool}\u{0}* test"));
+        keys.push(target_passed(tool, "test"));
     }
     keys
+}
+
+/// The key a task runner's target `target` passing leaves (`make test`): a tool's run of it that
+/// failed (`go test …`) is settled.
+fn target_passed(tool: &str, target: &str) -> String {
+    format!("{tool}\u{0}* {target}")
+}
+
+/// The key a tool's `target` passing leaves (`terraform apply …`): the task runner's target of
+/// that name that failed (`make apply`) is settled.
+fn tool_passed(tool: &str, target: &str) -> String {
+    format!("{tool}\u{0}{target} *")
 }
 
 /// Words of the programs whose success settles a failure keyed `key`: its own program's, and
