@@ -144,10 +144,6 @@ pub(super) struct Draft<'t> {
     pub(super) focus_words: Vec<String>,
     /// Keys of the actions that succeeded: a failure with the same key is resolved.
     pub(super) resolved: HashSet<String>,
-    /// The keys of the commands that passed after the part summarised, in the messages kept
-    /// after it: what they retried is not blocked.
-    /// With where the first of each ran, counted on from the middle's messages.
-    pub(super) passed_after: FastMap<String, usize>,
     /// For each fact listed on its own line, its candidate.
     pub(super) fact_candidates: FastMap<usize, usize>,
     /// Decision records a later record with the same number replaced, in the middle or carried.
@@ -165,7 +161,6 @@ impl<'t> Draft<'t> {
             fact_count,
             focus_words,
             resolved: HashSet::new(),
-            passed_after: FastMap::default(),
             fact_candidates: FastMap::with_capacity_and_hasher(fact_count, FastHash),
             replaced_records: 0,
         }

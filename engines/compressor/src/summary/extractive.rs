@@ -143,8 +143,12 @@ impl ExtractiveSummarizer {
             + facts.actions.len()
             + 8;
         let mut draft = Draft::new(facts.facts.len(), lines, focus_words);
-        draft.passed_after = passed_after;
-        draft.add_new(&facts, request.focus_topic, request.previous_summary.is_some());
+        draft.add_new(
+            &facts,
+            passed_after,
+            request.focus_topic,
+            request.previous_summary.is_some(),
+        );
         if let Some(previous) = request.previous_summary {
             draft.add_previous(&facts, previous);
         }
@@ -438,7 +442,15 @@ const OLDER_REQUEST_CHARS: usize = 201;
 const COMMAND_CHARS: usize = 200;
 const LATEST_REQUEST_CHARS: usize = 1_200;
 impl<'t> Draft<'t> {
-    pub(super) fn add_new(&mut self, facts: &Facts<'t>, focus: Option<&str>, has_previous: bool) {
+    /// `passed_after`: the keys of the commands that passed in the messages kept after the part
+    /// summarised, with where the first of each ran ([`passed_in`]).
+    pub(super) fn add_new(
+        &mut self,
+        facts: &Facts<'t>,
+        passed_after: FastMap<String, usize>,
+        focus: Option<&str>,
+        has_previous: bool,
+    ) {
         if let Some(focus) = focus {
             let candidate = self.push(Section::Goal, 0, 0, Cow::Owned(format!("{FOCUS}{focus}")));
             candidate.always = true;
@@ -498,7 +510,7 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = by_user;
         }
         let repeated = repeated_shapes(facts);
-        let fixed_later = self.add_actions(facts, &repeated);
+        let fixed_later = self.add_actions(facts, &repeated, passed_after);
         // The most telling error line of each result (`PSQLException: FATAL: password
         // authentication failed` over the pool's `Exception during pool initialization`): the
         // cause a log names, which a short summary kept behind newer, vaguer lines.
@@ -862,7 +874,12 @@ impl<'t> Draft<'t> {
     /// The actions, each on its line; one whose command repeats the shape of others (`head -n
     /// 48 data.csv` with twenty counts, `repeated`) ranks as that command does. Returns where
     /// the results of failures that a later success of the same call fixed are.
-    fn add_actions(&mut self, facts: &Facts<'t>, repeated: &[bool]) -> HashSet<usize> {
+    fn add_actions(
+        &mut self,
+        facts: &Facts<'t>,
+        repeated: &[bool],
+        passed_after: FastMap<String, usize>,
+    ) -> HashSet<usize> {
         // A failure is resolved when a later success runs one of its programs, or acts on its
         // path: each key, with where the first success after the action at hand ran (its
         // message, and the action itself).
@@ -870,7 +887,7 @@ impl<'t> Draft<'t> {
         // The programs a success shows to pass besides its own (`cargo test` compiles what
         // `cargo check` does), and those that passed after the part summarised (no action of
         // the middle's).
-        let mut settled: FastMap<String, (usize, usize)> = std::mem::take(&mut self.passed_after)
+        let mut settled: FastMap<String, (usize, usize)> = passed_after
             .into_iter()
             .map(|(key, index)| (key, (index, usize::MAX)))
             .collect();
