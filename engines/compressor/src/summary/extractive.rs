@@ -94,7 +94,7 @@ impl ExtractiveSummarizer {
             attach_pinned_answer(&mut facts, previous, request.pinned_request_at);
         }
         if let (Some(at), Some(pinned)) = (request.pinned_request_at, request.pinned_request) {
-            facts.on_pinned_text(at, pinned);
+            facts.on_kept_user_text(at, pinned);
         }
         // The first reply before the middle's first request answers a question the head keeps,
         // as the first after the request kept after the head answers that one. A task's first
@@ -120,7 +120,7 @@ impl ExtractiveSummarizer {
         let passed_after = if facts.actions.iter().any(|action| action.failed) {
             for (offset, message) in request.tail.iter().enumerate() {
                 if message.role == Role::User {
-                    facts.on_pinned_text(request.middle.len() + offset, message);
+                    facts.on_kept_user_text(request.middle.len() + offset, message);
                 }
             }
             passed_in(request.tail, request.middle.len(), &facts)

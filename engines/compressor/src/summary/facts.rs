@@ -381,10 +381,11 @@ impl<'a> Facts<'a> {
         self.in_progress_from = self.actions.len();
     }
 
-    /// What the request kept verbatim after the head, which stood at `index`, says blocks the
-    /// work: the failures before it are held by it (verify24: a workspace check failing on tokio
-    /// read `passed on a later run` once the crate the user's `Blocked:` named was excluded).
-    pub(super) fn on_pinned_text(&mut self, index: usize, message: &'a Message) {
+    /// What a user's message kept verbatim, standing at `index`, says blocks the work: the
+    /// request kept after the head, or one kept after the summary. The failures before it are held
+    /// by it (verify24: a workspace check failing on tokio read `passed on a later run` once the
+    /// crate the user's `Blocked:` named was excluded).
+    pub(super) fn on_kept_user_text(&mut self, index: usize, message: &'a Message) {
         let from = self.blockers.len();
         for piece in capped_pieces(message) {
             self.blockers_in(piece, index, true);
