@@ -13,7 +13,10 @@
 //! `[`, `]`, `}`), and for each value in them (a key, a message, a session field) it copies the
 //! value's bytes (found by counting brackets outside strings) into one reused buffer and parses
 //! that with `serde_json::from_slice`. The host thus holds one message's text and the message at
-//! a time, never the document; reading runs at about the speed of JSONL.
+//! a time, never the document; reading runs at about the speed of JSONL. An array's elements are
+//! copied a batch at a time, and once an array is longer than a batch the batches after the one
+//! read are parsed on a helper thread ([`ParseAhead`]): not the push of the first way above, but
+//! the same pull, the results and their errors taken in order.
 //!
 //! Every byte consumed is counted, so that an error points at its line, column and byte offset in
 //! the file.
@@ -26,7 +29,7 @@ use std::{
 
 use serde::de::DeserializeOwned;
 
-use super::TranscriptError;
+use super::{parse_ahead::ParseAhead, TranscriptError};
 
 /// Where the cursor is: the next byte's line and column (1-based, in bytes) and offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,15 +232,9 @@ impl<R: BufRead> JsonCursor<R> {
     }
 
     /// Reads the elements of the array entered, as [`Self::next_element`] and [`Self::value`]
-    /// would one at a time, until about `batch_bytes` of them are read or the array ends, and
-    /// parses them with one deserializer: one per element started with an empty scratch buffer,
-    /// regrown for every tool output full of escapes. An element the batch's deserializer does not
-    /// end where its text ends is parsed alone, for the error `value` gives.
-    fn read_elements<T: DeserializeOwned>(
-        &mut self,
-        first: &mut bool,
-        batch_bytes: usize,
-    ) -> (Vec<Element<T>>, ElementsEnd) {
+    /// would one at a time, until about `batch_bytes` of them are read or the array ends, for
+    /// [`parse_elements`] to parse together.
+    fn cut_elements(&mut self, first: &mut bool, batch_bytes: usize) -> (ElementTexts, ElementsEnd) {
         if self.buffer.capacity() > KEPT_BUFFER_BYTES {
             self.buffer = Vec::new();
         }
@@ -268,41 +265,19 @@ impl<R: BufRead> JsonCursor<R> {
                 Err(error) => break ElementsEnd::Failed(error),
             }
         };
-        (self.parse_elements(spans), end)
+        let texts = ElementTexts {
+            path: self.path.clone(),
+            text: std::mem::take(&mut self.buffer),
+            spans,
+        };
+        (texts, end)
     }
 
-    fn parse_elements<T: DeserializeOwned>(
-        &self,
-        spans: Vec<(Position, std::ops::Range<usize>, bool)>,
-    ) -> Vec<Element<T>> {
-        let mut elements = Vec::with_capacity(spans.len());
-        let mut spans = spans.into_iter().peekable();
-        while let Some((_, first, _)) = spans.peek() {
-            let base = first.start;
-            let mut stream = serde_json::Deserializer::from_slice(&self.buffer[base..]).into_iter::<T>();
-            for (at, text, whole) in spans.by_ref() {
-                match stream.next() {
-                    Some(Ok(value)) if base + stream.byte_offset() == text.end => elements.push(Element {
-                        at,
-                        value: Ok(value),
-                        text: None,
-                    }),
-                    _ => {
-                        let text = &self.buffer[text];
-                        let value = serde_json::from_slice(text)
-                            .map_err(|error| self.parse_error(text, at, &error, whole));
-                        elements.push(Element {
-                            at,
-                            value,
-                            text: Some(text.to_vec()),
-                        });
-                        // Start again on the next element.
-                        break;
-                    }
-                }
-            }
+    /// Takes back a batch's buffer, to read the next values into.
+    fn reuse(&mut self, buffer: Vec<u8>) {
+        if self.buffer.capacity() == 0 && buffer.capacity() <= KEPT_BUFFER_BYTES {
+            self.buffer = buffer;
         }
-        elements
     }
 
     /// Skips the next value without keeping it (its syntax is only checked as far as brackets
@@ -368,8 +343,6 @@ impl<R: BufRead> JsonCursor<R> {
         }
     }
 
-    /// serde_json's error on `text`, placed in the file: the value began at `start`; `whole`
-    /// when it was read to its end, so that reading can go on after it.
     fn parse_error(
         &self,
         text: &[u8],
@@ -377,39 +350,106 @@ impl<R: BufRead> JsonCursor<R> {
         error: &serde_json::Error,
         whole: bool,
     ) -> TranscriptError {
-        let (line, column) = (error.line().max(1), error.column().max(1));
-        let at = if line == 1 {
-            Position {
-                column: start.column + column - 1,
-                offset: start.offset + column as u64 - 1,
-                ..start
-            }
-        } else {
-            let line_begins = text
-                .iter()
-                .enumerate()
-                .filter(|(_, byte)| **byte == b'\n')
-                .nth(line - 2)
-                .map_or(text.len(), |(at, _)| at + 1);
-            Position {
-                line: start.line + line - 1,
-                column,
-                offset: start.offset + (line_begins + column - 1) as u64,
-            }
-        };
-        let mut message = strip_position(error);
-        if !whole && error.is_eof() && at.line > start.line {
-            // The error is where the file ends; what to fix is where the value began.
-            message = format!(
-                "{message} (the value that starts at line {} is never closed)",
-                start.line
-            );
-        }
-        self.error(at, message, whole)
+        parse_error(&self.path, text, start, error, whole)
     }
 }
 
-/// An array element of [`JsonCursor::read_elements`].
+/// serde_json's error on `text`, placed in the file `path`: the value began at `start`; `whole`
+/// when it was read to its end, so that reading can go on after it.
+fn parse_error(
+    path: &Path,
+    text: &[u8],
+    start: Position,
+    error: &serde_json::Error,
+    whole: bool,
+) -> TranscriptError {
+    let (line, column) = (error.line().max(1), error.column().max(1));
+    let at = if line == 1 {
+        Position {
+            column: start.column + column - 1,
+            offset: start.offset + column as u64 - 1,
+            ..start
+        }
+    } else {
+        let line_begins = text
+            .iter()
+            .enumerate()
+            .filter(|(_, byte)| **byte == b'\n')
+            .nth(line - 2)
+            .map_or(text.len(), |(at, _)| at + 1);
+        Position {
+            line: start.line + line - 1,
+            column,
+            offset: start.offset + (line_begins + column - 1) as u64,
+        }
+    };
+    let mut message = strip_position(error);
+    if !whole && error.is_eof() && at.line > start.line {
+        // The error is where the file ends; what to fix is where the value began.
+        message = format!(
+            "{message} (the value that starts at line {} is never closed)",
+            start.line
+        );
+    }
+    TranscriptError::Malformed {
+        path: path.to_owned(),
+        line: at.line,
+        column: Some(at.column),
+        offset: Some(at.offset),
+        message,
+        skippable: whole,
+    }
+}
+
+/// The text of a batch of an array's elements ([`JsonCursor::cut_elements`]): where each starts,
+/// its bytes in `text`, and whether it was read to its end.
+struct ElementTexts {
+    path: PathBuf,
+    text: Vec<u8>,
+    spans: Vec<(Position, std::ops::Range<usize>, bool)>,
+}
+
+/// The elements of a batch, parsed with one deserializer: one per element starts with an empty
+/// scratch buffer, regrown for every tool output full of escapes. An element the batch's
+/// deserializer does not end where its text ends is parsed alone, for the error
+/// [`JsonCursor::value`] gives. The batch's buffer is given back.
+fn parse_elements<T: DeserializeOwned>(texts: ElementTexts) -> (Vec<Element<T>>, Vec<u8>) {
+    let ElementTexts {
+        path,
+        text: buffer,
+        spans,
+    } = texts;
+    let mut elements = Vec::with_capacity(spans.len());
+    let mut spans = spans.into_iter().peekable();
+    while let Some((_, first, _)) = spans.peek() {
+        let base = first.start;
+        let mut stream = serde_json::Deserializer::from_slice(&buffer[base..]).into_iter::<T>();
+        for (at, text, whole) in spans.by_ref() {
+            match stream.next() {
+                Some(Ok(value)) if base + stream.byte_offset() == text.end => elements.push(Element {
+                    at,
+                    value: Ok(value),
+                    text: None,
+                }),
+                _ => {
+                    let text = &buffer[text];
+                    let value = serde_json::from_slice(text)
+                        .map_err(|error| parse_error(&path, text, at, &error, whole));
+                    elements.push(Element {
+                        at,
+                        value,
+                        text: Some(text.to_vec()),
+                    });
+                    // Start again on the next element.
+                    break;
+                }
+            }
+        }
+    }
+    (elements, buffer)
+}
+
+/// An array element of [`JsonCursor::cut_elements`].
 pub(super) struct Element<T> {
     /// Where it starts.
     pub at: Position,
@@ -425,7 +465,7 @@ pub(super) fn text_as_object(text: Option<&[u8]>) -> Option<serde_json::Map<Stri
     text.and_then(|text| serde_json::from_slice(text).ok())
 }
 
-/// What follows the elements [`JsonCursor::read_elements`] read.
+/// What follows the elements [`JsonCursor::cut_elements`] read.
 enum ElementsEnd {
     /// More elements, or the end of the array, to read.
     More,
@@ -440,24 +480,33 @@ enum ElementsEnd {
 const BATCH_BYTES: usize = 256 * 1024;
 
 /// The elements of the array a cursor entered, read ahead a batch at a time
-/// ([`JsonCursor::read_elements`]): one deserializer a batch, not one an element, whose scratch
-/// buffer would be regrown for every tool output full of escapes.
+/// ([`JsonCursor::cut_elements`]) and parsed a batch at a time ([`parse_elements`]). Once an array
+/// proves longer than a batch, the batches after the one read are parsed on a helper thread
+/// ([`ParseAhead`]).
 pub(super) struct ArrayElements<T> {
     read: VecDeque<Element<T>>,
     /// What follows the elements read; `None` before the first batch.
     end: Option<ElementsEnd>,
+    ahead: Option<ParseAhead<ParsedBatch<T>>>,
+    /// The last batch cut ended with more to read.
+    more_to_cut: bool,
 }
+
+/// A batch's elements, its buffer given back, and what follows it.
+type ParsedBatch<T> = (Vec<Element<T>>, Vec<u8>, ElementsEnd);
 
 impl<T> Default for ArrayElements<T> {
     fn default() -> Self {
         Self {
             read: VecDeque::new(),
             end: None,
+            ahead: None,
+            more_to_cut: false,
         }
     }
 }
 
-impl<T: DeserializeOwned> ArrayElements<T> {
+impl<T: DeserializeOwned + Send + 'static> ArrayElements<T> {
     /// The next element; `None` once the array's `]` is consumed (the next call starts on another
     /// array). An error breaks the document: reading cannot go on.
     pub(super) fn next<R: BufRead>(
@@ -473,12 +522,55 @@ impl<T: DeserializeOwned> ArrayElements<T> {
                 Some(ElementsEnd::ArrayEnded) => return Ok(None),
                 Some(ElementsEnd::Failed(error)) => return Err(error),
                 Some(ElementsEnd::More) | None => {
-                    let (elements, end) = cursor.read_elements(first, BATCH_BYTES);
+                    let (elements, end) = self.next_batch(cursor, first);
                     self.read.extend(elements);
                     self.end = Some(end);
                 }
             }
         }
+    }
+
+    /// The next batch: from the helper when it has one, given the batches after it meanwhile;
+    /// otherwise cut and parsed here, and the helper started on the ones after it when the
+    /// array goes on.
+    fn next_batch<R: BufRead>(
+        &mut self,
+        cursor: &mut JsonCursor<R>,
+        first: &mut bool,
+    ) -> (Vec<Element<T>>, ElementsEnd) {
+        if let Some(ahead) = &mut self.ahead {
+            give_ahead(ahead, &mut self.more_to_cut, cursor, first);
+            if let Some((elements, buffer, end)) = ahead.take() {
+                cursor.reuse(buffer);
+                return (elements, end);
+            }
+        }
+        let (texts, end) = cursor.cut_elements(first, BATCH_BYTES);
+        if matches!(end, ElementsEnd::More) {
+            self.more_to_cut = true;
+            let ahead = self.ahead.get_or_insert_with(ParseAhead::new);
+            give_ahead(ahead, &mut self.more_to_cut, cursor, first);
+        }
+        let (elements, buffer) = parse_elements(texts);
+        cursor.reuse(buffer);
+        (elements, end)
+    }
+}
+
+/// Cuts batches for the helper while it can take more and the array goes on.
+fn give_ahead<R: BufRead, T: DeserializeOwned + Send + 'static>(
+    ahead: &mut ParseAhead<ParsedBatch<T>>,
+    more_to_cut: &mut bool,
+    cursor: &mut JsonCursor<R>,
+    first: &mut bool,
+) {
+    while *more_to_cut && ahead.wants_more() {
+        let (texts, end) = cursor.cut_elements(first, BATCH_BYTES);
+        *more_to_cut = matches!(end, ElementsEnd::More);
+        ahead.give(move || {
+            let (elements, buffer) = parse_elements(texts);
+            (elements, buffer, end)
+        });
     }
 }
 

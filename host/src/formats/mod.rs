@@ -97,6 +97,7 @@ mod lines;
 mod openai;
 mod openhands;
 mod pairing;
+mod parse_ahead;
 mod read_ahead;
 mod sequence;
 mod swe_agent;

@@ -74,6 +74,7 @@ impl TranscriptStream {
 
 /// The reader thread: batches until the stream ends, fails or nobody takes them any more.
 fn read_all(mut stream: TranscriptStream, send: &SyncSender<Batch>) {
+    super::parse_ahead::parse_in_place();
     let mut warned = stream.meta.warnings.len();
     loop {
         let mut batch = Batch {

@@ -412,6 +412,43 @@ fn a_long_json_array_reads_across_its_batches_as_element_by_element() {
     );
 }
 
+/// Batches after the first are parsed on a helper thread while the ones before are read: what
+/// breaks the document in a later batch still comes after every message before it, and names its
+/// line.
+#[test]
+fn a_document_broken_batches_later_gives_every_message_before_the_break_then_the_error() {
+    let elements: Vec<Value> = (0..4_000)
+        .map(|n| {
+            json!({"role": if n % 2 == 0 { "user" } else { "assistant" },
+                   "content": format!("message {n} {}", "y".repeat(n % 500))})
+        })
+        .collect();
+    let whole = serde_json::to_string_pretty(&Value::Array(elements)).unwrap();
+    // Cut inside message 3,500's text: the file ends in a string.
+    let cut = whole.find("message 3500 ").unwrap() + 10;
+    let (_dir, path) = write("t.json", &whole[..cut]);
+    assert!(cut > 4 * 256 * 1024);
+    let mut read = Vec::new();
+    let mut error = None;
+    for message in open_transcript(&path, None).unwrap() {
+        match message {
+            Ok(message) => read.push(message),
+            Err(failed) => {
+                error = Some(failed.to_string());
+                break;
+            }
+        }
+    }
+    assert_eq!(read.len(), 3_500);
+    assert!(read
+        .iter()
+        .enumerate()
+        .all(|(n, message)| message.text().starts_with(&format!("message {n} "))));
+    let error = error.expect("the broken document is an error");
+    let line = whole[..cut].lines().count();
+    assert!(error.contains(&format!("t.json:{line}:")), "{error}");
+}
+
 /// A JSONL session of `turns` user and assistant messages, with a tool result that answers no
 /// call (a warning) after the first turn.
 fn long_session(turns: usize) -> String {
