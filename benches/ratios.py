@@ -60,6 +60,10 @@ def main():
     )
     whole = mean_ns("process", "compress_heavy")
     show("whole `ctxhost compress` of the heavy session, spawn to exit (ms)", None if whole is None else whole / 1e6, "target <= 25 ms")
+    for name in ("claude-code", "openhands", "hermes", "codex", "codex-legacy", "swe-agent"):
+        other = mean_ns("process", f"compress_heavy_{name}")
+        if other is not None:
+            show(f"  the same session as {name} writes it (ms)", other / 1e6, "target <= 25 ms")
     replay = mean_ns("process", "run_heavy")
     show("whole `ctxhost run` of the heavy session (ms)", None if replay is None else replay / 1e6)
     show("  run / compress", ratio(replay, whole), "target <= 2x", "{:.2f}x")

@@ -7,6 +7,17 @@ use anyhow::{bail, Context, Result};
 
 use crate::plugins::cargo_program;
 
+/// The heavy session's files besides OpenAI JSONL, each named for the benchmark that compresses it
+/// (`process/compress_heavy_<stem>`).
+const HEAVY_FORMATS: [(crate::generate::Written, &str); 6] = [
+    (crate::generate::Written::ClaudeCode, "claude-code.jsonl"),
+    (crate::generate::Written::Openhands, "openhands.json"),
+    (crate::generate::Written::Hermes, "hermes.jsonl"),
+    (crate::generate::Written::Codex, "codex.jsonl"),
+    (crate::generate::Written::CodexLegacy, "codex-legacy.jsonl"),
+    (crate::generate::Written::SweAgent, "swe-agent.traj"),
+];
+
 /// Runs every benchmark and prints the ratios.
 pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -27,10 +38,22 @@ pub fn run_benchmarks(filter: Option<&str>) -> Result<()> {
         // Process isolation: a plugin in process and in a child `ctxhost serve`.
         ("isolation", "the isolation benchmarks"),
     ];
+    // The heavy session in every other format a user has, for the whole-process benchmark.
+    let formats = root.join("target/bench-heavy");
+    std::fs::create_dir_all(&formats).with_context(|| format!("creating {}", formats.display()))?;
+    for (written, name) in HEAVY_FORMATS {
+        let out = formats.join(name);
+        crate::generate::write_session(&out, crate::generate::Shape::Heavy, 5_000, written)?;
+    }
     for (bench, what) in timed {
         let mut args = vec!["bench", "-p", "ctxhost", "--bench", bench, "--"];
         args.extend(filter);
-        run(Command::new(cargo_program()).args(&args).current_dir(&root), what)?;
+        let mut command = Command::new(cargo_program());
+        command.args(&args).current_dir(&root);
+        if bench == "process" {
+            command.env("CTXHOST_HEAVY_FORMATS", &formats);
+        }
+        run(&mut command, what)?;
     }
     run(
         Command::new(cargo_program())
