@@ -131,14 +131,29 @@ struct Detected {
 }
 
 /// The first [`DETECTION_PREFIX_BYTES`] of `file` (all of it when shorter), read from the handle
-/// the reader goes on with: a pipe or a FIFO can be read only once.
+/// the reader goes on with: a pipe or a FIFO can be read only once. A start that is all blank
+/// space is read on, up to [`BLANK_START_BYTES`], until something tells the format: a file that
+/// opened with 64 KB of blank lines was refused as empty (verify35).
 pub(super) fn read_prefix(path: &Path, file: &mut impl Read) -> Result<Vec<u8>, TranscriptError> {
     let mut prefix = Vec::with_capacity(DETECTION_PREFIX_BYTES);
-    file.take(DETECTION_PREFIX_BYTES as u64)
-        .read_to_end(&mut prefix)
-        .map_err(|source| TranscriptError::read(path, source))?;
-    Ok(prefix)
+    loop {
+        let read = file
+            .take(DETECTION_PREFIX_BYTES as u64)
+            .read_to_end(&mut prefix)
+            .map_err(|source| TranscriptError::read(path, source))?;
+        let blank = prefix
+            .strip_prefix(b"\xEF\xBB\xBF")
+            .unwrap_or(&prefix)
+            .iter()
+            .all(u8::is_ascii_whitespace);
+        if read < DETECTION_PREFIX_BYTES || !blank || prefix.len() >= BLANK_START_BYTES {
+            return Ok(prefix);
+        }
+    }
 }
+
+/// Blank space read at most before a file is said to be empty.
+const BLANK_START_BYTES: usize = 16 << 20;
 
 fn detect_prefix(prefix: &[u8]) -> Result<Detected, Unknown> {
     // The prefix may end inside a character, or hold a byte that is not UTF-8 after the text

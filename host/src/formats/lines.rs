@@ -237,12 +237,15 @@ fn parse<T: DeserializeOwned>(path: &Path, cut: Cut) -> Batch<T> {
         let base = first.start;
         for (line, at, skipped) in lines.by_ref() {
             // The stream is at `line.start` only while every record so far was its own line.
+            // What follows a record on its line is JSON's whitespace or an error, as it is to a
+            // line parsed alone: a form feed, whitespace to Rust, had a record refused or not by
+            // where the batch began (verify35).
             match stream.next() {
                 Some(Ok(record))
                     if base + stream.byte_offset() <= line.end
                         && text[base + stream.byte_offset()..line.end]
                             .iter()
-                            .all(u8::is_ascii_whitespace) =>
+                            .all(|byte| matches!(byte, b' ' | b'\t' | b'\r' | b'\n')) =>
                 {
                     parsed.push_back(Parsed {
                         text: line,
@@ -408,6 +411,49 @@ mod tests {
         assert!(whole == expected);
         let pieces = std::io::BufReader::with_capacity(1_000, text.as_bytes());
         assert!(all_records(JsonLines::new(Path::new("t.jsonl"), pieces)) == expected);
+    }
+
+    /// Where a batch begins changes nothing: a record followed by a form feed (whitespace to Rust,
+    /// not to JSON) is refused wherever it is, as a line parsed alone refuses it, and a run of
+    /// blank lines longer than a batch is no end of the file (verify35: the records after
+    /// 600,000 blank lines were dropped, and form-fed records were read or refused by the line
+    /// before them).
+    #[test]
+    fn form_feeds_and_long_blank_runs_read_the_same_wherever_batches_begin() {
+        let mut text = String::new();
+        for n in 0..1_500 {
+            let form_fed = (260..=265).contains(&n) || n % 97 == 0;
+            let pad = "z".repeat(980);
+            text.push_str(&format!("{{\"n\":{n},\"pad\":\"{pad}\"}}"));
+            text.push_str(if form_fed { "\u{c}\n" } else { "\n" });
+            if n == 700 {
+                text.push_str(&"\n".repeat(600_000));
+            }
+        }
+        let expected = |records: &[Read]| {
+            records
+                .iter()
+                .map(|record| match record {
+                    Ok((record, _)) => Ok(record["n"].as_u64().unwrap()),
+                    Err(error) => Err(error.contains("trailing characters")),
+                })
+                .collect::<Vec<_>>()
+        };
+        let whole = expected(&all_records(JsonLines::new(
+            Path::new("t.jsonl"),
+            text.as_bytes(),
+        )));
+        let wanted: Vec<_> = (0..1_500u64)
+            .map(|n| match (260..=265).contains(&n) || n % 97 == 0 {
+                true => Err(true),
+                false => Ok(n),
+            })
+            .collect();
+        assert!(whole == wanted);
+        for capacity in [997, 4_096, 65_536] {
+            let pieces = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+            assert!(expected(&all_records(JsonLines::new(Path::new("t.jsonl"), pieces))) == wanted);
+        }
     }
 
     /// A reader that gives its text, then fails.

@@ -412,6 +412,28 @@ fn a_long_json_array_reads_across_its_batches_as_element_by_element() {
     );
 }
 
+/// A file that opens with more blank lines than detection first reads is no empty file
+/// (verify35: 64 KB of blank lines, then the records, was refused as empty); an error still
+/// names the record's own line.
+#[test]
+fn a_file_opening_with_a_long_run_of_blank_lines_is_read_after_it() {
+    let blank = "\n".repeat(100_000);
+    let text = format!(
+        "{blank}{}\n{}\n{{\"role\": \"wizard\"}}\n",
+        json!({"role": "user", "content": "after the blank lines"}),
+        json!({"role": "assistant", "content": "read"}),
+    );
+    let (_dir, path) = write("t.jsonl", &text);
+    let mut stream = open_transcript(&path, None).unwrap();
+    assert_eq!(stream.next().unwrap().unwrap().text(), "after the blank lines");
+    assert_eq!(stream.next().unwrap().unwrap().text(), "read");
+    let error = stream.next().unwrap().unwrap_err().to_string();
+    assert!(error.contains("t.jsonl:100003:"), "{error}");
+    let (_dir, path) = write("blank.jsonl", &blank);
+    let error = open_transcript(&path, None).unwrap_err().to_string();
+    assert!(error.contains("the file is empty"), "{error}");
+}
+
 /// Batches after the first are parsed on a helper thread while the ones before are read: what
 /// breaks the document in a later batch still comes after every message before it, and names its
 /// line.
