@@ -120,7 +120,7 @@ pub struct ServeArgs {
 /// Arguments shared by `run` and `compress`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The transcript file.
+    /// The transcript file (`-`: the standard input).
     pub transcript: PathBuf,
     /// The engine to run, overriding `context.engine`.
     #[arg(long)]

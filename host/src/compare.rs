@@ -64,7 +64,7 @@ pub use report::{summarise_outcome, CompareReport, EngineFigures, EngineRow, Ret
 /// `ctxhost compare`'s arguments.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The transcript file.
+    /// The transcript file (`-`: the standard input).
     pub transcript: PathBuf,
     /// The engines, comma-separated: names as in `context.engine`; `name@label` runs one under the
     /// named configuration `compare.<label>` of config.yaml and the `--set <label>.…` flags.
@@ -143,6 +143,12 @@ pub fn survey_transcript(
 /// The whole of the file at `path` when it is not a regular file (a pipe, a FIFO): each engine's
 /// row reads the transcript anew, and such a file gives its bytes once.
 fn hold_if_not_a_file(path: &Path) -> Result<Option<Arc<[u8]>>, TranscriptError> {
+    if crate::formats::is_stdin(path) {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+            .map_err(|source| TranscriptError::read(path, source))?;
+        return Ok(Some(bytes.into()));
+    }
     let metadata = std::fs::metadata(path).map_err(|source| TranscriptError::read(path, source))?;
     if metadata.is_file() || metadata.is_dir() {
         // A directory is refused by the reader, with its own message.

@@ -315,6 +315,32 @@ fn a_transcript_piped_to_dev_stdin_reads_as_the_same_file_would() {
     assert!(stderr.starts_with("error: /dev/stdin:2:"), "{stderr}");
 }
 
+/// `-` is the standard input, as `--out -` is the standard output (verify35 tried it first).
+#[test]
+fn a_dash_reads_the_transcript_from_the_standard_input() {
+    let tree = PluginDir::new();
+    let (text, count) = long_transcript();
+    let args = ["run", "-", "--engine", "compressor", "--json"];
+    let output = run_with_stdin(tree.root(), &args, text.clone());
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["messages_replayed"], count);
+
+    let args = ["compare", "-", "--engines", "compressor", "--json"];
+    let output = run_with_stdin(tree.root(), &args, text);
+    let (stdout, stderr) = texts(&output);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["engines"][0]["final_messages"], count, "{stdout}");
+
+    let broken = "{\"role\": \"user\", \"content\": \"a\"}\nnope\n".to_owned();
+    let output = run_with_stdin(tree.root(), &["run", "-"], broken);
+    let (_, stderr) = texts(&output);
+    assert!(!output.status.success());
+    assert!(stderr.starts_with("error: -:2:"), "{stderr}");
+}
+
 #[cfg(unix)]
 #[test]
 fn a_transcript_written_to_a_fifo_is_read_once_and_does_not_hang() {

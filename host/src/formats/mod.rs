@@ -346,7 +346,7 @@ pub fn open_transcript(path: &Path, format: Option<Format>) -> Result<Transcript
     )
 }
 
-/// Opens the transcript at `path` as a stream, as `options` say.
+/// Opens the transcript at `path` (`-`: the standard input) as a stream, as `options` say.
 ///
 /// Detection reads only the first [`DETECTION_PREFIX_BYTES`] bytes; a forced format is checked
 /// against them too, so that a file of another format is refused up front rather than read as
@@ -357,6 +357,9 @@ pub fn open_transcript(path: &Path, format: Option<Format>) -> Result<Transcript
 /// comes once its results have: the pairing repair holds it until then). A malformed record in
 /// that stretch fails here, unless [`ReadOptions::bad_records`] skips it.
 pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<TranscriptStream, TranscriptError> {
+    if is_stdin(path) {
+        return open_transcript_from(path, std::io::stdin(), 0, options);
+    }
     let file = File::open(path).map_err(|source| TranscriptError::read(path, source))?;
     // A pipe's or a FIFO's length is none: 0, which the progress bar takes for unknown.
     let bytes_total = file
@@ -365,6 +368,12 @@ pub fn open_transcript_with(path: &Path, options: &ReadOptions) -> Result<Transc
         .filter(std::fs::Metadata::is_file)
         .map_or(0, |metadata| metadata.len());
     open_transcript_from(path, file, bytes_total, options)
+}
+
+/// Whether `path` is `-`, which names the standard input (as `--out -` names the standard
+/// output).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
 }
 
 /// Opens the transcript read from `input`, as `options` say; `path` names it in every message and
