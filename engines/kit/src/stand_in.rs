@@ -4,7 +4,9 @@
 //! arguments, so the model still knows the step happened: ``[terminal] ran `pytest -q` -> exit 1,
 //! 214 lines output`` rather than a bare "output cleared".
 
-use std::borrow::Cow;
+use std::{borrow::Cow, sync::LazyLock};
+
+use aho_corasick::AhoCorasick;
 
 use ctxhost_engine_abi::{Message, ToolCall};
 
@@ -302,18 +304,18 @@ pub enum ToolKind {
     Other,
 }
 
-impl ToolKind {
-    /// The kind of the tool called `name`.
-    pub fn of(name: &str) -> Self {
-        let name = name.to_ascii_lowercase();
-        let has = |words: &[&str]| words.iter().any(|word| name.contains(word));
-        if has(&["terminal", "bash", "shell", "exec", "command", "run"]) {
-            Self::Shell
-        } else if has(&["search", "grep", "find", "glob", "lookup"]) {
-            Self::Search
-        } else if has(&["read", "open", "view", "cat", "scroll", "goto"]) {
-            Self::Read
-        } else if has(&[
+/// The words that tell each kind of tool by its name, the kinds in the order they are tried (a
+/// `search_and_replace` tool searches before it writes).
+const KIND_WORDS: [(ToolKind, &[&str]); 4] = [
+    (
+        ToolKind::Shell,
+        &["terminal", "bash", "shell", "exec", "command", "run"],
+    ),
+    (ToolKind::Search, &["search", "grep", "find", "glob", "lookup"]),
+    (ToolKind::Read, &["read", "open", "view", "cat", "scroll", "goto"]),
+    (
+        ToolKind::Write,
+        &[
             "write",
             "edit",
             "patch",
@@ -321,11 +323,41 @@ impl ToolKind {
             "replace",
             "insert",
             "str_replace",
-        ]) {
-            Self::Write
-        } else {
-            Self::Other
+        ],
+    ),
+];
+
+/// The kind (its place in [`KIND_WORDS`]) of the word at `index` among all their words.
+fn kind_of_word(mut index: usize) -> usize {
+    for (kind, (_, words)) in KIND_WORDS.iter().enumerate() {
+        if index < words.len() {
+            return kind;
         }
+        index -= words.len();
+    }
+    unreachable!("the automaton holds only the kinds' words")
+}
+
+impl ToolKind {
+    /// The kind of the tool called `name`: the first kind, in [`KIND_WORDS`]'s order, one of
+    /// whose words is in the name, whatever its case.
+    pub fn of(name: &str) -> Self {
+        static WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(KIND_WORDS.iter().flat_map(|(_, words)| words.iter()))
+                .expect("the kinds' words build an automaton")
+        });
+        // One pass over the name for every word (a replay asks thousands of times, and a
+        // substring search per word was 2% of it).
+        let mut found = [false; KIND_WORDS.len()];
+        for word in WORDS.find_overlapping_iter(name) {
+            found[kind_of_word(word.pattern().as_usize())] = true;
+        }
+        found
+            .iter()
+            .position(|&found| found)
+            .map_or(Self::Other, |kind| KIND_WORDS[kind].0)
     }
 
     /// The kind of one call. An editor that views files as well as changing them, told which by
@@ -632,6 +664,74 @@ pub fn group_thousands(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each kind tried in turn, a substring search per word, as names were read before one pass
+    /// found every word.
+    fn kind_word_by_word(name: &str) -> ToolKind {
+        let name = name.to_ascii_lowercase();
+        KIND_WORDS
+            .iter()
+            .find(|(_, words)| words.iter().any(|word| name.contains(word)))
+            .map_or(ToolKind::Other, |(kind, _)| *kind)
+    }
+
+    #[test]
+    fn a_tool_is_the_first_kind_a_word_of_its_name_says_whatever_its_case() {
+        let names = [
+            "Bash",
+            "execute_bash",
+            "run_shell_command",
+            "Grep",
+            "web_search",
+            "search_and_replace",
+            "Read",
+            "view_file",
+            "str_replace_editor",
+            "Edit",
+            "MultiEdit",
+            "apply_patch",
+            "create_file",
+            "lcm_grep",
+            "lcm_expand",
+            "WebFetch",
+            "TodoWrite",
+            "glob",
+            "find_file",
+            "open_url",
+            "scroll_down",
+            "goto",
+            "insert_line",
+            "think",
+            "",
+            "ÉDIT_fichier",
+            "READ",
+            "rerun",
+            "catalog_lookup",
+            "Task",
+            "mcp__github__create_issue",
+        ];
+        for name in names {
+            assert_eq!(ToolKind::of(name), kind_word_by_word(name), "{name}");
+        }
+        assert_eq!(ToolKind::of("search_and_replace"), ToolKind::Search);
+        assert_eq!(ToolKind::of("MultiEdit"), ToolKind::Write);
+        assert_eq!(ToolKind::of("think"), ToolKind::Other);
+        // Every pair of words, in both orders and cases, against the search word by word.
+        let words: Vec<&str> = KIND_WORDS
+            .iter()
+            .flat_map(|(_, words)| words.iter().copied())
+            .collect();
+        for first in &words {
+            for second in &words {
+                for name in [
+                    format!("{first}_{second}"),
+                    format!("{}{second}", first.to_uppercase()),
+                ] {
+                    assert_eq!(ToolKind::of(&name), kind_word_by_word(&name), "{name}");
+                }
+            }
+        }
+    }
     use pretty_assertions::assert_eq;
 
     fn call(name: &str, arguments: &str) -> ToolCall {
