@@ -40,8 +40,8 @@ use crate::{
     },
     report::{CompactionReport, Outcome},
     summary::{
-        check_summary, ExtractiveSummarizer, Summarizer, SummaryError, SummaryNote, SummaryRequest,
-        FALLBACK_MAX_CHARS,
+        check_summary, facts::replies_in_words, ExtractiveSummarizer, Summarizer, SummaryError, SummaryNote,
+        SummaryRequest, FALLBACK_MAX_CHARS,
     },
 };
 
@@ -460,9 +460,7 @@ fn open_head_request(head: &[Message]) -> Option<&Message> {
     let request = head
         .iter()
         .rposition(|message| message.role == Role::User && !is_agent_note(message, &message.text()))?;
-    let replied = head[request + 1..].iter().any(|message| {
-        message.role == Role::Assistant && !message.has_tool_calls() && !message.text().trim().is_empty()
-    });
+    let replied = head[request + 1..].iter().any(replies_in_words);
     (!replied).then_some(&head[request])
 }
 

@@ -155,10 +155,7 @@ impl<R: BufRead> JsonCursor<R> {
     pub(super) fn skip_whitespace(&mut self) -> Result<Option<u8>, TranscriptError> {
         loop {
             let buffer = self.fill()?;
-            let Some(end) = buffer
-                .iter()
-                .position(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r'))
-            else {
+            let Some(end) = buffer.iter().position(|byte| !is_json_whitespace(byte)) else {
                 if buffer.is_empty() {
                     return Ok(None);
                 }
@@ -655,6 +652,11 @@ impl Scan {
         }
         (chunk.len(), false)
     }
+}
+
+/// Whitespace as JSON has it (a form feed is none, though Rust's ASCII whitespace holds it).
+pub(super) fn is_json_whitespace(byte: &u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// How many backslashes `bytes` ends with.

@@ -19,7 +19,7 @@ use std::{
 use serde::de::DeserializeOwned;
 
 use super::{
-    cursor::{strip_position, KEPT_BUFFER_BYTES},
+    cursor::{is_json_whitespace, strip_position, KEPT_BUFFER_BYTES},
     parse_ahead::ParseAhead,
     TranscriptError,
 };
@@ -245,7 +245,7 @@ fn parse<T: DeserializeOwned>(path: &Path, cut: Cut) -> Batch<T> {
                     if base + stream.byte_offset() <= line.end
                         && text[base + stream.byte_offset()..line.end]
                             .iter()
-                            .all(|byte| matches!(byte, b' ' | b'\t' | b'\r' | b'\n')) =>
+                            .all(is_json_whitespace) =>
                 {
                     parsed.push_back(Parsed {
                         text: line,

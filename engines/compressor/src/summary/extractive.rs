@@ -44,8 +44,8 @@ use super::{
     actions::{broader_keys, keys_a_success_settles, publishes, settling_words, WRITING},
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
-        extract_facts, extract_outcomes, verbs, Action, DecisionRecord, Fact, FactKind, Facts, Request,
-        Source,
+        extract_facts, extract_outcomes, replies_in_words, verbs, Action, DecisionRecord, Fact, FactKind,
+        Facts, Request, Source,
     },
     patterns::{error_line_score, RecordKey, TELLING_ERROR},
     quoted::QuotedFacts,
@@ -105,11 +105,7 @@ impl ExtractiveSummarizer {
             facts.pinned_answer = request.middle[..first_request]
                 .iter()
                 .enumerate()
-                .find(|(_, message)| {
-                    message.role == Role::Assistant
-                        && !message.has_tool_calls()
-                        && !message.text().trim().is_empty()
-                })
+                .find(|(_, message)| replies_in_words(message))
                 .map(|(index, message)| (index, message.text()));
         }
         // The messages kept after the summary: a success there settles the failures it retries,
@@ -928,14 +924,10 @@ impl<'t> Draft<'t> {
                     .collect();
                 let settled_at = keys
                     .iter()
-                    .filter_map(|key| {
-                        let by_itself = resolved.get(key.as_ref()).copied();
-                        by_itself
-                            .into_iter()
-                            .chain(settled.get(key.as_ref()).copied())
-                            .min()
-                    })
-                    .min();
+                    .flat_map(|key| [resolved.get(key.as_ref()), settled.get(key.as_ref())])
+                    .flatten()
+                    .min()
+                    .copied();
                 match settled_at {
                     None => blocked[at] = true,
                     // Worked around, not fixed (verify24: `cargo check --workspace` failing on

@@ -205,6 +205,11 @@ pub(crate) struct Action<'a> {
     pub path_verbs: Vec<(usize, u8)>,
 }
 
+/// Whether `message` is the assistant answering in words: text, and no call.
+pub(crate) fn replies_in_words(message: &Message) -> bool {
+    message.role == Role::Assistant && !message.has_tool_calls() && !message.text().trim().is_empty()
+}
+
 /// Everything [`extract_facts`] found, in the order it appeared.
 #[derive(Debug, Default)]
 pub(crate) struct Facts<'a> {
