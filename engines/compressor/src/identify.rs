@@ -134,7 +134,6 @@ impl Shape {
     }
 
     /// The shape of a whole token.
-    #[cfg(test)]
     pub(crate) fn of(token: &str) -> Self {
         Self(token.bytes().fold(0, |bits, byte| bits | Self::of_byte(byte).0))
     }

@@ -182,6 +182,22 @@ impl<'a> Facts<'a> {
                 None => starts_with_failure(&output, answer.as_ref()),
             };
         let error_id = first_error.as_ref().and_then(|error| self.id_of(error));
+        // A failure with no error line is told by its last line instead; so is one whose last
+        // line is an error line of its own (a test run's `1 failed, 14 passed`): quoted on its
+        // Blocked line, it goes with it once a later run passed, where it stood alone under
+        // Errors for the rest of a replay.
+        let last = match kind {
+            ToolKind::Shell => last_line(&output).filter(|last| {
+                !failed
+                    || first_error.as_deref().is_none_or(|first| {
+                        !first.contains(last.as_str())
+                            && self
+                                .id_of(last)
+                                .is_some_and(|id| self.facts[id].kind == FactKind::Error)
+                    })
+            }),
+            _ => None,
+        };
         match slot {
             Some(slot) => {
                 // A read, search or change that failed or was refused did nothing to its path:
@@ -193,10 +209,7 @@ impl<'a> Facts<'a> {
                     }
                 }
                 let action = &mut self.actions[slot];
-                // A failure with no error line is told by its last line instead.
-                if kind == ToolKind::Shell && (!failed || first_error.is_none()) {
-                    action.last_line = last_line(&output);
-                }
+                action.last_line = last;
                 action.recovered = !failed && first_error.is_some() && says_it_retried(&output);
                 action.line = line;
                 action.result_index = Some(index);

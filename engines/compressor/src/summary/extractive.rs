@@ -1028,6 +1028,13 @@ impl<'t> Draft<'t> {
                     // Whole, or its start and end: why it failed often closes the line.
                     text.push_str(" — ");
                     text.push_str(error);
+                    // And how the run ended, when that is an error line too (`1 failed, 14
+                    // passed`): a summary folding this one moves the error lines this line
+                    // quotes once a later run passes.
+                    if let Some(last) = action.last_line.as_deref() {
+                        text.push_str("; last line: ");
+                        text.push_str(last);
+                    }
                 } else if let Some(last) = action
                     .last_line
                     .as_deref()

@@ -15,7 +15,7 @@
 
 use std::{borrow::Cow, collections::HashSet};
 
-use crate::scan::{FastHash, FastMap};
+use crate::scan::{classify_token, FastHash, FastMap, Shape};
 
 use super::{
     actions::{action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes},
@@ -371,7 +371,9 @@ impl<'t> Draft<'t> {
                 let (group, tier) = match group {
                     Group::Errors
                         if fixed.iter().any(|done| {
-                            done.contains(text) || message.is_some_and(|message| done.contains(message))
+                            done.contains(text)
+                                || message.is_some_and(|message| done.contains(message))
+                                || runs_a_path_named_in(done, text)
                         }) || message
                             .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message)) =>
                     {
@@ -569,6 +571,41 @@ fn error_message(line: &str) -> Option<&str> {
     let named = !name.is_empty() && !name.contains(char::is_whitespace);
     let message = message.trim();
     (named && message.len() >= TELLING_MESSAGE).then_some(message)
+}
+
+/// Whether the command of `fixed` (a failure's line, ``[terminal] ran `cmd` -> …``) names a file
+/// `error` names: the other error lines of the failure, which its line does not quote. A test
+/// run that passed later fixed the `FAILED tests/load/test_invoices.py::test_step6` it printed,
+/// and once its line had moved under Done only the error line it quoted went with it (the
+/// bundled warehouse migration's replay listed every fixed day's `FAILED …` under Errors to the
+/// end).
+fn runs_a_path_named_in(fixed: &str, error: &str) -> bool {
+    let Some((_, rest)) = fixed.split_once('`') else {
+        return false;
+    };
+    let Some((command, _)) = rest.split_once('`') else {
+        return false;
+    };
+    command
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c| matches!(c, '\'' | '"')))
+        .filter(|word| !word.starts_with('-'))
+        .filter_map(|word| match classify_token(word, Shape::of(word)) {
+            Some((FactKind::Path, path)) => Some(path),
+            _ => None,
+        })
+        .any(|path| names_path(error, path))
+}
+
+/// Whether `text` names `path` whole (`tests/a.py::test_b`, `tests/a.py:12`), not as part of
+/// another name (`tests/a.py.bak`).
+fn names_path(text: &str, path: &str) -> bool {
+    text.match_indices(path).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + path.len()..].chars().next();
+        before.is_none_or(|c| c.is_whitespace() || matches!(c, '/' | '(' | '\'' | '"' | '`'))
+            && after.is_none_or(|c| c.is_whitespace() || matches!(c, ':' | ')' | ',' | '\'' | '"' | '`'))
+    })
 }
 
 fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {

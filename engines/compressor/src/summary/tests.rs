@@ -2700,6 +2700,59 @@ fn a_carried_error_line_of_a_failure_resolved_since_is_listed_as_fixed() {
     assert!(!standing.contains("Blowfish"), "{summary}");
 }
 
+/// A test run that passed later fixed every error line it printed, not only the one its Blocked
+/// line quoted: the `FAILED …` lines naming its test file and its closing count go under `Errors
+/// fixed since:`, or with the failure's line under Done, when a later summary folds this one (the bundled warehouse migration's replay
+/// listed each fixed day's `FAILED tests/…::test_step6` and a lone `1 failed, 14 passed` under
+/// Errors to its end). An error line of another test file stands.
+#[test]
+fn a_failure_fixed_after_a_fold_takes_every_error_line_it_printed() {
+    let failing = vec![
+        Message::user("migrate the load stage"),
+        shell("t2", "pytest tests/load/test_invoices.py -k step2 -q"),
+        Message::tool(
+            "t2",
+            "E   WarehouseError: upsert into invoices_staging failed: duplicate key (batch 309d6b7)\nFAILED tests/load/test_invoices.py::test_step2\n1 failed, 14 passed\nExit code: 1",
+        ),
+        shell("u1", "pytest tests/api/test_users.py -q"),
+        Message::tool(
+            "u1",
+            "E   AssertionError: expected 200, got 401\nFAILED tests/api/test_users.py::test_login\n1 failed, 9 passed\nExit code: 1",
+        ),
+        Message::assistant("Patching the upsert to merge on the natural key."),
+    ];
+    let first = summarize_within(&failing, None, 4_000, 4_000);
+    assert!(
+        section_lines(&first, "### Blocked")
+            .iter()
+            .any(|line| line.contains("(batch 309d6b7); last line: 1 failed, 14 passed")),
+        "{first}"
+    );
+    let passing = vec![
+        shell("t3", "pytest tests/load/test_invoices.py -k step2 -q"),
+        Message::tool("t3", "15 passed in 4.10s\nExit code: 0"),
+        Message::assistant("Green."),
+    ];
+    let folded = summarize_within(&passing, Some(&first), 4_000, 4_000);
+    let standing = standing_errors(&folded);
+    let fixed = folded.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    for line in [
+        "FAILED tests/load/test_invoices.py::test_step2",
+        "(batch 309d6b7)",
+    ] {
+        assert!(
+            fixed.contains(line) && !standing.contains(line),
+            "{line}: {folded}"
+        );
+    }
+    // The count is quoted by the failure's line, now under Done.
+    assert!(!standing.contains("1 failed, 14 passed"), "{folded}");
+    assert!(
+        standing.contains("FAILED tests/api/test_users.py::test_login"),
+        "{folded}"
+    );
+}
+
 /// An interpreter given its script inline runs that script: another script does not retry it
 /// (verify20: `PermissionError … churn_q1.parquet` under `Errors fixed since:` after an unrelated
 /// `python - <<'PY' print(len(X))` passed).
