@@ -47,7 +47,7 @@ use super::{
         extract_facts, extract_outcomes, replies_in_words, verbs, Action, DecisionRecord, Fact, FactKind,
         Facts, Request, Source,
     },
-    patterns::{error_line_score, RecordKey, TELLING_ERROR},
+    patterns::{error_line_score, tickets, RecordKey, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{
         parse_sections, Section, ANSWERED_QUESTION, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED,
@@ -121,6 +121,12 @@ impl ExtractiveSummarizer {
             }
             passed_in(request.tail, request.middle.len(), &facts)
         } else {
+            // What the kept messages say no longer blocks the work is lifted all the same.
+            for (offset, message) in request.tail.iter().enumerate() {
+                if message.role == Role::User {
+                    facts.on_kept_user_lifts(request.middle.len() + offset, message);
+                }
+            }
             FastMap::default()
         };
         // A request in the tail: the user moved on, and nothing of the middle is still in
@@ -242,6 +248,27 @@ impl Summarizer for ExtractiveSummarizer {
     }
 }
 
+/// Whether a sentence of the user's after message `after` (`None`: anywhere in the middle and the
+/// messages kept after it) says that what `blocker` names no longer blocks the work: the same
+/// ticket, or, when the blocker names none, two of its naming words (`the grant on
+/// MARTS.ORDERS_DAILY is in place`). A model reading a lifted blocker under Blocked would wait on
+/// it still.
+pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>) -> bool {
+    if facts.lifts.is_empty() {
+        return false;
+    }
+    let blocker_tickets: Vec<&str> = tickets(blocker).collect();
+    let blocker_words = naming_words(blocker);
+    facts
+        .lifts
+        .iter()
+        .filter(|lift| after.is_none_or(|after| lift.index > after))
+        .any(|lift| match blocker_tickets.is_empty() {
+            false => tickets(lift.text).any(|ticket| blocker_tickets.contains(&ticket)),
+            true => naming_words(lift.text).intersection(&blocker_words).count() >= 2,
+        })
+}
+
 /// Whether the user said, after `failure` and before `settled_at` (where a later success went
 /// around it, when one did), that something blocks the work and named what it failed on (a word
 /// of its command or its error line besides the common ones): it stays blocked. A blocker said
@@ -254,7 +281,10 @@ fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>, settled_at:
         .iter()
         .filter(|blocker| {
             // The request kept after the head stood just before the message its place names.
-            blocker.by_user && blocker.sentence.index > after && blocker.sentence.index <= settled_at
+            blocker.by_user
+                && blocker.sentence.index > after
+                && blocker.sentence.index <= settled_at
+                && !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index))
         })
         .flat_map(|blocker| naming_words(blocker.sentence.text))
         .collect();
@@ -275,8 +305,14 @@ pub(super) fn stated_blocker_words(stated: &[&str], facts: &Facts<'_>) -> HashSe
         .blockers
         .iter()
         .filter(|blocker| blocker.by_user)
+        .filter(|blocker| !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index)))
         .map(|blocker| blocker.sentence.text)
-        .chain(stated.iter().copied())
+        .chain(
+            stated
+                .iter()
+                .copied()
+                .filter(|stated| !is_lifted(facts, stated, None)),
+        )
         .flat_map(naming_words)
         .collect()
 }
@@ -760,6 +796,7 @@ impl<'t> Draft<'t> {
             .iter()
             .rev()
             .filter(|blocker| !blocker.kept_verbatim)
+            .filter(|blocker| !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index)))
         {
             let text = blocker.sentence.text;
             if seen.contains(&text) {

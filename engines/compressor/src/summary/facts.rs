@@ -15,9 +15,9 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, findings, measured_changes, names_a_ticket, states_a_rule, with_antecedent,
-        with_ticket_after, RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, USER_DECISION_WORDS,
-        WAITING_WORDS,
+        decision_records, findings, measured_changes, names_a_ticket, says_lifted, states_a_rule,
+        with_antecedent, with_ticket_after, RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS,
+        LIFTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
     },
 };
 use crate::scan::{
@@ -222,6 +222,9 @@ pub(crate) struct Facts<'a> {
     pub records: Vec<DecisionRecord<'a>>,
     /// What the user or the assistant said blocks the work, in order.
     pub blockers: Vec<Blocker<'a>>,
+    /// The user's sentences saying something in the way no longer is (`DATA-2291 is done: the
+    /// grant is in place`), in order: they lift the blockers they name.
+    pub lifts: Vec<Sentence<'a>>,
     /// The assistant's sentences stating a measured change (`2381.442 ms -> 3.112 ms`), in order.
     pub results: Vec<Sentence<'a>>,
     /// The findings the assistant states under a label (`Culprit: …`, `Root cause: …`), in order.
@@ -371,6 +374,7 @@ impl<'a> Facts<'a> {
             stated.sort_by_key(|sentence| sentence.text.as_ptr() as usize);
             self.constraints.extend(stated);
             self.blockers_in(piece, index, true);
+            self.lifts_in(piece, index);
             Self::sentences(piece, &USER_DECISION_WORDS, index, &mut self.user_decisions);
             decision_records(piece, index, &mut self.records);
         }
@@ -394,6 +398,7 @@ impl<'a> Facts<'a> {
         let from = self.blockers.len();
         for piece in capped_pieces(message) {
             self.blockers_in(piece, index, true);
+            self.lifts_in(piece, index);
         }
         for blocker in &mut self.blockers[from..] {
             blocker.kept_verbatim = true;
@@ -427,6 +432,25 @@ impl<'a> Facts<'a> {
                     kept_verbatim: false,
                 }),
         );
+    }
+
+    /// What a user's message kept after the summary (at `index`) says no longer blocks the work.
+    pub(super) fn on_kept_user_lifts(&mut self, index: usize, message: &'a Message) {
+        for piece in capped_pieces(message) {
+            self.lifts_in(piece, index);
+        }
+    }
+
+    /// The sentences of `piece` (the user's, of message `index`) that say something in the way
+    /// no longer is.
+    fn lifts_in(&mut self, piece: &'a str, index: usize) {
+        let from = self.lifts.len();
+        Self::sentences(piece, &LIFTED_WORDS, index, &mut self.lifts);
+        let mut at = from;
+        self.lifts.retain(|sentence| {
+            at += 1;
+            at <= from || says_lifted(sentence.text)
+        });
     }
 
     fn on_assistant(

@@ -253,13 +253,55 @@ pub(super) static WAITING_WORDS: LazyLock<Words> = LazyLock::new(|| {
     ])
 });
 
-/// Whether `sentence` names a tracker's ticket (`DATA-911`) or a repository's issue
-/// (`pypi/support#4821`, its URL). A bare number (`CI run #4521`) may be anything: a run, a build.
-pub(super) fn names_a_ticket(sentence: &str) -> bool {
+/// Words that say something blocking the work is no longer in the way (`DATA-2291 is done: the
+/// grant is in place`, `the VPN is back`), matched as whole words, ignoring ASCII case.
+pub(super) static LIFTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
+    Words::new(&[
+        "unblocked",
+        "no longer blocked",
+        "is done",
+        "are done",
+        "is resolved",
+        "was resolved",
+        "are resolved",
+        "is fixed",
+        "was fixed",
+        "is in place",
+        "are in place",
+        "is granted",
+        "was granted",
+        "were granted",
+        "has been granted",
+        "have been granted",
+        "granted us",
+        "is approved",
+        "was approved",
+        "has been approved",
+        "is merged",
+        "was merged",
+        "has been merged",
+        "is closed",
+        "was closed",
+        "is back",
+        "is live",
+        "has landed",
+        "landed",
+        "go ahead",
+        "you can proceed",
+    ])
+});
+
+/// Words that say the opposite of what a lifting word says in the same sentence (`DATA-2291 is
+/// still open, nothing is done`): such a sentence lifts nothing.
+const STILL_BLOCKED: [&str; 7] = ["still", "not ", "n't", "pending", " yet", "waiting", "blocked:"];
+
+/// The tracker tickets (`DATA-911`) and repository issues (`pypi/support#4821`, its URL) that
+/// `sentence` names. A bare number (`CI run #4521`) may be anything: a run, a build.
+pub(super) fn tickets(sentence: &str) -> impl Iterator<Item = &str> {
     sentence
         .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '#' | '/' | '.' | '_')))
-        .any(|token| {
-            let token = token.trim_matches(|c: char| matches!(c, '-' | '/' | '.' | '_'));
+        .map(|token| token.trim_matches(|c: char| matches!(c, '-' | '/' | '.' | '_')))
+        .filter(|token| {
             is_ticket_key(token)
                 || token.rsplit_once('#').is_some_and(|(repository, number)| {
                     repository.contains('/')
@@ -268,6 +310,17 @@ pub(super) fn names_a_ticket(sentence: &str) -> bool {
                 })
                 || token.contains("/issues/")
         })
+}
+
+/// Whether `sentence` names a tracker's ticket or a repository's issue ([`tickets`]).
+pub(super) fn names_a_ticket(sentence: &str) -> bool {
+    tickets(sentence).next().is_some()
+}
+
+/// Whether `sentence` says something is no longer in the way, without saying it still is.
+pub(super) fn says_lifted(sentence: &str) -> bool {
+    let lower = sentence.to_ascii_lowercase();
+    LIFTED_WORDS.find_at(sentence, 0).is_some() && !STILL_BLOCKED.iter().any(|word| lower.contains(word))
 }
 
 /// Words that state a decision, matched as whole words, ignoring ASCII case.

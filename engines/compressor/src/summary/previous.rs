@@ -21,8 +21,9 @@ use super::{
     actions::{action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes},
     draft::{Draft, Group},
     extractive::{
-        asks_first, error_shape, files_group, names_any, replaced_note_count, stated_blocker_words,
-        LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
+        asks_first, error_shape, files_group, is_lifted, names_any, replaced_note_count,
+        stated_blocker_words, LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER,
+        STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::{decision_record_key, opens_with_record, RecordKey},
@@ -259,7 +260,15 @@ impl<'t> Draft<'t> {
                     {
                         (Section::Done, 2)
                     }
-                    // Nothing says when a stated blocker was lifted: it gives way to the others.
+                    // A stated blocker the user since said is no longer in the way is dropped;
+                    // the others give way to the new middle's.
+                    Section::Blocked
+                        if line
+                            .strip_prefix(STATED_BLOCKER)
+                            .is_some_and(|stated| is_lifted(facts, stated, None)) =>
+                    {
+                        continue
+                    }
                     Section::Blocked if line.starts_with(STATED_BLOCKER) => (section, 2),
                     Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
                     // A decision record the new middle revised is replaced, not carried; one that

@@ -2257,6 +2257,47 @@ fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
     );
 }
 
+/// A blocker the user later says is out of the way is no longer listed under Blocked, in the
+/// summary of the middle that lifts it or folded from an earlier one: a replay kept `Stated by the
+/// user: Blocked: the etl_loader role has no INSERT grant … DATA-2291` to its end, after the user's
+/// `DATA-2291 is done: the grant is in place` and the load that then passed. A blocker nothing
+/// lifted, or one the user says is still there, stays.
+#[test]
+fn a_blocker_the_user_says_is_lifted_is_no_longer_listed() {
+    let blocked = "Blocked: the etl_loader role has no INSERT grant on MARTS.ORDERS_DAILY. I opened DATA-2291 with the platform team.";
+    let middle = vec![
+        Message::user(blocked),
+        Message::assistant("Understood; fixing the duplicates meanwhile."),
+        Message::user("DATA-2291 is done: the grant is in place. Go ahead with the load."),
+        Message::assistant("Loaded."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+
+    let previous = format!(
+        "## Goal\n- load the mart\n\n## Progress\n### Blocked\n- Stated by the user: {blocked}\n- Stated by the user: Blocked: the VPN to the vendor is down (NET-88).\n"
+    );
+    let lifting = vec![
+        Message::user("DATA-2291 is done: the grant is in place."),
+        Message::assistant("Loaded MARTS.ORDERS_DAILY."),
+    ];
+    let folded = summarize_within(&lifting, Some(&previous), 4_000, 4_000);
+    assert_eq!(
+        section_lines(&folded, "### Blocked"),
+        ["- Stated by the user: Blocked: the VPN to the vendor is down (NET-88)."],
+        "{folded}"
+    );
+    let still = vec![
+        Message::user("DATA-2291 is still not done, the grant is pending."),
+        Message::assistant("Waiting, then."),
+    ];
+    let folded = summarize_within(&still, Some(&previous), 4_000, 4_000);
+    assert!(
+        folded.contains(&format!("- Stated by the user: {blocked}")),
+        "{folded}"
+    );
+}
+
 /// What only someone else can grant blocks the work, said without the word (verify33: `updating
 /// repo secrets needs org-admin rights my token doesn't have` in no summary's Blocked).
 #[test]
