@@ -725,6 +725,9 @@ pub fn reports_no_error(line: &str) -> bool {
         "failed=0",
         "failures=0",
         "without error",
+        // A fixer's tally of what it fixed: ruff's `Found 2 errors (2 fixed, 0 remaining).`
+        // (verify36: listed under Errors for the rest of a replay).
+        "0 remaining",
     ]
     .iter()
     .any(|phrase| holds_whole_number(&lower, phrase))
@@ -1159,6 +1162,7 @@ mod tests {
             "http_req_failed................: 0.00%  ✓ 0  ✗ 1200",
             "statement latencies in milliseconds and failures:",
             "✨ No lint errors",
+            "Found 2 errors (2 fixed, 0 remaining).",
             "no type errors found",
             "test (3.12, 1)\tfailure\thttps://github.com/acme/payments/actions/runs/9876598643/job/27311115723",
             "\t\tUndefined: 0",

@@ -382,7 +382,7 @@ impl<'t> Draft<'t> {
                         if fixed.iter().any(|done| {
                             done.contains(text)
                                 || message.is_some_and(|message| done.contains(message))
-                                || runs_a_path_named_in(done, text)
+                                || fixed_with(done, text)
                         }) || message
                             .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message)) =>
                     {
@@ -582,28 +582,87 @@ fn error_message(line: &str) -> Option<&str> {
     (named && message.len() >= TELLING_MESSAGE).then_some(message)
 }
 
-/// Whether the command of `fixed` (a failure's line, ``[terminal] ran `cmd` -> …``) names a file
-/// `error` names: the other error lines of the failure, which its line does not quote. A test
-/// run that passed later fixed the `FAILED tests/load/test_invoices.py::test_step6` it printed,
-/// and once its line had moved under Done only the error line it quoted went with it (the
-/// bundled warehouse migration's replay listed every fixed day's `FAILED …` under Errors to the
-/// end).
-fn runs_a_path_named_in(fixed: &str, error: &str) -> bool {
+/// Whether `error`, an error line an earlier summary listed, went with `fixed` (a failure's line,
+/// ``[terminal] ran `cmd` -> … — quoted error``, that a later run of its command passed): the
+/// other error lines of the failure, which its line does not quote. Its command names the file
+/// the error line names (a test run that passed later fixed the `FAILED
+/// tests/load/test_invoices.py::test_step6` it printed), or a directory holding it (`mypy src`
+/// and `src/billing/tax.py:42: error: …`); or it checks the whole project (`npm run build`) and
+/// the line is a diagnostic of the same compiler as the quoted one (`error TS2741` beside the
+/// quoted `error TS2345`). Once the failure's line had moved under Done only the line it quoted
+/// went with it: the bundled warehouse migration's replay listed every fixed day's `FAILED …`
+/// under Errors to its end, and a TypeScript build's summary its fixed errors beside `npm run
+/// build -> exit 0`.
+fn fixed_with(fixed: &str, error: &str) -> bool {
     let Some((_, rest)) = fixed.split_once('`') else {
         return false;
     };
-    let Some((command, _)) = rest.split_once('`') else {
+    let Some((command, quoted)) = rest.split_once('`') else {
         return false;
     };
-    command
+    let targets = command
         .split_whitespace()
+        .skip(1)
         .map(|word| word.trim_matches(|c| matches!(c, '\'' | '"')))
-        .filter(|word| !word.starts_with('-'))
-        .filter_map(|word| match classify_token(word, Shape::of(word)) {
-            Some((FactKind::Path, path)) => Some(path),
-            _ => None,
-        })
-        .any(|path| names_path(error, path))
+        .filter(|word| !word.starts_with('-'));
+    let mut whole_project = true;
+    for word in targets {
+        if let Some((FactKind::Path, path)) = classify_token(word, Shape::of(word)) {
+            whole_project = false;
+            if names_path(error, path) {
+                return true;
+            }
+        } else if is_directory_word(word) && names_path_under(error, word.trim_end_matches('/')) {
+            return true;
+        }
+    }
+    let quoted = quoted.split_once(" — ").map_or("", |(_, quoted)| quoted);
+    whole_project && diagnostic_family(quoted).is_some_and(|family| diagnostic_family(error) == Some(family))
+}
+
+/// Whether `word` of a command could name a directory of the project (`src`, `tests/unit`).
+fn is_directory_word(word: &str) -> bool {
+    word.len() >= 2
+        && word.bytes().any(|byte| byte.is_ascii_alphabetic())
+        && word
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'/' | b'.'))
+        && !word.starts_with('.')
+}
+
+/// Whether `text` names a path under directory `dir` (`src/billing/tax.py:42` under `src`).
+fn names_path_under(text: &str, dir: &str) -> bool {
+    text.match_indices(dir).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        before.is_none_or(|c| c.is_whitespace() || matches!(c, '(' | '\'' | '"' | '`'))
+            && text[at + dir.len()..].starts_with('/')
+    })
+}
+
+/// Which compiler's diagnostic `line` is, by its form: TypeScript's (`src/a.tsx(61,5): error
+/// TS2741: …`, `Found 4 errors in 3 files.`), rustc's (`error[E0308]: mismatched types`), or
+/// one located as `path:line: error` (mypy, gcc, go vet).
+fn diagnostic_family(line: &str) -> Option<&'static str> {
+    let line = line.trim();
+    let typescript = line
+        .match_indices("error TS")
+        .any(|(at, found)| line[at + found.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        || (line.starts_with("Found ") && line.contains(" error") && line.ends_with(" files.")
+            || line.starts_with("Found 1 error in "));
+    if typescript {
+        return Some("typescript");
+    }
+    if line.starts_with("error[E") {
+        return Some("rustc");
+    }
+    let (location, rest) = line.split_once(": ")?;
+    let (path, position) = location.split_once(':')?;
+    let located = position
+        .split(':')
+        .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        && path.contains('.')
+        && !path.contains(char::is_whitespace);
+    (located && rest.trim_start().to_ascii_lowercase().starts_with("error")).then_some("located")
 }
 
 /// Whether `text` names `path` whole (`tests/a.py::test_b`, `tests/a.py:12`), not as part of

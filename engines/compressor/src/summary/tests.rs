@@ -2257,6 +2257,43 @@ fn a_blocker_the_assistant_or_the_user_states_is_listed_under_blocked() {
     );
 }
 
+/// A check of the whole project that passed later fixed every diagnostic of its compiler an
+/// earlier summary listed, not only the one its Blocked line quoted (verify36: a TypeScript
+/// build's `OrderTable.tsx(61,5): error TS2741` under Errors beside `npm run build -> exit 0`);
+/// so did a run of a directory for the lines naming files in it (`pytest tests -q` and `FAILED
+/// tests/test_orders.py::test_total`). Another tool's error line stands.
+#[test]
+fn a_check_passing_later_fixes_the_diagnostics_it_printed_before_a_fold() {
+    let previous = "## Goal\n- make the build pass\n\n## Progress\n### Blocked\n- [terminal] ran `npm run build` -> exit 2, 10 lines output — src/pages/Customers.tsx(33,11): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'.\n- [terminal] ran `mypy src` -> exit 1, 3 lines output — src/billing/api.py:88: error: Missing return statement\n- [terminal] ran `pytest tests -q` -> exit 1, 40 lines output — FAILED tests/test_auth.py::test_login - AssertionError\n\n## Critical Context\n- Errors:\n  - FAILED tests/test_orders.py::test_total - KeyError: 'sku'\n  - src/components/OrderTable.tsx(61,5): error TS2741: Property 'key' is missing in type '{ order: Order; }'.\n  - Found 4 errors in 3 files.\n  - src/billing/tax.py:42: error: Incompatible return value type (got \"float\", expected \"Decimal\")\n  - E   redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. Connection refused.\n";
+    let middle = vec![
+        shell("b9", "npm run build"),
+        Message::tool(
+            "b9",
+            "vite v5.2.8 building for production...\n✓ built in 5.80s\nExit code: 0",
+        ),
+        shell("m9", "mypy src"),
+        Message::tool("m9", "Success: no issues found in 41 source files\nExit code: 0"),
+        shell("p9", "pytest tests -q"),
+        Message::tool("p9", "212 passed in 9.10s\nExit code: 0"),
+        Message::assistant("Build, types and tests are clean."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 4_000, 4_000);
+    let standing = standing_errors(&summary);
+    let fixed = summary.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    for line in [
+        "error TS2741",
+        "Found 4 errors in 3 files.",
+        "src/billing/tax.py:42",
+        "tests/test_orders.py::test_total",
+    ] {
+        assert!(
+            fixed.contains(line) && !standing.contains(line),
+            "{line}: {summary}"
+        );
+    }
+    assert!(standing.contains("redis.exceptions.ConnectionError"), "{summary}");
+}
+
 /// A blocker the user later says is out of the way is no longer listed under Blocked, in the
 /// summary of the middle that lifts it or folded from an earlier one: a replay kept `Stated by the
 /// user: Blocked: the etl_loader role has no INSERT grant … DATA-2291` to its end, after the user's
