@@ -37,6 +37,8 @@ impl<'a> Facts<'a> {
             last_line: None,
             recovered: false,
             result_index: None,
+            looks_up: false,
+            refused: false,
             path_verbs: Vec::new(),
             itemised: scan,
             tool: name,
@@ -182,6 +184,9 @@ impl<'a> Facts<'a> {
                 None => starts_with_failure(&output, answer.as_ref()),
             };
         let error_id = first_error.as_ref().and_then(|error| self.id_of(error));
+        let looks_up = matches!(kind, ToolKind::Read | ToolKind::Search)
+            || (kind == ToolKind::Other && fetches_pages(call));
+        let refused = failure == Some(Failure::Rejected);
         // A failure with no error line is told by its last line instead; so is one whose last
         // line is an error line of its own (a test run's `1 failed, 14 passed`): quoted on its
         // Blocked line, it goes with it once a later run passed, where it stood alone under
@@ -213,6 +218,8 @@ impl<'a> Facts<'a> {
                 action.recovered = !failed && first_error.is_some() && says_it_retried(&output);
                 action.line = line;
                 action.result_index = Some(index);
+                action.looks_up = looks_up;
+                action.refused = refused;
                 action.failed = failed;
                 action.first_error = first_error;
                 action.answered = true;
@@ -231,6 +238,8 @@ impl<'a> Facts<'a> {
                 last_line: None,
                 recovered: false,
                 result_index: Some(index),
+                looks_up,
+                refused,
                 path_verbs: Vec::new(),
                 itemised: true,
                 tool: call.map_or("tool", |call| call.function.name.as_str()),

@@ -269,6 +269,34 @@ pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>) 
         })
 }
 
+/// Whether a sentence of the user's after message `after` (`None`: anywhere in the middle and the
+/// messages kept after it) permits what `rule` forbade: it quotes the same code (`git add -A`)
+/// or shares two of its naming words. A model reading a revoked rule under Constraints would
+/// keep to it (verify36: `never use git add -A` listed after `you may use git add -A again`).
+pub(super) fn is_revoked(facts: &Facts<'_>, rule: &str, after: Option<usize>) -> bool {
+    if facts.permits.is_empty() {
+        return false;
+    }
+    let code = |text: &'_ str| -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|span| span.trim().to_owned())
+            .filter(|span| !span.is_empty())
+            .collect()
+    };
+    let rule_code = code(rule);
+    let rule_words = naming_words(rule);
+    facts
+        .permits
+        .iter()
+        .filter(|permit| after.is_none_or(|after| permit.index > after))
+        .any(|permit| {
+            code(permit.text).iter().any(|span| rule_code.contains(span))
+                || naming_words(permit.text).intersection(&rule_words).count() >= 2
+        })
+}
+
 /// Whether the user said, after `failure` and before `settled_at` (where a later success went
 /// around it, when one did), that something blocks the work and named what it failed on (a word
 /// of its command or its error line besides the common ones): it stays blocked. A blocker said
@@ -498,6 +526,7 @@ impl<'t> Draft<'t> {
                 .records
                 .iter()
                 .any(|record| overlaps(sentence.text, record.text))
+                && !is_revoked(facts, sentence.text, Some(sentence.index))
         });
         for sentence in constraints {
             let candidate = self.push(
@@ -925,11 +954,22 @@ impl<'t> Draft<'t> {
             .map(|(key, index)| (key, (index, usize::MAX)))
             .collect();
         let mut blocked = vec![false; facts.actions.len()];
+        // Failures that block nothing though nothing fixed them: a call the user refused, and a
+        // lookup that found nothing (`File not found: src/crawler/session.py`, a page's 404)
+        // before a later one of the same tool found what the work needed (verify36: listed
+        // under Blocked in 17 of 18 summaries of a research session).
+        let mut moved_on = vec![false; facts.actions.len()];
+        let mut found_later: HashSet<&str> = HashSet::new();
         // The successes that fixed an earlier failure: the fix a continuing agent must not redo.
         let mut fixing = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
         for (at, action) in facts.actions.iter().enumerate().rev() {
-            if !action.failed && action.answered && !action.found_by_exit_code {
+            if action.looks_up && !action.failed && action.answered {
+                found_later.insert(action.tool);
+            }
+            if action.failed && (action.refused || (action.looks_up && found_later.contains(action.tool))) {
+                moved_on[at] = true;
+            } else if !action.failed && action.answered && !action.found_by_exit_code {
                 for key in &action.keys {
                     resolved.insert(key.as_str(), (action.index, at));
                     settled.extend(
@@ -1051,7 +1091,7 @@ impl<'t> Draft<'t> {
             }
             // A failure a later run resolved reads as done work: say so, or `-> exit 1` under
             // Done reads as a failure left behind.
-            if action.failed && !blocked[at] {
+            if action.failed && !blocked[at] && !moved_on[at] {
                 text.push_str(PASSED_LATER);
             }
             let (section, tier) = if blocked[at] {

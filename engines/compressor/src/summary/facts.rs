@@ -17,7 +17,7 @@ use super::{
     patterns::{
         decision_records, findings, measured_changes, names_a_ticket, says_lifted, states_a_rule,
         with_antecedent, with_ticket_after, RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS,
-        LIFTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
+        LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
     },
 };
 use crate::scan::{
@@ -199,6 +199,12 @@ pub(crate) struct Action<'a> {
     pub recovered: bool,
     /// Where its result is in the middle.
     pub result_index: Option<usize>,
+    /// Reads, searches or fetches something (`read_file`, `search_files`, `web_fetch`): a lookup
+    /// that failed (a path that does not exist, a page gone) blocks nothing once a later lookup
+    /// of the same tool found what the work needed.
+    pub looks_up: bool,
+    /// The user refused the call: it did not run, and the user decided so.
+    pub refused: bool,
     /// The path this call reads, searches or changes, and that verb: given to the path when
     /// the result says the call succeeded, or when no result came
     /// ([`settle_unanswered`](Facts::settle_unanswered)).
@@ -225,6 +231,9 @@ pub(crate) struct Facts<'a> {
     /// The user's sentences saying something in the way no longer is (`DATA-2291 is done: the
     /// grant is in place`), in order: they lift the blockers they name.
     pub lifts: Vec<Sentence<'a>>,
+    /// The user's sentences permitting what a rule forbade (`you may use \`git add -A\` again`),
+    /// in order: they revoke the rules they name.
+    pub permits: Vec<Sentence<'a>>,
     /// The assistant's sentences stating a measured change (`2381.442 ms -> 3.112 ms`), in order.
     pub results: Vec<Sentence<'a>>,
     /// The findings the assistant states under a label (`Culprit: …`, `Root cause: …`), in order.
@@ -442,7 +451,7 @@ impl<'a> Facts<'a> {
     }
 
     /// The sentences of `piece` (the user's, of message `index`) that say something in the way
-    /// no longer is.
+    /// no longer is, or permit what a rule forbade.
     fn lifts_in(&mut self, piece: &'a str, index: usize) {
         let from = self.lifts.len();
         Self::sentences(piece, &LIFTED_WORDS, index, &mut self.lifts);
@@ -451,6 +460,7 @@ impl<'a> Facts<'a> {
             at += 1;
             at <= from || says_lifted(sentence.text)
         });
+        Self::sentences(piece, &PERMITTED_WORDS, index, &mut self.permits);
     }
 
     fn on_assistant(

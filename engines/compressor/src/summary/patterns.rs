@@ -291,6 +291,25 @@ pub(super) static LIFTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
     ])
 });
 
+/// Words that permit what a rule the user stated forbade (`you may use \`git add -A\` again`),
+/// matched as whole words, ignoring ASCII case.
+pub(super) static PERMITTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
+    Words::new(&[
+        "you may",
+        "you can now",
+        "is allowed again",
+        "are allowed again",
+        "is allowed now",
+        "is fine again",
+        "is ok again",
+        "is okay again",
+        "no longer need to",
+        "no longer have to",
+        "no longer forbidden",
+        "feel free to",
+    ])
+});
+
 /// Words that say the opposite of what a lifting word says in the same sentence (`DATA-2291 is
 /// still open, nothing is done`): such a sentence lifts nothing.
 const STILL_BLOCKED: [&str; 7] = ["still", "not ", "n't", "pending", " yet", "waiting", "blocked:"];

@@ -15,13 +15,13 @@
 
 use std::{borrow::Cow, collections::HashSet};
 
-use crate::scan::{classify_token, FastHash, FastMap, Shape};
+use crate::scan::{classify_token, FastHash, FastMap, Shape, ToolKind};
 
 use super::{
     actions::{action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes},
     draft::{Draft, Group},
     extractive::{
-        asks_first, error_shape, files_group, is_lifted, names_any, replaced_note_count,
+        asks_first, error_shape, files_group, is_lifted, is_revoked, names_any, replaced_note_count,
         stated_blocker_words, LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER,
         STATED_BLOCKER,
     },
@@ -217,6 +217,7 @@ impl<'t> Draft<'t> {
                         && (line.starts_with(ANSWERED_QUESTION)
                             || line.strip_prefix(LATEST_ANSWERED).is_some_and(asks_first)),
                 );
+                let moved_on = section == Section::Blocked && self.found_later(line);
                 let (target, tier) = match section {
                     Section::Goal if line.starts_with(FOCUS) => continue,
                     // The answer to a question stays with it, at its tier (verify21: `Answered
@@ -254,6 +255,7 @@ impl<'t> Draft<'t> {
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),
                     Section::InProgress if user_moved_on || earlier.followed(line) => (Section::Done, 2),
+                    Section::Blocked if moved_on => (Section::Done, 2),
                     Section::Blocked
                         if (self.is_resolved(line) || earlier.done_later(line))
                             && !names_any(line, &stated_words) =>
@@ -270,6 +272,8 @@ impl<'t> Draft<'t> {
                         continue
                     }
                     Section::Blocked if line.starts_with(STATED_BLOCKER) => (section, 2),
+                    // A rule the user since permitted what it forbade no longer stands.
+                    Section::Constraints if is_revoked(facts, line, None) => continue,
                     Section::Goal | Section::Constraints | Section::Blocked => (section, 1),
                     // A decision record the new middle revised is replaced, not carried; one that
                     // stands ranks as a new record does.
@@ -364,7 +368,7 @@ impl<'t> Draft<'t> {
                 // after it: the later line wins a tie, and an incident's rollback gave way to
                 // a log's request ids when lcm condensed its summaries.
                 let tier = if group == Group::Commands { 1 } else { tier };
-                let passed_later = section == Section::Blocked && target == Section::Done;
+                let passed_later = section == Section::Blocked && target == Section::Done && !moved_on;
                 if passed_later || (section == Section::Done && text.ends_with(PASSED_LATER)) {
                     fixed.push(text);
                 }
@@ -519,6 +523,26 @@ impl<'t> Draft<'t> {
                 || line.section == Section::Goal
                 || record.is_some();
         }
+    }
+
+    /// Whether a Blocked line tells of a lookup that found nothing (``[read_file] could not read
+    /// src/crawler/session.py: File not found``, a page's 404) and the new middle holds a lookup
+    /// of the same tool that found something: the work moved on, as the summary of one middle
+    /// holding both says (`moved_on` in `add_actions`).
+    fn found_later(&self, line: &str) -> bool {
+        let Some((tool, _)) = line.strip_prefix('[').and_then(|rest| rest.split_once(']')) else {
+            return false;
+        };
+        let lowercase = tool.to_ascii_lowercase();
+        let looks_up = matches!(ToolKind::of(tool), ToolKind::Read | ToolKind::Search)
+            || ["fetch", "web", "browse", "scrape"]
+                .iter()
+                .any(|word| lowercase.contains(word));
+        looks_up
+            && self.resolved.iter().any(|key| {
+                key.strip_prefix(tool)
+                    .is_some_and(|rest| rest.starts_with('\u{0}'))
+            })
     }
 
     /// Whether a Blocked line (``[terminal] ran `cmd` -> exit 1 …``) was resolved by a later success

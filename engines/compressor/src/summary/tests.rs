@@ -2294,6 +2294,101 @@ fn a_check_passing_later_fixes_the_diagnostics_it_printed_before_a_fold() {
     assert!(standing.contains("redis.exceptions.ConnectionError"), "{summary}");
 }
 
+/// A lookup that found nothing blocks nothing once a later lookup of the same tool found what the
+/// work needed, nor does a call the user refused: neither is listed under Blocked, nor as having
+/// `passed on a later run` (verify36: `could not read src/crawler/session.py: File not found` and
+/// a page's 404 under Blocked in 17 of 18 summaries of a research session). Folded from an earlier
+/// summary, such a line goes under Done once the new middle's lookup found something.
+#[test]
+fn a_lookup_that_found_nothing_blocks_nothing_once_another_found_something() {
+    let read = |id: &str, path: &str| {
+        Message::assistant_calls(vec![ToolCall::new(
+            id,
+            "read_file",
+            serde_json::json!({ "path": path }).to_string(),
+        )])
+    };
+    let middle = vec![
+        Message::user("Find where the crawler builds its HTTP session."),
+        read("r1", "src/crawler/session.py"),
+        Message::tool("r1", "File not found: src/crawler/session.py"),
+        read("r2", "src/crawler/http/session_factory.py"),
+        Message::tool("r2", "def make_session():\n    return httpx.Client(timeout=10)\n"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "w1",
+            "Write",
+            serde_json::json!({ "file_path": "src/crawler/http/client.py", "content": "import httpx" })
+                .to_string(),
+        )]),
+        Message::tool(
+            "w1",
+            "The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        ),
+        Message::assistant("It is built in src/crawler/http/session_factory.py."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    assert!(!summary.contains("passed on a later run"), "{summary}");
+    assert!(summary.contains("src/crawler/session.py"), "{summary}");
+
+    let previous = "## Goal\n- find the session\n\n## Progress\n### Blocked\n- [read_file] could not read src/crawler/session.py: File not found: src/crawler/session.py\n- [terminal] ran `pytest -q` -> exit 1, 9 lines output — FAILED tests/test_a.py::test_b - KeyError\n";
+    let found = vec![
+        read("r3", "src/crawler/http/session_factory.py"),
+        Message::tool("r3", "def make_session():\n    return httpx.Client(timeout=10)\n"),
+        Message::assistant("Found it."),
+    ];
+    let folded = summarize_within(&found, Some(previous), 4_000, 4_000);
+    let blocked = section_lines(&folded, "### Blocked");
+    assert!(blocked.len() == 1 && blocked[0].contains("pytest -q"), "{folded}");
+    assert!(
+        section_lines(&folded, "### Done")
+            .iter()
+            .any(|line| line.contains("could not read src/crawler/session.py")
+                && !line.contains("passed on a later run")),
+        "{folded}"
+    );
+}
+
+/// A rule the user later permits what it forbade is no longer listed under Constraints, in the
+/// summary of the middle that permits it or folded from an earlier one (verify36: `never use
+/// \`git add -A\`` listed after the user's `you may use \`git add -A\` again`). The other
+/// rules stand.
+#[test]
+fn a_rule_the_user_revokes_is_no_longer_listed() {
+    let middle = vec![
+        Message::user(
+            "Never push to main. Also I'd rather you never use `git add -A`; add paths explicitly.",
+        ),
+        Message::assistant("Noted."),
+        Message::user(
+            "Change of preference: you may use `git add -A` again, the repo has a good .gitignore now.",
+        ),
+        Message::assistant("Understood."),
+    ];
+    let summary = summarize(&middle);
+    let constraints = section_lines(&summary, "## Constraints & Preferences");
+    assert!(
+        constraints.iter().any(|line| line.contains("Never push to main")),
+        "{summary}"
+    );
+    assert!(
+        !constraints.iter().any(|line| line.contains("git add -A")),
+        "{summary}"
+    );
+
+    let previous = "## Goal\n- backfill\n\n## Constraints & Preferences\n- Never push to main.\n- Also I'd rather you never use `git add -A`; add paths explicitly.\n";
+    let permitting = vec![
+        Message::user("You may use `git add -A` again."),
+        Message::assistant("Understood."),
+    ];
+    let folded = summarize_within(&permitting, Some(previous), 4_000, 4_000);
+    assert_eq!(
+        section_lines(&folded, "## Constraints & Preferences"),
+        ["- Never push to main."],
+        "{folded}"
+    );
+}
+
 /// A blocker the user later says is out of the way is no longer listed under Blocked, in the
 /// summary of the middle that lifts it or folded from an earlier one: a replay kept `Stated by the
 /// user: Blocked: the etl_loader role has no INSERT grant … DATA-2291` to its end, after the user's
