@@ -39,6 +39,7 @@ impl<'a> Facts<'a> {
             result_index: None,
             looks_up: false,
             refused: false,
+            skipped_all: false,
             path_verbs: Vec::new(),
             itemised: scan,
             tool: name,
@@ -187,6 +188,7 @@ impl<'a> Facts<'a> {
         let looks_up = matches!(kind, ToolKind::Read | ToolKind::Search)
             || (kind == ToolKind::Other && fetches_pages(call));
         let refused = failure == Some(Failure::Rejected);
+        let skipped_all = !failed && kind == ToolKind::Shell && skips_every_test(&output);
         // A failure with no error line is told by its last line instead; so is one whose last
         // line is an error line of its own (a test run's `1 failed, 14 passed`): quoted on its
         // Blocked line, it goes with it once a later run passed, where it stood alone under
@@ -220,6 +222,7 @@ impl<'a> Facts<'a> {
                 action.result_index = Some(index);
                 action.looks_up = looks_up;
                 action.refused = refused;
+                action.skipped_all = skipped_all;
                 action.failed = failed;
                 action.first_error = first_error;
                 action.answered = true;
@@ -240,6 +243,7 @@ impl<'a> Facts<'a> {
                 result_index: Some(index),
                 looks_up,
                 refused,
+                skipped_all,
                 path_verbs: Vec::new(),
                 itemised: true,
                 tool: call.map_or("tool", |call| call.function.name.as_str()),
@@ -400,6 +404,32 @@ impl JsonAnswer {
 
 /// Whether a command's output says it retried after a failure on the way: `attempt 1: lock
 /// timeout, retrying in 15 s`, pip's `Retrying (Retry(total=4, …))`.
+/// Whether a test run's closing tally counts skipped tests and nothing that ran (pytest's `9
+/// skipped in 0.11s`, jest's `Tests: 9 skipped, 9 total`): the tests it was asked to run were
+/// deferred (verify36: a PDF suite marked skip read as fixing the `OSError` it failed on).
+fn skips_every_test(output: &str) -> bool {
+    let Some(tally) = output
+        .lines()
+        .rev()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .take(4)
+        .find(|line| line.contains(" skipped"))
+    else {
+        return false;
+    };
+    let counts = |word: &str| {
+        tally.match_indices(word).any(|(at, _)| {
+            tally[..at]
+                .trim_end()
+                .bytes()
+                .next_back()
+                .is_some_and(|byte| byte.is_ascii_digit())
+        })
+    };
+    counts(" skipped") && !counts(" passed") && !counts(" failed")
+}
+
 fn says_it_retried(output: &str) -> bool {
     static RETRIED: LazyLock<AhoCorasick> = LazyLock::new(|| {
         AhoCorasick::builder()

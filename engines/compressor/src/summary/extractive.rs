@@ -969,7 +969,7 @@ impl<'t> Draft<'t> {
             }
             if action.failed && (action.refused || (action.looks_up && found_later.contains(action.tool))) {
                 moved_on[at] = true;
-            } else if !action.failed && action.answered && !action.found_by_exit_code {
+            } else if !action.failed && action.answered && !action.found_by_exit_code && !action.skipped_all {
                 for key in &action.keys {
                     resolved.insert(key.as_str(), (action.index, at));
                     settled.extend(

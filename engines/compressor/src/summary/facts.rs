@@ -205,6 +205,9 @@ pub(crate) struct Action<'a> {
     pub looks_up: bool,
     /// The user refused the call: it did not run, and the user decided so.
     pub refused: bool,
+    /// Succeeded by skipping every test it selected (`9 skipped in 0.11s`): a failure deferred,
+    /// not fixed, so it settles none.
+    pub skipped_all: bool,
     /// The path this call reads, searches or changes, and that verb: given to the path when
     /// the result says the call succeeded, or when no result came
     /// ([`settle_unanswered`](Facts::settle_unanswered)).

@@ -2349,6 +2349,46 @@ fn a_lookup_that_found_nothing_blocks_nothing_once_another_found_something() {
     );
 }
 
+/// A test run that skipped every test it selected deferred its failure, not fixed it: the
+/// failure stays blocked and its error line standing (verify36: the PDF tests marked skip read as
+/// fixing their `OSError: cannot load library`). A run that passed some fixes it.
+#[test]
+fn a_run_that_skipped_every_test_fixes_nothing() {
+    let failing = |id: &str| {
+        vec![
+            shell(id, "pytest tests/test_pdf.py -q"),
+            Message::tool(
+                id,
+                "E   OSError: cannot load library 'libpango-1.0-0': libpango-1.0-0: cannot open shared object file\n1 failed in 0.52s\nExit code: 1",
+            ),
+        ]
+    };
+    let mut middle = vec![Message::user("make the PDF tests pass")];
+    middle.extend(failing("p1"));
+    middle.push(shell("p2", "pytest tests/test_pdf.py -q"));
+    middle.push(Message::tool("p2", "sssssssss\n9 skipped in 0.11s\nExit code: 0"));
+    middle.push(Message::assistant("Marked the PDF tests skip until BILL-412."));
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("OSError: cannot load library")),
+        "{summary}"
+    );
+    assert!(
+        standing_errors(&summary).contains("OSError: cannot load library"),
+        "{summary}"
+    );
+
+    let mut middle = vec![Message::user("make the PDF tests pass")];
+    middle.extend(failing("p1"));
+    middle.push(shell("p2", "pytest tests/test_pdf.py -q"));
+    middle.push(Message::tool("p2", "9 passed in 1.20s\nExit code: 0"));
+    middle.push(Message::assistant("Fixed."));
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+}
+
 /// A rule the user later permits what it forbade is no longer listed under Constraints, in the
 /// summary of the middle that permits it or folded from an earlier one (verify36: `never use
 /// \`git add -A\`` listed after the user's `you may use \`git add -A\` again`). The other
