@@ -456,13 +456,10 @@ impl<'a> Facts<'a> {
     /// The sentences of `piece` (the user's, of message `index`) that say something in the way
     /// no longer is, or permit what a rule forbade.
     fn lifts_in(&mut self, piece: &'a str, index: usize) {
-        let from = self.lifts.len();
-        Self::sentences(piece, &LIFTED_WORDS, index, &mut self.lifts);
-        let mut at = from;
-        self.lifts.retain(|sentence| {
-            at += 1;
-            at <= from || says_lifted(sentence.text)
-        });
+        let mut lifts = Vec::new();
+        Self::sentences(piece, &LIFTED_WORDS, index, &mut lifts);
+        self.lifts
+            .extend(lifts.into_iter().filter(|sentence| says_lifted(sentence.text)));
         Self::sentences(piece, &PERMITTED_WORDS, index, &mut self.permits);
     }
 

@@ -294,8 +294,19 @@ pub(super) static LIFTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
 /// Words that permit what a rule the user stated forbade (`you may use \`git add -A\` again`),
 /// matched as whole words, ignoring ASCII case.
 pub(super) static PERMITTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
+    // Not `you may` alone: `you may need to restart the prod database` permits nothing.
     Words::new(&[
-        "you may",
+        "you may use",
+        "you may run",
+        "you may now",
+        "you may again",
+        "you may edit",
+        "you may change",
+        "you may commit",
+        "you may push",
+        "you may touch",
+        "you may delete",
+        "you may go ahead",
         "you can now",
         "is allowed again",
         "are allowed again",

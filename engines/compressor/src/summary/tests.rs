@@ -2415,6 +2415,19 @@ fn a_rule_the_user_revokes_is_no_longer_listed() {
         !constraints.iter().any(|line| line.contains("git add -A")),
         "{summary}"
     );
+    // What the user says may be needed permits nothing.
+    let needed = summarize(&[
+        Message::user("Never push to main without a review."),
+        Message::assistant("Noted."),
+        Message::user("You may need to push to main later today, once Priya reviews it."),
+        Message::assistant("Understood."),
+    ]);
+    assert!(
+        section_lines(&needed, "## Constraints & Preferences")
+            .iter()
+            .any(|line| line.contains("Never push to main")),
+        "{needed}"
+    );
 
     let previous = "## Goal\n- backfill\n\n## Constraints & Preferences\n- Never push to main.\n- Also I'd rather you never use `git add -A`; add paths explicitly.\n";
     let permitting = vec![
