@@ -193,7 +193,7 @@ impl<'t> Draft<'t> {
         let stated_words = stated_blocker_words(&stated_by_user, facts);
         // The lines of failures that passed later, done or resolved now: read before Critical
         // Context, whose error lines they quote.
-        let mut fixed: Vec<&str> = Vec::new();
+        let mut fixed: Vec<FixedRun<'t>> = Vec::new();
         // The messages of the new middle's error lines fixed since: an earlier error saying one
         // under another exception's name was fixed with it.
         let fixed_messages: Vec<String> = self
@@ -370,7 +370,7 @@ impl<'t> Draft<'t> {
                 let tier = if group == Group::Commands { 1 } else { tier };
                 let passed_later = section == Section::Blocked && target == Section::Done && !moved_on;
                 if passed_later || (section == Section::Done && text.ends_with(PASSED_LATER)) {
-                    fixed.push(text);
+                    fixed.push(FixedRun::of(text));
                 }
                 // An error line a failure that passed later quotes was fixed since (verify20: it
                 // stood under `Errors:` beside its failure's `; passed on a later run`).
@@ -384,9 +384,7 @@ impl<'t> Draft<'t> {
                 let (group, tier) = match group {
                     Group::Errors
                         if fixed.iter().any(|done| {
-                            done.contains(text)
-                                || message.is_some_and(|message| done.contains(message))
-                                || fixed_with(done, text)
+                            done.printed(text) || message.is_some_and(|message| done.line.contains(message))
                         }) || message
                             .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message)) =>
                     {
@@ -606,42 +604,66 @@ fn error_message(line: &str) -> Option<&str> {
     (named && message.len() >= TELLING_MESSAGE).then_some(message)
 }
 
-/// Whether `error`, an error line an earlier summary listed, went with `fixed` (a failure's line,
-/// ``[terminal] ran `cmd` -> … — quoted error``, that a later run of its command passed): the
-/// other error lines of the failure, which its line does not quote. Its command names the file
-/// the error line names (a test run that passed later fixed the `FAILED
-/// tests/load/test_invoices.py::test_step6` it printed), or a directory holding it (`mypy src`
-/// and `src/billing/tax.py:42: error: …`); or it checks the whole project (`npm run build`) and
-/// the line is a diagnostic of the same compiler as the quoted one (`error TS2741` beside the
-/// quoted `error TS2345`). Once the failure's line had moved under Done only the line it quoted
-/// went with it: the bundled warehouse migration's replay listed every fixed day's `FAILED …`
-/// under Errors to its end, and a TypeScript build's summary its fixed errors beside `npm run
-/// build -> exit 0`.
-fn fixed_with(fixed: &str, error: &str) -> bool {
-    let Some((_, rest)) = fixed.split_once('`') else {
-        return false;
-    };
-    let Some((command, quoted)) = rest.split_once('`') else {
-        return false;
-    };
-    let targets = command
-        .split_whitespace()
-        .skip(1)
-        .map(|word| word.trim_matches(|c| matches!(c, '\'' | '"')))
-        .filter(|word| !word.starts_with('-'));
-    let mut whole_project = true;
-    for word in targets {
-        if let Some((FactKind::Path, path)) = classify_token(word, Shape::of(word)) {
-            whole_project = false;
-            if names_path(error, path) {
-                return true;
+/// A failure's line of the earlier summary (``[terminal] ran `cmd` -> … — quoted error``) whose
+/// command a later run passed, read once for what its run printed: the error lines an earlier
+/// summary listed that went with it, which its line does not quote. Its command names the file
+/// an error line names (a test run that passed later fixed the `FAILED
+/// tests/load/test_invoices.py::test_step6` it printed), or a directory holding it (`pytest
+/// tests`); or it checks the whole project (`npm run build`) and the line is a diagnostic of the
+/// same compiler as the quoted one (`error TS2741` beside the quoted `error TS2345`). Once the
+/// failure's line had moved under Done only the line it quoted went with it: the bundled
+/// warehouse migration's replay listed every fixed day's `FAILED …` under Errors to its end, and a
+/// TypeScript build's summary its fixed errors beside `npm run build -> exit 0`.
+struct FixedRun<'t> {
+    /// The failure's line.
+    line: &'t str,
+    /// The files its command names.
+    paths: Vec<&'t str>,
+    /// The words of its command that could name a directory.
+    directories: Vec<&'t str>,
+    /// The compiler of the error line it quotes, when its command names no file.
+    whole_project_family: Option<&'static str>,
+}
+
+impl<'t> FixedRun<'t> {
+    fn of(line: &'t str) -> Self {
+        let mut run = Self {
+            line,
+            paths: Vec::new(),
+            directories: Vec::new(),
+            whole_project_family: None,
+        };
+        let Some((command, quoted)) = line.split_once('`').and_then(|(_, rest)| rest.split_once('`')) else {
+            return run;
+        };
+        let targets = command
+            .split_whitespace()
+            .skip(1)
+            .map(|word| word.trim_matches(|c| matches!(c, '\'' | '"')))
+            .filter(|word| !word.starts_with('-'));
+        for word in targets {
+            if let Some((FactKind::Path, path)) = classify_token(word, Shape::of(word)) {
+                run.paths.push(path);
+            } else if is_directory_word(word) {
+                run.directories.push(word.trim_end_matches('/'));
             }
-        } else if is_directory_word(word) && names_path_under(error, word.trim_end_matches('/')) {
-            return true;
         }
+        if run.paths.is_empty() {
+            let quoted = quoted.split_once(" — ").map_or("", |(_, quoted)| quoted);
+            run.whole_project_family = diagnostic_family(quoted);
+        }
+        run
     }
-    let quoted = quoted.split_once(" — ").map_or("", |(_, quoted)| quoted);
-    whole_project && diagnostic_family(quoted).is_some_and(|family| diagnostic_family(error) == Some(family))
+
+    /// Whether `error` (an error line the earlier summary listed) went with this failure.
+    fn printed(&self, error: &str) -> bool {
+        self.line.contains(error)
+            || self.paths.iter().any(|path| names_path(error, path))
+            || self.directories.iter().any(|dir| names_path_under(error, dir))
+            || self
+                .whole_project_family
+                .is_some_and(|family| diagnostic_family(error) == Some(family))
+    }
 }
 
 /// Whether `word` of a command could name a directory of the project (`src`, `tests/unit`).
