@@ -62,5 +62,5 @@ pub use engine::{Compressor, EXT_BUDGETS, EXT_LAST_COMPACTION, EXT_RESUME_AUTO_C
 pub use report::{CompactionReport, Outcome};
 pub use summary::{
     check_summary, ExtractiveSummarizer, HostSummarizer, Summarizer, SummaryError, SummaryNote,
-    SummaryRequest, ITEM_LABELS, SUMMARY_END, SUMMARY_MARKER,
+    SummaryRequest, ITEM_LABELS, PRINTED_BY, SUMMARY_END, SUMMARY_MARKER,
 };

@@ -272,6 +272,12 @@ fn key_of(text: &str) -> &str {
     }
 }
 
+/// Whether `member` heads a sub-list of error lines (`` `make ci` printed:``).
+fn is_sub_list_heading(member: &str) -> bool {
+    let member = member.trim_end();
+    member.starts_with('`') && member.ends_with(&format!("`{}", ctxhost_compressor::PRINTED_BY))
+}
+
 /// The extractive summary's items by section (in [`Section::ALL`] order).
 fn parse_facts(body: &str) -> [Vec<FactItem>; 9] {
     let mut sections: [Vec<FactItem>; 9] = Default::default();
@@ -285,7 +291,16 @@ fn parse_facts(body: &str) -> [Vec<FactItem>; 9] {
         }
         let Some(section) = current else { continue };
         let items = &mut sections[section];
-        if let Some(member) = line.strip_prefix("  - ") {
+        // A sub-list of error lines under the command that printed them: its heading names the
+        // command, not an error; its lines are members of `Errors:` like the others.
+        let member = line.strip_prefix("    - ").or_else(|| {
+            line.strip_prefix("  - ")
+                .filter(|member| !is_sub_list_heading(member))
+        });
+        if line.starts_with("  - ") && member.is_none() {
+            continue;
+        }
+        if let Some(member) = member {
             if let Some(FactItem::Block { members, .. }) = items.last_mut() {
                 members.push(member.trim_end().to_owned());
             } else {

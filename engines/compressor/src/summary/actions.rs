@@ -71,15 +71,20 @@ impl<'a> Facts<'a> {
             (ToolKind::Write, None) => patch_files(&call.function.arguments).collect(),
             _ => Vec::new(),
         };
+        // A file moved by a command (`git mv src/a.py src/b.py`) is changed under its new name: the
+        // fix a session made lived on only as the old name, or not at all (verify37).
+        let moved = command.as_deref().and_then(moved_to);
         let paths = path
             .into_iter()
             .chain(patched)
+            .chain(moved)
             .filter(|path| !matches!(*path, "." | "./" | "/" | "~"));
         for path in paths {
             let verb = match kind {
                 ToolKind::Read => verbs::READ,
                 ToolKind::Write => verbs::CHANGED,
                 ToolKind::Search => verbs::SEARCHED,
+                ToolKind::Shell if moved == Some(path) => verbs::CHANGED,
                 _ => 0,
             };
             let at = self.add_copy(FactKind::Path, path, Source::Arguments, index);
@@ -707,12 +712,16 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
     let runner = program.split(' ').next().unwrap_or(program);
     let settled: &[&str] = match (program, runner) {
         ("cargo build" | "cargo clippy", _) => &["cargo check"],
-        ("cargo test" | "cargo run" | "cargo nextest", _) => &["cargo check", "cargo build"],
+        // nextest runs the tests `cargo test` runs (verify37: a panic fixed under `cargo nextest
+        // run -p ingest` stayed blocked as `cargo test -p ingest`).
+        ("cargo test", _) => &["cargo check", "cargo build", "cargo nextest"],
+        ("cargo nextest", _) => &["cargo check", "cargo build", "cargo test"],
+        ("cargo run", _) => &["cargo check", "cargo build"],
         ("go test" | "go run", _) => &["go build"],
         // tox and nox run the suite through pytest, as `python -m pytest` does: the whole suite
         // passing settles a selection of it that failed (`broader_keys`; verify33: `pytest -k
         // test_apply_coupon_rounding` failing, then `tox -e py311` green).
-        (_, "tox" | "nox") | ("python pytest", _) => &["pytest"],
+        (_, "tox" | "nox") | ("python pytest" | "python3 pytest", _) => &["pytest"],
         // golangci-lint runs govet among its linters.
         (_, "golangci-lint") => &["go vet"],
         _ => &[],
@@ -755,6 +764,28 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
     keys
 }
 
+/// Where a command that moves one file (`git mv src/a.py src/b.py`, `mv a b`) puts it: its last
+/// step's destination, when it names one source and one destination.
+fn moved_to(command: &str) -> Option<&str> {
+    let step = command.rsplit(['&', ';', '|', '\n']).next()?.trim();
+    let rest = step
+        .strip_prefix("git mv ")
+        .or_else(|| step.strip_prefix("mv "))?;
+    let operands: Vec<&str> = rest
+        .split_whitespace()
+        .filter(|word| !word.starts_with('-'))
+        .collect();
+    match operands.as_slice() {
+        // A file's name, not a directory's (`git mv a.py src`).
+        [_, to] => Some(to.trim_matches(|c| matches!(c, '\'' | '"'))).filter(|to| {
+            to.rsplit('/')
+                .next()
+                .is_some_and(|name| name.contains('.') && !name.starts_with('.'))
+        }),
+        _ => None,
+    }
+}
+
 /// Programs that run a target a project names (`make apply`, `just test`).
 const TASK_RUNNERS: &[&str] = &["make", "just", "task"];
 
@@ -775,13 +806,29 @@ pub(super) fn broader_keys(key: &str) -> Vec<String> {
     let Some((tool, program)) = key.split_once('\u{0}') else {
         return Vec::new();
     };
+    // A test runner given options alone (`pytest -k spring`) runs part of the suite too.
+    if TEST_RUNNERS.contains(&program) {
+        return vec![target_passed(tool, "test")];
+    }
     // A program of one word names no target.
     let (Some((first, _)), Some((_, target))) = (program.split_once(' '), program.rsplit_once(' ')) else {
         return Vec::new();
     };
     let mut keys = Vec::new();
+    // `python -m pytest …` is pytest: tox, nox or pytest passing settles it (verify37: `python -m
+    // pytest tests/unit/test_tz.py` stayed blocked after `tox -e py312` passed).
+    if matches!(program, "python pytest" | "python3 pytest") {
+        keys.push(format!("{tool}\u{0}pytest"));
+        keys.push(target_passed(tool, "test"));
+    }
     if TEST_RUNNERS.contains(&first) {
         keys.push(format!("{tool}\u{0}{first}"));
+        // A test runner's selection is part of the suite the project's `make test` runs
+        // (verify37: `pytest tests/unit/test_tz.py` failing, then `make test` green).
+        keys.push(target_passed(tool, "test"));
+    }
+    if program == "cargo nextest" {
+        keys.push(target_passed(tool, "test"));
     }
     keys.push(if TASK_RUNNERS.contains(&first) {
         tool_passed(tool, target)
@@ -816,8 +863,11 @@ pub(super) fn settling_words(key: &str) -> Vec<&str> {
     let program = key.split_once('\u{0}').map_or(key, |(_, program)| program);
     let mut words: Vec<&str> = program.split_whitespace().collect();
     words.extend(TASK_RUNNERS);
-    if program.starts_with("pytest") {
-        words.extend(["tox", "nox"]);
+    if program.starts_with("pytest") || program.ends_with(" pytest") {
+        words.extend(["tox", "nox", "pytest"]);
+    }
+    if program.starts_with("cargo ") {
+        words.push("nextest");
     }
     if program == "go vet" {
         words.push("golangci-lint");

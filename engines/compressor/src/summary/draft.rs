@@ -3,7 +3,9 @@
 
 use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 
-use super::sections::{Section, ANSWERED_QUESTION, LATEST_ANSWERED, NONE_ITEM, TEMPLATE_HEADINGS};
+use super::sections::{
+    Section, ANSWERED_QUESTION, LATEST_ANSWERED, NONE_ITEM, PRINTED_BY, TEMPLATE_HEADINGS,
+};
 use crate::scan::{FastHash, FastMap};
 
 /// Sub-lists of a section: the files of Relevant Files by what was done to them, the kinds of
@@ -136,7 +138,15 @@ pub(super) struct Candidate<'t> {
     /// A shorter line saying the same, taken when this one does not fit: a change's line without
     /// what it wrote.
     pub(super) shorter: Option<Cow<'t, str>>,
+    /// The command whose output printed this error line: listed under it (`` - `make ci`
+    /// printed:``), so that a later summary can tell every line of a run that passed since from
+    /// the lines of runs still failing. Only a standing error line of a command's output has one.
+    pub(super) under: Option<Cow<'t, str>>,
 }
+
+/// Characters a sub-list's heading adds beyond its command: ``  - `` ``, the backticks,
+/// [`PRINTED_BY`] and a newline.
+const SUB_LIST_OVERHEAD: usize = 4 + 2 + PRINTED_BY.len() + 1;
 
 pub(super) struct Draft<'t> {
     pub(super) candidates: Vec<Candidate<'t>>,
@@ -192,6 +202,7 @@ impl<'t> Draft<'t> {
             focus: false,
             after: None,
             shorter: None,
+            under: None,
         });
         self.candidates.last_mut().expect("just pushed")
     }
@@ -221,6 +232,7 @@ impl<'t> Draft<'t> {
             picked: vec![false; self.candidates.len()],
             covered: vec![false; self.fact_count],
             groups: Vec::new(),
+            sub_lists: Vec::new(),
             used: 0,
             followers: followers(&self.candidates),
             shortened: Vec::new(),
@@ -444,6 +456,8 @@ struct Selection {
     picked: Vec<bool>,
     covered: Vec<bool>,
     groups: Vec<(Section, Group)>,
+    /// The commands whose sub-list of error lines is open ([`Candidate::under`]).
+    sub_lists: Vec<String>,
     used: usize,
     /// For each candidate, the line shown only after it ([`Candidate::after`]), if any.
     followers: Vec<Option<usize>>,
@@ -469,8 +483,14 @@ impl Selection {
     /// model it was answered, and nothing of what the answer was (verify25).
     fn take(&mut self, candidates: &[Candidate<'_>], at: usize, budget: usize) {
         let candidate = &candidates[at];
+        // A changed file is listed as changed though another line quotes its path: an error line
+        // naming it (`gateway/ratelimit.py:52: error`) or a command reading it took the file out
+        // of `Changed:`, the one file a reader needed there (verify37).
+        let quoted_elsewhere = candidate.group != Group::FilesChanged;
         if self.picked[at]
-            || candidate.fact.is_some_and(|fact| self.covered[fact])
+            || candidate
+                .fact
+                .is_some_and(|fact| self.covered[fact] && quoted_elsewhere)
             || candidate.after.is_some_and(|before| !self.picked[before])
         {
             return;
@@ -506,6 +526,13 @@ impl Selection {
         if candidate.group != Group::None && !self.groups.contains(&key) {
             cost += candidate.group.label().len() + 3;
         }
+        if let Some(command) = &candidate.under {
+            // Indented two more, and the sub-list's heading when this line opens it.
+            cost += 2;
+            if !self.sub_lists.iter().any(|open| open == command) {
+                cost += command.chars().count() + SUB_LIST_OVERHEAD;
+            }
+        }
         cost
     }
 
@@ -515,6 +542,11 @@ impl Selection {
         let key = (candidate.section, candidate.group);
         if !self.groups.contains(&key) {
             self.groups.push(key);
+        }
+        if let Some(command) = &candidate.under {
+            if !self.sub_lists.iter().any(|open| open == command) {
+                self.sub_lists.push(command.to_string());
+            }
         }
         if let Some(fact) = candidate.fact {
             self.covered[fact] = true;
@@ -577,13 +609,14 @@ fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
                     out.push_str(group.label());
                     out.push('\n');
                     let quote = if group.is_commands() { "`" } else { "" };
-                    for item in members {
+                    for item in members.iter().filter(|item| item.under.is_none()) {
                         out.push_str("  - ");
                         out.push_str(quote);
                         out.push_str(&item.text);
                         out.push_str(quote);
                         out.push('\n');
                     }
+                    write_sub_lists(&mut out, members);
                 }
             }
         }
@@ -593,6 +626,32 @@ fn render_sections(candidates: &[Candidate<'_>], picked: &[bool]) -> String {
     }
     out.truncate(out.trim_end().len());
     out
+}
+
+/// The lines of `members` listed under the command that printed them, each command once, in the
+/// order of its first line.
+fn write_sub_lists(out: &mut String, members: &[&Candidate<'_>]) {
+    let mut commands: Vec<&str> = Vec::new();
+    for command in members.iter().filter_map(|item| item.under.as_deref()) {
+        if !commands.contains(&command) {
+            commands.push(command);
+        }
+    }
+    for command in commands {
+        out.push_str("  - `");
+        out.push_str(command);
+        out.push('`');
+        out.push_str(PRINTED_BY);
+        out.push('\n');
+        for item in members
+            .iter()
+            .filter(|item| item.under.as_deref() == Some(command))
+        {
+            out.push_str("    - ");
+            out.push_str(&item.text);
+            out.push('\n');
+        }
+    }
 }
 
 /// `text` cut to `max` characters, the cut marked with `…`.

@@ -585,6 +585,7 @@ impl<'t> Draft<'t> {
                 fact.kind == FactKind::Error && error_line_score(&fact.text) == TELLING_ERROR
             })
             .collect();
+        let printed_by = commands_by_result(facts);
         for (id, fact) in facts.facts.iter().enumerate() {
             // An error line only a failure fixed later printed is history: it gives way to the
             // facts of the work as it stands (a refactor's 99 compiler errors, all fixed, were
@@ -599,6 +600,12 @@ impl<'t> Draft<'t> {
                 Standing::Plain
             };
             self.add_fact(id, fact, repeated[id], standing);
+            if fact.kind == FactKind::Error && fact.source == Source::ToolOutput {
+                let candidate = self.candidates.last_mut().expect("just added");
+                if candidate.group == Group::Errors {
+                    candidate.under = printed_by.get(&fact.last_seen).cloned();
+                }
+            }
         }
         self.cover_quoted_facts(facts);
     }
@@ -1261,12 +1268,7 @@ impl<'t> Draft<'t> {
                 } else {
                     Group::Commands
                 };
-                // A long command (a script, a commit message) is quoted by its start.
-                let shown = match cut_marked(fact.text.trim(), COMMAND_CHARS + 1) {
-                    Cow::Borrowed(_) => fact.text.clone(),
-                    Cow::Owned(cut) => Cow::Owned(cut),
-                };
-                (Section::Critical, group, tier, shown)
+                (Section::Critical, group, tier, quoted_command(&fact.text))
             }
             FactKind::Url | FactKind::Route => {
                 // A page the user gave, a tool fetched, or the assistant cited from what it read
@@ -1310,6 +1312,35 @@ impl<'t> Draft<'t> {
         candidate.fact = Some(id);
         candidate.focus = fact.focus;
         self.fact_candidates.insert(id, at);
+    }
+}
+
+/// For each tool result of a command, the command as a summary quotes it (a long one by its
+/// start): the error lines a result printed are listed under it.
+fn commands_by_result<'t>(facts: &Facts<'t>) -> FastMap<usize, Cow<'t, str>> {
+    let mut commands = FastMap::default();
+    for action in &facts.actions {
+        let Some(result) = action.result_index else {
+            continue;
+        };
+        let command = action
+            .fact_ids
+            .iter()
+            .map(|&id| &facts.facts[id])
+            .find(|fact| fact.kind == FactKind::Command);
+        if let Some(command) = command {
+            commands.insert(result, quoted_command(&command.text));
+        }
+    }
+    commands
+}
+
+/// A command as the summary lists it: whole, or a long one (a script, a commit message) by its
+/// start.
+fn quoted_command<'t>(command: &Cow<'t, str>) -> Cow<'t, str> {
+    match cut_marked(command.trim(), COMMAND_CHARS + 1) {
+        Cow::Borrowed(_) => command.clone(),
+        Cow::Owned(cut) => Cow::Owned(cut),
     }
 }
 

@@ -33,7 +33,7 @@ mod tests;
 
 pub use extractive::ExtractiveSummarizer;
 pub use host::{HostSummarizer, SERVICE_INFO, SERVICE_SUMMARIZE, TIMED_OUT};
-pub use sections::{Section, ITEM_LABELS, TEMPLATE_HEADINGS};
+pub use sections::{Section, ITEM_LABELS, PRINTED_BY, TEMPLATE_HEADINGS};
 
 /// The fixed marker every summary message starts with; a later compaction recognises it.
 pub const SUMMARY_MARKER: &str = "[CONTEXT COMPACTION]";

@@ -29,7 +29,7 @@ use super::{
     patterns::{decision_record_key, opens_with_record, RecordKey},
     sections::{
         goal_request, oldest_request, open_request, parse_sections, Section, ANSWERED_QUESTION, FOCUS,
-        LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER,
+        LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER, PRINTED_BY,
     },
 };
 
@@ -57,6 +57,8 @@ struct Carried<'t> {
     answers_question: bool,
     /// Work done whose effect outlives the session ([`publishes`]).
     publishes: bool,
+    /// The command an error line was listed under ([`Candidate::under`](super::draft::Candidate)).
+    under: Option<&'t str>,
 }
 
 /// What the earlier summary (or several folded together, oldest first, as lcm condenses them)
@@ -202,6 +204,9 @@ impl<'t> Draft<'t> {
             .filter(|candidate| candidate.group == Group::FixedErrors)
             .filter_map(|candidate| error_message(&candidate.text).map(str::to_owned))
             .collect();
+        let passed = passed_commands(facts);
+        // The command of the sub-list of error lines being read (`` - `make ci` printed:``).
+        let mut printed_by: Option<&'t str> = None;
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
         // The Goal line before, a question answered: its answer is worth carrying.
@@ -316,6 +321,7 @@ impl<'t> Draft<'t> {
                                     answered_question: false,
                                     answers_question: false,
                                     publishes: false,
+                                    under: None,
                                 });
                             }
                         }
@@ -325,6 +331,7 @@ impl<'t> Draft<'t> {
                 if section == Section::Critical {
                     if let Some(label) = label_group(text) {
                         group = label;
+                        printed_by = None;
                         let items = text[label.label().len()..].trim();
                         if label.inline() {
                             // An issue an earlier summary kept ranks as a new one does: a
@@ -341,6 +348,7 @@ impl<'t> Draft<'t> {
                                     answered_question: false,
                                     answers_question: false,
                                     publishes: false,
+                                    under: None,
                                 });
                             }
                         }
@@ -352,6 +360,14 @@ impl<'t> Draft<'t> {
                     text = text.trim_start_matches("- ").trim();
                     if group.is_commands() {
                         text = text.trim_matches('`');
+                    }
+                    // A sub-list's heading names the command its lines were printed by; a line
+                    // indented no further than it ends the sub-list.
+                    if group == Group::Errors && !line.starts_with("    ") {
+                        printed_by = sub_list_command(text);
+                        if printed_by.is_some() {
+                            continue;
+                        }
                     }
                 }
                 if section == Section::Files && self.merge_file_line(facts, text) {
@@ -377,20 +393,29 @@ impl<'t> Draft<'t> {
                 // So is one that says its message under another name: the exception it was
                 // raised from (`psycopg2.errors.LockNotAvailable: canceling statement due to lock
                 // timeout` under the fixed `django.db.utils.OperationalError: canceling …`).
+                // And every line listed under a command that passed since, by a later run of the
+                // failure that printed them or in the new middle (verify36: `make ci` passed and
+                // its `FAILED tests/test_invoice.py::…` and `1 failed, 204 passed` stayed under
+                // Errors, tied to nothing that passed).
                 let message = match group {
                     Group::Errors => error_message(text),
                     _ => None,
                 };
-                let (group, tier) = match group {
+                let under = printed_by.filter(|_| group == Group::Errors);
+                let (group, tier, under) = match group {
                     Group::Errors
                         if fixed.iter().any(|done| {
                             done.printed(text) || message.is_some_and(|message| done.line.contains(message))
                         }) || message
-                            .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message)) =>
+                            .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message))
+                            || under.is_some_and(|command| {
+                                fixed.iter().any(|done| done.ran(command))
+                                    || passed.iter().any(|&ran| same_command(ran, command))
+                            }) =>
                     {
-                        (Group::FixedErrors, 4)
+                        (Group::FixedErrors, 4, None)
                     }
-                    group => (group, tier),
+                    group => (group, tier, under),
                 };
                 carried.push(Carried {
                     section: target,
@@ -404,6 +429,7 @@ impl<'t> Draft<'t> {
                         && follows_question
                         && text.starts_with(LATEST_ANSWER),
                     publishes: section == Section::Done && earlier.publishes_work(line),
+                    under,
                 });
             }
         }
@@ -498,6 +524,7 @@ impl<'t> Draft<'t> {
             let candidate = self.push(line.section, tier, 0, text);
             candidate.group = line.group;
             candidate.after = after;
+            candidate.under = line.under.map(Cow::Borrowed);
             // Earlier work reads before the new; everything else after it, but for numbered
             // decisions, which read in their numbers' order.
             candidate.display = match (line.section, record) {
@@ -617,6 +644,8 @@ fn error_message(line: &str) -> Option<&str> {
 struct FixedRun<'t> {
     /// The failure's line.
     line: &'t str,
+    /// Its command, as the line quotes it.
+    command: Option<&'t str>,
     /// The files its command names.
     paths: Vec<&'t str>,
     /// The words of its command that could name a directory.
@@ -629,6 +658,7 @@ impl<'t> FixedRun<'t> {
     fn of(line: &'t str) -> Self {
         let mut run = Self {
             line,
+            command: None,
             paths: Vec::new(),
             directories: Vec::new(),
             whole_project_family: None,
@@ -636,6 +666,7 @@ impl<'t> FixedRun<'t> {
         let Some((command, quoted)) = line.split_once('`').and_then(|(_, rest)| rest.split_once('`')) else {
             return run;
         };
+        run.command = Some(command);
         let targets = command
             .split_whitespace()
             .skip(1)
@@ -655,6 +686,11 @@ impl<'t> FixedRun<'t> {
         run
     }
 
+    /// Whether this failure's command is `command` (a sub-list's of error lines).
+    fn ran(&self, command: &str) -> bool {
+        self.command.is_some_and(|own| same_command(own, command))
+    }
+
     /// Whether `error` (an error line the earlier summary listed) went with this failure.
     fn printed(&self, error: &str) -> bool {
         self.line.contains(error)
@@ -663,6 +699,51 @@ impl<'t> FixedRun<'t> {
             || self
                 .whole_project_family
                 .is_some_and(|family| diagnostic_family(error) == Some(family))
+    }
+}
+
+/// The command of a sub-list's heading of error lines (`` `make ci` printed:``).
+fn sub_list_command(item: &str) -> Option<&str> {
+    item.strip_suffix(PRINTED_BY)?
+        .strip_prefix('`')?
+        .strip_suffix('`')
+        .filter(|command| !command.is_empty())
+}
+
+/// The commands of the new middle whose last run passed: what a sub-list of error lines under
+/// one of them printed was fixed since.
+fn passed_commands<'f>(facts: &'f Facts<'_>) -> Vec<&'f str> {
+    let mut last_runs: Vec<(&str, bool)> = Vec::new();
+    for action in facts.actions.iter().filter(|action| action.answered) {
+        let Some(command) = action
+            .line
+            .split_once(" ran `")
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(command, _)| command)
+        else {
+            continue;
+        };
+        let passed = !action.failed && !action.skipped_all && !action.refused && !action.found_by_exit_code;
+        match last_runs.iter_mut().find(|(ran, _)| same_command(ran, command)) {
+            Some(last) => *last = (command, passed),
+            None => last_runs.push((command, passed)),
+        }
+    }
+    last_runs
+        .into_iter()
+        .filter_map(|(command, passed)| passed.then_some(command))
+        .collect()
+}
+
+/// Whether two quotes of a command are of the same command: alike, or one cut (`…`) where the
+/// other goes on.
+fn same_command(a: &str, b: &str) -> bool {
+    match (a.strip_suffix('…'), b.strip_suffix('…')) {
+        _ if a == b => true,
+        (Some(start), None) => !start.is_empty() && b.starts_with(start),
+        (None, Some(start)) => !start.is_empty() && a.starts_with(start),
+        (Some(x), Some(y)) => !x.is_empty() && !y.is_empty() && (x.starts_with(y) || y.starts_with(x)),
+        (None, None) => false,
     }
 }
 

@@ -219,6 +219,10 @@ pub const ITEM_LABELS: [&str; 9] = [
     FOCUS,
 ];
 
+/// What follows the command heading a sub-list of `Errors:`, the lines its run printed
+/// (`` - `make ci` printed:``); a later summary moves them all once the command passes.
+pub const PRINTED_BY: &str = " printed:";
+
 /// The request an open Next Steps line quotes, without its label.
 pub(crate) fn open_request(line: &str) -> Option<&str> {
     line.strip_prefix(UNANSWERED)

@@ -1956,8 +1956,10 @@ fn a_failure_the_messages_kept_after_the_summary_fixed_is_not_blocked() {
 /// selection of it ran: their failures are fixed, and so are their error lines (verify33: `make
 /// apply` failing, then `terraform apply managed.tfplan` complete; `pytest -k
 /// test_apply_coupon_rounding` failing, then `tox -e py311` green, the errors still standing);
-/// so does the project's target for the check (`make test`, `golangci-lint run`, `npm test`).
-/// Another target, or another runner's suite, fixes nothing.
+/// so does the project's target for the check (`make test`, `golangci-lint run`, `npm
+/// test`), and another runner of the same tests (verify37: `python -m pytest …` then `tox -e
+/// py312`, `cargo test -p ingest` then `cargo nextest run -p ingest`, `pytest -k spring` then
+/// `make test`). Another target, or another runner's suite, fixes nothing.
 #[test]
 fn a_wrapped_command_or_the_whole_suite_passing_fixes_the_failure() {
     let cases = [
@@ -2022,6 +2024,36 @@ fn a_wrapped_command_or_the_whole_suite_passing_fixes_the_failure() {
             "41:6  error  React Hook useEffect has a missing dependency\nExit code: 1",
             "npx turbo run build",
             false,
+        ),
+        (
+            "pytest tests/unit/test_tz.py -q",
+            "FAILED tests/unit/test_tz.py::test_spring_forward_gap - AssertionError: assert 2 == 3\nExit code: 1",
+            "make test",
+            true,
+        ),
+        (
+            "pytest -k spring",
+            "FAILED tests/unit/test_tz.py::test_spring_forward_gap - AssertionError: assert 2 == 3\nExit code: 1",
+            "make test",
+            true,
+        ),
+        (
+            "pytest tests/unit/test_tz.py -q",
+            "FAILED tests/unit/test_tz.py::test_spring_forward_gap - AssertionError: assert 2 == 3\nExit code: 1",
+            "make build",
+            false,
+        ),
+        (
+            "cd /workspace/calsync && python -m pytest tests/unit/test_tz.py -q",
+            "E       AssertionError: assert 2 == 3\nExit code: 1",
+            "tox -e py312",
+            true,
+        ),
+        (
+            "cargo test -p ingest",
+            "thread 'reader::tests::gz_roundtrip' panicked at crates/ingest/src/reader.rs:211:9\nExit code: 101",
+            "cargo nextest run -p ingest",
+            true,
         ),
     ];
     for (failed, output, passed, fixed) in cases {
@@ -2977,6 +3009,124 @@ fn a_failure_fixed_after_a_fold_takes_every_error_line_it_printed() {
         standing.contains("FAILED tests/api/test_users.py::test_login"),
         "{folded}"
     );
+}
+
+/// Error lines are listed under the command that printed them, and a later summary moves them
+/// all once that command passes, whichever files and compilers they name: `make ci` passed
+/// and its `FAILED tests/test_invoice.py::…` and `1 failed, 204 passed` stayed under Errors,
+/// tied to nothing that passed (verify36). The lines of a command still failing stay, under it.
+#[test]
+fn error_lines_are_listed_under_their_command_and_leave_with_it() {
+    let failing = vec![
+        Message::user("get make ci green"),
+        shell("m1", "make ci"),
+        Message::tool(
+            "m1",
+            "ruff check .\nAll checks passed!\npytest -q --cov=billing\nE       AssertionError: assert Decimal('10.01') == Decimal('10.00')\ntests/test_invoice.py:58: AssertionError\nFAILED tests/test_invoice.py::test_invoice_rounding - AssertionError: assert Decimal('10.01') == Decimal('10.00')\n1 failed, 204 passed, 12 skipped in 44.80s\nmake: *** [Makefile:14: ci] Error 1\nExit code: 2",
+        ),
+        shell("p1", "pytest tests/test_pdf.py -q"),
+        Message::tool(
+            "p1",
+            "E   OSError: cannot load library 'libpango-1.0-0': cannot open shared object file\nERROR tests/test_pdf.py - OSError: cannot load library 'libpango-1.0-0'\nExit code: 2",
+        ),
+        Message::assistant("Looking at lines.py next."),
+    ];
+    let first = summarize_within(&failing, None, 4_000, 4_000);
+    let standing = standing_errors(&first);
+    let make_ci = standing
+        .split("  - `make ci` printed:\n")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        make_ci.starts_with("    - ")
+            && make_ci.contains("    - FAILED tests/test_invoice.py::test_invoice_rounding"),
+        "{first}"
+    );
+    assert!(
+        standing.contains("  - `pytest tests/test_pdf.py -q` printed:\n    - "),
+        "{first}"
+    );
+    let passing = vec![
+        shell("m2", "make ci"),
+        Message::tool(
+            "m2",
+            "All checks passed!\n205 passed, 12 skipped in 41.02s\nExit code: 0",
+        ),
+        Message::assistant("Green."),
+    ];
+    let folded = summarize_within(&passing, Some(&first), 4_000, 4_000);
+    let standing = standing_errors(&folded);
+    let fixed = folded.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    for line in [
+        "FAILED tests/test_invoice.py::test_invoice_rounding",
+        "tests/test_invoice.py:58: AssertionError",
+        "1 failed, 204 passed, 12 skipped in 44.80s",
+    ] {
+        assert!(
+            fixed.contains(line) && !standing.contains(line),
+            "{line}: {folded}"
+        );
+    }
+    assert!(!standing.contains("`make ci` printed"), "{folded}");
+    assert!(
+        standing
+            .contains("  - `pytest tests/test_pdf.py -q` printed:\n    - E   OSError: cannot load library"),
+        "{folded}"
+    );
+
+    // With no Blocked line left to tie them to the run, the sub-list alone does; a command whose
+    // last run failed again keeps its lines standing.
+    let previous = "## Goal\n- get make ci green\n\n## Critical Context\n- Errors:\n  - `make ci` printed:\n    - FAILED tests/test_invoice.py::test_invoice_rounding - AssertionError\n    - 1 failed, 204 passed\n  - `npm run lint` printed:\n    - src/app.ts:3:1 no-unused-vars\n";
+    let middle = vec![
+        shell("m3", "make ci"),
+        Message::tool("m3", "205 passed\nExit code: 0"),
+        shell("l1", "npm run lint"),
+        Message::tool("l1", "All files pass linting.\nExit code: 0"),
+        shell("l2", "npm run lint"),
+        Message::tool("l2", "src/app.ts:9:4 error no-console\nExit code: 1"),
+        Message::assistant("One lint error left."),
+    ];
+    let folded = summarize_within(&middle, Some(previous), 4_000, 4_000);
+    let standing = standing_errors(&folded);
+    assert!(!standing.contains("test_invoice_rounding"), "{folded}");
+    assert!(!standing.contains("1 failed, 204 passed"), "{folded}");
+    assert!(
+        standing.contains("  - `npm run lint` printed:\n")
+            && standing.contains("    - src/app.ts:3:1 no-unused-vars"),
+        "{folded}"
+    );
+}
+
+/// A file the tools changed stays listed as changed though another line quotes its path: a
+/// later `mypy src` error naming it took it out of `Changed:` (verify37). A file moved with
+/// `git mv` is changed under its new name.
+#[test]
+fn a_changed_file_stays_listed_as_changed() {
+    let middle = vec![
+        Message::user("add the rate limiter"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "w1",
+            "patch",
+            r#"{"path":"gateway/ratelimit.py"}"#,
+        )]),
+        Message::tool("w1", "Wrote 2,114 bytes to gateway/ratelimit.py"),
+        shell("g1", "git mv src/billing/proration.py src/billing/prorate.py"),
+        Message::tool("g1", "Exit code: 0"),
+        shell("m1", "mypy gateway"),
+        Message::tool(
+            "m1",
+            "gateway/ratelimit.py:52: error: Incompatible return value type (got \"int\", expected \"bool\")  [return-value]\nFound 1 error in 1 file (checked 14 source files)\nExit code: 1",
+        ),
+        Message::assistant("One type error left in the limiter."),
+    ];
+    let summary = summarize(&middle);
+    let changed = section_lines(&summary, "## Relevant Files")
+        .into_iter()
+        .find(|line| line.starts_with("- Changed:"))
+        .unwrap_or_default();
+    assert!(changed.contains("gateway/ratelimit.py"), "{summary}");
+    assert!(changed.contains("src/billing/prorate.py"), "{summary}");
+    assert!(!changed.contains("src/billing/proration.py"), "{summary}");
 }
 
 /// An interpreter given its script inline runs that script: another script does not retry it

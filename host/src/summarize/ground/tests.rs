@@ -212,3 +212,25 @@ fn every_list_of_the_extractive_summary_is_grounded_member_by_member() {
     );
     assert!(!body.contains("  - 29\t"), "{body}");
 }
+
+/// Error lines listed under the command that printed them are grounded one by one as the others
+/// are; the sub-list's heading names a command, not an error, and is no member.
+#[test]
+fn error_lines_under_their_command_are_members_of_errors() {
+    let facts = "## Critical Context
+- Errors:
+  - RuntimeError: worker lost
+  - `make ci` printed:
+    - FAILED tests/test_invoice.py::test_rounding - AssertionError
+    - 1 failed, 204 passed
+- Commands:
+  - `make ci`";
+    let model = "## Critical Context\n- make ci fails: 1 failed, 204 passed. Ran `make ci`.";
+    let body = ground(model, facts, 10_000).body;
+    assert!(
+        body.contains("- Errors:\n  - RuntimeError: worker lost\n  - FAILED tests/test_invoice.py::test_rounding - AssertionError"),
+        "{body}"
+    );
+    assert!(!body.contains("printed:"), "{body}");
+    assert!(!body.contains("  - 1 failed, 204 passed"), "{body}");
+}
