@@ -104,7 +104,7 @@ pub(crate) struct Shape(u16);
 
 impl Shape {
     const SLASH: u16 = 1;
-    const DOT: u16 = 1 << 1;
+    pub(crate) const DOT: u16 = 1 << 1;
     const COLON: u16 = 1 << 2;
     const HASH: u16 = 1 << 3;
     const AT_OR_DASH: u16 = 1 << 4;
@@ -115,7 +115,7 @@ impl Shape {
     /// The bytes only identifiers carry: path and URL punctuation, `#`, `@`, `=`, digits.
     const MARKS: u16 =
         Self::SLASH | Self::DOT | Self::COLON | Self::HASH | Self::AT_OR_DASH | Self::EQUALS | Self::DIGIT;
-    const PUNCTUATION: u16 = Self::MARKS & !Self::DIGIT;
+    pub(crate) const PUNCTUATION: u16 = Self::MARKS & !Self::DIGIT;
 
     /// What one byte adds to a token's shape.
     pub(crate) const fn of_byte(byte: u8) -> Self {

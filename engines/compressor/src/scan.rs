@@ -281,7 +281,19 @@ pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str, Shape
     let mut emit = |start: usize, end: usize, flags: u16| {
         let shape = Shape::from_bits(flags);
         if end - start >= 3 && (shape.is_marked() || bytes[start].is_ascii_uppercase()) {
-            f(&text[start..end], shape);
+            let token = &text[start..end];
+            // A git range names two commits (`index 93bb240..a8929d1`, `git log v1..HEAD`'s
+            // `5d02e8a..9c75bd7`): each is a hash of its own.
+            let range = (flags & Shape::PUNCTUATION == Shape::DOT)
+                .then(|| commit_range(token))
+                .flatten();
+            match range {
+                Some((from, to)) => {
+                    f(from, Shape::of(from));
+                    f(to, Shape::of(to));
+                }
+                None => f(token, shape),
+            }
         }
     };
     let is_delimiter = |byte: u8| BYTE_FLAGS[usize::from(byte)] & DELIMITER != 0;
@@ -317,6 +329,27 @@ pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str, Shape
         }
         from = at;
     }
+}
+
+/// The two commits of a git range of abbreviated or whole hashes (`93bb240..a8929d1`, three dots
+/// too), for a token whose only punctuation is dots.
+fn commit_range(token: &str) -> Option<(&str, &str)> {
+    // It opens with a commit: most tokens are told at once.
+    const SHORTEST: usize = 7 + 2 + 7;
+    if token.len() < SHORTEST {
+        return None;
+    }
+    let bytes = token.as_bytes();
+    let hex = |byte: &u8| matches!(byte, b'0'..=b'9' | b'a'..=b'f');
+    let from_end = bytes.iter().position(|byte| !hex(byte))?;
+    let dots = bytes[from_end..].iter().take_while(|&&byte| byte == b'.').count();
+    let (from, to) = (&token[..from_end], &token[from_end + dots..]);
+    let commit = |part: &str| {
+        (7..=40).contains(&part.len())
+            && part.bytes().all(|byte| hex(&byte))
+            && part.bytes().any(|byte| byte.is_ascii_digit())
+    };
+    (matches!(dots, 2 | 3) && commit(from) && commit(to)).then_some((from, to))
 }
 
 /// The line around bytes `start..end` of `text` (a real newline or a JSON `\n` ends it), looked for

@@ -404,8 +404,9 @@ fn attach_pinned_answer<'a>(facts: &mut Facts<'a>, previous: &'a str, pinned_req
 
 /// Bytes of assistant text and tool output read per character of summary budget, within bounds:
 /// enough to read the whole middle of a session of a few hundred messages (its facts are what the
-/// summary keeps), and never more than a few milliseconds of scanning.
-const SCAN_BYTES_PER_SUMMARY_CHAR: usize = 48;
+/// summary keeps), and never more than a few milliseconds of scanning. At 48 an 8,000-token
+/// window read 430 KB, and a monorepo triage of 500 KB never read its `git log` (verify37).
+const SCAN_BYTES_PER_SUMMARY_CHAR: usize = 96;
 const MIN_SCAN_BYTES: usize = 128 * 1024;
 const MAX_SCAN_BYTES: usize = 1024 * 1024;
 /// A middle bigger than this holds far more than any summary can: its scan budget shrinks in
@@ -1494,7 +1495,11 @@ fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
         };
         if shaped {
             by_shape
-                .entry((fact.kind, fact.in_error_line, error_shape(&fact.text)))
+                .entry((
+                    fact.kind,
+                    fact.in_error_line,
+                    fact_shape(fact.kind == FactKind::Command, &fact.text),
+                ))
                 .or_default()
                 .push(id);
         }
@@ -1510,6 +1515,35 @@ fn repeated_shapes(facts: &Facts<'_>) -> Vec<bool> {
         }
     }
     repeated
+}
+
+/// The shape of a listed fact: a command that only looks something up is of its program's
+/// (`wc -l a.ts b.ts`, `sed -n '1,400p' src/x.ts`): a monorepo's triage ran forty of them, which
+/// took the room of the 150 commits its `git log` listed (verify37); any other line is of its
+/// [`error_shape`].
+pub(super) fn fact_shape(command: bool, text: &str) -> String {
+    match lookup_program(text).filter(|_| command) {
+        Some(program) => format!("look-up {program}"),
+        None => error_shape(text),
+    }
+}
+
+/// Programs that print what they find and change nothing, run one at a time.
+const LOOKUP_PROGRAMS: &[&str] = &[
+    "ls", "wc", "cat", "head", "tail", "nl", "bat", "sed", "rg", "grep", "find", "fd", "tree", "stat",
+    "file", "du",
+];
+
+/// The program of a command that only looks something up: one of [`LOOKUP_PROGRAMS`], alone
+/// (nothing chained, piped or redirected), `sed` only printing (`-n`, no `-i`).
+fn lookup_program(command: &str) -> Option<&str> {
+    if command.contains(['|', ';', '&', '>', '<', '`', '$', '\n']) {
+        return None;
+    }
+    let program = command.split_whitespace().next()?;
+    let printing_sed =
+        |words: &str| words.split_whitespace().any(|word| word == "-n") && !words.contains(" -i");
+    (LOOKUP_PROGRAMS.contains(&program) && (program != "sed" || printing_sed(command))).then_some(program)
 }
 
 /// An error line with each run of hex digits that holds a decimal one (a time, an address, a

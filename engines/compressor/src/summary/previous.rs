@@ -21,7 +21,7 @@ use super::{
     actions::{action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes},
     draft::{Draft, Group},
     extractive::{
-        asks_first, error_shape, files_group, is_lifted, is_revoked, names_any, replaced_note_count,
+        asks_first, fact_shape, files_group, is_lifted, is_revoked, names_any, replaced_note_count,
         stated_blocker_words, LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER,
         STATED_BLOCKER,
     },
@@ -836,7 +836,11 @@ fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
         let in_error_line =
             line.group == Group::Hashes && error_lines.iter().any(|error| error.contains(line.text));
         by_shape
-            .entry((line.group, in_error_line, error_shape(line.text)))
+            .entry((
+                line.group,
+                in_error_line,
+                fact_shape(line.group.is_commands(), line.text),
+            ))
             .or_default()
             .push(at);
     }

@@ -3129,6 +3129,87 @@ fn a_changed_file_stays_listed_as_changed() {
     assert!(!changed.contains("src/billing/proration.py"), "{summary}");
 }
 
+/// Commands that only look something up (`wc -l …`, `ls -la …`, `sed -n '1,400p' …`) beyond the
+/// newest three of a program rank below every other fact: a monorepo's triage ran forty of them,
+/// and they took the room of the 150 commits its `git log --oneline` listed (verify37: 30% of
+/// its facts kept at 8,000 tokens, 92% after).
+#[test]
+fn look_up_commands_give_way_to_the_facts_they_crowd_out() {
+    let log: String = (0..40)
+        .map(|n| {
+            format!(
+                "{:07x} fix: handle retries in queue {n} (#{})\n",
+                0x1a2b3c4 + n * 7919,
+                2000 + n
+            )
+        })
+        .collect();
+    let mut middle = vec![
+        Message::user("triage the monorepo"),
+        shell("g1", "git log --oneline -40"),
+        Message::tool("g1", format!("{log}Exit code: 0")),
+    ];
+    for n in 0..30 {
+        let id = format!("w{n}");
+        // The same few files, counted again and again three at a time, as an agent does.
+        let files = [
+            "queue.ts",
+            "runs.tsx",
+            "deploy.ts",
+            "index.ts",
+            "config.ts",
+            "lease.ts",
+        ];
+        let (a, b, c) = (n % 6, (n / 6 + n + 1) % 6, (n / 3 + n + 3) % 6);
+        let command = format!(
+            "wc -l packages/core/src/{} packages/core/src/{} packages/core/src/{}",
+            files[a], files[b], files[c]
+        );
+        middle.push(shell(&id, &command));
+        middle.push(Message::tool(
+            &id,
+            "export function drain(queue: Queue) {\n  return queue.flush();\n}\nExit code: 0",
+        ));
+    }
+    middle.push(Message::assistant("Counted."));
+    let summary = summarize_within(&middle, None, 1_800, 3_300);
+    let commits = (0..40)
+        .filter(|n| summary.contains(&format!("{:07x}", 0x1a2b3c4 + n * 7919)))
+        .count();
+    assert_eq!(commits, 40, "{summary}");
+    // The newest look-ups are still listed; before, at this room, none of the commits was.
+    let look_ups = summary.matches("  - `wc -l ").count();
+    assert!((3..30).contains(&look_ups), "{summary}");
+}
+
+/// A middle of a few hundred kilobytes is read whole at an 8,000-token window: its oldest tool
+/// output, a `git log` of the commits the session is about, was never read, and a monorepo's
+/// triage kept 30% of its facts at 8,000 tokens and 100% at 9,000 (verify37).
+#[test]
+fn a_middle_of_a_few_hundred_kilobytes_is_read_whole() {
+    let log: String = (0..20)
+        .map(|n| format!("{:07x} fix: handle retries in queue {n}\n", 0x1a2b3c4 + n * 7919))
+        .collect();
+    let mut middle = vec![
+        Message::user("triage the monorepo"),
+        shell("g1", "git log --oneline -20"),
+        Message::tool("g1", format!("{log}Exit code: 0")),
+    ];
+    // 480 KB of later output holding no identifier.
+    let page = "the worker drains the queue and renews its lease before the deadline passes\n".repeat(100);
+    for n in 0..60 {
+        let id = format!("r{n}");
+        middle.push(shell(&id, "make report"));
+        middle.push(Message::tool(&id, format!("{page}Exit code: 0")));
+    }
+    middle.push(Message::assistant("Read them all."));
+    let summary = summarize_within(&middle, None, 2_400, 9_000);
+    let commits = (0..20)
+        .filter(|n| summary.contains(&format!("{:07x}", 0x1a2b3c4 + n * 7919)))
+        .count();
+    assert_eq!(commits, 20, "{summary}");
+}
+
 /// An interpreter given its script inline runs that script: another script does not retry it
 /// (verify20: `PermissionError … churn_q1.parquet` under `Errors fixed since:` after an unrelated
 /// `python - <<'PY' print(len(X))` passed).

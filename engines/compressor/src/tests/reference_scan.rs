@@ -284,8 +284,30 @@ mod properties {
     /// Every token the reference scanner found, with what the reference classifier made of it.
     fn reference(text: &str) -> Vec<(&str, Option<(FactKind, &str)>)> {
         let mut found = Vec::new();
-        super::for_each_token(text, |token| found.push((token, super::classify_token(token))));
+        super::for_each_token(text, |token| {
+            // Since the fused scanner: a git range's two commits are tokens of their own.
+            for token in commits_of_range(token).unwrap_or_else(|| vec![token]) {
+                found.push((token, super::classify_token(token)));
+            }
+        });
         found
+    }
+
+    /// `a..b` or `a...b` of two hex commits of 7 to 40 digits, each holding a decimal digit.
+    fn commits_of_range(token: &str) -> Option<Vec<&str>> {
+        let at = token.find("..")?;
+        let from = &token[..at];
+        let to = token[at..].trim_start_matches('.');
+        let dots = token.len() - from.len() - to.len();
+        let commit = |part: &str| {
+            part.len() >= 7
+                && part.len() <= 40
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+                && part.chars().any(|c| c.is_ascii_digit())
+        };
+        (matches!(dots, 2 | 3) && commit(from) && commit(to)).then(|| vec![from, to])
     }
 
     fn fused(text: &str) -> Vec<(&str, Option<(FactKind, &str)>)> {
@@ -412,6 +434,32 @@ mod properties {
             read += text.len();
         }
         assert!(read > 100_000, "only {read} bytes of examples");
+    }
+
+    /// A git range's commits are hashes of their own; a parent directory's `..`, a range of
+    /// versions and hex words without a digit are not split.
+    #[test]
+    fn a_git_ranges_commits_are_hashes_of_their_own() {
+        let text = "index 93bb240..a8929d1 100644, git log 5d02e8a...9c75bd7 ../src/app.py v1.2..v1.3 \
+                    1.2.3..1.2.4 deadbee..cafe123 a/b/../c.py";
+        let found = fused(text);
+        assert_eq!(found, reference(text));
+        let hashes: Vec<&str> = found
+            .iter()
+            .filter_map(|(_, fact)| {
+                fact.filter(|(kind, _)| *kind == FactKind::Hash)
+                    .map(|(_, text)| text)
+            })
+            .collect();
+        assert_eq!(hashes, ["93bb240", "a8929d1", "5d02e8a", "9c75bd7"]);
+        assert!(
+            found.iter().any(|(token, _)| *token == "../src/app.py"),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|(token, _)| *token == "deadbee..cafe123"),
+            "{found:?}"
+        );
     }
 
     /// Every extension and extensionless file name the reference knew, and near misses.
