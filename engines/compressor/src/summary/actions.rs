@@ -150,8 +150,11 @@ impl<'a> Facts<'a> {
             Source::ToolOutput
         };
         // A page fetched says what it says (`Known limitation: … cannot …`): its error words are
-        // a file's, not how the call ended.
-        let error_source = if fetches_pages(call) {
+        // a file's, not how the call ended. So does the diff or snippet an edit that went through
+        // echoes (verify37: its `return JSONResponse({"error": "rate_limited"}, …)` listed under
+        // Errors to the end of a replay).
+        let echoes_change = kind == ToolKind::Write && failure.is_none();
+        let error_source = if fetches_pages(call) || echoes_change {
             Source::FileContent
         } else {
             source
@@ -218,6 +221,20 @@ impl<'a> Facts<'a> {
                 if failure.is_none() {
                     for &(path, verb) in &self.actions[slot].path_verbs {
                         self.facts[path].verbs |= verb;
+                    }
+                }
+                // A command the user refused did not run: named, not listed as run (verify37:
+                // a refused `git push --force origin release/1.9.0` under Commands).
+                if refused {
+                    let index = self.actions[slot].index;
+                    for &id in &self.actions[slot].fact_ids {
+                        let fact = &mut self.facts[id];
+                        if fact.kind == FactKind::Command
+                            && fact.source == Source::Arguments
+                            && fact.last_seen == index
+                        {
+                            fact.source = Source::Assistant;
+                        }
                     }
                 }
                 let action = &mut self.actions[slot];

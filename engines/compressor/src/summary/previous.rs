@@ -204,7 +204,6 @@ impl<'t> Draft<'t> {
             .filter(|candidate| candidate.group == Group::FixedErrors)
             .filter_map(|candidate| error_message(&candidate.text).map(str::to_owned))
             .collect();
-        let passed = passed_commands(facts);
         // The command of the sub-list of error lines being read (`` - `make ci` printed:``).
         let mut printed_by: Option<&'t str> = None;
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
@@ -409,8 +408,7 @@ impl<'t> Draft<'t> {
                         }) || message
                             .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message))
                             || under.is_some_and(|command| {
-                                fixed.iter().any(|done| done.ran(command))
-                                    || passed.iter().any(|&ran| same_command(ran, command))
+                                fixed.iter().any(|done| done.ran(command)) || self.settles_command(command)
                             }) =>
                     {
                         (Group::FixedErrors, 4, None)
@@ -583,6 +581,23 @@ impl<'t> Draft<'t> {
         })
     }
 
+    /// Whether the new middle holds a success that settles a failure of `command` (a sub-list's of
+    /// error lines, which names no tool), as it would settle its Blocked line ([`is_resolved`]):
+    /// `tox -e py312` a `python -m pytest tests/unit/test_tz.py` whose line was not carried.
+    fn settles_command(&self, command: &str) -> bool {
+        let programs: HashSet<&str> = self
+            .resolved
+            .iter()
+            .filter_map(|key| key.split_once('\u{0}').map(|(_, program)| program))
+            .collect();
+        action_keys("", command).iter().any(|key| {
+            std::iter::once(key.clone()).chain(broader_keys(key)).any(|key| {
+                key.split_once('\u{0}')
+                    .is_some_and(|(_, program)| programs.contains(program))
+            })
+        })
+    }
+
     /// When an earlier `path (read, changed)` line names a file listed again, folds what was done to
     /// it into the new line; returns whether the earlier line is used up.
     fn merge_file_line(&mut self, facts: &Facts<'t>, line: &str) -> bool {
@@ -708,31 +723,6 @@ fn sub_list_command(item: &str) -> Option<&str> {
         .strip_prefix('`')?
         .strip_suffix('`')
         .filter(|command| !command.is_empty())
-}
-
-/// The commands of the new middle whose last run passed: what a sub-list of error lines under
-/// one of them printed was fixed since.
-fn passed_commands<'f>(facts: &'f Facts<'_>) -> Vec<&'f str> {
-    let mut last_runs: Vec<(&str, bool)> = Vec::new();
-    for action in facts.actions.iter().filter(|action| action.answered) {
-        let Some(command) = action
-            .line
-            .split_once(" ran `")
-            .and_then(|(_, rest)| rest.split_once('`'))
-            .map(|(command, _)| command)
-        else {
-            continue;
-        };
-        let passed = !action.failed && !action.skipped_all && !action.refused && !action.found_by_exit_code;
-        match last_runs.iter_mut().find(|(ran, _)| same_command(ran, command)) {
-            Some(last) => *last = (command, passed),
-            None => last_runs.push((command, passed)),
-        }
-    }
-    last_runs
-        .into_iter()
-        .filter_map(|(command, passed)| passed.then_some(command))
-        .collect()
 }
 
 /// Whether two quotes of a command are of the same command: alike, or one cut (`…`) where the

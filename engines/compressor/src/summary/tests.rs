@@ -3074,9 +3074,10 @@ fn error_lines_are_listed_under_their_command_and_leave_with_it() {
         "{folded}"
     );
 
-    // With no Blocked line left to tie them to the run, the sub-list alone does; a command whose
-    // last run failed again keeps its lines standing.
-    let previous = "## Goal\n- get make ci green\n\n## Critical Context\n- Errors:\n  - `make ci` printed:\n    - FAILED tests/test_invoice.py::test_invoice_rounding - AssertionError\n    - 1 failed, 204 passed\n  - `npm run lint` printed:\n    - src/app.ts:3:1 no-unused-vars\n";
+    // With no Blocked line left to tie them to the run, the sub-list alone does: a run that
+    // passed fixed what it printed before, though a later run failed on something new; the
+    // lines of a command that did not pass since stand.
+    let previous = "## Goal\n- get make ci green\n\n## Critical Context\n- Errors:\n  - `make ci` printed:\n    - FAILED tests/test_invoice.py::test_invoice_rounding - AssertionError\n    - 1 failed, 204 passed\n  - `npm run lint` printed:\n    - src/app.ts:3:1 no-unused-vars\n  - `npm run typecheck` printed:\n    - src/app.ts(4,7): error TS2322: Type 'string' is not assignable to type 'number'.\n";
     let middle = vec![
         shell("m3", "make ci"),
         Message::tool("m3", "205 passed\nExit code: 0"),
@@ -3088,13 +3089,18 @@ fn error_lines_are_listed_under_their_command_and_leave_with_it() {
     ];
     let folded = summarize_within(&middle, Some(previous), 4_000, 4_000);
     let standing = standing_errors(&folded);
-    assert!(!standing.contains("test_invoice_rounding"), "{folded}");
-    assert!(!standing.contains("1 failed, 204 passed"), "{folded}");
+    for fixed in [
+        "test_invoice_rounding",
+        "1 failed, 204 passed",
+        "src/app.ts:3:1 no-unused-vars",
+    ] {
+        assert!(!standing.contains(fixed), "{fixed}: {folded}");
+    }
     assert!(
-        standing.contains("  - `npm run lint` printed:\n")
-            && standing.contains("    - src/app.ts:3:1 no-unused-vars"),
+        standing.contains("  - `npm run typecheck` printed:\n    - src/app.ts(4,7): error TS2322"),
         "{folded}"
     );
+    assert!(folded.contains("src/app.ts:9:4 error no-console"), "{folded}");
 }
 
 /// A file the tools changed stays listed as changed though another line quotes its path: a
@@ -3208,6 +3214,112 @@ fn a_middle_of_a_few_hundred_kilobytes_is_read_whole() {
         .filter(|n| summary.contains(&format!("{:07x}", 0x1a2b3c4 + n * 7919)))
         .count();
     assert_eq!(commits, 20, "{summary}");
+}
+
+/// An edit that went through echoes its diff: a line of the code it wrote that says `error` is
+/// no error of a run (verify37: `return JSONResponse({"error": "rate_limited"}, status_code=429)`
+/// under Errors to the end of a replay). An edit that failed says why, and that stands.
+#[test]
+fn the_diff_an_edit_echoes_holds_no_error_line() {
+    let edit = |id: &str| {
+        Message::assistant_calls(vec![ToolCall::new(
+            id,
+            "patch",
+            r#"{"path": "gateway/middleware.py", "old_string": "    return await call_next(request)", "new_string": "    return JSONResponse({\"error\": \"rate_limited\"}, status_code=429)"}"#,
+        )])
+    };
+    let middle = vec![
+        Message::user("return 429 when the tenant is over its limit"),
+        edit("e1"),
+        Message::tool(
+            "e1",
+            r#"{"success": true, "diff": "--- a/gateway/middleware.py\n+++ b/gateway/middleware.py\n@@\n-    return await call_next(request)\n+    if not limiter.hit(rate_for(tenant), tenant.id):\n        return JSONResponse({\"error\": \"rate_limited\"}, status_code=429)\n    return await call_next(request)\n"}"#,
+        ),
+        edit("e2"),
+        Message::tool(
+            "e2",
+            r#"{"success": false, "error": "old_string not found in gateway/middleware.py"}"#,
+        ),
+        Message::assistant("Limited."),
+    ];
+    let summary = summarize(&middle);
+    assert!(!standing_errors(&summary).contains("rate_limited"), "{summary}");
+    assert!(
+        summary.contains("old_string not found in gateway/middleware.py"),
+        "{summary}"
+    );
+}
+
+/// A sub-list of error lines is settled by what would settle its command's Blocked line, though
+/// that line was not carried: the whole suite under tox passing settles a `python -m pytest`
+/// selection (verify37: its lines stood under Errors at 8,000 tokens, not at 16,000).
+#[test]
+fn a_sub_list_of_errors_is_settled_as_its_commands_failure_is() {
+    let previous = "## Goal\n- fix the DST test\n\n## Critical Context\n- Errors:\n  - `cd /workspace/calsync && python -m pytest tests/unit/test_tz.py -q` printed:\n    - E       AssertionError: assert 2 == 3\n    - FAILED tests/unit/test_tz.py::test_spring_forward_gap - AssertionError: assert 2 == 3\n  - `flake8 src/calsync` printed:\n    - src/calsync/zones.py:88:80: E501 line too long (111 > 79 characters)\n";
+    let middle = vec![
+        shell("t1", "cd /workspace/calsync && tox -e py312"),
+        Message::tool("t1", "188 passed in 6.02s\n  py312: OK\nExit code: 0"),
+        Message::assistant("Green under tox."),
+    ];
+    let folded = summarize_within(&middle, Some(previous), 4_000, 4_000);
+    let standing = standing_errors(&folded);
+    assert!(!standing.contains("test_spring_forward_gap"), "{folded}");
+    assert!(!standing.contains("assert 2 == 3"), "{folded}");
+    assert!(
+        standing.contains("  - `flake8 src/calsync` printed:\n    - src/calsync/zones.py:88:80: E501"),
+        "{folded}"
+    );
+}
+
+/// A command the user refused did not run: it is named under `Commands mentioned:`, never with
+/// the commands run (verify37: a refused `git push --force origin release/1.9.0` under Commands
+/// read as a force-push done).
+#[test]
+fn a_refused_command_is_not_listed_as_run() {
+    let middle = vec![
+        Message::user("ship the release branch"),
+        shell("p1", "git push origin release/1.9.0"),
+        Message::tool(
+            "p1",
+            "To github.com:acme/datefmt.git\n ! [rejected] release/1.9.0 (non-fast-forward)\nExit code: 1",
+        ),
+        shell("p2", "git push --force origin release/1.9.0"),
+        Message::tool(
+            "p2",
+            "The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        ),
+        Message::assistant("Not forcing it; rebasing instead."),
+    ];
+    // Newer work takes Progress's room: the refused call's line gives way, its command stays.
+    let mut middle = middle;
+    for (n, step) in [
+        "fetch",
+        "rebase",
+        "lint",
+        "typecheck",
+        "unit",
+        "e2e",
+        "bundle",
+        "docs",
+        "sign",
+        "tag",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("s{n}");
+        middle.push(shell(
+            &id,
+            &format!("npm run release:{step} -- --branch release/1.9.0"),
+        ));
+        middle.push(Message::tool(&id, "done\nExit code: 0"));
+    }
+    let summary = summarize_within(&middle, None, 900, 1_400);
+    let run = summary
+        .split("- Commands:\n")
+        .nth(1)
+        .map_or("", |commands| commands.split("\n- ").next().unwrap_or_default());
+    assert!(!run.contains("--force"), "{summary}");
 }
 
 /// An interpreter given its script inline runs that script: another script does not retry it
