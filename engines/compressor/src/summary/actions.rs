@@ -338,6 +338,11 @@ fn action_line(
         .flatten()
         .map(|lines| format!("{WRITING}{lines}"))
         .unwrap_or_default();
+    // A todo list's answer only says it was saved: the list is what it holds (verify37: Claude
+    // Code's `[TodoWrite] -> 160 chars of output`, the plan's state in no summary).
+    if let Some(todos) = arguments.as_ref().and_then(todo_list) {
+        return format!("[{name}] -> {todos}");
+    }
     // A change's line says it succeeded (`changed`): the editor's answer adds nothing to it.
     if !wrote.is_empty() {
         format!("[{name}]{target}{wrote}")
@@ -346,6 +351,57 @@ fn action_line(
     } else {
         format!("[{name}]{target} -> {} chars of output", output.chars().count())
     }
+}
+
+/// A todo list as a call writes it whole (Claude Code's `TodoWrite`: `{"todos": [{"content",
+/// "status"}…]}`), told by its state: `todos: 2 completed, 1 in progress (Fix the mypy error in
+/// api.py), 2 pending (Add the CSV export; Tag 1.9.0)`.
+fn todo_list(arguments: &Value) -> Option<String> {
+    const SHOWN: usize = 2;
+    const ITEM_CHARS: usize = 80;
+    let todos = arguments.get("todos")?.as_array()?;
+    let mut by_status: Vec<(&str, Vec<&str>)> = Vec::new();
+    for todo in todos {
+        let status = todo.get("status")?.as_str()?;
+        let content = todo.get("content").and_then(Value::as_str).unwrap_or_default();
+        match by_status.iter_mut().find(|(known, _)| *known == status) {
+            Some((_, items)) => items.push(content),
+            None => by_status.push((status, vec![content])),
+        }
+    }
+    if by_status.is_empty() {
+        return None;
+    }
+    // Done first, then what is under way, then what is left: the order work goes.
+    let rank = |status: &str| match status {
+        "completed" | "done" => 0,
+        "in_progress" => 1,
+        "pending" => 2,
+        _ => 3,
+    };
+    by_status.sort_by_key(|(status, _)| rank(status));
+    let parts: Vec<String> = by_status
+        .iter()
+        .map(|(status, items)| {
+            let label = status.replace('_', " ");
+            if rank(status) == 0 {
+                return format!("{} {label}", items.len());
+            }
+            let shown: Vec<String> = items
+                .iter()
+                .take(SHOWN)
+                .map(|item| super::draft::cut_marked(item.trim(), ITEM_CHARS).into_owned())
+                .collect();
+            let more = items.len().saturating_sub(SHOWN);
+            let more = if more > 0 {
+                format!("; +{more} more")
+            } else {
+                String::new()
+            };
+            format!("{} {label} ({}{more})", items.len(), shown.join("; "))
+        })
+        .collect();
+    Some(format!("todos: {}", parts.join(", ")))
 }
 
 /// How a change's line goes on to say what it wrote (`[patch] changed a.yaml, writing: lr: 2e-4`).

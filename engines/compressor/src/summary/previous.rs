@@ -493,7 +493,11 @@ impl<'t> Draft<'t> {
                 // And the work done whose effect outlives the session (a release uploaded, a
                 // branch pushed): a replay's summaries had lost a PyPI upload by its next fold
                 // (verify25).
+                // And what still blocks the work: a stated blocker (`tracked in NET-4410`) gave
+                // way to a search's paths at the fold after a workaround, though it still stood
+                // (verify37).
                 tier if line.section == Section::Constraints
+                    || line.section == Section::Blocked
                     || record.is_some()
                     || line.group == Group::Issues
                     || line.group == Group::FilesChanged
@@ -545,6 +549,8 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = !matches!(line.group, Group::None | Group::Names)
                 || line.section == Section::Goal
                 || record.is_some();
+            // What still blocks the work may use that room too, as the new middle's blockers do.
+            candidate.beyond_prose = line.section == Section::Blocked;
         }
     }
 

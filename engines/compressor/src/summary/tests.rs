@@ -3322,6 +3322,65 @@ fn a_refused_command_is_not_listed_as_run() {
     assert!(!run.contains("--force"), "{summary}");
 }
 
+/// A todo list's line tells the list's state, not the size of the tool's answer (verify37:
+/// Claude Code's `[TodoWrite] -> 160 chars of output`, the plan in no summary).
+#[test]
+fn a_todo_lists_line_tells_its_state() {
+    let todos = serde_json::json!({ "todos": [
+        { "content": "Reproduce the proration rounding in a test", "status": "completed", "activeForm": "Reproducing" },
+        { "content": "Fix the rounding in src/billing/proration.py", "status": "completed", "activeForm": "Fixing" },
+        { "content": "Fix mypy return-value in src/billing/api/proration_view.py", "status": "in_progress", "activeForm": "Fixing mypy" },
+        { "content": "Add the CSV export of proration lines", "status": "pending", "activeForm": "Adding" },
+        { "content": "Tag 1.9.0", "status": "pending", "activeForm": "Tagging" },
+        { "content": "Write the changelog entry", "status": "pending", "activeForm": "Writing" }
+    ]});
+    let middle = vec![
+        Message::user("fix the proration rounding"),
+        Message::assistant_calls(vec![ToolCall::new("t1", "TodoWrite", todos.to_string())]),
+        Message::tool(
+            "t1",
+            "Todos have been modified successfully. Ensure that you continue to use the todo list to track your progress. Please proceed with the current tasks if applicable",
+        ),
+        Message::assistant("On the mypy error now."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        summary.contains(
+            "[TodoWrite] -> todos: 2 completed, 1 in progress (Fix mypy return-value in src/billing/api/proration_view.py), 3 pending (Add the CSV export of proration lines; Tag 1.9.0; +1 more)"
+        ),
+        "{summary}"
+    );
+}
+
+/// A blocker an earlier summary carries may use the facts' room, as the new middle's do: kept to
+/// the prose's budget, a stated blocker (`tracked in NET-4410`) gave way to a search's paths at
+/// the fold after a workaround, though it still stood (verify37).
+#[test]
+fn a_carried_blocker_keeps_its_place_beside_a_search_listing() {
+    let previous = "## Goal\n- per-tenant rate limits\n\n## Progress\n### Blocked\n- Stated by the assistant: Blocked: the sandbox cannot resolve ratelimit.internal, so the per-tenant test cannot reach Redis here; this is tracked in NET-4410.\n";
+    let matches: String = (0..150)
+        .map(|n| {
+            format!(
+                "gateway/module_{n}/limits.py:{}:    limiter = RateLimiter(window, rate)\n",
+                10 + n
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::user("Use fakeredis in the tests for now; keep the real URL in settings."),
+        shell("g1", "rg -n RateLimiter gateway"),
+        Message::tool("g1", format!("{matches}Exit code: 0")),
+        Message::assistant("Switching the fixture to fakeredis."),
+    ];
+    let folded = summarize_within(&middle, Some(previous), 1_200, 4_000);
+    assert!(
+        section_lines(&folded, "### Blocked")
+            .iter()
+            .any(|line| line.contains("NET-4410")),
+        "{folded}"
+    );
+}
+
 /// An interpreter given its script inline runs that script: another script does not retry it
 /// (verify20: `PermissionError … churn_q1.parquet` under `Errors fixed since:` after an unrelated
 /// `python - <<'PY' print(len(X))` passed).
