@@ -486,11 +486,11 @@ impl Selection {
         // A changed file is listed as changed though another line quotes its path: an error line
         // naming it (`gateway/ratelimit.py:52: error`) or a command reading it took the file out
         // of `Changed:`, the one file a reader needed there (verify37).
-        let quoted_elsewhere = candidate.group != Group::FilesChanged;
+        let gives_way_to_quotes = candidate.group != Group::FilesChanged;
         if self.picked[at]
             || candidate
                 .fact
-                .is_some_and(|fact| self.covered[fact] && quoted_elsewhere)
+                .is_some_and(|fact| self.covered[fact] && gives_way_to_quotes)
             || candidate.after.is_some_and(|before| !self.picked[before])
         {
             return;
