@@ -1250,12 +1250,30 @@ fn is_column_headings(line: &str) -> bool {
 /// The score of an error line that names its error and says its message.
 pub(super) const TELLING_ERROR: u8 = 3;
 
-/// How telling an error line is: a named error with its message beats a bare marker.
+/// A runner's closing line after the failure it ran into, which names none of its own: cargo's
+/// `error: test failed, to rerun pass \`-p ingest --lib\``.
+const RUNNER_TRAILERS: [&str; 3] = [
+    "error: test failed, to rerun pass",
+    "error: could not compile `",
+    "error: process didn't exit successfully",
+];
+
+/// How telling an error line is: a named error with its message beats a bare marker, and a
+/// runner's trailer says less than the panic before it (verify37: a Blocked `cargo test` quoted
+/// `error: test failed, to rerun pass …`, not `panicked at crates/ingest/src/reader.rs:211:9`).
 pub(super) fn error_line_score(line: &str) -> u8 {
-    if line.contains("Error:")
+    if RUNNER_TRAILERS
+        .iter()
+        .any(|trailer| line.trim_start().starts_with(trailer))
+    {
+        1
+    } else if line.contains("Error:")
         || line.contains("Exception:")
         || line.contains("error[")
         || line.contains("error:")
+        // A panic names where it happened (`panicked at crates/ingest/src/reader.rs:211:9`), a
+        // test's `... FAILED` only which test.
+        || line.contains("panicked at")
     {
         TELLING_ERROR
     } else if line.contains("panicked") || line.contains("FAILED") || line.contains("fatal") {

@@ -3381,6 +3381,46 @@ fn a_carried_blocker_keeps_its_place_beside_a_search_listing() {
     );
 }
 
+/// A failure's line quotes the panic, not cargo's closing `error: test failed, to rerun pass …`
+/// (verify37).
+#[test]
+fn a_failed_cargo_test_quotes_its_panic_not_the_trailer() {
+    let middle = vec![
+        Message::user("fix the gzip round trip"),
+        shell("c1", "cargo test -p ingest"),
+        Message::tool(
+            "c1",
+            "running 12 tests\ntest reader::tests::gz_roundtrip ... FAILED\n\nthread 'reader::tests::gz_roundtrip' panicked at crates/ingest/src/reader.rs:211:9:\nassertion `left == right` failed\n\ntest result: FAILED. 11 passed; 1 failed\nerror: test failed, to rerun pass `-p ingest --lib`\nExit code: 101",
+        ),
+        Message::assistant("The decoder drops the last block."),
+    ];
+    let summary = summarize(&middle);
+    let blocked = section_lines(&summary, "### Blocked");
+    assert!(
+        blocked.iter().any(|line| line.contains(
+            "— thread 'reader::tests::gz_roundtrip' panicked at crates/ingest/src/reader.rs:211:9"
+        )),
+        "{summary}"
+    );
+    // With no panic printed, the failed test's line says more than the trailer.
+    let middle = vec![
+        Message::user("fix the gzip round trip"),
+        shell("c2", "cargo test -p ingest"),
+        Message::tool(
+            "c2",
+            "test reader::tests::gz_roundtrip ... FAILED\nerror: test failed, to rerun pass `-p ingest --lib`\nExit code: 101",
+        ),
+        Message::assistant("Looking at the decoder."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("— test reader::tests::gz_roundtrip ... FAILED")),
+        "{summary}"
+    );
+}
+
 /// An interpreter given its script inline runs that script: another script does not retry it
 /// (verify20: `PermissionError … churn_q1.parquet` under `Errors fixed since:` after an unrelated
 /// `python - <<'PY' print(len(X))` passed).
