@@ -3352,9 +3352,10 @@ fn a_todo_lists_line_tells_its_state() {
     );
 }
 
-/// A blocker an earlier summary carries may use the facts' room, as the new middle's do: kept to
-/// the prose's budget, a stated blocker (`tracked in NET-4410`) gave way to a search's paths at
-/// the fold after a workaround, though it still stood (verify37).
+/// A blocker an earlier summary carries keeps its rank and may use the facts' room, as the new
+/// middle's do: a rank below and kept to the prose's budget, a stated blocker (`tracked in
+/// NET-4410`) gave way to a search's paths at the fold after a workaround, though it still stood
+/// (verify37).
 #[test]
 fn a_carried_blocker_keeps_its_place_beside_a_search_listing() {
     let previous = "## Goal\n- per-tenant rate limits\n\n## Progress\n### Blocked\n- Stated by the assistant: Blocked: the sandbox cannot resolve ratelimit.internal, so the per-tenant test cannot reach Redis here; this is tracked in NET-4410.\n";
