@@ -3121,7 +3121,7 @@ fn a_changed_file_stays_listed_as_changed() {
         shell("m1", "mypy gateway"),
         Message::tool(
             "m1",
-            "gateway/ratelimit.py:52: error: Incompatible return value type (got \"int\", expected \"bool\")  [return-value]\nFound 1 error in 1 file (checked 14 source files)\nExit code: 1",
+            "gateway/ratelimit.py:52: error: Incompatible return value type (got \"int\", expected \"bool\")  [return-value]\ngateway/ratelimit.py:61: error: Argument 1 to \"hit\" has incompatible type \"str\"; expected \"RateLimitItem\"  [arg-type]\nFound 2 errors in 1 file (checked 14 source files)\nExit code: 1",
         ),
         Message::assistant("One type error left in the limiter."),
     ];
@@ -3133,6 +3133,24 @@ fn a_changed_file_stays_listed_as_changed() {
     assert!(changed.contains("gateway/ratelimit.py"), "{summary}");
     assert!(changed.contains("src/billing/prorate.py"), "{summary}");
     assert!(!changed.contains("src/billing/proration.py"), "{summary}");
+
+    // Changed in an earlier middle, named only by error lines in this one: the error line listed
+    // under Errors had taken it out of `Changed:`.
+    let previous = "## Goal\n- add the rate limiter\n\n## Relevant Files\n- Changed: gateway/ratelimit.py, gateway/middleware.py\n";
+    let middle = vec![
+        shell("m2", "mypy gateway"),
+        Message::tool(
+            "m2",
+            "gateway/ratelimit.py:52: error: Incompatible return value type (got \"int\", expected \"bool\")  [return-value]\ngateway/ratelimit.py:61: error: Argument 1 to \"hit\" has incompatible type \"str\"; expected \"RateLimitItem\"  [arg-type]\nFound 2 errors in 1 file (checked 14 source files)\nExit code: 1",
+        ),
+        Message::assistant("Two type errors left in the limiter."),
+    ];
+    let folded = summarize_within(&middle, Some(previous), 4_000, 4_000);
+    let changed = section_lines(&folded, "## Relevant Files")
+        .into_iter()
+        .find(|line| line.starts_with("- Changed:"))
+        .unwrap_or_default();
+    assert!(changed.contains("gateway/ratelimit.py"), "{folded}");
 }
 
 /// Commands that only look something up (`wc -l …`, `ls -la …`, `sed -n '1,400p' …`) beyond the
