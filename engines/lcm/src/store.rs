@@ -483,6 +483,38 @@ pub(crate) fn migrate_to(conn: &mut Connection, version: i64, last: i64) -> Stor
     Ok(())
 }
 
+/// How long opening a store waits for other processes, as every statement's busy timeout does.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Puts the store in WAL mode, waiting while another process switches it at the same moment.
+///
+/// SQLite's busy timeout does not cover this: switching reads the header, then asks for the
+/// write lock, and a connection that holds a read lock is refused at once ("database is
+/// locked") rather than left to wait on another reader that wants the same, which would be a
+/// deadlock. Two replays started together on a new store were refused that way (one in 30 runs
+/// of four at once). Each retry starts with no lock held; the pause varies so that two
+/// processes retrying do not meet again.
+fn switch_to_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut attempt: u32 = 0;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(())) {
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if error.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                attempt += 1;
+                let jitter = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.subsec_nanos() % 5);
+                let pause = (attempt.min(10) + jitter) as u64;
+                std::thread::sleep(std::time::Duration::from_millis(pause));
+            }
+            result => return result,
+        }
+    }
+}
+
 /// A stable 64-bit hash of a message's exact JSON (the first 8 bytes of its SHA-256).
 pub fn hash_json(json: &str) -> i64 {
     use sha2::{Digest, Sha256};
@@ -531,8 +563,7 @@ impl Store {
             })?;
         }
         let mut conn = Connection::open(path).map_err(wrap)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(wrap)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
         // Rows of a kilobyte or two leave a fifth of a 4 KiB page empty; 16 KiB pages waste little.
         // Takes effect only on a new file, before WAL mode is set.
         conn.pragma_update(None, "page_size", 16_384).map_err(wrap)?;
@@ -543,8 +574,7 @@ impl Store {
         // switch to WAL under the default (FULL): two fsyncs fewer (strace), a few milliseconds
         // when the disk is busy.
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
-            .map_err(wrap)?;
+        switch_to_wal(&conn).map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", true).map_err(wrap)?;
         // Closing still checkpoints (SQLite's default): once no process has the store open, it is
         // one self-contained file a user can copy, with no log beside it.

@@ -440,6 +440,35 @@ fn the_store_is_in_wal_mode_at_the_current_schema_version() {
 }
 
 #[test]
+fn stores_opened_at_once_on_one_new_file_all_open_in_wal_mode() {
+    // Two replays started together on a new store both switch it to WAL; SQLite refuses one
+    // of them at once ("database is locked") instead of waiting, since each holds a read lock.
+    for round in 0..30 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lcm.sqlite");
+        let start = std::sync::Barrier::new(4);
+        let modes: Vec<Result<String, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        let store = crate::Store::open(&path).map_err(|e| e.message)?;
+                        store
+                            .connection()
+                            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                            .map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for mode in modes {
+            assert_eq!(mode.as_deref(), Ok("wal"), "round {round}");
+        }
+    }
+}
+
+#[test]
 fn a_version_1_store_is_migrated_keeping_its_messages() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lcm.sqlite");
