@@ -445,10 +445,14 @@ fn parse_arguments(arguments: &str) -> Map<String, Value> {
 }
 
 /// What a call of a tool that is neither a shell, a reader, a search nor an editor acted on: the
-/// first short text under a key that names a target (`path`, `url`, `query`…), or the first of a
+/// first short text under a key that names a target (`path`, `url`, `query`…, a task's
+/// `goal` or `description`), or the first of a
 /// list of them (`urls: [a, b, c]` is `a (+2 more)`). `None` when it names none on one line.
 pub fn call_target(arguments: &Map<String, Value>) -> Option<String> {
-    const ONE: [&str; 9] = [
+    // `goal` and `description` last: a subagent's task is named by them (Hermes's
+    // `delegate_task`, Claude Code's `Task`); a tool that also names a path or a query is better
+    // told by that.
+    const ONE: [&str; 11] = [
         "path",
         "file_path",
         "url",
@@ -458,6 +462,8 @@ pub fn call_target(arguments: &Map<String, Value>) -> Option<String> {
         "target",
         "q",
         "topic",
+        "goal",
+        "description",
     ];
     const MANY: [&str; 5] = ["urls", "paths", "files", "queries", "ids"];
     let short = |value: &&str| !value.trim().is_empty() && value.len() <= 200 && !value.contains('\n');
@@ -1127,6 +1133,26 @@ mod tests {
         assert_eq!(
             describe_tool_output(None, "abc"),
             "[tool] (3 chars of output cleared)"
+        );
+    }
+
+    #[test]
+    fn a_subagents_task_is_named_by_its_description() {
+        let task = r#"{"description":"Check consumers of formatDate","prompt":"Search the monorepo's packages for imports of formatDate.","subagent_type":"general-purpose"}"#;
+        assert_eq!(
+            describe_tool_output(Some(&call("Task", task)), &"y".repeat(230)),
+            "[Task] Check consumers of formatDate (230 chars of output cleared)"
+        );
+        // A path names the target before a description does.
+        assert_eq!(
+            describe_tool_output(
+                Some(&call(
+                    "upload",
+                    r#"{"description":"the nightly build","path":"dist/app.tar"}"#
+                )),
+                "ok"
+            ),
+            "[upload] dist/app.tar (2 chars of output cleared)"
         );
     }
 

@@ -348,9 +348,116 @@ fn action_line(
         format!("[{name}]{target}{wrote}")
     } else if output.len() <= 120 && !output.contains('\n') && !output.is_empty() {
         format!("[{name}]{target} -> {output}")
+    } else if let Some(finding) = delegates(name)
+        .then(|| first_finding(&report_text(output)))
+        .flatten()
+    {
+        // A subagent's report is what it found (verify37: Claude Code's `[Task] -> 230 chars
+        // of output`, the admin package's pinned version in no summary).
+        format!("[{name}]{target} -> {finding}")
     } else {
         format!("[{name}]{target} -> {} chars of output", output.chars().count())
     }
+}
+
+/// Whether a tool named `name` hands a task to another agent, whose answer is its report.
+fn delegates(name: &str) -> bool {
+    const DELEGATES: [&str; 6] = [
+        "task",
+        "agent",
+        "dispatch_agent",
+        "delegate_task",
+        "subagent",
+        "spawn_agent",
+    ];
+    DELEGATES.iter().any(|known| name.eq_ignore_ascii_case(known))
+}
+
+/// Whether a summary's line of work done tells what a subagent found (`[Task] Check consumers
+/// -> Found 6 imports of formatDate: …`): knowledge the work goes on from, ranked with the newest
+/// work and carried from fold to fold as a decision is.
+pub(super) fn tells_a_finding(line: &str) -> bool {
+    let Some((tool, rest)) = line.strip_prefix('[').and_then(|line| line.split_once(']')) else {
+        return false;
+    };
+    delegates(tool)
+        && rest.split_once(" -> ").is_some_and(|(_, outcome)| {
+            !outcome.starts_with("failed:")
+                && !outcome.ends_with(" chars of output")
+                && !outcome.ends_with("did not run")
+        })
+}
+
+/// A subagent's report as text: its answer, or the first report a JSON answer holds under a key
+/// that names one (Hermes's `delegate_task`: `{"results": [{"summary": "…"}]}`).
+fn report_text(output: &str) -> Cow<'_, str> {
+    fn report_in(value: &Value, depth: usize) -> Option<&str> {
+        const REPORT_KEYS: [&str; 6] = ["summary", "result", "answer", "output", "content", "text"];
+        match value {
+            Value::Object(map) if depth > 0 => REPORT_KEYS
+                .iter()
+                .find_map(|key| map.get(*key)?.as_str().filter(|text| !text.trim().is_empty()))
+                .or_else(|| map.values().find_map(|value| report_in(value, depth - 1))),
+            Value::Array(items) if depth > 0 => items.iter().find_map(|item| report_in(item, depth - 1)),
+            _ => None,
+        }
+    }
+    if !output.starts_with(['{', '[']) {
+        return Cow::Borrowed(output);
+    }
+    match serde_json::from_str::<Value>(output) {
+        Ok(value) => report_in(&value, 4).map_or(Cow::Borrowed(output), |text| Cow::Owned(text.to_owned())),
+        Err(_) => Cow::Borrowed(output),
+    }
+}
+
+/// The first sentence of a report that says something, cut to a line's room: past headings,
+/// short exclamations (`Perfect!`) and sentences that only announce what follows (`Here is
+/// what I found:`, `Now I have enough context.`).
+fn first_finding(report: &str) -> Option<String> {
+    const FINDING_CHARS: usize = 160;
+    const ANNOUNCING: [&str; 6] = [
+        "now i have",
+        "i now have",
+        "i have now",
+        "let me",
+        "i'll ",
+        "i will ",
+    ];
+    let says_something = |sentence: &&str| {
+        let lower = sentence.to_ascii_lowercase();
+        sentence.split_whitespace().count() > 3
+            && !sentence.ends_with(':')
+            && !ANNOUNCING.iter().any(|opening| lower.starts_with(opening))
+    };
+    report
+        .lines()
+        .take(40)
+        .map(|line| line.trim().trim_start_matches(['-', '*', '>', ' ']).trim())
+        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with("```"))
+        .flat_map(sentences)
+        .map(|sentence| sentence.trim_matches('*').trim())
+        .find(says_something)
+        .map(|finding| super::draft::cut_marked(finding, FINDING_CHARS).into_owned())
+}
+
+/// The sentences of a line: each ends at `.`, `!` or `?` followed by a space, or at the line's
+/// end (a path's or a version's dots are inside words).
+fn sentences(line: &str) -> impl Iterator<Item = &str> {
+    let mut rest = line;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest
+            .match_indices(['.', '!', '?'])
+            .map(|(at, _)| at + 1)
+            .find(|&after| rest[after..].starts_with(' '))
+            .unwrap_or(rest.len());
+        let (sentence, after) = rest.split_at(end);
+        rest = after.trim_start();
+        Some(sentence.trim())
+    })
 }
 
 /// A todo list as a call writes it whole (Claude Code's `TodoWrite`: `{"todos": [{"content",

@@ -41,7 +41,7 @@ use ctxhost_engine_kit::{
 };
 
 use super::{
-    actions::{broader_keys, keys_a_success_settles, publishes, settling_words, WRITING},
+    actions::{broader_keys, keys_a_success_settles, publishes, settling_words, tells_a_finding, WRITING},
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
         extract_facts, extract_outcomes, replies_in_words, verbs, Action, DecisionRecord, Fact, FactKind,
@@ -1141,6 +1141,7 @@ impl<'t> Draft<'t> {
                 let tier = match newer[at] {
                     n if n < NEWEST_ACTIONS => 1,
                     _ if newer_published[at] < PUBLISHED_ACTIONS => 1,
+                    _ if tells_a_finding(&action.line) => 1,
                     _ if newer_fixing[at] < FIXING_ACTIONS => 1,
                     n if n < RECENT_ACTIONS => 2,
                     _ => 3,

@@ -18,7 +18,7 @@ use std::{borrow::Cow, collections::HashSet};
 use crate::scan::{classify_token, FastHash, FastMap, Shape, ToolKind};
 
 use super::{
-    actions::{action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes},
+    actions::{action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes, tells_a_finding},
     draft::{Draft, Group},
     extractive::{
         asks_first, fact_shape, files_group, is_lifted, is_revoked, names_any, replaced_note_count,
@@ -496,7 +496,10 @@ impl<'t> Draft<'t> {
                 // And what still blocks the work: a stated blocker (`tracked in NET-4410`) gave
                 // way to a search's paths at the fold after a workaround, though it still stood
                 // (verify37).
+                // And what a subagent found (verify37: the consumers of `formatDate` a `Task`
+                // listed gave way to a search's paths at the next fold).
                 tier if line.section == Section::Constraints
+                    || (line.section == Section::Done && tells_a_finding(line.text))
                     || line.section == Section::Blocked
                     || record.is_some()
                     || line.group == Group::Issues

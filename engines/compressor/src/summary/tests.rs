@@ -5048,3 +5048,99 @@ fn a_failure_fixed_later_says_no_last_line_of_its_own() {
     assert!(!summary.contains("3 of 5 checks passed"), "{summary}");
     assert!(summary.contains("last line: 5 of 5 checks passed"), "{summary}");
 }
+
+/// A subagent's answer is what it found: its first sentence that says something, past a heading
+/// and a sentence that announces what follows, under the task's description (verify37: Claude
+/// Code's `[Task] -> 230 chars of output`).
+#[test]
+fn a_subagents_line_quotes_what_it_found() {
+    let task = serde_json::json!({
+        "description": "Check consumers of formatDate",
+        "prompt": "Search the monorepo's other packages for imports of formatDate from datefmt.",
+        "subagent_type": "general-purpose"
+    });
+    let middle = vec![
+        Message::user("deprecate formatDate without breaking the other packages"),
+        Message::assistant_calls(vec![ToolCall::new("a1", "Task", task.to_string())]),
+        Message::tool(
+            "a1",
+            "## Summary\n\nPerfect! Here is what I found:\n\n- The admin package pins datefmt 1.x, so it will not see the warning until its lockfile moves. Six files import formatDate in all.",
+        ),
+        Message::assistant("Only admin is pinned."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Done").iter().any(|line| line.starts_with(
+            "- [Task] Check consumers of formatDate -> The admin package pins datefmt 1.x, so it will not see the warning until its lockfile moves."
+        )),
+        "{summary}"
+    );
+    // Hermes's `delegate_task` answers in JSON: its report is the summary there.
+    let answer = serde_json::json!({ "results": [{
+        "task_index": 0,
+        "status": "completed",
+        "summary": "The admin package pins datefmt 1.x, so it will not see the warning. Nothing else pins it.",
+        "api_calls": 7
+    }], "total_duration_seconds": 41.2 });
+    let middle = vec![
+        Message::user("deprecate formatDate without breaking the other packages"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "d1",
+            "delegate_task",
+            r#"{"goal":"Find the packages that pin datefmt","context":"monorepo at /srv/mono"}"#,
+        )]),
+        Message::tool("d1", answer.to_string()),
+        Message::assistant("Only admin is pinned."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Done").iter().any(|line| line.starts_with(
+            "- [delegate_task] Find the packages that pin datefmt -> The admin package pins datefmt 1.x, so it will not see the warning."
+        )),
+        "{summary}"
+    );
+    // Another tool's long answer is still told by its size: only a subagent reports.
+    let middle = vec![
+        Message::user("what is the weather"),
+        Message::assistant_calls(vec![ToolCall::new("w1", "weather", r#"{"city":"Oslo"}"#)]),
+        Message::tool(
+            "w1",
+            "Oslo is cloudy today with light rain expected in the evening and winds from the south-west at twelve metres a second. Tomorrow clears.",
+        ),
+        Message::assistant("Cloudy."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.starts_with("- [weather] -> ") && line.ends_with(" chars of output")),
+        "{summary}"
+    );
+}
+
+/// What a subagent found, carried from an earlier summary, keeps its rank beside the new
+/// middle's work, as a blocker does (verify37: it gave way to newer reads at the next fold).
+#[test]
+fn a_carried_finding_keeps_its_place_beside_newer_work() {
+    let finding = "[Task] Check consumers of formatDate -> The admin package pins datefmt 1.x, so it will not see the warning until its lockfile moves.";
+    let previous = format!("## Goal\n- deprecate formatDate\n\n## Progress\n### Done\n- {finding}\n");
+    let mut middle = vec![Message::user("Now add the deprecation warning.")];
+    for n in 0..8 {
+        let id = format!("r{n}");
+        let path = format!("/home/dev/datefmt/src/module_{n}.ts");
+        middle.push(Message::assistant_calls(vec![ToolCall::new(
+            &id,
+            "Read",
+            serde_json::json!({ "file_path": path }).to_string(),
+        )]));
+        middle.push(Message::tool(&id, "export const x = 1;\n".repeat(40)));
+    }
+    middle.push(Message::assistant("Adding the warning to the export."));
+    let folded = summarize_within(&middle, Some(&previous), 900, 4_000);
+    assert!(
+        section_lines(&folded, "### Done")
+            .iter()
+            .any(|line| line.contains(finding)),
+        "{folded}"
+    );
+}
