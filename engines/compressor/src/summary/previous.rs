@@ -204,6 +204,12 @@ impl<'t> Draft<'t> {
             .filter(|candidate| candidate.group == Group::FixedErrors)
             .filter_map(|candidate| error_message(&candidate.text).map(str::to_owned))
             .collect();
+        // The programs of the new middle's successes, which settle a sub-list's command.
+        let passed_programs: HashSet<String> = self
+            .resolved
+            .iter()
+            .filter_map(|key| key.split_once('\u{0}').map(|(_, program)| program.to_owned()))
+            .collect();
         // The command of the sub-list of error lines being read (`` - `make ci` printed:``).
         let mut printed_by: Option<&'t str> = None;
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
@@ -408,7 +414,8 @@ impl<'t> Draft<'t> {
                         }) || message
                             .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message))
                             || under.is_some_and(|command| {
-                                fixed.iter().any(|done| done.ran(command)) || self.settles_command(command)
+                                fixed.iter().any(|done| done.ran(command))
+                                    || settles_command(command, &passed_programs)
                             }) =>
                     {
                         (Group::FixedErrors, 4, None)
@@ -590,23 +597,6 @@ impl<'t> Draft<'t> {
         })
     }
 
-    /// Whether the new middle holds a success that settles a failure of `command` (a sub-list's of
-    /// error lines, which names no tool), as it would settle its Blocked line ([`is_resolved`]):
-    /// `tox -e py312` a `python -m pytest tests/unit/test_tz.py` whose line was not carried.
-    fn settles_command(&self, command: &str) -> bool {
-        let programs: HashSet<&str> = self
-            .resolved
-            .iter()
-            .filter_map(|key| key.split_once('\u{0}').map(|(_, program)| program))
-            .collect();
-        action_keys("", command).iter().any(|key| {
-            std::iter::once(key.clone()).chain(broader_keys(key)).any(|key| {
-                key.split_once('\u{0}')
-                    .is_some_and(|(_, program)| programs.contains(program))
-            })
-        })
-    }
-
     /// When an earlier `path (read, changed)` line names a file listed again, folds what was done to
     /// it into the new line; returns whether the earlier line is used up.
     fn merge_file_line(&mut self, facts: &Facts<'t>, line: &str) -> bool {
@@ -732,6 +722,19 @@ fn sub_list_command(item: &str) -> Option<&str> {
         .strip_prefix('`')?
         .strip_suffix('`')
         .filter(|command| !command.is_empty())
+}
+
+/// Whether a success of a program among `passed` (the new middle's) settles a failure of
+/// `command` (a sub-list's of error lines, which names no tool), as it would settle its Blocked
+/// line ([`Draft::is_resolved`]): `tox -e py312` a `python -m pytest tests/unit/test_tz.py`
+/// whose line was not carried.
+fn settles_command(command: &str, passed: &HashSet<String>) -> bool {
+    action_keys("", command).iter().any(|key| {
+        std::iter::once(key.clone()).chain(broader_keys(key)).any(|key| {
+            key.split_once('\u{0}')
+                .is_some_and(|(_, program)| passed.contains(program))
+        })
+    })
 }
 
 /// Whether two quotes of a command are of the same command: alike, or one cut (`…`) where the
