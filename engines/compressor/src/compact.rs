@@ -35,7 +35,7 @@ use crate::{
     boundaries::{find_boundaries, head_cap, Boundaries, Limits},
     config::{Budgets, CompressorConfig, SUMMARY_TOKENS_CEILING},
     prune::{
-        calls_by_id, count_images, count_prunable, find_older_duplicates, prune_middle,
+        calls_by_id, count_images, count_prunable, cut_newest_group, find_older_duplicates, prune_middle,
         replace_duplicates_in_place, PruneStats,
     },
     report::{CompactionReport, Outcome},
@@ -243,20 +243,17 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         Some(real) if tokens_before > 0 => (real as f64 / tokens_before as f64).clamp(1.0, MAX_CALIBRATION),
         _ => 1.0,
     };
+    let limits = Limits {
+        head_cap: found_summary
+            .then(|| head_cap(messages, carries_summary))
+            .flatten(),
+        ..limits_for(settings, scale)
+    };
     let Boundaries {
         head_end,
         tail_start,
         pinned_user,
-    } = find_boundaries(
-        &working,
-        &estimates,
-        &Limits {
-            head_cap: found_summary
-                .then(|| head_cap(messages, carries_summary))
-                .flatten(),
-            ..limits_for(settings, scale)
-        },
-    );
+    } = find_boundaries(&working, &estimates, &limits);
     // Where in the middle the pinned request stood: the work after it is for it.
     let pinned_in_middle = pinned_user.map(|at| at - head_end);
     // The pinned user message moves to just after the head: the request, then the summary of the
@@ -289,6 +286,21 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         return unchanged(Outcome::NothingToCompress, reason);
     }
 
+    // The newest tool group, when no tail can hold it (the tail is empty), is summarised with the
+    // middle and kept after the summary too, its results cut: the agent still reads the start and
+    // the end of the output it is answering. To half the tail's budget: what it takes is room the
+    // next turns no longer have (the whole budget made the corpus's replays at 8,000 tokens
+    // compact a third more often, half a sixth).
+    let mut stats = PruneStats::default();
+    let cut_group = (tail_start == working.len())
+        .then(|| cut_newest_group(&working, head_end, limits.tail_budget / 2, &mut stats))
+        .flatten();
+    let tail_messages: &[Message] = cut_group.as_deref().unwrap_or(&working[tail_start..]);
+    let tail_tokens: u64 = match &cut_group {
+        Some(group) => estimate_messages_tokens(group),
+        None => estimates[tail_start..].iter().sum(),
+    };
+
     // Phase 1. A summarizer that reads the messages themselves gets no pruned copy: only the
     // tail's duplicates are replaced, and the rest is counted for the report.
     let reads_transcript = matches!(&ask, Ask::Summarizer(summarizer) if summarizer.reads_transcript());
@@ -300,7 +312,6 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
     });
     let duplicates_from = if reads_transcript { head_end } else { tail_start };
     let duplicates = find_older_duplicates(&working, duplicates_from);
-    let mut stats = PruneStats::default();
     let images_summarized = middle
         .iter()
         .filter(|message| message.role != Role::Tool)
@@ -317,8 +328,7 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
     // error lines, commands, the user's requests) may also fill the room: the tail and the summary
     // share one budget, the result cap, so what a short tail leaves is the facts' too.
     let target_tokens = settings.budgets.summary_target_tokens(input_tokens);
-    let head_and_tail: u64 =
-        estimates[..head_end].iter().sum::<u64>() + estimates[tail_start..].iter().sum::<u64>();
+    let head_and_tail: u64 = estimates[..head_end].iter().sum::<u64>() + tail_tokens;
     let left = ((settings.budgets.result_cap_tokens as f64 / scale) as u64)
         .saturating_sub(head_and_tail + PREAMBLE_ALLOWANCE_TOKENS);
     // Never beyond the ceiling of any summary: a large window's room is already ample.
@@ -334,13 +344,13 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         target_tokens,
         input_tokens,
         // A request the tail keeps: the user moved on from the middle's.
-        request_follows: working[tail_start..]
+        request_follows: tail_messages
             .iter()
             .any(|message| message.role == Role::User && !is_agent_note(message, &message.text())),
         pinned_request_at: pinned_in_middle,
         // Moved to just before the middle.
         pinned_request: pinned_user.map(|_| &working[head_end - 1]),
-        tail: &working[tail_start..],
+        tail: tail_messages,
         head_request: open_head_request(&working[..head_end])
             .filter(|_| previous.is_none() && pinned_user.is_none()),
     };
@@ -403,8 +413,16 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
 
     // Phase 4.
     let mut head = working[..head_end].to_vec();
-    let mut tail = working[tail_start..].to_vec();
-    stats.deduplicated_outputs += replace_duplicates_in_place(&mut tail, &duplicates[tail_start..], &calls);
+    let tail = match cut_group {
+        Some(group) => group,
+        None => {
+            let mut tail = working[tail_start..].to_vec();
+            stats.deduplicated_outputs +=
+                replace_duplicates_in_place(&mut tail, &duplicates[tail_start..], &calls);
+            tail
+        }
+    };
+    let tail_len = tail.len();
     drop(calls);
     append_system_note(&mut head);
     let text = summary_message_text(&preamble, &body);
@@ -432,11 +450,12 @@ pub(crate) fn compact(messages: &[Message], settings: &Settings<'_>, ask: Ask<'_
         messages_after: assembled.len(),
         head_messages: head_end,
         middle_messages,
-        tail_messages: working.len() - tail_start,
+        tail_messages: tail_len,
         pruned_outputs: 0,
         deduplicated_outputs: 0,
         shortened_arguments: 0,
         images_replaced: 0,
+        cut_outputs: 0,
         images_summarized,
         summary_tokens,
         updated_previous_summary: previous.is_some(),

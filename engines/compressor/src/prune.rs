@@ -7,11 +7,16 @@
 //! - Tool-call arguments over 500 characters: each long string inside the JSON is cut to its first
 //!   200 characters with a marked cut; the arguments stay valid JSON (invalid JSON is left alone).
 //! - Image parts in old tool results become a short text placeholder.
+//! - The newest tool results, when no tail can hold them (a 90 KB log the agent has just read),
+//!   are kept cut to half the tail's budget: their start and end, and a line saying what was cut.
 
 use std::borrow::Cow;
 
 use ctxhost_engine_abi::{is_image_part, Content, Message, Role, ToolCall};
-use ctxhost_engine_kit::stand_in::{describe_duplicate_output, describe_tool_result, group_thousands};
+use ctxhost_engine_kit::{
+    sequence::align_start_to_group,
+    stand_in::{describe_duplicate_output, describe_tool_result, group_thousands},
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -39,6 +44,8 @@ pub struct PruneStats {
     pub shortened_arguments: usize,
     /// Image parts replaced by a placeholder.
     pub images_replaced: usize,
+    /// The newest tool results, too big for any tail, kept cut ([`cut_newest_group`]).
+    pub cut_outputs: usize,
 }
 
 /// Every tool call in `messages`, by id.
@@ -204,6 +211,90 @@ pub(crate) fn replace_duplicates_in_place(
         }
     }
     replaced
+}
+
+/// What a cut result keeps at the least, however small the tail's budget.
+const MIN_CUT_CHARS: usize = 1_000;
+
+/// The tool group that ends `messages` (starting at `from` or later), its results cut to share
+/// `budget_tokens` (rough, 4 characters a token): the assistant's calls as they were, each result
+/// over its share cut by [`cut_output`]. `None` when `messages` does not end with tool results,
+/// or when none is over its share (the group is big for other reasons: cutting would not help).
+///
+/// For the group no tail can hold: summarised with the middle, it would leave the agent
+/// answering an output it no longer sees (verify37: a 89 KB `kubectl logs` read just after the
+/// user's request, its call and result gone, its decisive line quoted cut mid-line).
+pub(crate) fn cut_newest_group(
+    messages: &[Message],
+    from: usize,
+    budget_tokens: u64,
+    stats: &mut PruneStats,
+) -> Option<Vec<Message>> {
+    if messages.last()?.role != Role::Tool {
+        return None;
+    }
+    let start = align_start_to_group(messages, messages.len() - 1);
+    if start < from || !messages[start].has_tool_calls() {
+        return None;
+    }
+    let group = &messages[start..];
+    let results = group.iter().filter(|message| message.role == Role::Tool).count();
+    let share = (usize::try_from(budget_tokens.saturating_mul(4)).unwrap_or(usize::MAX) / results.max(1))
+        .max(MIN_CUT_CHARS);
+    let mut cut = 0;
+    let copy = group
+        .iter()
+        .map(|message| match message.role {
+            Role::Tool => cut_output(message, share).map_or_else(
+                || message.clone(),
+                |kept| {
+                    cut += 1;
+                    kept
+                },
+            ),
+            _ => message.clone(),
+        })
+        .collect();
+    stats.cut_outputs += cut;
+    (cut > 0).then_some(copy)
+}
+
+/// `result` cut to about `max_chars`: its first lines and its last, half the room each, cut at
+/// line ends where one is near, and a line between saying how much was cut. `None` when it fits.
+fn cut_output(result: &Message, max_chars: usize) -> Option<Message> {
+    let text = result.text();
+    // Bytes: never fewer than characters, so a text that fits by them fits.
+    if text.len() <= max_chars {
+        return None;
+    }
+    let half = max_chars / 2;
+    let mut head_end = text.floor_char_boundary(half);
+    if let Some(newline) = text[..head_end].rfind('\n').filter(|&at| at >= half / 2) {
+        head_end = newline + 1;
+    }
+    let mut end_start = text.ceil_char_boundary(text.len() - half);
+    if let Some(newline) = text[end_start..].find('\n').filter(|&at| at <= half / 2) {
+        end_start += newline + 1;
+    }
+    if end_start <= head_end {
+        return None;
+    }
+    let (head, cut, end) = (&text[..head_end], &text[head_end..end_start], &text[end_start..]);
+    let images = count_images(&result.content);
+    let images = if images > 0 {
+        format!(" and {images} image(s)")
+    } else {
+        String::new()
+    };
+    let separator = if head.ends_with('\n') { "" } else { "\n" };
+    Some(with_text(
+        result,
+        format!(
+            "{head}{separator}[… {} lines ({} characters){images} of this output cut by context compaction; the summary before lists what they held …]\n{end}",
+            group_thousands(cut.lines().count()),
+            group_thousands(cut.chars().count()),
+        ),
+    ))
 }
 
 /// A copy of `message` (role, ids, calls, unknown keys) with `text` as its content.

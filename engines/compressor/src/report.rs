@@ -65,6 +65,9 @@ pub struct CompactionReport {
     pub shortened_arguments: usize,
     /// Image parts of old tool results replaced by a placeholder.
     pub images_replaced: usize,
+    /// The newest tool results, too big for any tail, summarised and kept cut to their start and
+    /// end after the summary.
+    pub cut_outputs: usize,
     /// Image parts the user or the assistant sent in the summarised middle: the summary says how
     /// many came with each request and keeps none.
     pub images_summarized: usize,
@@ -105,6 +108,7 @@ impl CompactionReport {
             deduplicated_outputs: 0,
             shortened_arguments: 0,
             images_replaced: 0,
+            cut_outputs: 0,
             images_summarized: 0,
             summary_tokens: 0,
             updated_previous_summary: false,
@@ -118,5 +122,6 @@ impl CompactionReport {
         self.deduplicated_outputs = stats.deduplicated_outputs;
         self.shortened_arguments = stats.shortened_arguments;
         self.images_replaced = stats.images_replaced;
+        self.cut_outputs = stats.cut_outputs;
     }
 }

@@ -286,6 +286,7 @@ fn the_last_compaction_report_has_the_documented_shape() {
             "deduplicated_outputs",
             "shortened_arguments",
             "images_replaced",
+            "cut_outputs",
             "images_summarized",
             "summary_tokens",
             "updated_previous_summary",

@@ -170,6 +170,80 @@ fn the_last_user_message_is_pinned_after_the_head_when_the_work_after_it_outgrow
     assert_valid(&again);
 }
 
+/// The output the agent has just read, too big for any tail (a log of four times the window),
+/// is summarised with the middle and kept after the summary cut to its start and its end: the
+/// agent still reads its first lines and the error that closes it, under the call that made it
+/// (verify37: the call and the log were summarised away, the error line quoted cut mid-line).
+#[test]
+fn an_output_too_big_for_any_tail_stays_cut_to_its_start_and_end() {
+    let mut messages = long_conversation(10, 400);
+    let request = "Prod is throwing 500s. Pull the worker logs and tell me what is wrong.";
+    messages.push(Message::user(request));
+    messages.push(shell("logs", "kubectl logs deploy/worker -n prod --since=15m"));
+    let mut log: String = (0..900)
+        .map(|n| {
+            format!(
+                "16:{:02}:{:02} [INFO] worker pid=41{n:03} latency_ms={n} req=req_{n:06x}\n",
+                n / 60,
+                n % 60
+            )
+        })
+        .collect();
+    let error = "16:15:01 [ERROR] worker pid=4411 OperationalError: remaining connection slots are reserved for roles with the SUPERUSER attribute";
+    log.push_str(error);
+    messages.push(Message::tool("logs", log.clone()));
+    let mut engine = engine(SMALL_WINDOW, 2, 4);
+    let compacted = compress(&mut engine, messages.clone());
+    let report = report(&mut engine);
+    assert_eq!((report.outcome, report.cut_outputs), (Outcome::Compacted, 1));
+    assert_valid(&compacted);
+    assert!(estimate_messages_tokens(&compacted) < SMALL_WINDOW / 2);
+    // The call as it was, then its output: the first line, the error, and what was cut between.
+    let (call, output) = (&compacted[compacted.len() - 2], compacted.last().unwrap());
+    assert_eq!(call.tool_calls, messages[messages.len() - 2].tool_calls);
+    assert_eq!(output.tool_call_id.as_deref(), Some("logs"));
+    let text = output.text();
+    assert!(text.starts_with(log.lines().next().unwrap()), "{text}");
+    assert!(text.ends_with(&format!("\n{error}")), "{text}");
+    assert!(
+        text.lines().any(|line| line.starts_with("[… ")
+            && line.contains(" lines (")
+            && line.contains("cut by context compaction")),
+        "{text}"
+    );
+    assert!(text.len() < log.len() / 5);
+    // Every kept line is whole.
+    assert!(
+        text.lines()
+            .all(|line| line.starts_with("16:") || line.starts_with("[… ")),
+        "{text}"
+    );
+    // The request stays, and the summary before the output holds its error.
+    assert!(compacted.iter().any(|message| message.text() == request));
+    let summary = compacted
+        .iter()
+        .map(|message| message.text())
+        .find(|text| text.starts_with(SUMMARY_MARKER))
+        .unwrap();
+    assert!(
+        summary.contains("remaining connection slots are reserved"),
+        "{summary}"
+    );
+}
+
+/// A newest output the tail holds is kept whole: only one no tail can hold is cut.
+#[test]
+fn a_newest_output_the_tail_holds_is_not_cut() {
+    let mut messages = long_conversation(20, 400);
+    messages.push(shell("small", "tail -n 40 worker.log"));
+    let log = "16:00:00 [INFO] worker ok\n".repeat(40);
+    messages.push(Message::tool("small", log.clone()));
+    let mut engine = engine(SMALL_WINDOW, 2, 4);
+    let compacted = compress(&mut engine, messages);
+    assert_eq!(report(&mut engine).cut_outputs, 0);
+    assert_eq!(compacted.last().unwrap().text(), log);
+}
+
 #[test]
 fn nothing_between_head_and_tail_returns_the_input_unchanged() {
     let mut engine = engine(200_000, 3, 20);
