@@ -589,3 +589,82 @@ fn records_left_out_are_counted_in_the_report_and_in_json() {
     );
     assert_eq!(report["pairing_repairs"], 0, "{report}");
 }
+
+/// A transcript that ends on a tool result ends before a model call: the loop's checks run there,
+/// and the final context is what that call would send, under the window (verify38: a 110 KB log
+/// read last left the final context at twice the window, never compacted). The output read last
+/// stays after the summary, cut, under its call.
+#[test]
+fn a_transcript_ending_before_a_model_call_is_compacted_as_that_call_would_be() {
+    let tree = PluginDir::new();
+    let log: String = (0..2_000)
+        .map(|n| {
+            format!(
+                "12:{:02}:{:02} GET /v2/quotes 200 req={n:06x}\n",
+                n / 60 % 60,
+                n % 60
+            )
+        })
+        .collect();
+    let messages = json!([
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "Pull the access log and tell me whether any request failed."},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "terminal", "arguments": "{\"command\": \"cat access.log\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": log}
+    ]);
+    let path = transcript(&tree, "t.json", messages.clone());
+    let out = tree.root().join("final.json");
+    let args = [
+        "run",
+        path.to_str().unwrap(),
+        "--context-length",
+        "8000",
+        "--fail-over-window",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let run = tree.run(&args);
+    let (stdout, stderr) = texts(&run);
+    assert!(run.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["model_calls"], 1);
+    let compactions = report["compactions"].as_array().unwrap();
+    assert_eq!(compactions.len(), 1, "{report:#}");
+    assert_eq!(compactions[0]["at_message"], 4, "after the last message");
+    assert!(report["final_tokens"].as_u64().unwrap() < 8_000, "{report:#}");
+    let context: Vec<Value> = serde_json::from_str(&fs::read_to_string(&out).unwrap()).unwrap();
+    let last = context.last().unwrap();
+    assert_eq!(last["tool_call_id"], "c1");
+    let kept = last["content"].as_str().unwrap();
+    assert!(
+        kept.starts_with("12:00:00 GET /v2/quotes 200 req=000000\n"),
+        "{kept}"
+    );
+    assert!(kept.ends_with("GET /v2/quotes 200 req=0007cf\n"), "{kept}");
+    assert_eq!(
+        context[context.len() - 2]["tool_calls"],
+        messages[2]["tool_calls"]
+    );
+
+    // One that ends on the model's answer ends after a call: nothing runs after it.
+    let mut answered = messages.as_array().unwrap().clone();
+    answered.push(json!({"role": "assistant", "content": "No request failed."}));
+    let path = transcript(&tree, "answered.json", Value::Array(answered));
+    let run = tree.run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--context-length",
+        "8000",
+        "--json",
+    ]);
+    let report: Value = serde_json::from_str(&texts(&run).0).unwrap();
+    let at: Vec<&Value> = report["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|compaction| &compaction["at_message"])
+        .collect();
+    assert_eq!(at, [&json!(4)], "only before the answer: {report:#}");
+}

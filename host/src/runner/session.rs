@@ -361,7 +361,9 @@ impl<'e> Replayer<'e> {
         self.observe(FactKind::MessagesAppended, body);
     }
 
-    fn model_call(&mut self, message: Message) {
+    /// What the loop does before a model call: session hygiene, then the engine's preflight,
+    /// compacting when either asks.
+    fn before_model_call(&mut self) {
         self.note_threshold(self.context.tokens());
         if self.hygiene_due() {
             self.compact(Trigger::Hygiene, None);
@@ -378,6 +380,10 @@ impl<'e> Replayer<'e> {
         if self.record(preflight) == Some(true) {
             self.compact(Trigger::Preflight, None);
         }
+    }
+
+    fn model_call(&mut self, message: Message) {
+        self.before_model_call();
         let prompt_tokens = self.context.tokens();
         let context_messages = self.context.len();
         self.note_tokens(prompt_tokens, false);
@@ -774,6 +780,17 @@ impl<'e> Replayer<'e> {
         self.position = self.messages_replayed;
         self.run_script_before(usize::MAX);
         self.settle_unanswered_calls();
+        // A transcript that ends on tool results or a request ends before a model call: the
+        // loop would run its checks first, and the final context is what that call would send
+        // (verify38: a 110 KB log read last left the context at twice the window, uncompacted).
+        let awaits_model = self
+            .context
+            .messages()
+            .last()
+            .is_some_and(|last| matches!(last.role, Role::Tool | Role::User));
+        if awaits_model {
+            self.before_model_call();
+        }
     }
 
     fn session_info(&self, boundary_reason: Option<&str>, old_session_id: Option<String>) -> SessionInfo {
