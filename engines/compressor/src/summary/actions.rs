@@ -412,10 +412,11 @@ fn report_text(output: &str) -> Cow<'_, str> {
 }
 
 /// The first sentence of a report that says something, cut to a line's room: past headings,
-/// short exclamations (`Perfect!`) and sentences that only announce what follows (`Here is
-/// what I found:`, `Now I have enough context.`).
+/// short exclamations (`Perfect!`), sentences that only announce what follows (`Here is what I
+/// found:`, `Now I have enough context.`) and, when a finding follows, those that tell how it was
+/// looked for (`I searched apps/web/src for icon-only buttons.`, verify38).
 fn first_finding(report: &str) -> Option<String> {
-    const FINDING_CHARS: usize = 160;
+    const FINDING_CHARS: usize = 240;
     const ANNOUNCING: [&str; 6] = [
         "now i have",
         "i now have",
@@ -424,21 +425,49 @@ fn first_finding(report: &str) -> Option<String> {
         "i'll ",
         "i will ",
     ];
+    const SEARCHING: [&str; 14] = [
+        "searched",
+        "looked",
+        "checked",
+        "reviewed",
+        "analyzed",
+        "analysed",
+        "examined",
+        "explored",
+        "scanned",
+        "inspected",
+        "grepped",
+        "investigated",
+        "went",
+        "ran",
+    ];
     let says_something = |sentence: &&str| {
         let lower = sentence.to_ascii_lowercase();
         sentence.split_whitespace().count() > 3
             && !sentence.ends_with(':')
             && !ANNOUNCING.iter().any(|opening| lower.starts_with(opening))
     };
-    report
+    let tells_the_search = |sentence: &str| {
+        let mut words = sentence.split_whitespace();
+        words.next() == Some("I") && words.next().is_some_and(|verb| SEARCHING.contains(&verb))
+    };
+    let mut candidates = report
         .lines()
         .take(40)
         .map(|line| line.trim().trim_start_matches(['-', '*', '>', ' ']).trim())
         .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with("```"))
         .flat_map(sentences)
         .map(|sentence| sentence.trim_matches('*').trim())
-        .find(says_something)
-        .map(|finding| super::draft::cut_marked(finding, FINDING_CHARS).into_owned())
+        .filter(says_something);
+    let first = candidates.next()?;
+    let finding = if tells_the_search(first) {
+        candidates
+            .find(|sentence| !tells_the_search(sentence))
+            .unwrap_or(first)
+    } else {
+        first
+    };
+    Some(super::draft::cut_marked(finding, FINDING_CHARS).into_owned())
 }
 
 /// The sentences of a line: each ends at `.`, `!` or `?` followed by a space, or at the line's
@@ -856,7 +885,10 @@ fn program_of(command: &str) -> String {
             continue;
         }
         // `SQLX_OFFLINE=true cargo check` runs cargo: the environment it is given is no program.
-        if words.is_empty() && is_env_assignment(word) {
+        // Nor is a wrapper that runs the command it is given (verify38: `time alembic upgrade
+        // head` passing did not settle `alembic upgrade head`), nor `timeout`'s duration.
+        if words.is_empty() && (is_env_assignment(word) || COMMAND_WRAPPERS.contains(&word)) {
+            value_next = word == "timeout";
             continue;
         }
         words.push(word);
@@ -871,6 +903,11 @@ fn program_of(command: &str) -> String {
     }
     words.join(" ")
 }
+
+/// Programs that run the command after them, whose program is that command's.
+const COMMAND_WRAPPERS: [&str; 9] = [
+    "time", "nice", "nohup", "env", "sudo", "stdbuf", "timeout", "command", "exec",
+];
 
 /// Whether `word` sets an environment variable for the command after it (`RUST_LOG=debug`).
 fn is_env_assignment(word: &str) -> bool {

@@ -5075,6 +5075,27 @@ fn a_subagents_line_quotes_what_it_found() {
         )),
         "{summary}"
     );
+    // How the subagent searched gives way to what it found.
+    let middle = vec![
+        Message::user("make the checkout dialog accessible"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "a2",
+            "Task",
+            r#"{"description":"Find icon-only buttons without aria-label","prompt":"List them with file:line."}"#,
+        )]),
+        Message::tool(
+            "a2",
+            "I searched apps/web/src for icon-only buttons.\n\nThree icon-only buttons lack an accessible name: apps/web/src/checkout/CheckoutDialog.tsx:88 (close X), apps/web/src/checkout/CheckoutDialog.tsx:142 (remove coupon), apps/web/src/components/QuantityStepper.tsx:23 (minus).",
+        ),
+        Message::assistant("Three to fix."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Done").iter().any(|line| line.starts_with(
+            "- [Task] Find icon-only buttons without aria-label -> Three icon-only buttons lack an accessible name: "
+        ) && line.contains("QuantityStepper.tsx:23")),
+        "{summary}"
+    );
     // Hermes's `delegate_task` answers in JSON: its report is the summary there.
     let answer = serde_json::json!({ "results": [{
         "task_index": 0,
@@ -5143,4 +5164,44 @@ fn a_carried_finding_keeps_its_place_beside_newer_work() {
             .any(|line| line.contains(finding)),
         "{folded}"
     );
+}
+
+/// A command run under a wrapper (`time`, `timeout 600`, `nice`, `sudo`…) is the command it
+/// wraps: its success settles the failure of the same command run bare (verify38: `time alembic
+/// upgrade head` passing left `alembic upgrade head -> … NumericValueOutOfRange` Blocked).
+#[test]
+fn a_command_run_under_a_wrapper_settles_its_own_failure() {
+    for rerun in [
+        "DATABASE_URL=postgresql://s/p time alembic upgrade head 2>&1 | tail -2",
+        "timeout 600 alembic upgrade head",
+        "sudo -E env DATABASE_URL=postgresql://s/p alembic upgrade head",
+    ] {
+        let middle = vec![
+            Message::user("widen the amount column and migrate"),
+            shell("m1", "DATABASE_URL=postgresql://s/p alembic upgrade head 2>&1 | tail -3"),
+            Message::tool(
+                "m1",
+                "sqlalchemy.exc.DataError: (psycopg.errors.NumericValueOutOfRange) numeric field overflow\nExit code: 1",
+            ),
+            shell("m2", rerun),
+            Message::tool(
+                "m2",
+                "INFO  [alembic.runtime.migration] Running upgrade 9b2e44f01a7c -> 3f9a1c2b7d4e\nExit code: 0",
+            ),
+            Message::assistant("Migrated."),
+        ];
+        let summary = summarize(&middle);
+        assert!(
+            !section_lines(&summary, "### Blocked")
+                .iter()
+                .any(|line| line.contains("alembic")),
+            "{rerun}: {summary}"
+        );
+        assert!(
+            section_lines(&summary, "### Done").iter().any(
+                |line| line.contains("alembic upgrade head") && line.ends_with("; passed on a later run")
+            ),
+            "{rerun}: {summary}"
+        );
+    }
 }
