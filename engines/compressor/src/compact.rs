@@ -10,8 +10,8 @@
 //! - Phase 3 reads the middle as it was before pruning (the extractive summarizer loses nothing
 //!   to stand-ins).
 //! - A newest tool group too big for any tail (the tail came out empty) is summarised with the
-//!   middle, and a copy of it, its results cut, is the tail: the summary lists what the cut took,
-//!   the copy shows the agent the output it is answering.
+//!   middle, and a copy of it, its results cut, is the tail: the copy shows the agent the output
+//!   it is answering, and the summary what the cut took.
 //! - The input stays as it was (no new list is made) when nothing lies between head and tail, when
 //!   the middle is too small to summarise, or when the result would not be smaller than the input.
 //! - The input is borrowed: the host keeps its context until it has checked the result, and a copy

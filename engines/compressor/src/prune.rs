@@ -259,42 +259,177 @@ pub(crate) fn cut_newest_group(
     (cut > 0).then_some(copy)
 }
 
-/// `result` cut to about `max_chars`: its first lines and its last, half the room each, cut at
-/// line ends where one is near, and a line between saying how much was cut. `None` when it fits.
+/// `result` cut to about `max_chars` ([`cut_text`]); a JSON answer (Codex's `{"output": "…",
+/// "metadata": …}`) by the text it holds, staying valid JSON. `None` when it fits.
 fn cut_output(result: &Message, max_chars: usize) -> Option<Message> {
     let text = result.text();
     // Bytes: never fewer than characters, so a text that fits by them fits.
     if text.len() <= max_chars {
         return None;
     }
-    let half = max_chars / 2;
-    let mut head_end = text.floor_char_boundary(half);
-    if let Some(newline) = text[..head_end].rfind('\n').filter(|&at| at >= half / 2) {
-        head_end = newline + 1;
-    }
-    let mut end_start = text.ceil_char_boundary(text.len() - half);
-    if let Some(newline) = text[end_start..].find('\n').filter(|&at| at <= half / 2) {
-        end_start += newline + 1;
-    }
-    if end_start <= head_end {
+    let images = count_images(&result.content);
+    let cut = cut_json_answer(&text, max_chars).or_else(|| cut_text(&text, max_chars, images))?;
+    Some(with_text(result, cut))
+}
+
+/// A JSON object whose one long string holds most of it (a tool's answer wrapping its output),
+/// that string cut by [`cut_text`] to what the rest leaves of `max_chars`, written back.
+fn cut_json_answer(text: &str, max_chars: usize) -> Option<String> {
+    if !text.trim_start().starts_with('{') {
         return None;
     }
+    let Ok(Value::Object(mut answer)) = serde_json::from_str::<Value>(text) else {
+        return None;
+    };
+    let (key, longest) = answer
+        .iter()
+        .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.len())))
+        .max_by_key(|&(_, len)| len)?;
+    // Most of the answer, or what is cut is not the output.
+    if longest * 5 < text.len() * 4 {
+        return None;
+    }
+    let inner = answer.get(&key)?.as_str()?;
+    // The room the rest of the answer leaves, in the string's characters: written out, its
+    // quotes and line ends are escaped (`\"`, `\n`), which an access log has on every line.
+    let written = serde_json::to_string(inner).ok()?.len();
+    let room = max_chars.saturating_sub(text.len().saturating_sub(written)) * longest / written.max(1);
+    let cut = cut_text(inner, room.max(MIN_CUT_CHARS), 0)?;
+    answer.insert(key, Value::String(cut));
+    serde_json::to_string(&Value::Object(answer)).ok()
+}
+
+/// Lines of a cut part kept for what they say, at most.
+const NOTABLE_LINES: usize = 12;
+/// Characters a kept line of a cut part keeps, at most.
+const NOTABLE_LINE_CHARS: usize = 300;
+
+/// `text` cut to about `max_chars`: its first lines and its last, cut at line ends where one is
+/// near, and between them a line saying how much was cut, followed by the lines of the cut part
+/// that read as errors, warnings or failed requests (a quarter of the room at most, one of each
+/// shape): the one `503` of an access log of `200`s is what the agent was asked about
+/// (verify38). `images` counts the image parts dropped with it. `None` when it fits.
+fn cut_text(text: &str, max_chars: usize, images: usize) -> Option<String> {
+    if text.len() <= max_chars {
+        return None;
+    }
+    let (head_end, end_start) = cut_points(text, (max_chars - max_chars / 4) / 2)?;
+    let notable = notable_lines(&text[head_end..end_start], max_chars / 4);
+    // Nothing notable between: the room is the start's and the end's.
+    let (head_end, end_start) = if notable.is_empty() {
+        cut_points(text, max_chars / 2)?
+    } else {
+        (head_end, end_start)
+    };
     let (head, cut, end) = (&text[..head_end], &text[head_end..end_start], &text[end_start..]);
-    let images = count_images(&result.content);
     let images = if images > 0 {
         format!(" and {images} image(s)")
     } else {
         String::new()
     };
     let separator = if head.ends_with('\n') { "" } else { "\n" };
-    Some(with_text(
-        result,
-        format!(
-            "{head}{separator}[… {} lines ({} characters){images} of this output cut by context compaction; the summary before lists what they held …]\n{end}",
-            group_thousands(cut.lines().count()),
-            group_thousands(cut.chars().count()),
-        ),
-    ))
+    let lines = group_thousands(cut.lines().count());
+    let chars = group_thousands(cut.chars().count());
+    let mut kept = format!("{head}{separator}[… {lines} lines ({chars} characters){images} of this output cut by context compaction");
+    if notable.is_empty() {
+        kept.push_str(" …]\n");
+    } else {
+        kept.push_str(&format!(
+            "; {} of them that read as errors, warnings or failed requests:]\n",
+            notable.len()
+        ));
+        for line in notable {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+        kept.push_str("[… and the output's last lines:]\n");
+    }
+    kept.push_str(end);
+    Some(kept)
+}
+
+/// Where the kept start of `text` ends and its kept end starts, `half` bytes each, moved to a line
+/// end when one is within half of that; `None` when they would meet.
+fn cut_points(text: &str, half: usize) -> Option<(usize, usize)> {
+    let mut head_end = text.floor_char_boundary(half);
+    if let Some(newline) = text[..head_end].rfind('\n').filter(|&at| at >= half / 2) {
+        head_end = newline + 1;
+    }
+    let mut end_start = text.ceil_char_boundary(text.len().saturating_sub(half));
+    if let Some(newline) = text[end_start..].find('\n').filter(|&at| at <= half / 2) {
+        end_start += newline + 1;
+    }
+    (end_start > head_end).then_some((head_end, end_start))
+}
+
+/// The lines of `cut` worth keeping ([`is_notable`]), in order, one of each shape (their digits
+/// aside: a dozen `ECONNREFUSED` lines that differ by their time are one), long ones cut, within
+/// `room` bytes.
+fn notable_lines(cut: &str, room: usize) -> Vec<&str> {
+    let mut shapes: Vec<String> = Vec::new();
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for line in cut.lines().map(str::trim_end).filter(|line| is_notable(line)) {
+        let line = &line[..line.floor_char_boundary(NOTABLE_LINE_CHARS)];
+        let shape: String = line.chars().filter(|c| !c.is_ascii_digit()).collect();
+        if shapes.contains(&shape) {
+            continue;
+        }
+        if used + line.len() + 1 > room || kept.len() == NOTABLE_LINES {
+            break;
+        }
+        used += line.len() + 1;
+        shapes.push(shape);
+        kept.push(line);
+    }
+    kept
+}
+
+/// Whether a line of a long output reads unlike its routine lines: an error, a warning, a failure,
+/// or a request answered with a 4xx or 5xx status ([`fails_a_request`]).
+fn is_notable(line: &str) -> bool {
+    const WORDS: [&str; 15] = [
+        "ERROR",
+        "Error",
+        "error:",
+        "error[",
+        "FATAL",
+        "fatal:",
+        "CRITICAL",
+        "WARN",
+        "Warning",
+        "warning:",
+        "FAIL",
+        "Exception",
+        "Traceback",
+        "panicked",
+        "Killed",
+    ];
+    WORDS.iter().any(|word| line.contains(word)) || fails_a_request(line)
+}
+
+/// Whether an access log's line tells of a request answered with an error status: a 4xx or 5xx
+/// code where the common formats put the status, around the request's method (`GET /v2/quotes
+/// 503`, nginx's `"GET /x HTTP/1.1" 503 12`, an AWS load balancer's `503 503 0 0 "GET …`), not
+/// a size that happens to read like one.
+fn fails_a_request(line: &str) -> bool {
+    const METHODS: [&str; 6] = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"];
+    const STATUSES: [&str; 17] = [
+        "400", "401", "403", "404", "405", "408", "409", "410", "413", "422", "429", "499", "500", "501",
+        "502", "503", "504",
+    ];
+    if !METHODS.iter().any(|method| line.contains(method)) {
+        return false;
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.iter().enumerate().any(|(at, word)| {
+        METHODS.contains(&word.trim_start_matches('"'))
+            && [at.checked_sub(4), at.checked_sub(3), Some(at + 2), Some(at + 3)]
+                .into_iter()
+                .flatten()
+                .filter_map(|near| words.get(near))
+                .any(|near| STATUSES.contains(near))
+    })
 }
 
 /// A copy of `message` (role, ids, calls, unknown keys) with `text` as its content.
@@ -396,6 +531,62 @@ fn shorten_strings(value: &mut Value) -> bool {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    /// An access log's failed request is told by its status where the formats put it, not by a
+    /// size that reads like one.
+    #[test]
+    fn a_failed_request_is_told_by_its_status_not_its_size() {
+        for line in [
+            "2026-11-30T14:56:00Z GET /v2/quotes 503 0ms upstream=-",
+            r#"10.0.0.1 - - [30/Nov/2026:14:56:00 +0000] "GET /v2/quotes HTTP/1.1" 429 12 "-" "curl""#,
+            r#"https 2026-11-30T14:58:17Z app/alb 1.2.3.4:1 - 0.000 -1 0.000 503 503 468 4424 "GET https://api.example.com:443/v2/quotes HTTP/1.1" "okhttp""#,
+        ] {
+            assert!(fails_a_request(line), "{line}");
+        }
+        for line in [
+            r#"https 2026-11-30T14:52:16Z app/alb 1.2.3.4:1 10.20.3.143:8080 0.000 0.244 0.000 200 200 455 3656 "GET https://api.example.com:443/healthz HTTP/1.1" "okhttp""#,
+            "GET /v2/orders/404 200 10ms",
+            "worker pid=503 latency_ms=404",
+        ] {
+            assert!(!fails_a_request(line), "{line}");
+        }
+    }
+
+    /// A cut keeps the lines between that read as errors, one of each shape, and says so; a JSON
+    /// answer is cut inside its output and stays valid JSON.
+    #[test]
+    fn a_cut_keeps_the_notable_lines_between_and_a_json_answer_stays_json() {
+        let mut log: String = (0..400)
+            .map(|n| format!("14:{:02}:{:02} GET /v2/orders/{n} 200 12ms\n", n / 60, n % 60))
+            .collect();
+        let middle = log[log.len() / 2..].find('\n').unwrap() + log.len() / 2 + 1;
+        log.insert_str(middle, "14:03:20 [ERROR] redis: connect ECONNREFUSED 10.20.3.44:6379\n14:03:21 [ERROR] redis: connect ECONNREFUSED 10.20.3.44:6379\n14:03:22 GET /v2/quotes 503 0ms\n");
+        let cut = cut_text(&log, 3_000, 0).unwrap();
+        assert!(cut.len() < 3_400, "{cut}");
+        let kept: Vec<&str> = cut.lines().collect();
+        let marker = kept.iter().position(|line| line.starts_with("[… ")).unwrap();
+        assert!(
+            kept[marker].ends_with("of this output cut by context compaction; 2 of them that read as errors, warnings or failed requests:]"),
+            "{cut}"
+        );
+        assert_eq!(
+            kept[marker + 1..marker + 4],
+            [
+                "14:03:20 [ERROR] redis: connect ECONNREFUSED 10.20.3.44:6379",
+                "14:03:22 GET /v2/quotes 503 0ms",
+                "[… and the output's last lines:]",
+            ]
+        );
+        assert_eq!(kept.first(), log.lines().next().as_ref());
+        assert_eq!(kept.last(), log.lines().last().as_ref());
+
+        let answer = json!({"output": log, "metadata": {"exit_code": 0}}).to_string();
+        let cut: Value = serde_json::from_str(&cut_json_answer(&answer, 3_000).unwrap()).unwrap();
+        assert_eq!(cut["metadata"], json!({"exit_code": 0}));
+        let output = cut["output"].as_str().unwrap();
+        assert!(output.contains("14:03:22 GET /v2/quotes 503 0ms\n"), "{output}");
+        assert!(output.len() < 3_000, "{output}");
+    }
 
     #[test]
     fn long_arguments_stay_valid_json_with_the_cut_marked() {
