@@ -341,7 +341,7 @@ fn action_line(
     // A todo list's answer only says it was saved: the list is what it holds (verify37: Claude
     // Code's `[TodoWrite] -> 160 chars of output`, the plan's state in no summary).
     if let Some(todos) = arguments.as_ref().and_then(todo_list) {
-        return format!("[{name}] -> {todos}");
+        return format!("[{name}{TODOS}{todos}");
     }
     // A change's line says it succeeded (`changed`): the editor's answer adds nothing to it.
     if !wrote.is_empty() {
@@ -489,9 +489,17 @@ fn sentences(line: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Whether a summary's line tells a todo list's state ([`todo_list`]): `[TodoWrite] -> todos: …`.
+pub(super) fn tells_todos(line: &str) -> bool {
+    line.starts_with('[') && line.contains(TODOS)
+}
+
+/// How a todo list's line tells its state, after the tool's name.
+const TODOS: &str = "] -> todos: ";
+
 /// A todo list as a call writes it whole (Claude Code's `TodoWrite`: `{"todos": [{"content",
-/// "status"}…]}`), told by its state: `todos: 2 completed, 1 in progress (Fix the mypy error in
-/// api.py), 2 pending (Add the CSV export; Tag 1.9.0)`.
+/// "status"}…]}`), told by its state: `2 completed, 1 in progress (Fix the mypy error in api.py),
+/// 2 pending (Add the CSV export; Tag 1.9.0)`.
 fn todo_list(arguments: &Value) -> Option<String> {
     const SHOWN: usize = 2;
     const ITEM_CHARS: usize = 80;
@@ -537,7 +545,7 @@ fn todo_list(arguments: &Value) -> Option<String> {
             format!("{} {label} ({}{more})", items.len(), shown.join("; "))
         })
         .collect();
-    Some(format!("todos: {}", parts.join(", ")))
+    Some(parts.join(", "))
 }
 
 /// How a change's line goes on to say what it wrote (`[patch] changed a.yaml, writing: lr: 2e-4`).

@@ -41,7 +41,10 @@ use ctxhost_engine_kit::{
 };
 
 use super::{
-    actions::{broader_keys, keys_a_success_settles, publishes, settling_words, tells_a_finding, WRITING},
+    actions::{
+        broader_keys, keys_a_success_settles, publishes, settling_words, tells_a_finding, tells_todos,
+        WRITING,
+    },
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
         extract_facts, extract_outcomes, replies_in_words, verbs, Action, DecisionRecord, Fact, FactKind,
@@ -1081,12 +1084,22 @@ impl<'t> Draft<'t> {
         // containment steps all gave way to the queries in progress (verify17: `Done: (none)`
         // in every summary).
         let mut newest_done: Option<(usize, usize)> = None;
+        // A todo list is written whole each time: the newest is the plan, the older ones are
+        // past states of it.
+        let newest_todos = facts
+            .actions
+            .iter()
+            .rposition(|action| action.answered && tells_todos(&action.line));
         for (at, action) in facts.actions.iter().enumerate() {
             if !action.itemised {
                 continue;
             }
             let (times, last) = repeats[action.line.as_str()];
             if last != at {
+                continue;
+            }
+            let todos = action.answered && tells_todos(&action.line);
+            if todos && newest_todos != Some(at) {
                 continue;
             }
             let mut text = if action.answered {
@@ -1141,7 +1154,7 @@ impl<'t> Draft<'t> {
                 let tier = match newer[at] {
                     n if n < NEWEST_ACTIONS => 1,
                     _ if newer_published[at] < PUBLISHED_ACTIONS => 1,
-                    _ if tells_a_finding(&action.line) => 1,
+                    _ if tells_a_finding(&action.line) || todos => 1,
                     _ if newer_fixing[at] < FIXING_ACTIONS => 1,
                     n if n < RECENT_ACTIONS => 2,
                     _ => 3,

@@ -18,7 +18,10 @@ use std::{borrow::Cow, collections::HashSet};
 use crate::scan::{classify_token, FastHash, FastMap, Shape, ToolKind};
 
 use super::{
-    actions::{action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes, tells_a_finding},
+    actions::{
+        action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes, tells_a_finding,
+        tells_todos,
+    },
     draft::{Draft, Group},
     extractive::{
         asks_first, fact_shape, files_group, is_lifted, is_revoked, names_any, replaced_note_count,
@@ -204,6 +207,11 @@ impl<'t> Draft<'t> {
             .filter(|candidate| candidate.group == Group::FixedErrors)
             .filter_map(|candidate| error_message(&candidate.text).map(str::to_owned))
             .collect();
+        // A todo list the new middle wrote replaces the one an earlier summary told.
+        let new_todos = self
+            .candidates
+            .iter()
+            .any(|candidate| candidate.section == Section::Done && tells_todos(&candidate.text));
         // The programs of the new middle's successes, which settle a sub-list's command.
         let passed_programs: HashSet<String> = self
             .resolved
@@ -264,6 +272,7 @@ impl<'t> Draft<'t> {
                     }
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),
+                    Section::Done | Section::InProgress if new_todos && tells_todos(line) => continue,
                     Section::InProgress if user_moved_on || earlier.followed(line) => (Section::Done, 2),
                     Section::Blocked if moved_on => (Section::Done, 2),
                     Section::Blocked
@@ -506,7 +515,8 @@ impl<'t> Draft<'t> {
                 // And what a subagent found (verify37: the consumers of `formatDate` a `Task`
                 // listed gave way to a search's paths at the next fold).
                 tier if line.section == Section::Constraints
-                    || (line.section == Section::Done && tells_a_finding(line.text))
+                    || (line.section == Section::Done
+                        && (tells_a_finding(line.text) || tells_todos(line.text)))
                     || line.section == Section::Blocked
                     || record.is_some()
                     || line.group == Group::Issues

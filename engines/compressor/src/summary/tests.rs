@@ -3697,7 +3697,7 @@ fn what_blocks_the_work_and_what_it_achieved_outrank_a_listing() {
     ));
     middle.push(Message::user("ok, wait for the grant"));
     middle.push(Message::assistant("Waiting."));
-    let summary = summarize_within(&middle, None, 500, 4_000);
+    let summary = summarize_within(&middle, None, 1_000, 4_000);
     assert!(
         section_lines(&summary, "### Blocked")
             .iter()
@@ -4793,7 +4793,7 @@ fn the_exception_a_fixed_error_was_raised_from_is_fixed_too() {
         shell("m1", "python manage.py migrate accounts 0057 -v 2"),
         Message::tool("m1", traceback),
     ];
-    let summary = summarize_within(&middle, None, 2_000, 4_000);
+    let summary = summarize_within(&middle, None, 1_000, 4_000);
     assert!(summary.contains("psycopg2.errors.LockNotAvailable"), "{summary}");
     assert!(!summary.contains("The above exception"), "{summary}");
     assert!(
@@ -5204,4 +5204,68 @@ fn a_command_run_under_a_wrapper_settles_its_own_failure() {
             "{rerun}: {summary}"
         );
     }
+}
+
+/// The newest todo list is the plan: listed with the newest work however much work followed it,
+/// the older states of the list not at all; a list an earlier summary told gives way to a newer
+/// one and otherwise stays (verify38: the plan in no summary of two sessions).
+#[test]
+fn the_newest_todo_list_is_the_plan_and_replaces_older_ones() {
+    let todos = |in_progress: &str| {
+        serde_json::json!({ "todos": [
+            { "content": "Retrain v7", "status": "completed", "activeForm": "Retraining" },
+            { "content": in_progress, "status": "in_progress", "activeForm": "Working" },
+            { "content": "Re-add days_since_last_login after DATA-1203", "status": "pending", "activeForm": "Re-adding" }
+        ]})
+        .to_string()
+    };
+    let mut middle = vec![
+        Message::user("retrain the churn model"),
+        Message::assistant_calls(vec![ToolCall::new("t1", "TodoWrite", todos("Compare v6 and v7"))]),
+        Message::tool("t1", "Todos have been modified successfully."),
+        Message::assistant_calls(vec![ToolCall::new("t2", "TodoWrite", todos("Backtest v7b"))]),
+        Message::tool("t2", "Todos have been modified successfully."),
+    ];
+    for n in 0..12 {
+        let id = format!("r{n}");
+        middle.push(Message::assistant_calls(vec![ToolCall::new(
+            &id,
+            "Read",
+            serde_json::json!({ "file_path": format!("/srv/churn/src/module_{n}.py") }).to_string(),
+        )]));
+        middle.push(Message::tool(&id, "x = 1\n".repeat(40)));
+    }
+    middle.push(Message::assistant("Backtesting."));
+    let summary = summarize_within(&middle, None, 1_000, 4_000);
+    let done = section_lines(&summary, "### Done");
+    let plans: Vec<&&str> = done.iter().filter(|line| line.contains("-> todos: ")).collect();
+    assert_eq!(plans.len(), 1, "{summary}");
+    assert!(plans[0].contains("1 in progress (Backtest v7b)"), "{summary}");
+
+    // Carried, it stays beside newer work, and gives way to a newer list.
+    let previous = format!(
+        "## Goal\n- retrain the churn model\n\n## Progress\n### Done\n{}\n",
+        plans[0]
+    );
+    let reads = middle[5..].to_vec();
+    let folded = summarize_within(&reads, Some(&previous), 1_000, 4_000);
+    assert!(
+        section_lines(&folded, "### Done")
+            .iter()
+            .any(|line| line.contains("1 in progress (Backtest v7b)")),
+        "{folded}"
+    );
+    let mut newer = vec![
+        Message::user("go on"),
+        Message::assistant_calls(vec![ToolCall::new("t3", "TodoWrite", todos("Write the report"))]),
+        Message::tool("t3", "Todos have been modified successfully."),
+    ];
+    newer.extend(reads);
+    let folded = summarize_within(&newer, Some(&previous), 1_500, 4_000);
+    let plans: Vec<&str> = section_lines(&folded, "### Done")
+        .into_iter()
+        .filter(|line| line.contains("-> todos: "))
+        .collect();
+    assert_eq!(plans.len(), 1, "{folded}");
+    assert!(plans[0].contains("1 in progress (Write the report)"), "{folded}");
 }
