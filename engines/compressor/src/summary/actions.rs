@@ -154,7 +154,10 @@ impl<'a> Facts<'a> {
         // echoes (verify37: its `return JSONResponse({"error": "rate_limited"}, …)` listed under
         // Errors to the end of a replay).
         let echoes_change = kind == ToolKind::Write && failure.is_none();
-        let error_source = if fetches_pages(call) || echoes_change {
+        // So does a subagent's report: `coupon errors are not announced` is what it found
+        // (verify38: listed under Errors).
+        let reports = call.is_some_and(|call| delegates(&call.function.name));
+        let error_source = if fetches_pages(call) || echoes_change || reports {
             Source::FileContent
         } else {
             source

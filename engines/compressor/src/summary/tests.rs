@@ -5075,6 +5075,22 @@ fn a_subagents_line_quotes_what_it_found() {
         )),
         "{summary}"
     );
+    // Its report's error words are what it found, not errors the work ran into.
+    let middle = vec![
+        Message::user("make the checkout dialog accessible"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "a3",
+            "Task",
+            r#"{"description":"Check what screen readers announce"}"#,
+        )]),
+        Message::tool(
+            "a3",
+            "The dialog is announced as \"Checkout, dialog\". One gap remains: the live region for coupon errors (apps/web/src/checkout/CouponField.tsx:57) has aria-live=\"off\", so coupon errors are not announced.\nError: coupon errors are silent",
+        ),
+        Message::assistant("One gap, out of scope."),
+    ];
+    let summary = summarize(&middle);
+    assert!(!summary.contains("- Errors:"), "{summary}");
     // How the subagent searched gives way to what it found.
     let middle = vec![
         Message::user("make the checkout dialog accessible"),
