@@ -503,7 +503,7 @@ const RECENT_REQUEST_CHARS: usize = 600;
 /// 200 characters and the cut marker.
 const OLDER_REQUEST_CHARS: usize = 201;
 /// The start of a long command quoted (and the cut marker).
-const COMMAND_CHARS: usize = 200;
+const COMMAND_CHARS: usize = 300;
 const LATEST_REQUEST_CHARS: usize = 1_200;
 impl<'t> Draft<'t> {
     /// `passed_after`: the keys of the commands that passed in the messages kept after the part
