@@ -667,4 +667,23 @@ fn a_transcript_ending_before_a_model_call_is_compacted_as_that_call_would_be() 
         .map(|compaction| &compaction["at_message"])
         .collect();
     assert_eq!(at, [&json!(4)], "only before the answer: {report:#}");
+
+    // `compress` is one manual compaction, no loop's turn: nothing runs after it, even when its
+    // result stays over the threshold (a system prompt of most of the window).
+    let mut heavy = messages.as_array().unwrap().clone();
+    heavy[0] = json!({"role": "system", "content": "rule. ".repeat(2_500)});
+    let path = transcript(&tree, "heavy.json", Value::Array(heavy));
+    let compressed = tree.run(&[
+        "compress",
+        path.to_str().unwrap(),
+        "--context-length",
+        "4000",
+        "--json",
+    ]);
+    let report: Value = serde_json::from_str(&texts(&compressed).0).unwrap();
+    assert_eq!(report["compactions"].as_array().unwrap().len(), 1, "{report:#}");
+    assert!(
+        report["final_tokens"].as_u64().unwrap() >= 2_000,
+        "over the threshold: {report:#}"
+    );
 }

@@ -106,6 +106,9 @@ pub struct Replayer<'e> {
     position: usize,
     /// Whether the end of the transcript has been handled.
     transcript_ended: bool,
+    /// Whether the transcript was taken whole ([`Replayer::load`], a manual compaction of it):
+    /// no agent loop ran it, so none would call the model after its end.
+    loaded_whole: bool,
     /// The transcript's system message as it came, which `/new` and `/reset` restart from.
     system: Option<Message>,
     /// The active engine's threshold, read when it started its session.
@@ -167,6 +170,7 @@ impl<'e> Replayer<'e> {
             model_calls: 0,
             position: 0,
             transcript_ended: false,
+            loaded_whole: false,
             system: None,
             threshold: None,
             above_threshold: false,
@@ -268,6 +272,7 @@ impl<'e> Replayer<'e> {
 
     /// Takes a whole transcript as the context at once (for a manual compaction of all of it).
     pub fn load(&mut self, messages: Vec<Message>) {
+        self.loaded_whole = true;
         self.position = self.messages_replayed;
         self.messages_replayed += messages.len();
         self.system = messages.first().filter(|m| m.role == Role::System).cloned();
@@ -783,11 +788,12 @@ impl<'e> Replayer<'e> {
         // A transcript that ends on tool results or a request ends before a model call: the
         // loop would run its checks first, and the final context is what that call would send
         // (verify38: a 110 KB log read last left the context at twice the window, uncompacted).
-        let awaits_model = self
-            .context
-            .messages()
-            .last()
-            .is_some_and(|last| matches!(last.role, Role::Tool | Role::User));
+        let awaits_model = !self.loaded_whole
+            && self
+                .context
+                .messages()
+                .last()
+                .is_some_and(|last| matches!(last.role, Role::Tool | Role::User));
         if awaits_model {
             self.before_model_call();
         }
