@@ -445,9 +445,9 @@ fn parse_arguments(arguments: &str) -> Map<String, Value> {
 }
 
 /// What a call of a tool that is neither a shell, a reader, a search nor an editor acted on: the
-/// first short text under a key that names a target (`path`, `url`, `query`…, a task's
-/// `goal` or `description`), or the first of a
-/// list of them (`urls: [a, b, c]` is `a (+2 more)`). `None` when it names none on one line.
+/// first short text under a key that names a target (`path`, `url`, `query`…, a task's `goal` or
+/// `description`), or the first of a list of them (`urls: [a, b, c]` is `a (+2 more)`). `None`
+/// when it names none on one line.
 pub fn call_target(arguments: &Map<String, Value>) -> Option<String> {
     // `goal` and `description` last: a subagent's task is named by them (Hermes's
     // `delegate_task`, Claude Code's `Task`); a tool that also names a path or a query is better

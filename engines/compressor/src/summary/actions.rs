@@ -912,6 +912,10 @@ fn program_of(command: &str) -> String {
             break;
         }
     }
+    // A wrapper run alone (`env`, `time`) is its own program.
+    if words.is_empty() {
+        return command.split_whitespace().next().unwrap_or_default().to_owned();
+    }
     words.join(" ")
 }
 
@@ -1405,7 +1409,17 @@ fn sets_an_error(start: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::last_line;
+    use super::{last_line, program_of};
+
+    /// A wrapper's program is the command it runs; run alone, it is its own, not an empty one
+    /// every other bare wrapper would share.
+    #[test]
+    fn a_wrapper_is_the_program_it_runs_or_its_own_alone() {
+        assert_eq!(program_of("time alembic upgrade head"), "alembic upgrade");
+        assert_eq!(program_of("timeout 600 pytest -x tests"), "pytest tests");
+        assert_eq!(program_of("env"), "env");
+        assert_eq!(program_of("time"), "time");
+    }
 
     #[test]
     fn a_commands_last_line_is_read_as_its_output_reads() {
