@@ -213,13 +213,14 @@ pub(crate) fn replace_duplicates_in_place(
     replaced
 }
 
-/// What a cut result keeps at the least, however small the tail's budget.
-const MIN_CUT_CHARS: usize = 1_000;
+/// The least room a cut result is kept in; with less, the group is summarised only.
+const MIN_CUT_CHARS: usize = 400;
 
 /// The tool group that ends `messages` (starting at `from` or later), its results cut to share
 /// `budget_tokens` (rough, 4 characters a token): the assistant's calls as they were, each result
 /// over its share cut by [`cut_output`]. `None` when `messages` does not end with tool results,
-/// or when none is over its share (the group is big for other reasons: cutting would not help).
+/// when a share would be under [`MIN_CUT_CHARS`], or when none is over its share (the group is big
+/// for other reasons: cutting would not help).
 ///
 /// For the group no tail can hold: summarised with the middle, it would leave the agent
 /// answering an output it no longer sees (verify37: a 89 KB `kubectl logs` read just after the
@@ -239,8 +240,11 @@ pub(crate) fn cut_newest_group(
     }
     let group = &messages[start..];
     let results = group.iter().filter(|message| message.role == Role::Tool).count();
-    let share = (usize::try_from(budget_tokens.saturating_mul(4)).unwrap_or(usize::MAX) / results.max(1))
-        .max(MIN_CUT_CHARS);
+    let share = usize::try_from(budget_tokens.saturating_mul(4)).unwrap_or(usize::MAX) / results.max(1);
+    // Less would be a line or two of each: the summary tells more.
+    if share < MIN_CUT_CHARS {
+        return None;
+    }
     let mut cut = 0;
     let copy = group
         .iter()

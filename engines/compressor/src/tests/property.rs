@@ -208,6 +208,91 @@ fn random_conversations_stay_valid_keep_system_and_last_user_and_never_grow() {
     }
 }
 
+/// Property: a conversation that ends on outputs no tail can hold (lines or none, multibyte text,
+/// JSON answers, one or several results) comes back valid, under the result cap, with those
+/// outputs after the summary under their call, each cut short at character boundaries, its first
+/// and last characters kept; compacted again, it stays valid.
+#[test]
+fn outputs_too_big_for_any_tail_stay_cut_and_valid() {
+    const PIECES: [&str; 6] = ["ok ", "line\n", "é", "日本語 ", "[ERROR] x\n", "GET /a 503 1ms\n"];
+    let mut cut_cases = 0;
+    for seed in 0..120u64 {
+        let mut rng = Rng::new(seed);
+        let mut messages = agent_conversation(seed, 6 + rng.below(60));
+        messages.push(Message::user("read the logs"));
+        let results = 1 + rng.below(3);
+        let calls: Vec<ToolCall> = (0..results)
+            .map(|n| {
+                ToolCall::new(
+                    format!("big{n}"),
+                    "terminal",
+                    json!({ "command": format!("cat log{n}") }).to_string(),
+                )
+            })
+            .collect();
+        messages.push(Message::assistant_calls(calls));
+        let context_length = [4_000, 8_000, 16_000, 30_000][rng.below(4)];
+        let mut outputs = Vec::new();
+        for n in 0..results {
+            let size = context_length as usize * (2 + rng.below(8));
+            let mut text = String::new();
+            while text.len() < size {
+                text.push_str(PIECES[rng.below(PIECES.len())]);
+            }
+            let text = if rng.chance(30) {
+                json!({ "output": text, "metadata": { "exit_code": 0 } }).to_string()
+            } else {
+                text
+            };
+            outputs.push(text.clone());
+            messages.push(Message::tool(format!("big{n}"), text));
+        }
+        let mut engine = engine(context_length, rng.below(4), rng.below(25));
+        let output = engine
+            .compress(messages.clone(), &CompressRequest::default())
+            .unwrap();
+        assert_valid(&output);
+        let threshold = context_length / 2;
+        let after = estimate_messages_tokens(&output);
+        assert!(
+            after < threshold,
+            "seed {seed}: {after} tokens at a {context_length}-token window"
+        );
+        // Where half the tail's budget leaves each result too little, the group is summarised only.
+        if super::report(&mut engine).cut_outputs == 0 {
+            assert!(
+                context_length <= 8_000,
+                "seed {seed}: nothing cut at {context_length}"
+            );
+            continue;
+        }
+        cut_cases += 1;
+        let kept = &output[output.len() - results..];
+        for (n, (result, original)) in kept.iter().zip(&outputs).enumerate() {
+            let text = result.text();
+            assert_eq!(
+                result.tool_call_id.as_deref(),
+                Some(format!("big{n}").as_str()),
+                "seed {seed}"
+            );
+            assert!(text.len() < original.len(), "seed {seed}: not cut");
+            assert_eq!(text.chars().next(), original.chars().next(), "seed {seed}");
+            assert_eq!(text.chars().last(), original.chars().last(), "seed {seed}");
+            if original.starts_with('{') {
+                let answer: serde_json::Value = serde_json::from_str(&text).expect("still JSON");
+                assert_eq!(answer["metadata"]["exit_code"], 0, "seed {seed}");
+            }
+        }
+        // Compacted again, as the next turn's compaction would: still valid.
+        let again = engine.compress(output, &CompressRequest::default()).unwrap();
+        assert_valid(&again);
+    }
+    assert!(
+        cut_cases >= 60,
+        "only {cut_cases} of 120 conversations kept a cut output"
+    );
+}
+
 #[test]
 fn a_damaged_transcript_comes_back_repaired() {
     let mut rng = Rng::new(7);
