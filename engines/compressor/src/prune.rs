@@ -14,6 +14,7 @@ use std::borrow::Cow;
 
 use ctxhost_engine_abi::{is_image_part, Content, Message, Role, ToolCall};
 use ctxhost_engine_kit::{
+    retention::first_error_line,
     sequence::align_start_to_group,
     stand_in::{describe_duplicate_output, describe_tool_result, group_thousands},
 };
@@ -389,27 +390,15 @@ fn notable_lines(cut: &str, room: usize) -> Vec<&str> {
     kept
 }
 
-/// Whether a line of a long output reads unlike its routine lines: an error, a warning, a failure,
-/// or a request answered with a 4xx or 5xx status ([`fails_a_request`]).
+/// Whether a line of a long output reads unlike its routine lines: an error as the summary and the
+/// retention measure read one (kit's [`first_error_line`]), a log's warning, or a request
+/// answered with a 4xx or 5xx status ([`fails_a_request`]).
 fn is_notable(line: &str) -> bool {
-    const WORDS: [&str; 15] = [
-        "ERROR",
-        "Error",
-        "error:",
-        "error[",
-        "FATAL",
-        "fatal:",
-        "CRITICAL",
-        "WARN",
-        "Warning",
-        "warning:",
-        "FAIL",
-        "Exception",
-        "Traceback",
-        "panicked",
-        "Killed",
-    ];
-    WORDS.iter().any(|word| line.contains(word)) || fails_a_request(line)
+    first_error_line(line).is_some()
+        || ["WARN", "Warning", "warning:"]
+            .iter()
+            .any(|word| line.contains(word))
+        || fails_a_request(line)
 }
 
 /// Whether an access log's line tells of a request answered with an error status: a 4xx or 5xx
