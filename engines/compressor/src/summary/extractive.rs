@@ -543,18 +543,20 @@ impl<'t> Draft<'t> {
         }
         self.add_stated_blockers(facts);
         self.add_results(facts);
-        self.add_findings(facts);
+        let findings = self.add_findings(facts);
         self.add_decision_records(facts);
         // The user's own decisions rank with their constraints and, quoted as they wrote them,
         // may use the room for facts as their requests do; the assistant's reasoning ranks below.
         let decisions = (facts.user_decisions.iter().map(|sentence| (sentence, true)))
             .chain(facts.decisions.iter().map(|sentence| (sentence, false)))
-            // A sentence of a recorded decision is listed with its record, or was replaced.
+            // A sentence of a recorded decision is listed with its record, or was replaced; one
+            // of a finding listed (`Root cause: 559e0e8 (#1412) removed …`) is listed with it.
             .filter(|(sentence, _)| {
                 !facts
                     .records
                     .iter()
                     .any(|record| overlaps(sentence.text, record.text))
+                    && !findings.iter().any(|finding| overlaps(sentence.text, finding))
             });
         // A decision the user recorded in a request is quoted with it as well (`add_requests`).
         let decisions = decisions.filter(|(sentence, by_user)| {
@@ -899,8 +901,9 @@ impl<'t> Draft<'t> {
     }
 
     /// What the assistant found, under the label it gave (`Culprit: 7c4e91a2d0 (#897) …`), under
-    /// Done: the newest ranks with the newest actions, the one before below them.
-    fn add_findings(&mut self, facts: &Facts<'t>) {
+    /// Done: the newest ranks with the newest actions, the one before below them. Returns the
+    /// findings listed, here or whole in the answer to the latest request.
+    fn add_findings(&mut self, facts: &Facts<'t>) -> Vec<&'t str> {
         // The answer to the latest request is kept with it: a finding it states is not repeated.
         let latest_answer = facts
             .requests
@@ -908,11 +911,17 @@ impl<'t> Draft<'t> {
             .filter(|request| request.answered)
             .and_then(|request| request.answer.as_ref())
             .map(|(_, answer)| answer.as_ref());
-        let mut seen: Vec<&str> = Vec::new();
+        let mut seen: Vec<&'t str> = Vec::new();
+        let mut answered: Vec<&'t str> = Vec::new();
         for sentence in facts.findings.iter().rev() {
-            if seen.contains(&sentence.text)
-                || latest_answer.is_some_and(|answer| answer.contains(sentence.text))
-            {
+            if seen.contains(&sentence.text) {
+                continue;
+            }
+            if let Some(answer) = latest_answer.filter(|answer| answer.contains(sentence.text)) {
+                // Quoted whole with the answer when the answer is.
+                if answer.chars().count() <= ANSWER_CHARS {
+                    answered.push(sentence.text);
+                }
                 continue;
             }
             let tier = if seen.is_empty() { 1 } else { 2 };
@@ -925,6 +934,8 @@ impl<'t> Draft<'t> {
                 break;
             }
         }
+        seen.extend(answered);
+        seen
     }
 
     /// The assistant's answer to the latest request (its start and end when long), right after

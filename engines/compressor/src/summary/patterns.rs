@@ -6,7 +6,7 @@ use std::{borrow::Cow, sync::LazyLock};
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 use regex::Regex;
 
-use super::facts::{cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
+use super::facts::{cut_at, cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
     retention::{first_error_line, is_diff_line, is_ticket_key, reports_no_error},
     text::{
@@ -479,6 +479,13 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
             into.push(Sentence { index, text: line });
         }
     }
+}
+
+/// Whether `line`, a line of an earlier summary, opens with a finding under its label
+/// ([`FINDING`]): `Root cause: 559e0e8 (#1412) removed the ingress rule …`.
+pub(super) fn states_a_finding(line: &str) -> bool {
+    // A label is a word or two before a colon: most lines are told by their first bytes.
+    cut_at(line, 40).contains(':') && FINDING.find(line).is_some_and(|found| found.start() == 0)
 }
 
 /// The sentences of `text` that state a measured change ([`MEASURED_CHANGE`]), each once.

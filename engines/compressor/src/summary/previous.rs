@@ -29,12 +29,16 @@ use super::{
         STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
-    patterns::{decision_record_key, opens_with_record, RecordKey},
+    patterns::{decision_record_key, opens_with_record, states_a_finding, RecordKey},
     sections::{
         goal_request, oldest_request, open_request, parse_sections, Section, ANSWERED_QUESTION, FOCUS,
         LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER, PRINTED_BY,
     },
 };
+
+/// How many findings an earlier summary stated (`Root cause: …`) keep their rank, the newest:
+/// an incident's diagnosis outlives the folds after it, a long session's every `Fixed: …` does not.
+const CARRIED_FINDINGS: usize = 3;
 
 /// The keys of the action a summary's line (``[terminal] ran `cmd` -> …``) tells of: its tool and
 /// each program its command runs.
@@ -479,11 +483,24 @@ impl<'t> Draft<'t> {
             .collect();
         drop(new);
         let repeated = repeated_lines(facts, &carried);
+        // The newest findings the earlier summary stated under a label (`Root cause: …`), which
+        // are listed under Done or, as the assistant's reasoning, under Key Decisions.
+        let mut findings_left = CARRIED_FINDINGS;
+        let mut newest_finding = vec![false; carried.len()];
+        for (at, line) in carried.iter().enumerate().rev() {
+            if findings_left > 0
+                && matches!(line.section, Section::Done | Section::Decisions)
+                && states_a_finding(line.text)
+            {
+                newest_finding[at] = true;
+                findings_left -= 1;
+            }
+        }
         self.candidates.reserve(carried.len());
         // The last Goal line carried, when it asks a question: its candidate and its place in the
         // earlier summary, where its answer belongs.
         let mut question_at: Option<(usize, usize)> = None;
-        for (line, repeated) in carried.into_iter().zip(repeated) {
+        for ((line, repeated), newest_finding) in carried.into_iter().zip(repeated).zip(newest_finding) {
             let question = question_at.filter(|&(_, order)| order + 1 == line.order);
             if line.answers_question && question.is_none() {
                 // Its question is not carried (the new middle lists it): the answer goes too.
@@ -513,8 +530,11 @@ impl<'t> Draft<'t> {
                 // way to a search's paths at the fold after a workaround, though it still stood
                 // (verify37).
                 // And what a subagent found (verify37: the consumers of `formatDate` a `Task`
-                // listed gave way to a search's paths at the next fold).
-                tier if line.section == Section::Constraints
+                // listed gave way to a search's paths at the next fold), and the newest findings
+                // the assistant stated (verify38: an incident's `Root cause: 559e0e8 (#1412) …`
+                // gave way to the postmortem's file reads two folds later).
+                tier if newest_finding
+                    || line.section == Section::Constraints
                     || (line.section == Section::Done
                         && (tells_a_finding(line.text) || tells_todos(line.text)))
                     || line.section == Section::Blocked

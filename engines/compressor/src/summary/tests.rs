@@ -5182,6 +5182,86 @@ fn a_carried_finding_keeps_its_place_beside_newer_work() {
     );
 }
 
+/// What the assistant found under a label (`Root cause: …`) stays from fold to fold beside
+/// newer work, the newest findings only (verify38: an incident's root cause, #1412, gave way to
+/// the postmortem's file reads two folds after it was found).
+#[test]
+fn carried_root_cause_keeps_its_place_beside_newer_reads() {
+    let root_cause = "Root cause: 559e0e8 (#1412) removed the ingress rule on port 6379 from sg-0a1b2c3d4e5f6a7b8 (redis) for the API security group.";
+    let fixed: Vec<String> = (0..4)
+        .map(|n| format!("Fixed: the flaky probe {n} of the staging canary now waits for its listener."))
+        .collect();
+    let searches: String = (0..4)
+        .map(|n| format!("- [terminal] ran `rg -n 'ingress_{n}' infra` -> 12 lines output; last line: infra/prod/network.tf:{n}\n"))
+        .collect();
+    let previous = format!(
+        "## Goal\n- stop the 503s\n\n## Progress\n### Done\n- {}\n- {}\n- {}\n- {root_cause}\n- {}\n{searches}",
+        fixed[0], fixed[1], fixed[2], fixed[3]
+    );
+    let mut middle = vec![Message::user("Meanwhile draft the postmortem.")];
+    for n in 0..8 {
+        let id = format!("r{n}");
+        middle.push(shell(&id, &format!("sed -n '1,400p' infra/prod/module_{n}.tf")));
+        middle.push(Message::tool(
+            &id,
+            format!("resource \"aws_x\" \"m{n}\" {{}}\n").repeat(40),
+        ));
+    }
+    middle.push(Message::assistant("Drafting the timeline."));
+    let folded = summarize_within(&middle, Some(&previous), 1_100, 4_000);
+    let done = section_lines(&folded, "### Done");
+    assert!(done.iter().any(|line| line.contains(root_cause)), "{folded}");
+    // Only the newest findings keep their rank: the older give way to the new reads.
+    assert!(!done.iter().any(|line| line.contains(&fixed[0])), "{folded}");
+}
+
+/// A finding the assistant stated under a label is listed once, under Done, not again as its
+/// reasoning under Key Decisions.
+#[test]
+fn a_labelled_finding_is_not_repeated_as_a_decision() {
+    let mut middle = vec![
+        Message::user("Prod ALB returns 503. Find out why."),
+        shell("g1", "git show 559e0e8 -- infra/prod/network.tf"),
+        Message::tool("g1", "-  ingress { from_port = 6379 }\nExit code: 0"),
+        Message::assistant(
+            "Root cause: 559e0e8 (#1412) removed the ingress rule on port 6379 from the redis security group because the module was refactored. It was applied at 14:03.",
+        ),
+    ];
+    // The answer to the request, quoted with it…
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Goal")
+            .iter()
+            .any(|line| line.contains("Its answer: Root cause: 559e0e8 (#1412)")),
+        "{summary}"
+    );
+    assert!(
+        !section_lines(&summary, "## Key Decisions")
+            .iter()
+            .any(|line| line.contains("559e0e8")),
+        "{summary}"
+    );
+    // …or a step on the way, listed under Done.
+    middle.extend([
+        Message::user("Restore the rule through terraform."),
+        shell("p1", "terraform -chdir=infra/prod plan -out=/tmp/fix.plan"),
+        Message::tool("p1", "Plan: 0 to add, 1 to change, 0 to destroy.\nExit code: 0"),
+    ]);
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.starts_with("- Root cause: 559e0e8 (#1412)")),
+        "{summary}"
+    );
+    assert!(
+        !section_lines(&summary, "## Key Decisions")
+            .iter()
+            .any(|line| line.contains("559e0e8")),
+        "{summary}"
+    );
+}
+
 /// A command run under a wrapper (`time`, `timeout 600`, `nice`, `sudo`…) is the command it
 /// wraps: its success settles the failure of the same command run bare (verify38: `time alembic
 /// upgrade head` passing left `alembic upgrade head -> … NumericValueOutOfRange` Blocked).
