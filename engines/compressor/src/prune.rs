@@ -304,6 +304,18 @@ fn cut_json_answer(text: &str, max_chars: usize) -> Option<String> {
     serde_json::to_string(&Value::Object(answer)).ok()
 }
 
+/// How the line saying what was cut of an output ends, before what follows it…
+const CUT_MARKER: &str = " of this output cut by context compaction";
+/// …and the line before the output's kept end, when notable lines sit between.
+const LAST_LINES_MARKER: &str = "[… and the output's last lines:]";
+
+/// Whether `line` is one a cut copy wrote ([`cut_text`]), not the output's: read by the next
+/// compaction, its `… read as errors, warnings or failed requests:]` is no error line.
+pub(crate) fn is_cut_marker(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with("[… ") && (line == LAST_LINES_MARKER || line.contains(CUT_MARKER))
+}
+
 /// Lines of a cut part kept for what they say, at most.
 const NOTABLE_LINES: usize = 12;
 /// Characters a kept line of a cut part keeps, at most.
@@ -314,7 +326,7 @@ const NOTABLE_LINE_CHARS: usize = 300;
 /// that read as errors, warnings or failed requests (a quarter of the room at most, one of each
 /// shape): the one `503` of an access log of `200`s is what the agent was asked about
 /// (verify38). `images` counts the image parts dropped with it. `None` when it fits.
-fn cut_text(text: &str, max_chars: usize, images: usize) -> Option<String> {
+pub(crate) fn cut_text(text: &str, max_chars: usize, images: usize) -> Option<String> {
     if text.len() <= max_chars {
         return None;
     }
@@ -335,7 +347,7 @@ fn cut_text(text: &str, max_chars: usize, images: usize) -> Option<String> {
     let separator = if head.ends_with('\n') { "" } else { "\n" };
     let lines = group_thousands(cut.lines().count());
     let chars = group_thousands(cut.chars().count());
-    let mut kept = format!("{head}{separator}[… {lines} lines ({chars} characters){images} of this output cut by context compaction");
+    let mut kept = format!("{head}{separator}[… {lines} lines ({chars} characters){images}{CUT_MARKER}");
     if notable.is_empty() {
         kept.push_str(" …]\n");
     } else {
@@ -347,7 +359,8 @@ fn cut_text(text: &str, max_chars: usize, images: usize) -> Option<String> {
             kept.push_str(line);
             kept.push('\n');
         }
-        kept.push_str("[… and the output's last lines:]\n");
+        kept.push_str(LAST_LINES_MARKER);
+        kept.push('\n');
     }
     kept.push_str(end);
     Some(kept)

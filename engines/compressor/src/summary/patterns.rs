@@ -14,7 +14,10 @@ use ctxhost_engine_kit::{
     },
 };
 
-use crate::scan::{classify_token, for_each_token, line_around, sentence_around};
+use crate::{
+    prune::is_cut_marker,
+    scan::{classify_token, for_each_token, line_around, sentence_around},
+};
 
 /// Markers of an error line, matched leftmost-first as literals (an automaton builds in
 /// microseconds; the equivalent regex took a third of a first compaction to compile).
@@ -964,7 +967,13 @@ impl<'a> Facts<'a> {
             // pasted), not in a sentence that mentions one (verify27: `… let scan retry a failed
             // test once` listed under Errors).
             let prose = source == Source::User && first_error_line(&line).is_none();
-            if line.len() < 6 || reports_no_error(&line) || is_column_headings(&line) || diff_line || prose {
+            if line.len() < 6
+                || reports_no_error(&line)
+                || is_column_headings(&line)
+                || diff_line
+                || prose
+                || is_cut_marker(&line)
+            {
                 continue;
             }
             let at = self.add(FactKind::Error, line.clone(), source, index);

@@ -5262,6 +5262,48 @@ fn a_labelled_finding_is_not_repeated_as_a_decision() {
     );
 }
 
+/// A cut copy of an output kept after one summary is read by the next compaction: the lines the
+/// copy wrote about what it cut are not the output's error lines (verify38: eight `[… 74 lines
+/// (2,429 characters) of this output cut by context compaction; 1 of them that read as errors,
+/// warnings or failed requests:]` under `Errors:` at the end of a replay), the error it kept is.
+#[test]
+fn a_cut_copys_own_lines_are_no_error_lines() {
+    let access = |from: usize| -> String {
+        (from..from + 300)
+            .map(|n| {
+                format!(
+                    "2026-11-30T14:{:02}:{:02} GET /v2/quotes 200 12ms\n",
+                    n / 60 % 60,
+                    n % 60
+                )
+            })
+            .collect()
+    };
+    let log = format!(
+        "{}2026-11-30T14:56:00 worker-3 Error: upstream timeout after 30000ms\n{}",
+        access(0),
+        access(300)
+    );
+    let copy = crate::prune::cut_text(&log, 4_000, 0).expect("the log is cut");
+    assert!(
+        copy.contains("read as errors, warnings or failed requests:]"),
+        "{copy}"
+    );
+    let middle = vec![
+        Message::user("why did the quotes time out?"),
+        shell("k1", "kubectl logs deploy/quotes --since=1h"),
+        Message::tool("k1", copy),
+        Message::assistant("The worker timed out upstream once."),
+    ];
+    let summary = summarize(&middle);
+    assert!(!summary.contains("cut by context compaction"), "{summary}");
+    assert!(!summary.contains("the output's last lines"), "{summary}");
+    assert!(
+        summary.contains("2026-11-30T14:56:00 worker-3 Error: upstream timeout after 30000ms"),
+        "{summary}"
+    );
+}
+
 /// A command run under a wrapper (`time`, `timeout 600`, `nice`, `sudo`…) is the command it
 /// wraps: its success settles the failure of the same command run bare (verify38: `time alembic
 /// upgrade head` passing left `alembic upgrade head -> … NumericValueOutOfRange` Blocked).
