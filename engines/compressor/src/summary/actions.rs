@@ -627,8 +627,6 @@ impl JsonAnswer {
     }
 }
 
-/// Whether a command's output says it retried after a failure on the way: `attempt 1: lock
-/// timeout, retrying in 15 s`, pip's `Retrying (Retry(total=4, …))`.
 /// Whether a test run's closing tally counts skipped tests and nothing that ran (pytest's `9
 /// skipped in 0.11s`, jest's `Tests: 9 skipped, 9 total`): the tests it was asked to run were
 /// deferred (verify36: a PDF suite marked skip read as fixing the `OSError` it failed on).
@@ -655,6 +653,8 @@ fn skips_every_test(output: &str) -> bool {
     counts(" skipped") && !counts(" passed") && !counts(" failed")
 }
 
+/// Whether a command's output says it retried after a failure on the way: `attempt 1: lock
+/// timeout, retrying in 15 s`, pip's `Retrying (Retry(total=4, …))`.
 fn says_it_retried(output: &str) -> bool {
     static RETRIED: LazyLock<AhoCorasick> = LazyLock::new(|| {
         AhoCorasick::builder()
