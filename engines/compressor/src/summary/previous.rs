@@ -245,8 +245,22 @@ impl<'t> Draft<'t> {
                     // The answer to a question stays with it, at its tier (verify21: `Answered
                     // question: which Python version…` lost its answer at the next fold).
                     Section::Goal if line.starts_with(LATEST_ANSWER) && follows_question => (section, 1),
-                    // The answer to an earlier summary's latest request: the new summary has its own.
-                    Section::Goal if line.starts_with(LATEST_ANSWER) => continue,
+                    // The answer to an earlier summary's latest request: the new summary has its
+                    // own. One that states a finding (`Fixed: the redis ingress rule is back …`)
+                    // is what that request got: it stays, under Done, as a middle's findings do
+                    // (verify38: an incident's fix was lost at the fold after the next request).
+                    Section::Goal if line.starts_with(LATEST_ANSWER) => {
+                        let answer = &line[LATEST_ANSWER.len()..];
+                        if !states_a_finding(answer)
+                            || self
+                                .candidates
+                                .iter()
+                                .any(|candidate| candidate.text.contains(answer))
+                        {
+                            continue;
+                        }
+                        (Section::Done, 2)
+                    }
                     // The answer to the request kept before the earlier summary: given to that
                     // request, or replaced by the new summary's own, or still standing.
                     Section::Goal
@@ -394,6 +408,9 @@ impl<'t> Draft<'t> {
                 let answered_question =
                     section == Section::Goal && text.strip_prefix(LATEST_ANSWERED).is_some_and(asks_first);
                 let text = match section {
+                    Section::Goal if target == Section::Done => {
+                        text.strip_prefix(LATEST_ANSWER).unwrap_or(text)
+                    }
                     Section::Goal => goal_request(text),
                     Section::NextSteps if target == Section::Goal => open_request(text).unwrap_or(text),
                     _ => text,

@@ -5304,6 +5304,34 @@ fn a_cut_copys_own_lines_are_no_error_lines() {
     );
 }
 
+/// The answer an earlier summary quoted for its latest request, when it states a finding
+/// (`Fixed: …`), stays under Done once the user asked the next thing; an answer in plain words
+/// gives way to the new summary's own (verify38: the incident's fix was lost at the next fold).
+#[test]
+fn a_superseded_requests_finding_answer_stays_under_done() {
+    let fixed =
+        "Fixed: the redis ingress rule is back (apply at 14:52 UTC), all 6 targets healthy, /healthz 200.";
+    let previous = format!(
+        "## Goal\n- Latest request (answered): Priya's apply is done. Go ahead and apply.\n- Its answer: {fixed}\n- Restore the rule through terraform.\n\n## Progress\n### Done\n- [terminal] ran `terraform apply /tmp/fix.plan` -> exit 0, 3 lines output\n"
+    );
+    let middle = vec![
+        Message::user("Now add a conftest policy that fails any plan removing the 6379 ingress."),
+        shell("c1", "conftest test /tmp/plan.json -p policy/"),
+        Message::tool("c1", "1 test, 1 passed, 0 warnings, 0 failures\nExit code: 0"),
+        Message::assistant("The policy passes on the real plan."),
+    ];
+    let folded = summarize_within(&middle, Some(&previous), 3_000, 6_000);
+    assert!(
+        section_lines(&folded, "### Done")
+            .iter()
+            .any(|line| line.contains(fixed)),
+        "{folded}"
+    );
+    let plain = previous.replace(fixed, "Applied; the targets are healthy again.");
+    let folded = summarize_within(&middle, Some(&plain), 3_000, 6_000);
+    assert!(!folded.contains("the targets are healthy again"), "{folded}");
+}
+
 /// A command run under a wrapper (`time`, `timeout 600`, `nice`, `sudo`…) is the command it
 /// wraps: its success settles the failure of the same command run bare (verify38: `time alembic
 /// upgrade head` passing left `alembic upgrade head -> … NumericValueOutOfRange` Blocked).
