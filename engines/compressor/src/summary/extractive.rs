@@ -50,7 +50,7 @@ use super::{
         extract_facts, extract_outcomes, replies_in_words, verbs, Action, DecisionRecord, Fact, FactKind,
         Facts, Request, Source,
     },
-    patterns::{error_line_score, tickets, RecordKey, TELLING_ERROR},
+    patterns::{error_line_score, lifts_the_blocker, tickets, FindingKind, RecordKey, TELLING_ERROR},
     quoted::QuotedFacts,
     sections::{
         parse_sections, Section, ANSWERED_QUESTION, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED,
@@ -266,9 +266,24 @@ pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>) 
         .lifts
         .iter()
         .filter(|lift| after.is_none_or(|after| lift.index > after))
-        .any(|lift| match blocker_tickets.is_empty() {
-            false => tickets(lift.text).any(|ticket| blocker_tickets.contains(&ticket)),
-            true => naming_words(lift.text).intersection(&blocker_words).count() >= 2,
+        .any(|lift| {
+            let lift_tickets: Vec<&str> = tickets(lift.text).collect();
+            // `The blocker is lifted`: the newest one before it, whatever it named (verify39);
+            // an earlier summary's, when the middle states none before it.
+            if lift_tickets.is_empty() && lifts_the_blocker(lift.text) {
+                let since = after.map_or(0, |after| after + 1);
+                return !facts
+                    .blockers
+                    .iter()
+                    .any(|other| (since..lift.index).contains(&other.sentence.index));
+            }
+            // A lift naming a ticket lifts that ticket's blocker; one naming none, the blocker
+            // it shares two naming words with, though that blocker named a ticket in passing
+            // (verify39: `bench-07 is free now` and `… Working on PERF-2211 meanwhile.`).
+            if !blocker_tickets.is_empty() && !lift_tickets.is_empty() {
+                return lift_tickets.iter().any(|ticket| blocker_tickets.contains(ticket));
+            }
+            naming_words(lift.text).intersection(&blocker_words).count() >= 2
         })
 }
 
@@ -450,8 +465,12 @@ pub(super) const PASSED_LATER: &str = "; passed on a later run";
 /// Measured results listed from one middle, the newest first.
 const RESULTS: usize = 3;
 
-/// How many of the assistant's labelled findings are listed, the newest first.
-const FINDINGS: usize = 2;
+/// How many of the assistant's labelled findings are listed, the newest first: diagnoses
+/// (`Root cause: …`, `Culprit: …`; a bisect's culprit and the cause it explains are two)…
+const DIAGNOSES: usize = 3;
+/// …and outcomes (`Fixed: …`, `Rollback done: …`), apart: a session's later fixes left out the
+/// root cause and culprit that one `compress` summarised (verify39).
+const OUTCOMES: usize = 2;
 
 /// Longest answer to the latest request quoted (its start and end, when longer).
 const ANSWER_CHARS: usize = 400;
@@ -901,8 +920,9 @@ impl<'t> Draft<'t> {
     }
 
     /// What the assistant found, under the label it gave (`Culprit: 7c4e91a2d0 (#897) …`), under
-    /// Done: the newest ranks with the newest actions, the one before below them. Returns the
-    /// findings listed, here or whole in the answer to the latest request.
+    /// Done: the newest diagnosis and the newest outcome rank with the newest actions, those
+    /// before them below. Returns the findings listed, here or whole in the answer to the latest
+    /// request.
     fn add_findings(&mut self, facts: &Facts<'t>) -> Vec<&'t str> {
         // The answer to the latest request is kept with it: a finding it states is not repeated.
         let latest_answer = facts
@@ -913,6 +933,7 @@ impl<'t> Draft<'t> {
             .map(|(_, answer)| answer.as_ref());
         let mut seen: Vec<&'t str> = Vec::new();
         let mut answered: Vec<&'t str> = Vec::new();
+        let (mut diagnoses, mut outcomes) = (0, 0);
         for sentence in facts.findings.iter().rev() {
             if seen.contains(&sentence.text) {
                 continue;
@@ -924,13 +945,22 @@ impl<'t> Draft<'t> {
                 }
                 continue;
             }
-            let tier = if seen.is_empty() { 1 } else { 2 };
+            let kind = FindingKind::of(sentence.text);
+            let (listed, most) = match kind {
+                FindingKind::Diagnosis => (&mut diagnoses, DIAGNOSES),
+                FindingKind::Outcome => (&mut outcomes, OUTCOMES),
+            };
+            if *listed == most {
+                continue;
+            }
+            let tier = if *listed == 0 { 1 } else { 2 };
+            *listed += 1;
             seen.push(sentence.text);
             let text = cut_marked(sentence.text, STATED_BLOCKER_CHARS);
             let candidate = self.push(Section::Done, tier, sentence.index + 1, text);
             candidate.focus = facts.is_focus(sentence.index);
             candidate.beyond_prose = tier == 1;
-            if seen.len() == FINDINGS {
+            if diagnoses == DIAGNOSES && outcomes == OUTCOMES {
                 break;
             }
         }

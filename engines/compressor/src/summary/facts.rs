@@ -15,9 +15,9 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, findings, measured_changes, names_a_ticket, says_lifted, states_a_rule,
-        with_antecedent, with_ticket_after, RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS,
-        LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
+        decision_records, findings, measured_changes, names_a_ticket, says_lifted, says_unblocked,
+        states_a_rule, with_antecedent, with_ticket_after, RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS,
+        DECISION_WORDS, LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
     },
 };
 use crate::scan::{
@@ -431,10 +431,11 @@ impl<'a> Facts<'a> {
         }
         // In the order they were said: the newest is listed first.
         found.sort_by_key(|sentence| sentence.text.as_ptr() as usize);
+        // `The blocker is lifted — you can proceed` says what no longer blocks.
         self.blockers.extend(
             found
                 .into_iter()
-                .filter(|sentence| !sentence.text.ends_with('?'))
+                .filter(|sentence| !sentence.text.ends_with('?') && !says_unblocked(sentence.text))
                 .map(|sentence| Blocker {
                     sentence: Sentence {
                         text: with_ticket_after(piece, with_antecedent(piece, sentence.text)),

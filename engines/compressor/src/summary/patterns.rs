@@ -286,6 +286,9 @@ pub(super) static LIFTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "is closed",
         "was closed",
         "is back",
+        "is lifted",
+        "was lifted",
+        "has been lifted",
         "is live",
         "has landed",
         "landed",
@@ -310,6 +313,7 @@ pub(super) static PERMITTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "you may touch",
         "you may delete",
         "you may go ahead",
+        "go ahead and",
         "you can now",
         "is allowed again",
         "are allowed again",
@@ -348,6 +352,30 @@ pub(super) fn tickets(sentence: &str) -> impl Iterator<Item = &str> {
 /// Whether `sentence` names a tracker's ticket or a repository's issue ([`tickets`]).
 pub(super) fn names_a_ticket(sentence: &str) -> bool {
     tickets(sentence).next().is_some()
+}
+
+/// Whether `lift`, a sentence that says something no longer blocks the work, says it of the
+/// blocker itself rather than of what it names: `The blocker is lifted`, `we're unblocked`.
+pub(super) fn lifts_the_blocker(lift: &str) -> bool {
+    const THE_BLOCKER: [&str; 7] = [
+        "the blocker",
+        "that blocker",
+        "this blocker",
+        "we're unblocked",
+        "we are unblocked",
+        "you're unblocked",
+        "you are unblocked",
+    ];
+    let lower = lift.to_ascii_lowercase();
+    THE_BLOCKER.iter().any(|words| lower.contains(words))
+}
+
+/// Whether `sentence`, which names what blocks the work, says instead that it no longer does
+/// (`The blocker is lifted — you can proceed with prod`, `the deploy is unblocked`).
+pub(super) fn says_unblocked(sentence: &str) -> bool {
+    let lower = sentence.to_ascii_lowercase();
+    says_lifted(sentence)
+        && (lifts_the_blocker(sentence) || lower.contains("unblocked") || lower.contains("no longer blocked"))
 }
 
 /// Whether `sentence` says something is no longer in the way, without saying it still is.
@@ -438,11 +466,37 @@ fn versions_either_side(text: &str, start: usize, end: usize) -> bool {
 /// is exhausted by …`. What a hunt concluded, which no command's line says: a bisect's culprit was
 /// kept only among 230 hashes (verify25). So is an outcome the assistant reports under a label
 /// (`Fixed: stg_orders builds, …`, `Rollback done: orders-prod is on v2.30.4 …`): no command's
-/// line said the rollback was done (verify29).
+/// line said the rollback was done (verify29). The label may say what it is about in brackets
+/// (`Root cause (PERF-2211): QueryCache never evicts …`, verify39).
 static FINDING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+)(?:\*\*)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
+    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+)(?:\*\*)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:[ \t]*\([^():\n]{1,60}\))?(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
         .expect("the finding pattern compiles")
 });
+
+/// What a finding tells ([`FINDING`]): why something failed, or how the work ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FindingKind {
+    /// `Root cause: …`, `Culprit: …`, `Diagnosis: …`: what a hunt concluded.
+    Diagnosis,
+    /// `Fixed: …`, `Rollback done: …`, `Resolved: …`: what the work achieved.
+    Outcome,
+}
+
+impl FindingKind {
+    /// The kind of `finding`, a line that opens with its label.
+    pub(super) fn of(finding: &str) -> Self {
+        let label = finding.split_once(':').map_or(finding, |(label, _)| label);
+        let label = label.to_ascii_lowercase();
+        if ["cause", "culprit", "diagnosis", "conclusion", "finding"]
+            .iter()
+            .any(|word| label.contains(word))
+        {
+            Self::Diagnosis
+        } else {
+            Self::Outcome
+        }
+    }
+}
 
 /// The findings `text` states under a label ([`FINDING`]), each from its label to the end of its
 /// line.
@@ -465,9 +519,13 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
             .expect("the finding labels build")
     });
     let labelled = LABELS.find_iter(text).any(|found| {
-        text[found.end()..]
-            .trim_start_matches(['*', ' ', '\t'])
-            .starts_with(':')
+        let after = text[found.end()..].trim_start_matches(['*', ' ', '\t']);
+        // Past what the label is about: `Root cause (PERF-2211):`.
+        let after = after
+            .strip_prefix('(')
+            .and_then(|about| about.split_once(')'))
+            .map_or(after, |(_, rest)| rest.trim_start_matches(['*', ' ', '\t']));
+        after.starts_with(':')
     });
     if !labelled {
         return;
@@ -488,7 +546,7 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
 /// ([`FINDING`]): `Root cause: 559e0e8 (#1412) removed the ingress rule …`.
 pub(super) fn states_a_finding(line: &str) -> bool {
     // A label is a word or two before a colon: most lines are told by their first bytes.
-    cut_at(line, 40).contains(':') && FINDING.find(line).is_some_and(|found| found.start() == 0)
+    cut_at(line, 100).contains(':') && FINDING.find(line).is_some_and(|found| found.start() == 0)
 }
 
 /// The sentences of `text` that state a measured change ([`MEASURED_CHANGE`]), each once.

@@ -29,15 +29,16 @@ use super::{
         STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
-    patterns::{decision_record_key, opens_with_record, states_a_finding, RecordKey},
+    patterns::{decision_record_key, opens_with_record, states_a_finding, FindingKind, RecordKey},
     sections::{
         goal_request, oldest_request, open_request, parse_sections, Section, ANSWERED_QUESTION, FOCUS,
         LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER, PRINTED_BY,
     },
 };
 
-/// How many findings an earlier summary stated (`Root cause: …`) keep their rank, the newest:
-/// an incident's diagnosis outlives the folds after it, a long session's every `Fixed: …` does not.
+/// How many findings of each kind an earlier summary stated (`Root cause: …`, `Fixed: …`) keep
+/// their rank, the newest: an incident's diagnosis outlives the folds after it, a long session's
+/// every `Fixed: …` does not.
 const CARRIED_FINDINGS: usize = 3;
 
 /// The keys of the action a summary's line (``[terminal] ran `cmd` -> …``) tells of: its tool and
@@ -502,15 +503,19 @@ impl<'t> Draft<'t> {
         let repeated = repeated_lines(facts, &carried);
         // The newest findings the earlier summary stated under a label (`Root cause: …`), which
         // are listed under Done or, as the assistant's reasoning, under Key Decisions.
-        let mut findings_left = CARRIED_FINDINGS;
+        let (mut diagnoses, mut outcomes) = (0, 0);
         let mut newest_finding = vec![false; carried.len()];
         for (at, line) in carried.iter().enumerate().rev() {
-            if findings_left > 0
-                && matches!(line.section, Section::Done | Section::Decisions)
-                && states_a_finding(line.text)
-            {
+            if !matches!(line.section, Section::Done | Section::Decisions) || !states_a_finding(line.text) {
+                continue;
+            }
+            let listed = match FindingKind::of(line.text) {
+                FindingKind::Diagnosis => &mut diagnoses,
+                FindingKind::Outcome => &mut outcomes,
+            };
+            if *listed < CARRIED_FINDINGS {
                 newest_finding[at] = true;
-                findings_left -= 1;
+                *listed += 1;
             }
         }
         self.candidates.reserve(carried.len());

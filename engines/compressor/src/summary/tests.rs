@@ -2515,6 +2515,90 @@ fn a_blocker_the_user_says_is_lifted_is_no_longer_listed() {
     );
 }
 
+/// `The blocker is lifted` lifts the newest blocker before it, whatever that named, and is no
+/// blocker itself; a lift naming no ticket lifts a blocker that named one in passing by the
+/// words they share; `Go ahead and run …` permits what a rule forbade (verify39: a lift listed
+/// under Blocked beside the blocker it lifted; a bench reservation that named PERF-2211 held to
+/// the end of a replay).
+#[test]
+fn a_blocker_lifted_in_words_of_its_own_is_no_longer_listed() {
+    let blocked = "Blocked: no prod deploy of v3.8.1 until Ines (DBA) confirms migration 0057 is reversible.";
+    let middle = vec![
+        Message::user("Prepare the v3.8.1 deploy."),
+        Message::assistant(blocked),
+        Message::user("Ines confirmed 0057 is reversible. The blocker is lifted — you can proceed with prod, canary first."),
+        Message::assistant("Deploying the canary."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    // An earlier summary's blocker, lifted in the new middle; one stated since stays.
+    let previous = format!(
+        "## Goal\n- deploy v3.8.1\n\n## Progress\n### Blocked\n- Stated by the assistant: {blocked}\n"
+    );
+    let lifting = vec![
+        Message::user("The blocker is lifted, go ahead."),
+        Message::assistant("Deploying the canary."),
+    ];
+    let folded = summarize_within(&lifting, Some(&previous), 4_000, 4_000);
+    assert_eq!(section_lines(&folded, "### Blocked"), ["- (none)"], "{folded}");
+    let newer = vec![
+        Message::user("Blocked: the registry mirror is down, tracked in OPS-9921."),
+        Message::assistant("Waiting for the mirror."),
+        Message::user("The blocker is lifted, go ahead."),
+        Message::assistant("Pushing the image."),
+    ];
+    let folded = summarize_within(&newer, Some(&previous), 4_000, 4_000);
+    assert!(
+        folded.contains(&format!("- Stated by the assistant: {blocked}")),
+        "{folded}"
+    );
+
+    let middle = vec![
+        Message::user("Look at the memory leak PERF-2211. Don't run the full load benchmark yet: bench-07 is reserved by the storage team until 15:00."),
+        Message::assistant("Blocked: the full load benchmark on bench-07 waits until the storage team releases it (15:00). Working on PERF-2211 meanwhile."),
+        Message::user("bench-07 is free now, the storage team is done with it. Go ahead and run the full load benchmark there."),
+        Message::assistant("Result: p99 210.4 ms -> 37.2 ms on bench-07."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        ["- (none)"],
+        "{summary}"
+    );
+}
+
+/// A diagnosis (`Root cause …:`, `Culprit:`) is listed beside the outcomes that came after it,
+/// its label saying what it is about or not (verify39: one `compress` kept two `Fixed:` lines
+/// and neither the culprit nor the root cause they fixed).
+#[test]
+fn a_diagnosis_is_listed_beside_later_fixes() {
+    let middle = vec![
+        Message::user("PERF-2207: p99 of /v1/search went from 38 ms to 210 ms after 2.14.0. Find out why."),
+        shell("b1", "git bisect run ./bench_gate.sh"),
+        Message::tool("b1", "3f9c2a71e4 is the first bad commit\nExit code: 0"),
+        Message::assistant("Culprit: 3f9c2a71e4 (query: normalize unicode tokens per request, #1874).\nRoot cause: normalize() compiles its regex on every token since that commit."),
+        Message::assistant("Fixed: normalize() uses a static compiled regex; search/mixed_64 -81.9%."),
+        Message::user("PERF-2211 says RSS on shard-07 grows 1.5 GB a day. Check whether that is us."),
+        Message::assistant("Root cause (PERF-2211): QueryCache never evicts; 3.38 GB leaked in 2 minutes, all from QueryCache::insert."),
+        Message::assistant("Fixed: QueryCache is an LRU bounded by cache.max_entries; heaptrack peaks at 212 MB."),
+        Message::user("Open the PR."),
+    ];
+    let summary = summarize_within(&middle, None, 2_500, 5_000);
+    let done = section_lines(&summary, "### Done");
+    for finding in [
+        "- Culprit: 3f9c2a71e4",
+        "- Root cause: normalize() compiles",
+        "- Root cause (PERF-2211): QueryCache never evicts",
+        "- Fixed: QueryCache is an LRU",
+    ] {
+        assert!(
+            done.iter().any(|line| line.starts_with(finding)),
+            "{finding}: {summary}"
+        );
+    }
+}
+
 /// What only someone else can grant blocks the work, said without the word (verify33: `updating
 /// repo secrets needs org-admin rights my token doesn't have` in no summary's Blocked).
 #[test]
