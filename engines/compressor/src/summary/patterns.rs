@@ -1031,6 +1031,8 @@ impl<'a> Facts<'a> {
                 || diff_line
                 || prose
                 || is_cut_marker(&line)
+                || is_settled_status_row(&line)
+                || reports_a_fallback(&line)
             {
                 continue;
             }
@@ -1319,6 +1321,53 @@ fn is_column_headings(line: &str) -> bool {
             column.chars().all(|c| c.is_alphabetic() || c == '_')
         });
     words && columns >= 2
+}
+
+/// Whether `line` is a row of a history or status table whose status column says the row's
+/// thing did not fail: helm's `40  Mon Dec 1 08:01:02 2026  superseded  checkout-api-3.8.0  3.8.0
+/// Upgrade "checkout-api" failed: timed out`, a revision since replaced, printed by a rollback
+/// that succeeded (verify39: the rollback listed as Blocked where no exit code said otherwise).
+fn is_settled_status_row(line: &str) -> bool {
+    const SETTLED: [&str; 8] = [
+        "superseded",
+        "deployed",
+        "succeeded",
+        "success",
+        "complete",
+        "completed",
+        "running",
+        "healthy",
+    ];
+    if !line.contains("  ") {
+        return false;
+    }
+    let columns: Vec<&str> = line
+        .split("  ")
+        .map(str::trim)
+        .filter(|column| !column.is_empty())
+        .collect();
+    columns.len() >= 4
+        && columns
+            .iter()
+            .any(|column| SETTLED.iter().any(|status| column.eq_ignore_ascii_case(status)))
+}
+
+/// Whether `line` tells of a fallback a run took and went on after: `Gnuplot not found, using
+/// plotters backend` (criterion), `… not found; falling back to …` (verify39: a benchmark that
+/// passed listed as Blocked where no exit code said otherwise).
+fn reports_a_fallback(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.contains("not found")
+        && [
+            ", using ",
+            "; using ",
+            "falling back",
+            "fall back to",
+            "defaulting to",
+            "using default",
+        ]
+        .iter()
+        .any(|fallback| lower.contains(fallback))
 }
 
 /// The score of an error line that names its error and says its message.

@@ -2599,6 +2599,40 @@ fn a_diagnosis_is_listed_beside_later_fixes() {
     }
 }
 
+/// Without an exit code (an OpenAI transcript, a SWE-agent trajectory), a run is judged by its
+/// error lines: a fallback it took and went on after (`Gnuplot not found, using plotters
+/// backend`) and a history table's row of a revision since replaced are none (verify39: a
+/// benchmark that passed and a rollback that succeeded listed as Blocked).
+#[test]
+fn a_fallback_notice_and_a_superseded_revision_are_no_failures() {
+    let middle = vec![
+        Message::user("Roll back checkout-api and benchmark the fix."),
+        shell("h1", "helm -n checkout rollback checkout-api 39 --wait && helm -n checkout history checkout-api --max 3"),
+        Message::tool(
+            "h1",
+            "Rollback was a success! Happy Helming!\nREVISION  UPDATED                   STATUS      CHART               APP VERSION  DESCRIPTION\n40        Mon Dec  1 08:01:02 2026  superseded  checkout-api-3.8.0  3.8.0        Upgrade \"checkout-api\" failed: timed out\n41        Mon Dec  1 08:08:30 2026  superseded  checkout-api-3.8.0  3.8.0        Upgrade complete\n42        Mon Dec  1 09:02:47 2026  deployed    checkout-api-3.7.2  3.7.2        Rollback to 39",
+        ),
+        shell("b1", "cargo bench --bench search 2>&1 | tail -8"),
+        Message::tool(
+            "b1",
+            "Gnuplot not found, using plotters backend\nsearch/mixed_64          time:   [3.7012 ms 3.7420 ms 3.7866 ms]\n                        change: [-82.118% -81.944% -81.770%] (p = 0.00 < 0.05)\n                        Performance has improved.",
+        ),
+        Message::assistant("Rolled back; the fix holds."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    let done = section_lines(&summary, "### Done");
+    assert!(
+        done.iter().any(|line| line.contains("rollback checkout-api 39")),
+        "{summary}"
+    );
+    assert!(
+        done.iter()
+            .any(|line| line.contains("cargo bench --bench search")),
+        "{summary}"
+    );
+}
+
 /// What only someone else can grant blocks the work, said without the word (verify33: `updating
 /// repo secrets needs org-admin rights my token doesn't have` in no summary's Blocked).
 #[test]
