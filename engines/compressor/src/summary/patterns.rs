@@ -1024,7 +1024,10 @@ impl<'a> Facts<'a> {
             // The user's own words name an error only as the measure reads one (`TypeError: …`
             // pasted), not in a sentence that mentions one (verify27: `… let scan retry a failed
             // test once` listed under Errors).
-            let prose = source == Source::User && first_error_line(&line).is_none();
+            // So does a file's text read (verify39: Go's `func (s *Server) Order(…) error {` under
+            // `Lines of files read that mention errors:`, 36 of them).
+            let prose =
+                matches!(source, Source::User | Source::FileContent) && first_error_line(&line).is_none();
             if line.len() < 6
                 || reports_no_error(&line)
                 || is_column_headings(&line)

@@ -1608,6 +1608,41 @@ fn lines_of_a_file_read_that_mention_errors_are_not_listed_as_errors() {
     assert!(!summary.contains("14\t  state"), "{summary}");
 }
 
+/// Source code read that names `error` as a type or a variable is no error line at all; a line
+/// of a file read that reads as one (a saved log's `ValueError: …`) is listed apart (verify39:
+/// 36 Go signatures `func (s *Server) OrderChannel4(ctx context.Context, id string) error {`).
+#[test]
+fn code_read_that_names_error_types_lists_no_error_lines() {
+    let code: String = (0..12)
+        .map(|n| format!("func (s *Server) OrderChannel{n}(ctx context.Context, id string) error {{\n\treturn nil\n}}\n"))
+        .collect();
+    let middle = vec![
+        Message::user("why does checkout-api crash on start?"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "r1",
+            "read_file",
+            r#"{"path":"internal/server/orders.go"}"#,
+        )]),
+        Message::tool("r1", code),
+        Message::assistant_calls(vec![ToolCall::new(
+            "r2",
+            "read_file",
+            r#"{"path":"/tmp/crash.log"}"#,
+        )]),
+        Message::tool(
+            "r2",
+            "starting checkout-api\nValueError: required env PAYMENTS_GRPC_ADDR is empty\n",
+        ),
+        Message::assistant("The env var was renamed."),
+    ];
+    let summary = summarize(&middle);
+    assert!(!summary.contains("OrderChannel"), "{summary}");
+    assert!(
+        summary.contains("ValueError: required env PAYMENTS_GRPC_ADDR is empty"),
+        "{summary}"
+    );
+}
+
 /// A request's answer is the assistant's last reply when no file was changed after it, and its
 /// first when changes went on after every reply: a remark on the way is no answer (verify23: `Reverse
 /// decision 1: drop the alias` was given `formatMoney formats minor units…`, a finding of the
