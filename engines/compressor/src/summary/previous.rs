@@ -41,6 +41,10 @@ use super::{
 /// every `Fixed: …` does not.
 const CARRIED_FINDINGS: usize = 3;
 
+/// Added to the place of an earlier summary's answer to its latest request moved under Done:
+/// past every line of that summary.
+const MOVED_ANSWER_ORDER: usize = 1_000_000;
+
 /// The keys of the action a summary's line (``[terminal] ran `cmd` -> …``) tells of: its tool and
 /// each program its command runs.
 fn action_line_keys(line: &str) -> Option<Vec<String>> {
@@ -453,11 +457,17 @@ impl<'t> Draft<'t> {
                     }
                     group => (group, tier, under),
                 };
+                // The answer to the latest request moved under Done is the newest work there: it
+                // reads last, and ranks as the newest finding carried.
+                let order = match (section, target) {
+                    (Section::Goal, Section::Done) => position + MOVED_ANSWER_ORDER,
+                    _ => position,
+                };
                 carried.push(Carried {
                     section: target,
                     group,
                     tier,
-                    order: position,
+                    order,
                     text,
                     passed_later,
                     answered_question,
@@ -505,7 +515,10 @@ impl<'t> Draft<'t> {
         // are listed under Done or, as the assistant's reasoning, under Key Decisions.
         let (mut diagnoses, mut outcomes) = (0, 0);
         let mut newest_finding = vec![false; carried.len()];
-        for (at, line) in carried.iter().enumerate().rev() {
+        let mut newest_first: Vec<usize> = (0..carried.len()).collect();
+        newest_first.sort_by_key(|&at| std::cmp::Reverse(carried[at].order));
+        for at in newest_first {
+            let line = &carried[at];
             if !matches!(line.section, Section::Done | Section::Decisions) || !states_a_finding(line.text) {
                 continue;
             }

@@ -5483,6 +5483,26 @@ fn a_superseded_requests_finding_answer_stays_under_done() {
     let plain = previous.replace(fixed, "Applied; the targets are healthy again.");
     let folded = summarize_within(&middle, Some(&plain), 3_000, 6_000);
     assert!(!folded.contains("the targets are healthy again"), "{folded}");
+    // The newest finding of all, though the earlier summary lists it first: it keeps its rank
+    // beside newer reads where older fixes give way.
+    let older: String = (0..3)
+        .map(|n| format!("- Fixed: the flaky probe {n} of the staging canary now waits for its listener.\n"))
+        .collect();
+    let previous = format!("{previous}{older}");
+    let mut middle = vec![Message::user("Meanwhile draft the postmortem.")];
+    for n in 0..8 {
+        let id = format!("r{n}");
+        middle.push(shell(&id, &format!("sed -n '1,400p' infra/prod/module_{n}.tf")));
+        middle.push(Message::tool(
+            &id,
+            format!("resource \"aws_x\" \"m{n}\" {{}}\n").repeat(40),
+        ));
+    }
+    middle.push(Message::assistant("Drafting the timeline."));
+    let folded = summarize_within(&middle, Some(&previous), 1_100, 4_000);
+    let done = section_lines(&folded, "### Done");
+    assert!(done.iter().any(|line| line.contains(fixed)), "{folded}");
+    assert!(!done.iter().any(|line| line.contains("probe 0")), "{folded}");
 }
 
 /// A command run under a wrapper (`time`, `timeout 600`, `nice`, `sudo`…) is the command it
