@@ -498,27 +498,29 @@ impl FindingKind {
     }
 }
 
+/// The words a finding's label holds ([`FINDING`]), found in one pass.
+static FINDING_LABELS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build([
+            "culprit",
+            "cause",
+            "diagnosis",
+            "conclusion",
+            "finding",
+            "fixed",
+            "resolved",
+            "outcome",
+            "done",
+        ])
+        .expect("the finding labels build")
+});
+
 /// The findings `text` states under a label ([`FINDING`]), each from its label to the end of its
 /// line.
 pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<'a>>) {
     // Most text holds no such label: one pass for the labels is cheaper than the pattern.
-    static LABELS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-        AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build([
-                "culprit",
-                "cause",
-                "diagnosis",
-                "conclusion",
-                "finding",
-                "fixed",
-                "resolved",
-                "outcome",
-                "done",
-            ])
-            .expect("the finding labels build")
-    });
-    let labelled = LABELS.find_iter(text).any(|found| {
+    let labelled = FINDING_LABELS.find_iter(text).any(|found| {
         let after = text[found.end()..].trim_start_matches(['*', ' ', '\t']);
         // Past what the label is about: `Root cause (PERF-2211):`.
         let after = after
@@ -545,8 +547,14 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
 /// Whether `line`, a line of an earlier summary, opens with a finding under its label
 /// ([`FINDING`]): `Root cause: 559e0e8 (#1412) removed the ingress rule …`.
 pub(super) fn states_a_finding(line: &str) -> bool {
-    // A label is a word or two before a colon: most lines are told by their first bytes.
-    cut_at(line, 100).contains(':') && FINDING.find(line).is_some_and(|found| found.start() == 0)
+    // A label is a word or two before a colon: most lines (an action's `[terminal] ran …`) are
+    // told by their first bytes.
+    let Some(colon) = cut_at(line, 100).find(':') else {
+        return false;
+    };
+    line.starts_with(|c: char| c.is_alphabetic() || c == '*')
+        && FINDING_LABELS.is_match(&line[..colon])
+        && FINDING.find(line).is_some_and(|found| found.start() == 0)
 }
 
 /// The sentences of `text` that state a measured change ([`MEASURED_CHANGE`]), each once.
