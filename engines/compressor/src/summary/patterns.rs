@@ -130,17 +130,35 @@ pub(super) fn states_a_rule(sentence: &str) -> bool {
     let mut from = 0;
     while let Some((start, end)) = CONSTRAINT_WORDS.find_at(sentence, from) {
         let word = &sentence[start..end];
-        let tells_what_happens = (word.eq_ignore_ascii_case("never") || word.eq_ignore_ascii_case("always"))
-            && sentence[end..]
+        let never_or_always = word.eq_ignore_ascii_case("never") || word.eq_ignore_ascii_case("always");
+        let tells_what_happens = never_or_always
+            && (sentence[end..]
                 .split_whitespace()
                 .next()
-                .is_some_and(|next| is_past_tense(next) || describes(next));
+                .is_some_and(|next| is_past_tense(next) || describes(next))
+                || in_purpose_clause(&sentence[..start]));
         if !tells_what_happens {
             return true;
         }
         from = end;
     }
     false
+}
+
+/// Whether the words `before` a `never` or `always` open a clause of purpose: `… in the segment
+/// files so we never normalize at query time` says what a proposal would achieve, not a rule
+/// (verify39: a colleague's suggestion, asked about, listed under Constraints).
+fn in_purpose_clause(before: &str) -> bool {
+    const PURPOSE: [&str; 6] = [
+        " so we",
+        " so that we",
+        " so that",
+        " so it",
+        " so they",
+        " so you",
+    ];
+    let before = before.trim_end().to_ascii_lowercase();
+    PURPOSE.iter().any(|purpose| before.ends_with(purpose))
 }
 
 /// Whether `word`, after `never` or `always`, describes what happens rather than tells what to

@@ -2668,6 +2668,25 @@ fn a_fallback_notice_and_a_superseded_revision_are_no_failures() {
     );
 }
 
+/// `never` in a clause of purpose (`… so we never normalize at query time`) says what something
+/// would achieve, not a rule (verify39: a colleague's suggestion listed under Constraints); a
+/// rule that says `never` stays one.
+#[test]
+fn never_in_a_clause_of_purpose_is_no_rule() {
+    let middle = vec![
+        Message::user("Tomasz suggests also storing the normalized token in the segment files so we never normalize at query time. Is that worth it?"),
+        Message::assistant("Not now: it changes the index format."),
+        Message::user("Never change the index format without a migration."),
+        Message::assistant("Understood."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        ["- Never change the index format without a migration."],
+        "{summary}"
+    );
+}
+
 /// What only someone else can grant blocks the work, said without the word (verify33: `updating
 /// repo secrets needs org-admin rights my token doesn't have` in no summary's Blocked).
 #[test]
