@@ -501,22 +501,21 @@ pub(super) enum FindingKind {
 }
 
 impl FindingKind {
-    /// The kind of `finding`, a line that opens with its label.
+    /// The kind of `finding`, a line that opens with its label: by the first of
+    /// [`FINDING_LABELS`] the label holds.
     pub(super) fn of(finding: &str) -> Self {
         let label = finding.split_once(':').map_or(finding, |(label, _)| label);
-        let label = label.to_ascii_lowercase();
-        if ["cause", "culprit", "diagnosis", "conclusion", "finding"]
-            .iter()
-            .any(|word| label.contains(word))
-        {
-            Self::Diagnosis
-        } else {
-            Self::Outcome
+        match FINDING_LABELS.find(label) {
+            Some(word) if word.pattern().as_usize() < DIAGNOSIS_LABELS => Self::Diagnosis,
+            _ => Self::Outcome,
         }
     }
 }
 
-/// The words a finding's label holds ([`FINDING`]), found in one pass.
+/// How many of [`FINDING_LABELS`], the first, label a diagnosis; the others an outcome.
+const DIAGNOSIS_LABELS: usize = 5;
+
+/// The words a finding's label holds ([`FINDING`]), found in one pass: diagnoses first.
 static FINDING_LABELS: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasick::builder()
         .ascii_case_insensitive(true)

@@ -5354,6 +5354,21 @@ fn a_carried_finding_keeps_its_place_beside_newer_work() {
     );
 }
 
+/// A request and eight file reads after it: newer work an earlier summary's lines compete with.
+fn postmortem_reads() -> Vec<Message> {
+    let mut middle = vec![Message::user("Meanwhile draft the postmortem.")];
+    for n in 0..8 {
+        let id = format!("r{n}");
+        middle.push(shell(&id, &format!("sed -n '1,400p' infra/prod/module_{n}.tf")));
+        middle.push(Message::tool(
+            &id,
+            format!("resource \"aws_x\" \"m{n}\" {{}}\n").repeat(40),
+        ));
+    }
+    middle.push(Message::assistant("Drafting the timeline."));
+    middle
+}
+
 /// What the assistant found under a label (`Root cause: …`) stays from fold to fold beside
 /// newer work, the newest findings only (verify38: an incident's root cause, #1412, gave way to
 /// the postmortem's file reads two folds after it was found).
@@ -5370,16 +5385,7 @@ fn carried_root_cause_keeps_its_place_beside_newer_reads() {
         "## Goal\n- stop the 503s\n\n## Progress\n### Done\n- {}\n- {}\n- {}\n- {root_cause}\n- {}\n{searches}",
         fixed[0], fixed[1], fixed[2], fixed[3]
     );
-    let mut middle = vec![Message::user("Meanwhile draft the postmortem.")];
-    for n in 0..8 {
-        let id = format!("r{n}");
-        middle.push(shell(&id, &format!("sed -n '1,400p' infra/prod/module_{n}.tf")));
-        middle.push(Message::tool(
-            &id,
-            format!("resource \"aws_x\" \"m{n}\" {{}}\n").repeat(40),
-        ));
-    }
-    middle.push(Message::assistant("Drafting the timeline."));
+    let middle = postmortem_reads();
     let folded = summarize_within(&middle, Some(&previous), 1_100, 4_000);
     let done = section_lines(&folded, "### Done");
     assert!(done.iter().any(|line| line.contains(root_cause)), "{folded}");
@@ -5508,16 +5514,7 @@ fn a_superseded_requests_finding_answer_stays_under_done() {
         .map(|n| format!("- Fixed: the flaky probe {n} of the staging canary now waits for its listener.\n"))
         .collect();
     let previous = format!("{previous}{older}");
-    let mut middle = vec![Message::user("Meanwhile draft the postmortem.")];
-    for n in 0..8 {
-        let id = format!("r{n}");
-        middle.push(shell(&id, &format!("sed -n '1,400p' infra/prod/module_{n}.tf")));
-        middle.push(Message::tool(
-            &id,
-            format!("resource \"aws_x\" \"m{n}\" {{}}\n").repeat(40),
-        ));
-    }
-    middle.push(Message::assistant("Drafting the timeline."));
+    let middle = postmortem_reads();
     let folded = summarize_within(&middle, Some(&previous), 1_100, 4_000);
     let done = section_lines(&folded, "### Done");
     assert!(done.iter().any(|line| line.contains(fixed)), "{folded}");
