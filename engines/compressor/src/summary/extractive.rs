@@ -48,7 +48,7 @@ use super::{
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
         extract_facts, extract_outcomes, replies_in_words, verbs, Action, DecisionRecord, Fact, FactKind,
-        Facts, Request, Source,
+        Facts, Request, Sentence, Source,
     },
     patterns::{error_line_score, lifts_the_blocker, tickets, FindingKind, RecordKey, TELLING_ERROR},
     quoted::QuotedFacts,
@@ -292,7 +292,7 @@ pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>) 
 /// or shares two of its naming words. A model reading a revoked rule under Constraints would
 /// keep to it (verify36: `never use git add -A` listed after `you may use git add -A again`).
 pub(super) fn is_revoked(facts: &Facts<'_>, rule: &str, after: Option<usize>) -> bool {
-    if facts.permits.is_empty() {
+    if facts.permits.is_empty() && facts.lifts.is_empty() {
         return false;
     }
     let code = |text: &'_ str| -> Vec<String> {
@@ -305,14 +305,30 @@ pub(super) fn is_revoked(facts: &Facts<'_>, rule: &str, after: Option<usize>) ->
     };
     let rule_code = code(rule);
     let rule_words = naming_words(rule);
-    facts
-        .permits
-        .iter()
-        .filter(|permit| after.is_none_or(|after| permit.index > after))
-        .any(|permit| {
-            code(permit.text).iter().any(|span| rule_code.contains(span))
-                || naming_words(permit.text).intersection(&rule_words).count() >= 2
-        })
+    let later = |sentence: &&Sentence<'_>| after.is_none_or(|after| sentence.index > after);
+    let permitted = facts.permits.iter().filter(later).any(|permit| {
+        code(permit.text).iter().any(|span| rule_code.contains(span))
+            || naming_words(permit.text).intersection(&rule_words).count() >= 2
+    });
+    // A rule that holds for now waits for a go-ahead, which names less of it: `do not deploy
+    // anything to prod yet` ends at `The blocker is lifted — you can proceed with prod`
+    // (verify39, kept to the end of every replay).
+    permitted
+        || holds_for_now(rule)
+            && facts
+                .permits
+                .iter()
+                .chain(&facts.lifts)
+                .filter(later)
+                .any(|go_ahead| !naming_words(go_ahead.text).is_disjoint(&rule_words))
+}
+
+/// Whether `rule` says it holds only for a while (`do not deploy to prod yet`, `leave the flag
+/// off for now`, `no merges until the freeze ends`).
+fn holds_for_now(rule: &str) -> bool {
+    const FOR_NOW: [&str; 5] = [" yet", "for now", "for the moment", "until ", " till "];
+    let lower = rule.to_ascii_lowercase();
+    FOR_NOW.iter().any(|words| lower.contains(words))
 }
 
 /// Whether the user said, after `failure` and before `settled_at` (where a later success went

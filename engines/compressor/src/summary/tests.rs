@@ -2509,6 +2509,55 @@ fn a_rule_the_user_revokes_is_no_longer_listed() {
     );
 }
 
+/// A rule that holds for now (`… yet`) ends at the user's go-ahead, which names less of it than a
+/// permit does: one naming word shared is enough (verify39: `do not deploy anything to prod yet`
+/// kept to the end of every replay after `The blocker is lifted — you can proceed with prod`).
+/// A standing rule sharing that word stays, and so does one for now that the go-ahead does not
+/// name.
+#[test]
+fn a_rule_for_now_ends_at_the_go_ahead() {
+    let middle = vec![
+        Message::user(
+            "Do not deploy anything to prod yet. Never deploy to prod on a Friday. Don't touch the billing tables for now.",
+        ),
+        Message::assistant("Noted; staging only."),
+        Message::user("The blocker is lifted — you can proceed with prod."),
+        Message::assistant("Deploying to prod."),
+    ];
+    let summary = summarize(&middle);
+    let constraints = section_lines(&summary, "## Constraints & Preferences");
+    assert!(
+        !constraints
+            .iter()
+            .any(|line| line.contains("anything to prod yet")),
+        "{summary}"
+    );
+    assert!(
+        constraints
+            .iter()
+            .any(|line| line.contains("Never deploy to prod on a Friday")),
+        "{summary}"
+    );
+    assert!(
+        constraints
+            .iter()
+            .any(|line| line.contains("billing tables for now")),
+        "{summary}"
+    );
+
+    let previous = "## Goal\n- roll out v2\n\n## Constraints & Preferences\n- Do not deploy anything to prod yet.\n- Never deploy to prod on a Friday.\n";
+    let go_ahead = vec![
+        Message::user("Ok, go ahead with prod."),
+        Message::assistant("Deploying."),
+    ];
+    let folded = summarize_within(&go_ahead, Some(previous), 4_000, 4_000);
+    assert_eq!(
+        section_lines(&folded, "## Constraints & Preferences"),
+        ["- Never deploy to prod on a Friday."],
+        "{folded}"
+    );
+}
+
 /// A blocker the user later says is out of the way is no longer listed under Blocked, in the
 /// summary of the middle that lifts it or folded from an earlier one: a replay kept `Stated by the
 /// user: Blocked: the etl_loader role has no INSERT grant … DATA-2291` to its end, after the user's
