@@ -490,8 +490,10 @@ const OUTCOMES: usize = 2;
 
 /// Longest answer to the latest request quoted (its start and end, when longer).
 const ANSWER_CHARS: usize = 400;
-/// The answer to an earlier question, its start and end when longer, in characters.
-const QUESTION_ANSWER_CHARS: usize = 200;
+/// The answer to an earlier request or question, its start and end when longer, in characters.
+pub(super) const EARLIER_ANSWER_CHARS: usize = 200;
+/// The earlier requests (besides questions) whose answers are quoted, the newest.
+const EARLIER_ANSWERS: usize = 3;
 /// Longest decision record quoted.
 const DECISION_RECORD_CHARS: usize = 400;
 /// Where numbered decision records sit in their section: before the other decisions, which sit
@@ -838,17 +840,29 @@ impl<'t> Draft<'t> {
             // which line checks the signature, answered, and lost). What the user asked to know
             // may use the facts' room: a docs session's listings of built pages pushed out the
             // Python version the user had asked for (verify21).
-            let answer_room = match (latest, open, label == ANSWERED_QUESTION) {
-                (true, false, _) => Some((1, ANSWER_CHARS)),
-                (false, _, true) => Some((2, QUESTION_ANSWER_CHARS)),
+            // And what an earlier request got, below the requests: the bundled migration's
+            // `Day 2 done: … commit ec99108 (#713)` was in no summary once Day 3 was asked.
+            // Not one that asks back (`… Should I?`): the user's next request answers it. Only
+            // the newest few: a long chat's answers took the place of its error lines at 8,000
+            // tokens.
+            let answer_room = match (latest, open) {
+                (true, false) => Some((1, ANSWER_CHARS)),
+                (false, _) if label == ANSWERED_QUESTION => Some((2, EARLIER_ANSWER_CHARS)),
+                (false, _)
+                    if count - position <= EARLIER_ANSWERS + 1
+                        && !request.answer.as_ref().is_some_and(|(_, text)| asks_back(text)) =>
+                {
+                    Some((2, EARLIER_ANSWER_CHARS))
+                }
                 _ => None,
             };
             if let (Some(room), Some((answer, text))) = (answer_room, &request.answer) {
                 let candidate = self.add_answer(text, *answer, display, room);
                 candidate.focus = facts.is_focus(*answer);
-                // What the request got may use the facts' room: a summary at a small window had
-                // room for a listing's file names and not for `CI uses Xcode 15.4` (verify27).
-                candidate.beyond_prose = true;
+                // What the user asked to know may use the facts' room: a summary at a small
+                // window had room for a listing's file names and not for `CI uses Xcode 15.4`
+                // (verify27). What an earlier task ended with restates its work: prose's room.
+                candidate.beyond_prose = latest || label == ANSWERED_QUESTION;
                 candidate.after = Some(request_at);
             }
         }
@@ -1438,6 +1452,15 @@ pub(super) fn asks_first(text: &str) -> bool {
                 .is_none_or(char::is_whitespace)
     });
     first_end.is_some_and(|(_, c)| c == '?')
+}
+
+/// Whether an answer ends by asking the user something (`… so we can plan. Should I?`): it is no
+/// outcome of the request.
+pub(super) fn asks_back(answer: &str) -> bool {
+    answer
+        .trim_end()
+        .trim_end_matches(['"', '\'', ')', '*', '`'])
+        .ends_with('?')
 }
 
 /// Whether `record` opens the request of its message: the request is the record.

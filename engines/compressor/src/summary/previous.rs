@@ -16,6 +16,7 @@
 use std::{borrow::Cow, collections::HashSet};
 
 use crate::scan::{classify_token, FastHash, FastMap, Shape, ToolKind};
+use ctxhost_engine_kit::text::head_and_tail;
 
 use super::{
     actions::{
@@ -24,15 +25,15 @@ use super::{
     },
     draft::{Draft, Group},
     extractive::{
-        asks_first, fact_shape, files_group, is_lifted, is_revoked, names_any, replaced_note_count,
-        stated_blocker_words, LINES_PER_ERROR_SHAPE, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER,
-        STATED_BLOCKER,
+        asks_back, asks_first, fact_shape, files_group, is_lifted, is_revoked, names_any,
+        replaced_note_count, stated_blocker_words, EARLIER_ANSWER_CHARS, LINES_PER_ERROR_SHAPE, PASSED_LATER,
+        RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::{decision_record_key, opens_with_record, states_a_finding, FindingKind, RecordKey},
     sections::{
-        goal_request, oldest_request, open_request, parse_sections, Section, ANSWERED_QUESTION, FOCUS,
-        LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER, PRINTED_BY,
+        goal_request, is_goal_request, oldest_request, open_request, parse_sections, Section,
+        ANSWERED_QUESTION, FOCUS, LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER, PRINTED_BY,
     },
 };
 
@@ -65,8 +66,8 @@ struct Carried<'t> {
     passed_later: bool,
     /// The earlier summary's latest request, answered there, asked a question.
     answered_question: bool,
-    /// The answer to the question on the Goal line before it.
-    answers_question: bool,
+    /// The answer to the request on the Goal line before it.
+    answers: bool,
     /// Work done whose effect outlives the session ([`publishes`]).
     publishes: bool,
     /// The command an error line was listed under ([`Candidate::under`](super::draft::Candidate)).
@@ -231,8 +232,10 @@ impl<'t> Draft<'t> {
         let mut printed_by: Option<&'t str> = None;
         // Position in the earlier summary as a whole, so moved lines keep their reading order.
         let mut position = 0;
-        // The Goal line before, a question answered: its answer is worth carrying.
+        // The Goal line before, a question answered: its answer ranks with it.
         let mut after_question = false;
+        // The Goal line before, a request: its answer is carried with it.
+        let mut after_request = false;
         for section in Section::ALL {
             let lines = &sections[section.index()];
             let mut group = Group::None;
@@ -244,27 +247,44 @@ impl<'t> Draft<'t> {
                         && (line.starts_with(ANSWERED_QUESTION)
                             || line.strip_prefix(LATEST_ANSWERED).is_some_and(asks_first)),
                 );
+                let follows_request = std::mem::replace(
+                    &mut after_request,
+                    section == Section::Goal && is_goal_request(line),
+                );
                 let moved_on = section == Section::Blocked && self.found_later(line);
                 let (target, tier) = match section {
                     Section::Goal if line.starts_with(FOCUS) => continue,
                     // The answer to a question stays with it, at its tier (verify21: `Answered
                     // question: which Python version…` lost its answer at the next fold).
                     Section::Goal if line.starts_with(LATEST_ANSWER) && follows_question => (section, 1),
-                    // The answer to an earlier summary's latest request: the new summary has its
-                    // own. One that states a finding (`Fixed: the redis ingress rule is back …`)
-                    // is what that request got: it stays, under Done, as a middle's findings do
-                    // (verify38: an incident's fix was lost at the fold after the next request).
+                    // What an earlier request got stays with it, below the requests, as a middle's
+                    // earlier answers do. One that states a finding (`Fixed: the redis ingress
+                    // rule is back …`) stays under Done, as a middle's findings do (verify38: an
+                    // incident's fix was lost at the fold after the next request).
                     Section::Goal if line.starts_with(LATEST_ANSWER) => {
                         let answer = &line[LATEST_ANSWER.len()..];
-                        if !states_a_finding(answer)
-                            || self
-                                .candidates
+                        let target = match (states_a_finding(answer), follows_request && !asks_back(answer)) {
+                            (true, _) => Section::Done,
+                            (false, true) => section,
+                            (false, false) => continue,
+                        };
+                        // Said again by the new summary: a finding it lists, or the same answer
+                        // (to a request repeated), quoted as it quotes them. Only a finding is
+                        // looked for inside other lines: a replay's every fold carries an answer,
+                        // and searching the thousand lines for each cost 6% of it.
+                        let said_again = if target == Section::Done {
+                            self.candidates
                                 .iter()
                                 .any(|candidate| candidate.text.contains(answer))
-                        {
+                        } else {
+                            self.candidates.iter().any(|candidate| {
+                                candidate.section == Section::Goal && candidate.text == *line
+                            })
+                        };
+                        if said_again {
                             continue;
                         }
-                        (Section::Done, 2)
+                        (target, 2)
                     }
                     // The answer to the request kept before the earlier summary: given to that
                     // request, or replaced by the new summary's own, or still standing.
@@ -356,7 +376,7 @@ impl<'t> Draft<'t> {
                                     text: item,
                                     passed_later: false,
                                     answered_question: false,
-                                    answers_question: false,
+                                    answers: false,
                                     publishes: false,
                                     under: None,
                                 });
@@ -383,7 +403,7 @@ impl<'t> Draft<'t> {
                                     text: item.trim_matches('`'),
                                     passed_later: false,
                                     answered_question: false,
-                                    answers_question: false,
+                                    answers: false,
                                     publishes: false,
                                     under: None,
                                 });
@@ -471,8 +491,9 @@ impl<'t> Draft<'t> {
                     text,
                     passed_later,
                     answered_question,
-                    answers_question: section == Section::Goal
-                        && follows_question
+                    answers: section == Section::Goal
+                        && target == Section::Goal
+                        && follows_request
                         && text.starts_with(LATEST_ANSWER),
                     publishes: section == Section::Done && earlier.publishes_work(line),
                     under,
@@ -532,13 +553,13 @@ impl<'t> Draft<'t> {
             }
         }
         self.candidates.reserve(carried.len());
-        // The last Goal line carried, when it asks a question: its candidate and its place in the
-        // earlier summary, where its answer belongs.
-        let mut question_at: Option<(usize, usize)> = None;
+        // The last request carried: its candidate, its place in the earlier summary, where its
+        // answer belongs, and whether it asks a question.
+        let mut request_at: Option<(usize, usize, bool)> = None;
         for ((line, repeated), newest_finding) in carried.into_iter().zip(repeated).zip(newest_finding) {
-            let question = question_at.filter(|&(_, order)| order + 1 == line.order);
-            if line.answers_question && question.is_none() {
-                // Its question is not carried (the new middle lists it): the answer goes too.
+            let request = request_at.filter(|&(_, order, _)| order + 1 == line.order);
+            if line.answers && request.is_none() {
+                // Its request is not carried (the new middle lists it): the answer goes too.
                 continue;
             }
             // One tier below new lines of the same kind: when the budget is short, what the
@@ -588,15 +609,23 @@ impl<'t> Draft<'t> {
                 Cow::Owned(format!("{}{PASSED_LATER}", line.text))
             } else if line.answered_question {
                 Cow::Owned(format!("{ANSWERED_QUESTION}{}", line.text))
+            } else if line.answers && request.is_some_and(|(_, _, asks)| !asks) {
+                // The answer to the latest request, quoted longer, is now an earlier one's.
+                let answer = &line.text[LATEST_ANSWER.len()..];
+                match head_and_tail(answer, EARLIER_ANSWER_CHARS) {
+                    Cow::Owned(cut) => Cow::Owned(format!("{LATEST_ANSWER}{cut}")),
+                    Cow::Borrowed(_) => Cow::Borrowed(line.text),
+                }
             } else {
                 Cow::Borrowed(line.text)
             };
             let asks = line.section == Section::Goal
                 && (line.answered_question || line.text.starts_with(ANSWERED_QUESTION));
             let at = self.candidates.len();
-            let after = question.filter(|_| line.answers_question).map(|(at, _)| at);
+            let after = request.filter(|_| line.answers).map(|(at, _, _)| at);
+            let asked = request.is_some_and(|(_, _, asks)| asks);
             if line.section == Section::Goal {
-                question_at = asks.then_some((at, line.order));
+                request_at = (!line.answers).then_some((at, line.order, asks));
             }
             let candidate = self.push(line.section, tier, 0, text);
             candidate.group = line.group;
@@ -621,8 +650,9 @@ impl<'t> Draft<'t> {
             // commands and the user's requests) is a fact still: it may use the room for facts,
             // after the new middle's. Kept to the prose's budget, a replay's summaries lost most
             // of what earlier compactions had kept.
+            // Not the answer to an earlier task, which restates its work (as a middle's is).
             candidate.keeps_fact = !matches!(line.group, Group::None | Group::Names)
-                || line.section == Section::Goal
+                || (line.section == Section::Goal && (!line.answers || asked))
                 || record.is_some();
             // What still blocks the work may use that room too, as the new middle's blockers do.
             candidate.beyond_prose = line.section == Section::Blocked;

@@ -145,12 +145,7 @@ pub(crate) fn oldest_request(body: &str) -> Option<&str> {
         sections[Section::Goal.index()]
             .iter()
             .rev()
-            .find(|line| {
-                !line.starts_with(FOCUS)
-                    && !line.starts_with(LATEST_ANSWER)
-                    && !line.starts_with(PINNED_ANSWER)
-                    && !is_unlisted_note(line)
-            })
+            .find(|line| is_goal_request(line))
             .or_else(|| {
                 sections[Section::NextSteps.index()]
                     .iter()
@@ -158,6 +153,14 @@ pub(crate) fn oldest_request(body: &str) -> Option<&str> {
             })
             .copied()
     })
+}
+
+/// Whether a goal's line quotes a request of the user's, not an answer, a focus or a count.
+pub(crate) fn is_goal_request(line: &str) -> bool {
+    !line.starts_with(FOCUS)
+        && !line.starts_with(LATEST_ANSWER)
+        && !line.starts_with(PINNED_ANSWER)
+        && !is_unlisted_note(line)
 }
 
 /// Whether a goal's line is the count of the requests it leaves out, written by `add_requests`.

@@ -1821,22 +1821,113 @@ fn the_latest_requests_answer_follows_it() {
         ],
         "{folded}"
     );
-    // A request that asked nothing keeps no answer when it is folded.
+    assert_eq!(
+        goal[goal.len() - 2..],
+        [
+            "- Price BigQuery for us.",
+            "- Its answer: About $1,430/month on demand."
+        ],
+        "{folded}"
+    );
+    // A request that asked nothing keeps its answer too, below the requests: what the work
+    // concluded (the bundled migration lost every day's `Day N done: … commit …` at the fold
+    // after the next day's request). Quoted shorter than the latest's, its start and its end.
     let plain = summary.replace(
         "What's the cost total now, roughly, per month?",
         "Total the costs per month.",
     );
     let plain_previous = summary_body(&plain).unwrap_or(&plain).to_owned();
     let folded = summarize_within(&next, Some(&plain_previous), 8_000, 8_000);
+    let goal = section_lines(&folded, "## Goal");
     assert_eq!(
-        section_lines(&folded, "## Goal")
-            .iter()
-            .filter(|line| line.starts_with("- Its answer: "))
-            .count(),
-        1,
+        goal[2..4],
+        [
+            "- Total the costs per month.",
+            "- Its answer: Rough monthly, from April: - BigQuery ~$1,430 - Airbyte ~$1,500 Platform total ~$4,230/month, well under the $15,000 cap.",
+        ],
         "{folded}"
     );
-    assert_eq!(goal.last(), Some(&"- Price BigQuery for us."), "{folded}");
+    let long_previous = summary_body(&long_summary).unwrap_or(&long_summary).replace(
+        "What's the cost total now, roughly, per month?",
+        "Total the costs per month.",
+    );
+    let folded = summarize_within(&next, Some(&long_previous), 8_000, 8_000);
+    let goal = section_lines(&folded, "## Goal");
+    assert!(
+        goal[3].starts_with("- Its answer: Rough monthly, from April: BigQuery")
+            && goal[3].ends_with(" well under the $15,000 cap.")
+            && goal[3].chars().count() < 230,
+        "{folded}"
+    );
+}
+
+/// What each earlier request got stays after it in Goal, the start and end of a long answer, in
+/// the summary of the middle and folded into the next: the bundled migration's summaries held
+/// every day's request and none of its `Day N done: … commit …` answers. An answer that asks the
+/// user back is no outcome: the user's next request answers it.
+#[test]
+fn an_earlier_requests_answer_stays_with_it() {
+    let day = |n: u32, commit: &str| {
+        vec![
+            Message::user(format!(
+                "Day {n}: migrate stage {n} to the new client (issue #7{n:02})."
+            )),
+            shell(
+                &format!("c{n}"),
+                &format!("git commit -am 'stage {n}' && git rev-parse --short HEAD"),
+            ),
+            Message::tool(format!("c{n}"), format!("{commit}\nExit code: 0")),
+            Message::assistant(format!(
+                "Day {n} done: stage {n} migrated, commit {commit} (#7{n:02})."
+            )),
+        ]
+    };
+    let mut middle = day(1, "73cf256");
+    middle.extend(day(2, "ec99108"));
+    middle.push(Message::user("Day 3: migrate the load stage."));
+    middle.push(Message::assistant(
+        "The load stage still uses the old client's retry helper. Should I port it too?",
+    ));
+    middle.push(Message::user("Yes, port it."));
+    middle.push(Message::assistant(
+        "Ported: the load stage uses the new retry helper.",
+    ));
+    let summary = summarize(&middle);
+    let goal = section_lines(&summary, "## Goal");
+    let after = |goal: &[&str], request: &str| -> Option<String> {
+        let at = goal.iter().position(|line| line.ends_with(request))?;
+        goal.get(at + 1).map(|line| line.to_string())
+    };
+    assert_eq!(
+        after(&goal, "Day 2: migrate stage 2 to the new client (issue #702).").as_deref(),
+        Some("- Its answer: Day 2 done: stage 2 migrated, commit ec99108 (#702)."),
+        "{summary}"
+    );
+    assert_eq!(
+        after(&goal, "Day 1: migrate stage 1 to the new client (issue #701).").as_deref(),
+        Some("- Its answer: Day 1 done: stage 1 migrated, commit 73cf256 (#701)."),
+        "{summary}"
+    );
+    assert!(!summary.contains("Should I port it too?"), "{summary}");
+
+    // Folded: the latest request's answer stays with it once the next request is asked.
+    let previous = summary_body(&summary).unwrap_or(&summary).to_owned();
+    let next = vec![
+        Message::user("Day 4: the publish stage."),
+        Message::assistant("Day 4 done: publish migrated, commit 17362f2 (#704)."),
+    ];
+    let folded = summarize_within(&next, Some(&previous), 8_000, 8_000);
+    let goal = section_lines(&folded, "## Goal");
+    assert_eq!(
+        after(&goal, "Yes, port it.").as_deref(),
+        Some("- Its answer: Ported: the load stage uses the new retry helper."),
+        "{folded}"
+    );
+    assert_eq!(
+        after(&goal, "Day 2: migrate stage 2 to the new client (issue #702).").as_deref(),
+        Some("- Its answer: Day 2 done: stage 2 migrated, commit ec99108 (#702)."),
+        "{folded}"
+    );
 }
 
 /// A compile error fixed since is not blocked once a command that compiles the same code passes:
@@ -5533,7 +5624,7 @@ fn a_cut_copys_own_lines_are_no_error_lines() {
 
 /// The answer an earlier summary quoted for its latest request, when it states a finding
 /// (`Fixed: …`), stays under Done once the user asked the next thing; an answer in plain words
-/// gives way to the new summary's own (verify38: the incident's fix was lost at the next fold).
+/// stays with its request (verify38: the incident's fix was lost at the next fold).
 #[test]
 fn a_superseded_requests_finding_answer_stays_under_done() {
     let fixed =
@@ -5556,7 +5647,23 @@ fn a_superseded_requests_finding_answer_stays_under_done() {
     );
     let plain = previous.replace(fixed, "Applied; the targets are healthy again.");
     let folded = summarize_within(&middle, Some(&plain), 3_000, 6_000);
-    assert!(!folded.contains("the targets are healthy again"), "{folded}");
+    // A plain answer stays with its request, in Goal.
+    let goal = section_lines(&folded, "## Goal");
+    let request = goal
+        .iter()
+        .position(|line| *line == "- Priya's apply is done. Go ahead and apply.")
+        .expect(&folded);
+    assert_eq!(
+        goal[request + 1],
+        "- Its answer: Applied; the targets are healthy again.",
+        "{folded}"
+    );
+    assert!(
+        !section_lines(&folded, "### Done")
+            .iter()
+            .any(|line| line.contains("healthy again")),
+        "{folded}"
+    );
     // The newest finding of all, though the earlier summary lists it first: it keeps its rank
     // beside newer reads where older fixes give way.
     let older: String = (0..3)

@@ -127,7 +127,7 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         pruned_middle: &pruned,
         previous_summary: None,
         focus_topic,
-        target_tokens: 350,
+        target_tokens: 370,
         input_tokens: estimate_messages_tokens(middle),
         request_follows: false,
         pinned_request_at: None,
@@ -143,10 +143,12 @@ fn a_focus_topic_gets_most_of_a_tight_budget() {
         count(&focused, "mypy") > count(&plain, "mypy"),
         "plain:\n{plain}\n\nfocused:\n{focused}"
     );
+    // What mypy printed and what its run concluded, both.
     assert!(
         focused.contains("Value of type \"SessionMixin\" is not indexable"),
         "{focused}"
     );
+    assert!(focused.contains("- Its answer: mypy is clean"), "{focused}");
 }
 
 #[test]
