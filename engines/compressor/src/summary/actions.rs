@@ -775,6 +775,68 @@ pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
     keys
 }
 
+/// Where a command runs its checks: the projects or packages its options choose
+/// (`--project=firefox`, `-p ingest`) and the hosts it calls (`staging.acme.dev`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Selection {
+    options: Vec<(String, String)>,
+    hosts: Vec<String>,
+}
+
+/// Options whose value chooses the project, browser or package a command runs on. Not a test's
+/// name (`-k test_step6`): an agent that fixes one test and moves on to the next runs it so
+/// (the bundled migration), and its next test passing reads as the work going on.
+const SELECTING_OPTIONS: [&str; 5] = ["--project", "--filter", "--package", "-p", "--workspace"];
+
+impl Selection {
+    pub(super) fn of(command: &str) -> Self {
+        let mut selection = Selection::default();
+        let mut words = command
+            .split_whitespace()
+            .map(|word| word.trim_matches(|c| matches!(c, '\'' | '"')));
+        while let Some(word) = words.next() {
+            if let Some(option) = SELECTING_OPTIONS.iter().find(|option| {
+                word == **option
+                    || word
+                        .strip_prefix(**option)
+                        .is_some_and(|rest| rest.starts_with('='))
+            }) {
+                let value = match word.split_once('=') {
+                    Some((_, value)) => Some(value.to_owned()),
+                    None => words.next().map(str::to_owned),
+                };
+                if let Some(value) = value {
+                    selection.options.push(((*option).to_owned(), value));
+                }
+            } else if let Some(host) = word
+                .strip_prefix("https://")
+                .or_else(|| word.strip_prefix("http://"))
+                .and_then(|rest| rest.split(['/', '?', '#']).next())
+            {
+                selection.hosts.push(host.to_owned());
+            }
+        }
+        selection
+    }
+
+    /// Whether a success of `passed` shows nothing of this selection's failure: it chose another
+    /// project by the same option (`--project=chromium` after `--project=firefox`), or called
+    /// another host (`localhost` after `staging.acme.dev`). A run that chooses none (the whole
+    /// suite) runs what any choice of it does.
+    pub(super) fn differs_from(&self, passed: &Selection) -> bool {
+        let other_option = self.options.iter().any(|(option, value)| {
+            passed
+                .options
+                .iter()
+                .any(|(other, other_value)| other == option && other_value != value)
+        });
+        let other_host = !self.hosts.is_empty()
+            && !passed.hosts.is_empty()
+            && !self.hosts.iter().any(|host| passed.hosts.contains(host));
+        other_option || other_host
+    }
+}
+
 /// `command`'s pipelines, `;` between them however they were chained (`&&`, `||`, `;`).
 fn pipelines(command: &str) -> String {
     command.replace("&&", ";").replace("||", ";")

@@ -1,7 +1,11 @@
 //! The draft of a summary: candidate lines with a priority, chosen within a character budget,
 //! then written out in the template's order.
 
-use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
+use std::{
+    borrow::Cow,
+    cmp::Reverse,
+    collections::{HashMap, HashSet},
+};
 
 use super::sections::{
     Section, ANSWERED_QUESTION, LATEST_ANSWERED, NONE_ITEM, PRINTED_BY, TEMPLATE_HEADINGS,
@@ -154,6 +158,9 @@ pub(super) struct Draft<'t> {
     pub(super) focus_words: Vec<String>,
     /// Keys of the actions that succeeded: a failure with the same key is resolved.
     pub(super) resolved: HashSet<String>,
+    /// The commands of the new middle's successes, by key: one that chose another part of a
+    /// suite resolves no failure of the same key.
+    pub(super) passed_commands: HashMap<String, Vec<String>>,
     /// For each fact listed on its own line, its candidate.
     pub(super) fact_candidates: FastMap<usize, usize>,
     /// Decision records a later record with the same number replaced, in the middle or carried.
@@ -171,6 +178,7 @@ impl<'t> Draft<'t> {
             fact_count,
             focus_words,
             resolved: HashSet::new(),
+            passed_commands: HashMap::new(),
             fact_candidates: FastMap::with_capacity_and_hasher(fact_count, FastHash),
             replaced_records: 0,
         }

@@ -43,7 +43,7 @@ use ctxhost_engine_kit::{
 use super::{
     actions::{
         broader_keys, keys_a_success_settles, publishes, settling_words, tells_a_finding, tells_todos,
-        WRITING,
+        Selection, WRITING,
     },
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
@@ -1027,7 +1027,8 @@ impl<'t> Draft<'t> {
         // A failure is resolved when a later success runs one of its programs, or acts on its
         // path: each key, with where the first success after the action at hand ran (its
         // message, and the action itself).
-        let mut resolved: FastMap<&str, (usize, usize)> = FastMap::default();
+        // Every later success of each key, the earliest last.
+        let mut resolved: FastMap<&str, Vec<(usize, usize)>> = FastMap::default();
         // The programs a success shows to pass besides its own (`cargo test` compiles what
         // `cargo check` does), and those that passed after the part summarised (no action of
         // the middle's).
@@ -1053,7 +1054,7 @@ impl<'t> Draft<'t> {
                 moved_on[at] = true;
             } else if !action.failed && action.answered && !action.found_by_exit_code && !action.skipped_all {
                 for key in &action.keys {
-                    resolved.insert(key.as_str(), (action.index, at));
+                    resolved.entry(key.as_str()).or_default().push((action.index, at));
                     settled.extend(
                         keys_a_success_settles(key)
                             .into_iter()
@@ -1081,9 +1082,23 @@ impl<'t> Draft<'t> {
                             .map(Cow::Owned),
                     )
                     .collect();
+                // Not by a run that chose another part of the suite (verify40: firefox's failure
+                // read `passed on a later run` after chromium's run passed).
+                let selection = command_of(facts, action).map(Selection::of);
+                let shows_it = |&&(_, by): &&(usize, usize)| {
+                    selection.as_ref().is_none_or(|selection| {
+                        command_of(facts, &facts.actions[by])
+                            .is_none_or(|passed| !selection.differs_from(&Selection::of(passed)))
+                    })
+                };
                 let settled_at = keys
                     .iter()
-                    .flat_map(|key| [resolved.get(key.as_ref()), settled.get(key.as_ref())])
+                    .flat_map(|key| {
+                        let own = resolved
+                            .get(key.as_ref())
+                            .and_then(|successes| successes.iter().rev().find(shows_it));
+                        [own, settled.get(key.as_ref())]
+                    })
                     .flatten()
                     .min()
                     .copied();
@@ -1103,6 +1118,16 @@ impl<'t> Draft<'t> {
                     }
                 }
             }
+        }
+        for (key, successes) in &resolved {
+            let commands = successes
+                .iter()
+                .filter_map(|&(_, by)| command_of(facts, &facts.actions[by]))
+                .map(str::to_owned);
+            self.passed_commands
+                .entry((*key).to_owned())
+                .or_default()
+                .extend(commands);
         }
         self.resolved.extend(
             resolved
@@ -1452,6 +1477,16 @@ pub(super) fn asks_first(text: &str) -> bool {
                 .is_none_or(char::is_whitespace)
     });
     first_end.is_some_and(|(_, c)| c == '?')
+}
+
+/// The command `action` ran, whole.
+fn command_of<'f>(facts: &'f Facts<'_>, action: &Action<'_>) -> Option<&'f str> {
+    action
+        .fact_ids
+        .iter()
+        .map(|&id| &facts.facts[id])
+        .find(|fact| fact.kind == FactKind::Command)
+        .map(|fact| fact.text.as_ref())
 }
 
 /// Whether an answer ends by asking the user something (`… so we can plan. Should I?`): it is no

@@ -13,7 +13,10 @@
 //! - what the earlier summary listed verbatim (identifiers, files, error lines, commands, the
 //!   user's requests) may use the room for facts, as the new middle's facts do.
 
-use std::{borrow::Cow, collections::HashSet};
+use std::{
+    borrow::Cow,
+    collections::{HashMap, HashSet},
+};
 
 use crate::scan::{classify_token, FastHash, FastMap, Shape, ToolKind};
 use ctxhost_engine_kit::text::head_and_tail;
@@ -21,7 +24,7 @@ use ctxhost_engine_kit::text::head_and_tail;
 use super::{
     actions::{
         action_keys, broader_keys, exit_code_in, keys_a_success_settles, publishes, tells_a_finding,
-        tells_todos,
+        tells_todos, Selection,
     },
     draft::{Draft, Group},
     extractive::{
@@ -470,7 +473,7 @@ impl<'t> Draft<'t> {
                             .is_some_and(|message| fixed_messages.iter().any(|fixed| fixed == message))
                             || under.is_some_and(|command| {
                                 fixed.iter().any(|done| done.ran(command))
-                                    || settles_command(command, &passed_programs)
+                                    || settles_command(command, &passed_programs, &self.passed_commands)
                             }) =>
                     {
                         (Group::FixedErrors, 4, None)
@@ -682,13 +685,20 @@ impl<'t> Draft<'t> {
     /// Whether a Blocked line (``[terminal] ran `cmd` -> exit 1 …``) was resolved by a later success
     /// of a program it runs.
     fn is_resolved(&self, line: &str) -> bool {
-        action_line_keys(line).is_some_and(|keys| {
-            keys.iter().any(|key| {
-                self.resolved.contains(key)
-                    || broader_keys(key)
+        let selection = line.split('`').nth(1).map(Selection::of);
+        // A success of the same key that chose another part of the suite shows nothing of it.
+        let shows_it = |key: &str| {
+            self.resolved.contains(key)
+                && match (&selection, self.passed_commands.get(key)) {
+                    (Some(selection), Some(commands)) => commands
                         .iter()
-                        .any(|broader| self.resolved.contains(broader))
-            })
+                        .any(|passed| !selection.differs_from(&Selection::of(passed))),
+                    _ => true,
+                }
+        };
+        action_line_keys(line).is_some_and(|keys| {
+            keys.iter()
+                .any(|key| shows_it(key) || broader_keys(key).iter().any(|broader| shows_it(broader)))
         })
     }
 
@@ -823,11 +833,28 @@ fn sub_list_command(item: &str) -> Option<&str> {
 /// `command` (a sub-list's of error lines, which names no tool), as it would settle its Blocked
 /// line ([`Draft::is_resolved`]): `tox -e py312` a `python -m pytest tests/unit/test_tz.py`
 /// whose line was not carried.
-fn settles_command(command: &str, passed: &HashSet<String>) -> bool {
+fn settles_command(
+    command: &str,
+    passed: &HashSet<String>,
+    passed_commands: &HashMap<String, Vec<String>>,
+) -> bool {
+    let selection = Selection::of(command);
+    // Not a run of the same program that chose another part of the suite (verify40).
+    let shows_it = |program: &str| {
+        if !passed.contains(program) {
+            return false;
+        }
+        let mut commands = passed_commands
+            .iter()
+            .filter(|(key, _)| key.split_once('\u{0}').is_some_and(|(_, other)| other == program))
+            .flat_map(|(_, commands)| commands)
+            .peekable();
+        commands.peek().is_none() || commands.any(|passed| !selection.differs_from(&Selection::of(passed)))
+    };
     action_keys("", command).iter().any(|key| {
         std::iter::once(key.clone()).chain(broader_keys(key)).any(|key| {
             key.split_once('\u{0}')
-                .is_some_and(|(_, program)| passed.contains(program))
+                .is_some_and(|(_, program)| shows_it(program))
         })
     })
 }

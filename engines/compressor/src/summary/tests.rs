@@ -1930,6 +1930,71 @@ fn an_earlier_requests_answer_stays_with_it() {
     );
 }
 
+/// A run on another project (`--project=chromium` after `--project=firefox`) or another host
+/// passes nothing of a failure: it stays under Errors, in the summary of the middle and folded
+/// into the next (verify40: firefox's `NS_BINDING_ABORTED` read `Errors fixed since:` once
+/// chromium's run passed). The whole suite passing settles it, and so does the next test of the
+/// same project (the bundled migration's `-k step7` after `-k step6`'s fix).
+#[test]
+fn a_run_of_another_part_of_the_suite_fixes_nothing() {
+    let firefox = "npx playwright test e2e/checkout.spec.ts --project=firefox";
+    let error = "Error: page.click: NS_BINDING_ABORTED; maybe frame was detached?";
+    let failing = || {
+        vec![
+            Message::user("Fix the flaky checkout test."),
+            shell("f1", firefox),
+            Message::tool(
+                "f1",
+                format!("Running 20 tests\n  2 failed\n    {error}\n  18 passed (41.0s)\nExit code: 1"),
+            ),
+        ]
+    };
+    let passing = |id: &str, command: &str| {
+        vec![
+            shell(id, command),
+            Message::tool(id, "Running 30 tests\n  30 passed (52.1s)\nExit code: 0"),
+        ]
+    };
+    for other in [
+        "npx playwright test e2e/checkout.spec.ts --project=chromium",
+        "npx playwright test e2e/checkout.spec.ts --project chromium -g checkout",
+    ] {
+        let mut middle = failing();
+        middle.extend(passing("c1", other));
+        let summary = summarize(&middle);
+        assert!(standing_errors(&summary).contains(error), "{other}: {summary}");
+        let folded = summarize_within(&passing("c2", other), Some(&summary), 4_000, 4_000);
+        assert!(standing_errors(&folded).contains(error), "{other}: {folded}");
+    }
+    for whole in [
+        "npx playwright test",
+        "npx playwright test e2e/ --project=firefox",
+        "npx playwright test e2e/cart.spec.ts --project=firefox",
+    ] {
+        let mut middle = failing();
+        middle.extend(passing("c1", whole));
+        let summary = summarize(&middle);
+        assert!(!standing_errors(&summary).contains(error), "{whole}: {summary}");
+    }
+    // Another host: the staging API's 401 is not fixed by the local server answering.
+    let mut middle = vec![
+        Message::user("Check the login endpoint."),
+        shell("s1", "curl -sf https://staging.acme.dev/api/login"),
+        Message::tool(
+            "s1",
+            "curl: (22) The requested URL returned error: 401\nExit code: 22",
+        ),
+    ];
+    middle.extend(passing("s2", "curl -sf http://localhost:8000/api/login"));
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("staging.acme.dev") && line.contains("returned error: 401")),
+        "{summary}"
+    );
+}
+
 /// A compile error fixed since is not blocked once a command that compiles the same code passes:
 /// `cargo clippy` and `cargo test` compile what `cargo check` does (verify22: `cargo check … ->
 /// exit 101 — error[E0308]` under Blocked after both passed). The environment a command is given
