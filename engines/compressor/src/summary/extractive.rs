@@ -255,8 +255,10 @@ impl Summarizer for ExtractiveSummarizer {
 /// messages kept after it) says that what `blocker` names no longer blocks the work: the same
 /// ticket, or, when the blocker names none, two of its naming words (`the grant on
 /// MARTS.ORDERS_DAILY is in place`). A model reading a lifted blocker under Blocked would wait on
-/// it still.
-pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>) -> bool {
+/// it still. A lift naming only a ticket is about what the sentences naming it said, here or in
+/// `earlier` lines (an earlier summary's requests): `PLAT-7781 is done` lifts `only the platform
+/// team can publish a new base image` after `I filed PLAT-7781 for a new base image` (verify40).
+pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>, earlier: &[&str]) -> bool {
     if facts.lifts.is_empty() {
         return false;
     }
@@ -283,7 +285,23 @@ pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>) 
             if !blocker_tickets.is_empty() && !lift_tickets.is_empty() {
                 return lift_tickets.iter().any(|ticket| blocker_tickets.contains(ticket));
             }
-            naming_words(lift.text).intersection(&blocker_words).count() >= 2
+            let mut lift_words = naming_words(lift.text);
+            if !lift_tickets.is_empty() {
+                let naming_the_ticket = |sentence: &&str| {
+                    *sentence != lift.text && lift_tickets.iter().any(|ticket| sentence.contains(ticket))
+                };
+                let said = facts
+                    .ticket_sentences
+                    .iter()
+                    .filter(|sentence| sentence.index <= lift.index)
+                    .map(|sentence| sentence.text)
+                    .chain(earlier.iter().copied())
+                    .filter(naming_the_ticket);
+                for sentence in said {
+                    lift_words.extend(naming_words(sentence));
+                }
+            }
+            lift_words.intersection(&blocker_words).count() >= 2
         })
 }
 
@@ -346,7 +364,7 @@ fn held_by_a_stated_blocker(failure: &Action<'_>, facts: &Facts<'_>, settled_at:
             blocker.by_user
                 && blocker.sentence.index > after
                 && blocker.sentence.index <= settled_at
-                && !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index))
+                && !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index), &[])
         })
         .flat_map(|blocker| naming_words(blocker.sentence.text))
         .collect();
@@ -367,13 +385,13 @@ pub(super) fn stated_blocker_words(stated: &[&str], facts: &Facts<'_>) -> HashSe
         .blockers
         .iter()
         .filter(|blocker| blocker.by_user)
-        .filter(|blocker| !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index)))
+        .filter(|blocker| !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index), &[]))
         .map(|blocker| blocker.sentence.text)
         .chain(
             stated
                 .iter()
                 .copied()
-                .filter(|stated| !is_lifted(facts, stated, None)),
+                .filter(|stated| !is_lifted(facts, stated, None, &[])),
         )
         .flat_map(naming_words)
         .collect()
@@ -887,7 +905,7 @@ impl<'t> Draft<'t> {
             .iter()
             .rev()
             .filter(|blocker| !blocker.kept_verbatim)
-            .filter(|blocker| !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index)))
+            .filter(|blocker| !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index), &[]))
         {
             let text = blocker.sentence.text;
             if seen.contains(&text) {

@@ -15,9 +15,9 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, findings, measured_changes, names_a_ticket, says_lifted, says_unblocked,
-        states_a_rule, with_antecedent, with_ticket_after, RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS,
-        DECISION_WORDS, LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
+        decision_records, findings, lifts_the_blocker, measured_changes, names_a_ticket, says_lifted,
+        says_unblocked, states_a_rule, with_antecedent, with_ticket_after, RecordKey, BLOCKER_WORDS,
+        CONSTRAINT_WORDS, DECISION_WORDS, LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
     },
 };
 use crate::scan::{
@@ -232,11 +232,15 @@ pub(crate) struct Facts<'a> {
     /// What the user or the assistant said blocks the work, in order.
     pub blockers: Vec<Blocker<'a>>,
     /// The user's sentences saying something in the way no longer is (`DATA-2291 is done: the
-    /// grant is in place`), in order: they lift the blockers they name.
+    /// grant is in place`), and the assistant's saying its blocker is (`so that blocker is
+    /// resolved`), in order: they lift the blockers they name.
     pub lifts: Vec<Sentence<'a>>,
     /// The user's sentences permitting what a rule forbade (`you may use \`git add -A\` again`),
     /// in order: they revoke the rules they name.
     pub permits: Vec<Sentence<'a>>,
+    /// The user's sentences naming a ticket (`I filed PLAT-7781 for a new base image`): what a
+    /// lift naming only that ticket is about.
+    pub ticket_sentences: Vec<Sentence<'a>>,
     /// The assistant's sentences stating a measured change (`2381.442 ms -> 3.112 ms`), in order.
     pub results: Vec<Sentence<'a>>,
     /// The findings the assistant states under a label (`Culprit: …`, `Root cause: …`), in order.
@@ -454,6 +458,22 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// The assistant's sentences that say the blocker itself is out of the way (`lag is back to
+    /// 3 s, so that blocker is resolved`): it stated the blocker, and saw it go (verify40: the
+    /// replica lag stayed under Blocked through the prod backfill that followed).
+    fn assistant_lifts_in(&mut self, piece: &'a str, index: usize) {
+        if !piece.contains("blocker") && !piece.contains("unblocked") {
+            return;
+        }
+        let mut lifts = Vec::new();
+        Self::sentences(piece, &LIFTED_WORDS, index, &mut lifts);
+        self.lifts.extend(
+            lifts
+                .into_iter()
+                .filter(|sentence| lifts_the_blocker(sentence.text) && says_lifted(sentence.text)),
+        );
+    }
+
     /// The sentences of `piece` (the user's, of message `index`) that say something in the way
     /// no longer is, or permit what a rule forbade.
     fn lifts_in(&mut self, piece: &'a str, index: usize) {
@@ -462,6 +482,7 @@ impl<'a> Facts<'a> {
         self.lifts
             .extend(lifts.into_iter().filter(|sentence| says_lifted(sentence.text)));
         Self::sentences(piece, &PERMITTED_WORDS, index, &mut self.permits);
+        Self::ticket_sentences(piece, index, &mut self.ticket_sentences);
     }
 
     fn on_assistant(
@@ -504,6 +525,7 @@ impl<'a> Facts<'a> {
                 Self::sentences(piece, &DECISION_WORDS, index, &mut self.decisions);
                 decision_records(piece, index, &mut self.records);
                 self.blockers_in(piece, index, false);
+                self.assistant_lifts_in(piece, index);
                 measured_changes(piece, index, &mut self.results);
                 findings(piece, index, &mut self.findings);
             }

@@ -1175,6 +1175,22 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// The sentences of `text` that name a ticket (`I filed PLAT-7781 for a new base image`): a
+    /// later lift naming only the ticket lifts the blocker they describe.
+    pub(super) fn ticket_sentences(text: &'a str, index: usize, into: &mut Vec<Sentence<'a>>) {
+        for ticket in tickets(text) {
+            let start = ticket.as_ptr() as usize - text.as_ptr() as usize;
+            let (sentence, _) = sentence_around(text, start, start + ticket.len(), MAX_SENTENCE);
+            let sentence = sentence.trim();
+            if !into.iter().rev().take(8).any(|seen| seen.text == sentence) {
+                into.push(Sentence {
+                    index,
+                    text: sentence,
+                });
+            }
+        }
+    }
+
     pub(super) fn sentences(text: &'a str, words: &Words, index: usize, into: &mut Vec<Sentence<'a>>) {
         let mut from = 0;
         while let Some((start, found_end)) = words.find_at(text, from) {

@@ -33,7 +33,9 @@ use super::{
         RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
-    patterns::{decision_record_key, opens_with_record, states_a_finding, FindingKind, RecordKey},
+    patterns::{
+        decision_record_key, names_a_ticket, opens_with_record, states_a_finding, FindingKind, RecordKey,
+    },
     sections::{
         goal_request, is_goal_request, oldest_request, open_request, parse_sections, Section,
         ANSWERED_QUESTION, FOCUS, LATEST_ANSWER, LATEST_ANSWERED, PINNED_ANSWER, PRINTED_BY,
@@ -209,6 +211,16 @@ impl<'t> Draft<'t> {
             .filter_map(|line| line.strip_prefix("the user: "))
             .collect();
         let stated_words = stated_blocker_words(&stated_by_user, facts);
+        // The earlier requests naming a ticket: what a lift naming only the ticket is about.
+        let ticket_goals: Vec<&str> = if facts.lifts.is_empty() {
+            Vec::new()
+        } else {
+            sections[Section::Goal.index()]
+                .iter()
+                .copied()
+                .filter(|line| names_a_ticket(line))
+                .collect()
+        };
         // The lines of failures that passed later, done or resolved now: read before Critical
         // Context, whose error lines they quote.
         let mut fixed: Vec<FixedRun<'t>> = Vec::new();
@@ -332,7 +344,7 @@ impl<'t> Draft<'t> {
                     Section::Blocked
                         if line
                             .strip_prefix(STATED_BLOCKER)
-                            .is_some_and(|stated| is_lifted(facts, stated, None)) =>
+                            .is_some_and(|stated| is_lifted(facts, stated, None, &ticket_goals)) =>
                     {
                         continue
                     }

@@ -2714,6 +2714,62 @@ fn a_rule_for_now_ends_at_the_go_ahead() {
     );
 }
 
+/// A lift that names only a ticket lifts the blocker the ticket was filed for, said in the
+/// sentence that named it, in the middle or in an earlier summary's requests; and the assistant's
+/// own `so that blocker is resolved` lifts the blocker it stated (verify40: both stayed under
+/// Blocked to the end of every replay). A ticket filed for something else lifts nothing.
+#[test]
+fn a_lift_naming_the_ticket_filed_for_a_blocker_lifts_it() {
+    let blocker = "Blocked: only the platform team can publish a new base image; the API image cannot build until they do.";
+    let filed = "I filed PLAT-7781 for a new base image. Continue with web/ meanwhile.";
+    let lift =
+        "PLAT-7781 is done: ghcr.io/acme/py-base:3.11-alpine-2025.11 has pip 24.3 and a Rust toolchain.";
+    let middle = |filed: &str| {
+        vec![
+            Message::user("Upgrade cryptography to 43 in services/api."),
+            Message::assistant(blocker),
+            Message::user(filed),
+            Message::assistant("Working on web/."),
+            Message::user(lift),
+            Message::assistant("Building the API image again."),
+        ]
+    };
+    let blocked = |summary: &str| {
+        section_lines(summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("only the platform team"))
+    };
+    let summary = summarize(&middle(filed));
+    assert!(!blocked(&summary), "{summary}");
+    let other = summarize(&middle(
+        "I filed PLAT-7781 for the flaky login test. Continue with web/ meanwhile.",
+    ));
+    assert!(blocked(&other), "{other}");
+
+    // Folded: the blocker and the filing request are the earlier summary's.
+    let earlier = summarize(&middle(filed)[..4]);
+    assert!(blocked(&earlier), "{earlier}");
+    let lifting = vec![
+        Message::user(lift),
+        Message::assistant("Building the API image again."),
+    ];
+    let folded = summarize_within(&lifting, Some(&earlier), 4_000, 4_000);
+    assert!(!blocked(&folded), "{folded}");
+
+    let by_assistant = summarize(&[
+        Message::user("Run the backfill on prod tonight."),
+        Message::assistant("Blocked: replica prod-db-2 is 341 s behind, and the runbook says not to run a backfill while any replica lags."),
+        Message::assistant("Replication lag on prod-db-2 is back to 3 s, so that blocker is resolved. Starting the prod backfill."),
+        Message::assistant("Backfill started."),
+    ]);
+    assert!(
+        !section_lines(&by_assistant, "### Blocked")
+            .iter()
+            .any(|line| line.contains("341 s behind")),
+        "{by_assistant}"
+    );
+}
+
 /// A blocker the user later says is out of the way is no longer listed under Blocked, in the
 /// summary of the middle that lifts it or folded from an earlier one: a replay kept `Stated by the
 /// user: Blocked: the etl_loader role has no INSERT grant … DATA-2291` to its end, after the user's
