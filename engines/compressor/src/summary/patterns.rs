@@ -120,8 +120,14 @@ pub(super) static CONSTRAINT_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "at least",
         "without",
         "only",
+        "hold off",
+        "leave",
     ])
 });
+
+/// What `leave` is told with when it states a rule (`Leave firefox for now`), not a step (`leave
+/// a comment on the PR`).
+const LEAVE_AS: [&str; 6] = ["for now", "alone", "as is", "as-is", "untouched", "unchanged"];
 
 /// Whether `sentence` states a rule: a constraint word in it other than `never` or `always`
 /// before a verb in the past tense, which tells what happened (`We never added that permission`,
@@ -130,6 +136,14 @@ pub(super) fn states_a_rule(sentence: &str) -> bool {
     let mut from = 0;
     while let Some((start, end)) = CONSTRAINT_WORDS.find_at(sentence, from) {
         let word = &sentence[start..end];
+        if word.eq_ignore_ascii_case("leave") {
+            let rest = sentence[end..].to_ascii_lowercase();
+            if LEAVE_AS.iter().any(|told| rest.contains(told)) {
+                return true;
+            }
+            from = end;
+            continue;
+        }
         let never_or_always = word.eq_ignore_ascii_case("never") || word.eq_ignore_ascii_case("always");
         let tells_what_happens = never_or_always
             && (sentence[end..]
@@ -343,6 +357,12 @@ pub(super) static PERMITTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "no longer have to",
         "no longer forbidden",
         "feel free to",
+        "it's fine to",
+        "it is fine to",
+        "is fine now",
+        "are fine now",
+        "rule is off",
+        "is off now",
     ])
 });
 

@@ -2612,6 +2612,53 @@ fn a_run_that_skipped_every_test_fixes_nothing() {
     assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
 }
 
+/// `Hold off on …` and `Leave … for now` state rules, besides the `Don't …` beside them
+/// (verify40: `Hold off on next 14 for now` and `Leave firefox for now` were listed in no
+/// summary); `leave` told as a step is none. They hold for now: a go-ahead naming one of their
+/// words ends them. So do plain words that permit (`it's fine to push`, `the --force rule is
+/// off`).
+#[test]
+fn holding_off_and_leaving_as_is_are_rules() {
+    let middle = vec![
+        Message::user("Audit the dependencies of web/."),
+        Message::assistant("Found 12 advisories."),
+        Message::user(
+            "Hold off on next 14 for now: that's a bigger migration we plan for Q1 (WEB-1203). Leave firefox for now, it's tracked in WEB-877. Don't commit the SBOM files. Leave a comment on the PR when done.",
+        ),
+        Message::assistant("Noted."),
+    ];
+    let summary = summarize(&middle);
+    let constraints = section_lines(&summary, "## Constraints & Preferences");
+    for rule in [
+        "Hold off on next 14 for now",
+        "Leave firefox for now",
+        "Don't commit the SBOM files.",
+    ] {
+        assert!(
+            constraints.iter().any(|line| line.contains(rule)),
+            "{rule}: {summary}"
+        );
+    }
+    assert!(
+        !constraints.iter().any(|line| line.contains("Leave a comment")),
+        "{summary}"
+    );
+
+    let previous = "## Goal\n- audit\n\n## Constraints & Preferences\n- Don't run `npm audit fix --force` in web/, it would bump next to 15.\n- And don't push anything until I've looked at the diff.\n- Never push to main.\n";
+    let permitting = vec![
+        Message::user(
+            "I looked at the diff, it's fine to push. And the --force rule is off for the transitive packages in web/; I reviewed the list.",
+        ),
+        Message::assistant("Pushing."),
+    ];
+    let folded = summarize_within(&permitting, Some(previous), 4_000, 4_000);
+    assert_eq!(
+        section_lines(&folded, "## Constraints & Preferences"),
+        ["- Never push to main."],
+        "{folded}"
+    );
+}
+
 /// A rule the user later permits what it forbade is no longer listed under Constraints, in the
 /// summary of the middle that permits it or folded from an earlier one (verify36: `never use
 /// \`git add -A\`` listed after the user's `you may use \`git add -A\` again`). The other
