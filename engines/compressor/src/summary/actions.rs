@@ -717,8 +717,15 @@ fn is_exit_line(line: &str) -> bool {
 
 /// Whether `line` is one of the lines OpenHands writes after a command's output, other than
 /// its exit code: `[Current working directory: /workspace]`, `[Python interpreter: …]`,
-/// `[The command completed with exit code 1.]`.
+/// `[The command completed with exit code 1.]`; or SWE-agent's prompt that closes every
+/// observation: `(Open file: n/a)`, `(Current directory: /repo)`, `bash-$`.
 fn is_shell_trailer(line: &str) -> bool {
+    if line == "bash-$"
+        || (line.ends_with(')')
+            && (line.starts_with("(Open file: ") || line.starts_with("(Current directory: ")))
+    {
+        return true;
+    }
     let Some(inner) = line.strip_prefix('[').and_then(|line| line.strip_suffix(']')) else {
         return false;
     };

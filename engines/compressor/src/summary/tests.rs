@@ -1478,6 +1478,31 @@ fn the_last_line_quoted_is_the_commands_not_openhands_trailer() {
     );
 }
 
+/// SWE-agent closes every observation with its prompt: the last line quoted is the command's,
+/// not `bash-$` (verify40's SWE-agent sessions read `last line: bash-$` on every action).
+#[test]
+fn the_last_line_quoted_is_the_commands_not_swe_agents_prompt() {
+    let middle = vec![
+        Message::user("run the reproduction"),
+        shell("t1", "python reproduce.py"),
+        Message::tool(
+            "t1",
+            "loading fixtures\nResult: 42 rows matched\n(Open file: /repo/reproduce.py)\n\
+             (Current directory: /repo)\nbash-$",
+        ),
+        Message::assistant("It matches now."),
+        Message::user("thanks"),
+        Message::assistant("Anytime."),
+    ];
+    let summary = summarize(&middle);
+    let done = section_lines(&summary, "### Done");
+    assert_eq!(done.len(), 1, "{summary}");
+    assert!(
+        done[0].ends_with("; last line: Result: 42 rows matched"),
+        "{summary}"
+    );
+}
+
 /// A question the user asks is no constraint, though it says `only` or `never`: they may answer
 /// it the other way later.
 #[test]
