@@ -2,6 +2,9 @@
 //! inside its strings.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 /// The largest char boundary of `text` at or below `at` (`str::floor_char_boundary`, which
 /// needs a newer Rust than the workspace's 1.86).
@@ -155,6 +158,17 @@ fn unescape(text: &str) -> String {
     out
 }
 
+/// `text` without the terminal's colour and cursor codes a tool printed (`\x1b[31mFAILED\x1b[0m`),
+/// nor what is left of them when an export dropped the escape character (`[2m…[22m`): they cost
+/// tokens and say nothing to a model.
+pub fn without_terminal_codes(text: &str) -> Cow<'_, str> {
+    static CODES: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
+            .expect("the terminal code pattern compiles")
+    });
+    CODES.replace_all(text, "")
+}
+
 /// `text`'s words on one line, one space between them.
 pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -240,6 +254,22 @@ pub fn with_partition_prefix<'a>(text: &'a str, path: &'a str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Colour codes go, with or without their escape character; a list index or a count in
+    /// brackets stays.
+    #[test]
+    fn terminal_codes_are_dropped_and_brackets_kept() {
+        assert_eq!(
+            without_terminal_codes("\x1b[1m\x1b[31mFAILED\x1b[0m tests/test_api.py::test_login"),
+            "FAILED tests/test_api.py::test_login"
+        );
+        assert_eq!(
+            without_terminal_codes("[2m Test Files [22m [1m[31m1 failed[39m[22m"),
+            " Test Files  1 failed"
+        );
+        let plain = "rows[2] = 3; [2 images sent with it] [m] done in 4m";
+        assert_eq!(without_terminal_codes(plain), plain);
+    }
 
     /// A long answer keeps its start and its end, each cut between words: a number is kept whole
     /// or not at all (verify33: `int8 scalar quantization is 20 … GB` for 20.48 GB).

@@ -37,7 +37,7 @@ use std::{borrow::Cow, cmp::Reverse, collections::HashSet};
 use ctxhost_engine_abi::{Message, Role, ToolCall};
 use ctxhost_engine_kit::{
     stand_in::error_line,
-    text::{head_and_tail, one_line},
+    text::{head_and_tail, one_line, without_terminal_codes},
 };
 
 use super::{
@@ -158,7 +158,11 @@ impl ExtractiveSummarizer {
             draft.add_previous(&facts, previous);
         }
         draft.note_replaced_records();
-        draft.render(max_chars, fact_chars)
+        let summary = draft.render(max_chars, fact_chars);
+        match without_terminal_codes(&summary) {
+            Cow::Borrowed(_) => summary,
+            Cow::Owned(plain) => plain,
+        }
     }
 }
 

@@ -1478,6 +1478,34 @@ fn the_last_line_quoted_is_the_commands_not_openhands_trailer() {
     );
 }
 
+/// A tool's colour codes, kept as text when an export dropped their escape character, are left
+/// out of the lines quoted (verify40: `[2m Test Files [22m [1m[31m1 failed[39m[22m` in a summary).
+#[test]
+fn colour_codes_are_left_out_of_the_lines_quoted() {
+    let middle = vec![
+        Message::user("run the unit tests"),
+        shell("t1", "npx vitest run"),
+        Message::tool(
+            "t1",
+            "[31mFAIL[39m src/cart.test.ts > totals > applies the coupon\n\
+             [31mAssertionError: expected 90 to be 81[39m\n\
+             [2m Test Files [22m [1m[31m1 failed[39m[22m[2m | [22m[1m[32m11 passed[39m[22m",
+        ),
+        Message::assistant("The coupon total is off."),
+        Message::user("leave it for now"),
+        Message::assistant("Okay."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        summary.contains("AssertionError: expected 90 to be 81"),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("[31m") && !summary.contains("[39m"),
+        "{summary}"
+    );
+}
+
 /// SWE-agent closes every observation with its prompt: the last line quoted is the command's,
 /// not `bash-$` (verify40's SWE-agent sessions read `last line: bash-$` on every action).
 #[test]
