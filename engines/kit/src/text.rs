@@ -160,13 +160,28 @@ fn unescape(text: &str) -> String {
 
 /// `text` without the terminal's colour and cursor codes a tool printed (`\x1b[31mFAILED\x1b[0m`),
 /// nor what is left of them when an export dropped the escape character (`[2m…[22m`): they cost
-/// tokens and say nothing to a model.
+/// tokens and say nothing to a model. A range in brackets is no colour code: PromQL's `[5m]` and
+/// `[5m:1m]` stay.
 pub fn without_terminal_codes(text: &str) -> Cow<'_, str> {
     static CODES: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9]{1,3}(?:;[0-9]{1,3})*m")
+        Regex::new(r"(?:\x1b\[[0-9;?]*[A-Za-z]|\[[0-9]{1,3}(?:;[0-9]{1,3})*m)+")
             .expect("the terminal code pattern compiles")
     });
-    CODES.replace_all(text, "")
+    let mut plain = String::new();
+    let mut kept_to = 0;
+    for codes in CODES.find_iter(text) {
+        let escaped = codes.as_str().contains('\x1b');
+        let a_range = text[codes.end()..].starts_with([']', ':']);
+        if escaped || !a_range {
+            plain.push_str(&text[kept_to..codes.start()]);
+            kept_to = codes.end();
+        }
+    }
+    if kept_to == 0 {
+        return Cow::Borrowed(text);
+    }
+    plain.push_str(&text[kept_to..]);
+    Cow::Owned(plain)
 }
 
 /// `text`'s words on one line, one space between them.
@@ -267,7 +282,7 @@ mod tests {
             without_terminal_codes("[2m Test Files [22m [1m[31m1 failed[39m[22m"),
             " Test Files  1 failed"
         );
-        let plain = "rows[2] = 3; [2 images sent with it] [m] done in 4m";
+        let plain = "rows[2] = 3; [2 images sent with it] [m] rate(http_requests_total[5m]) [5m:1m]";
         assert_eq!(without_terminal_codes(plain), plain);
     }
 
