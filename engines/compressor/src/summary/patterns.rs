@@ -1179,7 +1179,12 @@ impl<'a> Facts<'a> {
                         .unwrap_or(rest.len());
                     let sentence = rest[..end].trim();
                     rest = &rest[end..];
-                    let marked = CONSTRAINT_WORDS.find_at(sentence, 0).is_some();
+                    // A sentence the constraint words find is read by `states_a_rule` instead,
+                    // but for a `leave` that states no rule: under the label it is one.
+                    let marked = states_a_rule(sentence)
+                        || CONSTRAINT_WORDS
+                            .find_at(sentence, 0)
+                            .is_some_and(|(start, end)| !sentence[start..end].eq_ignore_ascii_case("leave"));
                     if sentence.len() >= 12
                         && sentence.len() <= MAX_SENTENCE
                         && !marked

@@ -2696,6 +2696,19 @@ fn holding_off_and_leaving_as_is_are_rules() {
         !constraints.iter().any(|line| line.contains("Leave a comment")),
         "{summary}"
     );
+    // Under a `Rules:` label it is one of them.
+    let labelled = vec![
+        Message::user("Audit web/.\n\nRules: leave a comment on each PR you open. Keep the lockfile."),
+        Message::assistant("Noted."),
+    ];
+    let summary = summarize(&labelled);
+    let constraints = section_lines(&summary, "## Constraints & Preferences");
+    assert!(
+        constraints
+            .iter()
+            .any(|line| line.contains("leave a comment on each PR")),
+        "{summary}"
+    );
 
     let previous = "## Goal\n- audit\n\n## Constraints & Preferences\n- Don't run `npm audit fix --force` in web/, it would bump next to 15.\n- And don't push anything until I've looked at the diff.\n- Never push to main.\n";
     let permitting = vec![
