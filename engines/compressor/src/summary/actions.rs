@@ -13,7 +13,7 @@ use ctxhost_engine_kit::text::{one_line, within_json_string};
 use serde_json::Value;
 
 use super::draft::cut_marked;
-use super::facts::{verbs, Action, FactKind, Facts, Source};
+use super::facts::{is_swe_agent_prompt, verbs, Action, FactKind, Facts, Source};
 use super::patterns::error_line_score;
 use crate::scan::{
     capped_pieces_of_bodies, classify_token, for_each_token, reads_files, tool_kind, ToolKind,
@@ -720,10 +720,7 @@ fn is_exit_line(line: &str) -> bool {
 /// `[The command completed with exit code 1.]`; or SWE-agent's prompt that closes every
 /// observation: `(Open file: n/a)`, `(Current directory: /repo)`, `bash-$`.
 fn is_shell_trailer(line: &str) -> bool {
-    if line == "bash-$"
-        || (line.ends_with(')')
-            && (line.starts_with("(Open file: ") || line.starts_with("(Current directory: ")))
-    {
+    if is_swe_agent_prompt(line) {
         return true;
     }
     let Some(inner) = line.strip_prefix('[').and_then(|line| line.strip_suffix(']')) else {

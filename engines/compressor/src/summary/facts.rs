@@ -126,13 +126,8 @@ fn without_shell_prompt(text: Cow<'_, str>) -> Cow<'_, str> {
         return text;
     };
     let prompt = &trimmed[start..];
-    let mut lines = prompt.lines();
-    let is_prompt = lines.next().is_some_and(|line| line.ends_with(')'))
-        && lines
-            .next()
-            .is_some_and(|line| line.starts_with("(Current directory: ") && line.ends_with(')'))
-        && lines.next().is_some_and(|line| line.trim() == "bash-$")
-        && lines.next().is_none();
+    let is_prompt =
+        prompt.lines().count() == 3 && prompt.lines().all(|line| is_swe_agent_prompt(line.trim()));
     let kept = trimmed[..start].trim_end().len();
     if !is_prompt || kept == 0 {
         return text;
@@ -144,6 +139,14 @@ fn without_shell_prompt(text: Cow<'_, str>) -> Cow<'_, str> {
             Cow::Owned(text)
         }
     }
+}
+
+/// Whether `line` is one of the three lines of SWE-agent's prompt: `(Open file: n/a)`,
+/// `(Current directory: /repo)`, `bash-$`.
+pub(super) fn is_swe_agent_prompt(line: &str) -> bool {
+    line == "bash-$"
+        || (line.ends_with(')')
+            && (line.starts_with("(Open file: ") || line.starts_with("(Current directory: ")))
 }
 
 #[derive(Clone, Debug)]
