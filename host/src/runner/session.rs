@@ -134,6 +134,9 @@ pub struct Replayer<'e> {
     calibration: Calibration,
     /// A compaction changed the context: recorded usage no longer describes it.
     diverged: bool,
+    /// A compaction was applied since the last model call: that call's prompt is the one an
+    /// engine judges the compaction by.
+    compacted_since_call: bool,
     /// The fact measure, when the replay takes it.
     fact_measure: Option<FactMeasure>,
 }
@@ -180,6 +183,7 @@ impl<'e> Replayer<'e> {
             growth_warned: false,
             failures_said: Vec::new(),
             calibration: Calibration::default(),
+            compacted_since_call: false,
             diverged: false,
             fact_measure: (options.facts == FactAccounting::Measure).then(FactMeasure::default),
         };
@@ -394,6 +398,7 @@ impl<'e> Replayer<'e> {
         self.note_tokens(prompt_tokens, false);
         self.model_calls += 1;
         let recorded = recorded_usage(&message);
+        let after_compaction = std::mem::take(&mut self.compacted_since_call);
         self.note_agent_tools(&message);
         let calls = self.engine_tool_calls(&message);
         // The model call is what the model received: published before its answer is appended.
@@ -438,6 +443,9 @@ impl<'e> Replayer<'e> {
             // The original run's context is not this one any more: its count, calibrated.
             Some(recorded) => {
                 self.warn_overhead_over_threshold();
+                if after_compaction {
+                    self.warn_overhead_keeps_compaction_over(prompt_tokens);
+                }
                 (
                     Usage::new(self.calibration.apply(prompt_tokens), recorded.completion_tokens),
                     UsageSource::Calibrated,
@@ -922,6 +930,31 @@ impl<'e> Replayer<'e> {
         }
     }
 
+    /// Says once when the first prompt after a compaction (`counted` by the host) is at or over the engine's threshold
+    /// only because of what the original run sent besides the transcript's messages: the engine
+    /// reads its compaction as ineffective (the compressor pauses after two), and the pause's own
+    /// warning cannot say why. An overhead over the threshold by itself is said by
+    /// [`Self::warn_overhead_over_threshold`].
+    fn warn_overhead_keeps_compaction_over(&mut self, counted: u64) {
+        let overhead = self.calibration.apply(0);
+        let told = self.calibration.apply(counted);
+        let Some(threshold) = self.threshold.filter(|&threshold| {
+            threshold > 0 && overhead < threshold && counted < threshold && told >= threshold
+        }) else {
+            return;
+        };
+        if self.said.insert("overhead keeps compaction over".to_owned()) {
+            self.warn(format!(
+                "before message {}: after the compaction, the prompt the engine is told ({} tokens) is still at or over its {}-token threshold, though the replayed context is {}: the original run's recorded usage adds about {} tokens besides the transcript's messages (its own system prompt and tool schemas), which no compaction removes, so the engine may read its compactions as ineffective and pause (said once)",
+                self.position,
+                group_thousands(told as usize),
+                group_thousands(threshold as usize),
+                group_thousands(counted as usize),
+                group_thousands(told.saturating_sub(counted) as usize),
+            ));
+        }
+    }
+
     fn hygiene_due(&self) -> bool {
         let window = self.options.model.window();
         let grown = |failed_at: u64| self.context.rough_tokens() >= failed_at + window / HYGIENE_RETRY_SHARE;
@@ -1021,6 +1054,7 @@ impl<'e> Replayer<'e> {
         record.tokens_after = self.context.tokens();
         record.messages_after = self.context.len();
         if record.outcome == Outcome::Applied {
+            self.compacted_since_call = true;
             self.above_threshold = self.threshold.is_some_and(|t| t > 0 && record.tokens_after >= t);
             if record.tokens_after > record.tokens_before && !std::mem::replace(&mut self.growth_warned, true)
             {

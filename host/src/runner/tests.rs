@@ -897,6 +897,49 @@ fn an_original_runs_overhead_over_the_threshold_is_said_once() {
     assert_eq!(said(30_000), Vec::<String>::new());
 }
 
+/// What the original run sent besides the transcript's messages, under the threshold alone but
+/// over it with what a compaction leaves: the first prompt after the compaction says so (verify40:
+/// the compressor paused, and its warning could not say why).
+#[test]
+fn an_overhead_that_keeps_a_compacted_prompt_over_the_threshold_is_named() {
+    // The probe's threshold: 50,000 of the 100,000-token window; each listing about 5,000
+    // rough tokens, and the probe keeps the last request, its call and its listing.
+    let listing = |name: &str| format!("{name}\n{}", "x".repeat(20_000));
+    let messages = |overhead: u64| {
+        vec![
+            Message::user("list a"),
+            recorded(ls_call("c1"), overhead),
+            Message::tool("c1", listing("a")),
+            Message::user("list b"),
+            recorded(ls_call("c2"), overhead + 5_000),
+            Message::tool("c2", listing("b")),
+            Message::user("list c"),
+            recorded(ls_call("c3"), overhead + 10_000),
+            Message::tool("c3", listing("c")),
+            recorded(Message::assistant("done"), overhead + 15_000),
+        ]
+    };
+    let said = |overhead: u64| -> Vec<String> {
+        let mut engine = probe_with(r#"{"eager": true}"#);
+        let (outcome, _) = replay_with(&mut engine, messages(overhead), &[]);
+        assert!(!outcome.compactions.is_empty());
+        outcome
+            .warnings
+            .into_iter()
+            .filter(|warning| warning.contains("besides the transcript's messages"))
+            .collect()
+    };
+    let over = said(46_000);
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert!(
+        over[0].contains("still at or over its 50,000-token threshold")
+            && over[0].contains("adds about 45,9"),
+        "{}",
+        over[0]
+    );
+    assert_eq!(said(30_000), Vec::<String>::new());
+}
+
 /// The prompt the engine is told from calibrated usage (the replayed context and what the
 /// original agent sent besides it) over the window is an overrun, reported as one, though the
 /// replayed context alone is under it: the report said `peak 13,568 of 16,000` while the engine
