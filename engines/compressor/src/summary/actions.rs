@@ -1281,11 +1281,15 @@ fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str], &[&str]) -> bool
         .map(|word| word.trim_matches(['\'', '"']))
         .filter(|word| !word.is_empty())
         .partition(|word| word.starts_with('-'));
-    // What runs under `sudo`, or on another host: `ssh api-2 'sudo tail -n 150 access.log'`.
+    // What runs under `sudo`, on another host (`ssh api-2 'sudo tail -n 150 access.log'`), or
+    // through a package runner (`uvx pip-audit`, `pipx run safety check`, `npx audit-ci`).
     loop {
         match words.as_slice() {
-            ["sudo", ..] => {
+            ["sudo" | "uvx" | "npx" | "bunx", _, ..] => {
                 words.remove(0);
+            }
+            ["pipx" | "uv" | "poetry" | "pdm" | "hatch", "run", _, ..] | ["pnpm" | "yarn", "dlx", _, ..] => {
+                words.drain(..2);
             }
             ["ssh", _, _, ..] => {
                 words.drain(..2);
@@ -1347,7 +1351,15 @@ fn queries(call: Option<&ToolCall>) -> bool {
 fn exit_code_answers(call: Option<&ToolCall>, code: i64) -> bool {
     last_step(call, |words, options| match (code, words) {
         (1, [program, ..]) if ANSWER_BY_EXIT_ONE.contains(program) => true,
-        (1, ["git", "diff", ..] | ["npm" | "pnpm" | "yarn" | "cargo", "audit", ..]) => true,
+        (1, ["git", "diff", ..] | ["npm" | "pnpm" | "yarn" | "cargo" | "bun", "audit", ..]) => true,
+        (1, ["yarn", "npm", "audit", ..] | ["bundle", "audit", ..] | ["cargo", "deny", ..]) => true,
+        // `python -m pip_audit` is pip-audit.
+        (1, ["python" | "python3", module, ..]) if options.contains(&"-m") => {
+            ANSWER_BY_EXIT_ONE.contains(&module.replace('_', "-").as_str())
+        }
+        // Other codes for the same answer: govulncheck's 3, safety's 64 (verify40: a CVE audit's
+        // scans listed as Blocked).
+        (3, ["govulncheck", ..]) | (64, ["safety", ..]) => true,
         (2, ["terraform" | "tofu", "plan", ..]) => options.contains(&"-detailed-exitcode"),
         // `kubectl diff` found differences (the words after `kubectl` may hold an option's
         // value: `kubectl --context prod-eu1 diff -k …`; verify34).
@@ -1382,7 +1394,7 @@ fn fetch_failed(output: &str) -> bool {
 /// Programs whose exit code 1 says what they found: POSIX `diff`, `cmp` and `grep`, and the
 /// security scanners that exit 1 on findings (a review's `bandit -r app` listed as Blocked told a
 /// model the scan had to be fixed, verify20).
-const ANSWER_BY_EXIT_ONE: [&str; 15] = [
+const ANSWER_BY_EXIT_ONE: [&str; 24] = [
     "diff",
     "cmp",
     // `oasdiff breaking` exits 1 on the breaking changes it lists (verify26: a new major's
@@ -1400,6 +1412,15 @@ const ANSWER_BY_EXIT_ONE: [&str; 15] = [
     "gitleaks",
     "trivy",
     "osv-scanner",
+    "grype",
+    "snyk",
+    "bundle-audit",
+    "bundler-audit",
+    "checkov",
+    "tfsec",
+    "hadolint",
+    "shellcheck",
+    "audit-ci",
 ];
 
 /// Programs that print what they read.

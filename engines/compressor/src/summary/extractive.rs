@@ -1382,9 +1382,12 @@ impl<'t> Draft<'t> {
                 // Said so: a model reading a fixed failure's errors as standing would fix them
                 // again, and one reading a source file's `catch (error) {` as an error would look
                 // for a failure that never happened.
+                // A file's line is the file's whichever way the command that read it ended
+                // (verify40: a module's lines under `Errors fixed since:` after a `cat` of it
+                // and a missing file failed, then passed).
                 let group = match (standing, fact.source) {
-                    (Standing::FixedLater, _) => Group::FixedErrors,
                     (_, Source::FileContent) => Group::FileErrorLines,
+                    (Standing::FixedLater, _) => Group::FixedErrors,
                     _ => Group::Errors,
                 };
                 (Section::Critical, group, tier, fact.text.clone())

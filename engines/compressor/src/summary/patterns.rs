@@ -1065,6 +1065,12 @@ impl<'a> Facts<'a> {
                 Cow::Borrowed(line) => head_and_end(line.trim()),
                 Cow::Owned(line) => Cow::Owned(head_and_end(line.trim()).into_owned()),
             };
+            // What the printer itself says (`cat: app/db/limits.py: No such file or directory`)
+            // is how the read went, not a line of the file.
+            let source = match source {
+                Source::FileContent if is_printers_complaint(&line) => Source::ToolOutput,
+                source => source,
+            };
             let diff_line = is_diff_line(&line) && *holds_hunk.get_or_insert_with(|| body.contains("@@"));
             // The user's own words name an error only as the measure reads one (`TypeError: …`
             // pasted), not in a sentence that mentions one (verify27: `… let scan retry a failed
@@ -1477,6 +1483,14 @@ pub(super) fn error_line_score(line: &str) -> u8 {
     }
 }
 
+/// Whether `line` is a file printer's own complaint (`cat: x.py: No such file or directory`,
+/// `sed: -e expression #1, char 3: unknown command`), among the lines of what it printed.
+fn is_printers_complaint(line: &str) -> bool {
+    ["cat: ", "nl: ", "bat: ", "head: ", "tail: ", "sed: "]
+        .iter()
+        .any(|prefix| line.starts_with(prefix))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1553,3 +1567,4 @@ mod tests {
         assert_eq!(words.find_at("onlyness", 0), None);
     }
 }
+

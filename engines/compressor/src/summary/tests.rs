@@ -4080,6 +4080,79 @@ fn a_scanners_findings_are_its_answer() {
     );
 }
 
+/// The same scanners run through a package runner or as a module, and those whose code for
+/// findings is not 1 (govulncheck's 3, safety's 64), found what they were asked for: no blocker
+/// (verify40: a CVE audit's scans listed as Blocked).
+#[test]
+fn a_scanner_run_through_a_runner_or_with_its_own_code_answers() {
+    for (command, output) in [
+        (
+            "uvx pip-audit -r requirements.txt",
+            "Found 2 known vulnerabilities in 1 package\nName    Version ID                  Fix Versions\n------- ------- ------------------- ------------\njinja2  3.1.2   GHSA-h5c8-rqwp-cp95 3.1.3\nExit code: 1",
+        ),
+        (
+            "python -m pip_audit --strict",
+            "Found 1 known vulnerability in 1 package\nExit code: 1",
+        ),
+        (
+            "govulncheck ./...",
+            "Vulnerability #1: GO-2024-2687\n    HTTP/2 CONTINUATION flood in net/http\nYour code is affected by 1 vulnerability from the Go standard library.\nExit code: 3",
+        ),
+        (
+            "safety check -r requirements.txt",
+            "-> Vulnerability found in urllib3 version 1.26.5\n   Vulnerability ID: 61601\nExit code: 64",
+        ),
+        ("npx audit-ci --high", "Found vulnerable advisory paths\nExit code: 1"),
+    ] {
+        let middle = vec![
+            Message::user("Audit the dependencies for known CVEs."),
+            shell("a1", command),
+            Message::tool("a1", output),
+            Message::assistant("The audit found issues; listing them next."),
+        ];
+        let summary = summarize(&middle);
+        assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{command}: {summary}");
+        assert!(
+            section_lines(&summary, "### Done")
+                .iter()
+                .any(|line| line.contains(command)),
+            "{command}: {summary}"
+        );
+    }
+}
+
+/// A line of a file read by a command that failed and passed later is the file's, not an error
+/// fixed since: it stays with the lines of files read (verify40: a module's `raise` under `Errors
+/// fixed since:`, a `log.error("ConnectionError: …")` of it among them).
+#[test]
+fn a_read_files_line_is_no_fixed_error() {
+    let middle = vec![
+        Message::user("Show me the pool code."),
+        shell("c1", "cat app/db/pool.py app/db/limits.py"),
+        Message::tool(
+            "c1",
+            "class Pool:\n    def acquire(self):\n        if self.exhausted():\n            raise PoolExhaustedError(\"no free connection in 30s\")\n        log.error(\"ConnectionError: pool exhausted after %ss\", self.timeout)\n    # TypeError: acquire() takes 1 positional argument\ncat: app/db/limits.py: No such file or directory\nExit code: 1",
+        ),
+        shell("c2", "cat app/db/pool.py app/db/limit.py"),
+        Message::tool("c2", "class Pool:\n    pass\nMAX = 20\nExit code: 0"),
+        Message::assistant("The pool raises after 30 s."),
+    ];
+    let summary = summarize(&middle);
+    let fixed = summary.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    let fixed = fixed.split("\n- ").next().unwrap_or_default();
+    assert!(
+        !fixed.contains("ConnectionError") && !fixed.contains("TypeError"),
+        "{summary}"
+    );
+    // The printer's own complaint is how the read went, fixed by the read that passed.
+    assert!(fixed.contains("cat: app/db/limits.py: No such file"), "{summary}");
+    let file_lines = summary
+        .split("- Lines of files read that mention errors:")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(file_lines.contains("ConnectionError: pool exhausted"), "{summary}");
+}
+
 /// Folded together, a later summary's work done that wraps or includes an earlier one's failed
 /// command resolves it as a rerun does (verify34: lcm's condensed summary listed `make apply` as
 /// Blocked beside the `terraform apply` that fixed it).
