@@ -157,7 +157,7 @@ impl<'a> Facts<'a> {
         // So does a subagent's report: `coupon errors are not announced` is what it found
         // (verify38: listed under Errors).
         let reports = call.is_some_and(|call| delegates(&call.function.name));
-        let error_source = if fetches_pages(call) || echoes_change || reports {
+        let error_source = if fetches_pages(call) || echoes_change || reports || searches_code(call, kind) {
             Source::FileContent
         } else {
             source
@@ -361,6 +361,28 @@ fn action_line(
     } else {
         format!("[{name}]{target} -> {} chars of output", output.chars().count())
     }
+}
+
+/// Whether `call` searches files other than logs (`grep -rn TimeoutError src/`, `rg`, a Grep
+/// tool): its hits are lines of the files, `throw new TimeoutError(…)` among them, not how a run
+/// ended (verify40: listed under Errors). A search of logs finds the run's errors.
+fn searches_code(call: Option<&ToolCall>, kind: ToolKind) -> bool {
+    let Some(call) = call else {
+        return false;
+    };
+    let arguments = call.function.arguments.as_str();
+    let names_logs = [".log", "logs/", "/log/", "journal"]
+        .iter()
+        .any(|word| arguments.contains(word));
+    !names_logs
+        && (kind == ToolKind::Search
+            || (kind == ToolKind::Shell
+                && last_step(Some(call), |words, _| {
+                    matches!(
+                        words,
+                        ["grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack", ..] | ["git", "grep", ..]
+                    )
+                })))
 }
 
 /// Whether a tool named `name` hands a task to another agent, whose answer is its report.

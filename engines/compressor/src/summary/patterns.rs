@@ -1087,6 +1087,8 @@ impl<'a> Facts<'a> {
                 || is_cut_marker(&line)
                 || is_settled_status_row(&line)
                 || reports_a_fallback(&line)
+                || names_errors_as_heading(&line)
+                || reports_a_skipped_test(&line)
             {
                 continue;
             }
@@ -1445,6 +1447,37 @@ fn reports_a_fallback(line: &str) -> bool {
         .any(|fallback| lower.contains(fallback))
 }
 
+/// Whether `line` is a heading over counts of errors (`ECC Errors` in `nvidia-smi -q`, `Errors:`):
+/// a few capitalised words and no number, which say nothing went wrong (verify40: listed under
+/// Errors).
+fn names_errors_as_heading(line: &str) -> bool {
+    let line = line.strip_suffix(':').unwrap_or(line);
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.len() <= 3
+        && words.iter().any(|word| matches!(*word, "Errors" | "ERRORS"))
+        && words.iter().all(|word| {
+            word.starts_with(|c: char| c.is_ascii_uppercase())
+                && word.chars().all(|c| c.is_ascii_alphabetic() || c == '-')
+        })
+}
+
+/// Whether `line` is a test runner's line for a test it skipped, whose title may name an error
+/// (`↓ client > surfaces a network error [skipped]`, jest's `○ skipped throws an error when …`,
+/// pytest's `test_timeout_error SKIPPED`; verify40: listed under Errors).
+fn reports_a_skipped_test(line: &str) -> bool {
+    let line = line.trim_start();
+    let says_failed = ["FAILED", "failed", "FAIL "]
+        .iter()
+        .any(|word| line.contains(word));
+    !says_failed
+        && (line.starts_with("↓ ")
+            || line.starts_with("○ skipped ")
+            || line.ends_with("[skipped]")
+            || line.ends_with("(skipped)")
+            || line.starts_with("SKIPPED ")
+            || line.contains(" SKIPPED"))
+}
+
 /// The score of an error line that names its error and says its message.
 pub(super) const TELLING_ERROR: u8 = 3;
 
@@ -1567,4 +1600,3 @@ mod tests {
         assert_eq!(words.find_at("onlyness", 0), None);
     }
 }
-

@@ -4150,7 +4150,45 @@ fn a_read_files_line_is_no_fixed_error() {
         .split("- Lines of files read that mention errors:")
         .nth(1)
         .unwrap_or_default();
-    assert!(file_lines.contains("ConnectionError: pool exhausted"), "{summary}");
+    assert!(
+        file_lines.contains("ConnectionError: pool exhausted"),
+        "{summary}"
+    );
+}
+
+/// Lines that only mention errors are none: a status page's section heading (`ECC Errors`), a
+/// skipped test's title, a search's hit in a source file (verify40: each listed under Errors).
+#[test]
+fn headings_skipped_titles_and_search_hits_are_no_errors() {
+    let middle = vec![
+        Message::user("Check the GPU, run the tests, and find where we raise timeouts."),
+        shell("g1", "nvidia-smi -q -d ECC"),
+        Message::tool(
+            "g1",
+            "==============NVSMI LOG==============\nAttached GPUs                             : 1\nGPU 00000000:00:1E.0\n    ECC Mode\n        Current                           : Enabled\n    ECC Errors\n        Volatile\n            SRAM Correctable              : 0\n            SRAM Uncorrectable            : 0\nExit code: 0",
+        ),
+        shell("t1", "npx vitest run src/api"),
+        Message::tool(
+            "t1",
+            " ✓ src/api/client.test.ts > client > retries twice 12ms\n ↓ src/api/client.test.ts > client > surfaces a network error to the caller [skipped]\n    ○ skipped throws an error when the token expired\n\n Test Files  1 passed (1)\n      Tests  1 passed | 2 skipped (3)\nExit code: 0",
+        ),
+        shell("s1", "grep -rn \"TimeoutError\" src/"),
+        Message::tool(
+            "s1",
+            "src/api/client.ts:88:      throw new TimeoutError(`no answer in ${ms}ms`);\nsrc/api/errors.ts:12:export class TimeoutError extends Error {}\nExit code: 0",
+        ),
+        Message::assistant("ECC is clean, the suite passes, and client.ts:88 throws the timeout."),
+    ];
+    let summary = summarize(&middle);
+    let errors = standing_errors(&summary);
+    for not_an_error in [
+        "ECC Errors",
+        "network error to the caller",
+        "token expired",
+        "TimeoutError",
+    ] {
+        assert!(!errors.contains(not_an_error), "{not_an_error}: {summary}");
+    }
 }
 
 /// Folded together, a later summary's work done that wraps or includes an earlier one's failed
