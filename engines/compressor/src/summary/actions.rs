@@ -40,6 +40,7 @@ impl<'a> Facts<'a> {
             looks_up: false,
             refused: false,
             skipped_all: false,
+            ci: CiStep::Other,
             path_verbs: Vec::new(),
             itemised: scan,
             tool: name,
@@ -200,6 +201,10 @@ impl<'a> Facts<'a> {
             || (kind == ToolKind::Other && fetches_pages(call));
         let refused = failure == Some(Failure::Rejected);
         let skipped_all = !failed && kind == ToolKind::Shell && skips_every_test(&output);
+        let ci = match failed || kind != ToolKind::Shell {
+            true => CiStep::Other,
+            false => ci_step(call, &output),
+        };
         // A failure with no error line is told by its last line instead; so is one whose last
         // line is an error line of its own (a test run's `1 failed, 14 passed`): quoted on its
         // Blocked line, it goes with it once a later run passed, where it stood alone under
@@ -248,6 +253,7 @@ impl<'a> Facts<'a> {
                 action.looks_up = looks_up;
                 action.refused = refused;
                 action.skipped_all = skipped_all;
+                action.ci = ci;
                 action.failed = failed;
                 action.first_error = first_error;
                 action.answered = true;
@@ -269,6 +275,7 @@ impl<'a> Facts<'a> {
                 looks_up,
                 refused,
                 skipped_all,
+                ci,
                 path_verbs: Vec::new(),
                 itemised: true,
                 tool: call.map_or("tool", |call| call.function.name.as_str()),
@@ -1320,6 +1327,57 @@ fn last_step(call: Option<&ToolCall>, run: impl FnOnce(&[&str], &[&str]) -> bool
         }
     }
     run(&words, &options)
+}
+
+/// What a command that ran without failing tells of a CI run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum CiStep {
+    /// Printed a run's log (`gh run view 123 --log-failed`, `glab ci trace`): its failures are
+    /// the run's.
+    ReadLog,
+    /// Saw a run or a pull request's checks pass (`gh run watch 124 --exit-status`, `gh pr
+    /// checks`, `gh run view 124` without a log, [`shows_ci_passed`]).
+    Checked,
+    #[default]
+    Other,
+}
+
+/// What `call`, which did not fail, did with a CI run, by its last step and what it printed.
+fn ci_step(call: Option<&ToolCall>, output: &str) -> CiStep {
+    let mut step = CiStep::Other;
+    last_step(call, |words, options| {
+        let reads_log = options
+            .iter()
+            .any(|option| matches!(option.split('=').next(), Some("--log" | "--log-failed")));
+        step = match words {
+            ["gh", "run", "view", ..] if reads_log => CiStep::ReadLog,
+            ["glab", "ci", "trace", ..] => CiStep::ReadLog,
+            ["gh", "run", "view" | "watch", ..]
+            | ["gh", "pr", "checks", ..]
+            | ["glab", "ci", "status", ..]
+                if shows_ci_passed(output) =>
+            {
+                CiStep::Checked
+            }
+            _ => CiStep::Other,
+        };
+        true
+    });
+    step
+}
+
+/// Whether a CI tool's report shows every run or check passing: `✓ test in 2m31s`, `test pass
+/// 2m31s`, `completed with 'success'`, and no `X test`, `fail` or `exit code 1`. `gh run view`
+/// and `gh run watch` exit 0 on a failed run unless asked otherwise.
+fn shows_ci_passed(output: &str) -> bool {
+    let lower = output.to_ascii_lowercase();
+    let failed = output.lines().any(|line| {
+        let line = line.trim_start();
+        line.starts_with("X ") || line.starts_with('✗') || line.starts_with('×')
+    }) || ["fail", "exit code 1", "cancelled", "error"]
+        .iter()
+        .any(|word| lower.contains(word));
+    !failed && (output.contains('✓') || lower.contains("success") || lower.contains("pass"))
 }
 
 /// Whether `call` runs a command that prints what it reads (`tail -n 200 error.log`, `grep`,

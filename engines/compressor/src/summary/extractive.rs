@@ -43,7 +43,7 @@ use ctxhost_engine_kit::{
 use super::{
     actions::{
         broader_keys, keys_a_success_settles, publishes, settling_words, tells_a_finding, tells_todos,
-        Selection, WRITING,
+        CiStep, Selection, WRITING,
     },
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
@@ -1068,9 +1068,18 @@ impl<'t> Draft<'t> {
         // The successes that fixed an earlier failure: the fix a continuing agent must not redo.
         let mut fixing = vec![false; facts.actions.len()];
         let mut fixed_later = HashSet::new();
+        // A CI run seen passing later: what an earlier run's log of failed jobs printed was
+        // fixed (verify40: `gh run view --log-failed`'s failures listed under Errors after the
+        // rerun went green; the log read is no failure, and the rerun is another program).
+        let mut ci_passed_later = false;
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if action.looks_up && !action.failed && action.answered {
                 found_later.insert(action.tool);
+            }
+            match action.ci {
+                CiStep::Checked => ci_passed_later = true,
+                CiStep::ReadLog if ci_passed_later => fixed_later.extend(action.result_index),
+                _ => {}
             }
             if action.failed && (action.refused || (action.looks_up && found_later.contains(action.tool))) {
                 moved_on[at] = true;

@@ -211,6 +211,8 @@ pub(crate) struct Action<'a> {
     /// Succeeded by skipping every test it selected (`9 skipped in 0.11s`): a failure deferred,
     /// not fixed, so it settles none.
     pub skipped_all: bool,
+    /// What it did with a CI run, when it did not fail: a run's log read, or runs seen passing.
+    pub ci: super::actions::CiStep,
     /// The path this call reads, searches or changes, and that verb: given to the path when
     /// the result says the call succeeded, or when no result came
     /// ([`settle_unanswered`](Facts::settle_unanswered)).

@@ -4191,6 +4191,41 @@ fn headings_skipped_titles_and_search_hits_are_no_errors() {
     }
 }
 
+/// A CI run's log of failed jobs prints the run's failures; a later run seen passing fixed them,
+/// and a run seen failing did not (verify40: `gh run view --log-failed`'s lines stood under
+/// Errors after the rerun went green).
+#[test]
+fn a_ci_logs_failures_are_fixed_by_a_run_seen_passing() {
+    let middle = |check: &str, output: &str| {
+        vec![
+            Message::user("CI is red on the PR, fix it."),
+            shell("l1", "gh run view 9981122385 --log-failed | tail -40"),
+            Message::tool(
+                "l1",
+                "test\tRun pytest\tFAILED tests/test_billing.py::test_proration - AssertionError: 1999 != 2000\ntest\tRun pytest\tError: Process completed with exit code 1.",
+            ),
+            Message::assistant("Rounding in proration; fixing it."),
+            shell("p1", "git push origin fix/proration"),
+            Message::tool("p1", "To github.com:acme/billing.git\n   4be12aa..9c0d3e1  fix/proration -> fix/proration"),
+            shell("w1", check),
+            Message::tool("w1", output),
+            Message::assistant("Checked CI."),
+        ]
+    };
+    let passed = summarize(&middle(
+        "gh run watch 9981198004 --exit-status",
+        "✓ fix/proration CI · 9981198004\nTriggered via push about 3 minutes ago\n\nJOBS\n✓ test in 2m31s (ID 27440011)",
+    ));
+    assert!(!standing_errors(&passed).contains("test_proration"), "{passed}");
+    let fixed = passed.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    assert!(fixed.contains("test_proration"), "{passed}");
+    let failed = summarize(&middle(
+        "gh run view 9981198004",
+        "X fix/proration CI · 9981198004\nJOBS\nX test in 2m02s (ID 27440011)\nANNOTATIONS\nX Process completed with exit code 1.\ntest: .github#1",
+    ));
+    assert!(standing_errors(&failed).contains("test_proration"), "{failed}");
+}
+
 /// Folded together, a later summary's work done that wraps or includes an earlier one's failed
 /// command resolves it as a rerun does (verify34: lcm's condensed summary listed `make apply` as
 /// Blocked beside the `terraform apply` that fixed it).
