@@ -505,9 +505,11 @@ fn versions_either_side(text: &str, start: usize, end: usize) -> bool {
 /// kept only among 230 hashes (verify25). So is an outcome the assistant reports under a label
 /// (`Fixed: stg_orders builds, …`, `Rollback done: orders-prod is on v2.30.4 …`): no command's
 /// line said the rollback was done (verify29). The label may say what it is about in brackets
-/// (`Root cause (PERF-2211): QueryCache never evicts …`, verify39).
+/// (`Root cause (PERF-2211): QueryCache never evicts …`, verify39), and may follow a dash or say
+/// `the` (`Loss went NaN at step 1200 — root cause: …`, `The root cause: …`; verify40: an ML
+/// session's root cause, mid-paragraph, was lost in one compaction).
 static FINDING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+)(?:\*\*)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:[ \t]*\([^():\n]{1,60}\))?(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
+    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+|[ \t][—–][ \t]+)(?:\*\*)?(?:the[ \t]+)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:[ \t]*\([^():\n]{1,60}\))?(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
         .expect("the finding pattern compiles")
 });
 
@@ -570,9 +572,9 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
         return;
     }
     for found in FINDING.find_iter(text) {
-        let line = found
-            .as_str()
-            .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '.' | '!' | '?' | '-' | '*'));
+        let line = found.as_str().trim_start_matches(|c: char| {
+            c.is_whitespace() || matches!(c, '.' | '!' | '?' | '-' | '*' | '—' | '–')
+        });
         let line = line.trim_end();
         let said = line.split_once(':').map_or("", |(_, said)| said);
         if said.trim().trim_start_matches('*').trim().len() >= MIN_RECORD_TEXT {

@@ -1313,6 +1313,47 @@ fn a_labelled_finding_is_kept_under_done() {
     );
 }
 
+/// A finding's label may follow a dash or say `the`, mid-paragraph (verify40: an ML session's
+/// root cause was lost in one compaction, a listing of 62 checkpoints beside it).
+#[test]
+fn a_finding_after_a_dash_or_the_is_kept() {
+    let listing: String = (0..80)
+        .map(|n| {
+            format!(
+                "gs://acme-ml/runs/llama-ft-0{}/checkpoints/step-{:05}/model.safetensors\n",
+                n % 4,
+                n * 250
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::user("why did run 3 diverge?"),
+        shell("l1", "gsutil ls -r gs://acme-ml/runs/"),
+        Message::tool("l1", listing),
+        Message::assistant(
+            "Compared the two configs and the loss curves side by side. Loss went NaN at step 1200 — root cause: fp16 overflow in the attention logits after a81c3de dropped the 1/sqrt(d) scale. I'll restore it and rerun from step-01000.",
+        ),
+        Message::assistant(
+            "Checked the dataloader too. The cause: warmup_steps was 0 after the config refactor in 3f9a2c1, so the first steps ran at full LR.",
+        ),
+        Message::user("ok, restore both"),
+        Message::assistant("Restoring."),
+    ];
+    let summary = summarize_within(&middle, None, 1_500, 3_000);
+    let done = section_lines(&summary, "### Done");
+    assert!(
+        done.iter()
+            .any(|line| line.starts_with("- root cause: fp16 overflow in the attention logits after a81c3de")),
+        "{summary}"
+    );
+    assert!(
+        done.iter()
+            .any(|line| line
+                .starts_with("- The cause: warmup_steps was 0 after the config refactor in 3f9a2c1")),
+        "{summary}"
+    );
+}
+
 /// SWE-agent's environment ends what it sends with its state and prompt; a request is quoted
 /// without it, on one line (verify25: every request read `… (Open file: n/a)` over four lines).
 #[test]
