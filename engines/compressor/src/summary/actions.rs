@@ -381,9 +381,14 @@ fn searches_code(call: Option<&ToolCall>, kind: ToolKind) -> bool {
     let names_logs = [".log", "logs/", "/log/", "journal"]
         .iter()
         .any(|word| arguments.contains(word));
+    // Every shell result is asked: its arguments are parsed only when they name a searcher.
+    let names_searcher = ["grep", "rg ", "ag ", "ack "]
+        .iter()
+        .any(|word| arguments.contains(word));
     !names_logs
         && (kind == ToolKind::Search
             || (kind == ToolKind::Shell
+                && names_searcher
                 && last_step(Some(call), |words, _| {
                     matches!(
                         words,
@@ -1345,6 +1350,11 @@ pub(crate) enum CiStep {
 /// What `call`, which did not fail, did with a CI run, by its last step and what it printed.
 fn ci_step(call: Option<&ToolCall>, output: &str) -> CiStep {
     let mut step = CiStep::Other;
+    // Every shell result is asked: its arguments are parsed only when they name a CI tool.
+    let arguments = call.map_or("", |call| call.function.arguments.as_str());
+    if !arguments.contains("gh ") && !arguments.contains("glab ") {
+        return step;
+    }
     last_step(call, |words, options| {
         let reads_log = options
             .iter()
