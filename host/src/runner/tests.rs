@@ -859,6 +859,19 @@ fn ls_call(id: &str) -> Message {
     Message::assistant_calls(vec![ToolCall::new(id, "terminal", r#"{"command":"ls"}"#)])
 }
 
+/// The warnings about what the original run sent besides the transcript's messages, from a
+/// replay of `messages` by the probe compacting after every tool turn.
+fn overhead_warnings(messages: Vec<Message>) -> Vec<String> {
+    let mut engine = probe_with(r#"{"eager": true}"#);
+    let (outcome, _) = replay_with(&mut engine, messages, &[]);
+    assert!(!outcome.compactions.is_empty());
+    outcome
+        .warnings
+        .into_iter()
+        .filter(|warning| warning.contains("besides the transcript's messages"))
+        .collect()
+}
+
 /// What the original run sent besides the transcript's messages, alone over the engine's
 /// threshold: said once, since no compaction can bring the prompts the engine is told under it.
 #[test]
@@ -878,15 +891,7 @@ fn an_original_runs_overhead_over_the_threshold_is_said_once() {
             recorded(Message::assistant("done"), overhead + 150),
         ]
     };
-    let said = |overhead: u64| -> Vec<String> {
-        let mut engine = probe_with(r#"{"eager": true}"#);
-        let (outcome, _) = replay_with(&mut engine, messages(overhead), &[]);
-        outcome
-            .warnings
-            .into_iter()
-            .filter(|warning| warning.contains("besides the transcript's messages"))
-            .collect()
-    };
+    let said = |overhead: u64| overhead_warnings(messages(overhead));
     let over = said(90_000);
     assert_eq!(over.len(), 1, "{over:?}");
     assert!(
@@ -919,16 +924,7 @@ fn an_overhead_that_keeps_a_compacted_prompt_over_the_threshold_is_named() {
             recorded(Message::assistant("done"), overhead + 15_000),
         ]
     };
-    let said = |overhead: u64| -> Vec<String> {
-        let mut engine = probe_with(r#"{"eager": true}"#);
-        let (outcome, _) = replay_with(&mut engine, messages(overhead), &[]);
-        assert!(!outcome.compactions.is_empty());
-        outcome
-            .warnings
-            .into_iter()
-            .filter(|warning| warning.contains("besides the transcript's messages"))
-            .collect()
-    };
+    let said = |overhead: u64| overhead_warnings(messages(overhead));
     let over = said(46_000);
     assert_eq!(over.len(), 1, "{over:?}");
     assert!(

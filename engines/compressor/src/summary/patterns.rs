@@ -1242,6 +1242,27 @@ impl<'a> Facts<'a> {
     }
 }
 
+/// Whether `sentence` waits on someone or something the sentence before it named: `We're blocked
+/// on KMS until he does.` after `I've asked Marco to add an exception.` (verify41: the lift,
+/// `Marco says the SCP exception is in place now`, shared one word with the blocker alone, and
+/// it stayed under Blocked).
+fn waits_on_someone_named_before(sentence: &str) -> bool {
+    const UNTIL: [&str; 8] = [
+        " until he ",
+        " until she ",
+        " until they ",
+        " until we hear",
+        " until that ",
+        " until it ",
+        " until then",
+        " until this ",
+    ];
+    sentence.contains(" until ") && {
+        let lower = sentence.to_ascii_lowercase();
+        UNTIL.iter().any(|until| lower.contains(until))
+    }
+}
+
 /// Words opening a sentence that leans on the one before it (`Until that lands prod stays
 /// blocked.` after `I opened PLAT-2291 for the reader role.`).
 const POINTS_BACK: [&str; 10] = [
@@ -1262,7 +1283,7 @@ const POINTS_BACK: [&str; 10] = [
 /// by what.
 pub(super) fn with_antecedent<'a>(text: &'a str, sentence: &'a str) -> &'a str {
     let lower = sentence.get(..12).unwrap_or(sentence).to_ascii_lowercase();
-    if !POINTS_BACK.iter().any(|word| lower.starts_with(word)) {
+    if !POINTS_BACK.iter().any(|word| lower.starts_with(word)) && !waits_on_someone_named_before(sentence) {
         return sentence;
     }
     let Some(offset) = (sentence.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {

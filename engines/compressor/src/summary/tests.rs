@@ -1354,6 +1354,49 @@ fn a_finding_after_a_dash_or_the_is_kept() {
     );
 }
 
+/// A blocker that waits on someone the sentence before it named (`until he does`) is said with
+/// that sentence, and lifted by a go-ahead naming them and what they did; the failure it held is
+/// then fixed by the rerun that passed (verify41: both stayed under Blocked beside `Apply
+/// complete!`).
+#[test]
+fn a_blocker_waiting_on_someone_named_before_is_lifted_by_their_news() {
+    let apply = "terraform apply -target=module.reports.aws_kms_key.reports -auto-approve";
+    let middle = vec![
+        Message::user("Apply the reports module to staging."),
+        shell("t1", apply),
+        Message::tool(
+            "t1",
+            "Error: creating KMS Key: AccessDeniedException: not authorized to perform: kms:CreateKey with an explicit deny in a service control policy\nExit code: 1",
+        ),
+        Message::user(
+            "That's the SCP, owned by security. I've asked Marco to add an exception. We're blocked on KMS until he does.",
+        ),
+        Message::assistant("Understood, waiting on Marco for KMS."),
+        Message::user("Marco says the SCP exception is in place now -- KMS should work, go ahead."),
+        shell("t2", apply),
+        Message::tool(
+            "t2",
+            "module.reports.aws_kms_key.reports: Creation complete after 21s [id=6b1f0e2c]\n\nApply complete! Resources: 1 added, 0 changed, 0 destroyed.\nExit code: 0",
+        ),
+        Message::assistant("KMS key created; the SCP exception works."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    assert!(
+        !standing_errors(&summary).contains("AccessDeniedException"),
+        "{summary}"
+    );
+    // Still blocked, it is said with who it waits on.
+    let waiting = summarize(&middle[..5]);
+    assert!(
+        section_lines(&waiting, "### Blocked")
+            .iter()
+            .any(|line| line
+                .contains("I've asked Marco to add an exception. We're blocked on KMS until he does.")),
+        "{waiting}"
+    );
+}
+
 /// SWE-agent's environment ends what it sends with its state and prompt; a request is quoted
 /// without it, on one line (verify25: every request read `… (Open file: n/a)` over four lines).
 #[test]
