@@ -1397,6 +1397,35 @@ fn a_blocker_waiting_on_someone_named_before_is_lifted_by_their_news() {
     );
 }
 
+/// A database client given its statement runs that statement: another statement passing does
+/// not retry a denied one (verify41: `SELECT pg_stat_statements_reset()` denied, then `CREATE
+/// INDEX` passing, read `passed on a later run`).
+#[test]
+fn another_statement_passing_does_not_retry_a_denied_one() {
+    let middle = vec![
+        Message::user("Restore the orders index on staging."),
+        shell("q1", "psql \"$STAGING_RW\" -c \"SELECT pg_stat_statements_reset()\""),
+        Message::tool(
+            "q1",
+            "ERROR:  permission denied for function pg_stat_statements_reset\nExit code: 1",
+        ),
+        shell(
+            "q2",
+            "psql \"$STAGING_RW\" -c \"CREATE INDEX CONCURRENTLY idx_orders_customer_created ON orders (customer_id, created_at DESC)\"",
+        ),
+        Message::tool("q2", "CREATE INDEX\nExit code: 0"),
+        Message::assistant("Index created."),
+    ];
+    let summary = summarize(&middle);
+    assert!(!summary.contains("passed on a later run"), "{summary}");
+    assert!(
+        section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains("permission denied for function pg_stat_statements_reset")),
+        "{summary}"
+    );
+}
+
 /// SWE-agent's environment ends what it sends with its state and prompt; a request is quoted
 /// without it, on one line (verify25: every request read `… (Open file: n/a)` over four lines).
 #[test]
