@@ -110,10 +110,20 @@ fn shell_prints_source_files(arguments: &str) -> bool {
     command_under(&arguments, &COMMAND_KEYS).is_some_and(|command| prints_source_files(&command))
 }
 
-/// Whether `command`, one program and nothing chained, piped or redirected, prints source or
-/// configuration files and does nothing else.
+/// Whether `command`, one program and nothing chained or redirected, piped through `head` or
+/// `tail` at most, prints source or configuration files and does nothing else.
 fn prints_source_files(command: &str) -> bool {
-    if command.contains(['|', ';', '>', '<', '&', '$', '`', '\n']) {
+    // What `head` or `tail` keeps of a file printed is the file's (`cat -n src/api/client.ts |
+    // head -40`; verify41: its `throw new SyncError(…)` listed under Errors).
+    let mut stages = command.split('|');
+    let command = stages.next().unwrap_or_default();
+    let trimmed_only = stages.all(|stage| {
+        matches!(
+            stage.split_whitespace().next(),
+            Some("head" | "tail") if !stage.contains(['>', '<', '&', ';', '$', '`', '\n'])
+        )
+    });
+    if !trimmed_only || command.contains([';', '>', '<', '&', '$', '`', '\n']) {
         return false;
     }
     let mut words = command.split_whitespace();
@@ -438,6 +448,8 @@ mod tests {
             "head -n 80 Cargo.toml",
             "nl -ba app/models.py",
             "cat Dockerfile docker-compose.yml",
+            "cat -n src/api/client.ts | head -5",
+            "nl -ba app/models.py | tail -n 40",
         ] {
             assert!(prints_source_files(reads), "{reads}");
         }
@@ -446,6 +458,8 @@ mod tests {
             "sed -i 's/a/b/' src/lib.rs",
             "sed -n '1,200p' src/lib.rs | grep error",
             "cat src/lib.rs > /tmp/copy.rs",
+            "cat src/lib.rs | head -5 > /tmp/top.rs",
+            "cat src/lib.rs | wc -l",
             "head -n 80 target/test-output.txt",
             "cargo build",
             "cat",

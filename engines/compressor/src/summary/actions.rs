@@ -158,7 +158,12 @@ impl<'a> Facts<'a> {
         // So does a subagent's report: `coupon errors are not announced` is what it found
         // (verify38: listed under Errors).
         let reports = call.is_some_and(|call| delegates(&call.function.name));
-        let error_source = if fetches_pages(call) || echoes_change || reports || searches_code(call, kind) {
+        let error_source = if fetches_pages(call)
+            || echoes_change
+            || reports
+            || searches_code(call, kind)
+            || lists_a_forges_records(call)
+        {
             Source::FileContent
         } else {
             source
@@ -395,6 +400,15 @@ fn searches_code(call: Option<&ToolCall>, kind: ToolKind) -> bool {
                         ["grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack", ..] | ["git", "grep", ..]
                     )
                 })))
+}
+
+/// Whether `call` lists a forge's records (`gh run list`, `gh issue list`, `glab ci list`): a
+/// run's `failure` or an issue's `TypeError in checkout` is a record of the past, not how this
+/// call ended (verify41: `2026-11-29T12:00:00Z 7873a59e0 failure` listed under Errors after the
+/// flaky test passed 120 times).
+fn lists_a_forges_records(call: Option<&ToolCall>) -> bool {
+    call.is_some_and(|call| call.function.arguments.contains(" list"))
+        && last_step(call, |words, _| matches!(words, ["gh" | "glab", _, "list", ..]))
 }
 
 /// Whether a tool named `name` hands a task to another agent, whose answer is its report.

@@ -1426,6 +1426,34 @@ fn another_statement_passing_does_not_retry_a_denied_one() {
     );
 }
 
+/// A forge's listing of runs or issues records the past, and a file printed through `head` is
+/// the file's: neither is an error of the session (verify41: a run list's `failure` rows and a
+/// client's `throw new SyncError(…)` listed under Errors).
+#[test]
+fn a_forges_listing_and_a_file_printed_through_head_hold_no_errors() {
+    let middle = vec![
+        Message::user("The cart badge e2e test is flaky; find when it started."),
+        shell(
+            "r1",
+            "gh run list --workflow e2e.yml --limit 4 --json headSha,conclusion -q '.[] | \"\\(.headSha[0:9]) \\(.conclusion)\"'",
+        ),
+        Message::tool(
+            "r1",
+            "2026-11-29T12:00:00Z 7873a59e0 failure\n2026-11-28T11:00:00Z 1e8fa462d success\n2026-11-27T17:00:00Z f7a139d6f failure\nExit code: 0",
+        ),
+        shell("c1", "cat -n src/api/client.ts | head -5"),
+        Message::tool(
+            "c1",
+            "     1  const RETRY_CODES = [502, 503, 504];\n     2  export async function sync(id: string) {\n     3    const res = await fetch(`/v2/sync/${id}`);\n     4    if (!res.ok) throw new SyncError(`sync failed: ${res.status}`);\n     5  }\nExit code: 0",
+        ),
+        Message::assistant("Failures start on 2026-11-27; the client throws SyncError on any non-2xx."),
+    ];
+    let summary = summarize(&middle);
+    let errors = standing_errors(&summary);
+    assert!(!errors.contains("7873a59e0 failure"), "{summary}");
+    assert!(!errors.contains("SyncError"), "{summary}");
+}
+
 /// SWE-agent's environment ends what it sends with its state and prompt; a request is quoted
 /// without it, on one line (verify25: every request read `… (Open file: n/a)` over four lines).
 #[test]
