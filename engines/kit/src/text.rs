@@ -199,27 +199,56 @@ pub fn head_and_tail(text: &str, max: usize) -> Cow<'_, str> {
     }
     let half = max / 2;
     let head_end = text.char_indices().nth(half).map_or(text.len(), |(at, _)| at);
-    // The start ends at a word's end, when one ends soon before: a number cut in two reads as
-    // another (verify33: `int8 scalar quantization is 20 … GB` for 20.48 GB).
-    let head = match text[..head_end].rfind(char::is_whitespace) {
-        Some(space) if !text[head_end..].starts_with(char::is_whitespace) && space >= head_end / 2 => {
-            &text[..space]
-        }
-        _ => &text[..head_end],
-    };
     let tail_from = text
         .char_indices()
         .nth(count - half)
         .map_or(text.len(), |(at, _)| at);
+    // The start ends at a word's end, when one ends soon before: a number cut in two reads as
+    // another (verify33: `int8 scalar quantization is 20 … GB` for 20.48 GB). A long word cut
+    // (a URL, a path) is kept whole when it ends soon after (verify41: `(https://appstoreconnect
+    // .apple.com/apps/1588822101/testf …`).
+    let head = if text[head_end..].starts_with(char::is_whitespace) {
+        &text[..head_end]
+    } else {
+        match text[..head_end].rfind(char::is_whitespace) {
+            Some(space) if space >= head_end / 2 => &text[..space],
+            _ => {
+                let word_end = text[head_end..]
+                    .find(char::is_whitespace)
+                    .map_or(text.len(), |at| head_end + at);
+                if word_end - head_end > WORD_SLACK {
+                    &text[..head_end]
+                } else if word_end >= tail_from {
+                    return Cow::Borrowed(text);
+                } else {
+                    &text[..word_end]
+                }
+            }
+        }
+    };
     let tail = &text[tail_from..];
-    // The end starts at a word, when one starts in its first half.
+    // The end starts at a word, when one starts in its first half; else at the start of the long
+    // word it cuts, when that starts soon before.
     let starts_a_word = text[..tail_from].ends_with(char::is_whitespace);
     let tail = match tail.find(char::is_whitespace) {
-        Some(space) if !starts_a_word && space < tail.len() / 2 => tail[space..].trim_start(),
-        _ => tail,
+        _ if starts_a_word => tail,
+        Some(space) if space < tail.len() / 2 => tail[space..].trim_start(),
+        _ => {
+            let word_start = text[..tail_from]
+                .rfind(char::is_whitespace)
+                .map_or(0, |space| space + 1);
+            if tail_from - word_start <= WORD_SLACK && word_start > head.len() {
+                &text[word_start..]
+            } else {
+                tail
+            }
+        }
     };
     Cow::Owned(format!("{} … {tail}", head.trim_end()))
 }
+
+/// How far past its half [`head_and_tail`] reaches for the rest of a long word it would cut.
+const WORD_SLACK: usize = 80;
 
 /// `path` (a slice of `text`) with the partition folders before it that the tokens split at their
 /// `=`: `orders/dt=2024-03-17/part-00000.parquet`, not `2024-03-17/part-00000.parquet`, which is
@@ -306,6 +335,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A URL the cut would split is kept whole when it ends soon after (verify41).
+    #[test]
+    fn head_and_tail_keeps_a_url_whole() {
+        let answer = "iOS 4.12.0 (4120) is uploaded to TestFlight (https://appstoreconnect.apple.com/apps/1588822101/testflight/ios). The signing step now works with certificate 7HX2M9QP4R. The Crashlytics dSYM upload still fails with HTTP 403, so crash reports will not be symbolicated.";
+        let cut = head_and_tail(answer, 200);
+        assert!(
+            cut.contains("(https://appstoreconnect.apple.com/apps/1588822101/testflight/ios)."),
+            "{cut}"
+        );
+        assert!(cut.ends_with("will not be symbolicated."), "{cut}");
     }
 
     #[test]
