@@ -122,8 +122,25 @@ pub(super) static CONSTRAINT_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "only",
         "hold off",
         "leave",
+        "keep",
     ])
 });
+
+/// What `keep` is told with when it states a rule (`Keep the deep-link API backward compatible`,
+/// `keep the migration reversible`; verify41: neither was listed), not a step (`keep going`,
+/// `keep an eye on the logs`).
+const KEEP_AS: [&str; 10] = [
+    "compatible",
+    "reversible",
+    "unchanged",
+    "as is",
+    "as-is",
+    "stable",
+    "private",
+    "under ",
+    "below ",
+    "pinned",
+];
 
 /// What `leave` is told with when it states a rule (`Leave firefox for now`), not a step (`leave
 /// a comment on the PR`).
@@ -136,9 +153,14 @@ pub(super) fn states_a_rule(sentence: &str) -> bool {
     let mut from = 0;
     while let Some((start, end)) = CONSTRAINT_WORDS.find_at(sentence, from) {
         let word = &sentence[start..end];
-        if word.eq_ignore_ascii_case("leave") {
+        if word.eq_ignore_ascii_case("leave") || word.eq_ignore_ascii_case("keep") {
             let rest = sentence[end..].to_ascii_lowercase();
-            if LEAVE_AS.iter().any(|told| rest.contains(told)) {
+            let told_as: &[&str] = if word.eq_ignore_ascii_case("keep") {
+                &KEEP_AS
+            } else {
+                &LEAVE_AS
+            };
+            if told_as.iter().any(|told| rest.contains(told)) {
                 return true;
             }
             from = end;
@@ -1190,11 +1212,13 @@ impl<'a> Facts<'a> {
                     let sentence = rest[..end].trim();
                     rest = &rest[end..];
                     // A sentence the constraint words find is read by `states_a_rule` instead,
-                    // but for a `leave` that states no rule: under the label it is one.
+                    // but for a `leave` or `keep` that states no rule: under the label it is one
+                    // (`Keep the lockfile.`).
                     let marked = states_a_rule(sentence)
-                        || CONSTRAINT_WORDS
-                            .find_at(sentence, 0)
-                            .is_some_and(|(start, end)| !sentence[start..end].eq_ignore_ascii_case("leave"));
+                        || CONSTRAINT_WORDS.find_at(sentence, 0).is_some_and(|(start, end)| {
+                            let word = &sentence[start..end];
+                            !word.eq_ignore_ascii_case("leave") && !word.eq_ignore_ascii_case("keep")
+                        });
                     if sentence.len() >= 12
                         && sentence.len() <= MAX_SENTENCE
                         && !marked

@@ -2844,10 +2844,30 @@ fn holding_off_and_leaving_as_is_are_rules() {
     ];
     let summary = summarize(&labelled);
     let constraints = section_lines(&summary, "## Constraints & Preferences");
+    for rule in ["leave a comment on each PR", "Keep the lockfile."] {
+        assert!(
+            constraints.iter().any(|line| line.contains(rule)),
+            "{rule}: {summary}"
+        );
+    }
+    // `keep` states a rule with what it keeps as it is, not as a step (verify41: `Keep the
+    // deep-link API backward compatible.` was not listed).
+    let kept = vec![
+        Message::user(
+            "Update CHANGELOG.md for 4.12.0. Keep the deep-link API backward compatible. Keep an eye on the crash rate.",
+        ),
+        Message::assistant("Noted."),
+    ];
+    let summary = summarize(&kept);
+    let constraints = section_lines(&summary, "## Constraints & Preferences");
     assert!(
         constraints
             .iter()
-            .any(|line| line.contains("leave a comment on each PR")),
+            .any(|line| line.contains("Keep the deep-link API backward compatible.")),
+        "{summary}"
+    );
+    assert!(
+        !constraints.iter().any(|line| line.contains("Keep an eye")),
         "{summary}"
     );
 
