@@ -1046,6 +1046,37 @@ fn is_env_assignment(word: &str) -> bool {
     })
 }
 
+/// The keys of the compiler whose diagnostic a failure's error line is, whatever command printed
+/// it (`src/x.ts(19,7): error TS2345: …` is tsc's, `error[E0308]` rustc's through cargo), `key`
+/// being one of the failure's own: a later success of that compiler fixed it (verify41: a `git
+/// apply` printing a tsc error stayed blocked after `pnpm exec tsc --noEmit` passed).
+pub(super) fn keys_of_the_compiler(key: &str, error: &str) -> Vec<String> {
+    let Some((tool, _)) = key.split_once('\u{0}') else {
+        return Vec::new();
+    };
+    let programs: &[&str] = if error
+        .match_indices("error TS")
+        .any(|(at, found)| error[at + found.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    {
+        &[
+            "tsc",
+            "npx tsc",
+            "pnpm exec tsc",
+            "pnpm tsc",
+            "yarn tsc",
+            "yarn exec tsc",
+        ]
+    } else if error.contains("error[E") {
+        &["cargo check", "cargo build", "cargo test", "cargo clippy"]
+    } else {
+        &[]
+    };
+    programs
+        .iter()
+        .map(|program| format!("{tool}\u{0}{program}"))
+        .collect()
+}
+
 /// The keys of other programs a success of the program keyed `key` shows to pass: a toolchain's
 /// commands that compile the code before they do more (`cargo clippy` and `cargo test` compile
 /// what `cargo check` does; `go test` builds what `go build` does). A failure of those is fixed
@@ -1359,7 +1390,8 @@ pub(crate) enum CiStep {
     /// the run's.
     ReadLog,
     /// Saw a run or a pull request's checks pass (`gh run watch 124 --exit-status`, `gh pr
-    /// checks`, `gh run view 124` without a log, [`shows_ci_passed`]).
+    /// checks`, `gh run view 124`, its whole log or `gh run list` showing only passes,
+    /// [`shows_ci_passed`]).
     Checked,
     #[default]
     Other,
@@ -1374,19 +1406,23 @@ fn ci_step(call: Option<&ToolCall>, output: &str) -> CiStep {
         return step;
     }
     last_step(call, |words, options| {
-        let reads_log = options
-            .iter()
-            .any(|option| matches!(option.split('=').next(), Some("--log" | "--log-failed")));
-        step = match words {
-            ["gh", "run", "view", ..] if reads_log => CiStep::ReadLog,
-            ["glab", "ci", "trace", ..] => CiStep::ReadLog,
-            ["gh", "run", "view" | "watch", ..]
-            | ["gh", "pr", "checks", ..]
-            | ["glab", "ci", "status", ..]
-                if shows_ci_passed(output) =>
-            {
-                CiStep::Checked
-            }
+        let log = options.iter().find_map(|option| match option.split('=').next() {
+            Some(log @ ("--log" | "--log-failed")) => Some(log),
+            _ => None,
+        });
+        step = match (words, log) {
+            // A whole log that shows every test passing (`599 passed`) is a run seen passing;
+            // the failed jobs' log never is.
+            (["gh", "run", "view", ..], Some("--log")) if shows_ci_passed(output) => CiStep::Checked,
+            (["gh", "run", "view", ..], Some(_)) | (["glab", "ci", "trace", ..], _) => CiStep::ReadLog,
+            // So is a list of runs that all succeeded (`gh run list --limit 1`: `completed
+            // success …`; verify41).
+            (
+                ["gh", "run", "view" | "watch" | "list", ..]
+                | ["gh", "pr", "checks", ..]
+                | ["glab", "ci", "status" | "list", ..],
+                _,
+            ) if shows_ci_passed(output) => CiStep::Checked,
             _ => CiStep::Other,
         };
         true

@@ -42,8 +42,8 @@ use ctxhost_engine_kit::{
 
 use super::{
     actions::{
-        broader_keys, keys_a_success_settles, publishes, settling_words, tells_a_finding, tells_todos,
-        CiStep, Selection, WRITING,
+        broader_keys, keys_a_success_settles, keys_of_the_compiler, publishes, settling_words,
+        tells_a_finding, tells_todos, CiStep, Selection, WRITING,
     },
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
@@ -1101,6 +1101,13 @@ impl<'t> Draft<'t> {
             } else if action.failed {
                 // A selection of a test suite is settled by the whole suite passing too, a tool's
                 // run by the project's target for it.
+                // And a compiler's diagnostic by that compiler passing, whatever printed it.
+                let compiler = action
+                    .keys
+                    .first()
+                    .zip(action.first_error.as_deref())
+                    .map(|(key, error)| keys_of_the_compiler(key, error))
+                    .unwrap_or_default();
                 let keys: Vec<Cow<'_, str>> = action
                     .keys
                     .iter()
@@ -1110,6 +1117,7 @@ impl<'t> Draft<'t> {
                             .keys
                             .iter()
                             .flat_map(|key| broader_keys(key))
+                            .chain(compiler)
                             .map(Cow::Owned),
                     )
                     .collect();

@@ -1454,6 +1454,40 @@ fn a_forges_listing_and_a_file_printed_through_head_hold_no_errors() {
     assert!(!errors.contains("SyncError"), "{summary}");
 }
 
+/// A compiler's diagnostic is fixed by that compiler passing, whatever command printed it; a CI
+/// log's failures by a whole log or a run list showing passes (verify41: a `git apply` printing
+/// `error TS2345` stayed blocked after `pnpm exec tsc --noEmit` passed, and a firefox
+/// `NS_ERROR_CONNECTION_REFUSED` under Errors after `599 passed`).
+#[test]
+fn a_compilers_error_and_a_ci_failure_are_fixed_by_their_own_passes() {
+    let middle = vec![
+        Message::user("Fix the cart badge race."),
+        shell("a1", "git apply <<'EOF'\n--- a/src/features/cart/useCart.ts\n+++ b/src/features/cart/useCart.ts\n@@ -16,5 +16,9 @@\nEOF"),
+        Message::tool(
+            "a1",
+            "src/features/cart/useCart.ts(19,7): error TS2345: Argument of type '(c: Cart) => Cart' is not assignable to parameter of type 'SetStateAction<Cart | null>'.\nExit code: 2",
+        ),
+        shell(
+            "a2",
+            "sed -i 's/setCart(c => {/setCart((c) => { if (!c) return c;/' src/features/cart/useCart.ts && pnpm exec tsc --noEmit && echo TSC_OK",
+        ),
+        Message::tool("a2", "TSC_OK\nExit code: 0"),
+        shell("l1", "gh run view 11920431 --log-failed 2>&1 | tail -60"),
+        Message::tool(
+            "l1",
+            "e2e (firefox)\tRun tests\t2026-12-01T09:31:40Z     Error: page.goto: NS_ERROR_CONNECTION_REFUSED\ne2e (firefox)\tRun tests\t2026-12-01T09:31:41Z   1 failed\nExit code: 0",
+        ),
+        shell("l2", "gh run view 11931877 --log | grep -E 'passed|flaky' | tail -5"),
+        Message::tool("l2", "e2e-stress\tRun\t  599 passed (8.9m)\nExit code: 0"),
+        Message::assistant("Type-checks, and the stress run passed."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    let errors = standing_errors(&summary);
+    assert!(!errors.contains("NS_ERROR_CONNECTION_REFUSED"), "{summary}");
+    assert!(!errors.contains("TS2345"), "{summary}");
+}
+
 /// SWE-agent's environment ends what it sends with its state and prompt; a request is quoted
 /// without it, on one line (verify25: every request read `… (Open file: n/a)` over four lines).
 #[test]
