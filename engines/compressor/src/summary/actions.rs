@@ -1279,8 +1279,24 @@ fn inline_script_key(command: &str) -> String {
         .map(str::trim)
         .find(|line| !line.is_empty() && !line.starts_with('#'))
         .unwrap_or("");
-    let statement = first.split(';').next().unwrap_or(first).trim();
-    format!("{program} {statement}")
+    let mut statements = first.split(';').map(str::trim);
+    let statement = if DATABASE_CLIENTS.contains(&program) {
+        // What a database client runs is its first statement past the session's set-up: `BEGIN;
+        // CREATE INDEX CONCURRENTLY …` failing is retried by `SET statement_timeout = 0; CREATE
+        // INDEX CONCURRENTLY …` (verify41).
+        statements
+            .find(|statement| {
+                let lower = statement.to_ascii_lowercase();
+                !statement.is_empty()
+                    && !["begin", "set ", "start transaction", "commit", "\\"]
+                        .iter()
+                        .any(|setup| lower.starts_with(setup))
+            })
+            .unwrap_or(first)
+    } else {
+        statements.next().unwrap_or(first)
+    };
+    format!("{program} {}", statement.trim_end_matches(['"', '\'']).trim())
 }
 
 /// Whether `command` runs an interpreter or a database client on a script given inline: `-`,
@@ -1289,18 +1305,20 @@ fn runs_inline_script(command: &str) -> bool {
     // A database client given its statement (`psql "$STAGING_RW" -c "SELECT …"`, `mysql -e`)
     // runs that statement: a `CREATE INDEX` passing did not retry a `SELECT
     // pg_stat_statements_reset()` denied (verify41: listed `passed on a later run`).
-    const INTERPRETERS: [&str; 14] = [
-        "python", "python3", "node", "ruby", "perl", "bash", "sh", "zsh", "deno", "php", "psql", "mysql",
-        "mariadb", "duckdb",
+    const INTERPRETERS: [&str; 10] = [
+        "python", "python3", "node", "ruby", "perl", "bash", "sh", "zsh", "deno", "php",
     ];
     let mut words = command.split_whitespace();
     let Some(program) = words.next() else {
         return false;
     };
     let program = program.rsplit('/').next().unwrap_or(program);
-    INTERPRETERS.contains(&program)
+    (INTERPRETERS.contains(&program) || DATABASE_CLIENTS.contains(&program))
         && (command.contains("<<") || words.any(|word| matches!(word, "-" | "-c" | "-e")))
 }
+
+/// Database clients that take their statements inline (`psql -c`, `mysql -e`).
+const DATABASE_CLIENTS: [&str; 4] = ["psql", "mysql", "mariadb", "duckdb"];
 
 /// Programs whose second word is a service or a group, the third what is done to it.
 const SERVICE_CLIS: &[&str] = &["aws", "gcloud", "az", "gh", "glab", "doctl", "flyctl"];

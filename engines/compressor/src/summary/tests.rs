@@ -1418,6 +1418,30 @@ fn another_statement_passing_does_not_retry_a_denied_one() {
     ];
     let summary = summarize(&middle);
     assert!(!summary.contains("passed on a later run"), "{summary}");
+    // The same statement after another set-up retries it.
+    let retried = vec![
+        Message::user("Create the index on staging."),
+        shell(
+            "b1",
+            "psql \"$STAGING_RW\" -c \"BEGIN; CREATE INDEX CONCURRENTLY idx_orders_customer_created ON orders (customer_id, created_at DESC); COMMIT;\"",
+        ),
+        Message::tool(
+            "b1",
+            "ERROR:  CREATE INDEX CONCURRENTLY cannot run inside a transaction block\nExit code: 1",
+        ),
+        shell(
+            "b2",
+            "psql \"$STAGING_RW\" -c \"SET statement_timeout = 0; CREATE INDEX CONCURRENTLY idx_orders_customer_created ON orders (customer_id, created_at DESC);\"",
+        ),
+        Message::tool("b2", "SET\nCREATE INDEX\nExit code: 0"),
+        Message::assistant("Index created."),
+    ];
+    let retried = summarize(&retried);
+    assert!(retried.contains("passed on a later run"), "{retried}");
+    assert!(
+        !standing_errors(&retried).contains("cannot run inside a transaction block"),
+        "{retried}"
+    );
     assert!(
         section_lines(&summary, "### Blocked")
             .iter()
