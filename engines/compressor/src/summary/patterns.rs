@@ -1498,6 +1498,9 @@ fn reports_a_fallback(line: &str) -> bool {
 /// a few capitalised words and no number, which say nothing went wrong (verify40: listed under
 /// Errors).
 fn names_errors_as_heading(line: &str) -> bool {
+    if line.len() > 40 || !(line.contains("Errors") || line.contains("ERRORS")) {
+        return false;
+    }
     let line = line.strip_suffix(':').unwrap_or(line);
     let words: Vec<&str> = line.split_whitespace().collect();
     words.len() <= 3
