@@ -1302,9 +1302,6 @@ fn inline_script_key(command: &str) -> String {
 /// Whether `command` runs an interpreter or a database client on a script given inline: `-`,
 /// `-c` or `-e`, or a here document.
 fn runs_inline_script(command: &str) -> bool {
-    // A database client given its statement (`psql "$STAGING_RW" -c "SELECT …"`, `mysql -e`)
-    // runs that statement: a `CREATE INDEX` passing did not retry a `SELECT
-    // pg_stat_statements_reset()` denied (verify41: listed `passed on a later run`).
     const INTERPRETERS: [&str; 10] = [
         "python", "python3", "node", "ruby", "perl", "bash", "sh", "zsh", "deno", "php",
     ];
@@ -1317,7 +1314,9 @@ fn runs_inline_script(command: &str) -> bool {
         && (command.contains("<<") || words.any(|word| matches!(word, "-" | "-c" | "-e")))
 }
 
-/// Database clients that take their statements inline (`psql -c`, `mysql -e`).
+/// Database clients that take their statements inline (`psql "$STAGING_RW" -c "SELECT …"`,
+/// `mysql -e`): each runs its statement, and a `CREATE INDEX` passing did not retry a `SELECT
+/// pg_stat_statements_reset()` denied (verify41: listed `passed on a later run`).
 const DATABASE_CLIENTS: [&str; 4] = ["psql", "mysql", "mariadb", "duckdb"];
 
 /// Programs whose second word is a service or a group, the third what is done to it.
