@@ -443,11 +443,12 @@ impl<'e> Replayer<'e> {
             // The original run's context is not this one any more: its count, calibrated.
             Some(recorded) => {
                 self.warn_overhead_over_threshold();
+                let told = self.calibration.apply(prompt_tokens);
                 if after_compaction {
-                    self.warn_overhead_keeps_compaction_over(prompt_tokens);
+                    self.warn_overhead_keeps_compaction_over(prompt_tokens, told);
                 }
                 (
-                    Usage::new(self.calibration.apply(prompt_tokens), recorded.completion_tokens),
+                    Usage::new(told, recorded.completion_tokens),
                     UsageSource::Calibrated,
                 )
             }
@@ -930,14 +931,13 @@ impl<'e> Replayer<'e> {
         }
     }
 
-    /// Says once when the first prompt after a compaction (`counted` by the host) is at or over the engine's threshold
-    /// only because of what the original run sent besides the transcript's messages: the engine
-    /// reads its compaction as ineffective (the compressor pauses after two), and the pause's own
-    /// warning cannot say why. An overhead over the threshold by itself is said by
-    /// [`Self::warn_overhead_over_threshold`].
-    fn warn_overhead_keeps_compaction_over(&mut self, counted: u64) {
+    /// Says once when the first prompt after a compaction (`counted` by the host, `told` the
+    /// engine with the calibration) is at or over the engine's threshold only because of what the
+    /// original run sent besides the transcript's messages: the engine reads its compaction as
+    /// ineffective (the compressor pauses after two), and the pause's own warning cannot say why.
+    /// An overhead over the threshold by itself is said by [`Self::warn_overhead_over_threshold`].
+    fn warn_overhead_keeps_compaction_over(&mut self, counted: u64, told: u64) {
         let overhead = self.calibration.apply(0);
-        let told = self.calibration.apply(counted);
         let Some(threshold) = self.threshold.filter(|&threshold| {
             threshold > 0 && overhead < threshold && counted < threshold && told >= threshold
         }) else {
