@@ -354,6 +354,185 @@ fn is_version(token: &str) -> bool {
         && !(!prefixed && core_end == rest.len() && is_ipv4(token))
 }
 
+/// Words that come before a version without naming what it is the version of (`moved from 3.15.0
+/// to 3.16.1`, `Version 2.4.1`), lowercase.
+const NOT_PACKAGE_NAMES: &[&str] = &[
+    "a",
+    "about",
+    "after",
+    "all",
+    "also",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "back",
+    "be",
+    "been",
+    "before",
+    "between",
+    "both",
+    "build",
+    "bump",
+    "bumped",
+    "but",
+    "by",
+    "current",
+    "currently",
+    "downgrade",
+    "downgraded",
+    "either",
+    "for",
+    "from",
+    "get",
+    "got",
+    "in",
+    "install",
+    "installed",
+    "into",
+    "is",
+    "its",
+    "keep",
+    "kept",
+    "latest",
+    "like",
+    "moved",
+    "need",
+    "needs",
+    "new",
+    "newer",
+    "no",
+    "not",
+    "now",
+    "of",
+    "old",
+    "older",
+    "on",
+    "only",
+    "onto",
+    "or",
+    "over",
+    "per",
+    "pin",
+    "pinned",
+    "release",
+    "released",
+    "remains",
+    "require",
+    "required",
+    "requires",
+    "set",
+    "since",
+    "stay",
+    "stays",
+    "still",
+    "tag",
+    "tagged",
+    "than",
+    "that",
+    "the",
+    "then",
+    "this",
+    "to",
+    "under",
+    "until",
+    "update",
+    "updated",
+    "upgrade",
+    "upgraded",
+    "use",
+    "uses",
+    "using",
+    "v",
+    "version",
+    "versions",
+    "via",
+    "vs",
+    "was",
+    "were",
+    "with",
+];
+
+/// `version` (a slice of `text`) with the package it is the version of, when `text` names one
+/// just before it: `requests==2.31.0`, `RNCAsyncStorage (1.23.1)`, `Compiling serde v1.0.210`'s
+/// `serde v1.0.210`, `Python 3.11.7`, a listing's `numpy     1.26.4`. A slice of `text`, or
+/// `version` itself when no name comes before it (verify41: `Versions: 1.23.1` told a model
+/// nothing of a pod update).
+pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> &'a str {
+    let Some(start) = (version.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
+        return version;
+    };
+    // `pytest-7.4.0`, `serde@1.0.210`: named already.
+    if start > text.len()
+        || version
+            .bytes()
+            .skip(1)
+            .any(|byte| byte.is_ascii_alphabetic() && byte != b'v')
+    {
+        return version;
+    }
+    let bytes = text.as_bytes();
+    let end = start + version.len();
+    let is_name_byte = |byte: u8| {
+        byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.' | b'/' | b'@' | b'[' | b']')
+    };
+    let name_start = |name_end: usize| {
+        let mut at = name_end;
+        while at > 0 && name_end - at < 80 && is_name_byte(bytes[at - 1]) {
+            at -= 1;
+        }
+        let name = &text[at..name_end];
+        // A whole word that ends as a name does, not a sentence (`Upgrade done. 3.2.1 is live`).
+        let names = (at == 0 || !is_name_byte(bytes[at - 1]))
+            && name
+                .bytes()
+                .last()
+                .is_some_and(|byte| byte.is_ascii_alphanumeric() || byte == b']')
+            && name.bytes().any(|byte| byte.is_ascii_alphabetic())
+            && !NOT_PACKAGE_NAMES.contains(&name.to_ascii_lowercase().as_str());
+        names.then_some(at)
+    };
+    let before = &text[..start];
+    // A pin: `requests==2.31.0`, `django>=4.2.0`, `httpx~=0.27.0`.
+    let pinned = before.len() - before.trim_end_matches(['=', '>', '<', '~', '!']).len();
+    if pinned > 0 {
+        return match name_start(start - pinned) {
+            Some(at) if at < start - pinned => &text[at..end],
+            _ => version,
+        };
+    }
+    // `RNCAsyncStorage (1.23.1)`: a package manager's listing.
+    let (name_end, end) = match before.strip_suffix('(') {
+        Some(opened) if bytes.get(end) == Some(&b')') => (opened.trim_end_matches(' ').len(), end + 1),
+        Some(_) => return version,
+        // `serde v1.0.210`, a listing's columns: spaces or tabs only, on one line.
+        None => {
+            let name_end = before.trim_end_matches([' ', '\t']).len();
+            if name_end == start || start - name_end > 40 {
+                return version;
+            }
+            (name_end, end)
+        }
+    };
+    match name_start(name_end) {
+        Some(at) if at < name_end => &text[at..end],
+        // `urllib3 version 1.26.5`: the name is the word before.
+        _ => {
+            let word = &before[before[..name_end].rfind([' ', '\t', '\n']).map_or(0, |at| at + 1)..name_end];
+            if !word.eq_ignore_ascii_case("version") {
+                return version;
+            }
+            let name_end = before[..name_end - word.len()].trim_end_matches(' ').len();
+            match name_start(name_end) {
+                Some(at) if at < name_end && name_end + 1 + word.len() <= start => &text[at..end],
+                _ => version,
+            }
+        }
+    }
+}
+
 /// Whether `token` is an IPv4 address (`10.0.7.1`): four numbers up to 255, a client's address
 /// in a log rather than a version.
 pub(crate) fn is_ipv4(token: &str) -> bool {
@@ -469,6 +648,56 @@ mod tests {
             }
         });
         found
+    }
+
+    /// Each version of `text` as the summary lists it.
+    fn versions(text: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        for_each_token(text, |token, shape| {
+            if let Some((FactKind::Version, version)) = classify_token(token, shape) {
+                found.push(with_package_name(text, version));
+            }
+        });
+        found
+    }
+
+    #[test]
+    fn a_version_keeps_the_name_before_it() {
+        assert_eq!(
+            versions(
+                "Using RNCAsyncStorage (1.23.1)\nInstalling RNReanimated (3.16.1) (was 3.15.0)\n\
+                 Collecting requests==2.31.0 and uvicorn[standard]>=0.30.1\n   Compiling serde v1.0.210\n\
+                 numpy        1.26.4\nPython 3.11.7 found; urllib3 version 1.26.5 is vulnerable"
+            ),
+            [
+                "RNCAsyncStorage (1.23.1)",
+                "RNReanimated (3.16.1)",
+                "3.15.0",
+                "requests==2.31.0",
+                "uvicorn[standard]>=0.30.1",
+                "serde v1.0.210",
+                "numpy        1.26.4",
+                "Python 3.11.7",
+                "urllib3 version 1.26.5",
+            ]
+        );
+        // Words that name nothing, a sentence's end, a line before, a named version.
+        assert_eq!(
+            versions(
+                "moved from 3.15.0 to 3.16.1. Version 2.4.1 is out. Upgrade done. 3.2.1 is live\n\
+                 4.0.0 and pytest-7.4.0, serde@1.0.210, = 5.1.0"
+            ),
+            [
+                "3.15.0",
+                "3.16.1",
+                "2.4.1",
+                "3.2.1",
+                "4.0.0",
+                "pytest-7.4.0",
+                "serde@1.0.210",
+                "5.1.0"
+            ]
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use ctxhost_engine_kit::{
 };
 
 use crate::{
+    identify::with_package_name,
     prune::is_cut_marker,
     scan::{classify_token, for_each_token, line_around, sentence_around},
 };
@@ -1032,6 +1033,7 @@ impl<'a> Facts<'a> {
                         (FactKind::Route, fact)
                     }
                     FactKind::Path => (kind, with_partition_prefix(text, fact)),
+                    FactKind::Version => (kind, with_package_name(text, fact)),
                     kind => (kind, fact),
                 };
                 self.add(kind, Cow::Borrowed(fact), source, index);

@@ -6379,3 +6379,34 @@ fn the_newest_todo_list_is_the_plan_and_replaces_older_ones() {
     assert_eq!(plans.len(), 1, "{folded}");
     assert!(plans[0].contains("1 in progress (Write the report)"), "{folded}");
 }
+
+/// A version is listed with the package it is of, where the output names one before it
+/// (verify41: `Versions: 1.23.1` told the model nothing of which pod changed).
+#[test]
+fn versions_are_listed_with_their_packages() {
+    let middle = vec![
+        Message::user("The iOS build broke after the pod update. Find which pod changed."),
+        shell("p1", "cd ios && pod install"),
+        Message::tool(
+            "p1",
+            "Analyzing dependencies\nUsing RNCAsyncStorage (1.23.1)\nInstalling RNReanimated (3.16.1) (was 3.15.0)\nPod installation complete!",
+        ),
+        shell("p2", "pip install requests==2.31.0"),
+        Message::tool("p2", "Successfully installed requests-2.31.0"),
+        Message::assistant("RNReanimated moved from 3.15.0 to 3.16.1."),
+    ];
+    let summary = summarize(&middle);
+    let versions = summary
+        .lines()
+        .find(|line| line.starts_with("- Versions:"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    for named in [
+        "RNCAsyncStorage (1.23.1)",
+        "RNReanimated (3.16.1)",
+        "requests-2.31.0",
+    ] {
+        assert!(versions.contains(named), "{named}: {summary}");
+    }
+    // The bare 3.16.1 of the assistant's sentence is not listed again beside its named one.
+    assert!(!versions.contains(", 3.16.1"), "{summary}");
+}
