@@ -393,6 +393,12 @@ pub(crate) fn line_around(text: &str, start: usize, end: usize) -> (&str, usize)
     (&text[line_start..line_end], line_end)
 }
 
+/// Whether `rest` opens with an item's number in brackets, `(2) ` or `2) `.
+fn opens_an_inline_item(rest: &[u8]) -> bool {
+    let rest = rest.strip_prefix(b"(").unwrap_or(rest);
+    matches!(rest, [b'1'..=b'9', b')', b' ', ..])
+}
+
 /// The sentence around bytes `start..end` of `text`, at most `max` bytes, and where it ends.
 pub(crate) fn sentence_around(text: &str, start: usize, end: usize, max: usize) -> (&str, usize) {
     let bytes = text.as_bytes();
@@ -403,7 +409,13 @@ pub(crate) fn sentence_around(text: &str, start: usize, end: usize, max: usize) 
             b'\'' | b'"' | b')' => at > 0 && matches!(bytes[at - 1], b'.' | b'!' | b'?'),
             _ => false,
         };
-        bytes[at] == b'\n' || (closes && bytes.get(at + 1).is_none_or(|next| next.is_ascii_whitespace()))
+        // An item of a list inline, `Two things: (1) reduce … to 100; (2) don't change …`, is a
+        // sentence of its own: a rule in one item is not the other's (verify42: the overruled
+        // `(1)` listed as a rule with `(2)`).
+        let item = bytes[at] == b' ' && opens_an_inline_item(&bytes[at + 1..]);
+        bytes[at] == b'\n'
+            || item
+            || (closes && bytes.get(at + 1).is_none_or(|next| next.is_ascii_whitespace()))
     };
     // The sentence's start, as far back as the match still fits; failing that, half of `max`
     // back, from a word's start (`pdating the prod lockfile …` read as a word of its own).
