@@ -16,8 +16,9 @@ use super::{
     is_summary_text,
     patterns::{
         decision_records, findings, lifts_the_blocker, measured_changes, names_a_ticket, says_lifted,
-        says_unblocked, states_a_rule, with_antecedent, with_ticket_after, RecordKey, BLOCKER_WORDS,
-        CONSTRAINT_WORDS, DECISION_WORDS, LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
+        says_unblocked, states_a_rule, with_antecedent, with_ticket_after, with_workaround_after, RecordKey,
+        BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS,
+        WAITING_WORDS,
     },
 };
 use crate::scan::{
@@ -447,7 +448,10 @@ impl<'a> Facts<'a> {
                 .filter(|sentence| !sentence.text.ends_with('?') && !says_unblocked(sentence.text))
                 .map(|sentence| Blocker {
                     sentence: Sentence {
-                        text: with_ticket_after(piece, with_antecedent(piece, sentence.text)),
+                        text: with_workaround_after(
+                            piece,
+                            with_ticket_after(piece, with_antecedent(piece, sentence.text)),
+                        ),
                         ..sentence
                     },
                     by_user,

@@ -294,6 +294,18 @@ pub(super) static BLOCKER_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "only an admin can",
         "only an org admin can",
         "until someone with",
+        // What the user cannot give the agent (verify42: `I can't give you access to the prod
+        // metrics in Datadog yet, that needs SRE approval (ticket OPS-4412)` in no Blocked).
+        "can't give you access",
+        "cannot give you access",
+        "can't give you the",
+        "cannot give you the",
+        "you don't have access",
+        "you do not have access",
+        "isn't reachable from",
+        "is not reachable from",
+        "aren't reachable from",
+        "are not reachable from",
     ])
 });
 
@@ -349,6 +361,18 @@ pub(super) static LIFTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "landed",
         "go ahead",
         "you can proceed",
+        // What the user made available (verify42: `I copied the full export into data/full/ now,
+        // you can use that instead of the sample`; `OPS-4412 got approved, you now have read
+        // access`).
+        "you can use",
+        "you now have",
+        "you have access",
+        "now have access",
+        "got approved",
+        "is available now",
+        "are available now",
+        "is reachable now",
+        "is accessible now",
     ])
 });
 
@@ -370,6 +394,17 @@ pub(super) static PERMITTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "you may go ahead",
         "go ahead and",
         "you can now",
+        // `you can run rover against Studio now` after `until then don't run \`rover supergraph
+        // compose\` against Studio` (verify42: the rule listed to the end).
+        "you can run",
+        "you can use",
+        "you can push",
+        "you can deploy",
+        "you can touch",
+        "you can edit",
+        "you can change",
+        "you can commit",
+        "you can delete",
         "is allowed again",
         "are allowed again",
         "is allowed now",
@@ -530,9 +565,10 @@ fn versions_either_side(text: &str, start: usize, end: usize) -> bool {
 /// line said the rollback was done (verify29). The label may say what it is about in brackets
 /// (`Root cause (PERF-2211): QueryCache never evicts …`, verify39), and may follow a dash or say
 /// `the` (`Loss went NaN at step 1200 — root cause: …`, `The root cause: …`; verify40: an ML
-/// session's root cause, mid-paragraph, was lost in one compaction).
+/// session's root cause, mid-paragraph, was lost in one compaction), and may be one so far
+/// (`Root cause so far: …`, verify42).
 static FINDING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+|[ \t][—–][ \t]+)(?:\*\*)?(?:the[ \t]+)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:[ \t]*\([^():\n]{1,60}\))?(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
+    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+|[ \t][—–][ \t]+)(?:\*\*)?(?:the[ \t]+)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:[ \t]+so[ \t]+far)?(?:[ \t]*\([^():\n]{1,60}\))?(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
         .expect("the finding pattern compiles")
 });
 
@@ -584,6 +620,10 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
     // Most text holds no such label: one pass for the labels is cheaper than the pattern.
     let labelled = FINDING_LABELS.find_iter(text).any(|found| {
         let after = text[found.end()..].trim_start_matches(['*', ' ', '\t']);
+        // A finding on the way: `Root cause so far: …` (verify42).
+        let after = after
+            .strip_prefix("so far")
+            .map_or(after, |rest| rest.trim_start());
         // Past what the label is about: `Root cause (PERF-2211):`.
         let after = after
             .strip_prefix('(')
@@ -1346,11 +1386,32 @@ pub(super) fn with_ticket_after<'a>(text: &'a str, sentence: &'a str) -> &'a str
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
             .any(is_ticket_key)
     };
+    if names_ticket(sentence) {
+        return sentence;
+    }
+    with_next_sentence_if(text, sentence, names_ticket)
+}
+
+/// `sentence` (a slice of `text`) followed by the next sentence of `text` when that one says how
+/// to work around the block meanwhile (`Blocker: the S3 bucket isn't reachable from your sandbox.
+/// Use data/sample/ for now.`): the model reads what to do until it is lifted, and a lift that
+/// names the workaround (`you can use that instead of the sample`) is told its blocker (verify42).
+pub(super) fn with_workaround_after<'a>(text: &'a str, sentence: &'a str) -> &'a str {
+    const MEANWHILE: [&str; 5] = ["for now", "meanwhile", "in the meantime", "until then", "instead"];
+    with_next_sentence_if(text, sentence, |next| {
+        let lower = next.to_ascii_lowercase();
+        MEANWHILE.iter().any(|words| lower.contains(words))
+    })
+}
+
+/// `sentence` (a slice of `text`) followed by the next sentence of `text`, on the same line, when
+/// `fits` it and both fit in [`MAX_SENTENCE`].
+fn with_next_sentence_if<'a>(text: &'a str, sentence: &'a str, fits: impl Fn(&str) -> bool) -> &'a str {
     let Some(start) = (sentence.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
         return sentence;
     };
     let end = start + sentence.len();
-    if end > text.len() || names_ticket(sentence) {
+    if end > text.len() {
         return sentence;
     }
     let rest = &text[end..];
@@ -1361,7 +1422,7 @@ pub(super) fn with_ticket_after<'a>(text: &'a str, sentence: &'a str) -> &'a str
     let (next, _) = sentence_around(text, next_start, next_start + 1, MAX_SENTENCE);
     let next = next.trim();
     let next_end = (next.as_ptr() as usize - text.as_ptr() as usize) + next.len();
-    if !names_ticket(next)
+    if !fits(next)
         || next_end - start > MAX_SENTENCE
         || !std::ptr::eq(next.as_ptr(), text[next_start..].as_ptr())
     {

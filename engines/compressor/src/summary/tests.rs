@@ -6410,3 +6410,135 @@ fn versions_are_listed_with_their_packages() {
     // The bare 3.16.1 of the assistant's sentence is not listed again beside its named one.
     assert!(!versions.contains(", 3.16.1"), "{summary}");
 }
+
+/// A blocker is said with the workaround the user gave for meanwhile, and a message that makes
+/// the missing thing available (`you can use that instead of the sample`) lifts it (verify42: the
+/// unreachable bucket stayed under Blocked after the full export was copied in).
+#[test]
+fn a_blocker_is_said_with_its_workaround_and_lifted_by_what_replaces_it() {
+    let check = |id: &str, data: &str| {
+        [
+            shell(id, &format!("python check.py --data {data} --month 09")),
+            Message::tool(id, "rows 4120, revenue 1,204,332.10\nExit code: 0"),
+        ]
+    };
+    let mut middle = vec![Message::user("Find why revenue for 2025-09 is 3% too high.")];
+    middle.extend(check("r1", "data/sample"));
+    middle.push(Message::user(
+        "Blocker: the S3 bucket s3://acme-prod isn't reachable from your sandbox. Use data/sample/ for now.",
+    ));
+    middle.extend(check("r2", "data/sample"));
+    let blocked = summarize(&middle);
+    assert_eq!(
+        section_lines(&blocked, "### Blocked"),
+        ["- Stated by the user: Blocker: the S3 bucket s3://acme-prod isn't reachable from your sandbox. Use data/sample/ for now."],
+        "{blocked}"
+    );
+    middle.push(Message::user(
+        "I copied the full export into data/full/ now, you can use that instead of the sample.",
+    ));
+    middle.extend(check("r3", "data/full"));
+    let lifted = summarize(&middle);
+    assert_eq!(section_lines(&lifted, "### Blocked"), ["- (none)"], "{lifted}");
+}
+
+/// What only someone else can give (`I can't give you access … needs SRE approval (ticket
+/// OPS-4412)`) blocks the work until the ticket is approved (verify42: in no Blocked).
+#[test]
+fn access_the_user_cannot_give_blocks_until_its_ticket_is_approved() {
+    let mut middle = vec![
+        Message::user("Consumer lag on orders.v2 keeps growing. Find out why."),
+        Message::user(
+            "I can't give you access to the prod metrics in Datadog yet, that needs SRE approval (ticket OPS-4412). Work from the logs and staging for now.",
+        ),
+        Message::assistant("Understood, working from the logs."),
+    ];
+    let blocked = summarize(&middle);
+    let lines = section_lines(&blocked, "### Blocked");
+    assert!(
+        lines.len() == 1
+            && lines[0].contains("OPS-4412")
+            && lines[0].contains("Work from the logs and staging for now."),
+        "{blocked}"
+    );
+    middle.push(Message::user(
+        "OPS-4412 got approved, you now have read access to Datadog prod metrics.",
+    ));
+    let lifted = summarize(&middle);
+    assert_eq!(section_lines(&lifted, "### Blocked"), ["- (none)"], "{lifted}");
+}
+
+/// A rule that holds until something is given ends when the user says the agent can do it now
+/// (verify42: `until then don't run \`rover supergraph compose\` against Studio` listed after
+/// `you can run rover against Studio now`).
+#[test]
+fn a_rule_for_meanwhile_ends_when_the_user_says_you_can_run_it() {
+    let mut middle = vec![
+        Message::user("Rename Product.price to priceInfo in the catalog subgraph."),
+        Message::user(
+            "The APOLLO_KEY is expired. I'll get a new one; until then don't run `rover supergraph compose` against Studio, use the local supergraph.yaml.",
+        ),
+        Message::assistant("Composing locally from supergraph.yaml."),
+    ];
+    let ruled = summarize(&middle);
+    assert!(
+        section_lines(&ruled, "## Constraints & Preferences")
+            .iter()
+            .any(|line| line.contains("rover supergraph compose")),
+        "{ruled}"
+    );
+    middle.push(Message::user(
+        "The platform team gave me a fresh key, you can run rover against Studio now.",
+    ));
+    let revoked = summarize(&middle);
+    assert!(
+        !section_lines(&revoked, "## Constraints & Preferences")
+            .iter()
+            .any(|line| line.contains("rover supergraph compose")),
+        "{revoked}"
+    );
+}
+
+/// Items numbered inline are sentences of their own: the rule of one is listed without the
+/// other, which a later message overruled (verify42: `(1) reduce max.poll.records to 100` listed
+/// with `(2) … don't change customer-svc code` beside `don't change max.poll.records`).
+#[test]
+fn a_rule_in_an_inline_item_is_listed_without_the_other_items() {
+    let middle = vec![
+        Message::user("Consumer lag on orders.v2 keeps growing. Find out why."),
+        Message::user(
+            "OK. Two things: (1) for the enricher, reduce max.poll.records to 100 so we stop getting evicted; (2) the customer-svc query is owned by the CRM team, don't change customer-svc code, just write up the finding for them.",
+        ),
+        Message::assistant("Reducing max.poll.records and writing up the query."),
+    ];
+    let summary = summarize(&middle);
+    let rules = section_lines(&summary, "## Constraints & Preferences");
+    assert_eq!(
+        rules,
+        ["- (2) the customer-svc query is owned by the CRM team, don't change customer-svc code, just write up the finding for them."],
+        "{summary}"
+    );
+}
+
+/// A root cause found so far is a finding (verify42: `Root cause so far: customer-svc's Hikari
+/// pool … is exhausted …` in no summary of an incident whose write-up was the next request).
+#[test]
+fn a_root_cause_so_far_is_a_finding() {
+    let middle = vec![
+        Message::user("Consumer lag on orders.v2 keeps growing. Find out why."),
+        shell("k1", "kubectl logs deploy/customer-svc --since=2h | grep -c 'Connection is not available'"),
+        Message::tool("k1", "1843\nExit code: 0"),
+        Message::assistant(
+            "Root cause so far: customer-svc's Hikari pool (maximumPoolSize=10) is exhausted since the 06:30 deploy, so each lookup takes 400-900 ms and a batch outlasts max.poll.interval.ms.",
+        ),
+        Message::user("Write it up in docs/incidents/INC-2291.md."),
+        Message::assistant("Writing the incident note."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.starts_with("- Root cause so far: customer-svc's Hikari pool")),
+        "{summary}"
+    );
+}
