@@ -47,8 +47,8 @@ use super::{
     },
     draft::{cut_marked, Candidate, Draft, Group},
     facts::{
-        extract_facts, extract_outcomes, replies_in_words, verbs, Action, DecisionRecord, Fact, FactKind,
-        Facts, Request, Sentence, Source,
+        extract_facts, extract_outcomes, replies_in_words, verbs, Action, Blocker, DecisionRecord, Fact,
+        FactKind, Facts, Request, Sentence, Source,
     },
     patterns::{error_line_score, lifts_the_blocker, tickets, FindingKind, RecordKey, TELLING_ERROR},
     quoted::QuotedFacts,
@@ -779,11 +779,23 @@ impl<'t> Draft<'t> {
             .filter(|(record, standing)| standing.replaced && opens_its_message(record, facts))
             .map(|(record, _)| record.index)
             .collect();
+        // A message of the user's that says only what blocks the work is listed under Blocked,
+        // whole, while it stands: under Goal too, it read as a goal (verify42).
+        let said_under_blocked: Vec<(usize, &str)> = standing_blockers(facts)
+            .into_iter()
+            .filter(|blocker| {
+                blocker.by_user && blocker.sentence.text.chars().count() <= STATED_BLOCKER_CHARS
+            })
+            .map(|blocker| (blocker.sentence.index, blocker.sentence.text.trim()))
+            .collect();
         for (position, request) in facts.requests.iter().enumerate() {
             if position > 0 && position <= unlisted {
                 continue;
             }
             let latest = position + 1 == count;
+            if position > 0 && !latest && said_under_blocked.contains(&(request.index, request.text.trim())) {
+                continue;
+            }
             if position > 0 && !latest && latest_of[request.text.trim()] != position {
                 continue;
             }
@@ -903,20 +915,9 @@ impl<'t> Draft<'t> {
     /// newest ranks with the failures, the one before below them; nothing says when one is
     /// lifted, so an earlier summary's give way first (`previous`).
     fn add_stated_blockers(&mut self, facts: &Facts<'t>) {
-        let mut seen: Vec<&str> = Vec::new();
-        for blocker in facts
-            .blockers
-            .iter()
-            .rev()
-            .filter(|blocker| !blocker.kept_verbatim)
-            .filter(|blocker| !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index), &[]))
-        {
+        for (position, blocker) in standing_blockers(facts).into_iter().enumerate() {
             let text = blocker.sentence.text;
-            if seen.contains(&text) {
-                continue;
-            }
-            let tier = if seen.is_empty() { 1 } else { 2 };
-            seen.push(text);
+            let tier = if position == 0 { 1 } else { 2 };
             let who = if blocker.by_user {
                 "the user"
             } else {
@@ -934,9 +935,6 @@ impl<'t> Draft<'t> {
             );
             candidate.focus = facts.is_focus(blocker.sentence.index);
             candidate.beyond_prose = tier == 1;
-            if seen.len() == STATED_BLOCKERS {
-                break;
-            }
         }
     }
 
@@ -1470,6 +1468,31 @@ impl<'t> Draft<'t> {
 
 /// For each tool result of a command, the command as a summary quotes it (a long one by its
 /// start): the error lines a result printed are listed under it.
+/// The blockers listed under Blocked: the newest [`STATED_BLOCKERS`] that still stand, each once,
+/// the newest first; not one the request kept after the head says.
+fn standing_blockers<'f, 't>(facts: &'f Facts<'t>) -> Vec<&'f Blocker<'t>> {
+    let mut listed: Vec<&Blocker<'t>> = Vec::new();
+    for blocker in facts
+        .blockers
+        .iter()
+        .rev()
+        .filter(|blocker| !blocker.kept_verbatim)
+        .filter(|blocker| !is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index), &[]))
+    {
+        if listed
+            .iter()
+            .any(|seen| seen.sentence.text == blocker.sentence.text)
+        {
+            continue;
+        }
+        listed.push(blocker);
+        if listed.len() == STATED_BLOCKERS {
+            break;
+        }
+    }
+    listed
+}
+
 fn commands_by_result<'t>(facts: &Facts<'t>) -> FastMap<usize, Cow<'t, str>> {
     let mut commands = FastMap::default();
     for action in &facts.actions {

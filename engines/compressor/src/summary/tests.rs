@@ -6442,6 +6442,45 @@ fn a_blocker_is_said_with_its_workaround_and_lifted_by_what_replaces_it() {
     assert_eq!(section_lines(&lifted, "### Blocked"), ["- (none)"], "{lifted}");
 }
 
+/// A message of the user's that says only what blocks the work is listed under Blocked, not under
+/// Goal as well, while it stands (verify42: `Blocker: … isn't reachable …` read as a goal).
+#[test]
+fn a_message_stating_only_a_blocker_is_no_goal_while_it_stands() {
+    let mut middle = vec![
+        Message::user("Find why revenue for 2025-09 is 3% too high."),
+        Message::user(
+            "Blocker: the S3 bucket s3://acme-prod isn't reachable from your sandbox. Use data/sample/ for now.",
+        ),
+        shell("r1", "python check.py --data data/sample --month 09"),
+        Message::tool("r1", "rows 4120, revenue 1,204,332.10\nExit code: 0"),
+        Message::user("Also compare 2025-08 with finance's number."),
+        Message::assistant("2025-08 matches finance's number."),
+    ];
+    let summary = summarize(&middle);
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        !goal.iter().any(|line| line.contains("isn't reachable")),
+        "{summary}"
+    );
+    assert!(
+        goal.iter().any(|line| line.contains("Find why revenue"))
+            && goal.iter().any(|line| line.contains("2025-08")),
+        "{summary}"
+    );
+    assert_eq!(section_lines(&summary, "### Blocked").len(), 1, "{summary}");
+    // Lifted, the message is the user's again, read beside what lifted it.
+    middle.push(Message::user(
+        "I copied the full export into data/full/ now, you can use that instead of the sample.",
+    ));
+    let lifted = summarize(&middle);
+    assert!(
+        section_lines(&lifted, "## Goal")
+            .iter()
+            .any(|line| line.contains("isn't reachable")),
+        "{lifted}"
+    );
+}
+
 /// What only someone else can give (`I can't give you access … needs SRE approval (ticket
 /// OPS-4412)`) blocks the work until the ticket is approved (verify42: in no Blocked).
 #[test]
