@@ -607,7 +607,9 @@ fn as_path(token: &str) -> Option<&str> {
     if slashes == 0 {
         return extension.is_some_and(is_file_extension).then_some(path);
     }
-    if path.starts_with("//") || (dot_dot && !path.starts_with("../")) {
+    // An empty folder is no path's: a JVM's stack frame (`app//org.junit.jupiter.api.Assertions.fail`,
+    // verify42: listed among the files mentioned).
+    if path.contains("//") || (dot_dot && !path.starts_with("../")) {
         return None;
     }
     let anchored =
@@ -791,6 +793,21 @@ mod tests {
                 (FactKind::Path, "src/app.py".to_owned()),
                 (FactKind::Path, "Cargo.toml".to_owned()),
                 (FactKind::Path, "Cargo.toml".to_owned()),
+            ]
+        );
+    }
+
+    /// A JVM's stack frame names a class loader and a method, not a file (verify42).
+    #[test]
+    fn a_stack_frame_with_an_empty_folder_is_no_path() {
+        assert_eq!(
+            kinds(
+                "\tat app//org.junit.jupiter.api.AssertionFailureBuilder.build(AssertionFailureBuilder.java:152)\n\
+                 see src//main.rs and src/main.rs"
+            ),
+            vec![
+                (FactKind::Path, "AssertionFailureBuilder.java".to_owned()),
+                (FactKind::Path, "src/main.rs".to_owned()),
             ]
         );
     }
