@@ -605,7 +605,7 @@ fn as_path(token: &str) -> Option<&str> {
         .filter(|&dot| dot > last_start)
         .map(|dot| &path[dot + 1..]);
     if slashes == 0 {
-        return extension.is_some_and(is_file_extension).then_some(path);
+        return (extension.is_some_and(is_file_extension) && !is_hcl_reference(path)).then_some(path);
     }
     // An empty folder is no path's: a JVM's stack frame (`app//org.junit.jupiter.api.Assertions.fail`,
     // verify42: listed among the files mentioned).
@@ -619,6 +619,21 @@ fn as_path(token: &str) -> Option<&str> {
     });
     let ok = (anchored && segments >= 2) || looks_like_file || slashes >= 2;
     (ok && !is_date(path)).then_some(path)
+}
+
+/// Whether `name`, a dotted word, is a reference in Terraform's language (`var.env`,
+/// `local.tags.json`, `data.aws_iam_policy_document.assume.json`), not a file (verify41: listed
+/// among the files mentioned).
+fn is_hcl_reference(name: &str) -> bool {
+    let Some((first, rest)) = name.split_once('.') else {
+        return false;
+    };
+    match first {
+        "var" | "local" | "module" | "each" | "count" | "self" | "terraform" => true,
+        // `data.json` is a file; a data source names its type and its name.
+        "data" => rest.matches('.').count() >= 2,
+        _ => false,
+    }
 }
 
 /// Whether `path` is a date written with slashes (`29/Nov/2026` in an access log, `2026/11/29`):
@@ -793,6 +808,18 @@ mod tests {
                 (FactKind::Path, "src/app.py".to_owned()),
                 (FactKind::Path, "Cargo.toml".to_owned()),
                 (FactKind::Path, "Cargo.toml".to_owned()),
+            ]
+        );
+    }
+
+    /// Terraform's references name variables and data sources, not files; `data.json` is one.
+    #[test]
+    fn a_terraform_reference_is_no_file() {
+        assert_eq!(
+            kinds("var.env and local.settings.json, data.aws_iam_policy_document.assume.json; data.json main.tf"),
+            vec![
+                (FactKind::Path, "data.json".to_owned()),
+                (FactKind::Path, "main.tf".to_owned()),
             ]
         );
     }
