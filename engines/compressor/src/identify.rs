@@ -624,7 +624,7 @@ fn as_path(token: &str) -> Option<&str> {
 /// Whether `name`, a dotted word, is a reference in Terraform's language (`var.env`,
 /// `local.tags.json`, `data.aws_iam_policy_document.assume.json`), not a file (verify41: listed
 /// among the files mentioned).
-fn is_hcl_reference(name: &str) -> bool {
+pub(crate) fn is_hcl_reference(name: &str) -> bool {
     let Some((first, rest)) = name.split_once('.') else {
         return false;
     };

@@ -259,9 +259,10 @@ fn as_path(token: &str) -> Option<&str> {
         .filter(|(stem, _)| !stem.is_empty())
         .map(|(_, ext)| ext);
     if !path.contains('/') {
-        return extension.is_some_and(is_file_extension).then_some(path);
+        return (extension.is_some_and(is_file_extension) && !crate::identify::is_hcl_reference(path))
+            .then_some(path);
     }
-    if path.starts_with("//") || (path.contains("..") && !path.starts_with("../")) {
+    if path.contains("//") || (path.contains("..") && !path.starts_with("../")) {
         return None;
     }
     let anchored =
