@@ -903,8 +903,8 @@ fn command_of(tool: &str, arguments: &str) -> Option<String> {
         return None;
     };
     // The `command` of a tool named as an editor (`str_replace_editor`: `view`, `str_replace`)
-    // says what to do to a file: nothing ran.
-    if ToolKind::of(tool) == ToolKind::Write {
+    // says what to do to a file, and a shell's `apply_patch` writes its patch: nothing ran.
+    if ToolKind::of(tool) == ToolKind::Write || ToolKind::of_call(tool, &arguments) == ToolKind::Write {
         return None;
     }
     // Not `input`, which a shell tool may take its command under, but many other tools their text.
@@ -1071,6 +1071,17 @@ mod tests {
             kinds(&messages),
             vec![(FactKind::Path, "/workspace/src/app.py".to_owned())]
         );
+    }
+
+    /// A shell running Codex's `apply_patch` writes its patch: no command ran.
+    #[test]
+    fn a_patch_applied_through_the_shell_is_no_command() {
+        let patch = serde_json::json!({"command": ["apply_patch", "*** Begin Patch\n*** Update File: Dockerfile\n*** End Patch\n"]});
+        let messages = vec![Message::assistant_calls(vec![
+            ToolCall::new("c1", "shell", patch.to_string()),
+            ToolCall::new("c2", "shell", r#"{"command":["bash","-lc","npm test"]}"#),
+        ])];
+        assert_eq!(kinds(&messages), vec![(FactKind::Command, "npm test".to_owned())]);
     }
 
     #[test]

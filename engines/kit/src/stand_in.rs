@@ -362,18 +362,26 @@ impl ToolKind {
 
     /// The kind of one call. An editor that views files as well as changing them, told which by
     /// `command` (`str_replace_editor`, in OpenHands and SWE-agent), reads when told to `view`.
+    ///
+    /// A shell that runs Codex's `apply_patch` (`["apply_patch", "*** Begin Patch…"]`, or
+    /// `apply_patch <<'EOF'` in a script) changes the files its patch names: read as a command,
+    /// its patch was quoted raw over many lines and no file was listed as changed (verify43).
     pub fn of_call(name: &str, arguments: &Map<String, Value>) -> Self {
         match Self::of(name) {
             Self::Write if arguments.get("command").and_then(Value::as_str) == Some("view") => Self::Read,
+            Self::Shell if runs_apply_patch(arguments) => Self::Write,
             kind => kind,
         }
     }
 
     /// [`of_call`](Self::of_call) given the arguments' JSON text, which is parsed only for a tool
-    /// whose name says it changes files.
+    /// whose name says it changes files, or a shell's naming `apply_patch`.
     pub fn of_call_json(name: &str, arguments: &str) -> Self {
         match Self::of(name) {
             Self::Write => Self::of_call(name, &parse_arguments(arguments)),
+            Self::Shell if arguments.contains("apply_patch") => {
+                Self::of_call(name, &parse_arguments(arguments))
+            }
             kind => kind,
         }
     }
@@ -429,6 +437,16 @@ pub fn command_under<'a>(arguments: &'a Map<String, Value>, keys: &[&str]) -> Op
             _ => return None,
         };
         (!command.trim().is_empty()).then_some(command)
+    })
+}
+
+/// Whether a shell's `arguments` run Codex's `apply_patch`.
+fn runs_apply_patch(arguments: &Map<String, Value>) -> bool {
+    command_under(arguments, &COMMAND_KEYS).is_some_and(|command| {
+        command
+            .trim_start()
+            .strip_prefix("apply_patch")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
     })
 }
 

@@ -6581,3 +6581,31 @@ fn a_root_cause_so_far_is_a_finding() {
         "{summary}"
     );
 }
+
+/// Codex runs `apply_patch` through its shell (`["apply_patch", "*** Begin Patch…"]`, or a
+/// heredoc in a script): the patch's files are changed, and the patch is no command to quote
+/// (verify43: no `Changed:` line, and the raw patch over six lines under Commands).
+#[test]
+fn a_patch_applied_through_the_shell_changes_its_files() {
+    let patch = "*** Begin Patch\n*** Update File: Dockerfile\n@@\n-FROM node:20-alpine AS deps\n+FROM node:22-alpine AS deps\n*** End Patch\n";
+    let array =
+        serde_json::json!({"command": ["apply_patch", patch], "workdir": "/home/dev/web"}).to_string();
+    let heredoc = serde_json::json!({
+        "command": ["bash", "-lc", "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: lib/i18n/load.mjs\n@@\n-a\n+b\n*** End Patch\nEOF"]
+    })
+    .to_string();
+    let middle = vec![
+        Message::user("Bump the Dockerfile to Node 22."),
+        Message::assistant_calls(vec![ToolCall::new("p1", "shell", array)]),
+        Message::tool("p1", "Success. Updated the following files:\nM Dockerfile"),
+        Message::assistant_calls(vec![ToolCall::new("p2", "shell", heredoc)]),
+        Message::tool("p2", "Success. Updated the following files:\nM lib/i18n/load.mjs"),
+        Message::assistant("Bumped."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Relevant Files").contains(&"- Changed: lib/i18n/load.mjs, Dockerfile"),
+        "{summary}"
+    );
+    assert!(!summary.contains("*** Begin Patch"), "{summary}");
+}
