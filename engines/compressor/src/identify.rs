@@ -485,7 +485,9 @@ pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> &'a str 
         }
         let name = &text[at..name_end];
         // A whole word that ends as a name does, not a sentence (`Upgrade done. 3.2.1 is live`).
+        // Not another version: `checkout-web-1.10.0 2.10.0` is a chart's and its app's.
         let names = (at == 0 || !is_name_byte(bytes[at - 1]))
+            && !is_version(name.rsplit(['-', '@']).next().unwrap_or(name))
             && name
                 .bytes()
                 .last()
@@ -507,9 +509,10 @@ pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> &'a str 
     let (name_end, end) = match before.strip_suffix('(') {
         Some(opened) if bytes.get(end) == Some(&b')') => (opened.trim_end_matches(' ').len(), end + 1),
         Some(_) => return version,
-        // `serde v1.0.210`, a listing's columns: spaces or tabs only, on one line.
+        // `serde v1.0.210`, a listing's columns: spaces only (a tab parts a table's columns,
+        // `checkout-web-1.10.0\t2.10.0` in `helm history`, verify43).
         None => {
-            let name_end = before.trim_end_matches([' ', '\t']).len();
+            let name_end = before.trim_end_matches(' ').len();
             if name_end == start || start - name_end > 40 {
                 return version;
             }
@@ -714,6 +717,11 @@ mod tests {
                 "serde@1.0.210",
                 "5.1.0"
             ]
+        );
+        // A table's columns: a chart's version and its app's (`helm history`).
+        assert_eq!(
+            versions("42\tsuperseded\tcheckout-web-1.10.0\t2.10.0\tUpgrade complete\nweb-1.11.0 2.11.0\ningress-nginx\t4.11.2"),
+            ["checkout-web-1.10.0", "2.10.0", "web-1.11.0", "2.11.0", "4.11.2"]
         );
     }
 
