@@ -15,7 +15,7 @@ use ctxhost_engine_kit::{
 };
 
 use crate::{
-    identify::with_package_name,
+    identify::{is_digits, with_package_name},
     prune::is_cut_marker,
     scan::{classify_token, for_each_token, line_around, sentence_around},
 };
@@ -1074,6 +1074,7 @@ impl<'a> Facts<'a> {
                     }
                     FactKind::Path => (kind, with_partition_prefix(text, fact)),
                     FactKind::Version => (kind, with_package_name(text, fact)),
+                    FactKind::Issue if numbers_a_build_step(text, fact) => return,
                     kind => (kind, fact),
                 };
                 self.add(kind, Cow::Borrowed(fact), source, index);
@@ -1480,6 +1481,47 @@ fn is_object_key(text: &str, start: usize, end: usize) -> bool {
 
 /// Whether `fact`, a slice of `text`, is the target of an HTTP request line (`"GET
 /// /v2/checkout HTTP/1.1"`, `POST /api/orders`): a route, not a file.
+/// Whether `fact` (a slice of `text`), a `#12`, opens a line of Docker BuildKit's output
+/// (`#12 [builder 6/6] RUN pnpm build`, `#12 DONE 88.4s`, `#14 exporting to image`): the step's
+/// number, no issue (verify43: `Issues: #12, #14` from a build log).
+fn numbers_a_build_step(text: &str, fact: &str) -> bool {
+    const STEP: [&str; 16] = [
+        "[",
+        "DONE ",
+        "CACHED",
+        "ERROR",
+        "CANCELED",
+        "sha256:",
+        "exporting ",
+        "naming ",
+        "writing ",
+        "resolve ",
+        "transferring ",
+        "load ",
+        "extracting ",
+        "unpacking ",
+        "pushing ",
+        "preparing ",
+    ];
+    let Some(at) = (fact.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
+        return false;
+    };
+    let opens_line = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
+    let Some(rest) = text
+        .get(at + fact.len()..)
+        .and_then(|rest| rest.strip_prefix(' '))
+    else {
+        return false;
+    };
+    opens_line
+        && (STEP.iter().any(|step| rest.starts_with(step))
+            // A step's timed output: `#12 4.213 vite v5.4.2 building for production...`.
+            || rest.split(' ').next().is_some_and(|time| {
+                time.split_once('.')
+                    .is_some_and(|(whole, part)| is_digits(whole) && is_digits(part))
+            }))
+}
+
 fn follows_http_method(text: &str, fact: &str) -> bool {
     let at = fact.as_ptr() as usize - text.as_ptr() as usize;
     let Some(before) = text[..at].strip_suffix(' ') else {

@@ -6609,3 +6609,24 @@ fn a_patch_applied_through_the_shell_changes_its_files() {
     );
     assert!(!summary.contains("*** Begin Patch"), "{summary}");
 }
+
+/// Docker BuildKit numbers its steps `#12`: no issue of a tracker (verify43: `Issues: #12, #14`
+/// from a build log).
+#[test]
+fn a_build_steps_number_is_no_issue() {
+    let middle = vec![
+        Message::user("Build the storefront image on Node 22; it is for #4521."),
+        shell("d1", "docker build -t storefront:node22 ."),
+        Message::tool(
+            "d1",
+            "#12 [builder 6/6] RUN pnpm build\n#12 4.213 vite v5.4.2 building for production...\n#12 DONE 88.4s\n#14 exporting to image\n#14 naming to docker.io/library/storefront:node22 done\n#14 DONE 2.1s\nExit code: 0",
+        ),
+        Message::assistant("Built storefront:node22; see #4521."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        !summary.lines().any(|line| line.starts_with("- Issues:")),
+        "{summary}"
+    );
+    assert!(summary.contains("#4521"), "{summary}");
+}
