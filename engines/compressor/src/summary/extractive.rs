@@ -1563,17 +1563,24 @@ pub(super) fn asks_back(answer: &str) -> bool {
         .ends_with('?')
 }
 
-/// Whether `record` opens the request of its message: the request is the record.
+/// Whether `record` opens the request of its message, past a word of assent (`Makes sense.
+/// Decision: pin the chart at 4.10.1`; verify43: listed as a goal after its reversal): the
+/// request is the record.
 fn opens_its_message(record: &DecisionRecord<'_>, facts: &Facts<'_>) -> bool {
     facts
         .requests
         .iter()
         .find(|request| request.index == record.index)
         .is_some_and(|request| {
-            request
-                .text
-                .trim_start()
-                .starts_with(record.text.get(..20).unwrap_or(record.text))
+            let opening = record.text.get(..20).unwrap_or(record.text);
+            let Some(at) = request.text.find(opening) else {
+                return false;
+            };
+            let before = request.text[..at].trim();
+            before.is_empty()
+                || (before.len() <= 24
+                    && before.ends_with(['.', '!', ','])
+                    && before.split_whitespace().count() <= 3)
         })
 }
 

@@ -690,12 +690,13 @@ pub(super) fn measured_changes<'a>(text: &'a str, index: usize, into: &mut Vec<S
 /// `Decision 3: no CDC …`, `**Decision 1 reversed:** warehouse = BigQuery …`, `Noted. Decision 2:
 /// …`, `I propose — Decision 2: …`, `Also, Decision 3: …`, `One more reversal: Decision 2
 /// revised — …`, and a revision said first: `Reverse decision 1: we go BigQuery`, `About decision 1: keep
-/// 8G`, `Reverse yesterday's decision: impute tenure`. A planning assistant asked to keep the
+/// 8G`, `Reverse yesterday's decision: impute tenure`, `Reverse the decision about the flag — ship
+/// directly` (verify43). A planning assistant asked to keep the
 /// decisions writes them so, and so do users recording their own; the number says which earlier
 /// record a revision replaces.
 static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–:][ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|revise|revised|reversed|amended|updated|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+)?)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:[ \t]*\([^)\n]{1,60}\))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
+        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–:][ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|revise|revised|reversed|amended|updated|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+)?)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:[ \t]+(?:about|on|for|regarding)(?:[ \t]+[\w`'.-]+){1,5})?(?:[ \t]*\([^)\n]{1,60}\))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
     )
     .expect("the decision record pattern compiles")
 });

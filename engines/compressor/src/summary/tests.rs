@@ -6630,3 +6630,43 @@ fn a_build_steps_number_is_no_issue() {
     );
     assert!(summary.contains("#4521"), "{summary}");
 }
+
+/// `Reverse the decision about the flag — …` replaces the decision it reverses, and a request
+/// that was that decision, past a word of assent (`Makes sense. Decision: …`), goes from Goal
+/// with it (verify43: both read as current after their reversal).
+#[test]
+fn a_decision_reversed_about_its_subject_is_replaced_with_its_request() {
+    let middle = vec![
+        Message::user("Ship the Node 22 image for the storefront."),
+        Message::user(
+            "Makes sense. Decision: we ship the Node 22 Dockerfile behind the `NODE22_IMAGE` flag first.",
+        ),
+        Message::assistant("OK, behind the flag."),
+        Message::user(
+            "Change of mind: Reverse the decision about the flag — ship the Node 22 image directly, no flag.",
+        ),
+        Message::assistant("OK: no NODE22_IMAGE flag; the Node 22 image ships directly."),
+        Message::user("Now update the CI matrix to drop Node 18."),
+        Message::assistant("Dropped Node 18 from the matrix."),
+    ];
+    let summary = summarize(&middle);
+    let decisions = section_lines(&summary, "## Key Decisions");
+    assert!(
+        !decisions
+            .iter()
+            .any(|line| line.contains("behind the `NODE22_IMAGE` flag first")),
+        "{summary}"
+    );
+    assert!(
+        decisions
+            .iter()
+            .any(|line| line.contains("Reverse the decision about the flag")),
+        "{summary}"
+    );
+    assert!(
+        !section_lines(&summary, "## Goal")
+            .iter()
+            .any(|line| line.contains("behind the `NODE22_IMAGE` flag first")),
+        "{summary}"
+    );
+}
