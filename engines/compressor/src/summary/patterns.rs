@@ -1070,9 +1070,23 @@ impl<'a> Facts<'a> {
         for_each_token(text, |token, shape| {
             if let Some((kind, fact)) = classify_token(token, shape) {
                 let (kind, fact) = match kind {
-                    FactKind::Path if fact.starts_with('/') && follows_http_method(text, fact) => {
+                    FactKind::Path
+                        if fact.starts_with('/')
+                            && (follows_http_method(text, fact)
+                                || key_before(text, fact).is_some_and(names_a_route)) =>
+                    {
                         (FactKind::Route, fact)
                     }
+                    // A log line's id (`req_id=41649f767c45`) with its key: one of the log's many,
+                    // of one shape, where the bare hex read as a commit (verify43: a thousand
+                    // `req_id`s under Hashes).
+                    FactKind::Hash => match key_before(text, fact) {
+                        Some(key) if names_an_id(key) => (
+                            kind,
+                            &text[offset_in(text, key)..offset_in(text, fact) + fact.len()],
+                        ),
+                        _ => (kind, fact),
+                    },
                     FactKind::Path => (kind, with_partition_prefix(text, fact)),
                     FactKind::Version => (kind, with_package_name(text, fact)),
                     FactKind::Issue if numbers_a_build_step(text, fact) => return,
@@ -1482,6 +1496,36 @@ fn is_object_key(text: &str, start: usize, end: usize) -> bool {
 
 /// Whether `fact`, a slice of `text`, is the target of an HTTP request line (`"GET
 /// /v2/checkout HTTP/1.1"`, `POST /api/orders`): a route, not a file.
+/// The key `fact` (a slice of `text`) is the value of, in a log's `key=value` (`route=/api/v1/x`).
+fn key_before<'t>(text: &'t str, fact: &str) -> Option<&'t str> {
+    let at = offset_in(text, fact);
+    let before = text.get(..at)?.strip_suffix('=')?;
+    let start = before
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .map_or(0, |at| at + 1);
+    let key = &before[start..];
+    (!key.is_empty()).then_some(key)
+}
+
+/// Where `part` (a slice of `text`) starts in it.
+fn offset_in(text: &str, part: &str) -> usize {
+    (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize)
+}
+
+/// Whether a log's `key` holds a request's target (`route=`, `uri=`, `http.target=`): its values
+/// are routes, one per line, of one shape.
+fn names_a_route(key: &str) -> bool {
+    const ROUTE_KEYS: [&str; 5] = ["route", "uri", "endpoint", "target", "request_path"];
+    let key = key.to_ascii_lowercase();
+    ROUTE_KEYS.iter().any(|route| key.ends_with(route))
+}
+
+/// Whether a log's `key` holds an id (`req_id=`, `trace_id=`, `X-Request-Id=`).
+fn names_an_id(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key.len() > 2 && key.ends_with("id")
+}
+
 /// Whether `fact` (a slice of `text`), a `#12`, opens a line of Docker BuildKit's output
 /// (`#12 [builder 6/6] RUN pnpm build`, `#12 DONE 88.4s`, `#14 exporting to image`): the step's
 /// number, no issue (verify43: `Issues: #12, #14` from a build log).

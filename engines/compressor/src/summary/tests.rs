@@ -6670,3 +6670,30 @@ fn a_decision_reversed_about_its_subject_is_replaced_with_its_request() {
         "{summary}"
     );
 }
+
+/// A log's `key=value` lines name a request's target under a route's key and the line's id under
+/// an id's key: routes and ids of one shape, not files mentioned nor commits (verify43: a
+/// thousand `req_id`s under Hashes, the targets under `Mentioned:`).
+#[test]
+fn a_key_value_logs_targets_are_routes_and_its_ids_keep_their_key() {
+    let log: String = (0..40)
+        .map(|n| {
+            format!(
+                "2026-03-14T10:{n:02}:11Z INFO notifier req_id={:012x} route=/api/v1/items/{} status=200\n",
+                0x41649f767c45_u64 + n * 7919,
+                1000 + n * 37
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::user("Why does the notifier leak goroutines?"),
+        shell("l1", "kubectl logs deploy/notifier --since=1h"),
+        Message::tool("l1", log),
+        Message::assistant("The requests look normal; checking pprof next."),
+    ];
+    let summary = summarize(&middle);
+    let line = |label: &str| summary.lines().find(|line| line.starts_with(label)).unwrap_or("");
+    assert!(line("- Routes:").contains("/api/v1/items/1000"), "{summary}");
+    assert!(!line("- Mentioned:").contains("/api/v1/items/"), "{summary}");
+    assert!(line("- Hashes:").contains("req_id=41649f"), "{summary}");
+}
