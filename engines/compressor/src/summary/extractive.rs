@@ -890,7 +890,14 @@ impl<'t> Draft<'t> {
                 }
                 _ => None,
             };
-            if let (Some(room), Some((answer, text))) = (answer_room, &request.answer) {
+            // An answer that said what blocked the work, lifted since, would read as the state of
+            // things beside an empty Blocked (verify43: `Its answer: Blocked: the staging node
+            // pool can't pull … REG-5120` after REG-5120 was resolved).
+            let answer = request
+                .answer
+                .as_ref()
+                .filter(|(answer, _)| !states_a_lifted_blocker(facts, *answer));
+            if let (Some(room), Some((answer, text))) = (answer_room, answer) {
                 let candidate = self.add_answer(text, *answer, display, room);
                 candidate.focus = facts.is_focus(*answer);
                 // What the user asked to know may use the facts' room: a summary at a small
@@ -1468,6 +1475,15 @@ impl<'t> Draft<'t> {
 
 /// For each tool result of a command, the command as a summary quotes it (a long one by its
 /// start): the error lines a result printed are listed under it.
+/// Whether message `index` said what blocks the work, and that has been lifted since.
+fn states_a_lifted_blocker(facts: &Facts<'_>, index: usize) -> bool {
+    facts
+        .blockers
+        .iter()
+        .filter(|blocker| blocker.sentence.index == index)
+        .any(|blocker| is_lifted(facts, blocker.sentence.text, Some(index), &[]))
+}
+
 /// The blockers listed under Blocked: the newest [`STATED_BLOCKERS`] that still stand, each once,
 /// the newest first; not one the request kept after the head says.
 fn standing_blockers<'f, 't>(facts: &'f Facts<'t>) -> Vec<&'f Blocker<'t>> {

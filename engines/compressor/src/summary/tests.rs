@@ -6697,3 +6697,25 @@ fn a_key_value_logs_targets_are_routes_and_its_ids_keep_their_key() {
     assert!(!line("- Mentioned:").contains("/api/v1/items/"), "{summary}");
     assert!(line("- Hashes:").contains("req_id=41649f"), "{summary}");
 }
+
+/// An answer that said what blocked the work is not quoted as a request's answer once that is
+/// lifted (verify43: `Its answer: Blocked: … REG-5120` beside `Blocked: (none)`).
+#[test]
+fn an_answer_stating_a_lifted_blocker_is_not_quoted() {
+    let mut middle = vec![
+        Message::user("Upgrade the ingress controller on staging."),
+        Message::assistant("Blocked: the staging node pool can't pull from the registry (401); REG-5120 tracks the credentials."),
+    ];
+    let blocked = summarize(&middle);
+    assert!(
+        blocked.contains("Its answer: Blocked: the staging node pool"),
+        "{blocked}"
+    );
+    middle.push(Message::user(
+        "REG-5120 is resolved, the pool pulls again. Go on.",
+    ));
+    middle.push(Message::assistant("Pulling works; continuing the upgrade."));
+    let lifted = summarize(&middle);
+    assert!(!lifted.contains("Its answer: Blocked:"), "{lifted}");
+    assert_eq!(section_lines(&lifted, "### Blocked"), ["- (none)"], "{lifted}");
+}
