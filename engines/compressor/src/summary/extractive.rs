@@ -50,7 +50,9 @@ use super::{
         extract_facts, extract_outcomes, replies_in_words, verbs, Action, Blocker, DecisionRecord, Fact,
         FactKind, Facts, Request, Sentence, Source,
     },
-    patterns::{error_line_score, lifts_the_blocker, tickets, FindingKind, RecordKey, TELLING_ERROR},
+    patterns::{
+        error_line_score, lifts_the_blocker, past_assent, tickets, FindingKind, RecordKey, TELLING_ERROR,
+    },
     quoted::QuotedFacts,
     sections::{
         parse_sections, Section, ANSWERED_QUESTION, FOCUS, IN_PROGRESS, LATEST_ANSWER, LATEST_ANSWERED,
@@ -1588,15 +1590,7 @@ fn opens_its_message(record: &DecisionRecord<'_>, facts: &Facts<'_>) -> bool {
         .iter()
         .find(|request| request.index == record.index)
         .is_some_and(|request| {
-            let opening = record.text.get(..20).unwrap_or(record.text);
-            let Some(at) = request.text.find(opening) else {
-                return false;
-            };
-            let before = request.text[..at].trim();
-            before.is_empty()
-                || (before.len() <= 24
-                    && before.ends_with(['.', '!', ','])
-                    && before.split_whitespace().count() <= 3)
+            past_assent(&request.text).starts_with(record.text.get(..20).unwrap_or(record.text))
         })
 }
 

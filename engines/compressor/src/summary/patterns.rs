@@ -875,13 +875,54 @@ fn replaced_key(record: &str) -> Option<RecordKey> {
     RecordKey::new(found.get(3)?.as_str(), found.get(4)?.as_str().parse().ok()?)
 }
 
-/// Whether `line` opens with a decision record (`Decision: …`, `Reverse decision 1: …`).
+/// Whether `line` opens with a decision record (`Decision: …`, `Reverse decision 1: …`), past a
+/// word of assent ([`past_assent`]).
 pub(super) fn opens_with_record(line: &str) -> bool {
     let mut records = Vec::new();
     decision_records(line, 0, &mut records);
+    let opening = past_assent(line);
     records
         .iter()
-        .any(|record| record.text.as_ptr() == line.trim_start().as_ptr())
+        .any(|record| record.text.as_ptr() == opening.as_ptr())
+}
+
+/// `text` past a short sentence of assent that opens it (`Makes sense. Decision: pin the chart at
+/// 4.10.1`, `OK, …`): what the user decided opens what they said (verify43: such a request stayed
+/// under Goal after its reversal).
+pub(super) fn past_assent(text: &str) -> &str {
+    let text = text.trim_start();
+    let Some(end) = text.get(..26).unwrap_or(text).find(['.', '!', ',']) else {
+        return text;
+    };
+    const ASSENT: [&str; 17] = [
+        "ok",
+        "okay",
+        "sure",
+        "yes",
+        "yep",
+        "right",
+        "agreed",
+        "makes sense",
+        "sounds good",
+        "good",
+        "great",
+        "fine",
+        "perfect",
+        "thanks",
+        "got it",
+        "alright",
+        "understood",
+    ];
+    let assent = text[..end].to_ascii_lowercase();
+    let assents = ASSENT.iter().any(|word| {
+        assent
+            .strip_prefix(word)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+    });
+    if !assents || assent.split_whitespace().count() > 3 || !text[end + 1..].starts_with(' ') {
+        return text;
+    }
+    text[end + 1..].trim_start()
 }
 
 /// The key of the decision `line` records (`Decision 4 revised: …` is decision 4, `BC-1: …` is

@@ -34,7 +34,8 @@ use super::{
     },
     facts::{verbs, FactKind, Facts},
     patterns::{
-        decision_record_key, names_a_ticket, opens_with_record, states_a_finding, FindingKind, RecordKey,
+        decision_record_key, names_a_ticket, opens_with_record, past_assent, states_a_finding, FindingKind,
+        RecordKey,
     },
     sections::{
         goal_request, is_goal_request, oldest_request, open_request, parse_sections, Section,
@@ -184,6 +185,7 @@ impl<'p> Earlier<'p> {
         if !opens_with_record(request) {
             return false;
         }
+        let request = past_assent(request);
         match decision_record_key(request) {
             Some(key) => {
                 facts.records.iter().any(|record| record.key == Some(key))

@@ -6719,3 +6719,34 @@ fn an_answer_stating_a_lifted_blocker_is_not_quoted() {
     assert!(!lifted.contains("Its answer: Blocked:"), "{lifted}");
     assert_eq!(section_lines(&lifted, "### Blocked"), ["- (none)"], "{lifted}");
 }
+
+/// The same, for a decision the user recorded after a word of assent (`Makes sense. Decision:
+/// …`): Key Decisions lists it no more, so the goal goes (verify43: `Makes sense. Decision: pin
+/// the controller chart at 4.10.1 for now` carried to the end of a replay after its reversal).
+#[test]
+fn a_carried_goal_recording_a_decision_after_assent_is_dropped_once_reversed() {
+    let previous = "## Goal\n- Fix the staging ingress 404.\n- Makes sense. Decision: pin the controller chart at 4.10.1 for now and fix our charts later.\n- Actually, scrap the pin. Reverse the decision: stay on 4.11.2 and add ingressClassName: nginx to our charts instead.\n\n## Key Decisions\n- Reverse the decision: stay on 4.11.2 and add ingressClassName: nginx to our charts instead.\n- (1 earlier record was replaced by the revisions listed here)\n";
+    let middle = vec![
+        Message::user("Now look at the cert-manager webhook."),
+        Message::assistant("The webhook's certificate expired; renewing it."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 4_000, 4_000);
+    let goal = section_lines(&summary, "## Goal");
+    assert!(
+        !goal.iter().any(|line| line.contains("pin the controller chart")),
+        "{summary}"
+    );
+    assert!(
+        goal.iter().any(|line| line.contains("scrap the pin")),
+        "{summary}"
+    );
+    // Standing, it stays.
+    let standing = "## Goal\n- Fix the staging ingress 404.\n- Makes sense. Decision: pin the controller chart at 4.10.1 for now and fix our charts later.\n\n## Key Decisions\n- Decision: pin the controller chart at 4.10.1 for now and fix our charts later.\n";
+    let summary = summarize_within(&middle, Some(standing), 4_000, 4_000);
+    assert!(
+        section_lines(&summary, "## Goal")
+            .iter()
+            .any(|line| line.contains("pin the controller chart")),
+        "{summary}"
+    );
+}
