@@ -309,6 +309,11 @@ pub(super) static BLOCKER_WORDS: LazyLock<Words> = LazyLock::new(|| {
     ])
 });
 
+/// Whether `text` says what blocks the work ([`BLOCKER_WORDS`]).
+pub(super) fn states_a_blocker(text: &str) -> bool {
+    BLOCKER_WORDS.find_at(text, 0).is_some()
+}
+
 /// Words that say the work waits on something (`The backfill of the 37 records waits on
 /// DATA-911`, `0.1.0 waits for the org approval (pypi/support#4821)`): a blocker only where the
 /// sentence names the ticket it waits on; `waiting for the build` is a status (verify25: three

@@ -34,8 +34,8 @@ use super::{
     },
     facts::{verbs, FactKind, Facts},
     patterns::{
-        decision_record_key, names_a_ticket, opens_with_record, past_assent, states_a_finding, FindingKind,
-        RecordKey,
+        decision_record_key, names_a_ticket, opens_with_record, past_assent, states_a_blocker,
+        states_a_finding, FindingKind, RecordKey,
     },
     sections::{
         goal_request, is_goal_request, oldest_request, open_request, parse_sections, Section,
@@ -280,6 +280,12 @@ impl<'t> Draft<'t> {
                     // incident's fix was lost at the fold after the next request).
                     Section::Goal if line.starts_with(LATEST_ANSWER) => {
                         let answer = &line[LATEST_ANSWER.len()..];
+                        // One that said what blocked the work goes once that is lifted, as its
+                        // Blocked line does (verify43: `Its answer: Blocked: … REG-5120` beside
+                        // `Blocked: (none)` to the end of a replay).
+                        if states_a_blocker(answer) && is_lifted(facts, answer, None, &ticket_goals) {
+                            continue;
+                        }
                         let target = match (states_a_finding(answer), follows_request && !asks_back(answer)) {
                             (true, _) => Section::Done,
                             (false, true) => section,

@@ -6750,3 +6750,17 @@ fn a_carried_goal_recording_a_decision_after_assent_is_dropped_once_reversed() {
         "{summary}"
     );
 }
+
+/// A carried answer that said what blocked the work goes once the middle lifts it, as its Blocked
+/// line does (verify43: `Its answer: Blocked: … REG-5120` beside `Blocked: (none)`).
+#[test]
+fn a_carried_answer_stating_a_lifted_blocker_is_dropped() {
+    let previous = "## Goal\n- Upgrade the ingress controller on staging.\n- Its answer: Blocked: the staging node pool can't pull from the registry (401); REG-5120 tracks the credentials.\n\n## Progress\n### Blocked\n- Stated by the assistant: Blocked: the staging node pool can't pull from the registry (401); REG-5120 tracks the credentials.\n";
+    let middle = vec![
+        Message::user("REG-5120 is resolved, the pull secret was rotated. Retry the rollout."),
+        Message::assistant("Rolled out; the pods pull again."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 4_000, 4_000);
+    assert!(!summary.contains("Its answer: Blocked:"), "{summary}");
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+}
