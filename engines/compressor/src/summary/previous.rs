@@ -677,8 +677,11 @@ impl<'t> Draft<'t> {
             candidate.keeps_fact = !matches!(line.group, Group::None | Group::Names)
                 || (line.section == Section::Goal && (!line.answers || asked))
                 || record.is_some();
-            // What still blocks the work may use that room too, as the new middle's blockers do.
-            candidate.beyond_prose = line.section == Section::Blocked;
+            // What still blocks the work may use that room too, as the new middle's blockers do,
+            // and the newest findings, as the new middle's newest do: kept to the prose's budget,
+            // a root cause gave way at a small window to the requests of the folds after it with
+            // three quarters of the facts' room unused (verify43).
+            candidate.beyond_prose = line.section == Section::Blocked || newest_finding;
         }
     }
 

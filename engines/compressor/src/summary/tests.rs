@@ -6764,3 +6764,19 @@ fn a_carried_answer_stating_a_lifted_blocker_is_dropped() {
     assert!(!summary.contains("Its answer: Blocked:"), "{summary}");
     assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
 }
+
+/// A carried root cause may use the facts' room, as the new middle's newest finding does: kept to
+/// the prose's budget, it gave way to the requests of later folds at a small window with most of
+/// the room unused (verify43: `Root cause (DBA-812): …` lost at 8,000 tokens).
+#[test]
+fn a_carried_root_cause_may_use_the_facts_room() {
+    let previous = "## Goal\n- Rehearse the Postgres 13 -> 16 upgrade (DBA-812).\n\n## Progress\n### Done\n- Root cause (DBA-812): legacy_audit.event_refs has a column of type regclass (ref_table), which pg_upgrade cannot carry across major versions.\n";
+    let middle = vec![
+        Message::user("Change of plan: legacy_audit was archived to S3 last week, so dropping the legacy_audit schema is fine now; drop it instead of converting the column, it is simpler for the runbook."),
+        Message::assistant("Dropped legacy_audit; pg_upgrade --check passes now and the link upgrade finished in 4 min 12 s on 1.4 TB."),
+        Message::user("Don't recreate gen_order_ref in legacy_audit. Write the runbook now in docs/runbooks/pg16-upgrade.md, and note the gen_order_ref problem as an open item."),
+        Message::assistant("Writing docs/runbooks/pg16-upgrade.md with the open item."),
+    ];
+    let summary = summarize_within(&middle, Some(previous), 700, 4_000);
+    assert!(summary.contains("Root cause (DBA-812)"), "{summary}");
+}
