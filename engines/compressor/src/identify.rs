@@ -582,6 +582,11 @@ fn as_path(token: &str) -> Option<&str> {
         Some(_) => return None,
         None => token,
     };
+    // A diff of absolute paths (`git diff --no-index`): `a//home/u/x.py` is `/home/u/x.py`.
+    let path = match path.strip_prefix("a/").or_else(|| path.strip_prefix("b/")) {
+        Some(absolute) if absolute.starts_with('/') => absolute,
+        _ => path,
+    };
     if path.len() < 3 {
         return None;
     }
@@ -810,12 +815,13 @@ mod tests {
     #[test]
     fn a_diffs_file_is_its_path_without_the_a_and_b_prefixes() {
         assert_eq!(
-            kinds("diff --git a/src/app.py b/src/app.py\n--- a/Cargo.toml\n+++ b/Cargo.toml"),
+            kinds("diff --git a/src/app.py b/src/app.py\n--- a/Cargo.toml\n+++ b/Cargo.toml\n--- a//home/u/x.py"),
             vec![
                 (FactKind::Path, "src/app.py".to_owned()),
                 (FactKind::Path, "src/app.py".to_owned()),
                 (FactKind::Path, "Cargo.toml".to_owned()),
                 (FactKind::Path, "Cargo.toml".to_owned()),
+                (FactKind::Path, "/home/u/x.py".to_owned()),
             ]
         );
     }

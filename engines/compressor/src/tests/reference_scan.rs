@@ -247,6 +247,10 @@ fn as_path(token: &str) -> Option<&str> {
         Some(_) => return None,
         None => token,
     };
+    let path = match path.strip_prefix("a/").or_else(|| path.strip_prefix("b/")) {
+        Some(absolute) if absolute.starts_with('/') => absolute,
+        _ => path,
+    };
     let allowed = |byte: u8| {
         byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.' | b'/' | b'~' | b'@' | b'+')
     };
