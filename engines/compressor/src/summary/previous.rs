@@ -518,7 +518,8 @@ impl<'t> Draft<'t> {
                         && target == Section::Goal
                         && follows_request
                         && text.starts_with(LATEST_ANSWER),
-                    publishes: section == Section::Done && earlier.publishes_work(line),
+                    publishes: matches!(section, Section::Done | Section::InProgress)
+                        && earlier.publishes_work(line),
                     under,
                 });
             }

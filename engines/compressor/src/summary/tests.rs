@@ -6780,3 +6780,42 @@ fn a_carried_root_cause_may_use_the_facts_room() {
     let summary = summarize_within(&middle, Some(previous), 700, 4_000);
     assert!(summary.contains("Root cause (DBA-812)"), "{summary}");
 }
+
+/// Work whose effect outlives the session, carried in progress, keeps its rank when the user's
+/// next request moves it under Done, as it does carried under Done (verify43: the prod `helm
+/// upgrade` gave way to look-ups at the fold after the next request).
+#[test]
+fn a_carried_publish_in_progress_keeps_its_rank_under_done() {
+    let done: String = (0..12)
+        .map(|n| {
+            format!(
+                "- [terminal] ran `cat charts/web/templates/ingress-{n}.yaml` -> exit 0, 80 lines output\n"
+            )
+        })
+        .collect();
+    let previous = format!(
+        "## Goal\n- Upgrade prod ingress-nginx to 4.11.2.\n\n## Progress\n### Done\n{done}### In Progress\n- [terminal] ran `helm upgrade ingress-nginx ingress-nginx/ingress-nginx -n ingress-nginx --kube-context prod --version 4.11.2` -> exit 0, 4 lines output; last line: REVISION: 19\n"
+    );
+    let mut middle = vec![Message::user("Now look at the cert-manager webhook.")];
+    for n in 0..6 {
+        let id = format!("k{n}");
+        middle.push(shell(
+            &id,
+            &format!("kubectl -n cert-manager describe pod webhook-{n}"),
+        ));
+        middle.push(Message::tool(
+            &id,
+            format!("Name: webhook-{n}\nStatus: Running\nExit code: 0"),
+        ));
+    }
+    middle.push(Message::assistant(
+        "The webhook pods run; checking the certificate next.",
+    ));
+    let summary = summarize_within(&middle, Some(&previous), 900, 1_000);
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.contains("--kube-context prod")),
+        "{summary}"
+    );
+}
