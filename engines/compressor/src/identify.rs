@@ -5,6 +5,8 @@
 //! and most tokens are rejected by the shape the scanner gathered while finding them, without
 //! reading their bytes again.
 
+use std::borrow::Cow;
+
 use ctxhost_engine_kit::retention::{is_media_type, is_ticket_key, without_diff_prefix};
 
 use crate::summary::facts::FactKind;
@@ -457,10 +459,22 @@ const NOT_PACKAGE_NAMES: &[&str] = &[
 
 /// `version` (a slice of `text`) with the package it is the version of, when `text` names one
 /// just before it: `requests==2.31.0`, `RNCAsyncStorage (1.23.1)`, `Compiling serde v1.0.210`'s
-/// `serde v1.0.210`, `Python 3.11.7`, a listing's `numpy     1.26.4`. A slice of `text`, or
-/// `version` itself when no name comes before it (verify41: `Versions: 1.23.1` told a model
-/// nothing of a pod update).
-pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> &'a str {
+/// `serde v1.0.210`, `Python 3.11.7`, a listing's `numpy     1.26.4` as `numpy 1.26.4`; `version`
+/// itself when no name comes before it (verify41: `Versions: 1.23.1` told a model nothing of a pod
+/// update).
+pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> Cow<'a, str> {
+    let named = named_version(text, version);
+    // A listing's columns, one space apart as the summary lists them.
+    match named.strip_suffix(version).map(str::trim_end) {
+        Some(name) if name.len() + 1 < named.len() - version.len() && !name.ends_with('(') => {
+            Cow::Owned(format!("{name} {version}"))
+        }
+        _ => Cow::Borrowed(named),
+    }
+}
+
+/// [`with_package_name`]'s slice of `text`.
+fn named_version<'a>(text: &'a str, version: &'a str) -> &'a str {
     let Some(start) = (version.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
         return version;
     };
@@ -529,7 +543,7 @@ pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> &'a str 
             }
             let name_end = before[..name_end - word.len()].trim_end_matches(' ').len();
             match name_start(name_end) {
-                Some(at) if at < name_end && name_end + 1 + word.len() <= start => &text[at..end],
+                Some(at) if at < name_end => &text[at..end],
                 _ => version,
             }
         }
@@ -676,11 +690,11 @@ mod tests {
     }
 
     /// Each version of `text` as the summary lists it.
-    fn versions(text: &str) -> Vec<&str> {
+    fn versions(text: &str) -> Vec<String> {
         let mut found = Vec::new();
         for_each_token(text, |token, shape| {
             if let Some((FactKind::Version, version)) = classify_token(token, shape) {
-                found.push(with_package_name(text, version));
+                found.push(with_package_name(text, version).into_owned());
             }
         });
         found
@@ -701,7 +715,7 @@ mod tests {
                 "requests==2.31.0",
                 "uvicorn[standard]>=0.30.1",
                 "serde v1.0.210",
-                "numpy        1.26.4",
+                "numpy 1.26.4",
                 "Python 3.11.7",
                 "urllib3 version 1.26.5",
             ]

@@ -1121,7 +1121,7 @@ impl<'a> Facts<'a> {
                             && (follows_http_method(text, fact)
                                 || key_before(text, fact).is_some_and(names_a_route)) =>
                     {
-                        (FactKind::Route, fact)
+                        (FactKind::Route, Cow::Borrowed(fact))
                     }
                     // A log line's id (`req_id=41649f767c45`) with its key: one of the log's many,
                     // of one shape, where the bare hex read as a commit (verify43: a thousand
@@ -1129,16 +1129,16 @@ impl<'a> Facts<'a> {
                     FactKind::Hash => match key_before(text, fact) {
                         Some(key) if names_an_id(key) => (
                             kind,
-                            &text[offset_in(text, key)..offset_in(text, fact) + fact.len()],
+                            Cow::Borrowed(&text[offset_in(text, key)..offset_in(text, fact) + fact.len()]),
                         ),
-                        _ => (kind, fact),
+                        _ => (kind, Cow::Borrowed(fact)),
                     },
-                    FactKind::Path => (kind, with_partition_prefix(text, fact)),
+                    FactKind::Path => (kind, Cow::Borrowed(with_partition_prefix(text, fact))),
                     FactKind::Version => (kind, with_package_name(text, fact)),
                     FactKind::Issue if numbers_a_build_step(text, fact) => return,
-                    kind => (kind, fact),
+                    kind => (kind, Cow::Borrowed(fact)),
                 };
-                self.add(kind, Cow::Borrowed(fact), source, index);
+                self.add(kind, fact, source, index);
             }
         });
     }
