@@ -1540,8 +1540,6 @@ fn is_object_key(text: &str, start: usize, end: usize) -> bool {
     text[end..].starts_with(':') && (before.ends_with('{') || before.ends_with(','))
 }
 
-/// Whether `fact`, a slice of `text`, is the target of an HTTP request line (`"GET
-/// /v2/checkout HTTP/1.1"`, `POST /api/orders`): a route, not a file.
 /// The key `fact` (a slice of `text`) is the value of, in a log's `key=value` (`route=/api/v1/x`).
 fn key_before<'t>(text: &'t str, fact: &str) -> Option<&'t str> {
     let at = offset_in(text, fact);
@@ -1594,9 +1592,7 @@ fn numbers_a_build_step(text: &str, fact: &str) -> bool {
         "pushing ",
         "preparing ",
     ];
-    let Some(at) = (fact.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
-        return false;
-    };
+    let at = offset_in(text, fact);
     let opens_line = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
     let Some(rest) = text
         .get(at + fact.len()..)
@@ -1613,6 +1609,8 @@ fn numbers_a_build_step(text: &str, fact: &str) -> bool {
             }))
 }
 
+/// Whether `fact`, a slice of `text`, is the target of an HTTP request line (`"GET
+/// /v2/checkout HTTP/1.1"`, `POST /api/orders`): a route, not a file.
 fn follows_http_method(text: &str, fact: &str) -> bool {
     let at = fact.as_ptr() as usize - text.as_ptr() as usize;
     let Some(before) = text[..at].strip_suffix(' ') else {
