@@ -662,16 +662,28 @@ fn write_sub_lists(out: &mut String, members: &[&Candidate<'_>]) {
     }
 }
 
-/// `text` cut to `max` characters, the cut marked with `…`.
+/// `text` cut to at most `max` characters, at a word's end when one is within [`WORD_SLACK`]
+/// bytes, the cut marked with `…`.
 pub(super) fn cut_marked(text: &str, max: usize) -> Cow<'_, str> {
     if max == 0 {
         return Cow::Borrowed("");
     }
     match text.char_indices().nth(max - 1) {
-        Some((at, _)) if text[at..].chars().nth(1).is_some() => Cow::Owned(format!("{}…", &text[..at])),
+        Some((at, _)) if text[at..].chars().nth(1).is_some() => {
+            // At a word's end when one is near: `fmt:…` read as a name cut in two.
+            let kept = &text[..at];
+            let word_end = kept
+                .rfind(char::is_whitespace)
+                .filter(|&space| kept.len() - space <= WORD_SLACK)
+                .map_or(kept, |space| kept[..space].trim_end());
+            Cow::Owned(format!("{word_end}…"))
+        }
         _ => Cow::Borrowed(text),
     }
 }
+
+/// How far [`cut_marked`] backs up to a word's end, in bytes.
+const WORD_SLACK: usize = 24;
 
 #[cfg(test)]
 mod tests {

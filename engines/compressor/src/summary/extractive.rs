@@ -498,6 +498,9 @@ pub(super) const STATED_BLOCKER: &str = "Stated by ";
 const STATED_BLOCKERS: usize = 2;
 /// Longest stated blocker or measured result quoted.
 const STATED_BLOCKER_CHARS: usize = 300;
+/// The longest finding listed, in characters: a root cause names its fix at its end (verify44:
+/// `… Fix: link geoserve to fmt:…` cut at 300).
+const FINDING_CHARS: usize = 500;
 /// How a measured result opens its line under Done (a version bumped `0.27.2 -> 1.6.8` is one too).
 const RESULT: &str = "Result: ";
 /// How a failure's line ends when a later run of the same program passed.
@@ -1015,7 +1018,7 @@ impl<'t> Draft<'t> {
             let tier = if *listed == 0 { 1 } else { 2 };
             *listed += 1;
             seen.push(sentence.text);
-            let text = cut_marked(sentence.text, STATED_BLOCKER_CHARS);
+            let text = cut_marked(sentence.text, FINDING_CHARS);
             let candidate = self.push(Section::Done, tier, sentence.index + 1, text);
             candidate.focus = facts.is_focus(sentence.index);
             candidate.beyond_prose = tier == 1;

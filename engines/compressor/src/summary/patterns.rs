@@ -1135,7 +1135,7 @@ impl<'a> Facts<'a> {
                     },
                     FactKind::Path => (kind, Cow::Borrowed(with_partition_prefix(text, fact))),
                     FactKind::Version => (kind, with_package_name(text, fact)),
-                    FactKind::Issue if numbers_a_build_step(text, fact) => return,
+                    FactKind::Issue if numbers_a_step(text, fact) => return,
                     kind => (kind, Cow::Borrowed(fact)),
                 };
                 self.add(kind, fact, source, index);
@@ -1520,6 +1520,10 @@ fn in_file_name(text: &str, start: usize, end: usize) -> bool {
         return false;
     }
     let word = text[word_start..word_end].trim_end_matches([':', ',', ';', '.', ')', ']', '}']);
+    // RSpec's label of a failed expectation (verify44: its failure reduced to `Failed examples:`).
+    if word == "Failure/Error" {
+        return false;
+    }
     if word.contains('/') {
         return true;
     }
@@ -1570,10 +1574,11 @@ fn names_an_id(key: &str) -> bool {
     key.len() > 2 && key.ends_with("id")
 }
 
-/// Whether `fact` (a slice of `text`), a `#12`, opens a line of Docker BuildKit's output
-/// (`#12 [builder 6/6] RUN pnpm build`, `#12 DONE 88.4s`, `#14 exporting to image`): the step's
-/// number, no issue (verify43: `Issues: #12, #14` from a build log).
-fn numbers_a_build_step(text: &str, fact: &str) -> bool {
+/// Whether `fact` (a slice of `text`), a `#12`, numbers a step of a build or a test run: it opens
+/// a line of Docker BuildKit's output (`#12 [builder 6/6] RUN pnpm build`, `#12 DONE 88.4s`,
+/// `#14 exporting to image`), or CTest's (`10/40 Test #10: wkb_parse …`). No issue (verify43:
+/// `Issues: #12, #14` from a build log; verify44: `#10, #11, …, #40` from a test run).
+fn numbers_a_step(text: &str, fact: &str) -> bool {
     const STEP: [&str; 16] = [
         "[",
         "DONE ",
@@ -1593,6 +1598,9 @@ fn numbers_a_build_step(text: &str, fact: &str) -> bool {
         "preparing ",
     ];
     let at = offset_in(text, fact);
+    if text[..at].ends_with("Test ") {
+        return true;
+    }
     let opens_line = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
     let Some(rest) = text
         .get(at + fact.len()..)

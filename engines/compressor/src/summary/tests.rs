@@ -3557,7 +3557,7 @@ fn a_codex_patch_changes_the_files_it_names() {
     );
     assert!(
         section_lines(&summary, "### Done").contains(
-            &"- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more), writing: ALTER TABLE staging.stg_orders ADD COLUMN customer_tier VAR…"
+            &"- [apply_patch] changed migrations/V042__add_customer_tier.sql (+1 more), writing: ALTER TABLE staging.stg_orders ADD COLUMN customer_tier…"
         ),
         "{summary}"
     );
@@ -6818,4 +6818,89 @@ fn a_carried_publish_in_progress_keeps_its_rank_under_done() {
             .any(|line| line.contains("--kube-context prod")),
         "{summary}"
     );
+}
+
+/// A long finding is kept to its end, and a cut one ends at a word (verify44: `… Fix: link
+/// geoserve to fmt:…` cut at 300 characters, the fix's name in two).
+#[test]
+fn a_long_finding_keeps_its_fix_and_a_cut_ends_at_a_word() {
+    let finding = "Root cause (GEO-311): the fmt 10 headers come from FetchContent while spdlog 1.12 was built against the system fmt 9 in /usr/local/lib, so server.cpp's calls to fmt::v10::detail::vformat_to resolve against a library that only exports fmt::v9 symbols, and the target that pulls fmt in transitively is spdlog, which geoserve never links. Fix: link geoserve to fmt::fmt explicitly.";
+    let middle = vec![
+        Message::user("Fix the geoserve link error."),
+        Message::assistant(finding),
+        Message::user("Thanks. Now write the changelog."),
+        Message::assistant("Changelog written."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "### Done")
+            .iter()
+            .any(|line| line.ends_with("Fix: link geoserve to fmt::fmt explicitly.")),
+        "{summary}"
+    );
+    assert_eq!(
+        draft::cut_marked("fix: link geoserve to fmt::fmt explicitly", 30),
+        "fix: link geoserve to…"
+    );
+}
+
+/// CTest's passing run (`100% tests passed, 0 tests failed out of 12`) passes: the failure before
+/// it is fixed, and its `Test #10:` rows name no issues (verify44: the passing run under Blocked,
+/// `wkb_parse (Failed)` still open, `Issues: #10, #11, #12`).
+#[test]
+fn ctests_passing_run_fixes_its_failure_and_its_rows_are_no_issues() {
+    let rows = |first: &str| {
+        let mut rows = format!(
+            "Test project /app/build\n 1/12 Test # 1: wkb_parse            ...   {first}    0.10 sec\n"
+        );
+        for n in 2..=12 {
+            rows.push_str(&format!(
+                "{n:2}/12 Test #{n:2}: unit_{n}               ...   Passed    0.10 sec\n"
+            ));
+        }
+        rows
+    };
+    let failing = format!(
+        "{}\n92% tests passed, 1 tests failed out of 12\n\nThe following tests FAILED:\n\t  1 - wkb_parse (Failed)\nErrors while running CTest",
+        rows("***Failed")
+    );
+    let passing = format!("{}\n100% tests passed, 0 tests failed out of 12", rows("Passed"));
+    let middle = vec![
+        Message::user("Fix the wkb_parse test."),
+        shell("c1", "ctest --test-dir build"),
+        Message::tool("c1", failing),
+        Message::assistant("wkb_parse fails; fixing the byte order."),
+        shell("c2", "ctest --test-dir build"),
+        Message::tool("c2", passing),
+        Message::assistant("All 12 tests pass."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    assert!(!standing_errors(&summary).contains("wkb_parse"), "{summary}");
+    assert!(
+        !summary.lines().any(|line| line.starts_with("- Issues:")),
+        "{summary}"
+    );
+}
+
+/// RSpec's failed expectation (`Failure/Error: expect(page)…`) is its error line, not the
+/// `Failed examples:` heading (verify44: the failure reduced to that heading).
+#[test]
+fn rspecs_failed_expectation_is_its_error_line() {
+    let middle = vec![
+        Message::user("Fix the projects index spec."),
+        shell("r1", "bundle exec rspec spec/system"),
+        Message::tool(
+            "r1",
+            "Failures:\n\n  1) Projects index paginates at 25\n     Failure/Error: expect(page).to have_css('tr', count: 25)\n\n       expected to find css \"tr\" 25 times, found 26 matches\n     # ./spec/system/projects_index_spec.rb:58\n\n61 examples, 1 failures\n\nFailed examples:\n\nrspec ./spec/system/projects_index_spec.rb:58 # Projects index paginates at 25",
+        ),
+        Message::assistant("One example fails; looking at the pagination."),
+    ];
+    let summary = summarize(&middle);
+    let errors = standing_errors(&summary);
+    assert!(
+        errors.contains("Failure/Error: expect(page).to have_css('tr', count: 25)"),
+        "{summary}"
+    );
+    assert!(!errors.contains("Failed examples:"), "{summary}");
 }
