@@ -337,14 +337,26 @@ pub(super) fn is_revoked(facts: &Facts<'_>, rule: &str, after: Option<usize>) ->
     // A rule that holds for now waits for a go-ahead, which names less of it: `do not deploy
     // anything to prod yet` ends at `The blocker is lifted — you can proceed with prod`
     // (verify39, kept to the end of every replay).
+    // Or by the lift of the blocker it was said with (`Blocker: stg-wh is down (INFRA-903). Don't
+    // run anything against it until I say so.`, then `INFRA-903 is done`; verify44).
+    let with_a_lifted_blocker = || {
+        after.is_some_and(|at| {
+            facts.blockers.iter().any(|blocker| {
+                blocker.by_user
+                    && blocker.sentence.index == at
+                    && is_lifted(facts, blocker.sentence.text, Some(at), &[])
+            })
+        })
+    };
     permitted
         || holds_for_now(rule)
-            && facts
+            && (facts
                 .permits
                 .iter()
                 .chain(&facts.lifts)
                 .filter(later)
                 .any(|go_ahead| !naming_words(go_ahead.text).is_disjoint(&rule_words))
+                || with_a_lifted_blocker())
 }
 
 /// Whether `rule` says it holds only for a while (`do not deploy to prod yet`, `leave the flag

@@ -6904,3 +6904,30 @@ fn rspecs_failed_expectation_is_its_error_line() {
     );
     assert!(!errors.contains("Failed examples:"), "{summary}");
 }
+
+/// A rule for meanwhile said with a blocker ends when that blocker is lifted, though it names
+/// nothing the lift names (verify44: `Don't run anything against it until I say so.` listed after
+/// `INFRA-903 is done, stg-wh is back`); another rule for meanwhile stands.
+#[test]
+fn a_rule_said_with_a_blocker_ends_with_it() {
+    let middle = vec![
+        Message::user("Backfill the events table on staging."),
+        Message::user(
+            "Blocker: stg-wh is down for maintenance until 14:00 UTC (INFRA-903). Don't run anything against it until I say so.",
+        ),
+        Message::assistant("Pausing staging queries until INFRA-903 ends."),
+        Message::user("INFRA-903 is done, stg-wh is back. Continue."),
+        Message::user("The SFTP key was rotated. Don't retry the export until I confirm the connection is updated."),
+        Message::assistant("Waiting for the SFTP confirmation."),
+    ];
+    let summary = summarize(&middle);
+    let rules = section_lines(&summary, "## Constraints & Preferences");
+    assert!(
+        !rules.iter().any(|line| line.contains("until I say so")),
+        "{summary}"
+    );
+    assert!(
+        rules.iter().any(|line| line.contains("Don't retry the export")),
+        "{summary}"
+    );
+}
