@@ -154,6 +154,11 @@ impl Shape {
         self.0 & Self::MARKS != 0
     }
 
+    /// Holds a digit and a dot, as a version or an address does.
+    pub(crate) const fn has_digit_and_dot(self) -> bool {
+        self.0 & Self::DIGIT != 0 && self.0 & Self::DOT != 0
+    }
+
     fn has(self, bit: u16) -> bool {
         self.0 & bit != 0
     }
@@ -548,6 +553,16 @@ fn named_version<'a>(text: &'a str, version: &'a str) -> &'a str {
             }
         }
     }
+}
+
+/// A version of four numbers in brackets after a package's name, `token` being a slice of
+/// `text` (a Gemfile's `rails (7.1.3.2)`): what [`classify_token`] takes for an address alone
+/// (verify44: the framework's version missing from `Versions:`).
+pub(crate) fn bracketed_four_part_version<'a>(text: &'a str, token: &'a str) -> Option<&'a str> {
+    let version = trim_token(token);
+    let at = (version.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    let bracketed = text[..at].ends_with(" (") && text[at + version.len()..].starts_with(')');
+    (bracketed && is_ipv4(version)).then_some(version)
 }
 
 /// Whether `token` is an IPv4 address (`10.0.7.1`): four numbers up to 255, a client's address

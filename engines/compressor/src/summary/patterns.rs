@@ -15,7 +15,7 @@ use ctxhost_engine_kit::{
 };
 
 use crate::{
-    identify::{is_digits, with_package_name},
+    identify::{bracketed_four_part_version, is_digits, with_package_name},
     prune::is_cut_marker,
     scan::{classify_token, for_each_token, line_around, sentence_around},
 };
@@ -1114,7 +1114,14 @@ impl<'a> Facts<'a> {
             return;
         }
         for_each_token(text, |token, shape| {
-            if let Some((kind, fact)) = classify_token(token, shape) {
+            let found = classify_token(token, shape).or_else(|| {
+                shape
+                    .has_digit_and_dot()
+                    .then(|| bracketed_four_part_version(text, token))
+                    .flatten()
+                    .map(|version| (FactKind::Version, version))
+            });
+            if let Some((kind, fact)) = found {
                 let (kind, fact) = match kind {
                     FactKind::Path
                         if fact.starts_with('/')

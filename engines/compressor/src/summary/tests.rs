@@ -6931,3 +6931,30 @@ fn a_rule_said_with_a_blocker_ends_with_it() {
         "{summary}"
     );
 }
+
+/// A version of four numbers in brackets after its package (`rails (7.1.3.2)`) is a version, not
+/// an address left out; an address alone is still none (verify44: `Versions:` without Rails).
+#[test]
+fn a_bracketed_four_part_version_is_listed_with_its_package() {
+    let middle = vec![
+        Message::user("Which Rails does the app run?"),
+        shell("b1", "bundle list | grep -E 'rails|puma'"),
+        Message::tool(
+            "b1",
+            "  * rails (7.1.3.2)\n  * puma (6.4.2)\nclient 10.0.7.1 connected\nExit code: 0",
+        ),
+        Message::assistant("Checked the bundle."),
+        Message::user("Thanks. Now update the changelog."),
+        Message::assistant("Done."),
+    ];
+    let summary = summarize(&middle);
+    let versions = summary
+        .lines()
+        .find(|line| line.starts_with("- Versions:"))
+        .unwrap_or("");
+    assert!(
+        versions.contains("rails (7.1.3.2)") && versions.contains("puma (6.4.2)"),
+        "{summary}"
+    );
+    assert!(!versions.contains("10.0.7.1"), "{summary}");
+}
