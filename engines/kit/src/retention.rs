@@ -417,7 +417,8 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
                 .iter()
                 .any(|database| id.starts_with(database))
             || is_ticket_key(id);
-        if known && !inside_url(found.start(), found.end()) {
+        let step = id.starts_with('#') && numbers_a_step(text, found.start(), id.len());
+        if known && !step && !inside_url(found.start(), found.end()) {
             facts.insert(fact(FactKind::Issue, id));
         }
     }
@@ -550,6 +551,46 @@ fn counts_none_of_a_kind(line: &str) -> bool {
             && label.split_whitespace().count() <= 2
             && is_zero(count.trim())
     })
+}
+
+/// Whether the `#12` at `at..at + len` of `text` numbers a step of a build or a test run: it opens
+/// a line of Docker BuildKit's output (`#12 [builder 6/6] RUN pnpm build`, `#12 DONE 88.4s`,
+/// `#14 exporting to image`), or CTest's (`10/40 Test #10: wkb_parse …`). No issue (verify43:
+/// `Issues: #12, #14` from a build log; verify44: `#10, #11, …, #40` from a test run).
+pub fn numbers_a_step(text: &str, at: usize, len: usize) -> bool {
+    const STEP: [&str; 16] = [
+        "[",
+        "DONE ",
+        "CACHED",
+        "ERROR",
+        "CANCELED",
+        "sha256:",
+        "exporting ",
+        "naming ",
+        "writing ",
+        "resolve ",
+        "transferring ",
+        "load ",
+        "extracting ",
+        "unpacking ",
+        "pushing ",
+        "preparing ",
+    ];
+    if text.get(..at).is_some_and(|before| before.ends_with("Test ")) {
+        return true;
+    }
+    let opens_line = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
+    let is_number = |word: &str| !word.is_empty() && word.bytes().all(|byte| byte.is_ascii_digit());
+    let Some(rest) = text.get(at + len..).and_then(|rest| rest.strip_prefix(' ')) else {
+        return false;
+    };
+    opens_line
+        && (STEP.iter().any(|step| rest.starts_with(step))
+            // A step's timed output: `#12 4.213 vite v5.4.2 building for production...`.
+            || rest.split(' ').next().is_some_and(|time| {
+                time.split_once('.')
+                    .is_some_and(|(whole, part)| is_number(whole) && is_number(part))
+            }))
 }
 
 /// Whether every failure word of `lower` (`failed`, `failures`, `errors`) is counted zero before
@@ -1182,6 +1223,23 @@ mod tests {
                 (FactKind::Issue, "CVE-2024-45590".to_owned()),
                 (FactKind::Issue, "GHSA-qwcr-r2fm-qrc7".to_owned()),
             ]
+        );
+    }
+
+    /// A build's or a test run's step number (`#12 [builder 6/6] …`, CTest's `Test #10:`) is no
+    /// issue; one named in prose is (verify43, verify44).
+    #[test]
+    fn a_steps_number_is_no_issue() {
+        let issues = |text: &str| -> Vec<String> {
+            kinds(&[Message::tool("a", text)])
+                .into_iter()
+                .filter(|(kind, _)| *kind == FactKind::Issue)
+                .map(|(_, id)| id)
+                .collect()
+        };
+        assert_eq!(
+            issues("#12 [builder 6/6] RUN pnpm build\n#12 DONE 88.4s\n10/40 Test #10: wkb_parse ... Passed\nfixes #4521"),
+            ["#4521"]
         );
     }
 

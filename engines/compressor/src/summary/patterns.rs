@@ -8,14 +8,14 @@ use regex::Regex;
 
 use super::facts::{cut_at, cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
-    retention::{first_error_line, is_diff_line, is_ticket_key, reports_no_error},
+    retention::{first_error_line, is_diff_line, is_ticket_key, numbers_a_step, reports_no_error},
     text::{
         ceil_char_boundary, floor_char_boundary, is_json_document, with_partition_prefix, within_json_string,
     },
 };
 
 use crate::{
-    identify::{bracketed_four_part_version, is_digits, with_package_name},
+    identify::{bracketed_four_part_version, with_package_name},
     prune::is_cut_marker,
     scan::{classify_token, for_each_token, line_around, sentence_around},
 };
@@ -1142,7 +1142,7 @@ impl<'a> Facts<'a> {
                     },
                     FactKind::Path => (kind, Cow::Borrowed(with_partition_prefix(text, fact))),
                     FactKind::Version => (kind, with_package_name(text, fact)),
-                    FactKind::Issue if numbers_a_step(text, fact) => return,
+                    FactKind::Issue if numbers_a_step(text, offset_in(text, fact), fact.len()) => return,
                     kind => (kind, Cow::Borrowed(fact)),
                 };
                 self.add(kind, fact, source, index);
@@ -1579,49 +1579,6 @@ fn names_a_route(key: &str) -> bool {
 fn names_an_id(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     key.len() > 2 && key.ends_with("id")
-}
-
-/// Whether `fact` (a slice of `text`), a `#12`, numbers a step of a build or a test run: it opens
-/// a line of Docker BuildKit's output (`#12 [builder 6/6] RUN pnpm build`, `#12 DONE 88.4s`,
-/// `#14 exporting to image`), or CTest's (`10/40 Test #10: wkb_parse …`). No issue (verify43:
-/// `Issues: #12, #14` from a build log; verify44: `#10, #11, …, #40` from a test run).
-fn numbers_a_step(text: &str, fact: &str) -> bool {
-    const STEP: [&str; 16] = [
-        "[",
-        "DONE ",
-        "CACHED",
-        "ERROR",
-        "CANCELED",
-        "sha256:",
-        "exporting ",
-        "naming ",
-        "writing ",
-        "resolve ",
-        "transferring ",
-        "load ",
-        "extracting ",
-        "unpacking ",
-        "pushing ",
-        "preparing ",
-    ];
-    let at = offset_in(text, fact);
-    if text[..at].ends_with("Test ") {
-        return true;
-    }
-    let opens_line = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
-    let Some(rest) = text
-        .get(at + fact.len()..)
-        .and_then(|rest| rest.strip_prefix(' '))
-    else {
-        return false;
-    };
-    opens_line
-        && (STEP.iter().any(|step| rest.starts_with(step))
-            // A step's timed output: `#12 4.213 vite v5.4.2 building for production...`.
-            || rest.split(' ').next().is_some_and(|time| {
-                time.split_once('.')
-                    .is_some_and(|(whole, part)| is_digits(whole) && is_digits(part))
-            }))
 }
 
 /// Whether `fact`, a slice of `text`, is the target of an HTTP request line (`"GET
