@@ -675,7 +675,9 @@ pub(super) fn cut_marked(text: &str, max: usize) -> Cow<'_, str> {
             let word_end = kept
                 .rfind(char::is_whitespace)
                 .filter(|&space| kept.len() - space <= WORD_SLACK)
-                .map_or(kept, |space| kept[..space].trim_end());
+                .map(|space| kept[..space].trim_end())
+                .filter(|words| !words.is_empty())
+                .unwrap_or(kept);
             Cow::Owned(format!("{word_end}…"))
         }
         _ => Cow::Borrowed(text),
@@ -689,6 +691,21 @@ const WORD_SLACK: usize = 24;
 mod tests {
     use super::*;
     use crate::tests::property::Rng;
+
+    /// A cut ends at a word's end when one is near, never at nothing.
+    #[test]
+    fn a_cut_ends_at_a_word_and_keeps_something() {
+        assert_eq!(
+            cut_marked("fix: link geoserve to fmt::fmt explicitly", 30),
+            "fix: link geoserve to…"
+        );
+        assert_eq!(cut_marked(" abcdefghijklmnop", 10), " abcdefgh…");
+        assert_eq!(
+            cut_marked("https://example.org/a/very/long/path", 12),
+            "https://exa…"
+        );
+        assert_eq!(cut_marked("short", 12), "short");
+    }
 
     /// Property: packed keys sort as the tuples they stand for, on small and extreme recencies
     /// and display orders (an earlier summary's lines sit a billion either side, a focus line at
