@@ -107,7 +107,7 @@ pub(crate) struct Shape(u16);
 impl Shape {
     const SLASH: u16 = 1;
     pub(crate) const DOT: u16 = 1 << 1;
-    const COLON: u16 = 1 << 2;
+    pub(crate) const COLON: u16 = 1 << 2;
     const HASH: u16 = 1 << 3;
     const AT_OR_DASH: u16 = 1 << 4;
     const EQUALS: u16 = 1 << 5;
@@ -756,6 +756,29 @@ mod tests {
         assert_eq!(
             versions("42\tsuperseded\tcheckout-web-1.10.0\t2.10.0\tUpgrade complete\nweb-1.11.0 2.11.0\ningress-nginx\t4.11.2"),
             ["checkout-web-1.10.0", "2.10.0", "web-1.11.0", "2.11.0", "4.11.2"]
+        );
+    }
+
+    #[test]
+    fn a_url_keeps_its_ipv6_host_and_its_placeholders() {
+        let urls: Vec<String> = kinds(
+            "url = f\"https://metrics.example.com/api/v2/rollup_{period}/export?fmt={fmt}\"\n\
+             health = \"http://[::1]:8080/healthz\"; s3://${BUCKET}/raw/{date.year}/x.parquet\n\
+             not {\"url\":\"https://a.example.com/x\"} nor http://[bad]/x nor https://b.example.com/{ 1 }",
+        )
+        .into_iter()
+        .filter(|(kind, _)| *kind == FactKind::Url)
+        .map(|(_, url)| url)
+        .collect();
+        assert_eq!(
+            urls,
+            [
+                "https://metrics.example.com/api/v2/rollup_{period}/export?fmt={fmt}",
+                "http://[::1]:8080/healthz",
+                "s3://${BUCKET}/raw/{date.year}/x.parquet",
+                "https://a.example.com/x",
+                "https://b.example.com/",
+            ]
         );
     }
 

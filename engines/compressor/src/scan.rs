@@ -326,6 +326,16 @@ pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str, Shape
                 at += 1;
                 continue;
             }
+            if matches!(byte, b'{' | b'[') && flags & Shape::COLON != 0 {
+                let group = url_group(bytes, start, at);
+                if group > 0 {
+                    flags = bytes[at..at + group]
+                        .iter()
+                        .fold(flags, |bits, &byte| bits | Shape::of_byte(byte).bits());
+                    at += group;
+                    continue;
+                }
+            }
             emit(start, at, flags);
             if byte == b'\\' && bytes.get(at + 1).is_some_and(u8::is_ascii) {
                 at += 1;
@@ -338,6 +348,49 @@ pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str, Shape
             flags = 0;
         }
         from = at;
+    }
+}
+
+/// Longest bracketed group read as part of a URL.
+const URL_GROUP_MAX: usize = 64;
+
+/// The length of the bracketed group at `at` that belongs to the URL of `bytes[start..at]`, or 0:
+/// an IPv6 host right after the scheme (`http://[::1]:8080/healthz`) or a template's placeholder
+/// (`https://…/rollup_{period}/export?fmt={fmt}`, `s3://${BUCKET}/…`). Brackets end tokens
+/// everywhere else; cut there, the summary kept `…/api/v2/rollup_` as if it were the address
+/// (verify44).
+pub(crate) fn url_group(bytes: &[u8], start: usize, at: usize) -> usize {
+    let token = &bytes[start..at];
+    let Some(scheme) = token.windows(3).position(|window| window == b"://") else {
+        return 0;
+    };
+    let rest = &bytes[at..bytes.len().min(at + URL_GROUP_MAX)];
+    let (inner, close): (fn(u8) -> bool, u8) = match rest.first() {
+        // Only the host can be an IPv6 address: right after `://`.
+        Some(b'[') if scheme + 3 == token.len() => (
+            |byte| byte.is_ascii_hexdigit() || matches!(byte, b':' | b'.'),
+            b']',
+        ),
+        Some(b'{') => (
+            |byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.'),
+            b'}',
+        ),
+        _ => return 0,
+    };
+    let Some(length) = rest[1..].iter().position(|&byte| !inner(byte)) else {
+        return 0;
+    };
+    let group = &rest[1..=length];
+    let well_formed = match close {
+        b']' => group.contains(&b':'),
+        _ => group
+            .first()
+            .is_some_and(|byte| byte.is_ascii_alphabetic() || *byte == b'_'),
+    };
+    if rest[1 + length] == close && well_formed {
+        length + 2
+    } else {
+        0
     }
 }
 

@@ -92,10 +92,12 @@ static FILE_NAME: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// A URL of the schemes the compressor keeps as URLs: the web's, object stores' and data lakes'
 /// (`s3://bucket/model.json` is no path `/bucket/model.json`), and package URLs
-/// (`pkg:npm/bytes@3.1.2`, an SBOM's, no path `npm/bytes@3.1.2`).
+/// (`pkg:npm/bytes@3.1.2`, an SBOM's, no path `npm/bytes@3.1.2`). An IPv6 host
+/// (`http://[::1]:8080/healthz`) and a template's placeholders (`…/rollup_{period}/export`) are
+/// part of the URL, as the compressor reads them.
 static URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"\b(?:(?:https?|ftp|sftp|ssh|git|file|wss?|s3a?|gs|az|abfss?|wasbs?|hdfs|dbfs)://|pkg:[a-z]+/)[^\s<>"'`)\]\\{}|^]+"#,
+        r#"\b(?:(?:https?|ftp|sftp|ssh|git|file|wss?|s3a?|gs|az|abfss?|wasbs?|hdfs|dbfs)://(?:\[[0-9A-Fa-f.]*:[0-9A-Fa-f.:]*\](?:[^\s<>"'`)\[\]\\{}|^]|\{[A-Za-z_][A-Za-z0-9_.]*\})*|(?:[^\s<>"'`)\[\]\\{}|^]|\{[A-Za-z_][A-Za-z0-9_.]*\})+)|pkg:[a-z]+/[^\s<>"'`)\[\]\\{}|^]+)"#,
     )
     .expect("url pattern compiles")
 });
@@ -1409,6 +1411,28 @@ mod tests {
                     FactKind::Url,
                     "https://github.com/a/b/blob/main/setup.py#L12".to_owned()
                 ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_url_keeps_its_ipv6_host_and_its_placeholders() {
+        let found = kinds(&[Message::tool(
+            "a",
+            "url = f\"https://m.example.com/v2/rollup_{period}/export?fmt={fmt}\"\n\
+             health = \"http://[::1]:8080/healthz\" or https://q.example.com/?f[a]=1",
+        )]);
+        let urls: Vec<&str> = found
+            .iter()
+            .filter(|(kind, _)| *kind == FactKind::Url)
+            .map(|(_, url)| url.as_str())
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                "http://[::1]:8080/healthz",
+                "https://m.example.com/v2/rollup_{period}/export?fmt={fmt}",
+                "https://q.example.com/?f",
             ]
         );
     }

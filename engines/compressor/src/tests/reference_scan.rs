@@ -46,6 +46,16 @@ pub(crate) fn for_each_token<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
         let byte = bytes[i];
         match BYTE_CLASSES[byte as usize] {
             DELIMITER => {
+                // Since the fused scanner: an IPv6 host or a template's placeholder in brackets
+                // goes on with the URL it is part of.
+                if matches!(byte, b'{' | b'[') && text[start..i].contains(':') {
+                    let group = crate::scan::url_group(bytes, start, i);
+                    if group > 0 {
+                        marked = true;
+                        i += group;
+                        continue;
+                    }
+                }
                 if i - start >= 3 && (marked || bytes[start].is_ascii_uppercase()) {
                     f(&text[start..i]);
                 }
