@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use ctxhost_engine_kit::retention::{is_media_type, is_ticket_key, without_diff_prefix};
+use ctxhost_engine_kit::retention::{is_media_type, is_stream_device, is_ticket_key, without_diff_prefix};
 
 use crate::summary::facts::FactKind;
 
@@ -655,7 +655,7 @@ fn as_path(token: &str) -> Option<&str> {
         !ext.is_empty() && ext.len() <= 10 && ext.bytes().any(|b| b.is_ascii_alphabetic())
     });
     let ok = (anchored && segments >= 2) || looks_like_file || slashes >= 2;
-    (ok && !is_date(path)).then_some(path)
+    (ok && !is_date(path) && !is_stream_device(path)).then_some(path)
 }
 
 /// Whether `name`, a dotted word, is a reference in Terraform's language (`var.env`,

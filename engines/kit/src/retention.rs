@@ -396,8 +396,10 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
         if named && !media_type && !inside_url(found.start(), found.end()) {
             // A partitioned path whole (`orders/dt=2024-03-16/part-0.parquet`), as the compressor
             // lists it.
-            let path = with_partition_prefix(text, path);
-            insert_trimmed(facts, FactKind::Path, without_diff_prefix(path));
+            let path = without_diff_prefix(with_partition_prefix(text, path));
+            if !is_stream_device(path) {
+                insert_trimmed(facts, FactKind::Path, path);
+            }
         }
     }
     for found in FILE_NAME.find_iter(text) {
@@ -968,6 +970,21 @@ pub fn without_diff_prefix(path: &str) -> &str {
     }
 }
 
+/// Whether `path` is one of the streams a shell redirects to (`2>/dev/null`, `tee /dev/stderr`):
+/// no file of the work, and in every other command.
+pub fn is_stream_device(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/stdin"
+            | "/dev/tty"
+            | "/dev/zero"
+            | "/dev/urandom"
+    )
+}
+
 fn insert_trimmed(facts: &mut BTreeSet<Fact>, kind: FactKind, text: &str) {
     let text = text.trim().trim_end_matches(['.', ',', ';', ':']);
     if !text.is_empty() {
@@ -1160,6 +1177,24 @@ mod tests {
             ToolCall::new("c2", "shell", r#"{"command":["bash","-lc","npm test"]}"#),
         ])];
         assert_eq!(kinds(&messages), vec![(FactKind::Command, "npm test".to_owned())]);
+    }
+
+    /// A shell writing a here-document to a file changes the file: no command ran, and a shell's
+    /// streams are no files.
+    #[test]
+    fn a_here_document_written_to_a_file_is_no_command() {
+        let write = serde_json::json!({"command": "cat > notes.md <<'EOF'\nretries: 5\nEOF"});
+        let messages = vec![Message::assistant_calls(vec![
+            ToolCall::new("c1", "shell", write.to_string()),
+            ToolCall::new("c2", "shell", r#"{"command":"npm test 2>/dev/null"}"#),
+        ])];
+        assert_eq!(
+            kinds(&messages),
+            vec![
+                (FactKind::Path, "notes.md".to_owned()),
+                (FactKind::Command, "npm test 2>/dev/null".to_owned())
+            ]
+        );
     }
 
     #[test]

@@ -366,10 +366,11 @@ impl ToolKind {
     /// A shell that runs Codex's `apply_patch` (`["apply_patch", "*** Begin Patch…"]`, or
     /// `apply_patch <<'EOF'` in a script) changes the files its patch names: read as a command,
     /// its patch was quoted raw over many lines and no file was listed as changed (verify43).
+    /// So does one that writes a [`HereDocument`] to a file.
     pub fn of_call(name: &str, arguments: &Map<String, Value>) -> Self {
         match Self::of(name) {
             Self::Write if arguments.get("command").and_then(Value::as_str) == Some("view") => Self::Read,
-            Self::Shell if runs_apply_patch(arguments) => Self::Write,
+            Self::Shell if runs_apply_patch(arguments) || writes_a_here_document(arguments) => Self::Write,
             kind => kind,
         }
     }
@@ -379,7 +380,7 @@ impl ToolKind {
     pub fn of_call_json(name: &str, arguments: &str) -> Self {
         match Self::of(name) {
             Self::Write => Self::of_call(name, &parse_arguments(arguments)),
-            Self::Shell if arguments.contains("apply_patch") => {
+            Self::Shell if arguments.contains("apply_patch") || arguments.contains("<<") => {
                 Self::of_call(name, &parse_arguments(arguments))
             }
             kind => kind,
@@ -438,6 +439,71 @@ pub fn command_under<'a>(arguments: &'a Map<String, Value>, keys: &[&str]) -> Op
         };
         (!command.trim().is_empty()).then_some(command)
     })
+}
+
+/// A file a shell command writes from a here-document, and the document: `cat > src/retry.py
+/// <<'EOF'`, `cat <<EOF >> notes.md`, `tee config/app.yaml <<'YAML'`. The document is the file's
+/// new text, not a command: read as one, it was quoted raw over many lines under Commands and the
+/// file was never listed as changed (verify44).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HereDocument<'a> {
+    /// The file written, as the command names it.
+    pub file: &'a str,
+    /// The document's lines, without the line that ends it.
+    pub text: &'a str,
+}
+
+impl<'a> HereDocument<'a> {
+    /// The here-document `command` writes to a file, when it writes one (with `cat` or `tee`, the
+    /// last step of its first line).
+    pub fn of(command: &'a str) -> Option<Self> {
+        let (first, rest) = command.trim_start().split_once('\n')?;
+        let step = first.rsplit(['&', ';']).next()?.trim();
+        let (program, arguments) = step.split_once(char::is_whitespace)?;
+        let words: Vec<&str> = arguments.split_whitespace().collect();
+        let delimiter = words
+            .iter()
+            .find_map(|word| word.strip_prefix("<<"))?
+            .trim_start_matches('-')
+            .trim_matches(['\'', '"']);
+        let file = match program {
+            // `> file`, `>file`, `>> file`, before or after the document's `<<EOF`.
+            "cat" => words.iter().enumerate().find_map(|(at, word)| {
+                let file = word.strip_prefix('>')?.trim_start_matches('>');
+                if file.is_empty() {
+                    words.get(at + 1).copied()
+                } else {
+                    Some(file)
+                }
+            })?,
+            "tee" => words
+                .iter()
+                .copied()
+                .find(|word| !word.starts_with(['-', '<', '>']))?,
+            _ => return None,
+        };
+        let file = file.trim_matches(['\'', '"']);
+        if delimiter.is_empty() || file.is_empty() || file.starts_with("/dev/") || file.starts_with('&') {
+            return None;
+        }
+        // The document ends on the line that holds only its delimiter.
+        let mut end = 0;
+        for line in rest.split_inclusive('\n') {
+            if line.trim() == delimiter {
+                return Some(Self {
+                    file,
+                    text: rest[..end].trim_end(),
+                });
+            }
+            end += line.len();
+        }
+        None
+    }
+}
+
+/// Whether a shell's `arguments` write a [`HereDocument`] to a file.
+fn writes_a_here_document(arguments: &Map<String, Value>) -> bool {
+    command_under(arguments, &COMMAND_KEYS).is_some_and(|command| HereDocument::of(&command).is_some())
 }
 
 /// Whether a shell's `arguments` run Codex's `apply_patch`.
@@ -697,6 +763,28 @@ mod tests {
             .iter()
             .find(|(_, words)| words.iter().any(|word| name.contains(word)))
             .map_or(ToolKind::Other, |(kind, _)| *kind)
+    }
+
+    #[test]
+    fn a_here_document_names_the_file_it_writes() {
+        let document = |command| HereDocument::of(command).map(|document| (document.file, document.text));
+        assert_eq!(
+            document("cd app && cat > src/retry.py <<'EOF'\nA = 1\nB = 2\nEOF\npython src/retry.py"),
+            Some(("src/retry.py", "A = 1\nB = 2"))
+        );
+        assert_eq!(
+            document("cat <<EOF >>notes.md\nx\n  EOF\n"),
+            Some(("notes.md", "x"))
+        );
+        assert_eq!(
+            document("tee -a \"config/app.yaml\" > /dev/null <<-'YAML'\nport: 8080\nYAML"),
+            Some(("config/app.yaml", "port: 8080"))
+        );
+        // A program reading the document, output to a stream, or a document never ended.
+        assert_eq!(document("python - <<'PY'\nprint(1)\nPY"), None);
+        assert_eq!(document("cat <<EOF > /dev/stderr\nx\nEOF"), None);
+        assert_eq!(document("cat > a.txt <<EOF\nx"), None);
+        assert_eq!(document("cat > a.txt"), None);
     }
 
     #[test]

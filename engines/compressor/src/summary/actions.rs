@@ -7,7 +7,7 @@ use aho_corasick::AhoCorasick;
 use ctxhost_engine_abi::{Message, ToolCall};
 use ctxhost_engine_kit::stand_in::{
     call_target, command_under, describe_tool_outcome, error_line, flagged_success, patch_files, Failure,
-    COMMAND_KEYS,
+    HereDocument, COMMAND_KEYS,
 };
 use ctxhost_engine_kit::text::{one_line, within_json_string};
 use serde_json::Value;
@@ -67,9 +67,20 @@ impl<'a> Facts<'a> {
                 .fact_ids
                 .push(self.add_copy(FactKind::Command, command, Source::Arguments, index));
         }
-        // Codex's `apply_patch` names its files in the patch, free text with no path argument.
+        // Codex's `apply_patch` names its files in the patch, free text with no path argument;
+        // a shell writing a here-document names its file in its command.
+        let script = (kind == ToolKind::Write && path.is_none())
+            .then(|| command_under(object?, &COMMAND_KEYS))
+            .flatten();
         let patched: Vec<&str> = match (kind, path) {
-            (ToolKind::Write, None) => patch_files(&call.function.arguments).collect(),
+            (ToolKind::Write, None) => patch_files(&call.function.arguments)
+                .chain(
+                    script
+                        .as_deref()
+                        .and_then(HereDocument::of)
+                        .map(|document| document.file),
+                )
+                .collect(),
             _ => Vec::new(),
         };
         // A file moved by a command (`git mv src/a.py src/b.py`) is changed under its new name: the
@@ -308,6 +319,10 @@ fn action_line(
         .as_ref()
         .and_then(Value::as_object)
         .and_then(call_target)
+        .or_else(|| {
+            let script = command_under(arguments.as_ref()?.as_object()?, &COMMAND_KEYS)?;
+            Some(HereDocument::of(&script)?.file.to_owned())
+        })
         .or_else(|| {
             // A patch's files: `[apply_patch] changed a.rs (+1 more)`.
             let mut files = patch_files(&call.function.arguments);
@@ -609,7 +624,14 @@ fn lines_written(arguments: &serde_json::Map<String, Value>, raw: &str) -> Optio
     // where its `-> 181 chars of output` had fitted (verify32).
     const WRITTEN_CHARS: usize = 60;
     let text = |keys: &[&str]| keys.iter().find_map(|key| arguments.get(*key)?.as_str());
-    let written: Vec<&str> = match text(&["new_string", "new_str", "new_text", "content", "file_text"]) {
+    let script = command_under(arguments, &COMMAND_KEYS);
+    let here_document = script
+        .as_deref()
+        .and_then(HereDocument::of)
+        .map(|document| document.text);
+    let written: Vec<&str> = match text(&["new_string", "new_str", "new_text", "content", "file_text"])
+        .or(here_document)
+    {
         Some(new) => {
             let old: Vec<&str> = text(&["old_string", "old_str", "old_text"])
                 .map(|old| old.lines().map(str::trim).collect())

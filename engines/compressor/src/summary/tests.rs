@@ -3563,6 +3563,39 @@ fn a_codex_patch_changes_the_files_it_names() {
     );
 }
 
+/// A shell that writes a here-document to a file changes that file, and the document is no
+/// command: it was quoted raw over six lines under Commands, and the file listed only as
+/// mentioned (verify44). A here-document a program reads (`python - <<'PY'`) stays a command.
+#[test]
+fn a_here_document_written_to_a_file_changes_that_file() {
+    let write = serde_json::json!({"command": "cd app && cat > src/retry_config.py <<'EOF'\nMAX_RETRIES = 5\nBACKOFF_SECONDS = 2.5\nEOF"}).to_string();
+    let append = serde_json::json!({"command": ["bash", "-lc", "tee -a docs/NOTES.md > /dev/null <<EOF\nretries: 5\nEOF\n"]}).to_string();
+    let run = serde_json::json!({"command": "python - <<'PY'\nimport retry_config\nPY"}).to_string();
+    let middle = vec![
+        Message::user("add a retry config"),
+        Message::assistant_calls(vec![ToolCall::new("w1", "terminal", write)]),
+        Message::tool("w1", ""),
+        Message::assistant_calls(vec![ToolCall::new("w2", "shell", append)]),
+        Message::tool("w2", ""),
+        Message::assistant_calls(vec![ToolCall::new("r1", "terminal", run)]),
+        Message::tool("r1", "ok"),
+        Message::assistant("Added."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Relevant Files") == ["- Changed: docs/NOTES.md, src/retry_config.py"],
+        "{summary}"
+    );
+    assert!(
+        section_lines(&summary, "### Done").contains(
+            &"- [terminal] changed src/retry_config.py, writing: MAX_RETRIES = 5 | BACKOFF_SECONDS = 2.5"
+        ),
+        "{summary}"
+    );
+    assert!(!summary.contains("MAX_RETRIES = 5\n"), "{summary}");
+    assert!(summary.contains("`python - <<'PY'"), "{summary}");
+}
+
 /// A diff's added and removed lines are a file's text, not errors; a version moved is no measured
 /// result, and a decision recorded is none either (verify19: `+-dontwarn com.google.errorprone…`
 /// under Errors, `Result: Decision 1: upgrade AGP 8.3.2 -> 8.5.1` under Done).

@@ -288,6 +288,8 @@ fn as_path(token: &str) -> Option<&str> {
     });
     let ok = (anchored && segments >= 2) || looks_like_file || slashes >= 2;
     let ok = ok && !crate::identify::is_date(path);
+    // Since the fused scanner: a shell's streams are no files.
+    let ok = ok && !ctxhost_engine_kit::retention::is_stream_device(path);
     ok.then_some(path)
 }
 
