@@ -15,7 +15,7 @@ use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_grou
 use super::{
     is_summary_text,
     patterns::{
-        decision_records, findings, lifts_the_blocker, measured_changes, names_a_ticket, says_lifted,
+        decision_records, findings, lifts_the_blocker, measured_changes, names_a_ticket, run_on, says_lifted,
         says_unblocked, states_a_rule, with_antecedent, with_ticket_after, with_workaround_after, RecordKey,
         BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS,
         WAITING_WORDS,
@@ -442,22 +442,34 @@ impl<'a> Facts<'a> {
         // In the order they were said: the newest is listed first.
         found.sort_by_key(|sentence| sentence.text.as_ptr() as usize);
         // `The blocker is lifted — you can proceed` says what no longer blocks.
-        self.blockers.extend(
-            found
-                .into_iter()
-                .filter(|sentence| !sentence.text.ends_with('?') && !says_unblocked(sentence.text))
-                .map(|sentence| Blocker {
-                    sentence: Sentence {
-                        text: with_workaround_after(
-                            piece,
-                            with_ticket_after(piece, with_antecedent(piece, sentence.text)),
-                        ),
-                        ..sentence
-                    },
+        let said = found
+            .into_iter()
+            .filter(|sentence| !sentence.text.ends_with('?') && !says_unblocked(sentence.text))
+            .map(|sentence| Sentence {
+                text: with_workaround_after(
+                    piece,
+                    with_ticket_after(piece, with_antecedent(piece, sentence.text)),
+                ),
+                ..sentence
+            });
+        let from = self.blockers.len();
+        for sentence in said {
+            // Blocker sentences one after the other state one blocker (`Blocked: adding repo
+            // secrets needs admin rights my token doesn't have. Until someone with admin access
+            // adds them, CI can't get past the data step.`): apart, the second named nothing it
+            // waited on and outlived the lift of the first (verify45).
+            let joined = self.blockers[from..]
+                .last()
+                .and_then(|last| run_on(piece, last.sentence.text, sentence.text));
+            match (joined, self.blockers[from..].last_mut()) {
+                (Some(joined), Some(last)) => last.sentence.text = joined,
+                _ => self.blockers.push(Blocker {
+                    sentence,
                     by_user,
                     kept_verbatim: false,
                 }),
-        );
+            }
+        }
     }
 
     /// What a user's message kept after the summary (at `index`) says no longer blocks the work.

@@ -1446,6 +1446,21 @@ pub(super) fn with_antecedent<'a>(text: &'a str, sentence: &'a str) -> &'a str {
     &text[start..end]
 }
 
+/// `first` and `second`, two slices of `text`, as one slice when `second` goes on from where
+/// `first` ends (overlapping it, or after spaces on the same line) and both fit in
+/// [`MAX_SENTENCE`].
+pub(super) fn run_on<'a>(text: &'a str, first: &'a str, second: &'a str) -> Option<&'a str> {
+    let offset = |slice: &str| (slice.as_ptr() as usize).checked_sub(text.as_ptr() as usize);
+    let (start, end) = (offset(first)?, offset(first)? + first.len());
+    let (second_start, second_end) = (offset(second)?, offset(second)? + second.len());
+    if second_end > text.len() || second_start < start || second_end <= end {
+        return None;
+    }
+    let between = text.get(end..second_start.max(end))?;
+    (between.trim_start_matches([' ', '\t']).is_empty() && second_end - start <= MAX_SENTENCE)
+        .then(|| &text[start..second_end])
+}
+
 /// `sentence` (a slice of `text`) followed by the next sentence of `text` when that one names the
 /// ticket the block waits on and it does not (`Blocked: the etl_loader role has no INSERT grant …
 /// I opened DATA-2291 with the platform team.`, verify18), both within [`MAX_SENTENCE`].

@@ -6991,3 +6991,38 @@ fn a_bracketed_four_part_version_is_listed_with_its_package() {
     );
     assert!(!versions.contains("10.0.7.1"), "{summary}");
 }
+
+/// Blocker sentences said one after the other are one blocker, listed whole and lifted whole: the
+/// second (`Until someone with admin access adds them, …`) named nothing the lift named, and
+/// stood under Blocked after `Dana added … as repo secrets — CI is unblocked` and a green run
+/// (verify45).
+#[test]
+fn blocker_sentences_said_together_are_one_blocker() {
+    let stated = Message::assistant(
+        "CI fails at fetch_data.py. Blocked: adding repo secrets needs admin rights my token doesn't have. \
+         Until someone with admin access adds them, CI can't get past the data step.",
+    );
+    let standing = summarize(&[
+        Message::user("Refactor the churn notebook and get CI green."),
+        stated.clone(),
+        Message::user("I'll ask Dana. Meanwhile fix the rolling-sessions feature."),
+        Message::assistant("Working on it."),
+    ]);
+    assert_eq!(
+        section_lines(&standing, "### Blocked"),
+        [
+            "- Stated by the assistant: Blocked: adding repo secrets needs admin rights my token doesn't have. \
+             Until someone with admin access adds them, CI can't get past the data step."
+        ],
+        "{standing}"
+    );
+    let lifted = summarize(&[
+        Message::user("Refactor the churn notebook and get CI green."),
+        stated,
+        Message::user(
+            "Dana added KAGGLE_USERNAME and KAGGLE_KEY as repo secrets — CI is unblocked. Re-run it.",
+        ),
+        Message::assistant("CI is green: all 29 tests pass."),
+    ]);
+    assert_eq!(section_lines(&lifted, "### Blocked"), ["- (none)"], "{lifted}");
+}
