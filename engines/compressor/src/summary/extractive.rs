@@ -348,7 +348,18 @@ pub(super) fn is_revoked(facts: &Facts<'_>, rule: &str, after: Option<usize>) ->
             })
         })
     };
+    // A rule that is itself what blocked the work (`Blocked: CHG-20931 must be approved by the
+    // DBA lead before you edit the primary's config.`) ends with that blocker (verify46: listed
+    // under Constraints after `CHG-20931 approved by Dana, go ahead`).
+    let is_a_lifted_blocker = || {
+        facts.blockers.iter().any(|blocker| {
+            blocker.by_user
+                && overlaps(blocker.sentence.text, rule)
+                && is_lifted(facts, blocker.sentence.text, Some(blocker.sentence.index), &[])
+        })
+    };
     permitted
+        || is_a_lifted_blocker()
         || holds_for_now(rule)
             && (facts
                 .permits

@@ -130,7 +130,10 @@ pub(super) static CONSTRAINT_WORDS: LazyLock<Words> = LazyLock::new(|| {
 /// What `keep` is told with when it states a rule (`Keep the deep-link API backward compatible`,
 /// `keep the migration reversible`; verify41: neither was listed), not a step (`keep going`,
 /// `keep an eye on the logs`).
-const KEEP_AS: [&str; 10] = [
+const KEEP_AS: [&str; 12] = [
+    // `Keep the Subscriber API the same — internal/api depends on it` (verify45).
+    "the same",
+    "as it is",
     "compatible",
     "reversible",
     "unchanged",
@@ -164,6 +167,12 @@ pub(super) fn states_a_rule(sentence: &str) -> bool {
             if told_as.iter().any(|told| rest.contains(told)) {
                 return true;
             }
+            from = end;
+            continue;
+        }
+        // `a read-only Nexus token`, `append-only`: what a thing is, not what must be (verify46:
+        // a blocker waiting on one was listed as a rule).
+        if word.eq_ignore_ascii_case("only") && sentence[..start].ends_with('-') {
             from = end;
             continue;
         }
@@ -397,6 +406,11 @@ pub(super) static PERMITTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "you may touch",
         "you may delete",
         "you may go ahead",
+        // `you may restart pg-primary-1 then` after `no restart of pg-primary-1` (verify46).
+        "you may restart",
+        "you may reboot",
+        "you may deploy",
+        "you may merge",
         "go ahead and",
         "you can now",
         // `you can run rover against Studio now` after `until then don't run \`rover supergraph
@@ -410,6 +424,9 @@ pub(super) static PERMITTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "you can change",
         "you can commit",
         "you can delete",
+        "you can restart",
+        "you can reboot",
+        "you can merge",
         "is allowed again",
         "are allowed again",
         "is allowed now",

@@ -7026,3 +7026,30 @@ fn blocker_sentences_said_together_are_one_blocker() {
     ]);
     assert_eq!(section_lines(&lifted, "### Blocked"), ["- (none)"], "{lifted}");
 }
+
+/// A rule ends when the user lifts it: a rule that was what blocked the work ends with the
+/// blocker's lift, and `you may restart …` permits the restart a rule forbade. What a thing is
+/// (`a read-only token`) is no rule, and `Keep the Subscriber API the same` is one (verify45,
+/// verify46).
+#[test]
+fn rules_end_when_lifted_and_only_rules_are_rules() {
+    let summary = summarize(&[
+        Message::user("Fix the replication lag on pg-replica-2. Reload only, no restart of pg-primary-1."),
+        Message::assistant("wal_keep_size on the primary is too small."),
+        Message::user(
+            "Blocked: CHG-20931 must be approved by the DBA lead before you edit the primary's config. \
+             Work on the replica side meanwhile.",
+        ),
+        Message::user("I'm waiting on IT to issue a read-only Nexus token for the sandbox. Keep the Subscriber API the same — internal/api depends on it."),
+        Message::user(
+            "CHG-20931 approved by Dana, go ahead with the primary's config. The restart is approved for \
+             22:00 UTC; you may restart pg-primary-1 then to apply wal_compression = on.",
+        ),
+        Message::assistant("wal_keep_size = 8GB is live on pg-primary-1."),
+    ]);
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        ["- Keep the Subscriber API the same — internal/api depends on it."],
+        "{summary}"
+    );
+}
