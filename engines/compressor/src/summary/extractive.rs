@@ -631,19 +631,23 @@ impl<'t> Draft<'t> {
         self.add_stated_blockers(facts);
         self.add_results(facts);
         let findings = self.add_findings(facts);
-        self.add_decision_records(facts);
+        let replacing = self.add_decision_records(facts);
         // The user's own decisions rank with their constraints and, quoted as they wrote them,
         // may use the room for facts as their requests do; the assistant's reasoning ranks below.
         let decisions = (facts.user_decisions.iter().map(|sentence| (sentence, true)))
             .chain(facts.decisions.iter().map(|sentence| (sentence, false)))
             // A sentence of a recorded decision is listed with its record, or was replaced; one
-            // of a finding listed (`Root cause: 559e0e8 (#1412) removed …`) is listed with it.
+            // of a finding listed (`Root cause: 559e0e8 (#1412) removed …`) is listed with it,
+            // and one that replaced a record in its place.
             .filter(|(sentence, _)| {
                 !facts
                     .records
                     .iter()
                     .any(|record| overlaps(sentence.text, record.text))
                     && !findings.iter().any(|finding| overlaps(sentence.text, finding))
+                    && !replacing
+                        .iter()
+                        .any(|replacing| replacing.as_ptr() == sentence.text.as_ptr())
             });
         // A decision the user recorded in a request is quoted with it as well (`add_requests`).
         let decisions = decisions.filter(|(sentence, by_user)| {
@@ -710,12 +714,39 @@ impl<'t> Draft<'t> {
     /// for the current one.
     /// Numbered records are listed in their numbers' order, then the others newest first; they
     /// rank with the user's constraints.
-    fn add_decision_records(&mut self, facts: &Facts<'t>) {
+    ///
+    /// A record a later decision turns down by name (`Switching to Qdrant instead of pgvector:
+    /// …` after `Decision: go with pgvector 0.8.0 …`) is replaced by it, listed in its place
+    /// (verify45: the reversed record stood alone under Key Decisions, and its reversal, ranked
+    /// as reasoning, gave way). Returns the decisions listed so.
+    fn add_decision_records(&mut self, facts: &Facts<'t>) -> Vec<&'t str> {
         let records = &facts.records;
+        let mut replacing = Vec::new();
         for (record, standing) in records.iter().zip(record_standings(records)) {
             if standing.replaced {
                 if !standing.restated {
                     self.replaced_records += 1;
+                }
+                continue;
+            }
+            let turned_down_by = facts
+                .decisions
+                .iter()
+                .chain(&facts.user_decisions)
+                .filter(|decision| decision.index > record.index)
+                .filter(|decision| turns_down(decision.text, record.text))
+                .max_by_key(|decision| decision.index);
+            if let Some(decision) = turned_down_by {
+                self.replaced_records += 1;
+                if !replacing
+                    .iter()
+                    .any(|listed: &&str| listed.as_ptr() == decision.text.as_ptr())
+                {
+                    let text = cut_marked(decision.text, DECISION_RECORD_CHARS);
+                    let candidate = self.push(Section::Decisions, 1, decision.index + 1, text);
+                    candidate.focus = facts.is_focus(decision.index);
+                    candidate.keeps_fact = true;
+                    replacing.push(decision.text);
                 }
                 continue;
             }
@@ -727,6 +758,7 @@ impl<'t> Draft<'t> {
             candidate.focus = facts.is_focus(record.index);
             candidate.keeps_fact = true;
         }
+        replacing
     }
 
     /// Says how many decision records were replaced, after the records that stand: a model then
@@ -1618,6 +1650,26 @@ fn opens_its_message(record: &DecisionRecord<'_>, facts: &Facts<'_>) -> bool {
         .is_some_and(|request| {
             past_assent(&request.text).starts_with(record.text.get(..20).unwrap_or(record.text))
         })
+}
+
+/// Whether `decision` turns down what `record` chose, by name: `instead of pgvector`, `rather
+/// than pgvector`, where the record names `pgvector` (a word of three
+/// characters or more that is not a common one).
+fn turns_down(decision: &str, record: &str) -> bool {
+    const REJECTING: [&str; 2] = ["instead of ", "rather than "];
+    let lower = decision.to_ascii_lowercase();
+    let chosen = naming_words(record);
+    REJECTING.iter().any(|rejecting| {
+        lower.match_indices(rejecting).any(|(at, _)| {
+            let rejected = &lower[at + rejecting.len()..];
+            // The thing turned down, in the next few words: `instead of the pgvector plan`.
+            rejected
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
+                .filter(|word| !word.is_empty())
+                .take(3)
+                .any(|word| chosen.contains(word))
+        })
+    })
 }
 
 /// Where each of `records` stands: replaced by a later record, and restated by the next one.

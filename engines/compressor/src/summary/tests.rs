@@ -7053,3 +7053,30 @@ fn rules_end_when_lifted_and_only_rules_are_rules() {
         "{summary}"
     );
 }
+
+/// A later decision that turns down a recorded one by name replaces it under Key Decisions: the
+/// reversed `Decision: go with pgvector …` stood alone there, and `Switching to Qdrant instead of
+/// pgvector` gave way as reasoning (verify45).
+#[test]
+fn a_decision_turning_down_a_record_replaces_it() {
+    let summary = summarize(&[
+        Message::user("Pick a vector database for support search. Research and recommend."),
+        Message::assistant(
+            "Decision: go with pgvector 0.8.0 on our existing RDS Postgres 16.5. I will validate with a benchmark next.",
+        ),
+        Message::user("Dashboard numbers: pgvector p95 = 412 ms, Qdrant 1.12.4 p95 = 38 ms. Our SLO is p95 < 150 ms."),
+        Message::assistant(
+            "pgvector misses the SLO by ~3x. Switching to Qdrant instead of pgvector: 38 ms p95 at 0.98 recall.",
+        ),
+        Message::user("OK. Check the cost of self-hosting it."),
+        Message::assistant("Self-hosted Qdrant on 2 x r6g.xlarge costs about $329/month."),
+    ]);
+    assert_eq!(
+        section_lines(&summary, "## Key Decisions"),
+        [
+            "- Switching to Qdrant instead of pgvector: 38 ms p95 at 0.98 recall.",
+            "- (1 earlier record was replaced by the revisions listed here)"
+        ],
+        "{summary}"
+    );
+}
