@@ -86,6 +86,7 @@ impl<'a> Facts<'a> {
         // A file moved by a command (`git mv src/a.py src/b.py`) is changed under its new name: the
         // fix a session made lived on only as the old name, or not at all (verify37).
         let moved = command.as_deref().and_then(moved_to);
+        let targets_nothing = path.is_none() && patched.is_empty();
         let paths = path
             .into_iter()
             .chain(patched)
@@ -105,7 +106,17 @@ impl<'a> Facts<'a> {
             if verb != 0 {
                 action.path_verbs.push((at, verb));
             }
+            if matches!(verb, verbs::READ | verbs::CHANGED) {
+                self.open_file = Some(at);
+            }
             action.fact_ids.push(at);
+        }
+        // An editor given no file changes the one open (SWE-agent's `edit`, after `open` or
+        // `create`): it had been listed as read, never changed (verify46).
+        if let (ToolKind::Write, true, Some(open)) = (kind, targets_nothing, self.open_file) {
+            self.touch(open, Source::Arguments, index);
+            action.path_verbs.push((open, verbs::CHANGED));
+            action.fact_ids.push(open);
         }
         // Identifiers inside short argument values (long ones are content being written).
         if let Some(arguments) = &arguments {
@@ -155,7 +166,12 @@ impl<'a> Facts<'a> {
                 .and_then(JsonAnswer::error)
                 .map(|_| Failure::Error)
         });
-        let line = action_line(call, kind, &output, answer.as_ref(), failure);
+        // The file a change without a path argument changed, as its call found it.
+        let changed = slot
+            .and_then(|slot| self.actions[slot].path_verbs.first())
+            .filter(|(_, verb)| *verb == verbs::CHANGED)
+            .map(|&(id, _)| self.facts[id].text.clone());
+        let line = action_line(call, kind, &output, answer.as_ref(), failure, changed.as_deref());
         let source = if call.is_some_and(|call| reads_files(call, kind)) {
             Source::FileContent
         } else {
@@ -309,6 +325,7 @@ fn action_line(
     output: &str,
     answer: Option<&JsonAnswer>,
     failure: Option<Failure>,
+    changed: Option<&str>,
 ) -> String {
     let Some(call) = call.filter(|_| matches!(kind, ToolKind::Write | ToolKind::Other)) else {
         return describe_tool_outcome(call, output, failure);
@@ -320,10 +337,6 @@ fn action_line(
         .and_then(Value::as_object)
         .and_then(call_target)
         .or_else(|| {
-            let script = command_under(arguments.as_ref()?.as_object()?, &COMMAND_KEYS)?;
-            Some(HereDocument::of(&script)?.file.to_owned())
-        })
-        .or_else(|| {
             // A patch's files: `[apply_patch] changed a.rs (+1 more)`.
             let mut files = patch_files(&call.function.arguments);
             let first = files.next()?;
@@ -331,7 +344,9 @@ fn action_line(
                 0 => first.to_owned(),
                 more => format!("{first} (+{more} more)"),
             })
-        });
+        })
+        // A here-document's file, or the file open for an editor given none.
+        .or_else(|| changed.map(str::to_owned));
     let verb = if kind == ToolKind::Write && failure.is_none() {
         "changed "
     } else {
@@ -629,11 +644,19 @@ fn lines_written(arguments: &serde_json::Map<String, Value>, raw: &str) -> Optio
         .as_deref()
         .and_then(HereDocument::of)
         .map(|document| document.text);
-    let written: Vec<&str> = match text(&["new_string", "new_str", "new_text", "content", "file_text"])
-        .or(here_document)
+    let written: Vec<&str> = match text(&[
+        "new_string",
+        "new_str",
+        "new_text",
+        "content",
+        "file_text",
+        "replace",
+    ])
+    .or(here_document)
     {
         Some(new) => {
-            let old: Vec<&str> = text(&["old_string", "old_str", "old_text"])
+            // SWE-agent's `edit` replaces its `search` (verify46).
+            let old: Vec<&str> = text(&["old_string", "old_str", "old_text", "search"])
                 .map(|old| old.lines().map(str::trim).collect())
                 .unwrap_or_default();
             new.lines()

@@ -274,6 +274,9 @@ pub(crate) struct Facts<'a> {
     pub focus: Vec<bool>,
     /// Only how the calls ended is wanted ([`extract_outcomes`]): no identifier is looked for.
     pub(super) outcomes_only: bool,
+    /// The file the latest read or change named: what an editor given no path changes
+    /// (SWE-agent's `edit`, on the file its `open` showed).
+    pub(super) open_file: Option<usize>,
 }
 
 impl<'a> Facts<'a> {

@@ -7080,3 +7080,38 @@ fn a_decision_turning_down_a_record_replaces_it() {
         "{summary}"
     );
 }
+
+/// An editor given no file (SWE-agent's `edit`, its `search` and `replace` alone) changes the one
+/// its `open` showed: that file is changed, and the line says what was written (verify46: listed
+/// as read only, and `[edit] -> 291 chars of output`).
+#[test]
+fn an_edit_without_a_path_changes_the_open_file() {
+    let middle = vec![
+        Message::user("formatRelative says 'in 0 days' for later today."),
+        Message::assistant_calls(vec![ToolCall::new(
+            "o1",
+            "open",
+            r#"{"path": "packages/date-utils/src/format.ts"}"#,
+        )]),
+        Message::tool("o1", "[File: /acme/packages/date-utils/src/format.ts (23 lines total)]\n13:  const days = Math.round(ms / 86_400_000);"),
+        Message::assistant_calls(vec![ToolCall::new(
+            "e1",
+            "edit",
+            r#"{"search": "  const days = Math.round(ms / 86_400_000);", "replace": "  const days = differenceInCalendarDays(date, now);"}"#,
+        )]),
+        Message::tool("e1", "[File: /acme/packages/date-utils/src/format.ts (24 lines total)]\n14:  const days = differenceInCalendarDays(date, now);\n(Open file: /acme/packages/date-utils/src/format.ts)"),
+        Message::assistant("Fixed."),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Relevant Files")
+            .contains(&"- Changed: packages/date-utils/src/format.ts"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "- [edit] changed packages/date-utils/src/format.ts, writing: const days = differenceInCalendarDays(date, now);"
+        ),
+        "{summary}"
+    );
+}
