@@ -433,7 +433,7 @@ pub(super) fn names_any(line: &str, words: &HashSet<String>) -> bool {
 
 /// The words of `text` that name something (`tokio`, `semgrep`, `e2e`), lowercase: three
 /// characters or more, not a number, not a word any failure or blocker says.
-fn naming_words(text: &str) -> HashSet<String> {
+pub(super) fn naming_words(text: &str) -> HashSet<String> {
     const COMMON: &[&str] = &[
         "about", "after", "again", "all", "also", "and", "any", "are", "bash", "been", "before", "blocked",
         "blocker", "blocks", "build", "but", "can", "can't", "cannot", "check", "did", "does", "done",

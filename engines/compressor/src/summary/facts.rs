@@ -95,6 +95,8 @@ pub(crate) struct Request<'a> {
     /// (`Decision 1 revised: no alias`, then edits and a remark on the tests), and then the first.
     pub answer: Option<(usize, Cow<'a, str>)>,
     first_answer: Option<(usize, Cow<'a, str>)>,
+    /// The text answer naming most of what the request named, with how many of its words.
+    on_topic_answer: Option<(usize, Cow<'a, str>, usize)>,
     /// The assistant changed files after the last text answer.
     worked_since_answer: bool,
     /// Images the user sent with it, which a summary cannot carry.
@@ -361,6 +363,7 @@ impl<'a> Facts<'a> {
             answered: false,
             answer: None,
             first_answer: None,
+            on_topic_answer: None,
             worked_since_answer: false,
             images,
         });
@@ -535,6 +538,14 @@ impl<'a> Facts<'a> {
                 // it: which Xcode version does CI use?` was given a later status line (verify27).
                 if request.answer.is_none() || !asks_anything(&request.text) {
                     request.first_answer.get_or_insert_with(|| (index, text.clone()));
+                    let named = answered_words(&request.text, &text);
+                    if request
+                        .on_topic_answer
+                        .as_ref()
+                        .is_none_or(|(_, _, most)| named > *most)
+                    {
+                        request.on_topic_answer = Some((index, text.clone(), named));
+                    }
                     request.answer = Some((index, text));
                     request.worked_since_answer = false;
                 }
@@ -680,8 +691,51 @@ fn extract<'a>(
         if request.worked_since_answer {
             request.answer = request.first_answer.take();
         }
+        // A last reply about something else (`Lag check: replica within seconds.`) is a status
+        // on the way: the reply that named what was asked (`The analytics dump completed:
+        // /backup/analytics.dump, 4.8 GB …`) is the answer (verify45, verify46: the dump's place
+        // and size, or the cost asked for, were in no summary).
+        if let (Some((_, answer)), Some((at, on_topic, named))) = (&request.answer, &request.on_topic_answer)
+        {
+            if *named >= ON_TOPIC_WORDS && answered_words(&request.text, answer) <= 1 && !reports_done(answer)
+            {
+                request.answer = Some((*at, on_topic.clone()));
+            }
+        }
     }
     facts
+}
+
+/// How many words of a request a reply must name to be its answer over a last reply naming at
+/// most one.
+const ON_TOPIC_WORDS: usize = 3;
+
+/// Whether `reply` opens by saying the work is done (`Done: the alias is gone …`, `Fixed.`): the
+/// report of the work asked for, whatever it names.
+fn reports_done(reply: &str) -> bool {
+    const DONE: [&str; 10] = [
+        "done",
+        "fixed",
+        "finished",
+        "completed",
+        "all",
+        "pushed",
+        "merged",
+        "deployed",
+        "shipped",
+        "resolved",
+    ];
+    reply
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|word| !word.is_empty())
+        .is_some_and(|word| DONE.contains(&word.to_lowercase().as_str()))
+}
+
+/// How many of the words naming things in `request` `reply` names too.
+fn answered_words(request: &str, reply: &str) -> usize {
+    super::extractive::naming_words(request)
+        .intersection(&super::extractive::naming_words(reply))
+        .count()
 }
 
 /// The byte ranges of `text` between Markdown code fences (```` ``` ````), an unclosed one to the

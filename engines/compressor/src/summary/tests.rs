@@ -7115,3 +7115,36 @@ fn an_edit_without_a_path_changes_the_open_file() {
         "{summary}"
     );
 }
+
+/// A request's answer is the reply that names what was asked, not a last status about something
+/// else: `Lag check: replica within seconds.` had stood for the dump's place and size (verify46).
+#[test]
+fn the_answer_is_the_reply_about_what_was_asked() {
+    let check = |id: &str| {
+        vec![
+            Message::assistant_calls(vec![ToolCall::new(
+                id,
+                "terminal",
+                r#"{"command":"ssh pg-replica-2 uptime"}"#,
+            )]),
+            Message::tool(id, "load average: 0.40"),
+        ]
+    };
+    let mut middle = vec![
+        Message::user("Keep an eye on replication lag on pg-replica-2."),
+        Message::user("Also take a dump of the analytics schema from pg-replica-2, with replay paused during the dump."),
+        Message::assistant(
+            "The analytics dump completed: /backup/analytics.dump, 4.8 GB, 1873 TOC entries; replay was paused during the dump and resumed.",
+        ),
+    ];
+    middle.extend(check("u1"));
+    middle.push(Message::assistant("Lag check: replica within seconds."));
+    middle.extend(check("u2"));
+    let summary = summarize_before(&middle, None, true, None);
+    assert!(
+        summary.contains(
+            "- Its answer: The analytics dump completed: /backup/analytics.dump, 4.8 GB, 1873 TOC entries;"
+        ),
+        "{summary}"
+    );
+}
