@@ -1655,7 +1655,7 @@ fn opens_its_message(record: &DecisionRecord<'_>, facts: &Facts<'_>) -> bool {
 /// Whether `decision` turns down what `record` chose, by name: `instead of pgvector`, `rather
 /// than pgvector`, where the record names `pgvector` (a word of three
 /// characters or more that is not a common one).
-fn turns_down(decision: &str, record: &str) -> bool {
+pub(super) fn turns_down(decision: &str, record: &str) -> bool {
     const REJECTING: [&str; 2] = ["instead of ", "rather than "];
     let lower = decision.to_ascii_lowercase();
     let chosen = naming_words(record);

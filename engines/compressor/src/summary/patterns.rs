@@ -949,6 +949,15 @@ pub(super) fn past_assent(text: &str) -> &str {
 
 /// The key of the decision `line` records (`Decision 4 revised: …` is decision 4, `BC-1: …` is
 /// BC-1), if it is one: a line a summary lists under Key Decisions, which needs no heading.
+/// Whether `line` opens with a decision record's label, numbered or not (`Decision: …`,
+/// `Decision reversed: …`).
+pub(super) fn is_decision_record(line: &str) -> bool {
+    DECISION_RECORD
+        .captures(line)
+        .and_then(|found| found.get(0))
+        .is_some_and(|whole| whole.start() == 0)
+}
+
 pub(super) fn decision_record_key(line: &str) -> Option<RecordKey> {
     let at_start = |found: &regex::Captures<'_>| found.get(0).is_some_and(|whole| whole.start() == 0);
     if let Some(found) = DECISION_RECORD.captures(line).filter(at_start) {

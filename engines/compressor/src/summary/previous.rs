@@ -29,13 +29,13 @@ use super::{
     draft::{Draft, Group},
     extractive::{
         asks_back, asks_first, fact_shape, files_group, is_lifted, is_revoked, names_any,
-        replaced_note_count, stated_blocker_words, EARLIER_ANSWER_CHARS, LINES_PER_ERROR_SHAPE, PASSED_LATER,
-        RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
+        replaced_note_count, stated_blocker_words, turns_down, EARLIER_ANSWER_CHARS, LINES_PER_ERROR_SHAPE,
+        PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::{
-        decision_record_key, names_a_ticket, opens_with_record, past_assent, states_a_blocker,
-        states_a_finding, FindingKind, RecordKey,
+        decision_record_key, is_decision_record, names_a_ticket, opens_with_record, past_assent,
+        states_a_blocker, states_a_finding, FindingKind, RecordKey,
     },
     sections::{
         goal_request, is_goal_request, oldest_request, open_request, parse_sections, Section,
@@ -379,6 +379,22 @@ impl<'t> Draft<'t> {
                                 self.replaced_records += count;
                                 continue;
                             }
+                            // A record without a number stands as a numbered one does, until a
+                            // new decision turns it down by name (verify46: `Decision reversed:
+                            // keep formatRelative(date: Date) as is …` gave way to commands at
+                            // the second fold, with room to spare).
+                            None if is_decision_record(line) => {
+                                let turned_down = facts
+                                    .decisions
+                                    .iter()
+                                    .chain(&facts.user_decisions)
+                                    .any(|decision| turns_down(decision.text, line));
+                                if turned_down {
+                                    self.replaced_records += 1;
+                                    continue;
+                                }
+                                (section, 1)
+                            }
                             None => (section, 2),
                         },
                     },
@@ -598,6 +614,9 @@ impl<'t> Draft<'t> {
                 Section::Decisions => decision_record_key(line.text),
                 _ => None,
             };
+            // Numbered or not (verify46: `Decision reversed: keep formatRelative(date: Date) as
+            // is …` gave way to the fold's read-only commands, in a fifth of the room).
+            let is_record = line.section == Section::Decisions && is_decision_record(line.text);
             let tier = match line.tier {
                 0 => 0,
                 _ if repeated => REPEATED_TIER + 1,
@@ -618,7 +637,7 @@ impl<'t> Draft<'t> {
                     || (line.section == Section::Done
                         && (tells_a_finding(line.text) || tells_todos(line.text)))
                     || line.section == Section::Blocked
-                    || record.is_some()
+                    || is_record
                     || line.group == Group::Issues
                     || line.group == Group::FilesChanged
                     || line.publishes =>
@@ -677,7 +696,7 @@ impl<'t> Draft<'t> {
             // Not the answer to an earlier task, which restates its work (as a middle's is).
             candidate.keeps_fact = !matches!(line.group, Group::None | Group::Names)
                 || (line.section == Section::Goal && (!line.answers || asked))
-                || record.is_some();
+                || is_record;
             // What still blocks the work may use that room too, as the new middle's blockers do,
             // and the newest findings, as the new middle's newest do: kept to the prose's budget,
             // a root cause gave way at a small window to the requests of the folds after it with

@@ -7148,3 +7148,65 @@ fn the_answer_is_the_reply_about_what_was_asked() {
         "{summary}"
     );
 }
+
+/// A decision record without a number, carried from an earlier summary, stands as a numbered one
+/// does: it gave way to a fold's read-only commands in a fifth of the room (verify46).
+#[test]
+fn an_unnumbered_record_is_carried_across_folds() {
+    let first = summarize(&[
+        Message::user("Fix formatRelative(undefined) crashing the DueBadge in apps/web."),
+        Message::assistant("First I'll change the signature to formatRelative(date: Date | undefined)."),
+        Message::assistant(
+            "Decision reversed: keep formatRelative(date: Date) as is (other packages import it) and guard in DueBadge instead.",
+        ),
+    ]);
+    assert!(
+        first.contains("- Decision reversed: keep formatRelative"),
+        "{first}"
+    );
+    let mut next = Vec::new();
+    for at in 0..16 {
+        let id = format!("s{at}");
+        next.push(shell(
+            &id,
+            &format!("sed -n '1,40p' packages/lib{at}/src/index.ts"),
+        ));
+        let source: String = (0..40)
+            .map(|line| format!("export const helper{line} = (d: Date) => d.toISOString().slice(0, {at});\n"))
+            .collect();
+        next.push(Message::tool(&id, source));
+    }
+    let request = SummaryRequest {
+        middle: &next,
+        pruned_middle: &[],
+        previous_summary: Some(&first),
+        focus_topic: None,
+        target_tokens: 500,
+        input_tokens: 3_000,
+        request_follows: false,
+        pinned_request_at: None,
+        pinned_request: None,
+        tail: &[],
+        head_request: None,
+    };
+    // Prose of 1,000 characters, facts of 8,000, as a small window gives.
+    let folded = ExtractiveSummarizer.summarize_with_limits(&request, 1_000, 8_000);
+    assert_eq!(
+        section_lines(&folded, "## Key Decisions"),
+        ["- Decision reversed: keep formatRelative(date: Date) as is (other packages import it) and guard in DueBadge instead."],
+        "{folded}"
+    );
+    // Until a new decision turns it down by name.
+    let turned = [Message::assistant(
+        "Going with a formatRelativeSafe wrapper instead of the DueBadge guard: three other badges need it.",
+    )];
+    let folded = summarize_before(&turned, Some(&folded), false, None);
+    assert_eq!(
+        section_lines(&folded, "## Key Decisions"),
+        [
+            "- Going with a formatRelativeSafe wrapper instead of the DueBadge guard: three other badges need it.",
+            "- (1 earlier record was replaced by the revisions listed here)"
+        ],
+        "{folded}"
+    );
+}
