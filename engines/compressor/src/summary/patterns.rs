@@ -588,9 +588,11 @@ fn versions_either_side(text: &str, start: usize, end: usize) -> bool {
 /// (`Root cause (PERF-2211): QueryCache never evicts …`, verify39), and may follow a dash or say
 /// `the` (`Loss went NaN at step 1200 — root cause: …`, `The root cause: …`; verify40: an ML
 /// session's root cause, mid-paragraph, was lost in one compaction), and may be one so far
-/// (`Root cause so far: …`, verify42).
+/// (`Root cause so far: …`, verify42). A root cause said in a sentence is one too (`The root
+/// cause is that Subscriber.Run never watches ctx.Done(): …`, verify45: ranked as reasoning, it
+/// gave way to passing test runs).
 static FINDING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+|[ \t][—–][ \t]+)(?:\*\*)?(?:the[ \t]+)?(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:[ \t]+so[ \t]+far)?(?:[ \t]*\([^():\n]{1,60}\))?(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]+[^\n]*")
+    Regex::new(r"(?mi)(?:^[ \t]*(?:[-*][ \t]+)?|[.!?][ \t]+|[ \t][—–][ \t]+)(?:\*\*)?(?:the[ \t]+)?(?:(?:culprit|root[ \t]+cause|cause|diagnosis|conclusion|finding|fixed|resolved|outcome|(?:[a-z]+[ \t]+)?done)(?:[ \t]+so[ \t]+far)?(?:[ \t]*\([^():\n]{1,60}\))?(?:\*\*)?[ \t]*:(?:\*\*)?|(?:root[ \t]+)?cause[ \t]+(?:is|was)(?:[ \t]+that)?)[ \t]+[^\n]*")
         .expect("the finding pattern compiles")
 });
 
@@ -617,6 +619,8 @@ impl FindingKind {
 
 /// How many of [`FINDING_LABELS`], the first, label a diagnosis; the others an outcome.
 const DIAGNOSIS_LABELS: usize = 5;
+/// Which of [`FINDING_LABELS`] says `cause`, which a sentence may state without a colon.
+const CAUSE_LABEL: usize = 1;
 
 /// The words a finding's label holds ([`FINDING`]), found in one pass: diagnoses first.
 static FINDING_LABELS: LazyLock<AhoCorasick> = LazyLock::new(|| {
@@ -652,6 +656,8 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
             .and_then(|about| about.split_once(')'))
             .map_or(after, |(_, rest)| rest.trim_start_matches(['*', ' ', '\t']));
         after.starts_with(':')
+            || (found.pattern().as_usize() == CAUSE_LABEL
+                && (after.starts_with("is ") || after.starts_with("was ")))
     });
     if !labelled {
         return;
@@ -661,7 +667,7 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
             c.is_whitespace() || matches!(c, '.' | '!' | '?' | '-' | '*' | '—' | '–')
         });
         let line = line.trim_end();
-        let said = line.split_once(':').map_or("", |(_, said)| said);
+        let said = line.split_once(':').map_or(line, |(_, said)| said);
         if said.trim().trim_start_matches('*').trim().len() >= MIN_RECORD_TEXT {
             into.push(Sentence { index, text: line });
         }
@@ -673,11 +679,12 @@ pub(super) fn findings<'a>(text: &'a str, index: usize, into: &mut Vec<Sentence<
 pub(super) fn states_a_finding(line: &str) -> bool {
     // A label is a word or two before a colon: most lines (an action's `[terminal] ran …`) are
     // told by their first bytes.
-    let Some(colon) = cut_at(line, 100).find(':') else {
-        return false;
-    };
+    // Or said in a sentence: `The root cause is that …`.
+    let label_end = cut_at(line, 100)
+        .find(':')
+        .unwrap_or_else(|| cut_at(line, 24).len());
     line.starts_with(|c: char| c.is_alphabetic() || c == '*')
-        && FINDING_LABELS.is_match(&line[..colon])
+        && FINDING_LABELS.is_match(&line[..label_end])
         && FINDING.find(line).is_some_and(|found| found.start() == 0)
 }
 

@@ -7210,3 +7210,55 @@ fn an_unnumbered_record_is_carried_across_folds() {
         "{folded}"
     );
 }
+
+/// A root cause said in a sentence (`The root cause is that …`) is a diagnosis, as `Root cause:
+/// …` is: ranked as reasoning, it gave way to passing test runs, and the next request was about
+/// a second leak (verify45). It is carried as one too.
+#[test]
+fn a_root_cause_said_in_a_sentence_is_a_finding() {
+    let cause = "The root cause is that Subscriber.Run never watches ctx.Done(): when a client disconnects, \
+                 send() fails and the loop continues forever, so every disconnected client leaks a goroutine.";
+    let source: String = (0..20).map(|line| format!("// line {line}\n")).collect();
+    let mut middle = vec![
+        shell("c1", "cat internal/stream/hub.go"),
+        Message::tool("c1", format!("package stream\n{source}")),
+        Message::assistant(cause),
+        Message::user("Makes sense. Fix it."),
+    ];
+    for at in 0..3 {
+        let id = format!("t{at}");
+        middle.push(shell(
+            &id,
+            &format!("go test -race -count=20 -run TestHub{at} ./internal/stream/"),
+        ));
+        let output: String = (0..8)
+            .map(|package| format!("ok  \tgithub.com/acme/notifyd/internal/pkg{package}\t3.{at}51s\n"))
+            .collect();
+        middle.push(Message::tool(&id, output));
+    }
+    let request = SummaryRequest {
+        middle: &middle,
+        pruned_middle: &[],
+        previous_summary: None,
+        focus_topic: None,
+        target_tokens: 300,
+        input_tokens: 3_000,
+        request_follows: true,
+        pinned_request_at: None,
+        pinned_request: None,
+        tail: &[],
+        head_request: None,
+    };
+    let summary = ExtractiveSummarizer.summarize_with_limits(&request, 1_100, 1_100);
+    assert!(summary.contains(&format!("- {cause}")), "{summary}");
+    let folded = ExtractiveSummarizer.summarize_with_limits(
+        &SummaryRequest {
+            middle: &middle[4..],
+            previous_summary: Some(&summary),
+            ..request
+        },
+        1_100,
+        1_100,
+    );
+    assert!(folded.contains(&format!("- {cause}")), "{folded}");
+}
