@@ -851,8 +851,10 @@ pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
         return vec![format!("{tool}\u{0}{}", inline_script_key(command))];
     }
     let mut keys = Vec::new();
-    for pipeline in pipelines(command).split(';') {
-        for (position, step) in pipeline.split('|').enumerate() {
+    // Quotes kept whole: the command `ssh` runs on another host is one argument.
+    let chain = pipelines(command);
+    for pipeline in unquoted_parts(&chain, b';') {
+        for (position, step) in unquoted_parts(pipeline, b'|').into_iter().enumerate() {
             let Some(first) = step.split_whitespace().next() else {
                 continue;
             };
@@ -860,9 +862,22 @@ pub(super) fn action_keys(tool: &str, command: &str) -> Vec<String> {
             if filters || matches!(first, "cd" | "pushd" | "popd" | "export" | "source" | "." | "set") {
                 continue;
             }
-            let key = format!("{tool}\u{0}{}", program_of(step));
-            if !keys.contains(&key) {
-                keys.push(key);
+            // A command run on another host, device or container is keyed by where and what it
+            // runs there (verify46: `ssh pg-replica-2 uptime` passing settled a failed `ssh
+            // pg-replica-2 '… pg_dump …'`, `adb -s emulator-5554 shell getprop` a failed `adb -s
+            // emulator-5554 logcat`: both were keyed by their first two words).
+            let programs = match remote_run(step) {
+                Some((place, remote)) => action_keys("", &remote)
+                    .iter()
+                    .map(|key| format!("{place} {}", key.trim_start_matches('\u{0}')))
+                    .collect(),
+                None => vec![program_of(step)],
+            };
+            for program in programs {
+                let key = format!("{tool}\u{0}{program}");
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
             }
         }
     }
@@ -934,6 +949,141 @@ impl Selection {
     }
 }
 
+/// Programs that run a command they are given elsewhere: on a host (`ssh`), a device (`adb`), in
+/// a container (`docker exec`) or a pod (`kubectl exec`).
+const REMOTE_WRAPPERS: [&str; 5] = ["ssh", "adb", "docker", "podman", "kubectl"];
+
+/// Options of [`REMOTE_WRAPPERS`] that take the next word as their value, before the host,
+/// device, container or pod (`ssh -i key.pem -p 2222 db-1`, `docker exec -u postgres db`,
+/// `kubectl -n prod exec api-0 -c app -- …`).
+const REMOTE_OPTIONS_WITH_VALUES: &[&str] = &[
+    "-i",
+    "-p",
+    "-o",
+    "-l",
+    "-J",
+    "-F",
+    "-L",
+    "-R",
+    "-D",
+    "-W",
+    "-S",
+    "-E",
+    "-b",
+    "-c",
+    "-m",
+    "-e",
+    "-s",
+    "-t",
+    "-H",
+    "-P",
+    "-u",
+    "-w",
+    "-n",
+    "--user",
+    "--workdir",
+    "--env",
+    "--env-file",
+    "--namespace",
+    "--container",
+    "--context",
+    "--kubeconfig",
+];
+
+/// `text`'s first word and what follows it, leading blanks trimmed.
+fn next_word(text: &str) -> Option<(&str, &str)> {
+    let text = text.trim_start();
+    (!text.is_empty()).then(|| text.split_once(char::is_whitespace).unwrap_or((text, "")))
+}
+
+/// Where `step` runs a command of its own and that command, when it is a remote or device
+/// wrapper's: `ssh:pg-replica-2` and `pg_dump …` of `ssh pg-replica-2 'pg_dump …'`,
+/// `adb:emulator-5554` and `logcat -d` of `adb -s emulator-5554 logcat -d` (`getprop …` of its
+/// `shell getprop …`), `docker:api` and `pytest` of `docker exec -it api pytest`, `kubectl:api-0`
+/// and what follows `--` of `kubectl exec api-0 -- …`. Options and their values are no place.
+fn remote_run(step: &str) -> Option<(String, String)> {
+    let (mut program, mut rest) = next_word(step)?;
+    while program == "sudo" {
+        (program, rest) = next_word(rest)?;
+    }
+    let wrapper = program.rsplit('/').next().unwrap_or(program);
+    if !REMOTE_WRAPPERS.contains(&wrapper) {
+        return None;
+    }
+    let mut serial = "";
+    let mut place = None;
+    let mut runs = !matches!(wrapper, "docker" | "podman" | "kubectl");
+    while let Some((word, after)) = next_word(rest) {
+        let from_word = rest;
+        rest = after;
+        if word == "--" {
+            break;
+        }
+        if word.starts_with('-') {
+            if REMOTE_OPTIONS_WITH_VALUES.contains(&word) {
+                let (value, after) = next_word(rest)?;
+                if word == "-s" {
+                    serial = value;
+                }
+                rest = after;
+            }
+            continue;
+        }
+        match (wrapper, runs) {
+            // A container or pod's command comes after `exec` (`docker compose exec web …`).
+            (_, false) if word == "exec" => runs = true,
+            (_, false) if word == "compose" => {}
+            (_, false) => return None,
+            // adb's device is its `-s` serial; its subcommand what it runs (`shell` runs the
+            // command after it).
+            ("adb", _) => {
+                place = Some(serial);
+                if word != "shell" {
+                    rest = from_word;
+                }
+                break;
+            }
+            _ => {
+                place = Some(word);
+                // kubectl's command is what follows `--`.
+                if wrapper == "kubectl" {
+                    rest = rest.split_once(" -- ").map_or("", |(_, command)| command);
+                }
+                break;
+            }
+        }
+    }
+    let command = rest.trim();
+    let command = ["'", "\""]
+        .iter()
+        .find_map(|quote| command.strip_prefix(quote)?.strip_suffix(quote))
+        .unwrap_or(command)
+        .trim();
+    let wrapper = if wrapper == "podman" { "docker" } else { wrapper };
+    let place = place?;
+    (!command.is_empty()).then(|| (format!("{wrapper}:{place}"), command.to_owned()))
+}
+
+/// A remote run's program (`ssh:pg-replica-2 pg_dump analytics`, [`remote_run`]) as where it ran
+/// and what it runs there.
+fn remote_program(program: &str) -> Option<(&str, &str)> {
+    let (place, inner) = program.split_once(' ')?;
+    place
+        .split_once(':')
+        .is_some_and(|(wrapper, _)| REMOTE_WRAPPERS.contains(&wrapper))
+        .then_some((place, inner))
+}
+
+/// `keys` (`tool\0program`) as run at `place`: `tool\0place program`.
+fn run_at(place: &str, keys: Vec<String>) -> Vec<String> {
+    keys.into_iter()
+        .map(|key| match key.split_once('\u{0}') {
+            Some((tool, program)) => format!("{tool}\u{0}{place} {program}"),
+            None => key,
+        })
+        .collect()
+}
+
 /// `command`'s pipelines, `;` between them however they were chained (`&&`, `||`, `;`).
 fn pipelines(command: &str) -> String {
     command.replace("&&", ";").replace("||", ";")
@@ -956,6 +1106,10 @@ fn unquoted_parts(text: &str, separator: u8) -> Vec<&str> {
             _ => {}
         }
     }
+    // An unclosed quote is an apostrophe (`echo it's done && make`): split as if none were quoted.
+    if quote.is_some() {
+        return text.split(char::from(separator)).collect();
+    }
     parts.push(&text[start..]);
     parts
 }
@@ -965,6 +1119,8 @@ fn unquoted_parts(text: &str, separator: u8) -> Vec<&str> {
 /// (`twine upload`, `git push`, `gh release create`, `kubectl apply`, `terraform apply`).
 pub(super) fn publishes(key: &str) -> bool {
     let program = key.rsplit('\0').next().unwrap_or(key);
+    // What runs on another host publishes as it does here (`ssh deploy-1 'git push'`).
+    let program = remote_program(program).map_or(program, |(_, program)| program);
     let mut words = program.split_whitespace();
     let (Some(first), second) = (words.next(), words.next()) else {
         return false;
@@ -1051,7 +1207,10 @@ fn program_of(command: &str) -> String {
             continue;
         }
         if word.starts_with('-') {
-            value_next = OPTIONS_WITH_VALUES.contains(&word);
+            // A wrapper's user or group (`sudo -u postgres pg_dump`, `env -u HOME make`) is no
+            // program either.
+            value_next =
+                OPTIONS_WITH_VALUES.contains(&word) || (words.is_empty() && matches!(word, "-u" | "-g"));
             continue;
         }
         // `SQLX_OFFLINE=true cargo check` runs cargo: the environment it is given is no program.
@@ -1131,6 +1290,10 @@ pub(super) fn keys_a_success_settles(key: &str) -> Vec<String> {
     let Some((tool, program)) = key.split_once('\u{0}') else {
         return Vec::new();
     };
+    // On another host, what it settles there.
+    if let Some((place, program)) = remote_program(program) {
+        return run_at(place, keys_a_success_settles(&format!("{tool}\u{0}{program}")));
+    }
     let runner = program.split(' ').next().unwrap_or(program);
     let settled: &[&str] = match (program, runner) {
         ("cargo build" | "cargo clippy", _) => &["cargo check"],
@@ -1228,6 +1391,10 @@ pub(super) fn broader_keys(key: &str) -> Vec<String> {
     let Some((tool, program)) = key.split_once('\u{0}') else {
         return Vec::new();
     };
+    // On another host, the suite or target that runs it there.
+    if let Some((place, program)) = remote_program(program) {
+        return run_at(place, broader_keys(&format!("{tool}\u{0}{program}")));
+    }
     // A test runner given options alone (`pytest -k spring`) runs part of the suite too.
     if TEST_RUNNERS.contains(&program) {
         return vec![target_passed(tool, "test")];
@@ -1283,7 +1450,13 @@ fn tool_passed(tool: &str, target: &str) -> String {
 /// those of the commands that run a suite, a target or a linter it is part of.
 pub(super) fn settling_words(key: &str) -> Vec<&str> {
     let program = key.split_once('\u{0}').map_or(key, |(_, program)| program);
-    let mut words: Vec<&str> = program.split_whitespace().collect();
+    // A remote run's words are its wrapper's, its place's and its program's there.
+    let (place, program) = remote_program(program).unwrap_or(("", program));
+    let mut words: Vec<&str> = place
+        .split(':')
+        .filter(|word| !word.is_empty())
+        .chain(program.split_whitespace())
+        .collect();
     words.extend(TASK_RUNNERS);
     if program.starts_with("pytest") || program.ends_with(" pytest") {
         words.extend(["tox", "nox", "pytest"]);
@@ -1294,7 +1467,7 @@ pub(super) fn settling_words(key: &str) -> Vec<&str> {
     if program == "go vet" {
         words.push("golangci-lint");
     }
-    if broader_keys(key)
+    if broader_keys(&format!("\u{0}{program}"))
         .iter()
         .any(|broader| broader.contains("\u{0}js "))
     {

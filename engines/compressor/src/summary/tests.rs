@@ -7261,4 +7261,75 @@ fn a_root_cause_said_in_a_sentence_is_a_finding() {
         1_100,
     );
     assert!(folded.contains(&format!("- {cause}")), "{folded}");
+
+/// A command run on another host, device or container is retried only by a run of the same
+/// command there: another command on the same host passing fixes nothing (verify46: a failed
+/// `ssh pg-replica-2 '… pg_dump …'` read `passed on a later run` after `ssh pg-replica-2 uptime`
+/// passed, and a logcat crash after `adb -s emulator-5554 shell getprop` printed the SDK level).
+#[test]
+fn another_command_on_the_same_host_or_device_fixes_nothing() {
+    let dump =
+        "ssh pg-replica-2 'sudo -u postgres pg_dump -n analytics -Fc -f /backup/analytics.dump reporting'";
+    let dump_failed = "pg_dump: error: Dumping the contents of table \"events_2026_03\" failed: PQgetResult() failed.\npg_dump: detail: Error message from server: ERROR:  canceling statement due to conflict with recovery\n[exit code 1]";
+    let logcat = "adb -s emulator-5554 logcat -d | grep -A6 'FATAL EXCEPTION'";
+    let crash = "E AndroidRuntime: FATAL EXCEPTION: main\nE AndroidRuntime: Process: com.acme.fieldnotes.debug, PID: 4121\nE AndroidRuntime: java.lang.NoSuchMethodError: No virtual method toInstant()Ljava/time/Instant; in class Ljava/util/Date; or its super classes\nE AndroidRuntime: \tat com.acme.fieldnotes.sync.SyncScheduler.schedule(SyncScheduler.kt:44)";
+    let passed_later = |summary: &str, command: &str| {
+        section_lines(summary, "### Done")
+            .iter()
+            .any(|line| line.contains(command) && line.contains(extractive::PASSED_LATER))
+    };
+    let blocked = |summary: &str, command: &str| {
+        section_lines(summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains(command))
+    };
+    let cases = [
+        (
+            dump,
+            dump_failed,
+            "ssh pg-replica-2 uptime",
+            " 14:02:01 up 41 days,  3:12,  1 user,  load average: 0.41, 0.38, 0.35\n[exit code 0]",
+            "pg_dump -n analytics",
+        ),
+        (
+            logcat,
+            crash,
+            "adb -s emulator-5554 shell getprop ro.build.version.sdk",
+            "26",
+            "logcat -d",
+        ),
+        (
+            "docker exec -it api pytest tests/test_orders.py",
+            "E   AssertionError: assert 402 == 200\n1 failed, 14 passed in 2.31s\nExit code: 1",
+            "docker exec -it api python manage.py check",
+            "System check identified no issues (0 silenced).\nExit code: 0",
+            "pytest tests/test_orders.py",
+        ),
+    ];
+    for (failed, output, other, other_output, quoted) in cases {
+        let middle = vec![
+            Message::user("find out why it fails"),
+            shell("f1", failed),
+            Message::tool("f1", output),
+            shell("o1", other),
+            Message::tool("o1", other_output),
+            Message::assistant("Not fixed yet."),
+        ];
+        let summary = summarize(&middle);
+        assert!(!passed_later(&summary, quoted), "{summary}");
+        assert!(blocked(&summary, quoted), "{summary}");
+        assert!(!summary.contains("Errors fixed since"), "{summary}");
+    }
+    // The same command there passing retried it.
+    let middle = vec![
+        Message::user("dump the schema"),
+        shell("f1", dump),
+        Message::tool("f1", dump_failed),
+        shell("f2", dump),
+        Message::tool("f2", "[exit code 0]"),
+        Message::assistant("The dump is written."),
+    ];
+    let summary = summarize(&middle);
+    assert!(passed_later(&summary, "pg_dump -n analytics"), "{summary}");
+    assert!(!blocked(&summary, "pg_dump"), "{summary}");
 }
