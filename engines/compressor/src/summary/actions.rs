@@ -898,15 +898,36 @@ pub(super) struct Selection {
 /// Options whose value chooses the project, browser or package a command runs on. Not a test's
 /// name (`-k test_step6`): an agent that fixes one test and moves on to the next runs it so
 /// (the bundled migration), and its next test passing reads as the work going on.
-const SELECTING_OPTIONS: [&str; 5] = ["--project", "--filter", "--package", "-p", "--workspace"];
+const SELECTING_OPTIONS: [&str; 8] = [
+    "--project",
+    "--filter",
+    "-F",
+    "--package",
+    "-p",
+    "--workspace",
+    "--projects",
+    "--scope",
+];
+
+/// Options that run a monorepo's command in the packages they name only (pnpm's `--filter` or
+/// `-F`, turbo's `--filter`, npm's and yarn's `--workspace`, nx's `--projects`, lerna's
+/// `--scope`): a run that names none runs it in every package.
+const PACKAGE_FILTERS: [&str; 4] = ["--filter", "--workspace", "--projects", "--scope"];
 
 impl Selection {
     pub(super) fn of(command: &str) -> Self {
         let mut selection = Selection::default();
         let mut words = command
             .split_whitespace()
-            .map(|word| word.trim_matches(|c| matches!(c, '\'' | '"')));
+            .map(|word| word.trim_matches(|c| matches!(c, '\'' | '"')))
+            .peekable();
+        let chains = |word: &str| matches!(word, "&&" | "||" | ";" | "|") || word.ends_with(';');
+        // A filter the output is piped through chooses nothing the command ran (`| grep -F ok`).
+        let mut piped = false;
+        let mut cargo = false;
         while let Some(word) = words.next() {
+            piped |= word.starts_with('|');
+            cargo = (cargo && !chains(word)) || word == "cargo";
             if let Some(option) = SELECTING_OPTIONS.iter().find(|option| {
                 word == **option
                     || word
@@ -914,11 +935,20 @@ impl Selection {
                         .is_some_and(|rest| rest.starts_with('='))
             }) {
                 let value = match word.split_once('=') {
-                    Some((_, value)) => Some(value.to_owned()),
-                    None => words.next().map(str::to_owned),
+                    Some((_, value)) => Some(value),
+                    // cargo's `--workspace` takes none: it runs every package.
+                    None if cargo && *option == "--workspace" => None,
+                    None => words.next_if(|next| !next.starts_with('-') && !chains(next)),
                 };
-                if let Some(value) = value {
-                    selection.options.push(((*option).to_owned(), value));
+                let option = if *option == "-F" { "--filter" } else { option };
+                // nx names its projects in one value (`--projects=api,web`).
+                let values = value.iter().flat_map(|value| value.split(','));
+                if !piped {
+                    selection.options.extend(
+                        values
+                            .filter(|value| !value.is_empty())
+                            .map(|value| (option.to_owned(), value.to_owned())),
+                    );
                 }
             } else if let Some(host) = word
                 .strip_prefix("https://")
@@ -934,13 +964,27 @@ impl Selection {
     /// Whether a success of `passed` shows nothing of this selection's failure: it chose another
     /// project by the same option (`--project=chromium` after `--project=firefox`), or called
     /// another host (`localhost` after `staging.acme.dev`). A run that chooses none (the whole
-    /// suite) runs what any choice of it does.
+    /// suite) runs what any choice of it does; one that filters a monorepo's packages does not
+    /// run a whole or otherwise filtered run's (verify46: `pnpm --filter @acme/web --filter
+    /// @acme/date-utils test` passing read as fixing `pnpm -r test`'s failure in @acme/api).
     pub(super) fn differs_from(&self, passed: &Selection) -> bool {
-        let other_option = self.options.iter().any(|(option, value)| {
-            passed
+        let chosen = |selection: &'_ Selection, option: &str| -> Vec<String> {
+            selection
                 .options
                 .iter()
-                .any(|(other, other_value)| other == option && other_value != value)
+                .filter(|(other, _)| other == option)
+                .map(|(_, value)| value.clone())
+                .collect()
+        };
+        let other_option = passed.options.iter().any(|(option, _)| {
+            let ours = chosen(self, option);
+            match ours.is_empty() {
+                true => PACKAGE_FILTERS.contains(&option.as_str()),
+                false => {
+                    let theirs = chosen(passed, option);
+                    !ours.iter().all(|value| theirs.contains(value))
+                }
+            }
         });
         let other_host = !self.hosts.is_empty()
             && !passed.hosts.is_empty()

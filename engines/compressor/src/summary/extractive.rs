@@ -1119,9 +1119,9 @@ impl<'t> Draft<'t> {
         // The programs a success shows to pass besides its own (`cargo test` compiles what
         // `cargo check` does), and those that passed after the part summarised (no action of
         // the middle's).
-        let mut settled: FastMap<String, (usize, usize)> = passed_after
+        let mut settled: FastMap<String, Vec<(usize, usize)>> = passed_after
             .into_iter()
-            .map(|(key, index)| (key, (index, usize::MAX)))
+            .map(|(key, index)| (key, vec![(index, usize::MAX)]))
             .collect();
         let mut blocked = vec![false; facts.actions.len()];
         // Failures that block nothing though nothing fixed them: a call the user refused, and a
@@ -1151,11 +1151,9 @@ impl<'t> Draft<'t> {
             } else if !action.failed && action.answered && !action.found_by_exit_code && !action.skipped_all {
                 for key in &action.keys {
                     resolved.entry(key.as_str()).or_default().push((action.index, at));
-                    settled.extend(
-                        keys_a_success_settles(key)
-                            .into_iter()
-                            .map(|key| (key, (action.index, at))),
-                    );
+                    for settles in keys_a_success_settles(key) {
+                        settled.entry(settles).or_default().push((action.index, at));
+                    }
                 }
                 // What a command retried on its way to success was fixed by it (verify28: a
                 // migration's `lock timeout` listed under Errors after its retry loop applied
@@ -1187,11 +1185,16 @@ impl<'t> Draft<'t> {
                     )
                     .collect();
                 // Not by a run that chose another part of the suite (verify40: firefox's failure
-                // read `passed on a later run` after chromium's run passed).
+                // read `passed on a later run` after chromium's run passed), whichever key it
+                // settles by (verify46: a filtered `pnpm test` settled `pnpm -r test` as `js test`).
+                // A success after the part summarised shows its key alone.
                 let selection = command_of(facts, action).map(Selection::of);
                 let shows_it = |&&(_, by): &&(usize, usize)| {
                     selection.as_ref().is_none_or(|selection| {
-                        command_of(facts, &facts.actions[by])
+                        facts
+                            .actions
+                            .get(by)
+                            .and_then(|passed| command_of(facts, passed))
                             .is_none_or(|passed| !selection.differs_from(&Selection::of(passed)))
                     })
                 };
@@ -1201,7 +1204,10 @@ impl<'t> Draft<'t> {
                         let own = resolved
                             .get(key.as_ref())
                             .and_then(|successes| successes.iter().rev().find(shows_it));
-                        [own, settled.get(key.as_ref())]
+                        let by_another = settled
+                            .get(key.as_ref())
+                            .and_then(|successes| successes.iter().rev().find(shows_it));
+                        [own, by_another]
                     })
                     .flatten()
                     .min()
@@ -1223,13 +1229,19 @@ impl<'t> Draft<'t> {
                 }
             }
         }
-        for (key, successes) in &resolved {
+        // What ran under each key, its own or one it settles: a later summary's Blocked line is
+        // resolved only by a run that chose its part of the suite.
+        let keyed = resolved
+            .iter()
+            .map(|(key, successes)| (*key, successes))
+            .chain(settled.iter().map(|(key, successes)| (key.as_str(), successes)));
+        for (key, successes) in keyed {
             let commands = successes
                 .iter()
-                .filter_map(|&(_, by)| command_of(facts, &facts.actions[by]))
+                .filter_map(|&(_, by)| command_of(facts, facts.actions.get(by)?))
                 .map(str::to_owned);
             self.passed_commands
-                .entry((*key).to_owned())
+                .entry(key.to_owned())
                 .or_default()
                 .extend(commands);
         }

@@ -7333,3 +7333,62 @@ fn another_command_on_the_same_host_or_device_fixes_nothing() {
     assert!(passed_later(&summary, "pg_dump -n analytics"), "{summary}");
     assert!(!blocked(&summary, "pg_dump"), "{summary}");
 }
+
+/// A run filtered to some of a monorepo's packages shows nothing of a whole or otherwise filtered
+/// run's failure (verify46: `pnpm -r test` failing in @acme/api read `passed on a later run`
+/// after `pnpm --filter @acme/web --filter @acme/date-utils test` passed); the whole suite
+/// passing settles a filtered run's failure, and so does the same filter passing.
+#[test]
+fn a_run_filtered_to_other_packages_fixes_nothing() {
+    let api_failed = "packages/api test:  FAIL  src/__tests__/rate-limit.test.ts > rate limiter > blocks the 101st request\npackages/api test: Error: connect ECONNREFUSED 127.0.0.1:6379\n ERR_PNPM_RECURSIVE_RUN_FIRST_FAIL  @acme/api@0.0.0 test: `vitest run`\nExit code: 1";
+    let passed = "apps/web test:  Test Files  2 passed (2)\npackages/date-utils test:  Test Files  3 passed (3)\nExit code: 0";
+    let summary_of = |failed: &str, rerun: &str| {
+        summarize(&[
+            Message::user("fix the 'in 0 days' bug"),
+            shell("f1", failed),
+            Message::tool("f1", api_failed),
+            shell("p1", rerun),
+            Message::tool("p1", passed),
+            Message::assistant("Done for now."),
+        ])
+    };
+    let passed_later = |summary: &str, command: &str| {
+        section_lines(summary, "### Done")
+            .iter()
+            .any(|line| line.contains(command) && line.contains(extractive::PASSED_LATER))
+    };
+    let blocked = |summary: &str, command: &str| {
+        section_lines(summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains(command))
+    };
+    for (failed, rerun) in [
+        (
+            "pnpm -r test",
+            "pnpm --filter @acme/web --filter @acme/date-utils test",
+        ),
+        ("pnpm -r test", "pnpm -F @acme/web test"),
+        ("pnpm test", "npm test --workspace=apps/web"),
+        ("pnpm --filter @acme/api test", "pnpm --filter @acme/web test"),
+        (
+            "npx nx run-many -t test",
+            "npx nx run-many -t test --projects=web,date-utils",
+        ),
+    ] {
+        let summary = summary_of(failed, rerun);
+        assert!(blocked(&summary, failed), "{summary}");
+        assert!(!passed_later(&summary, failed), "{summary}");
+        assert!(!summary.contains("Errors fixed since"), "{summary}");
+    }
+    for (failed, rerun) in [
+        ("pnpm --filter @acme/api test", "pnpm -r test"),
+        (
+            "pnpm --filter @acme/api --filter @acme/web test",
+            "pnpm --filter @acme/web --filter @acme/api test",
+        ),
+    ] {
+        let summary = summary_of(failed, rerun);
+        assert!(passed_later(&summary, failed), "{summary}");
+        assert!(!blocked(&summary, failed), "{summary}");
+    }
+}
