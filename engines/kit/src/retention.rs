@@ -545,13 +545,19 @@ fn names_errors_only_in_options(line: &str) -> bool {
 }
 
 /// Whether `line` is a scanner's count of a kind it found none of (bandit's `Undefined: 0`,
-/// `Total errors: 0`): a word or two, a colon, a zero.
+/// `Total errors: 0`): a word or two, a colon, a zero; or a JSON or YAML field counting none
+/// (verify46: ECS's `"failedTasks": 0,` listed under Errors).
 fn counts_none_of_a_kind(line: &str) -> bool {
-    line.trim().split_once(':').is_some_and(|(label, count)| {
+    let line = line.trim().trim_end_matches(',');
+    line.split_once(':').is_some_and(|(label, count)| {
+        let label = label
+            .strip_prefix('"')
+            .and_then(|label| label.strip_suffix('"'))
+            .unwrap_or(label);
         !label.is_empty()
             && label
                 .bytes()
-                .all(|byte| byte.is_ascii_alphabetic() || byte == b' ')
+                .all(|byte| byte.is_ascii_alphabetic() || byte == b' ' || byte == b'_')
             && label.split_whitespace().count() <= 2
             && is_zero(count.trim())
     })
@@ -1308,6 +1314,8 @@ mod tests {
             "test (3.12, 1)\tfailure\thttps://github.com/acme/payments/actions/runs/9876598643/job/27311115723",
             "\t\tUndefined: 0",
             "Total errors: 0",
+            "    \"failedTasks\": 0",
+            "  \"error_count\": 0,",
             "     3\t-dontwarn com.google.errorprone.annotations.CanIgnoreReturnValue",
             "1\t## Error codes",
             "    12\t        raise HTTPException(401, detail=\"token expired\")",
@@ -1357,6 +1365,7 @@ mod tests {
             "error: could not compile `shopd` (bin \"shopd\") due to 3 previous errors; --error-format=json",
             "error[E0599]: no method named `alloc_node` found for struct `Arena` in the current scope",
             "failures: 3",
+            "    \"failedTasks\": 2",
             "==== 1 failed, 1186 passed, 1 xfailed in 3.41s ====",
             "1 error, 12 passed",
             "ERROR CONNECTING TO THE DATABASE SERVER",

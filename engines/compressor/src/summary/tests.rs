@@ -7392,3 +7392,31 @@ fn a_run_filtered_to_other_packages_fixes_nothing() {
         assert!(!blocked(&summary, failed), "{summary}");
     }
 }
+
+/// A count of failures that is zero names no error, in a JSON answer as in a scanner's tally
+/// (verify46: ECS's `"failedTasks": 0` listed under Errors after a rollout completed).
+#[test]
+fn a_zero_count_of_failed_tasks_is_no_error() {
+    let rollout = |failed: u32| {
+        vec![
+            Message::user("check that the staging ECS service rolled out"),
+            shell(
+                "d1",
+                "aws ecs describe-services --cluster staging --services app --query 'services[0].deployments'",
+            ),
+            Message::tool(
+                "d1",
+                format!("[\n  {{\n    \"status\": \"PRIMARY\",\n    \"rolloutState\": \"COMPLETED\",\n    \"runningCount\": 3,\n    \"desiredCount\": 3,\n    \"failedTasks\": {failed}\n  }}\n]\n[exit code 0]"),
+            ),
+            Message::assistant("Rollout checked."),
+        ]
+    };
+    let summary = summarize(&rollout(0));
+    assert!(!summary.contains("failedTasks"), "{summary}");
+    assert!(!summary.contains("- Errors:"), "{summary}");
+    let summary = summarize(&rollout(2));
+    assert!(
+        standing_errors(&summary).contains("\"failedTasks\": 2"),
+        "{summary}"
+    );
+}
