@@ -9,6 +9,7 @@
 use std::{
     borrow::Cow,
     collections::{BTreeMap, BTreeSet},
+    ops::Range,
     sync::LazyLock,
 };
 
@@ -348,6 +349,14 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
     // A diff's added or removed line is a file's text, not an error printed.
     let mut in_diff =
         |line: &str| is_diff_line(line) && *holds_hunk.get_or_insert_with(|| text.contains("@@"));
+    // So is a row of a query's result.
+    let mut table_rows = None;
+    let mut in_query_result = |at: usize| {
+        table_rows
+            .get_or_insert_with(|| query_result_rows(text))
+            .iter()
+            .any(|rows: &Range<usize>| rows.contains(&at))
+    };
     let mut from = 0;
     while let Some(found) = ERROR_LINE.find_at(text, from) {
         let start = text[from..found.start()]
@@ -357,7 +366,7 @@ fn collect_text_facts(text: &str, facts: &mut BTreeSet<Fact>) {
             .find('\n')
             .map_or(text.len(), |at| found.end() + at);
         let line = &text[start..end];
-        if reports_no_error(line) || in_diff(line) {
+        if reports_no_error(line) || in_diff(line) || in_query_result(start) {
             from = end;
             continue;
         }
@@ -467,6 +476,39 @@ fn unescape_line_ends(text: &str) -> Cow<'_, str> {
 /// line, and the measure counts none.
 pub fn is_diff_line(line: &str) -> bool {
     line.starts_with(['+', '-']) && !line.starts_with("+++") && !line.starts_with("---")
+}
+
+/// The byte ranges of `text`'s rows of a query's result as psql prints them: the lines under a
+/// header and its `------+-------` rule, their columns separated by ` | `, up to the first line
+/// without one (`(9 rows)`). A row is data a query read (a `wait_event_type` of `Timeout`, a
+/// job's `ConnectionError`), not an error printed; the compressor lists none, and the measure
+/// counts none (verify46: 233 rows of `pg_stat_activity` under Errors in one session).
+pub fn query_result_rows(text: &str) -> Vec<Range<usize>> {
+    let mut rows = Vec::new();
+    if !text.contains("-+-") {
+        return rows;
+    }
+    let is_rule = |line: &str| line.contains("-+-") && line.bytes().all(|byte| matches!(byte, b'-' | b'+'));
+    let (mut at, mut header, mut table) = (0, false, None);
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        if let Some(from) = table {
+            if line.contains('|') {
+                continue;
+            }
+            rows.push(from..start);
+            table = None;
+        }
+        if header && is_rule(line.trim()) {
+            table = Some(at);
+        }
+        header = line.contains('|');
+    }
+    if let Some(from) = table {
+        rows.push(from..text.len());
+    }
+    rows
 }
 
 /// Whether `line` is a row of a tab-separated listing whose status column says how a job ended
@@ -1043,6 +1085,22 @@ mod tests {
     use super::*;
     use ctxhost_engine_abi::ToolCall;
     use pretty_assertions::assert_eq;
+
+    /// A row of a query's result is data, not an error printed; a line after the table is
+    /// output again (verify46).
+    #[test]
+    fn a_query_results_rows_are_no_error_lines() {
+        let found = kinds(&[Message::tool(
+            "t1",
+            " id | status | last_error\n----+--------+----------------------------\n  7 | failed | ConnectionError: reset by peer\n  8 | ok     |\n(2 rows)\n\nERROR:  relation \"jobz\" does not exist",
+        )]);
+        let errors: Vec<&str> = found
+            .iter()
+            .filter(|(kind, _)| *kind == FactKind::Error)
+            .map(|(_, text)| text.as_str())
+            .collect();
+        assert_eq!(errors, ["ERROR:  relation \"jobz\" does not exist"]);
+    }
 
     #[test]
     fn a_diffs_added_and_removed_lines_are_no_error_lines() {

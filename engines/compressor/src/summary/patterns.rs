@@ -8,7 +8,9 @@ use regex::Regex;
 
 use super::facts::{cut_at, cut_at_token, DecisionRecord, FactKind, Facts, Sentence, Source};
 use ctxhost_engine_kit::{
-    retention::{first_error_line, is_diff_line, is_ticket_key, numbers_a_step, reports_no_error},
+    retention::{
+        first_error_line, is_diff_line, is_ticket_key, numbers_a_step, query_result_rows, reports_no_error,
+    },
     text::{
         ceil_char_boundary, floor_char_boundary, is_json_document, with_partition_prefix, within_json_string,
     },
@@ -1195,6 +1197,9 @@ impl<'a> Facts<'a> {
         let mut best: Option<(u8, Cow<'a, str>)> = None;
         let mut json_document = None;
         let mut holds_hunk = None;
+        // A row of a query's result is data, not an error printed (verify46: psql's `3101 |
+        // Timeout | RecoveryApplyDelay` under Errors).
+        let mut table_rows = None;
         let mut from = 0;
         while let Some(found) = ERROR_MARKERS.find(Input::new(text).span(from..text.len())) {
             // `"error": null` in a tool's JSON answer says there was none.
@@ -1247,7 +1252,12 @@ impl<'a> Facts<'a> {
             // `Lines of files read that mention errors:`, 36 of them).
             let prose =
                 matches!(source, Source::User | Source::FileContent) && first_error_line(&line).is_none();
+            let query_row = table_rows
+                .get_or_insert_with(|| query_result_rows(text))
+                .iter()
+                .any(|rows| rows.contains(&found.start()));
             if line.len() < 6
+                || query_row
                 || reports_no_error(&line)
                 || is_column_headings(&line)
                 || diff_line

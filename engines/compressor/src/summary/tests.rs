@@ -7420,3 +7420,41 @@ fn a_zero_count_of_failed_tasks_is_no_error() {
         "{summary}"
     );
 }
+
+/// A row of a query's result is data the query read, not an error printed (verify46: psql's
+/// `3101 | Timeout | RecoveryApplyDelay` rows of `pg_stat_activity` under Errors, 233 of them in
+/// one session); an error the client printed after the table still is one.
+#[test]
+fn a_query_results_rows_are_no_errors() {
+    let rows: String = (0..8)
+        .map(|n| format!(" 310{n} | Timeout         | RecoveryApplyDelay\n"))
+        .collect();
+    let table = format!(
+        " pid  | wait_event_type |     wait_event\n------+-----------------+--------------------\n 2231 | IO              | WALRead\n{rows}(9 rows)\n"
+    );
+    let query = |output: String| {
+        summarize(&[
+            Message::user("why is replay slow on pg-replica-2?"),
+            shell(
+                "q1",
+                "psql -h pg-replica-2 -c 'select pid, wait_event_type, wait_event from pg_stat_activity'",
+            ),
+            Message::tool("q1", output),
+            Message::assistant("Replay waits on WALRead."),
+        ])
+    };
+    let summary = query(table.clone());
+    assert!(!summary.contains("- Errors:"), "{summary}");
+    assert!(!summary.contains("| Timeout"), "{summary}");
+    let summary = query(format!(
+        "{table}\nERROR:  canceling statement due to conflict with recovery\n"
+    ));
+    let blocked = section_lines(&summary, "### Blocked");
+    assert!(
+        blocked
+            .iter()
+            .any(|line| line.contains("ERROR:  canceling statement due to conflict with recovery")),
+        "{summary}"
+    );
+    assert!(!summary.contains("| Timeout"), "{summary}");
+}
