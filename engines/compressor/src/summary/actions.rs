@@ -16,7 +16,8 @@ use super::draft::cut_marked;
 use super::facts::{is_swe_agent_prompt, verbs, Action, FactKind, Facts, Source};
 use super::patterns::error_line_score;
 use crate::scan::{
-    capped_pieces_of_bodies, classify_token, for_each_token, reads_files, tool_kind, ToolKind,
+    capped_pieces_of_bodies, classify_token, for_each_token, reads_files, tool_kind, ToolKind, SCAN_HEAD,
+    SCAN_TAIL,
 };
 
 /// Argument strings longer than this are content (a file being written), not identifiers.
@@ -37,6 +38,7 @@ impl<'a> Facts<'a> {
             last_line: None,
             recovered: false,
             result_index: None,
+            read_whole: false,
             looks_up: false,
             refused: false,
             skipped_all: false,
@@ -229,6 +231,7 @@ impl<'a> Facts<'a> {
                 None => starts_with_failure(&output, answer.as_ref()),
             };
         let error_id = first_error.as_ref().and_then(|error| self.id_of(error));
+        let read_whole = reads_whole(&output);
         let looks_up = matches!(kind, ToolKind::Read | ToolKind::Search)
             || (kind == ToolKind::Other && fetches_pages(call));
         let refused = failure == Some(Failure::Rejected);
@@ -282,6 +285,7 @@ impl<'a> Facts<'a> {
                 action.recovered = !failed && first_error.is_some() && says_it_retried(&output);
                 action.line = line;
                 action.result_index = Some(index);
+                action.read_whole = read_whole;
                 action.looks_up = looks_up;
                 action.refused = refused;
                 action.skipped_all = skipped_all;
@@ -304,6 +308,7 @@ impl<'a> Facts<'a> {
                 last_line: None,
                 recovered: false,
                 result_index: Some(index),
+                read_whole,
                 looks_up,
                 refused,
                 skipped_all,
@@ -744,6 +749,19 @@ fn skips_every_test(output: &str) -> bool {
         })
     };
     counts(" skipped") && !counts(" passed") && !counts(" failed")
+}
+
+/// Whether `output` is all a command printed, as far as can be told: short enough to be scanned
+/// whole, and marked cut by nobody (`…[3000 characters omitted]…`, `<response clipped>`, a
+/// compaction's `[… 120 lines of this output cut by context compaction …]`).
+fn reads_whole(output: &str) -> bool {
+    static CUT: LazyLock<AhoCorasick> = LazyLock::new(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["omitted", "truncated", "clipped", "[… "])
+            .expect("the cut words build")
+    });
+    output.len() <= SCAN_HEAD + SCAN_TAIL && !CUT.is_match(output)
 }
 
 /// Whether a command's output says it retried after a failure on the way: `attempt 1: lock

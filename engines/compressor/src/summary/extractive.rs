@@ -1137,6 +1137,11 @@ impl<'t> Draft<'t> {
         // fixed (verify40: `gh run view --log-failed`'s failures listed under Errors after the
         // rerun went green; the log read is no failure, and the rerun is another program).
         let mut ci_passed_later = false;
+        // The nearest later failed run of each command, and whether its output was read whole:
+        // what an earlier run printed and it no longer does was fixed on the way (verify46:
+        // DueBadge's TS2345 stood under Blocked after the rerun of `pnpm -r typecheck` printed
+        // only Tasks.tsx's TS2322).
+        let mut failed_again: FastMap<&str, bool> = FastMap::default();
         for (at, action) in facts.actions.iter().enumerate().rev() {
             if action.looks_up && !action.failed && action.answered {
                 found_later.insert(action.tool);
@@ -1212,7 +1217,18 @@ impl<'t> Draft<'t> {
                     .flatten()
                     .min()
                     .copied();
+                let command = command_of(facts, action);
+                let superseded = command.and_then(|command| failed_again.get(command)) == Some(&true);
+                if let Some(command) = command {
+                    failed_again.insert(command, action.read_whole);
+                }
                 match settled_at {
+                    // Its run of the command still fails, the later run tells how: the errors
+                    // only this one printed are fixed, and the later run stands for it.
+                    None if superseded => {
+                        moved_on[at] = true;
+                        fixed_later.extend(action.result_index);
+                    }
                     None => blocked[at] = true,
                     // Worked around, not fixed (verify24: `cargo check --workspace` failing on
                     // tokio, the user's `Blocked: acme-grpc-client needs a tokio-1 release`, then

@@ -205,6 +205,9 @@ pub(crate) struct Action<'a> {
     pub recovered: bool,
     /// Where its result is in the middle.
     pub result_index: Option<usize>,
+    /// Its output was read whole: not cut by the agent, the host or an earlier compaction, nor
+    /// past what a scan reads. Only then does an error line it no longer prints say anything.
+    pub read_whole: bool,
     /// Reads, searches or fetches something (`read_file`, `search_files`, `web_fetch`): a lookup
     /// that failed (a path that does not exist, a page gone) blocks nothing once a later lookup
     /// of the same tool found what the work needed.

@@ -7458,3 +7458,52 @@ fn a_query_results_rows_are_no_errors() {
     );
     assert!(!summary.contains("| Timeout"), "{summary}");
 }
+
+/// An error an earlier run of a command printed and its later run, still failing and read whole,
+/// no longer prints was fixed on the way: it is listed under `Errors fixed since:`, and only what
+/// the later run prints stands (verify46: DueBadge's TS2345 under Blocked and TS7030 under Errors
+/// after the rerun of `pnpm -r typecheck` printed only Tasks.tsx's TS2322). A later output cut
+/// short shows nothing of what it no longer prints.
+#[test]
+fn errors_a_still_failing_rerun_no_longer_prints_are_fixed() {
+    let first = "apps/web/src/components/DueBadge.tsx(14,22): error TS2345: Argument of type 'Date | undefined' is not assignable to parameter of type 'Date'.\napps/web/src/pages/Tasks.tsx(88,9): error TS2322: Type 'string | null' is not assignable to type 'string'.\npackages/date-utils/src/format.ts(22,7): error TS7030: Not all code paths return a value.\n\nFound 3 errors in 3 files.\n ELIFECYCLE  Command failed with exit code 2.";
+    let rerun = |output: &str| {
+        summarize(&[
+            Message::user("Make the typecheck pass for DueBadge and date-utils."),
+            shell("t1", "pnpm -r typecheck"),
+            Message::tool("t1", first),
+            shell("a1", "git apply /tmp/fix-duebadge-and-format.patch"),
+            Message::tool("a1", ""),
+            shell("t2", "pnpm -r typecheck"),
+            Message::tool("t2", output),
+            Message::assistant("DueBadge.tsx and format.ts now typecheck. Tasks.tsx:88 is out of scope."),
+        ])
+    };
+    let summary = rerun("apps/web/src/pages/Tasks.tsx(88,9): error TS2322: Type 'string | null' is not assignable to type 'string'.\n\nFound 1 error in apps/web/src/pages/Tasks.tsx:88\n ELIFECYCLE  Command failed with exit code 2.");
+    let standing = standing_errors(&summary);
+    let blocked = section_lines(&summary, "### Blocked").join("\n");
+    let fixed = summary.split("- Errors fixed since:").nth(1).unwrap_or_default();
+    for gone in ["error TS2345", "error TS7030", "Found 3 errors in 3 files."] {
+        assert!(
+            !standing.contains(gone) && !blocked.contains(gone),
+            "{gone}: {summary}"
+        );
+    }
+    assert!(
+        fixed.contains("error TS2345") && fixed.contains("error TS7030"),
+        "{summary}"
+    );
+    assert!(
+        blocked.contains("error TS2322") || standing.contains("error TS2322"),
+        "{summary}"
+    );
+    // The rerun's output cut: the earlier errors stand.
+    let summary = rerun("apps/web/src/pages/Tasks.tsx(88,9): error TS2322: Type 'string | null' is not assignable to type 'string'.\n…[2000 characters omitted]…\n ELIFECYCLE  Command failed with exit code 2.");
+    assert!(!summary.contains("Errors fixed since"), "{summary}");
+    let open = format!(
+        "{}\n{}",
+        standing_errors(&summary),
+        section_lines(&summary, "### Blocked").join("\n")
+    );
+    assert!(open.contains("error TS2345"), "{summary}");
+}
