@@ -7261,6 +7261,7 @@ fn a_root_cause_said_in_a_sentence_is_a_finding() {
         1_100,
     );
     assert!(folded.contains(&format!("- {cause}")), "{folded}");
+}
 
 /// A command run on another host, device or container is retried only by a run of the same
 /// command there: another command on the same host passing fixes nothing (verify46: a failed
