@@ -13,6 +13,7 @@ use ctxhost_engine_abi::{is_image_part, part_text, Content, Message, Role, ToolC
 use ctxhost_engine_kit::{retention::is_agent_note, sequence::align_start_to_group};
 
 use super::{
+    extractive::naming_words,
     is_summary_text,
     patterns::{
         decision_records, findings, lifts_the_blocker, measured_changes, names_a_ticket, run_on, says_lifted,
@@ -95,8 +96,8 @@ pub(crate) struct Request<'a> {
     /// (`Decision 1 revised: no alias`, then edits and a remark on the tests), and then the first.
     pub answer: Option<(usize, Cow<'a, str>)>,
     first_answer: Option<(usize, Cow<'a, str>)>,
-    /// The text answer naming most of what the request named, with how many of its words.
-    on_topic_answer: Option<(usize, Cow<'a, str>, usize)>,
+    /// Every text answer, in order: the one naming what was asked may be the answer.
+    replies: Vec<(usize, Cow<'a, str>)>,
     /// The assistant changed files after the last text answer.
     worked_since_answer: bool,
     /// Images the user sent with it, which a summary cannot carry.
@@ -282,6 +283,8 @@ pub(crate) struct Facts<'a> {
     /// The file the latest read or change named: what an editor given no path changes
     /// (SWE-agent's `edit`, on the file its `open` showed).
     pub(super) open_file: Option<usize>,
+    /// The commands (their facts) that failed so far.
+    pub(super) failed_commands: std::collections::HashSet<usize, FastHash>,
 }
 
 impl<'a> Facts<'a> {
@@ -366,7 +369,7 @@ impl<'a> Facts<'a> {
             answered: false,
             answer: None,
             first_answer: None,
-            on_topic_answer: None,
+            replies: Vec::new(),
             worked_since_answer: false,
             images,
         });
@@ -541,14 +544,7 @@ impl<'a> Facts<'a> {
                 // it: which Xcode version does CI use?` was given a later status line (verify27).
                 if request.answer.is_none() || !asks_anything(&request.text) {
                     request.first_answer.get_or_insert_with(|| (index, text.clone()));
-                    let named = answered_words(&request.text, &text);
-                    if request
-                        .on_topic_answer
-                        .as_ref()
-                        .is_none_or(|(_, _, most)| named > *most)
-                    {
-                        request.on_topic_answer = Some((index, text.clone(), named));
-                    }
+                    request.replies.push((index, text.clone()));
                     request.answer = Some((index, text));
                     request.worked_since_answer = false;
                 }
@@ -687,7 +683,8 @@ fn extract<'a>(
         }
     }
     facts.settle_unanswered();
-    for request in &mut facts.requests {
+    let quoted_from = facts.requests.len().saturating_sub(ON_TOPIC_REQUESTS);
+    for (at, request) in facts.requests.iter_mut().enumerate() {
         // Work went on after the last answer: it was a remark on the way, and the first said
         // what the request got (verify23: `Reverse decision 1: drop the alias` was given
         // `formatMoney formats minor units as major units…`, a finding of the tests after it).
@@ -698,16 +695,37 @@ fn extract<'a>(
         // on the way: the reply that named what was asked (`The analytics dump completed:
         // /backup/analytics.dump, 4.8 GB …`) is the answer (verify45, verify46: the dump's place
         // and size, or the cost asked for, were in no summary).
-        if let (Some((_, answer)), Some((at, on_topic, named))) = (&request.answer, &request.on_topic_answer)
-        {
-            if *named >= ON_TOPIC_WORDS && answered_words(&request.text, answer) <= 1 && !reports_done(answer)
-            {
-                request.answer = Some((*at, on_topic.clone()));
+        // Asked only when the last reply looks away: naming the words of every reply cost 3% of
+        // a replay.
+        let Some((_, answer)) = &request.answer else {
+            continue;
+        };
+        if at < quoted_from || request.replies.len() < 2 || reports_done(answer) {
+            continue;
+        }
+        let asked = naming_words(&request.text);
+        // What an answer opens with says what it is about, and no more is quoted.
+        let named = |reply: &str| naming_words(cut_at(reply, 800)).intersection(&asked).count();
+        if named(answer) > 1 {
+            continue;
+        }
+        let mut on_topic: Option<(usize, usize)> = None;
+        for (at, (_, reply)) in request.replies.iter().enumerate() {
+            let count = named(reply);
+            if count >= ON_TOPIC_WORDS && on_topic.is_none_or(|(_, most)| count > most) {
+                on_topic = Some((at, count));
             }
+        }
+        if let Some((at, _)) = on_topic {
+            request.answer = Some(request.replies[at].clone());
         }
     }
     facts
 }
+
+/// The newest requests whose answers are looked for among their replies: the latest and the
+/// earlier ones whose answers a summary quotes.
+const ON_TOPIC_REQUESTS: usize = 4;
 
 /// How many words of a request a reply must name to be its answer over a last reply naming at
 /// most one.
@@ -732,13 +750,6 @@ fn reports_done(reply: &str) -> bool {
         .split(|c: char| !c.is_alphanumeric())
         .find(|word| !word.is_empty())
         .is_some_and(|word| DONE.contains(&word.to_lowercase().as_str()))
-}
-
-/// How many of the words naming things in `request` `reply` names too.
-fn answered_words(request: &str, reply: &str) -> usize {
-    super::extractive::naming_words(request)
-        .intersection(&super::extractive::naming_words(reply))
-        .count()
 }
 
 /// The byte ranges of `text` between Markdown code fences (```` ``` ````), an unclosed one to the

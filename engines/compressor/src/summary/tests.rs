@@ -7508,3 +7508,10 @@ fn errors_a_still_failing_rerun_no_longer_prints_are_fixed() {
     );
     assert!(open.contains("error TS2345"), "{summary}");
 }
+
+/// The common words are found by a binary search: a word out of order would name something.
+#[test]
+fn the_common_words_are_sorted() {
+    let words = crate::summary::extractive::COMMON_WORDS;
+    assert!(words.windows(2).all(|pair| pair[0] < pair[1]), "{words:?}");
+}
