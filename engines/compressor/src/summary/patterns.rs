@@ -427,6 +427,11 @@ pub(super) static PERMITTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "you can commit",
         "you can delete",
         "you can restart",
+        // `Product just agreed we can add a \`churn_bucket\` column to churn_scores.csv after
+        // all` after `Don't change the schema of reports/churn_scores.csv` (verify45).
+        "we can add",
+        "you can add",
+        "agreed we can",
         "you can reboot",
         "you can merge",
         "is allowed again",
@@ -1409,7 +1414,13 @@ impl<'a> Facts<'a> {
         while let Some((start, found_end)) = words.find_at(text, from) {
             let (sentence, end) = sentence_around(text, start, found_end, MAX_SENTENCE);
             from = end.max(found_end);
+            // A list's item without its marker: `- Don't change the schema …` read `- - Don't …`
+            // under Constraints (verify45).
             let sentence = sentence.trim();
+            let sentence = ["- ", "* ", "• "]
+                .iter()
+                .find_map(|marker| sentence.strip_prefix(marker))
+                .map_or(sentence, str::trim_start);
             if sentence.len() >= 12 && !into.iter().rev().take(8).any(|seen| seen.text == sentence) {
                 into.push(Sentence {
                     index,

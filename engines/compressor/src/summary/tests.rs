@@ -7515,3 +7515,36 @@ fn the_common_words_are_sorted() {
     let words = crate::summary::extractive::COMMON_WORDS;
     assert!(words.windows(2).all(|pair| pair[0] < pair[1]), "{words:?}");
 }
+
+/// A rule given as a list's item is listed without its marker, and `we can add … after all`
+/// permits what the rule forbade (verify45: `- - Don't change the schema …` stood under
+/// Constraints after `Product just agreed we can add a churn_bucket column to churn_scores.csv`).
+#[test]
+fn a_listed_rule_loses_its_marker_and_ends_when_permitted() {
+    let rules = Message::user(
+        "Ground rules for this refactor:\n- Don't change the schema of reports/churn_scores.csv (columns customer_id, score). \
+         Downstream Looker reads it.\n- Never commit anything under data/raw/ — it has customer PII.",
+    );
+    let standing = summarize(&[rules.clone(), Message::assistant("Understood.")]);
+    assert_eq!(
+        section_lines(&standing, "## Constraints & Preferences"),
+        [
+            "- Don't change the schema of reports/churn_scores.csv (columns customer_id, score).",
+            "- Never commit anything under data/raw/ — it has customer PII."
+        ],
+        "{standing}"
+    );
+    let permitted = summarize(&[
+        rules,
+        Message::assistant("Understood."),
+        Message::user(
+            "Product just agreed we can add a `churn_bucket` column to churn_scores.csv after all.",
+        ),
+        Message::assistant("Added."),
+    ]);
+    assert_eq!(
+        section_lines(&permitted, "## Constraints & Preferences"),
+        ["- Never commit anything under data/raw/ — it has customer PII."],
+        "{permitted}"
+    );
+}
