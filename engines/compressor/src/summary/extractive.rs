@@ -265,6 +265,17 @@ impl Summarizer for ExtractiveSummarizer {
 /// `earlier` lines (an earlier summary's requests): `PLAT-7781 is done` lifts `only the platform
 /// team can publish a new base image` after `I filed PLAT-7781 for a new base image` (verify40).
 pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>, earlier: &[&str]) -> bool {
+    // A plan turned down by name takes its blocker with it (`Switched to Redis instead of SQS`
+    // after `… waiting on infra to provision the SQS queues`; verify45: it stood under Blocked).
+    let abandoned = facts
+        .decisions
+        .iter()
+        .chain(&facts.user_decisions)
+        .filter(|decision| after.is_none_or(|after| decision.index > after))
+        .any(|decision| turns_down(decision.text, blocker));
+    if abandoned {
+        return true;
+    }
     if facts.lifts.is_empty() {
         return false;
     }
@@ -1687,6 +1698,14 @@ fn opens_its_message(record: &DecisionRecord<'_>, facts: &Facts<'_>) -> bool {
 /// characters or more that is not a common one).
 pub(super) fn turns_down(decision: &str, record: &str) -> bool {
     const REJECTING: [&str; 2] = ["instead of ", "rather than "];
+    // Most decisions turn nothing down: told before the record's words are gathered (past the
+    // first letter, which a sentence may capitalise).
+    if !REJECTING
+        .iter()
+        .any(|rejecting| decision.contains(rejecting[1..].trim_end()))
+    {
+        return false;
+    }
     let lower = decision.to_ascii_lowercase();
     let chosen = naming_words(record);
     REJECTING.iter().any(|rejecting| {

@@ -7548,3 +7548,32 @@ fn a_listed_rule_loses_its_marker_and_ends_when_permitted() {
         "{permitted}"
     );
 }
+
+/// A blocker of a plan a later decision turns down by name goes with the plan: `waiting on infra
+/// to provision the SQS queues` stood under Blocked after `Switched to Redis instead of SQS`
+/// (verify45).
+#[test]
+fn a_blocker_of_an_abandoned_plan_goes_with_it() {
+    let blocked = Message::assistant(
+        "Blocked: I can't create the SQS queues myself (the IAM role has no sqs:CreateQueue), so I'm waiting on \
+         infra to provision `shopfront-orders` and `shopfront-notifications`.",
+    );
+    let standing = summarize(&[
+        Message::user("Move our Celery broker from RabbitMQ to Amazon SQS."),
+        blocked.clone(),
+        Message::user("Ask them, and meanwhile write the docs."),
+        Message::assistant("Asked."),
+    ]);
+    assert_eq!(section_lines(&standing, "### Blocked").len(), 1, "{standing}");
+    let abandoned = summarize(&[
+        Message::user("Move our Celery broker from RabbitMQ to Amazon SQS."),
+        blocked,
+        Message::user("Change of plan: go with Redis (ElastiCache) as the broker."),
+        Message::assistant("Switched to Redis instead of SQS; the SQS settings are reverted."),
+    ]);
+    assert_eq!(
+        section_lines(&abandoned, "### Blocked"),
+        ["- (none)"],
+        "{abandoned}"
+    );
+}
