@@ -277,6 +277,11 @@ impl<'a> Facts<'a> {
                         self.facts[path].verbs |= verb;
                     }
                 }
+                if !failed && failure.is_none() {
+                    if let Some(call) = call.filter(|_| kind == ToolKind::Shell) {
+                        self.undo_changes(call);
+                    }
+                }
                 // A command the user refused did not run: named, not listed as run (verify37:
                 // a refused `git push --force origin release/1.9.0` under Commands).
                 if refused {
@@ -330,6 +335,71 @@ impl<'a> Facts<'a> {
             }),
         }
     }
+}
+
+impl Facts<'_> {
+    /// Files a command put back as committed are no longer changed (verify45: `Changed: …/cache.go`
+    /// stood after `git checkout internal/store/cache.go` reverted the fix).
+    fn undo_changes(&mut self, call: &ToolCall) {
+        let arguments = &call.function.arguments;
+        if !arguments.contains("git checkout") && !arguments.contains("git restore") {
+            return;
+        }
+        let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(arguments) else {
+            return;
+        };
+        let Some(command) = command_under(&arguments, &COMMAND_KEYS) else {
+            return;
+        };
+        for file in reverted_files(&command) {
+            let same_file = |changed: &str| {
+                let within = |long: &str, short: &str| {
+                    long.strip_suffix(short)
+                        .is_some_and(|folder| folder.ends_with('/'))
+                };
+                changed == file || within(changed, file) || within(file, changed)
+            };
+            for fact in &mut self.facts {
+                if fact.kind == FactKind::Path && fact.verbs & verbs::CHANGED != 0 && same_file(&fact.text) {
+                    fact.verbs &= !verbs::CHANGED;
+                }
+            }
+        }
+    }
+}
+
+/// The files a command puts back as they were committed: `git checkout -- a.go`, `git checkout
+/// internal/store/cache.go`, `git restore a.go` (not `--staged` alone, which keeps the change).
+/// A branch or tag checked out (`git checkout main`, `git checkout v1.2.3`) names no file.
+fn reverted_files(command: &str) -> Vec<&str> {
+    let mut files = Vec::new();
+    for step in command.split(['&', ';', '|', '\n']) {
+        let words: Vec<&str> = step.split_whitespace().collect();
+        let operands = match words.as_slice() {
+            ["git", "checkout", operands @ ..] => operands,
+            ["git", "restore", operands @ ..]
+                if !operands.contains(&"--staged") || operands.contains(&"--worktree") =>
+            {
+                operands
+            }
+            _ => continue,
+        };
+        files.extend(
+            operands
+                .iter()
+                .map(|word| word.trim_matches(['\'', '"']))
+                .filter(|word| !word.starts_with('-'))
+                .filter(|word| {
+                    let name = word.rsplit('/').next().unwrap_or(word);
+                    name.rsplit_once('.').is_some_and(|(stem, extension)| {
+                        !stem.is_empty()
+                            && extension.bytes().all(|byte| byte.is_ascii_alphabetic())
+                            && !extension.is_empty()
+                    })
+                }),
+        );
+    }
+    files
 }
 
 /// One line for a tool action and its outcome: kit's stand-in for shell, read and search tools;

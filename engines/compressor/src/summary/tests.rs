@@ -7577,3 +7577,34 @@ fn a_blocker_of_an_abandoned_plan_goes_with_it() {
         "{abandoned}"
     );
 }
+
+/// A file a command put back as committed is no longer changed, whichever way its path is
+/// written; a branch checked out undoes nothing (verify45: `Changed: …/cache.go` stood after
+/// `git checkout internal/store/cache.go`).
+#[test]
+fn a_file_checked_out_again_is_no_longer_changed() {
+    let edit = |id: &str, path: &str| {
+        vec![
+            Message::assistant_calls(vec![ToolCall::new(
+                id,
+                "edit_file",
+                serde_json::json!({"path": path, "old_string": "a", "new_string": "b"}).to_string(),
+            )]),
+            Message::tool(id, "ok"),
+        ]
+    };
+    let mut middle = vec![Message::user("fix the cache leak")];
+    middle.extend(edit("e1", "/home/dev/notifyd/internal/store/cache.go"));
+    middle.extend(edit("e2", "internal/api/server.go"));
+    middle.push(shell(
+        "g1",
+        "git checkout main && git checkout -- internal/store/cache.go",
+    ));
+    middle.push(Message::tool("g1", "Updated 1 path from the index"));
+    middle.push(Message::assistant("Reverted cache.go."));
+    let summary = summarize(&middle);
+    assert!(
+        section_lines(&summary, "## Relevant Files").contains(&"- Changed: internal/api/server.go"),
+        "{summary}"
+    );
+}
