@@ -236,6 +236,9 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
         if is_hash(hex) {
             return Some((FactKind::Hash, hex));
         }
+        if digit_and_dot && is_maven_coordinate(token) {
+            return Some((FactKind::Version, token));
+        }
     }
     // A DOI, `10.48550/arXiv.2409.14558`: a citation, listed with the links.
     if has(Shape::SLASH) && is_doi(token) {
@@ -658,6 +661,25 @@ fn as_path(token: &str) -> Option<&str> {
     (ok && !is_date(path) && !is_stream_device(path)).then_some(path)
 }
 
+/// Whether `token` is a Maven coordinate, `group:artifact:version` (`androidx.core:core-ktx:1.12.0`,
+/// as Gradle's dependency tree prints them): a version with its package's name (verify46: the
+/// summary listed `1.7.1, 1.9.23` bare, and a tree's other versions not at all).
+pub(crate) fn is_maven_coordinate(token: &str) -> bool {
+    let name = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'-' | b'_'))
+            && part.bytes().any(|byte| byte.is_ascii_alphabetic())
+    };
+    match token.split(':').collect::<Vec<_>>().as_slice() {
+        [group, artifact, version] => {
+            group.contains('.') && name(group) && name(artifact) && is_version(version)
+        }
+        _ => false,
+    }
+}
+
 /// Whether `name`, a dotted word, is a reference in Terraform's language (`var.env`,
 /// `local.tags.json`, `data.aws_iam_policy_document.assume.json`), not a file (verify41: listed
 /// among the files mentioned).
@@ -756,6 +778,25 @@ mod tests {
         assert_eq!(
             versions("42\tsuperseded\tcheckout-web-1.10.0\t2.10.0\tUpgrade complete\nweb-1.11.0 2.11.0\ningress-nginx\t4.11.2"),
             ["checkout-web-1.10.0", "2.10.0", "web-1.11.0", "2.11.0", "4.11.2"]
+        );
+    }
+
+    #[test]
+    fn a_maven_coordinate_is_a_version_with_its_name() {
+        let found = kinds(
+            "+--- androidx.core:core-ktx:1.12.0\n|    +--- androidx.annotation:annotation:1.6.0 -> 1.7.1\n\
+             not db.internal:5432 nor a:b:1.2.3 nor org.x:y:latest",
+        );
+        assert_eq!(
+            found,
+            vec![
+                (FactKind::Version, "androidx.core:core-ktx:1.12.0".to_owned()),
+                (
+                    FactKind::Version,
+                    "androidx.annotation:annotation:1.6.0".to_owned()
+                ),
+                (FactKind::Version, "1.7.1".to_owned()),
+            ]
         );
     }
 

@@ -201,6 +201,10 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
         if is_hash(hex) {
             return Some((FactKind::Hash, hex));
         }
+        // Since kept: a Maven coordinate is a version with its name (identify's own rule).
+        if shape.dot && crate::identify::is_maven_coordinate(token) {
+            return Some((FactKind::Version, token));
+        }
     }
     if shape.slash && crate::identify::is_doi(token) {
         return Some((FactKind::Url, token));
