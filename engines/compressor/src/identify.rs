@@ -236,7 +236,8 @@ pub(crate) fn classify_token(token: &str, shape: Shape) -> Option<(FactKind, &st
         if is_hash(hex) {
             return Some((FactKind::Hash, hex));
         }
-        if digit_and_dot && is_maven_coordinate(token) {
+        // Not a path's `src/app.py:42`, most such tokens: told by the shape alone.
+        if digit_and_dot && !has(Shape::SLASH) && is_maven_coordinate(token) {
             return Some((FactKind::Version, token));
         }
     }
@@ -672,8 +673,14 @@ pub(crate) fn is_maven_coordinate(token: &str) -> bool {
                 .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'-' | b'_'))
             && part.bytes().any(|byte| byte.is_ascii_alphabetic())
     };
-    match token.split(':').collect::<Vec<_>>().as_slice() {
-        [group, artifact, version] => {
+    // A log's timestamps (`10:00:01.000`) are most tokens with colons and dots: told by their
+    // first byte, with nothing gathered.
+    if !token.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return false;
+    }
+    let mut parts = token.splitn(4, ':');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(group), Some(artifact), Some(version), None) => {
             group.contains('.') && name(group) && name(artifact) && is_version(version)
         }
         _ => false,

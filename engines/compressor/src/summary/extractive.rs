@@ -268,9 +268,8 @@ pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>, 
     // A plan turned down by name takes its blocker with it (`Switched to Redis instead of SQS`
     // after `… waiting on infra to provision the SQS queues`; verify45: it stood under Blocked).
     let abandoned = facts
-        .decisions
+        .turning_down
         .iter()
-        .chain(&facts.user_decisions)
         .filter(|decision| after.is_none_or(|after| decision.index > after))
         .any(|decision| turns_down(decision.text, blocker));
     if abandoned {
@@ -743,9 +742,8 @@ impl<'t> Draft<'t> {
                 continue;
             }
             let turned_down_by = facts
-                .decisions
+                .turning_down
                 .iter()
-                .chain(&facts.user_decisions)
                 .filter(|decision| decision.index > record.index)
                 .filter(|decision| turns_down(decision.text, record.text))
                 .max_by_key(|decision| decision.index);
@@ -1693,17 +1691,22 @@ fn opens_its_message(record: &DecisionRecord<'_>, facts: &Facts<'_>) -> bool {
         })
 }
 
+/// What turns a choice down, in a decision.
+const REJECTING: [&str; 2] = ["instead of ", "rather than "];
+
+/// Whether `decision` may turn down something by name ([`REJECTING`]; past the first letter,
+/// which a sentence may capitalise): most decisions turn nothing down.
+pub(super) fn turns_something_down(decision: &str) -> bool {
+    REJECTING
+        .iter()
+        .any(|rejecting| decision.contains(rejecting[1..].trim_end()))
+}
+
 /// Whether `decision` turns down what `record` chose, by name: `instead of pgvector`, `rather
 /// than pgvector`, where the record names `pgvector` (a word of three
 /// characters or more that is not a common one).
 pub(super) fn turns_down(decision: &str, record: &str) -> bool {
-    const REJECTING: [&str; 2] = ["instead of ", "rather than "];
-    // Most decisions turn nothing down: told before the record's words are gathered (past the
-    // first letter, which a sentence may capitalise).
-    if !REJECTING
-        .iter()
-        .any(|rejecting| decision.contains(rejecting[1..].trim_end()))
-    {
+    if !turns_something_down(decision) {
         return false;
     }
     let lower = decision.to_ascii_lowercase();

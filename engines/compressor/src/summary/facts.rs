@@ -283,6 +283,10 @@ pub(crate) struct Facts<'a> {
     /// The file the latest read or change named: what an editor given no path changes
     /// (SWE-agent's `edit`, on the file its `open` showed).
     pub(super) open_file: Option<usize>,
+    /// The decisions, the assistant's and the user's, that may turn a choice down by name
+    /// (`instead of pgvector`): what replaces a record or abandons a blocker's plan, gathered
+    /// once (asked of every decision for every blocker, their search cost 4% of a replay).
+    pub(super) turning_down: Vec<Sentence<'a>>,
     /// The commands (their facts) that failed so far.
     pub(super) failed_commands: std::collections::HashSet<usize, FastHash>,
 }
@@ -683,6 +687,13 @@ fn extract<'a>(
         }
     }
     facts.settle_unanswered();
+    facts.turning_down = facts
+        .decisions
+        .iter()
+        .chain(&facts.user_decisions)
+        .filter(|decision| super::extractive::turns_something_down(decision.text))
+        .cloned()
+        .collect();
     let quoted_from = facts.requests.len().saturating_sub(ON_TOPIC_REQUESTS);
     for (at, request) in facts.requests.iter_mut().enumerate() {
         // Work went on after the last answer: it was a remark on the way, and the first said

@@ -385,9 +385,8 @@ impl<'t> Draft<'t> {
                             // the second fold, with room to spare).
                             None if is_decision_record(line) => {
                                 let turned_down = facts
-                                    .decisions
+                                    .turning_down
                                     .iter()
-                                    .chain(&facts.user_decisions)
                                     .any(|decision| turns_down(decision.text, line));
                                 if turned_down {
                                     self.replaced_records += 1;

@@ -202,7 +202,7 @@ pub(crate) fn classify_token(token: &str) -> Option<(FactKind, &str)> {
             return Some((FactKind::Hash, hex));
         }
         // Since kept: a Maven coordinate is a version with its name (identify's own rule).
-        if shape.dot && crate::identify::is_maven_coordinate(token) {
+        if shape.dot && !shape.slash && crate::identify::is_maven_coordinate(token) {
             return Some((FactKind::Version, token));
         }
     }
