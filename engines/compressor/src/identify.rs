@@ -434,6 +434,8 @@ const NOT_PACKAGE_NAMES: &[&str] = &[
     "require",
     "required",
     "requires",
+    // vitest's banner: ` RUN  v1.6.0 /repo` (verify46).
+    "run",
     "set",
     "since",
     "stay",
@@ -781,6 +783,8 @@ mod tests {
                 "5.1.0"
             ]
         );
+        // A runner's banner names no package (vitest's ` RUN  v1.6.0 /repo`).
+        assert_eq!(versions(" RUN  v1.6.0 /repo/packages/web"), ["v1.6.0"]);
         // A table's columns: a chart's version and its app's (`helm history`).
         assert_eq!(
             versions("42\tsuperseded\tcheckout-web-1.10.0\t2.10.0\tUpgrade complete\nweb-1.11.0 2.11.0\ningress-nginx\t4.11.2"),

@@ -352,12 +352,19 @@ impl Facts<'_> {
             return;
         };
         for file in reverted_files(&command) {
+            // A folder (`src/`, `.`) puts back every file under it.
             let same_file = |changed: &str| {
                 let within = |long: &str, short: &str| {
                     long.strip_suffix(short)
                         .is_some_and(|folder| folder.ends_with('/'))
                 };
-                changed == file || within(changed, file) || within(file, changed)
+                let under =
+                    |folder: &str| changed.starts_with(folder) || changed.contains(&format!("/{folder}"));
+                match file {
+                    "." | "./" => true,
+                    folder if folder.ends_with('/') => under(folder),
+                    _ => changed == file || within(changed, file) || within(file, changed),
+                }
             };
             for fact in &mut self.facts {
                 if fact.kind == FactKind::Path && fact.verbs & verbs::CHANGED != 0 && same_file(&fact.text) {
@@ -370,7 +377,8 @@ impl Facts<'_> {
 
 /// The files a command puts back as they were committed: `git checkout -- a.go`, `git checkout
 /// internal/store/cache.go`, `git restore a.go` (not `--staged` alone, which keeps the change).
-/// A branch or tag checked out (`git checkout main`, `git checkout v1.2.3`) names no file.
+/// A folder puts back the files under it (`git checkout -- .`, `git restore src/`). A branch or
+/// tag checked out (`git checkout main`, `git checkout v1.2.3`) names no file.
 fn reverted_files(command: &str) -> Vec<&str> {
     let mut files = Vec::new();
     for step in command.split(['&', ';', '|', '\n']) {
@@ -390,6 +398,9 @@ fn reverted_files(command: &str) -> Vec<&str> {
                 .map(|word| word.trim_matches(['\'', '"']))
                 .filter(|word| !word.starts_with('-'))
                 .filter(|word| {
+                    if *word == "." || word.ends_with('/') {
+                        return true;
+                    }
                     let name = word.rsplit('/').next().unwrap_or(word);
                     name.rsplit_once('.').is_some_and(|(stem, extension)| {
                         !stem.is_empty()

@@ -7607,4 +7607,14 @@ fn a_file_checked_out_again_is_no_longer_changed() {
         section_lines(&summary, "## Relevant Files").contains(&"- Changed: internal/api/server.go"),
         "{summary}"
     );
+    // A folder puts back every file under it.
+    middle.push(shell("g2", "git restore internal/"));
+    middle.push(Message::tool("g2", ""));
+    let summary = summarize(&middle);
+    assert!(
+        !section_lines(&summary, "## Relevant Files")
+            .iter()
+            .any(|line| line.starts_with("- Changed:")),
+        "{summary}"
+    );
 }
