@@ -721,14 +721,14 @@ fn extract<'a>(
             continue;
         }
         let mut on_topic: Option<(usize, usize)> = None;
-        for (at, (_, reply)) in request.replies.iter().enumerate() {
+        for (reply_at, (_, reply)) in request.replies.iter().enumerate() {
             let count = named(reply);
             if count >= ON_TOPIC_WORDS && on_topic.is_none_or(|(_, most)| count > most) {
-                on_topic = Some((at, count));
+                on_topic = Some((reply_at, count));
             }
         }
-        if let Some((at, _)) = on_topic {
-            request.answer = Some(request.replies[at].clone());
+        if let Some((reply_at, _)) = on_topic {
+            request.answer = Some(request.replies[reply_at].clone());
         }
     }
     facts
