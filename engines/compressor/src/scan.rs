@@ -18,7 +18,7 @@ use crate::summary::facts::content_pieces;
 
 /// Bodies longer than this are scanned only at their ends: a fetched page or a log of a few
 /// dozen KB is read whole (its facts count as much as those of its first lines)…
-const SCAN_MAX: usize = 32_000;
+pub(crate) const SCAN_MAX: usize = 32_000;
 /// …their first bytes…
 pub(crate) const SCAN_HEAD: usize = 24_000;
 /// …and their last bytes.

@@ -16,8 +16,7 @@ use super::draft::cut_marked;
 use super::facts::{is_swe_agent_prompt, verbs, Action, FactKind, Facts, Source};
 use super::patterns::error_line_score;
 use crate::scan::{
-    capped_pieces_of_bodies, classify_token, for_each_token, reads_files, tool_kind, ToolKind, SCAN_HEAD,
-    SCAN_TAIL,
+    capped_pieces_of_bodies, classify_token, for_each_token, reads_files, tool_kind, ToolKind, SCAN_MAX,
 };
 
 /// Argument strings longer than this are content (a file being written), not identifiers.
@@ -853,7 +852,7 @@ fn reads_whole(output: &str) -> bool {
             .build(["omitted", "truncated", "clipped", "[… "])
             .expect("the cut words build")
     });
-    output.len() <= SCAN_HEAD + SCAN_TAIL && !CUT.is_match(output)
+    output.len() <= SCAN_MAX && !CUT.is_match(output)
 }
 
 /// Whether a command's output says it retried after a failure on the way: `attempt 1: lock

@@ -555,7 +555,7 @@ const ANSWER_CHARS: usize = 400;
 /// The answer to an earlier request or question, its start and end when longer, in characters.
 pub(super) const EARLIER_ANSWER_CHARS: usize = 200;
 /// The earlier requests (besides questions) whose answers are quoted, the newest.
-const EARLIER_ANSWERS: usize = 3;
+pub(super) const EARLIER_ANSWERS: usize = 3;
 /// Longest decision record quoted.
 const DECISION_RECORD_CHARS: usize = 400;
 /// Where numbered decision records sit in their section: before the other decisions, which sit

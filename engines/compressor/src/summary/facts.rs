@@ -736,7 +736,7 @@ fn extract<'a>(
 
 /// The newest requests whose answers are looked for among their replies: the latest and the
 /// earlier ones whose answers a summary quotes.
-const ON_TOPIC_REQUESTS: usize = 4;
+const ON_TOPIC_REQUESTS: usize = super::extractive::EARLIER_ANSWERS + 1;
 
 /// How many words of a request a reply must name to be its answer over a last reply naming at
 /// most one.
