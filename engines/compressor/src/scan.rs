@@ -84,35 +84,57 @@ pub(crate) fn tool_kind(call: &ToolCall) -> ToolKind {
     ToolKind::of_call_json(&call.function.name, &call.function.arguments)
 }
 
+/// What a call prints when it prints files and does nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FilesPrinted {
+    /// It does something else, or more.
+    None,
+    /// Files of any other kind (`cat docs/notes.txt`, `head -50 build.log`): a log's error lines
+    /// are a run's.
+    Other,
+    /// Source or configuration files only, or a read tool's file.
+    Source,
+}
+
 /// Whether `call`, of `kind`, reads files: a read tool, or a shell command that only prints source or
 /// configuration files (`cat src/error.rs`, `sed -n '1,200p' crates/api/src/error.rs`, `head -n
 /// 80 Cargo.toml`). Its output is the files' text, not a run's: no line of it is an error
 /// printed (verify22: `use thiserror::Error;` under `Errors:` in Codex sessions, which read
 /// files with `sed -n`).
 pub(crate) fn reads_files(call: &ToolCall, kind: ToolKind) -> bool {
+    files_printed(call, kind) == FilesPrinted::Source
+}
+
+/// What files `call`, of `kind`, prints and does nothing else with ([`FilesPrinted`]).
+pub(crate) fn files_printed(call: &ToolCall, kind: ToolKind) -> FilesPrinted {
     match kind {
-        ToolKind::Read => true,
-        ToolKind::Shell => shell_prints_source_files(&call.function.arguments),
-        _ => false,
+        ToolKind::Read => FilesPrinted::Source,
+        ToolKind::Shell => shell_prints_files(&call.function.arguments),
+        _ => FilesPrinted::None,
     }
 }
 
 /// Programs that print files, as a shell command's first word.
 const FILE_PRINTERS: [&str; 5] = ["cat ", "nl ", "bat ", "head ", "sed "];
 
-fn shell_prints_source_files(arguments: &str) -> bool {
+fn shell_prints_files(arguments: &str) -> FilesPrinted {
     if !FILE_PRINTERS.iter().any(|program| arguments.contains(program)) {
-        return false;
+        return FilesPrinted::None;
     }
     let Ok(arguments) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(arguments) else {
-        return false;
+        return FilesPrinted::None;
     };
-    command_under(&arguments, &COMMAND_KEYS).is_some_and(|command| prints_source_files(&command))
+    command_under(&arguments, &COMMAND_KEYS).map_or(FilesPrinted::None, |command| prints_files(&command))
 }
 
-/// Whether `command`, one program and nothing chained or redirected, piped through `head` or
-/// `tail` at most, prints source or configuration files and does nothing else.
-fn prints_source_files(command: &str) -> bool {
+/// Whether `command` prints files and does nothing else ([`prints_files`]).
+pub(crate) fn command_prints_files(command: &str) -> bool {
+    prints_files(command) != FilesPrinted::None
+}
+
+/// What files `command` prints, when it is one program and nothing chained or redirected, piped
+/// through `head` or `tail` at most, that prints files and does nothing else.
+fn prints_files(command: &str) -> FilesPrinted {
     // What `head` or `tail` keeps of a file printed is the file's (`cat -n src/api/client.ts |
     // head -40`; verify41: its `throw new SyncError(…)` listed under Errors).
     let mut stages = command.split('|');
@@ -124,7 +146,7 @@ fn prints_source_files(command: &str) -> bool {
         )
     });
     if !trimmed_only || command.contains([';', '>', '<', '&', '$', '`', '\n']) {
-        return false;
+        return FilesPrinted::None;
     }
     let mut words = command.split_whitespace();
     let program = words.next().unwrap_or("");
@@ -146,10 +168,13 @@ fn prints_source_files(command: &str) -> bool {
             (_, file) => files.push(file),
         }
     }
-    matches!(program, "cat" | "nl" | "bat" | "head" | "sed")
-        && printing
-        && !files.is_empty()
-        && files.iter().all(|file| is_source_path(file))
+    if !matches!(program, "cat" | "nl" | "bat" | "head" | "sed") || !printing || files.is_empty() {
+        FilesPrinted::None
+    } else if files.iter().all(|file| is_source_path(file)) {
+        FilesPrinted::Source
+    } else {
+        FilesPrinted::Other
+    }
 }
 
 /// A `sed` script that prints a range of lines: `'1,200p'`, `"40,80p"`, `12p`.
@@ -516,20 +541,25 @@ mod tests {
             "cat -n src/api/client.ts | head -5",
             "nl -ba app/models.py | tail -n 40",
         ] {
-            assert!(prints_source_files(reads), "{reads}");
+            assert_eq!(prints_files(reads), FilesPrinted::Source, "{reads}");
+        }
+        for other in [
+            "cat build.log",
+            "head -n 80 target/test-output.txt",
+            "cat docs/notes-4.txt | head -20",
+        ] {
+            assert_eq!(prints_files(other), FilesPrinted::Other, "{other}");
         }
         for runs in [
-            "cat build.log",
             "sed -i 's/a/b/' src/lib.rs",
             "sed -n '1,200p' src/lib.rs | grep error",
             "cat src/lib.rs > /tmp/copy.rs",
             "cat src/lib.rs | head -5 > /tmp/top.rs",
             "cat src/lib.rs | wc -l",
-            "head -n 80 target/test-output.txt",
             "cargo build",
             "cat",
         ] {
-            assert!(!prints_source_files(runs), "{runs}");
+            assert_eq!(prints_files(runs), FilesPrinted::None, "{runs}");
         }
     }
     use pretty_assertions::assert_eq;

@@ -16,7 +16,8 @@ use super::draft::cut_marked;
 use super::facts::{is_swe_agent_prompt, verbs, Action, FactKind, Facts, Source};
 use super::patterns::error_line_score;
 use crate::scan::{
-    capped_pieces_of_bodies, classify_token, for_each_token, reads_files, tool_kind, ToolKind, SCAN_MAX,
+    capped_pieces_of_bodies, classify_token, files_printed, for_each_token, tool_kind, FilesPrinted,
+    ToolKind, SCAN_MAX,
 };
 
 /// Argument strings longer than this are content (a file being written), not identifiers.
@@ -39,6 +40,7 @@ impl<'a> Facts<'a> {
             result_index: None,
             read_whole: false,
             looks_up: false,
+            prints_files: false,
             refused: false,
             skipped_all: false,
             ci: CiStep::Other,
@@ -173,7 +175,9 @@ impl<'a> Facts<'a> {
             .filter(|(_, verb)| *verb == verbs::CHANGED)
             .map(|&(id, _)| self.facts[id].text.clone());
         let line = action_line(call, kind, &output, answer.as_ref(), failure, changed.as_deref());
-        let source = if call.is_some_and(|call| reads_files(call, kind)) {
+        let printed = call.map_or(FilesPrinted::None, |call| files_printed(call, kind));
+        let prints_files = printed != FilesPrinted::None;
+        let source = if printed == FilesPrinted::Source {
             Source::FileContent
         } else {
             Source::ToolOutput
@@ -302,6 +306,7 @@ impl<'a> Facts<'a> {
                 action.result_index = Some(index);
                 action.read_whole = read_whole;
                 action.looks_up = looks_up;
+                action.prints_files = prints_files;
                 action.refused = refused;
                 action.skipped_all = skipped_all;
                 action.ci = ci;
@@ -325,6 +330,7 @@ impl<'a> Facts<'a> {
                 result_index: Some(index),
                 read_whole,
                 looks_up,
+                prints_files,
                 refused,
                 skipped_all,
                 ci,

@@ -587,6 +587,12 @@ const RECENT_ACTIONS: usize = 8;
 /// requests and the facts filled the prose's room.
 const NEWEST_ACTIONS: usize = 1;
 
+/// Where a file printed and nothing else done ranks, beyond the newest action: below older work
+/// and below the work an earlier summary carries (tier 3), since the file's name is kept as a fact
+/// anyway. A replay's folds had lost a smoke test that passed, and the command that fixed its
+/// broker, to the newest `cat docs/notes-N.txt` (verify45).
+pub(super) const LOOK_UP_TIER: u8 = 4;
+
 /// How many of the newest actions with lasting effects (a publish, a push, a deploy) rank with the
 /// newest action.
 const PUBLISHED_ACTIONS: usize = 3;
@@ -1354,6 +1360,7 @@ impl<'t> Draft<'t> {
             if action.failed && !blocked[at] && !moved_on[at] {
                 text.push_str(PASSED_LATER);
             }
+            let only_read = action.prints_files && !action.failed && action.first_error.is_none();
             let (section, tier) = if blocked[at] {
                 // The error line, unless the action's line already says it (a failed call's
                 // line quotes its first line: `-> failed: Request failed with status code 404`).
@@ -1385,16 +1392,19 @@ impl<'t> Draft<'t> {
                 }
                 (Section::Blocked, 1)
             } else if facts.open_at_end && at >= facts.in_progress_from {
-                (
-                    Section::InProgress,
-                    if newer[at] < NEWEST_ACTIONS { 1 } else { 2 },
-                )
+                let tier = match newer[at] {
+                    n if n < NEWEST_ACTIONS => 1,
+                    _ if only_read => LOOK_UP_TIER,
+                    _ => 2,
+                };
+                (Section::InProgress, tier)
             } else {
                 let tier = match newer[at] {
                     n if n < NEWEST_ACTIONS => 1,
                     _ if newer_published[at] < PUBLISHED_ACTIONS => 1,
                     _ if tells_a_finding(&action.line) || todos => 1,
                     _ if newer_fixing[at] < FIXING_ACTIONS => 1,
+                    _ if only_read => LOOK_UP_TIER,
                     n if n < RECENT_ACTIONS => 2,
                     _ => 3,
                 };

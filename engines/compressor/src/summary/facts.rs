@@ -213,6 +213,9 @@ pub(crate) struct Action<'a> {
     /// that failed (a path that does not exist, a page gone) blocks nothing once a later lookup
     /// of the same tool found what the work needed.
     pub looks_up: bool,
+    /// Printed files and did nothing else (`read_file`, `cat src/app.py`): the files are listed
+    /// as read, and the line says no more.
+    pub prints_files: bool,
     /// The user refused the call: it did not run, and the user decided so.
     pub refused: bool,
     /// Succeeded by skipping every test it selected (`9 skipped in 0.11s`): a failure deferred,

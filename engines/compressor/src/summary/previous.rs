@@ -18,7 +18,7 @@ use std::{
     collections::{HashMap, HashSet},
 };
 
-use crate::scan::{classify_token, FastHash, FastMap, Shape, ToolKind};
+use crate::scan::{classify_token, command_prints_files, FastHash, FastMap, Shape, ToolKind};
 use ctxhost_engine_kit::text::head_and_tail;
 
 use super::{
@@ -30,7 +30,7 @@ use super::{
     extractive::{
         asks_back, asks_first, fact_shape, files_group, is_lifted, is_revoked, names_any,
         replaced_note_count, stated_blocker_words, turns_down, EARLIER_ANSWER_CHARS, LINES_PER_ERROR_SHAPE,
-        PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
+        LOOK_UP_TIER, PASSED_LATER, RECORDS_DISPLAY, REPEATED_TIER, STATED_BLOCKER,
     },
     facts::{verbs, FactKind, Facts},
     patterns::{
@@ -643,6 +643,12 @@ impl<'t> Draft<'t> {
                 {
                     tier.min(1)
                 }
+                // Files printed rank below the other work, as the new middle's do.
+                _ if matches!(line.section, Section::Done | Section::InProgress)
+                    && tells_a_look_up(line.text) =>
+                {
+                    LOOK_UP_TIER
+                }
                 tier => tier + 1,
             };
             // A failure moved under Done says it passed later, or it reads as one left behind
@@ -1037,4 +1043,21 @@ fn file_verbs(group: Group) -> Option<u8> {
         Group::FilesMentioned => Some(0),
         _ => None,
     }
+}
+
+/// Whether an earlier summary's action line tells of files printed and nothing else done
+/// (`[read_file] read src/app.py (1,200 chars)`, ``[bash] ran `cat docs/notes-4.txt` -> 40 lines
+/// output``).
+fn tells_a_look_up(line: &str) -> bool {
+    let Some((tool, rest)) = line.strip_prefix('[').and_then(|rest| rest.split_once("] ")) else {
+        return false;
+    };
+    if rest.starts_with("read ") {
+        return ToolKind::of(tool) == ToolKind::Read;
+    }
+    rest.strip_prefix("ran `")
+        .and_then(|rest| rest.split_once("` -> "))
+        .is_some_and(|(command, outcome)| {
+            !outcome.starts_with("exit") && !outcome.contains("error") && command_prints_files(command)
+        })
 }

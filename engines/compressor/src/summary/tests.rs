@@ -7618,3 +7618,64 @@ fn a_file_checked_out_again_is_no_longer_changed() {
         "{summary}"
     );
 }
+
+/// A file printed and nothing else done ranks below the other work, in a middle and carried: a
+/// replay's folds had lost a smoke test that passed, and the check that its broker answered, to
+/// the newest `cat docs/notes-N.txt` (verify45).
+#[test]
+fn files_printed_give_way_to_the_work_done() {
+    let notes = |from: usize, to: usize| -> Vec<Message> {
+        let mut messages = Vec::new();
+        for at in from..to {
+            let id = format!("n{at}");
+            messages.push(shell(&id, &format!("cat docs/notes-{at}.txt")));
+            let text: String = (0..40)
+                .map(|line| format!("note {line}: nothing of interest here, just filler text for volume\n"))
+                .collect();
+            messages.push(Message::tool(&id, text));
+        }
+        messages
+    };
+    let mut middle = vec![
+        Message::user("INFRA-2231 is done. Try the smoke test again."),
+        shell(
+            "nc",
+            "nc -vz -w 5 shopfront-broker.x7k2pq.euw1.cache.amazonaws.com 6379",
+        ),
+        Message::tool(
+            "nc",
+            "Connection to shopfront-broker.x7k2pq.euw1.cache.amazonaws.com 6379 port [tcp/*] succeeded!",
+        ),
+        shell(
+            "smoke",
+            "celery -A shopfront worker -Q orders -l info 2>&1 | tail -1",
+        ),
+        Message::tool(
+            "smoke",
+            "[2025-11-20 14:10:01,000: INFO/MainProcess] Smoke: 55 tasks, 0 failures",
+        ),
+        Message::user("Push the branch and open the PR."),
+    ];
+    middle.extend(notes(0, 9));
+    let done_work = |summary: &str| {
+        let done = section_lines(summary, "### Done");
+        ["nc -vz", "celery -A shopfront"]
+            .iter()
+            .all(|command| done.iter().any(|line| line.contains(command)))
+    };
+    let first = summarize_within(&middle, None, 1_200, 8_000);
+    assert!(done_work(&first), "{first}");
+    // Folded into the next summary, the work outranks the new middle's files printed.
+    let folded = summarize_within(&notes(9, 18), Some(&first), 1_200, 8_000);
+    assert!(done_work(&folded), "{folded}");
+    // And those carried again.
+    let again = summarize_within(&notes(18, 27), Some(&folded), 1_200, 8_000);
+    assert!(done_work(&again), "{again}");
+    // The newest file printed is still told, as the work in progress.
+    assert!(
+        section_lines(&again, "### In Progress")
+            .iter()
+            .any(|line| line.contains("cat docs/notes-26.txt")),
+        "{again}"
+    );
+}
