@@ -89,18 +89,24 @@ impl<'a> Facts<'a> {
         // A file moved by a command (`git mv src/a.py src/b.py`) is changed under its new name: the
         // fix a session made lived on only as the old name, or not at all (verify37).
         let moved = command.as_deref().and_then(moved_to);
+        // So is a file a command edits in place (`sed -i`, `perl -pi`): it had been no file at
+        // all, only part of the command (verify47).
+        let edited = command.as_deref().map(edited_in_place).unwrap_or_default();
         let targets_nothing = path.is_none() && patched.is_empty();
         let paths = path
             .into_iter()
             .chain(patched)
             .chain(moved)
+            .chain(edited.iter().map(String::as_str))
             .filter(|path| !matches!(*path, "." | "./" | "/" | "~"));
         for path in paths {
             let verb = match kind {
                 ToolKind::Read => verbs::READ,
                 ToolKind::Write => verbs::CHANGED,
                 ToolKind::Search => verbs::SEARCHED,
-                ToolKind::Shell if moved == Some(path) => verbs::CHANGED,
+                ToolKind::Shell if moved == Some(path) || edited.iter().any(|file| file == path) => {
+                    verbs::CHANGED
+                }
                 _ => 0,
             };
             let at = self.add_copy(FactKind::Path, path, Source::Arguments, index);
@@ -1530,6 +1536,77 @@ fn moved_to(command: &str) -> Option<&str> {
     }
 }
 
+/// The files the steps of `command` edit in place: `sed -i 's/a/b/' src/x.rs`, `sed -i.bak -e …
+/// f`, `perl -pi -e 's/a/b/' f g`. A script given as an operand (`sed -i SCRIPT f`) is no file.
+fn edited_in_place(command: &str) -> Vec<String> {
+    if !(command.contains("sed ") || command.contains("perl ")) || !command.contains("-") {
+        return Vec::new();
+    }
+    let Some(words) = shlex::split(command) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for step in words.split(|word| matches!(word.as_str(), "&&" | "||" | ";" | "|")) {
+        let step = match step {
+            [sudo, rest @ ..] if sudo == "sudo" => rest,
+            step => step,
+        };
+        let Some((program, words)) = step.split_first() else {
+            continue;
+        };
+        let program = program.rsplit('/').next().unwrap_or(program);
+        if !matches!(program, "sed" | "gsed" | "perl") {
+            continue;
+        }
+        let mut in_place = false;
+        let mut script_given = false;
+        let mut takes_next = false;
+        let mut operands = Vec::new();
+        for word in words {
+            if std::mem::take(&mut takes_next) {
+                continue;
+            }
+            if let Some(long) = word.strip_prefix("--") {
+                in_place |= long == "in-place" || long.starts_with("in-place=");
+                if matches!(long, "expression" | "file") {
+                    script_given = true;
+                    takes_next = true;
+                }
+                script_given |= long.starts_with("expression=") || long.starts_with("file=");
+                continue;
+            }
+            match word.strip_prefix('-').filter(|flags| !flags.is_empty()) {
+                Some(flags) => {
+                    // `-i` takes its backup suffix in the same word (`-i.bak`): the letters
+                    // before it are flags.
+                    let letters: &str = flags.split('.').next().unwrap_or(flags);
+                    in_place |= letters.contains('i');
+                    // `-e SCRIPT` (perl's `-pe`, sed's `-e`) and `-f FILE` take the next word.
+                    if letters.ends_with('e') || letters.ends_with('f') {
+                        script_given = true;
+                        takes_next = true;
+                    }
+                }
+                // macOS's `sed -i '' SCRIPT f`: the empty backup suffix.
+                None if word.is_empty() => {}
+                None => operands.push(word),
+            }
+        }
+        if !in_place {
+            continue;
+        }
+        let files_from = usize::from(!script_given);
+        files.extend(
+            operands
+                .into_iter()
+                .skip(files_from)
+                .filter(|file| !file.contains(['*', '?', '$']) && file.as_str() != "-")
+                .cloned(),
+        );
+    }
+    files
+}
+
 /// Programs that run a target a project names (`make apply`, `just test`).
 const TASK_RUNNERS: &[&str] = &["make", "just", "task"];
 
@@ -2034,7 +2111,7 @@ fn sets_an_error(start: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{last_line, program_of};
+    use super::{edited_in_place, last_line, program_of};
 
     /// A wrapper's program is the command it runs; run alone, it is its own, not an empty one
     /// every other bare wrapper would share.
@@ -2071,5 +2148,31 @@ mod tests {
             Some("Health Status: Healthy")
         );
         assert_eq!(last_line(&format!("a\n{}", "x".repeat(200))), None);
+    }
+
+    #[test]
+    fn files_edited_in_place_are_the_operands_after_the_script() {
+        for (command, files) in [
+            (
+                "sed -i 's/unwrap()/expect(\"tls handshake\")/g' crates/pgpool/src/net/tls.rs && grep -c expect crates/pgpool/src/net/tls.rs",
+                &["crates/pgpool/src/net/tls.rs"][..],
+            ),
+            ("perl -pi -e 's/max_size: 32/max_size: 64/' crates/pgpool/src/config.rs", &["crates/pgpool/src/config.rs"]),
+            ("sed -i.bak -e 's/a/b/' -e 's/c/d/' a.toml b.toml", &["a.toml", "b.toml"]),
+            ("sed -i '' 's/a/b/' src/app.ts", &["src/app.ts"]),
+            ("sudo sed --in-place=.orig 's/80/8080/' /etc/nginx/conf.d/app.conf", &["/etc/nginx/conf.d/app.conf"]),
+            ("cd web && perl -i -pe 's/17/18/' package.json", &["package.json"]),
+        ] {
+            assert_eq!(edited_in_place(command), files, "{command}");
+        }
+        for command in [
+            "sed -n '1,40p' src/lib.rs",
+            "sed 's/a/b/' in.txt > out.txt",
+            "perl -ne 'print if /ERROR/' app.log",
+            "perl scripts/bump.pl Cargo.toml",
+            "sed -i 's/a/b/' src/*.rs",
+        ] {
+            assert!(edited_in_place(command).is_empty(), "{command}");
+        }
     }
 }

@@ -7679,3 +7679,30 @@ fn files_printed_give_way_to_the_work_done() {
         "{again}"
     );
 }
+
+/// A file a command edits in place (`sed -i`, `perl -pi`) is changed, though the command that
+/// names it is listed whole: the files had been in no list (verify47).
+#[test]
+fn files_edited_in_place_are_changed() {
+    let middle = [
+        Message::user("Replace the unwrap() calls in the TLS connector and bump the pool size to 64."),
+        shell(
+            "sed",
+            "sed -i 's/unwrap()/expect(\"tls handshake\")/g' crates/pgpool/src/net/tls.rs && grep -c expect crates/pgpool/src/net/tls.rs",
+        ),
+        Message::tool("sed", "4"),
+        shell("perl", "perl -pi -e 's/max_size: 32/max_size: 64/' crates/pgpool/src/config.rs"),
+        Message::tool("perl", ""),
+        shell("cat", "sed -n '1,20p' crates/pgpool/src/lib.rs"),
+        Message::tool("cat", "pub mod config;\npub mod net;\npub mod pool;"),
+        Message::assistant("Done: tls.rs uses expect() now and the default max_size is 64."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(
+        files_line(&summary, "Changed:"),
+        "- Changed: crates/pgpool/src/config.rs, crates/pgpool/src/net/tls.rs",
+        "{summary}"
+    );
+    // A file printed is not changed (`sed -n`).
+    assert!(!files_line(&summary, "Changed:").contains("lib.rs"), "{summary}");
+}
