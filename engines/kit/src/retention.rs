@@ -482,13 +482,18 @@ pub fn is_diff_line(line: &str) -> bool {
 /// header and its `------+-------` rule, their columns separated by ` | `, up to the first line
 /// without one (`(9 rows)`). A row is data a query read (a `wait_event_type` of `Timeout`, a
 /// job's `ConnectionError`), not an error printed; the compressor lists none, and the measure
-/// counts none (verify46: 233 rows of `pg_stat_activity` under Errors in one session).
+/// counts none (verify46: 233 rows of `pg_stat_activity` under Errors in one session). So is a
+/// row of a listing printed the same way under a `=====+=====` rule (`airflow dags list-runs`: an
+/// old run's `failed` state is history, not the error of the run just triggered; verify47).
 pub fn query_result_rows(text: &str) -> Vec<Range<usize>> {
     let mut rows = Vec::new();
-    if !text.contains("-+-") {
+    if !text.contains("-+-") && !text.contains("=+=") {
         return rows;
     }
-    let is_rule = |line: &str| line.contains("-+-") && line.bytes().all(|byte| matches!(byte, b'-' | b'+'));
+    let is_rule = |line: &str| {
+        (line.contains("-+-") || line.contains("=+="))
+            && line.bytes().all(|byte| matches!(byte, b'-' | b'=' | b'+'))
+    };
     let (mut at, mut header, mut table) = (0, false, None);
     for line in text.split_inclusive('\n') {
         let start = at;
@@ -1100,6 +1105,21 @@ mod tests {
             .map(|(_, text)| text.as_str())
             .collect();
         assert_eq!(errors, ["ERROR:  relation \"jobz\" does not exist"]);
+    }
+
+    /// So is a row of a listing under a `=====+=====` rule: an old run's `failed` state is
+    /// history (verify47: `airflow dags list-runs` after a manual run succeeded).
+    #[test]
+    fn a_listings_rows_under_a_double_rule_are_a_querys_result() {
+        let text = "dag_id       | run_id                               | state\n=============+======================================+========\norders_daily | manual__2026-04-05T09:44:02+00:00    | success\norders_daily | scheduled__2026-04-03T02:00:00+00:00 | failed\nError: DAG orders_daily is paused";
+        let rows: Vec<&str> = query_result_rows(text)
+            .into_iter()
+            .map(|rows| &text[rows])
+            .collect();
+        assert_eq!(
+            rows,
+            ["orders_daily | manual__2026-04-05T09:44:02+00:00    | success\norders_daily | scheduled__2026-04-03T02:00:00+00:00 | failed\n"]
+        );
     }
 
     #[test]

@@ -7706,3 +7706,25 @@ fn files_edited_in_place_are_changed() {
     // A file printed is not changed (`sed -n`).
     assert!(!files_line(&summary, "Changed:").contains("lib.rs"), "{summary}");
 }
+
+/// A listing's row whose state column says `failed` is an old run's history, not the failure of
+/// the command that listed it (verify47: the manual run of `orders_daily` had succeeded, and a
+/// scheduled run of two days before stood under Blocked).
+#[test]
+fn a_listings_failed_row_blocks_nothing() {
+    let middle = [
+        Message::user("orders_daily is fixed and merged; trigger the DAG once and check it."),
+        shell(
+            "runs",
+            "airflow dags trigger orders_daily && sleep 600 && airflow dags list-runs -d orders_daily | head -4",
+        ),
+        Message::tool(
+            "runs",
+            "dag_id       | run_id                                | state   | execution_date\n=============+=======================================+=========+==========================\norders_daily | manual__2026-04-05T09:44:02+00:00     | success | 2026-04-05T09:44:02+00:00\norders_daily | scheduled__2026-04-03T02:00:00+00:00  | failed  | 2026-04-03T02:00:00+00:00",
+        ),
+        Message::assistant("The manual run manual__2026-04-05T09:44:02+00:00 succeeded."),
+    ];
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+    assert!(!summary.contains("- Errors:"), "{summary}");
+}
