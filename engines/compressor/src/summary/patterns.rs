@@ -85,9 +85,12 @@ fn in_identifier(text: &str, start: usize, end: usize) -> bool {
         (before, bytes.get(end + usize::from(after == Some(b's'))).copied()),
         (Some(b'"'), Some(b'"')) | (Some(b'\''), Some(b'\''))
     );
+    // A marker that ends with its word's space (`Cannot `) is followed by the next word, not by
+    // more of its own (verify47: `Cannot find module 'postcss-nested'` was never an error line).
+    let word_ended = bytes[start..end].ends_with(b" ");
     before == Some(b'_')
-        || after == Some(b'_')
-        || after.is_some_and(|byte| byte.is_ascii_lowercase() && byte != b's')
+        || (!word_ended && after == Some(b'_'))
+        || (!word_ended && after.is_some_and(|byte| byte.is_ascii_lowercase() && byte != b's'))
         || hyphenated
         || quoted_value
 }
@@ -1126,6 +1129,32 @@ const ERROR_END: usize = 90;
 /// else its start and its end around ` … `: what failed opens a line, and why often closes it
 /// (`api error AccessDenied: User: arn:aws:sts::…:assumed-role/… is not authorized to perform:
 /// iam:UpdateOpenIDConnectProviderThumbprint …`).
+/// The line after an error line that ends in a colon, when it is what the error says and no
+/// error line itself: `error during build:` says nothing until `[vite:css] [postcss] Cannot find
+/// module 'postcss-nested'`, and dbt's `SQL compilation error:` nothing until `Object
+/// 'RAW.SHOP.ORDER_ITEMS' does not exist or not authorized.` (verify47: the headers were listed,
+/// the causes lost). A time stamp both lines open with is said once.
+fn detail_after<'t>(line: &str, rest: &'t str) -> Option<&'t str> {
+    let line = line.trim();
+    if !line.ends_with(':') || line.contains("Traceback") || names_errors_as_heading(line) {
+        return None;
+    }
+    let next = rest.strip_prefix('\n').or_else(|| rest.strip_prefix("\\n"))?;
+    let next = next.split(['\n', '\r']).next()?;
+    let next = next.split("\\n").next()?.trim();
+    let stamp = line
+        .split_whitespace()
+        .next()
+        .filter(|word| word.bytes().any(|b| b.is_ascii_digit()));
+    let next = match stamp {
+        Some(stamp) if next.starts_with(stamp) && next.len() > stamp.len() => {
+            next[stamp.len()..].trim_start()
+        }
+        _ => next,
+    };
+    (next.len() >= 6 && next.len() <= MAX_ERROR_LINE && ERROR_MARKERS.find(next).is_none()).then_some(next)
+}
+
 fn head_and_end(line: &str) -> Cow<'_, str> {
     let whole = cut_at_token(line, MAX_ERROR_LINE);
     if whole.len() == line.len() {
@@ -1240,7 +1269,12 @@ impl<'a> Facts<'a> {
                 Cow::Borrowed(line)
             };
             let line = match line {
-                Cow::Borrowed(line) => head_and_end(line.trim()),
+                Cow::Borrowed(line) => match detail_after(line, &text[line_end.min(text.len())..]) {
+                    Some(detail) => {
+                        Cow::Owned(head_and_end(&format!("{} {detail}", line.trim())).into_owned())
+                    }
+                    None => head_and_end(line.trim()),
+                },
                 Cow::Owned(line) => Cow::Owned(head_and_end(line.trim()).into_owned()),
             };
             // What the printer itself says (`cat: app/db/limits.py: No such file or directory`)

@@ -7728,3 +7728,34 @@ fn a_listings_failed_row_blocks_nothing() {
     assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
     assert!(!summary.contains("- Errors:"), "{summary}");
 }
+
+/// An error line that ends in a colon is said with the line after it, which says what failed; and
+/// `Cannot find module …` is an error line: the headers had been listed and the causes lost
+/// (verify47).
+#[test]
+fn an_error_header_is_listed_with_what_it_introduces() {
+    let middle = [
+        Message::user("The orders DAG fails in dbt_run, and the admin UI build fails too. Look at both."),
+        shell("dbt", "dbt build --select +fct_orders --target dev"),
+        Message::tool(
+            "dbt",
+            "02:55:01  Running with dbt=1.7.11\n02:55:14  Database Error in model fct_orders (models/marts/fct_orders.sql)\n02:55:14    002003 (42S02): SQL compilation error:\n02:55:14    Object 'RAW.SHOP.ORDER_ITEMS' does not exist or not authorized.\n02:55:15  Done. PASS=1 WARN=0 ERROR=1 SKIP=3 TOTAL=5\n[exit code 1]",
+        ),
+        shell("vite", "npx vite build"),
+        Message::tool(
+            "vite",
+            "vite v5.4.10 building for production...\nx Build failed in 2.31s\nerror during build:\n[vite:css] [postcss] Cannot find module 'postcss-nested'\n[exit code 1]",
+        ),
+    ];
+    let summary = summarize(&middle);
+    assert!(
+        summary.contains(
+            "02:55:14    002003 (42S02): SQL compilation error: Object 'RAW.SHOP.ORDER_ITEMS' does not exist or not authorized."
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("[vite:css] [postcss] Cannot find module 'postcss-nested'"),
+        "{summary}"
+    );
+}
