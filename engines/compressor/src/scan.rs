@@ -139,17 +139,38 @@ fn prints_files(command: &str) -> FilesPrinted {
     // head -40`; verify41: its `throw new SyncError(…)` listed under Errors).
     let mut stages = command.split('|');
     let command = stages.next().unwrap_or_default();
+    // So is what `sed -n '35,42p'` keeps.
     let trimmed_only = stages.all(|stage| {
-        matches!(
-            stage.split_whitespace().next(),
-            Some("head" | "tail") if !stage.contains(['>', '<', '&', ';', '$', '`', '\n'])
-        )
+        let mut words = stage.split_whitespace();
+        let trims = match words.next() {
+            Some("head" | "tail") => true,
+            Some("sed") => {
+                words.next() == Some("-n")
+                    && words.next().is_some_and(is_print_script)
+                    && words.next().is_none()
+            }
+            _ => false,
+        };
+        trims && !stage.contains(['>', '<', '&', ';', '$', '`', '\n'])
     });
     if !trimmed_only || command.contains([';', '>', '<', '&', '$', '`', '\n']) {
         return FilesPrinted::None;
     }
     let mut words = command.split_whitespace();
     let program = words.next().unwrap_or("");
+    // A file as a revision holds it (`git show release/0.10:crates/pgpool/src/inner.rs`; verify47:
+    // its `-> Result<Conn, PoolError>` listed under Errors).
+    if program == "git" && words.next() == Some("show") {
+        let files: Vec<&str> = words
+            .filter(|word| !word.starts_with('-'))
+            .filter_map(|word| word.split_once(':').map(|(_, file)| file))
+            .collect();
+        return match files.as_slice() {
+            [] => FilesPrinted::None,
+            files if files.iter().all(|file| is_source_path(file)) => FilesPrinted::Source,
+            _ => FilesPrinted::Other,
+        };
+    }
     let rest: Vec<&str> = words.collect();
     let mut files = Vec::new();
     let mut skip_next = false;
@@ -540,6 +561,8 @@ mod tests {
             "cat Dockerfile docker-compose.yml",
             "cat -n src/api/client.ts | head -5",
             "nl -ba app/models.py | tail -n 40",
+            "git show release/0.10:crates/pgpool/src/inner.rs | sed -n 35,42p",
+            "git show HEAD~3:src/app.py",
         ] {
             assert_eq!(prints_files(reads), FilesPrinted::Source, "{reads}");
         }
@@ -556,6 +579,9 @@ mod tests {
             "cat src/lib.rs > /tmp/copy.rs",
             "cat src/lib.rs | head -5 > /tmp/top.rs",
             "cat src/lib.rs | wc -l",
+            "git show 4c9e2a1",
+            "git show --stat HEAD",
+            "cat src/lib.rs | sed -n '/fn main/,$p'",
             "cargo build",
             "cat",
         ] {

@@ -7759,3 +7759,21 @@ fn an_error_header_is_listed_with_what_it_introduces() {
         "{summary}"
     );
 }
+
+/// A file printed as a revision holds it (`git show REV:path`, trimmed by `sed -n`) is a file's
+/// text: its `Result<Conn, PoolError>` is no error printed (verify47: listed under Errors).
+#[test]
+fn a_file_shown_at_a_revision_prints_no_errors() {
+    let middle = [
+        Message::user("Does release/0.10 have the same lock-order bug in pgpool?"),
+        shell("show", "git show release/0.10:crates/pgpool/src/inner.rs | sed -n 35,42p"),
+        Message::tool(
+            "show",
+            "    pub(crate) async fn acquire(&self) -> Result<Conn, PoolError> {\n        let mut w = self.waiters.lock().unwrap();\n        let permit = self.sem.acquire().await?;\n    }",
+        ),
+        Message::assistant("Yes — release/0.10 holds `waiters` across the await too (inner.rs:36)."),
+    ];
+    let summary = summarize(&middle);
+    assert!(!summary.contains("- Errors:"), "{summary}");
+    assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+}
