@@ -755,9 +755,14 @@ impl<'t> Draft<'t> {
                 .max_by_key(|decision| decision.index);
             if let Some(decision) = turned_down_by {
                 self.replaced_records += 1;
-                if !replacing
+                // A revision that is a record of its own is listed as one.
+                let a_record = records
                     .iter()
-                    .any(|listed: &&str| listed.as_ptr() == decision.text.as_ptr())
+                    .any(|other| other.text.as_ptr() == decision.text.as_ptr());
+                if !a_record
+                    && !replacing
+                        .iter()
+                        .any(|listed: &&str| listed.as_ptr() == decision.text.as_ptr())
                 {
                     let text = cut_marked(decision.text, DECISION_RECORD_CHARS);
                     let candidate = self.push(Section::Decisions, 1, decision.index + 1, text);
@@ -970,10 +975,12 @@ impl<'t> Draft<'t> {
             // An answer that said what blocked the work, lifted since, would read as the state of
             // things beside an empty Blocked (verify43: `Its answer: Blocked: the staging node
             // pool can't pull … REG-5120` after REG-5120 was resolved).
-            let answer = request
-                .answer
-                .as_ref()
-                .filter(|(answer, _)| !states_a_lifted_blocker(facts, *answer));
+            // Nor one that opened with a decision replaced since: quoted, it read as the current
+            // one beside its reversal (verify47).
+            let answer = request.answer.as_ref().filter(|(answer, text)| {
+                !states_a_lifted_blocker(facts, *answer)
+                    && !opens_with_a_replaced_record(facts, *answer, text)
+            });
             if let (Some(room), Some((answer, text))) = (answer_room, answer) {
                 let candidate = self.add_answer(text, *answer, display, room);
                 candidate.focus = facts.is_focus(*answer);
@@ -1701,37 +1708,127 @@ fn opens_its_message(record: &DecisionRecord<'_>, facts: &Facts<'_>) -> bool {
         })
 }
 
+/// Whether `text`, the reply of message `index`, opens with a decision record that a later
+/// record or decision replaced.
+fn opens_with_a_replaced_record(facts: &Facts<'_>, index: usize, text: &str) -> bool {
+    let opening = past_assent(text);
+    facts
+        .records
+        .iter()
+        .zip(record_standings(&facts.records))
+        .filter(|(record, _)| record.index == index && opening.starts_with(record.text))
+        .any(|(record, standing)| {
+            standing.replaced
+                || facts
+                    .turning_down
+                    .iter()
+                    .any(|decision| decision.index > record.index && turns_down(decision.text, record.text))
+        })
+}
+
 /// What turns a choice down, in a decision.
 const REJECTING: [&str; 2] = ["instead of ", "rather than "];
 
-/// Whether `decision` may turn down something by name ([`REJECTING`]; past the first letter,
-/// which a sentence may capitalise): most decisions turn nothing down.
+/// What drops a choice by name, in a decision: `we will NOT use tokio::sync::Mutex` (verify47:
+/// the record that chose it stood after its reversal).
+const DROPPING: [&str; 6] = [
+    "will not use ",
+    "won't use ",
+    "not going to use ",
+    "no longer use ",
+    "stop using ",
+    "not switch to ",
+];
+
+/// What keeps a thing as it was, which turns down a change of it only in a reversal (`Reverting
+/// that: we keep REACT_APP_API_URL` after `Decision: rename REACT_APP_* env vars to VITE_*`);
+/// elsewhere `keep` is a step (`keep going`).
+const KEEPING: [&str; 5] = ["keep ", "stay on ", "stay with ", "stick with ", "stays "];
+
+/// What says a decision reverses an earlier one.
+const REVERSING: [&str; 6] = [
+    "revers",
+    "revert",
+    "scratch that",
+    "undo",
+    "on second thought",
+    "back out",
+];
+
+/// Whether `decision` (lowercase) reverses an earlier one ([`REVERSING`]).
+fn reverses(lower: &str) -> bool {
+    REVERSING.iter().any(|words| lower.contains(words))
+}
+
+/// The phrases after which `decision` (lowercase) names what it turns down.
+fn turning_down_phrases(lower: &str) -> impl Iterator<Item = &'static str> {
+    let keeping: &[&str] = if reverses(lower) { &KEEPING } else { &[] };
+    REJECTING.iter().chain(&DROPPING).chain(keeping).copied()
+}
+
+/// Whether `decision` may turn down something by name ([`REJECTING`], [`DROPPING`], or
+/// [`KEEPING`] in a reversal): most decisions turn nothing down.
 pub(super) fn turns_something_down(decision: &str) -> bool {
-    REJECTING
+    // Past the first letter, which a sentence may capitalise: no copy for most decisions.
+    let may = REJECTING
         .iter()
-        .any(|rejecting| decision.contains(rejecting[1..].trim_end()))
+        .chain(&DROPPING)
+        .any(|phrase| decision.contains(phrase[1..].trim_end()))
+        || REVERSING.iter().any(|words| decision.contains(&words[1..]));
+    may && {
+        let lower = decision.to_ascii_lowercase();
+        turning_down_phrases(&lower).any(|phrase| lower.contains(phrase))
+    }
 }
 
 /// Whether `decision` turns down what `record` chose, by name: `instead of pgvector`, `rather
-/// than pgvector`, where the record names `pgvector` (a word of three
-/// characters or more that is not a common one).
+/// than pgvector`, `we will not use pgvector`, where the record names `pgvector` (a word of three
+/// characters or more that is not a common one), or a pattern that covers it (`REACT_APP_*`
+/// covers `REACT_APP_API_URL`).
 pub(super) fn turns_down(decision: &str, record: &str) -> bool {
     if !turns_something_down(decision) {
         return false;
     }
     let lower = decision.to_ascii_lowercase();
     let chosen = naming_words(record);
-    REJECTING.iter().any(|rejecting| {
-        lower.match_indices(rejecting).any(|(at, _)| {
-            let rejected = &lower[at + rejecting.len()..];
+    let patterns = name_patterns(record);
+    turning_down_phrases(&lower).any(|phrase| {
+        lower.match_indices(phrase).any(|(at, _)| {
+            // A word's end, not `backup` in `backup instead of `.
+            let starts_a_word = lower[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            let rejected = &lower[at + phrase.len()..];
             // The thing turned down, in the next few words: `instead of the pgvector plan`.
-            rejected
-                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
-                .filter(|word| !word.is_empty())
-                .take(3)
-                .any(|word| chosen.contains(word))
+            starts_a_word
+                && rejected
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
+                    .filter(|word| !word.is_empty())
+                    .take(3)
+                    .any(|word| {
+                        chosen.contains(word)
+                            || patterns.iter().any(|pattern| {
+                                word.len() > pattern.len() && word.starts_with(pattern.as_str())
+                            })
+                    })
         })
     })
+}
+
+/// The starts of the names `text` gives as patterns (`REACT_APP_*`, `VITE_*`), lowercase: each
+/// stands for every name it starts.
+fn name_patterns(text: &str) -> Vec<String> {
+    text.match_indices('*')
+        .filter_map(|(at, _)| {
+            let before = &text[..at];
+            let start = before
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |end| end + 1);
+            let stem = &before[start..];
+            (stem.chars().count() >= 3).then(|| stem.to_ascii_lowercase())
+        })
+        .collect()
 }
 
 /// Where each of `records` stands: replaced by a later record, and restated by the next one.

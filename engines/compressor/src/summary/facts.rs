@@ -690,12 +690,24 @@ fn extract<'a>(
         }
     }
     facts.settle_unanswered();
+    // A record that revises an earlier one says by name what it drops as well (`Reversing the
+    // earlier decision: we will NOT use tokio::sync::Mutex.`): a record an earlier summary
+    // carried goes with it (verify47).
+    let revisions = facts
+        .records
+        .iter()
+        .filter(|record| record.revises)
+        .map(|record| Sentence {
+            index: record.index,
+            text: record.text,
+        });
     facts.turning_down = facts
         .decisions
         .iter()
         .chain(&facts.user_decisions)
-        .filter(|decision| super::extractive::turns_something_down(decision.text))
         .cloned()
+        .chain(revisions)
+        .filter(|decision| super::extractive::turns_something_down(decision.text))
         .collect();
     let quoted_from = facts.requests.len().saturating_sub(ON_TOPIC_REQUESTS);
     for (at, request) in facts.requests.iter_mut().enumerate() {

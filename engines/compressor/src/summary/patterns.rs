@@ -730,14 +730,26 @@ pub(super) fn measured_changes<'a>(text: &'a str, index: usize, into: &mut Vec<S
 /// …`, `I propose — Decision 2: …`, `Also, Decision 3: …`, `One more reversal: Decision 2
 /// revised — …`, and a revision said first: `Reverse decision 1: we go BigQuery`, `About decision 1: keep
 /// 8G`, `Reverse yesterday's decision: impute tenure`, `Reverse the decision about the flag — ship
-/// directly` (verify43). A planning assistant asked to keep the
-/// decisions writes them so, and so do users recording their own; the number says which earlier
-/// record a revision replaces.
+/// directly` (verify43), `Reversing the earlier decision: we will NOT use …` (verify47). A
+/// planning assistant asked to keep the decisions writes them so, and so do users recording their
+/// own; the number says which earlier record a revision replaces.
 static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–:][ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|revise|revised|reversed|amended|updated|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+)?)?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:[ \t]+(?:about|on|for|regarding)(?:[ \t]+[\w`'.-]+){1,5})?(?:[ \t]*\([^)\n]{1,60}\))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
+        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–:][ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|reversing|revert|reverting|revise|revising|revised|reversed|amended|updated|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+){0,2})?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:[ \t]+(?:about|on|for|regarding)(?:[ \t]+[\w`'.-]+){1,5})?(?:[ \t]*\([^)\n]{1,60}\))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
     )
     .expect("the decision record pattern compiles")
+});
+
+/// A reversal that points back at the decision before it instead of naming it, as a label:
+/// `Reverting that: we keep REACT_APP_API_URL.`, `Scratch that — stay on Postgres 15`. It
+/// revises the latest record as `Reverse the decision: …` does (verify47: `Decision: rename
+/// REACT_APP_* env vars to VITE_*` stood as the current one after it). Only as a label, before a
+/// colon or a dash: `Revert that.` alone asks for a commit to be reverted.
+static POINTING_BACK_RECORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?][ \t]+)((?:\*\*)?(?:reversing|reverting|revert|reverse|undoing|undo|scratch)[ \t]+(?:that|this)(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
+    )
+    .expect("the pointing-back record pattern compiles")
 });
 
 /// A record a team keys its own way, `BC-1: camelCase field names` or `ADR-7: …`, at the start
@@ -791,9 +803,18 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
     static WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
         AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(["decision", "revise", "reverse", "supersede"])
+            .build([
+                "decision",
+                "revise",
+                "reverse",
+                "supersede",
+                "revert",
+                "undo",
+                "scratch",
+            ])
             .expect("the record words build")
     });
+    let from = into.len();
     let (mut decides, mut revises) = (false, false);
     for found in WORDS.find_iter(text) {
         match found.pattern().as_usize() {
@@ -827,9 +848,39 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
             });
         }
     }
+    if revises {
+        let found_before = into.len();
+        for found in POINTING_BACK_RECORD.captures_iter(text) {
+            let (Some(line), Some(label)) = (found.get(0), found.get(1)) else {
+                continue;
+            };
+            let record = text[label.start()..line.end()].trim_end();
+            if record[label.len()..].trim().len() < MIN_RECORD_TEXT {
+                continue;
+            }
+            // `Scratch that: Decision 2: …` is one record, the numbered one, and it revises.
+            let span = record.as_ptr() as usize..record.as_ptr() as usize + record.len();
+            if let Some(within) = into[from..found_before]
+                .iter_mut()
+                .find(|other| span.contains(&(other.text.as_ptr() as usize)))
+            {
+                within.revises = true;
+                continue;
+            }
+            into.push(DecisionRecord {
+                index,
+                key: None,
+                replaces: None,
+                revises: true,
+                text: record,
+            });
+        }
+    }
     if decides || revises {
         keyed_records(text, index, decides, into);
     }
+    // In the order they were written: a revision replaces the record before it.
+    into[from..].sort_by_key(|record| record.text.as_ptr() as usize);
 }
 
 /// The records of [`KEYED_RECORD`] in `text`: revisions, and when `decides`, the lines under a
@@ -969,10 +1020,12 @@ pub(super) fn past_assent(text: &str) -> &str {
 /// Whether `line` opens with a decision record's label, numbered or not (`Decision: …`,
 /// `Decision reversed: …`).
 pub(super) fn is_decision_record(line: &str) -> bool {
-    DECISION_RECORD
-        .captures(line)
-        .and_then(|found| found.get(0))
-        .is_some_and(|whole| whole.start() == 0)
+    [&DECISION_RECORD, &POINTING_BACK_RECORD].iter().any(|pattern| {
+        pattern
+            .captures(line)
+            .and_then(|found| found.get(0))
+            .is_some_and(|whole| whole.start() == 0)
+    })
 }
 
 pub(super) fn decision_record_key(line: &str) -> Option<RecordKey> {

@@ -286,6 +286,16 @@ impl<'t> Draft<'t> {
                         if states_a_blocker(answer) && is_lifted(facts, answer, None, &ticket_goals) {
                             continue;
                         }
+                        // One that recorded a decision the new middle reverses by name goes with
+                        // the record (verify47).
+                        if is_decision_record(answer)
+                            && facts
+                                .turning_down
+                                .iter()
+                                .any(|decision| turns_down(decision.text, answer))
+                        {
+                            continue;
+                        }
                         let target = match (states_a_finding(answer), follows_request && !asks_back(answer)) {
                             (true, _) => Section::Done,
                             (false, true) => section,

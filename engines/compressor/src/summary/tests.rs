@@ -7776,4 +7776,62 @@ fn a_file_shown_at_a_revision_prints_no_errors() {
     let summary = summarize(&middle);
     assert!(!summary.contains("- Errors:"), "{summary}");
     assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+/// A reversal that points back (`Reversing the earlier decision: …`, `Reverting that: …`) replaces
+/// the decision it reverses, in the middle and when an earlier summary carried it, by the name
+/// it drops or keeps: the reversed record stood under Key Decisions as the current one (verify47:
+/// a pool kept `switch … to tokio::sync::Mutex` after `we will NOT use tokio::sync::Mutex`, a
+/// Vite migration `rename REACT_APP_* env vars` after `we keep REACT_APP_API_URL`).
+#[test]
+fn a_reversed_decision_gives_way_to_its_reversal() {
+    let decided = [
+        Message::user("The pool deadlocks under load, please fix it in crates/pool/src/inner.rs."),
+        Message::assistant(
+            "Decision: switch `waiters` to `tokio::sync::Mutex` so holding it across `.await` is safe.",
+        ),
+    ];
+    let reversal = Message::assistant(
+        "Yes. Reversing the earlier decision: we will NOT use tokio::sync::Mutex. Decision now: keep std::sync::Mutex, but never hold a guard across an await.",
+    );
+    let current = [
+        "- Reversing the earlier decision: we will NOT use tokio::sync::Mutex. Decision now: keep std::sync::Mutex, but never hold a guard across an await.",
+        "- (1 earlier record was replaced by the revisions listed here)",
+    ];
+    let mut middle = decided.to_vec();
+    middle.push(Message::user(
+        "18% slower on acquire is not acceptable. Is there a way without it?",
+    ));
+    middle.push(reversal.clone());
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "## Key Decisions"), current, "{summary}");
+    // Nor is it quoted as what the first request got.
+    assert!(!summary.contains("Decision: switch"), "{summary}");
+    // The decision carried by an earlier summary.
+    let first = summarize(&decided);
+    assert!(first.contains("- Decision: switch `waiters`"), "{first}");
+    let folded = summarize_before(&[reversal], Some(&first), false, None);
+    assert_eq!(section_lines(&folded, "## Key Decisions"), current, "{folded}");
+    assert!(!folded.contains("Decision: switch"), "{folded}");
+    // A reversal that names what it keeps, matched by the pattern the record named.
+    let renamed = [
+        Message::user("Migrate the app from CRA to Vite."),
+        Message::assistant(
+            "Decision: rename REACT_APP_* env vars to VITE_* and read them via import.meta.env.",
+        ),
+    ];
+    let kept = Message::assistant(
+        "Reverting that: we keep REACT_APP_API_URL. Instead set envPrefix: ['VITE_', 'REACT_APP_'] in vite.config.js.",
+    );
+    let current = [
+        "- Reverting that: we keep REACT_APP_API_URL. Instead set envPrefix: ['VITE_', 'REACT_APP_'] in vite.config.js.",
+        "- (1 earlier record was replaced by the revisions listed here)",
+    ];
+    let mut middle = renamed.to_vec();
+    middle.push(kept.clone());
+    let summary = summarize(&middle);
+    assert_eq!(section_lines(&summary, "## Key Decisions"), current, "{summary}");
+    assert!(!summary.contains("Decision: rename"), "{summary}");
+    let first = summarize(&renamed);
+    let folded = summarize_before(&[kept], Some(&first), false, None);
+    assert_eq!(section_lines(&folded, "## Key Decisions"), current, "{folded}");
+    assert!(!folded.contains("Decision: rename"), "{folded}");
 }
