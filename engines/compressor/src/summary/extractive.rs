@@ -302,6 +302,18 @@ pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>, 
                 return lift_tickets.iter().any(|ticket| blocker_tickets.contains(ticket));
             }
             let mut lift_words = naming_words(lift.text);
+            // The user's next message after the blocker answers it, and names less of it: `I
+            // released the lock, try again` after `… the state is locked by a stale apply`
+            // (verify47: the blocker stayed under Blocked through the plan and apply after it).
+            let replies = after.is_some_and(|after| {
+                !facts
+                    .requests
+                    .iter()
+                    .any(|request| request.index > after && request.index < lift.index)
+            });
+            if replies && lift_tickets.is_empty() && shares_a_stem(&lift_words, &blocker_words) {
+                return true;
+            }
             if !lift_tickets.is_empty() {
                 let naming_the_ticket = |sentence: &&str| {
                     *sentence != lift.text && lift_tickets.iter().any(|ticket| sentence.contains(ticket))
@@ -319,6 +331,20 @@ pub(super) fn is_lifted(facts: &Facts<'_>, blocker: &str, after: Option<usize>, 
             }
             lift_words.intersection(&blocker_words).count() >= 2
         })
+}
+
+/// Whether a word of `a` and one of `b` share a stem: one starts the other (`lock`, `locked`).
+fn shares_a_stem(a: &HashSet<String>, b: &HashSet<String>) -> bool {
+    a.iter().any(|word| {
+        b.iter().any(|other| {
+            let (short, long) = if word.len() <= other.len() {
+                (word, other)
+            } else {
+                (other, word)
+            };
+            short.len() >= 4 && long.starts_with(short.as_str())
+        })
+    })
 }
 
 /// Whether a sentence of the user's after message `after` (`None`: anywhere in the middle and the

@@ -392,6 +392,30 @@ pub(super) static LIFTED_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "are available now",
         "is reachable now",
         "is accessible now",
+        // What the user cleared themselves (verify47: `I released the lock from the jenkins
+        // side, try the plan again` after the assistant's `Atlantis plan is blocked: the state
+        // is locked …`).
+        "I released",
+        "I've released",
+        "is released",
+        "was released",
+        "has been released",
+        "I unlocked",
+        "I've unlocked",
+        "is unlocked",
+        "was unlocked",
+        "I cleared",
+        "I've cleared",
+        "I fixed",
+        "I've fixed",
+        "I resolved",
+        "I've resolved",
+        "I granted",
+        "I've granted",
+        "I restored",
+        "I've restored",
+        "is restored",
+        "was restored",
     ])
 });
 

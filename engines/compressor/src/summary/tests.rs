@@ -7835,3 +7835,54 @@ fn a_reversed_decision_gives_way_to_its_reversal() {
     assert_eq!(section_lines(&folded, "## Key Decisions"), current, "{folded}");
     assert!(!folded.contains("Decision: rename"), "{folded}");
 }
+
+/// What the assistant said blocks the work goes once the user says they cleared it, in their next
+/// message, though it names less of the blocker than a later lift must (`I released the lock,
+/// try again` after `… is locked by a stale apply`): it stood under Blocked through the plan and
+/// the apply that followed (verify47).
+#[test]
+fn a_blocker_the_user_cleared_in_reply_is_not_blocked() {
+    let blocked = "Stated by the assistant: Migrations are blocked";
+    let middle = |reply: &str| {
+        vec![
+            Message::user("Run the pending migrations on staging."),
+            shell("m1", "./manage.py migrate --database staging"),
+            failed_result(
+                "m1",
+                "django.db.utils.OperationalError: could not obtain lock on relation \"django_migrations\"",
+            ),
+            Message::assistant(
+                "Migrations are blocked: django_migrations is locked by a stale deploy on web-03. Someone with shell access there has to kill it.",
+            ),
+            Message::user(reply),
+            shell("m2", "./manage.py migrate --database staging"),
+            Message::tool("m2", "Applying orders.0042_add_index... OK"),
+            Message::assistant("Migrations applied: orders.0042."),
+        ]
+    };
+    for reply in [
+        "I released the lock and killed the stale deploy on web-03, run the migrations again",
+        "I released the lock, try again",
+    ] {
+        let summary = summarize(&middle(reply));
+        assert!(
+            !section_lines(&summary, "### Blocked")
+                .iter()
+                .any(|line| line.contains(blocked)),
+            "{summary}"
+        );
+    }
+    // A lift as short, said later about something else, is no reply to it.
+    let mut later = middle("Thanks, keep going.");
+    later.truncate(4);
+    later.push(Message::user("Tag the release meanwhile."));
+    later.push(Message::assistant("Tagged v2.3.0."));
+    later.push(Message::user("I released the hotfix lock, try again"));
+    let summary = summarize(&later);
+    assert!(
+        section_lines(&summary, "### Blocked")
+            .iter()
+            .any(|line| line.contains(blocked)),
+        "{summary}"
+    );
+}
