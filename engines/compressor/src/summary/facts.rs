@@ -16,10 +16,10 @@ use super::{
     extractive::naming_words,
     is_summary_text,
     patterns::{
-        decision_records, findings, lifts_the_blocker, measured_changes, names_a_ticket, run_on, says_lifted,
-        says_unblocked, states_a_rule, with_antecedent, with_ticket_after, with_workaround_after, RecordKey,
-        BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, LIFTED_WORDS, PERMITTED_WORDS, USER_DECISION_WORDS,
-        WAITING_WORDS,
+        decision_records, findings, lifts_the_blocker, measured_changes, names_a_ticket, past_assent, run_on,
+        says_lifted, says_unblocked, states_a_rule, with_antecedent, with_ticket_after,
+        with_workaround_after, RecordKey, BLOCKER_WORDS, CONSTRAINT_WORDS, DECISION_WORDS, LIFTED_WORDS,
+        PERMITTED_WORDS, USER_DECISION_WORDS, WAITING_WORDS,
     },
 };
 use crate::scan::{
@@ -710,12 +710,20 @@ fn extract<'a>(
         .filter(|decision| super::extractive::turns_something_down(decision.text))
         .collect();
     let quoted_from = facts.requests.len().saturating_sub(ON_TOPIC_REQUESTS);
+    let constraints = &facts.constraints;
     for (at, request) in facts.requests.iter_mut().enumerate() {
         // Work went on after the last answer: it was a remark on the way, and the first said
         // what the request got (verify23: `Reverse decision 1: drop the alias` was given
         // `formatMoney formats minor units as major units…`, a finding of the tests after it).
-        if request.worked_since_answer {
+        // So did any reply after the acknowledgement of a message that only gave rules: it
+        // asked for no work, and what followed was the earlier request's (verify47: `Don't apply
+        // terraform in prod yourself … change freeze until 18:00 UTC.` was given a later
+        // `Atlantis plan is blocked: …` over `Understood: no terraform apply in prod …`).
+        if request.worked_since_answer
+            || (request.replies.len() > 1 && only_gives_rules(&request.text, request.index, constraints))
+        {
             request.answer = request.first_answer.take();
+            continue;
         }
         // A last reply about something else (`Lag check: replica within seconds.`) is a status
         // on the way: the reply that named what was asked (`The analytics dump completed:
@@ -747,6 +755,20 @@ fn extract<'a>(
         }
     }
     facts
+}
+
+/// Whether `request` (the user's message `index`) says nothing but the rules `constraints` hold
+/// of it, past a word of assent (`ok. Don't … Also no more …`).
+fn only_gives_rules(request: &str, index: usize, constraints: &[Sentence<'_>]) -> bool {
+    let mut rest = past_assent(request).to_owned();
+    let mut any = false;
+    for rule in constraints.iter().filter(|rule| rule.index == index) {
+        if let Some(at) = rest.find(rule.text) {
+            rest.replace_range(at..at + rule.text.len(), "");
+            any = true;
+        }
+    }
+    any && rest.chars().all(|c| !c.is_alphanumeric())
 }
 
 /// The newest requests whose answers are looked for among their replies: the latest and the

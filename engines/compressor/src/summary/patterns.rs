@@ -122,6 +122,15 @@ pub(super) static CONSTRAINT_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "shouldn't",
         "should not",
         "no more than",
+        // `no more helm upgrades today`, `change freeze until 18:00 UTC` (verify47: lost from
+        // Constraints beside the rule said before them).
+        "no more",
+        "change freeze",
+        "code freeze",
+        "deploy freeze",
+        "deployment freeze",
+        "merge freeze",
+        "release freeze",
         "at most",
         "at least",
         "without",
@@ -131,6 +140,19 @@ pub(super) static CONSTRAINT_WORDS: LazyLock<Words> = LazyLock::new(|| {
         "keep",
     ])
 });
+
+/// What bounds a rule in time, which `no more` needs to state one (`no more deploys today`), not
+/// to say what happened (`no more errors in the log`).
+const FOR_A_TIME: [&str; 8] = [
+    " today",
+    " tonight",
+    " until ",
+    " till ",
+    " for now",
+    " this week",
+    " before ",
+    " for the rest of",
+];
 
 /// What `keep` is told with when it states a rule (`Keep the deep-link API backward compatible`,
 /// `keep the migration reversible`; verify41: neither was listed), not a step (`keep going`,
@@ -170,6 +192,14 @@ pub(super) fn states_a_rule(sentence: &str) -> bool {
                 &LEAVE_AS
             };
             if told_as.iter().any(|told| rest.contains(told)) {
+                return true;
+            }
+            from = end;
+            continue;
+        }
+        if word.eq_ignore_ascii_case("no more") {
+            let rest = sentence[end..].to_ascii_lowercase();
+            if FOR_A_TIME.iter().any(|bound| rest.contains(bound)) {
                 return true;
             }
             from = end;

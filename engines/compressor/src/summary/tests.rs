@@ -7886,3 +7886,49 @@ fn a_blocker_the_user_cleared_in_reply_is_not_blocked() {
         "{summary}"
     );
 }
+
+/// A message that only gives rules is answered by the reply that acknowledges them, not by a later
+/// status of the earlier work; and a rule bounded in time (`no more deploys today`, `code freeze
+/// until Friday`) is listed with the rule said before it (verify47: `… change freeze until 18:00
+/// UTC.` was given `Atlantis plan is blocked: …` as its answer, and lost from Constraints).
+#[test]
+fn rules_given_are_answered_by_their_acknowledgement_and_all_listed() {
+    let middle = [
+        Message::user("The checkout service returns 502s on /pay; find out why."),
+        shell("g1", "git status"),
+        Message::tool("g1", "On branch main\nnothing to commit, working tree clean"),
+        Message::user(
+            "ok. Never push to main yourself — only through a PR. Also no more deploys to staging today, code freeze until Friday 12:00.",
+        ),
+        Message::assistant("Understood: PRs only, no pushes to main; no staging deploys until the freeze ends."),
+        shell("g2", "kubectl -n checkout logs deploy/checkout --tail=50"),
+        Message::tool("g2", "upstream connect error or disconnect/reset before headers"),
+        Message::assistant("The 502s come from the envoy sidecar resetting the upstream; looking at its config next."),
+    ];
+    let summary = summarize_before(&middle, None, true, None);
+    assert!(
+        summary.contains(
+            "- Its answer: Understood: PRs only, no pushes to main; no staging deploys until the freeze ends."
+        ),
+        "{summary}"
+    );
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        [
+            "- Never push to main yourself — only through a PR.",
+            "- Also no more deploys to staging today, code freeze until Friday 12:00."
+        ],
+        "{summary}"
+    );
+    // `No more` that tells what happened is no rule.
+    let said = [
+        Message::user("Restart the worker. No more errors in the log since the fix, by the way."),
+        Message::assistant("Restarted."),
+    ];
+    let summary = summarize(&said);
+    assert_eq!(
+        section_lines(&summary, "## Constraints & Preferences"),
+        ["- (none)"],
+        "{summary}"
+    );
+}
