@@ -7776,6 +7776,8 @@ fn a_file_shown_at_a_revision_prints_no_errors() {
     let summary = summarize(&middle);
     assert!(!summary.contains("- Errors:"), "{summary}");
     assert_eq!(section_lines(&summary, "### Blocked"), ["- (none)"], "{summary}");
+}
+
 /// A reversal that points back (`Reversing the earlier decision: …`, `Reverting that: …`) replaces
 /// the decision it reverses, in the middle and when an earlier summary carried it, by the name
 /// it drops or keeps: the reversed record stood under Key Decisions as the current one (verify47:
