@@ -1074,12 +1074,9 @@ pub(super) fn past_assent(text: &str) -> &str {
 /// Whether `line` opens with a decision record's label, numbered or not (`Decision: …`,
 /// `Decision reversed: …`).
 pub(super) fn is_decision_record(line: &str) -> bool {
-    [&DECISION_RECORD, &POINTING_BACK_RECORD].iter().any(|pattern| {
-        pattern
-            .captures(line)
-            .and_then(|found| found.get(0))
-            .is_some_and(|whole| whole.start() == 0)
-    })
+    [&DECISION_RECORD, &POINTING_BACK_RECORD]
+        .iter()
+        .any(|pattern| pattern.find(line).is_some_and(|whole| whole.start() == 0))
 }
 
 pub(super) fn decision_record_key(line: &str) -> Option<RecordKey> {

@@ -288,11 +288,11 @@ impl<'t> Draft<'t> {
                         }
                         // One that recorded a decision the new middle reverses by name goes with
                         // the record (verify47).
-                        if is_decision_record(answer)
-                            && facts
-                                .turning_down
-                                .iter()
-                                .any(|decision| turns_down(decision.text, answer))
+                        if facts
+                            .turning_down
+                            .iter()
+                            .any(|decision| turns_down(decision.text, answer))
+                            && is_decision_record(answer)
                         {
                             continue;
                         }
