@@ -473,15 +473,40 @@ const NOT_PACKAGE_NAMES: &[&str] = &[
 /// `serde v1.0.210`, `Python 3.11.7`, a listing's `numpy     1.26.4` as `numpy 1.26.4`; `version`
 /// itself when no name comes before it (verify41: `Versions: 1.23.1` told a model nothing of a pod
 /// update).
+///
+/// A version moved on says so with the one it moved to (`google.golang.org/grpc v1.62.1 =>
+/// v1.66.2`, `AGP 8.3.2 -> 8.5.1`): both listed bare, a summary did not say which is current
+/// (verify45).
 pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> Cow<'a, str> {
     let named = named_version(text, version);
     // A listing's columns, one space apart as the summary lists them.
-    match named.strip_suffix(version).map(str::trim_end) {
+    let shown = match named.strip_suffix(version).map(str::trim_end) {
         Some(name) if name.len() + 1 < named.len() - version.len() && !name.ends_with('(') => {
             Cow::Owned(format!("{name} {version}"))
         }
         _ => Cow::Borrowed(named),
+    };
+    match moved_to(text, version) {
+        Some((arrow, to)) => Cow::Owned(format!("{shown} {arrow} {to}")),
+        None => shown,
     }
+}
+
+/// The arrow and the version `version` (a slice of `text`) moved to, when `text` says one right
+/// after it: `v1.62.1 => v1.66.2`, `8.3.2 -> 8.5.1`, `1.6.0 → 1.7.1`.
+fn moved_to<'a>(text: &'a str, version: &str) -> Option<(&'a str, &'a str)> {
+    let start = (version.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    let rest = text.get(start + version.len()..)?;
+    let rest = rest.strip_prefix(' ')?;
+    let arrow = ["=>", "->", "→"]
+        .into_iter()
+        .find(|arrow| rest.starts_with(arrow))?;
+    let rest = rest[arrow.len()..].strip_prefix(' ')?;
+    let to = rest
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ')' | '(' | '`'))
+        .next()?
+        .trim_end_matches('.');
+    is_version(to).then_some((&text[start + version.len() + 1..][..arrow.len()], to))
 }
 
 /// [`with_package_name`]'s slice of `text`.
@@ -781,6 +806,19 @@ mod tests {
                 "pytest-7.4.0",
                 "serde@1.0.210",
                 "5.1.0"
+            ]
+        );
+        // A version moved on, with the one it moved to; that one is listed with it.
+        assert_eq!(
+            versions("go: upgraded google.golang.org/grpc v1.62.1 => v1.66.2\nAGP 8.3.2 -> 8.5.1, tokio 1.36.0 → 1.41.1.\n1.2.3 -> later"),
+            [
+                "google.golang.org/grpc v1.62.1 => v1.66.2",
+                "v1.66.2",
+                "AGP 8.3.2 -> 8.5.1",
+                "8.5.1",
+                "tokio 1.36.0 → 1.41.1",
+                "1.41.1",
+                "1.2.3",
             ]
         );
         // A runner's banner names no package (vitest's ` RUN  v1.6.0 /repo`).
