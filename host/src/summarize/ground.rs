@@ -332,6 +332,7 @@ fn parse_facts(body: &str) -> [Vec<FactItem>; 9] {
             "URLs:",
             "Routes:",
             "Hashes:",
+            "Ids:",
             "Issues:",
             "Versions:",
             "Identifiers:",

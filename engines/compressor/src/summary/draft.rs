@@ -35,6 +35,10 @@ pub(super) enum Group {
     Urls,
     Routes,
     Hashes,
+    /// Ids made of hex parts or keyed (a task's UUID, a pod's `checkout-api-7d9f8c6b5-b6589`, a
+    /// log's `req_id=41649f767c45`): hashes of no commit or content, which a model told a list of
+    /// hashes would read as commits (verify45, verify47).
+    Ids,
     Issues,
     Versions,
     /// Hashes, issues and versions together, as summaries before these kinds were split wrote them.
@@ -58,6 +62,7 @@ impl Group {
             Group::Urls => "URLs:",
             Group::Routes => "Routes:",
             Group::Hashes => "Hashes:",
+            Group::Ids => "Ids:",
             Group::Issues => "Issues:",
             Group::Versions => "Versions:",
             Group::Identifiers => "Identifiers:",
@@ -66,7 +71,7 @@ impl Group {
     }
 
     /// Every labelled group, for reading an earlier summary back.
-    pub(super) const LABELLED: [Group; 16] = [
+    pub(super) const LABELLED: [Group; 17] = [
         Group::FilesChanged,
         Group::FilesRead,
         Group::FilesSearched,
@@ -79,6 +84,7 @@ impl Group {
         Group::Urls,
         Group::Routes,
         Group::Hashes,
+        Group::Ids,
         Group::Issues,
         Group::Versions,
         Group::Identifiers,

@@ -1590,6 +1590,7 @@ impl<'t> Draft<'t> {
             }
             FactKind::Hash | FactKind::Issue | FactKind::Version => {
                 let group = match fact.kind {
+                    FactKind::Hash if fact.text.contains(['-', '_', '=']) => Group::Ids,
                     FactKind::Hash => Group::Hashes,
                     FactKind::Issue => Group::Issues,
                     _ => Group::Versions,

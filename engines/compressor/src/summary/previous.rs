@@ -994,6 +994,7 @@ fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
         | Group::CommandsMentioned
         | Group::Routes => true,
         Group::Hashes => line.text.len() >= 64 || line.text.bytes().any(|byte| !byte.is_ascii_hexdigit()),
+        Group::Ids => true,
         _ => false,
     };
     let error_lines: Vec<&str> = carried
@@ -1015,8 +1016,8 @@ fn repeated_lines(facts: &Facts<'_>, carried: &[Carried<'_>]) -> Vec<bool> {
         .collect();
     let mut by_shape: FastMap<(Group, bool, String), Vec<usize>> = FastMap::default();
     for (at, line) in carried.iter().enumerate().filter(|(_, line)| shaped(line)) {
-        let in_error_line =
-            line.group == Group::Hashes && error_lines.iter().any(|error| error.contains(line.text));
+        let in_error_line = matches!(line.group, Group::Hashes | Group::Ids)
+            && error_lines.iter().any(|error| error.contains(line.text));
         by_shape
             .entry((
                 line.group,

@@ -6728,7 +6728,7 @@ fn a_key_value_logs_targets_are_routes_and_its_ids_keep_their_key() {
     let line = |label: &str| summary.lines().find(|line| line.starts_with(label)).unwrap_or("");
     assert!(line("- Routes:").contains("/api/v1/items/1000"), "{summary}");
     assert!(!line("- Mentioned:").contains("/api/v1/items/"), "{summary}");
-    assert!(line("- Hashes:").contains("req_id=41649f"), "{summary}");
+    assert!(line("- Ids:").contains("req_id=41649f"), "{summary}");
 }
 
 /// An answer that said what blocked the work is not quoted as a request's answer once that is
@@ -7932,5 +7932,74 @@ fn rules_given_are_answered_by_their_acknowledgement_and_all_listed() {
         section_lines(&summary, "## Constraints & Preferences"),
         ["- (none)"],
         "{summary}"
+    );
+}
+
+/// Ids made of hex parts (a task's UUID, a pod's name) are listed as ids, apart from the commits'
+/// hashes: a model reading them under `Hashes:` would take them for commits (verify45: Celery
+/// task UUIDs, verify47: pod names, both under Hashes beside the deploy's commit).
+#[test]
+fn ids_of_hex_parts_are_listed_apart_from_hashes() {
+    let pods: String = (0..6)
+        .map(|n| {
+            format!(
+                "checkout-api-7d9f8c6b5-{:05x}   0/1     CrashLoopBackOff   7          41m\n",
+                0xb6589 + n * 977
+            )
+        })
+        .collect();
+    let tasks: String = (0..4)
+        .map(|n| {
+            format!(
+                "Task orders.reserve_stock[4462ebfc-5f91-5ef0-9cfb-ac6e7687a6{n:02x}] succeeded in 0.01s\n"
+            )
+        })
+        .collect();
+    let middle = vec![
+        Message::user("checkout-api is crashlooping in payments. Look."),
+        shell("g1", "git log --oneline -3"),
+        Message::tool(
+            "g1",
+            "5f0c2a9 payments: read the gateway URL from the secret\n1b64538 ci: pin node\n9e3d2c1 init",
+        ),
+        shell("p1", "kubectl get pods -n payments -l app=checkout-api"),
+        Message::tool(
+            "p1",
+            format!("NAME                              READY   STATUS             RESTARTS   AGE\n{pods}"),
+        ),
+        shell("c1", "celery -A shopfront events --dump | head -4"),
+        Message::tool("c1", tasks),
+        Message::assistant("All pods of the replicaset crashloop."),
+    ];
+    let summary = summarize(&middle);
+    let line = |label: &str| summary.lines().find(|line| line.starts_with(label)).unwrap_or("");
+    assert!(line("- Hashes:").contains("5f0c2a9"), "{summary}");
+    assert!(
+        !line("- Hashes:").get(2..).unwrap_or("").contains('-'),
+        "{summary}"
+    );
+    assert!(
+        line("- Ids:").contains("checkout-api-7d9f8c6b5-b6589"),
+        "{summary}"
+    );
+    assert!(
+        line("- Ids:").contains("4462ebfc-5f91-5ef0-9cfb-ac6e7687a600"),
+        "{summary}"
+    );
+    // Read back from an earlier summary, they stay apart.
+    let folded = summarize_before(
+        &[Message::user("Roll back the deploy.")],
+        Some(&summary),
+        false,
+        None,
+    );
+    let line = |label: &str| folded.lines().find(|line| line.starts_with(label)).unwrap_or("");
+    assert!(
+        !line("- Hashes:").get(2..).unwrap_or("").contains('-'),
+        "{folded}"
+    );
+    assert!(
+        line("- Ids:").contains("checkout-api-7d9f8c6b5-b6589"),
+        "{folded}"
     );
 }
