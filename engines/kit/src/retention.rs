@@ -613,7 +613,8 @@ fn counts_none_of_a_kind(line: &str) -> bool {
 /// Whether the `#12` at `at..at + len` of `text` numbers a step of a build or a test run: it opens
 /// a line of Docker BuildKit's output (`#12 [builder 6/6] RUN pnpm build`, `#12 DONE 88.4s`,
 /// `#14 exporting to image`), or CTest's (`10/40 Test #10: wkb_parse …`). No issue (verify43:
-/// `Issues: #12, #14` from a build log; verify44: `#10, #11, …, #40` from a test run).
+/// `Issues: #12, #14` from a build log; verify44: `#10, #11, …, #40` from a test run). Nor does
+/// a place's number (`Binary XML file line #12`, `row #3`; verify48: the only issue of a release).
 pub fn numbers_a_step(text: &str, at: usize, len: usize) -> bool {
     const STEP: [&str; 16] = [
         "[",
@@ -633,7 +634,15 @@ pub fn numbers_a_step(text: &str, at: usize, len: usize) -> bool {
         "pushing ",
         "preparing ",
     ];
-    if text.get(..at).is_some_and(|before| before.ends_with("Test ")) {
+    const PLACES: [&str; 4] = ["line ", "row ", "column ", "col "];
+    let before = text.get(at.saturating_sub(8)..at).unwrap_or_default();
+    if before.ends_with("Test ")
+        || PLACES.iter().any(|place| {
+            before
+                .get(before.len().saturating_sub(place.len())..)
+                .is_some_and(|end| end.eq_ignore_ascii_case(place))
+        })
+    {
         return true;
     }
     let opens_line = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
@@ -1359,7 +1368,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            issues("#12 [builder 6/6] RUN pnpm build\n#12 DONE 88.4s\n10/40 Test #10: wkb_parse ... Passed\nfixes #4521"),
+            issues("#12 [builder 6/6] RUN pnpm build\n#12 DONE 88.4s\n10/40 Test #10: wkb_parse ... Passed\nBinary XML file line #12 in app.tallybook:layout/row, Row #3\nfixes #4521"),
             ["#4521"]
         );
     }

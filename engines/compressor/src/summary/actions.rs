@@ -1546,6 +1546,9 @@ fn edited_in_place(command: &str) -> Vec<String> {
         return Vec::new();
     };
     let mut files = Vec::new();
+    // The folder a `cd` earlier in the chain went to: `cd api && sed -i … Dockerfile` changes
+    // `api/Dockerfile`, where a repository holds several (verify48).
+    let mut folder: Option<String> = None;
     for step in words.split(|word| matches!(word.as_str(), "&&" | "||" | ";" | "|")) {
         let step = match step {
             [sudo, rest @ ..] if sudo == "sudo" => rest,
@@ -1554,6 +1557,17 @@ fn edited_in_place(command: &str) -> Vec<String> {
         let Some((program, words)) = step.split_first() else {
             continue;
         };
+        if program == "cd" {
+            folder = match (words, folder.take()) {
+                // Where `~`, `..` or `-` lead is not known here.
+                ([to], _) if to.starts_with('~') || to.contains("..") || to == "-" => None,
+                ([to], _) if to.starts_with('/') => Some(to.trim_end_matches('/').to_owned()),
+                ([to], None) => Some(to.trim_end_matches('/').to_owned()),
+                ([to], Some(from)) => Some(format!("{from}/{}", to.trim_end_matches('/'))),
+                _ => None,
+            };
+            continue;
+        }
         let program = program.rsplit('/').next().unwrap_or(program);
         if !matches!(program, "sed" | "gsed" | "perl") {
             continue;
@@ -1601,7 +1615,12 @@ fn edited_in_place(command: &str) -> Vec<String> {
                 .into_iter()
                 .skip(files_from)
                 .filter(|file| !file.contains(['*', '?', '$']) && file.as_str() != "-")
-                .cloned(),
+                .map(|file| match &folder {
+                    Some(folder) if !file.starts_with('/') => {
+                        format!("{folder}/{}", file.trim_start_matches("./"))
+                    }
+                    _ => file.clone(),
+                }),
         );
     }
     files
@@ -2161,7 +2180,10 @@ mod tests {
             ("sed -i.bak -e 's/a/b/' -e 's/c/d/' a.toml b.toml", &["a.toml", "b.toml"]),
             ("sed -i '' 's/a/b/' src/app.ts", &["src/app.ts"]),
             ("sudo sed --in-place=.orig 's/80/8080/' /etc/nginx/conf.d/app.conf", &["/etc/nginx/conf.d/app.conf"]),
-            ("cd web && perl -i -pe 's/17/18/' package.json", &["package.json"]),
+            ("cd web && perl -i -pe 's/17/18/' package.json", &["web/package.json"]),
+            ("cd services/ && cd api && sed -i 's/3.11/3.12/' Dockerfile ./requirements.txt", &["services/api/Dockerfile", "services/api/requirements.txt"]),
+            ("cd /srv/app && sed -i 's/a/b/' app.conf", &["/srv/app/app.conf"]),
+            ("cd ../web && sed -i 's/a/b/' app.conf", &["app.conf"]),
         ] {
             assert_eq!(edited_in_place(command), files, "{command}");
         }
