@@ -26,7 +26,8 @@
 //!   [`TranscriptMeta::compactions`] (see the module docs of `formats`).
 //! - **Legacy rollouts** (Codex CLI before the `{timestamp, type, payload}` envelope) are read
 //!   too: a first line `{id, timestamp, instructions?, git?}` with no `type` is the session's
-//!   meta, then the response items are bare records (`{"type": "message", role, content}`,
+//!   meta (its `instructions`, which Codex then sent with its own and recorded nowhere else,
+//!   become the system message), then the response items are bare records (`{"type": "message", role, content}`,
 //!   `function_call`, `function_call_output`, `reasoning`…), mapped as above; the
 //!   `{"record_type": "state"}` lines between them are the interface's, left out and counted.
 
@@ -136,6 +137,15 @@ impl Response {
     }
 }
 
+/// Which kind of rollout a session's meta opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Era {
+    /// `{id, timestamp, instructions?}` as the first line, before the envelope.
+    Legacy,
+    /// A `session_meta` record of `{timestamp, type, payload}`.
+    Enveloped,
+}
+
 impl<R: BufRead> CodexReader<R> {
     pub(super) fn new(path: &Path, reader: R) -> Self {
         Self {
@@ -175,7 +185,7 @@ impl<R: BufRead> CodexReader<R> {
             Some(Value::String(kind)) => kind.clone(),
             // A legacy rollout: its first line is the session's meta, without a type.
             None if self.records == 1 && (record.contains_key("id") || record.contains_key("timestamp")) => {
-                self.read_session_meta(record, at, meta);
+                self.read_session_meta(record, at, meta, Era::Legacy);
                 return Ok(true);
             }
             None if record.contains_key("record_type") => {
@@ -224,7 +234,7 @@ impl<R: BufRead> CodexReader<R> {
         };
         let timestamp = record.shift_remove("timestamp");
         match kind.as_str() {
-            "session_meta" => self.read_session_meta(payload, at, meta),
+            "session_meta" => self.read_session_meta(payload, at, meta, Era::Enveloped),
             "turn_context" => {
                 if meta.model.is_none() {
                     meta.model = payload.get("model").and_then(Value::as_str).map(str::to_owned);
@@ -252,7 +262,13 @@ impl<R: BufRead> CodexReader<R> {
         Ok(true)
     }
 
-    fn read_session_meta(&mut self, mut payload: Map<String, Value>, at: LineAt, meta: &mut TranscriptMeta) {
+    fn read_session_meta(
+        &mut self,
+        mut payload: Map<String, Value>,
+        at: LineAt,
+        meta: &mut TranscriptMeta,
+        era: Era,
+    ) {
         if std::mem::replace(&mut self.seen_session_meta, true) {
             meta.skip("session_meta (after the first)");
             return;
@@ -260,7 +276,14 @@ impl<R: BufRead> CodexReader<R> {
         if let Some(id) = payload.get("id") {
             meta.session_id = Some(value_as_text(id));
         }
-        let base = payload.shift_remove("base_instructions");
+        // A legacy rollout records no system prompt and no `<user_instructions>` message: its
+        // header's `instructions` are what Codex then sent the model with its own instructions,
+        // and the only place the user's rules are (verify48: `Never upload to the Play production
+        // track without asking the user first.` was nowhere in the replayed context).
+        let base = match era {
+            Era::Legacy => payload.shift_remove("instructions"),
+            Era::Enveloped => payload.shift_remove("base_instructions"),
+        };
         let prompt = match &base {
             Some(Value::String(text)) => Some(text.clone()),
             Some(Value::Object(fields)) => fields.get("text").and_then(Value::as_str).map(str::to_owned),
@@ -270,7 +293,11 @@ impl<R: BufRead> CodexReader<R> {
             Some(prompt) => self.queue.push(Message::system(prompt), at.line),
             None => {
                 if let Some(base) = base {
-                    payload.insert("base_instructions".to_owned(), base);
+                    let key = match era {
+                        Era::Legacy => "instructions",
+                        Era::Enveloped => "base_instructions",
+                    };
+                    payload.insert(key.to_owned(), base);
                 }
             }
         }

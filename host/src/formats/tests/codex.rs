@@ -278,6 +278,9 @@ fn malformed_records_are_errors_with_their_line_and_offset() {
     );
 }
 
+/// A legacy rollout's header `instructions` were sent to the model with Codex's own and are
+/// recorded nowhere else: they open the conversation as its system message (verify48: the user's
+/// rules were nowhere in the replayed context).
 #[test]
 fn a_legacy_rollout_with_a_header_line_and_bare_items_is_read() {
     let text = jsonl(&[
@@ -293,16 +296,17 @@ fn a_legacy_rollout_with_a_header_line_and_bare_items_is_read() {
     let transcript = read(Format::Codex, &text);
     let roles: Vec<_> = transcript.messages.iter().map(|m| m.role).collect();
     use ctxhost_engine_abi::Role::*;
-    assert_eq!(roles, [User, Assistant, Tool, Assistant]);
-    assert_eq!(transcript.messages[1].calls()[0].id, "call_1");
-    assert_eq!(transcript.messages[1].extra["reasoning"][0]["id"], "rs_1");
-    assert!(transcript.messages[2].text().contains("E0432"));
+    assert_eq!(roles, [System, User, Assistant, Tool, Assistant]);
+    assert_eq!(transcript.messages[0].text(), "Use rg.");
+    assert_eq!(transcript.messages[2].calls()[0].id, "call_1");
+    assert_eq!(transcript.messages[2].extra["reasoning"][0]["id"], "rs_1");
+    assert!(transcript.messages[3].text().contains("E0432"));
     let meta = &transcript.meta;
     assert_eq!(
         meta.session_id.as_deref(),
         Some("5973b6c0-94b8-487b-a530-2aeb6098ae0e")
     );
-    assert_eq!(meta.extra["instructions"], "Use rg.");
+    assert!(!meta.extra.contains_key("instructions"));
     assert_eq!(meta.extra["git"], json!({"branch": "main"}));
     assert_eq!(meta.skipped["state (a legacy rollout's record_type)"], 2);
     assert_eq!(meta.warnings, Vec::<String>::new());
