@@ -786,10 +786,13 @@ pub(super) fn measured_changes<'a>(text: &'a str, index: usize, into: &mut Vec<S
 /// 8G`, `Reverse yesterday's decision: impute tenure`, `Reverse the decision about the flag — ship
 /// directly` (verify43), `Reversing the earlier decision: we will NOT use …` (verify47). A
 /// planning assistant asked to keep the decisions writes them so, and so do users recording their
-/// own; the number says which earlier record a revision replaces.
+/// own; the number says which earlier record a revision replaces. A record stated inline, after a
+/// semicolon or a spaced dash, is one too (`Days now work; decision: weeks stay unsupported …`,
+/// `P1W fails - decision: …`): an agent states its decision so mid-sentence (verify48: Key
+/// Decisions was `(none)` and the sentence in no summary).
 static DECISION_RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|[.!?—–:][ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|reversing|revert|reverting|revise|revising|revised|reversed|amended|updated|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+){0,2})?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:[ \t]+(?:about|on|for|regarding)(?:[ \t]+[\w`'.-]+){1,5})?(?:[ \t]*\([^)\n]{1,60}\))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
+        r"(?mi)(?:^[ \t]*(?:[-*][ \t]+|\d{1,3}\.[ \t]+)?|(?:[.!?—–:;]|[ \t]-)[ \t]+)(?:(?:also|and|so|then|ok|okay|now|finally|next|plus),?[ \t]+)?((?:\*\*)?(?:(reverse|reversing|revert|reverting|revise|revising|revised|reversed|amended|updated|revisit|change|update|amend|about|re)[ \t]+(?:[\w']+[ \t]+){0,2})?decision(?:[ \t]+#?(\d{1,4}))?(?:[ \t]+(?:is[ \t]+|was[ \t]+|has[ \t]+been[ \t]+)?(revised|reversed|updated|changed|amended|replaced|reverted|withdrawn|cancell?ed))?(?:[ \t]+(?:about|on|for|regarding)(?:[ \t]+[\w`'.-]+){1,5})?(?:[ \t]*\([^)\n]{1,60}\))?(?:\*\*)?(?:[ \t]*:|[ \t]+[—–]))[^\n]*",
     )
     .expect("the decision record pattern compiles")
 });

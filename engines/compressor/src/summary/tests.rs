@@ -8003,3 +8003,29 @@ fn ids_of_hex_parts_are_listed_apart_from_hashes() {
         "{folded}"
     );
 }
+
+/// A decision an agent states inline, after a semicolon or a dash, is a Key Decision in its own
+/// words: after `…is a separate feature; decision: …` Key Decisions was `(none)` and the
+/// sentence in no summary (verify48).
+#[test]
+fn a_decision_stated_after_a_semicolon_or_a_dash_is_a_key_decision() {
+    let middle = vec![
+        Message::user("Fix #88: trailing slashes break the router."),
+        shell("r1", "python repro.py"),
+        Message::tool("r1", "/a/ ok\n/b// ERROR ValueError: empty segment"),
+        Message::assistant(
+            "Single slashes now work. Doubled ones are another bug; decision: keep rejecting empty segments in this fix, tracked as #90.",
+        ),
+        Message::assistant("The router test passes - decision: no new config flag for it."),
+    ];
+    let summary = summarize(&middle);
+    let decisions = section_lines(&summary, "## Key Decisions").join("\n");
+    assert!(
+        decisions.contains("decision: keep rejecting empty segments in this fix, tracked as #90."),
+        "{summary}"
+    );
+    assert!(
+        decisions.contains("decision: no new config flag for it."),
+        "{summary}"
+    );
+}
