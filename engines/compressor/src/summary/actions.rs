@@ -759,6 +759,8 @@ fn lines_written(arguments: &serde_json::Map<String, Value>, raw: &str) -> Optio
         "content",
         "file_text",
         "replace",
+        // SWE-agent's windowed `edit`: lines `start_line` to `end_line` become this.
+        "replacement_text",
     ])
     .or(here_document)
     {

@@ -7114,6 +7114,20 @@ fn an_edit_without_a_path_changes_the_open_file() {
         ),
         "{summary}"
     );
+    // And its windowed form, lines replaced by a text (verify48).
+    let mut windowed = middle.clone();
+    windowed[3] = Message::assistant_calls(vec![ToolCall::new(
+        "e1",
+        "edit",
+        r#"{"start_line": 13, "end_line": 13, "replacement_text": "  const days = differenceInCalendarDays(date, now);\n"}"#,
+    )]);
+    let summary = summarize(&windowed);
+    assert!(
+        summary.contains(
+            "- [edit] changed packages/date-utils/src/format.ts, writing: const days = differenceInCalendarDays(date, now);"
+        ),
+        "{summary}"
+    );
 }
 
 /// A request's answer is the reply that names what was asked, not a last status about something
