@@ -348,6 +348,23 @@ impl<'t> Draft<'t> {
                     }
                     Section::NextSteps if settled => continue,
                     Section::NextSteps => (section, 1),
+                    // A request the new middle quotes again (asked again, or kept after the head
+                    // last time and summarised now) is listed once, with the answer the middle
+                    // gives it (verify48: `quick question — …` stood bare beside `Answered
+                    // question: quick question — …` and its answer).
+                    Section::Goal
+                        if is_goal_request(line)
+                            && self.candidates.iter().any(|candidate| {
+                                candidate.section == Section::Goal
+                                    && candidate.text.ends_with(
+                                        goal_request(line)
+                                            .strip_prefix(ANSWERED_QUESTION)
+                                            .unwrap_or(goal_request(line)),
+                                    )
+                            }) =>
+                    {
+                        continue
+                    }
                     Section::Done | Section::InProgress if new_todos && tells_todos(line) => continue,
                     Section::InProgress if user_moved_on || earlier.followed(line) => (Section::Done, 2),
                     Section::Blocked if moved_on => (Section::Done, 2),

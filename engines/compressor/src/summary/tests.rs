@@ -8043,3 +8043,47 @@ fn a_decision_stated_after_a_semicolon_or_a_dash_is_a_key_decision() {
         "{summary}"
     );
 }
+
+/// A request an earlier summary quoted and the new middle quotes again (kept after the head last
+/// time, summarised now) is listed once, with its answer: it stood bare beside its answered self
+/// (verify48).
+#[test]
+fn a_request_quoted_again_is_listed_once_with_its_answer() {
+    let question = "quick question — is the Next.js one (GHSA-f82v-jwr5-mffw) actually exploitable for us? we only use middleware for i18n redirects";
+    let first = summarize_before(
+        &[
+            Message::user("Audit the deps."),
+            shell("a", "npm audit"),
+            Message::tool("a", "GHSA-f82v-jwr5-mffw next"),
+        ],
+        None,
+        true,
+        None,
+    );
+    let previous = first.replace(
+        "## Goal\n",
+        &format!("## Goal\n- Latest request before the next: {question}\n"),
+    );
+    let middle = vec![
+        Message::user(question),
+        shell("r", "rg -n 'middleware|matcher' web/src/middleware.ts"),
+        Message::tool("r", "web/src/middleware.ts:1:import { NextResponse } from 'next/server'"),
+        Message::assistant("Low exposure: our middleware only does i18n redirects and auth is enforced in the layout, so bypassing it skips no auth."),
+        Message::user("ok how much work is the fastapi upgrade?"),
+        Message::assistant("About 1–2 days: lifespan handlers and the pydantic v2 settings in 9 modules."),
+    ];
+    let folded = summarize_before(&middle, Some(&previous), true, None);
+    let goal = section_lines(&folded, "## Goal");
+    assert_eq!(
+        goal.iter()
+            .filter(|line| line.contains("is the Next.js one"))
+            .count(),
+        1,
+        "{folded}"
+    );
+    assert!(
+        goal.iter()
+            .any(|line| line.starts_with("- Its answer: Low exposure")),
+        "{folded}"
+    );
+}
