@@ -1232,10 +1232,6 @@ const ERROR_HEAD: usize = 210;
 /// …and its end, about this many bytes.
 const ERROR_END: usize = 90;
 
-/// An error line `line` whole when it fits in [`MAX_ERROR_LINE`] (a token finished past it),
-/// else its start and its end around ` … `: what failed opens a line, and why often closes it
-/// (`api error AccessDenied: User: arn:aws:sts::…:assumed-role/… is not authorized to perform:
-/// iam:UpdateOpenIDConnectProviderThumbprint …`).
 /// The line after an error line that ends in a colon, when it is what the error says and no
 /// error line itself: `error during build:` says nothing until `[vite:css] [postcss] Cannot find
 /// module 'postcss-nested'`, and dbt's `SQL compilation error:` nothing until `Object
@@ -1262,6 +1258,10 @@ fn detail_after<'t>(line: &str, rest: &'t str) -> Option<&'t str> {
     (next.len() >= 6 && next.len() <= MAX_ERROR_LINE && ERROR_MARKERS.find(next).is_none()).then_some(next)
 }
 
+/// An error line `line` whole when it fits in [`MAX_ERROR_LINE`] (a token finished past it),
+/// else its start and its end around ` … `: what failed opens a line, and why often closes it
+/// (`api error AccessDenied: User: arn:aws:sts::…:assumed-role/… is not authorized to perform:
+/// iam:UpdateOpenIDConnectProviderThumbprint …`).
 fn head_and_end(line: &str) -> Cow<'_, str> {
     let whole = cut_at_token(line, MAX_ERROR_LINE);
     if whole.len() == line.len() {
