@@ -486,7 +486,7 @@ pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> Cow<'a, 
         }
         _ => Cow::Borrowed(named),
     };
-    match moved_to(text, version) {
+    match version_moved_to(text, version) {
         Some((arrow, to)) => Cow::Owned(format!("{shown} {arrow} {to}")),
         None => shown,
     }
@@ -494,7 +494,7 @@ pub(crate) fn with_package_name<'a>(text: &'a str, version: &'a str) -> Cow<'a, 
 
 /// The arrow and the version `version` (a slice of `text`) moved to, when `text` says one right
 /// after it: `v1.62.1 => v1.66.2`, `8.3.2 -> 8.5.1`, `1.6.0 → 1.7.1`.
-fn moved_to<'a>(text: &'a str, version: &str) -> Option<(&'a str, &'a str)> {
+fn version_moved_to<'a>(text: &'a str, version: &str) -> Option<(&'a str, &'a str)> {
     let start = (version.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
     let rest = text.get(start + version.len()..)?;
     let rest = rest.strip_prefix(' ')?;
