@@ -1547,6 +1547,14 @@ fn edited_in_place(command: &str) -> Vec<String> {
     let Some(words) = shlex::split(command) else {
         return Vec::new();
     };
+    // `cd api; sed -i …`: the shell ends a step at a `;` that touches the word before it.
+    let words: Vec<String> = words
+        .into_iter()
+        .flat_map(|word| match word.strip_suffix(';') {
+            Some(before) if !before.is_empty() => vec![before.to_owned(), ";".to_owned()],
+            _ => vec![word],
+        })
+        .collect();
     let mut files = Vec::new();
     // The folder a `cd` earlier in the chain went to: `cd api && sed -i … Dockerfile` changes
     // `api/Dockerfile`, where a repository holds several (verify48).
@@ -2186,6 +2194,7 @@ mod tests {
             ("cd services/ && cd api && sed -i 's/3.11/3.12/' Dockerfile ./requirements.txt", &["services/api/Dockerfile", "services/api/requirements.txt"]),
             ("cd /srv/app && sed -i 's/a/b/' app.conf", &["/srv/app/app.conf"]),
             ("cd ../web && sed -i 's/a/b/' app.conf", &["app.conf"]),
+            ("cd api; sed -i 's/a/b/' app.toml; git diff", &["api/app.toml"]),
         ] {
             assert_eq!(edited_in_place(command), files, "{command}");
         }
