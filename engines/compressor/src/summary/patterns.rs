@@ -883,14 +883,7 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
         }
     }
     if decides {
-        for found in DECISION_RECORD.captures_iter(text) {
-            let (Some(line), Some(label)) = (found.get(0), found.get(1)) else {
-                continue;
-            };
-            let record = text[label.start()..line.end()].trim_end();
-            if record[label.len()..].trim().len() < MIN_RECORD_TEXT {
-                continue;
-            }
+        for (found, record) in labelled_records(&DECISION_RECORD, text) {
             let key = found
                 .get(3)
                 .and_then(|number| number.as_str().parse().ok())
@@ -907,14 +900,7 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
     }
     if revises {
         let found_before = into.len();
-        for found in POINTING_BACK_RECORD.captures_iter(text) {
-            let (Some(line), Some(label)) = (found.get(0), found.get(1)) else {
-                continue;
-            };
-            let record = text[label.start()..line.end()].trim_end();
-            if record[label.len()..].trim().len() < MIN_RECORD_TEXT {
-                continue;
-            }
+        for (_, record) in labelled_records(&POINTING_BACK_RECORD, text) {
             // `Scratch that: Decision 2: …` is one record, the numbered one, and it revises.
             let span = record.as_ptr() as usize..record.as_ptr() as usize + record.len();
             if let Some(within) = into[from..found_before]
@@ -938,6 +924,19 @@ pub(super) fn decision_records<'a>(text: &'a str, index: usize, into: &mut Vec<D
     }
     // In the order they were written: a revision replaces the record before it.
     into[from..].sort_by_key(|record| record.text.as_ptr() as usize);
+}
+
+/// The records `pattern` finds in `text` (its group 1 the label), each with its text from the
+/// label to the line's end, when that says enough past the label.
+fn labelled_records<'t>(
+    pattern: &'static Regex,
+    text: &'t str,
+) -> impl Iterator<Item = (regex::Captures<'t>, &'t str)> {
+    pattern.captures_iter(text).filter_map(move |found| {
+        let (line, label) = (found.get(0)?, found.get(1)?);
+        let record = text[label.start()..line.end()].trim_end();
+        (record[label.len()..].trim().len() >= MIN_RECORD_TEXT).then_some((found, record))
+    })
 }
 
 /// The records of [`KEYED_RECORD`] in `text`: revisions, and when `decides`, the lines under a
